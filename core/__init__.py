@@ -1,0 +1,50 @@
+"""squall: a distributed stream processor with Storm's model and guarantees.
+
+>>> from squall import TopologyBuilder, Spout, Bolt
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from squall.api.component import Bolt, Component, Spout
+from squall.api.context import TopologyContext
+from squall.api.tuple import Stream, Tuple
+from squall.errors import (
+    ConfigError, PluginLoadError, PluginNotFoundError, SchedulingError, SerializationError,
+    SquallError, StateError, TopologyError, TransportError,
+)
+from squall.hookspecs import hookimpl, hookspec
+from squall.spi import (
+    Acker, Connection, DataPoint, Grouping, MetricsConsumer, Scheduler, Serializer, StateStore,
+    TaskInfo, Transport,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
+    "Grouping", "LocalCluster", "MetricsConsumer", "PluginLoadError", "PluginNotFoundError",
+    "ReducedMetric", "Scheduler", "SchedulingError", "SerializationError", "Serializer", "Spout",
+    "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
+    "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
+    "hookimpl", "hookspec", "__version__",
+]
+
+# Heavier pieces load on first use so `import squall` stays light.
+_LAZY = {
+    "TopologyBuilder": "squall.api.builder",
+    "Topology": "squall.api.topology",
+    "LocalCluster": "squall.runtime.local_cluster",
+    "CountMetric": "squall.metrics.api",
+    "ReducedMetric": "squall.metrics.api",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'squall' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

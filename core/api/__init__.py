@@ -1,0 +1,1 @@
+"""The user-facing API: components, tuples, streams, the builder and groupings."""

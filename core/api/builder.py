@@ -1,0 +1,234 @@
+"""The fluent topology builder.
+
+>>> from squall import TopologyBuilder, Spout, Bolt
+>>> class Words(Spout):
+...     outputs = ["word"]
+>>> class Count(Bolt):
+...     def process(self, tup): pass
+>>> b = TopologyBuilder()
+>>> _ = b.set_spout("words", Words, parallelism=2)
+>>> _ = b.set_bolt("count", Count, parallelism=2).fields_grouping("words", ["word"])
+>>> b.create_topology().tasks("count")
+[1, 2]
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Sequence
+
+from squall import drivers
+from squall.api.component import Bolt, Spout
+from squall.api.topology import ComponentSpec, Input, Topology, class_ref
+from squall.api.tuple import Stream
+from squall.errors import PluginNotFoundError, TopologyError
+from squall.spi.grouping import Grouping
+
+
+def normalize_outputs(owner: str, declared: Any) -> dict[str, Stream]:
+    """Turn ``outputs`` / ``declare_outputs()`` into ``{stream name: Stream}``."""
+    if declared is None:
+        declared = []
+    if isinstance(declared, (str, Stream)):
+        declared = [declared]
+    items = list(declared)
+    if all(isinstance(x, str) for x in items):
+        return {"default": Stream(items)} if items else {}
+    if not all(isinstance(x, Stream) for x in items):
+        raise TopologyError(f"component {owner!r}: outputs must be a list of field names or a "
+                            f"list of Stream objects, not a mix: {items!r}")
+    streams: dict[str, Stream] = {}
+    for s in items:
+        if s.name in streams:
+            raise TopologyError(f"component {owner!r} declares stream {s.name!r} twice")
+        if len(set(s.fields)) != len(s.fields):
+            raise TopologyError(f"component {owner!r} stream {s.name!r} repeats a field: "
+                                f"{list(s.fields)}")
+        streams[s.name] = s
+    return streams
+
+
+class _Declarer:
+    def __init__(self, builder: "TopologyBuilder", spec: ComponentSpec) -> None:
+        self._builder = builder
+        self._spec = spec
+
+    def set_num_tasks(self, n: int) -> "_Declarer":
+        if not isinstance(n, int) or n < 1:
+            raise TopologyError(f"component {self._spec.id!r}: num tasks must be a positive "
+                                f"integer, got {n!r}")
+        self._spec.num_tasks = n
+        self._spec.config["topology.tasks"] = n
+        return self
+
+    def add_config(self, key: str, value: Any) -> "_Declarer":
+        self._spec.config[key] = value
+        return self
+
+    def set_resources(self, cpu: float | None = None, memory_mb: float | None = None,
+                      net: float | None = None, disk: float | None = None) -> "_Declarer":
+        for name, value in (("cpu", cpu), ("memory_mb", memory_mb), ("net", net),
+                            ("disk", disk)):
+            if value is None:
+                continue
+            if not isinstance(value, (int, float)) or value < 0:
+                raise TopologyError(f"component {self._spec.id!r}: resource {name} must be a "
+                                    f"non-negative number, got {value!r}")
+            self._spec.resources[name] = value
+        return self
+
+
+class SpoutDeclarer(_Declarer):
+    pass
+
+
+class BoltDeclarer(_Declarer):
+    def _add(self, component: str, stream: str, grouping: str, fields: Sequence[str] = (),
+             custom: Any = None) -> "BoltDeclarer":
+        if isinstance(fields, str):
+            fields = [fields]
+        self._spec.inputs.append(Input(str(component), str(stream), grouping,
+                                       tuple(fields), custom))
+        return self
+
+    def shuffle_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+        return self._add(component, stream, "shuffle")
+
+    def fields_grouping(self, component: str, fields: Sequence[str],
+                        stream: str = "default") -> "BoltDeclarer":
+        return self._add(component, stream, "fields", fields)
+
+    def all_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+        return self._add(component, stream, "all")
+
+    def global_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+        return self._add(component, stream, "global")
+
+    def none_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+        return self._add(component, stream, "none")
+
+    def direct_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+        return self._add(component, stream, "direct")
+
+    def local_or_shuffle_grouping(self, component: str,
+                                  stream: str = "default") -> "BoltDeclarer":
+        return self._add(component, stream, "local_or_shuffle")
+
+    def partial_key_grouping(self, component: str, fields: Sequence[str],
+                             stream: str = "default") -> "BoltDeclarer":
+        return self._add(component, stream, "partial_key", fields)
+
+    def custom_grouping(self, component: str, grouping: str | Grouping,
+                        stream: str = "default") -> "BoltDeclarer":
+        if not isinstance(grouping, (str, Grouping)):
+            raise TopologyError(f"component {self._spec.id!r}: custom_grouping takes an "
+                                f"entry-point name or a squall.Grouping instance, got "
+                                f"{grouping!r}")
+        return self._add(component, stream, "custom", (), grouping)
+
+
+class TopologyBuilder:
+    """Declare spouts and bolts, then :meth:`create_topology` validates and freezes them."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, ComponentSpec] = {}
+
+    def _declare(self, kind: str, base: type, id: str, cls: Any, parallelism: int,
+                 config: dict[str, Any] | None) -> ComponentSpec:
+        if not isinstance(id, str) or not id:
+            raise TopologyError(f"component id must be a non-empty string, got {id!r}")
+        if id.startswith("__"):
+            raise TopologyError(f"component id {id!r}: ids starting with '__' are reserved")
+        if id in self._specs:
+            raise TopologyError(f"component id {id!r} is declared twice")
+        if not isinstance(cls, type):
+            raise TopologyError(f"component {id!r}: pass the class, not "
+                                f"{type(cls).__name__} {cls!r} (components are constructed "
+                                "in the worker)")
+        if not issubclass(cls, base):
+            raise TopologyError(f"component {id!r}: {cls.__qualname__} is not a squall "
+                                f"{base.__name__} subclass")
+        if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+            raise TopologyError(f"component {id!r}: parallelism must be a positive integer, "
+                                f"got {parallelism!r}")
+        if config is not None and not isinstance(config, dict):
+            raise TopologyError(f"component {id!r}: config must be a dict, got {config!r}")
+        spec = ComponentSpec(id=id, kind=kind, cls=cls, ref=class_ref(cls),
+                             parallelism=parallelism, num_tasks=parallelism,
+                             config=copy.deepcopy(config or {}))
+        self._specs[id] = spec
+        return spec
+
+    def set_spout(self, id: str, cls: type[Spout], parallelism: int = 1, *,
+                  config: dict[str, Any] | None = None) -> SpoutDeclarer:
+        return SpoutDeclarer(self, self._declare("spout", Spout, id, cls, parallelism, config))
+
+    def set_bolt(self, id: str, cls: type[Bolt], parallelism: int = 1, *,
+                 config: dict[str, Any] | None = None) -> BoltDeclarer:
+        spec = self._declare("bolt", Bolt, id, cls, parallelism, config)
+        if cls.process is Bolt.process and not hasattr(cls, "process_batch"):
+            del self._specs[id]
+            raise TopologyError(f"component {id!r}: {cls.__qualname__} defines neither "
+                                "process() nor process_batch()")
+        return BoltDeclarer(self, spec)
+
+    def create_topology(self, conf: dict[str, Any] | None = None) -> Topology:
+        """Validate every declaration and return the :class:`Topology`."""
+        if not any(s.kind == "spout" for s in self._specs.values()):
+            raise TopologyError("a topology needs at least one spout")
+        specs = {cid: copy.copy(s) for cid, s in self._specs.items()}
+        for spec in specs.values():
+            try:
+                declared = spec.cls.declare_outputs(spec.config)  # type: ignore[union-attr]
+            except TopologyError:
+                raise
+            except Exception as exc:
+                raise TopologyError(f"component {spec.id!r}: declare_outputs failed: "
+                                    f"{exc!r}") from exc
+            spec.streams = normalize_outputs(spec.id, declared)
+            for name in spec.streams:
+                if name.startswith("__"):
+                    raise TopologyError(f"component {spec.id!r}: stream names starting with "
+                                        f"'__' are reserved ({name!r})")
+        for spec in specs.values():
+            seen = set()
+            for inp in spec.inputs:
+                _check_input(spec, inp, specs)
+                key = (inp.component, inp.stream)
+                if key in seen:
+                    raise TopologyError(f"bolt {spec.id!r} subscribes to {inp.component}:"
+                                        f"{inp.stream} twice")
+                seen.add(key)
+        return Topology(specs.values(), conf)
+
+
+def _check_input(spec: ComponentSpec, inp: Input, specs: dict[str, ComponentSpec]) -> None:
+    where = f"bolt {spec.id!r}"
+    source = specs.get(inp.component)
+    if source is None:
+        raise TopologyError(f"{where} subscribes to unknown component {inp.component!r}; "
+                            f"components: {', '.join(sorted(specs))}")
+    stream = source.streams.get(inp.stream)
+    if stream is None:
+        raise TopologyError(f"{where} subscribes to stream {inp.stream!r} that component "
+                            f"{inp.component!r} does not declare; its streams: "
+                            f"{', '.join(sorted(source.streams)) or 'none'}")
+    if inp.grouping in ("fields", "partial_key"):
+        if not inp.fields:
+            raise TopologyError(f"{where}: {inp.grouping} grouping on {inp.component}:"
+                                f"{inp.stream} needs at least one field")
+        for f in inp.fields:
+            if f not in stream.fields:
+                raise TopologyError(f"{where}: {inp.grouping} grouping on field {f!r}, but "
+                                    f"stream {inp.component}:{inp.stream} has fields "
+                                    f"{list(stream.fields)}")
+    if inp.grouping == "direct" and not stream.direct:
+        raise TopologyError(f"{where}: direct grouping on {inp.component}:{inp.stream}, which "
+                            "is not declared direct=True")
+    if inp.grouping != "direct" and stream.direct:
+        raise TopologyError(f"{where}: stream {inp.component}:{inp.stream} is direct; "
+                            "subscribe to it with direct_grouping")
+    if inp.grouping == "custom" and isinstance(inp.custom, str):
+        try:
+            drivers.check("squall.groupings", inp.custom)
+        except PluginNotFoundError as exc:
+            raise TopologyError(f"{where}: {exc}") from None

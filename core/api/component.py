@@ -1,0 +1,88 @@
+"""The component classes users subclass: :class:`Spout` and :class:`Bolt`.
+
+Components are constructed by the worker with no arguments, one instance per task. The runtime
+installs ``emit`` (and the ack/fail methods of bolts) on each instance before ``initialize``;
+every method of a component is called from its worker's executor loop, one call at a time.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar, Mapping, Sequence
+
+from squall.api.context import TopologyContext
+from squall.api.tuple import Stream, Tuple
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "warn": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL}
+
+
+class Component:
+    #: field names of the default stream (``list[str]``) or a list of :class:`Stream`
+    outputs: ClassVar[Sequence[str | Stream]] = ()
+    #: ask for a dedicated thread: for components whose methods block (I/O, sleeps)
+    dedicated_thread: ClassVar[bool] = False
+
+    context: TopologyContext
+
+    @classmethod
+    def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
+        """The output streams; override when they depend on the component's config."""
+        return list(cls.outputs)
+
+    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        """Called once per task before anything else; ``conf`` is the merged configuration."""
+
+    def emit(self, values: Sequence[Any], stream: str = "default", *,
+             anchors: Sequence[Tuple] | None = None, tup_id: Any = None,
+             direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+        raise RuntimeError("emit() is only available while the component runs in a topology")
+
+    def log(self, msg: str, level: str = "info") -> None:
+        logging.getLogger(f"squall.component.{type(self).__name__}").log(
+            _LEVELS.get(level, logging.INFO), "%s", msg)
+
+    def report_error(self, exc_or_msg: BaseException | str) -> None:
+        """Record an error for this component (shown by ``get_topology_info`` / the UI)."""
+        self.log(str(exc_or_msg), "error")
+
+
+class Spout(Component):
+    def next_tuple(self) -> None:
+        """Emit zero or more tuples. Called repeatedly while the spout is active; must not
+        block (return when there is nothing to emit; the runtime backs off briefly)."""
+
+    def ack(self, tup_id: Any) -> None:
+        """The tuple tree emitted with ``tup_id`` was fully processed."""
+
+    def fail(self, tup_id: Any) -> None:
+        """The tuple tree failed or timed out; replaying it is the spout's decision."""
+
+    def activate(self) -> None: ...
+
+    def deactivate(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Bolt(Component):
+    auto_ack: ClassVar[bool] = True
+    auto_anchor: ClassVar[bool] = True
+    auto_fail: ClassVar[bool] = True
+
+    def process(self, tup: Tuple) -> None:
+        """Handle one tuple. With ``auto_ack`` it is acked when this returns; an exception
+        fails it (``auto_fail``), is reported, and the executor goes on."""
+        raise NotImplementedError(f"{type(self).__name__} defines neither process nor "
+                                  "process_batch")
+
+    def process_tick(self, tup: Tuple) -> None:
+        """Handle a tick tuple (every ``topology.tick.tuple.freq.secs``)."""
+
+    def cleanup(self) -> None:
+        """Called once when the task stops."""
+
+    def ack(self, tup: Tuple) -> None:
+        raise RuntimeError("ack() is only available while the component runs in a topology")
+
+    def fail(self, tup: Tuple) -> None:
+        raise RuntimeError("fail() is only available while the component runs in a topology")

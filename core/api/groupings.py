@@ -1,0 +1,156 @@
+"""The built-in stream groupings and the stable fields hash.
+
+Fields grouping and partial key grouping pick tasks with :func:`fields_hash`, which is stable
+across processes, machines and runs (unlike Python's salted ``hash()``): each selected value is
+encoded to bytes (``str`` as UTF-8; ``bytes`` as is; ``bool`` as ``true``/``false``; ``int`` in
+decimal; ``float`` by ``repr``; ``None`` as ``null``; anything else as sorted-key JSON), the
+encodings are joined with a NUL byte, and the CRC-32 of the result modulo the number of target
+tasks indexes the sorted target task ids.
+
+>>> fields_hash(["cow"]) == fields_hash(("cow",))
+True
+>>> fields_hash(["cow"])
+2580823964
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import zlib
+from typing import Any, Sequence
+
+from squall.spi.grouping import Grouping
+
+_crc32 = zlib.crc32
+
+
+def encode_value(value: Any) -> bytes:
+    t = type(value)
+    if t is str:
+        return value.encode()
+    if t is bytes:
+        return value
+    if t is bool:
+        return b"true" if value else b"false"
+    if t is int:
+        return str(value).encode()
+    if t is float:
+        return repr(value).encode()
+    if value is None:
+        return b"null"
+    return json.dumps(value, sort_keys=True, default=repr).encode()
+
+
+def fields_hash(selected: Sequence[Any]) -> int:
+    """The stable hash of the selected field values (see the module docstring)."""
+    if len(selected) == 1:
+        return _crc32(encode_value(selected[0]))
+    return _crc32(b"\x00".join(encode_value(v) for v in selected))
+
+
+class ShuffleGrouping(Grouping):
+    """Round-robin over a shuffled order of the targets: even load, no coordination."""
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        targets = list(target_tasks)
+        random.shuffle(targets)
+        self.target_tasks = sorted(targets)
+        self._next = itertools.cycle(targets).__next__
+
+    def choose_one(self, values: Sequence[Any]) -> int:
+        return self._next()
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return [self._next()]
+
+
+class FieldsGrouping(Grouping):
+    """The same selected field values always reach the same task."""
+
+    def __init__(self, fields: Sequence[str] = (), source_fields: Sequence[str] = ()) -> None:
+        self.fields = tuple(fields)
+        self.indexes = tuple(list(source_fields).index(f) for f in self.fields)
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        self.target_tasks = sorted(target_tasks)
+
+    def choose_one(self, values: Sequence[Any]) -> int:
+        targets = self.target_tasks
+        if len(self.indexes) == 1:
+            v = values[self.indexes[0]]
+            h = _crc32(v.encode()) if type(v) is str else _crc32(encode_value(v))
+        else:
+            h = fields_hash([values[i] for i in self.indexes])
+        return targets[h % len(targets)]
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return [self.choose_one(values)]
+
+
+class PartialKeyGrouping(FieldsGrouping):
+    """Each key goes to the less loaded (as seen by this emitter) of two candidate tasks."""
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        super().prepare(context, stream, target_tasks)
+        self.load = {t: 0 for t in self.target_tasks}
+
+    def choose_one(self, values: Sequence[Any]) -> int:
+        targets = self.target_tasks
+        key = [values[i] for i in self.indexes]
+        h1 = fields_hash(key)
+        h2 = _crc32(b"\x01squall", h1)
+        a, b = targets[h1 % len(targets)], targets[h2 % len(targets)]
+        chosen = a if self.load[a] <= self.load[b] else b
+        self.load[chosen] += 1
+        return chosen
+
+
+class AllGrouping(Grouping):
+    """Every target task receives a copy."""
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return self.target_tasks
+
+
+class GlobalGrouping(Grouping):
+    """Everything goes to the target's lowest task id."""
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        self.target_tasks = [min(target_tasks)]
+
+    def choose_one(self, values: Sequence[Any]) -> int:
+        return self.target_tasks[0]
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return self.target_tasks
+
+
+class NoneGrouping(Grouping):
+    """The emitter does not care: a random target."""
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        self.target_tasks = sorted(target_tasks)
+        self._rng = random.Random()
+
+    def choose_one(self, values: Sequence[Any]) -> int:
+        return self._rng.choice(self.target_tasks)
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return [self.choose_one(values)]
+
+
+class LocalOrShuffleGrouping(ShuffleGrouping):
+    """Shuffle among the targets in the emitter's own worker, if it has any."""
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        local = set(getattr(context, "worker_tasks", ()) or ())
+        chosen = [t for t in target_tasks if t in local] or list(target_tasks)
+        super().prepare(context, stream, chosen)
+
+
+class DirectGrouping(Grouping):
+    """The emitter names the task with ``emit(..., direct_task=N)``."""
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return []

@@ -1,0 +1,202 @@
+"""The validated topology: components, their streams and subscriptions, tasks and executors.
+
+A :class:`Topology` is what :meth:`TopologyBuilder.create_topology` returns and what travels to
+workers as JSON (``to_json`` / ``from_json``): components are referenced by ``module:qualname``
+and imported in the worker from the topology's code package; nothing is pickled.
+
+Task ids are fixed for the topology's life: components sorted by id (system components, whose
+ids start with ``__``, included), each given ``num_tasks`` consecutive ids starting at 1.
+An executor runs a contiguous range ``(start, end)`` of one component's tasks.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+from squall.api.tuple import Stream
+from squall.errors import TopologyError
+
+GROUPING_KINDS = ("shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle",
+                  "partial_key", "custom")
+ACKER = "__acker"
+
+
+@dataclass(frozen=True)
+class Input:
+    """A subscription: ``component``'s ``stream`` reaches the subscriber by ``grouping``."""
+    component: str
+    stream: str
+    grouping: str
+    fields: tuple[str, ...] = ()
+    custom: Any = None          # entry-point name, or a Grouping instance (local mode)
+
+    def to_json(self) -> dict[str, Any]:
+        custom = self.custom
+        if custom is not None and not isinstance(custom, str):
+            custom = {"class": class_ref(type(custom)), "state": _json_state(custom)}
+        return {"component": self.component, "stream": self.stream, "grouping": self.grouping,
+                "fields": list(self.fields), "custom": custom}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Input":
+        custom = d.get("custom")
+        if isinstance(custom, dict):
+            obj = resolve_class(custom["class"])()
+            obj.__dict__.update(custom.get("state") or {})
+            custom = obj
+        return cls(d["component"], d["stream"], d["grouping"], tuple(d.get("fields") or ()),
+                   custom)
+
+
+@dataclass
+class ComponentSpec:
+    id: str
+    kind: str                                  # "spout", "bolt" or "acker"
+    cls: type | None
+    ref: str                                   # "module:qualname" of the class
+    parallelism: int = 1
+    num_tasks: int = 1
+    config: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)
+    inputs: list[Input] = field(default_factory=list)
+    streams: dict[str, Stream] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "ref": self.ref,
+                "parallelism": self.parallelism, "num_tasks": self.num_tasks,
+                "config": self.config, "resources": self.resources,
+                "inputs": [i.to_json() for i in self.inputs],
+                "streams": [{"name": s.name, "fields": list(s.fields), "direct": s.direct}
+                            for s in self.streams.values()]}
+
+
+def class_ref(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def resolve_class(ref: str) -> Any:
+    """Import ``module:qualname``; TopologyError with the reason if that fails."""
+    module_name, _, qualname = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception as exc:
+        raise TopologyError(f"cannot load component class {ref!r}: {exc}") from exc
+    return obj
+
+
+def _json_state(obj: Any) -> dict[str, Any]:
+    import json
+    state = {}
+    for k, v in vars(obj).items():
+        try:
+            json.dumps(v)
+        except TypeError:
+            continue
+        state[k] = v
+    return state
+
+
+def split_tasks(task_ids: list[int], executors: int) -> list[tuple[int, int]]:
+    """Split consecutive task ids into ``executors`` contiguous, nearly equal ranges."""
+    executors = max(1, min(executors, len(task_ids)))
+    base, extra = divmod(len(task_ids), executors)
+    out, i = [], 0
+    for n in range(executors):
+        size = base + (1 if n < extra else 0)
+        out.append((task_ids[i], task_ids[i + size - 1]))
+        i += size
+    return out
+
+
+class Topology:
+    """A validated, immutable-by-convention topology description."""
+
+    def __init__(self, components: Iterable[ComponentSpec], conf: dict[str, Any] | None = None):
+        self.components: dict[str, ComponentSpec] = {c.id: c for c in components}
+        self.conf: dict[str, Any] = dict(conf or {})
+        self._assign_tasks()
+
+    def _assign_tasks(self) -> None:
+        self.task_to_component: dict[int, str] = {}
+        self._tasks: dict[str, list[int]] = {}
+        next_id = 1
+        for cid in sorted(self.components):
+            n = self.components[cid].num_tasks
+            self._tasks[cid] = list(range(next_id, next_id + n))
+            for t in self._tasks[cid]:
+                self.task_to_component[t] = cid
+            next_id += n
+
+    # -- structure ----------------------------------------------------------------------------
+    @property
+    def spouts(self) -> list[str]:
+        return [c for c, s in sorted(self.components.items()) if s.kind == "spout"]
+
+    @property
+    def bolts(self) -> list[str]:
+        return [c for c, s in sorted(self.components.items()) if s.kind == "bolt"]
+
+    def tasks(self, component_id: str) -> list[int]:
+        return list(self._tasks.get(component_id, []))
+
+    def all_tasks(self) -> list[int]:
+        return sorted(self.task_to_component)
+
+    def executors(self, component_id: str) -> list[tuple[int, int]]:
+        spec = self.components[component_id]
+        return split_tasks(self._tasks[component_id], spec.parallelism)
+
+    def all_executors(self) -> list[tuple[int, int]]:
+        return [e for cid in sorted(self.components) for e in self.executors(cid)]
+
+    def executor_component(self) -> dict[tuple[int, int], str]:
+        return {e: cid for cid in sorted(self.components) for e in self.executors(cid)}
+
+    def subscribers(self, component_id: str, stream: str) -> list[tuple[str, Input]]:
+        """``(subscriber id, input)`` for every bolt subscribed to that stream, sorted."""
+        return [(cid, i) for cid, spec in sorted(self.components.items()) for i in spec.inputs
+                if i.component == component_id and i.stream == stream]
+
+    def with_parallelism(self, executors: dict[str, int]) -> "Topology":
+        """A copy with some components' executor counts changed (rebalance); task ids stay."""
+        comps = []
+        for cid, spec in self.components.items():
+            if cid in executors:
+                n = int(executors[cid])
+                if n < 1:
+                    raise TopologyError(f"component {cid!r}: executors must be >= 1, got {n}")
+                spec = replace(spec, parallelism=min(n, spec.num_tasks))
+            comps.append(spec)
+        unknown = set(executors) - set(self.components)
+        if unknown:
+            raise TopologyError(f"rebalance: no component named {sorted(unknown)[0]!r}; "
+                                f"components: {', '.join(sorted(self.components))}")
+        return Topology(comps, self.conf)
+
+    def with_components(self, extra: Iterable[ComponentSpec]) -> "Topology":
+        return Topology(list(self.components.values()) + list(extra), self.conf)
+
+    # -- serialization ------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"components": [c.to_json() for _, c in sorted(self.components.items())],
+                "conf": self.conf}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], *, resolve: bool = True) -> "Topology":
+        comps = []
+        for c in d["components"]:
+            klass = resolve_class(c["ref"]) if resolve and c["ref"] else None
+            comps.append(ComponentSpec(
+                id=c["id"], kind=c["kind"], cls=klass, ref=c["ref"],
+                parallelism=c["parallelism"], num_tasks=c["num_tasks"], config=c["config"],
+                resources=c.get("resources") or {},
+                inputs=[Input.from_json(i) for i in c["inputs"]],
+                streams={s["name"]: Stream(s["fields"], s["name"], s["direct"])
+                         for s in c["streams"]}))
+        return cls(comps, d.get("conf") or {})
+
+    def __repr__(self) -> str:
+        return f"Topology({', '.join(sorted(self.components))})"

@@ -1,0 +1,14 @@
+"""squall's own hook implementations, registered through ``squall.plugins`` like any plugin."""
+from __future__ import annotations
+
+from typing import Any
+
+from squall.errors import TopologyError
+from squall.hookspecs import hookimpl
+
+
+@hookimpl
+def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
+    workers = conf.get("topology.workers", 1)
+    if not isinstance(workers, int) or workers < 1:
+        raise TopologyError(f"topology.workers must be a positive integer, got {workers!r}")

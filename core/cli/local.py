@@ -1,0 +1,45 @@
+"""``squall local TARGET``: run a topology in a LocalCluster in this process."""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from squall.cli.target import load_target, split_target
+
+
+def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
+              name: str | None = None) -> int:
+    from squall.runtime.local_cluster import LocalCluster
+    topology = load_target(target)
+    name = name or split_target(target)[1]
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    try:
+        with LocalCluster(conf) as cluster:
+            cluster.submit_topology(name, {}, topology)
+            print(f"running {name!r} locally" + (f" for {duration:g} s" if duration else
+                                                  " (Ctrl-C to stop)"), file=sys.stderr)
+            deadline = None if duration is None else time.monotonic() + duration
+            try:
+                while not stop.is_set():
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        break
+                    stop.wait(min(left, 1.0) if left is not None else 1.0)
+            except KeyboardInterrupt:
+                pass
+            info = cluster.get_topology_info(name)
+        print(f"{'component':<16}{'emitted':>12}{'executed':>12}{'acked':>12}{'failed':>10}")
+        for comp, st in sorted(info["components"].items()):
+            print(f"{comp:<16}{st['emitted']:>12,}{st['executed']:>12,}{st['acked']:>12,}"
+                  f"{st['failed']:>10,}")
+        for comp, errors in sorted(info["errors"].items()):
+            for e in errors[-3:]:
+                print(f"error in {comp} task {e['task']}: {e['error'].strip().splitlines()[-1]}",
+                      file=sys.stderr)
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,129 @@
+"""The ``squall`` command.
+
+Global options ``--config FILE`` and ``-c key=value`` are accepted before or after the
+subcommand; ``SQUALL_CONF`` names a config file for every subcommand. Every command validates
+the driver names of its configuration first. User mistakes print one line
+(``squall: error: ...``) and exit 2, without a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any, Callable, Sequence
+
+from squall import config, drivers
+from squall.errors import SquallError
+
+log = logging.getLogger("squall.cli")
+Handler = Callable[[argparse.Namespace, dict[str, Any]], int]
+
+
+def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--config", metavar="FILE", default=default,
+                        help="a YAML config file (default: $SQUALL_CONF)")
+    parser.add_argument("-c", dest="overrides", metavar="KEY=VALUE", action="append",
+                        default=[] if top else argparse.SUPPRESS,
+                        help="override a config key (value parsed as YAML; repeatable)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        default=False if top else argparse.SUPPRESS, help="log at DEBUG")
+
+
+class _SubParsers:
+    """Wraps argparse's subparsers so every subcommand also takes the global options."""
+
+    def __init__(self, sub: Any) -> None:
+        self._sub = sub
+
+    def add_parser(self, name: str, **kw: Any) -> argparse.ArgumentParser:
+        parser = self._sub.add_parser(name, **kw)
+        _global_options(parser, top=False)
+        return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="squall", description="squall: a distributed stream processor")
+    _global_options(parser, top=True)
+    sub = _SubParsers(parser.add_subparsers(dest="command", metavar="COMMAND"))
+
+    p = sub.add_parser("demo", help="run a word-count topology locally with a live view")
+    p.add_argument("--duration", type=float, default=8.0, help="seconds to run (default 8)")
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("local", help="run a topology in this process")
+    p.add_argument("target", help="path/to/file.py:attr or package.module:attr")
+    p.add_argument("--duration", type=float, default=None,
+                   help="seconds to run (default: until Ctrl-C)")
+    p.add_argument("--name", default=None, help="topology name (default: the attribute)")
+    p.set_defaults(func=_cmd_local)
+
+    p = sub.add_parser("plugins", help="list every entry-point group and its plugins")
+    p.set_defaults(func=_cmd_plugins)
+
+    p = sub.add_parser("config", help="print the effective configuration")
+    p.add_argument("--sample", action="store_true", help="print a commented sample file")
+    p.set_defaults(func=_cmd_config)
+
+    try:
+        from squall.cli import cluster
+    except ImportError as exc:   # the cluster commands need the 'cluster' extra
+        log.debug("cluster commands unavailable: %s", exc)
+    else:
+        cluster.register(sub)
+    from squall.plugin_manager import get_plugin_manager
+    get_plugin_manager().hook.squall_add_commands(subparsers=sub)
+    return parser
+
+
+def _cmd_demo(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.cli.demo import run_demo
+    return run_demo(conf, duration=args.duration)
+
+
+def _cmd_local(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.cli.local import run_local
+    return run_local(args.target, conf, duration=args.duration, name=args.name)
+
+
+def _cmd_plugins(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    for group in drivers.GROUPS:
+        print(group)
+        found = drivers.entries(group)
+        for name, dist in found:
+            print(f"  {name:<12} {dist}")
+        if not found:
+            print("  (none)")
+    return 0
+
+
+def _cmd_config(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    print(config.sample() if args.sample else config.dump(conf), end="")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                        "%(message)s", stream=sys.stderr)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if getattr(args, "verbose", False):
+            logging.getLogger().setLevel(logging.DEBUG)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        conf = config.load_config(args.config, args.overrides or ())
+        config.validate(conf)
+        return int(args.func(args, conf) or 0)
+    except SquallError as exc:
+        print(f"squall: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Resolving ``TARGET`` (``path/to/file.py:attr`` or ``package.module:attr``) to a Topology."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from squall.api.topology import Topology
+from squall.errors import SquallError, TopologyError
+
+
+def split_target(target: str) -> tuple[str, str]:
+    path, sep, attr = target.rpartition(":")
+    if not sep or not path or not attr:
+        raise TopologyError(f"target {target!r} must look like path/to/file.py:attr or "
+                            "package.module:attr")
+    return path, attr
+
+
+def load_module(path: str) -> Any:
+    """Import a ``.py`` file (its directory goes first on sys.path) or a dotted module."""
+    if path.endswith(".py") or os.sep in path or "/" in path:
+        file = Path(path)
+        if not file.is_file():
+            raise TopologyError(f"no such file: {path}")
+        folder = str(file.resolve().parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        name = file.stem
+        spec = importlib.util.spec_from_file_location(name, file)
+        if spec is None or spec.loader is None:
+            raise TopologyError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        runner = lambda: spec.loader.exec_module(module)  # type: ignore[union-attr]  # noqa: E731
+    else:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        runner = lambda: importlib.import_module(path)  # noqa: E731
+    try:
+        result = runner()
+        return module if result is None else result
+    except SyntaxError as exc:
+        raise TopologyError(f"syntax error in {exc.filename}, line {exc.lineno}: "
+                            f"{exc.msg}") from exc
+    except ModuleNotFoundError as exc:
+        raise TopologyError(f"cannot import {path}: no module named {exc.name!r}") from exc
+    except SquallError:
+        raise
+    except Exception as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise TopologyError(f"importing {path} raised {type(exc).__name__}: {exc} "
+                            f"({frame.filename}, line {frame.lineno})") from exc
+
+
+def load_target(target: str) -> Topology:
+    """The Topology a target names (calling it first if it is a function)."""
+    path, attr = split_target(target)
+    module = load_module(path)
+    obj = getattr(module, attr, None)
+    if obj is None:
+        raise TopologyError(f"{path} has no attribute {attr!r}")
+    if callable(obj) and not isinstance(obj, Topology):
+        try:
+            obj = obj()
+        except SquallError:
+            raise
+        except Exception as exc:
+            raise TopologyError(f"{target}() raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(obj, Topology):
+        raise TopologyError(f"{target} is a {type(obj).__name__}, not a topology "
+                            "(use TopologyBuilder().create_topology())")
+    return obj

@@ -1,0 +1,361 @@
+"""squall's configuration: defaults, YAML files, command-line overrides and validation.
+
+A configuration is a flat dict of Storm-style dotted keys. Layers are merged key by key (a value
+replaces the lower layer's value whole; dicts are not merged deeply), lowest first:
+
+1. ``core/defaults.yaml`` plus the keys plugins return from ``squall_add_defaults``;
+2. ``~/.squall/squall.yaml`` (if it exists);
+3. ``--config FILE``, or when none is given the file named by ``SQUALL_CONF``;
+4. the topology conf (given to ``submit_topology``);
+5. per-component config (merged later, in the worker, by :func:`component_conf`);
+6. ``-c key=value`` overrides from the command line.
+
+Overrides must beat per-component config, which is only known in the worker, so
+:func:`load_config` also records them in the conf under ``squall.cli.overrides`` (a dict) and
+:func:`component_conf` applies them again after the component's config.
+
+Everything here runs at start-up or submit time, from whichever thread calls it; nothing blocks
+except file reads and the first loading of plugins. Errors are :class:`squall.ConfigError`
+(or :class:`squall.PluginLoadError` when a plugin cannot be loaded) with one-line messages.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import functools
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from squall import drivers
+from squall.errors import ConfigError, PluginLoadError, SquallError
+
+__all__ = [
+    "NAMESPACES", "OVERRIDES_KEY", "component_conf", "defaults", "dump", "load_config",
+    "parse_override", "read_yaml_file", "sample", "validate",
+]
+
+log = logging.getLogger(__name__)
+
+#: conf key holding the command-line overrides (see the module docstring)
+OVERRIDES_KEY = "squall.cli.overrides"
+#: prefixes of squall's (and Storm's) own keys: an unknown key under one of them is a warning
+NAMESPACES = ("storm.", "nimbus.", "supervisor.", "worker.", "task.", "topology.", "ui.",
+              "squall.")
+_NUM = (int, float)
+#: types of known keys whose default is null (other null-default keys accept any value)
+NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
+    "storm.local.hostname": (str,),
+    "topology.name": (str,),
+    "topology.acker.executors": (int,),
+    "topology.max.spout.pending": (int,),
+    "topology.max.task.parallelism": (int,),
+    "topology.tick.tuple.freq.secs": _NUM,
+    "supervisor.cpu.slots": _NUM,
+    "supervisor.memory.slots": _NUM,
+    "supervisor.net.slots": _NUM,
+    "supervisor.disk.slots": _NUM,
+    "squall.metrics.consumer": (dict,),
+    "squall.transport.zmq.curve.server.secret.key": (str,),
+    "squall.transport.zmq.curve.server.public.key": (str,),
+    **{f"squall.transport.{t}.tls.{f}.file": (str,)
+       for t in ("nng", "grpc") for f in ("cert", "key", "ca")},
+}
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loader that rejects duplicate keys in a mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)):
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _parse_yaml(text: str, source: str) -> dict[str, Any]:
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: malformed YAML: {problem}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of config keys to values, "
+                          f"not a {type(data).__name__}")
+    _check_keys(data, source)
+    return data
+
+
+def _check_keys(data: Mapping[Any, Any], source: str) -> None:
+    for key in data:
+        if not isinstance(key, str):
+            raise ConfigError(f"{source}: config key {key!r} is a {type(key).__name__}; "
+                              "keys must be strings")
+
+
+def read_yaml_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a YAML config file into a dict; ``{}`` for an empty file.
+
+    Raises ConfigError naming the file (and line:column for malformed YAML) when the file is
+    missing or unreadable, is not valid YAML, has a non-mapping top level or a non-string key.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} could not be read: {exc}") from exc
+    return _parse_yaml(text, str(path))
+
+
+@functools.lru_cache(maxsize=1)
+def _defaults_text() -> str:
+    return resources.files("squall").joinpath("defaults.yaml").read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _base_defaults() -> dict[str, Any]:
+    return _parse_yaml(_defaults_text(), "squall/defaults.yaml")
+
+
+def _plugin_defaults() -> list[tuple[str, dict[str, Any]]]:
+    """``(plugin name, keys)`` from every ``squall_add_defaults`` implementation."""
+    from squall.plugin_manager import get_plugin_manager
+    try:
+        pm = get_plugin_manager()
+    except SquallError:
+        raise
+    except Exception as exc:  # a broken plugin module or hook implementation
+        raise PluginLoadError(f"squall plugins could not be loaded: {exc!r}") from exc
+    out = []
+    for impl in reversed(pm.hook.squall_add_defaults.get_hookimpls()):  # registration order
+        try:
+            keys = impl.function()
+        except Exception as exc:
+            raise PluginLoadError(f"plugin {impl.plugin_name!r} failed in squall_add_defaults: "
+                                  f"{exc!r}") from exc
+        if keys is None:
+            continue
+        if not isinstance(keys, Mapping):
+            raise ConfigError(f"plugin {impl.plugin_name!r}: squall_add_defaults returned a "
+                              f"{type(keys).__name__}, not a dict")
+        _check_keys(keys, f"plugin {impl.plugin_name!r}")
+        out.append((impl.plugin_name, dict(keys)))
+    return out
+
+
+def defaults() -> dict[str, Any]:
+    """A fresh copy of every default: defaults.yaml, then keys plugins add.
+
+    A plugin cannot change a key squall itself defines (it is ignored with a warning). Raises
+    PluginLoadError when the plugins cannot be loaded or a ``squall_add_defaults`` fails.
+    """
+    conf = copy.deepcopy(_base_defaults())
+    base = _base_defaults()
+    for plugin, keys in _plugin_defaults():
+        for key, value in keys.items():
+            if key in base:
+                if value != base[key]:
+                    log.warning("plugin %r may not change the default of %r; ignored",
+                                plugin, key)
+                continue
+            conf[key] = copy.deepcopy(value)
+    return conf
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse ``key=value`` with the value read as YAML: ``topology.workers=3`` -> ``3``,
+    ``x=true`` -> ``True``, ``a=[1, 2]`` -> a list, ``s=hello`` -> ``"hello"``, ``k=`` -> None.
+
+    >>> parse_override("topology.workers=3")
+    ('topology.workers', 3)
+    """
+    key, sep, raw = str(text).partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"bad override {text!r}: expected key=value")
+    try:
+        value = yaml.load(raw, Loader=_Loader) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"bad override {text!r}: the value is not valid YAML: {problem}") \
+            from exc
+    return key, value
+
+
+def _overrides(overrides: Mapping[str, Any] | Iterable[str | tuple[str, Any]]) -> dict[str, Any]:
+    items: Iterable[Any] = overrides.items() if isinstance(overrides, Mapping) else overrides
+    out: dict[str, Any] = {}
+    for item in items:
+        if isinstance(item, str):
+            key, value = parse_override(item)
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
+            key, value = item[0], item[1]
+        else:
+            raise ConfigError(f"bad override {item!r}: expected 'key=value' or (key, value)")
+        out[key] = value
+    return out
+
+
+def load_config(config_file: str | os.PathLike[str] | None = None,
+                overrides: Mapping[str, Any] | Iterable[str | tuple[str, Any]] = (), *,
+                env: Mapping[str, str] | None = None, home: str | os.PathLike[str] | None = None,
+                topology_conf: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The merged configuration (see the module docstring for the layers), as a plain dict.
+
+    ``env`` defaults to ``os.environ`` and ``home`` to the user's home directory (both given
+    by tests). Does not validate: call :func:`validate` on the result.
+    """
+    env = os.environ if env is None else env
+    conf = defaults()
+    user_file = Path(home if home is not None else Path.home()) / ".squall" / "squall.yaml"
+    if user_file.is_file():
+        conf.update(read_yaml_file(user_file))
+    chosen = config_file if config_file is not None else (env.get("SQUALL_CONF") or None)
+    if chosen is not None:
+        conf.update(read_yaml_file(chosen))
+    if topology_conf:
+        _check_keys(topology_conf, "topology conf")
+        conf.update(topology_conf)
+    cli = _overrides(overrides)
+    conf.update(cli)
+    remembered = conf.get(OVERRIDES_KEY)
+    conf[OVERRIDES_KEY] = {**(remembered if isinstance(remembered, dict) else {}), **cli}
+    return conf
+
+
+def component_conf(conf: Mapping[str, Any], component_config: Mapping[str, Any] | None,
+                   overrides: Mapping[str, Any] | Iterable[str | tuple[str, Any]] | None = None
+                   ) -> dict[str, Any]:
+    """The conf a component's ``initialize`` gets: topology conf < component config < overrides.
+
+    ``overrides`` defaults to the ones :func:`load_config` remembered under ``squall.cli.overrides``.
+    """
+    out = dict(conf)
+    if component_config:
+        _check_keys(component_config, "component config")
+        out.update(component_config)
+    if overrides is None:
+        overrides = conf.get(OVERRIDES_KEY) or {}
+    out.update(_overrides(overrides))
+    return out
+
+
+def _type_names(types: tuple[type, ...], nullable: bool) -> str:
+    return " or ".join([t.__name__ for t in types] + (["null"] if nullable else []))
+
+
+def _expected(key: str, default: Any) -> tuple[tuple[type, ...], bool] | None:
+    """(accepted types, null accepted) for a known key, or None when any value goes."""
+    if default is None:
+        types = NULLABLE_TYPES.get(key)
+        return (types, True) if types else None
+    if isinstance(default, bool):
+        return (bool,), False
+    if isinstance(default, (int, float)):
+        return ((int, float) if isinstance(default, float) else (int,)), False
+    for t in (str, list, dict):
+        if isinstance(default, t):
+            return (t,), False
+    return (type(default),), False
+
+
+def _type_ok(value: Any, types: tuple[type, ...], nullable: bool) -> bool:
+    if value is None:
+        return nullable
+    if isinstance(value, bool) and bool not in types:
+        return False   # True is an int to Python, not to a config file
+    return isinstance(value, types)
+
+
+def _close_key(key: str, known: Iterable[str]) -> str | None:
+    # stricter than drivers.did_you_mean: long keys share prefixes that make any two look alike
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def validate(conf: Mapping[str, Any], *, warn: bool = True,
+             known: Mapping[str, Any] | None = None) -> list[str]:
+    """Check a merged conf; return the warnings (also logged to ``squall.config`` if ``warn``).
+
+    Known keys (those with a default) must have the default's type (ints pass for floats; a
+    null default accepts anything unless :data:`NULLABLE_TYPES` names the type). An unknown
+    key under one of :data:`NAMESPACES` is a warning with a did-you-mean; other keys are the
+    user's own. Then every driver name is checked (no driver is imported). Raises ConfigError
+    (PluginNotFoundError for an unknown driver) on the first problem.
+    """
+    known = defaults() if known is None else known
+    warnings: list[str] = []
+    for key, value in conf.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"config key {key!r} is a {type(key).__name__}; keys must be "
+                              "strings")
+        if key in known:
+            rule = _expected(key, known[key])
+            if rule is not None and not _type_ok(value, *rule):
+                raise ConfigError(f"config key {key!r} must be {_type_names(*rule)}, got "
+                                  f"{type(value).__name__ if value is not None else 'null'} "
+                                  f"{value!r}")
+        elif key.startswith(NAMESPACES):
+            msg = f"unknown config key {key!r}"
+            hint = _close_key(key, known)
+            if hint:
+                msg += f" (did you mean {hint!r}?)"
+            warnings.append(msg)
+    for entry in conf.get("topology.metrics.consumer.register") or []:
+        if not isinstance(entry, str) and not (isinstance(entry, dict) and "class" in entry):
+            raise ConfigError("each topology.metrics.consumer.register entry must be a name or "
+                              f"a mapping with a 'class' key, got {entry!r}")
+    drivers.validate_conf(dict(conf))
+    if warn:
+        for msg in warnings:
+            log.warning("%s", msg)
+    return warnings
+
+
+def _yaml_value(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**9)
+    return text.removesuffix("\n...\n").strip()
+
+
+def sample() -> str:
+    """The text of ``squall config --sample``: every default, commented and grouped.
+
+    It is squall's defaults.yaml followed by one section per plugin that adds keys; it parses
+    back (``read_yaml_file`` / ``load_config``) to exactly :func:`defaults`.
+    """
+    parts = [_defaults_text().rstrip("\n") + "\n"]
+    base = _base_defaults()
+    for plugin, keys in _plugin_defaults():
+        new = {k: v for k, v in keys.items() if k not in base}
+        if new:
+            parts.append(f"\n### Plugin {plugin} (squall_add_defaults)\n")
+            parts.extend(f"{k}: {_yaml_value(v)}\n" for k, v in new.items())
+    return "".join(parts)
+
+
+def dump(conf: Mapping[str, Any]) -> str:
+    """The effective conf as YAML for ``squall config``: sorted keys, with a ``# default: ...``
+    comment on every value that differs from its default."""
+    base = defaults()
+    lines = []
+    for key in sorted(conf):
+        line = f"{_yaml_value(key)}: {_yaml_value(conf[key])}"
+        if key in base and base[key] != conf[key]:
+            line += f"    # default: {_yaml_value(base[key])}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"

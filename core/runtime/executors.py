@@ -1,0 +1,308 @@
+"""Executors: run a contiguous range of one component's tasks inside a worker's loop.
+
+``run_once()`` does a bounded amount of work (at most one batch per task) and returns how much
+it did, so one loop can interleave every executor of a worker cooperatively. All methods run on
+the worker's loop thread.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from squall.api.tuple import Tuple
+from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState
+
+if TYPE_CHECKING:
+    from squall.runtime.worker import Worker
+
+log = logging.getLogger(__name__)
+_perf = time.perf_counter
+
+
+class Executor:
+    kind = "bolt"
+
+    def __init__(self, worker: "Worker", component_id: str, tasks: list[TaskState]) -> None:
+        self.worker = worker
+        self.component_id = component_id
+        self.tasks = tasks
+        self.batch = worker.batch_size
+        self.start_time = time.time()
+
+    @property
+    def range(self) -> tuple[int, int]:
+        return (self.tasks[0].task, self.tasks[-1].task)
+
+    def run_once(self) -> int:
+        raise NotImplementedError
+
+    def on_timer(self, now: float) -> None:
+        """Called every few milliseconds from the loop (ticks, rotations)."""
+
+    def stop(self) -> None:
+        """Call the components' cleanup/close; errors are logged, never raised."""
+
+
+class BoltExecutor(Executor):
+    kind = "bolt"
+
+    def __init__(self, worker: "Worker", component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(worker, component_id, tasks)
+        bolt = tasks[0].instance
+        cls = type(bolt)
+        self.batch_mode = hasattr(cls, "process_batch") and not _overrides(cls, "process")
+        self.auto_ack = bool(getattr(cls, "auto_ack", True))
+        self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
+        self.auto_fail = bool(getattr(cls, "auto_fail", True))
+        self.tick_src = worker.tick_source
+
+    def run_once(self) -> int:
+        done = 0
+        batch = self.batch
+        for ts in self.tasks:
+            q = ts.queue
+            n = len(q)
+            if not n:
+                continue
+            if n > batch:
+                n = batch
+            t0 = _perf()
+            if self.batch_mode:
+                self._run_batch(ts, [q.popleft() for _ in range(n)])
+            else:
+                self._run_tuples(ts, q, n)
+            ts.exec_ms += (_perf() - t0) * 1000.0
+            ts.exec_n += n
+            ts.executed += n
+            done += n
+        return done
+
+    def _run_tuples(self, ts: TaskState, q: Any, n: int) -> None:
+        popleft = q.popleft
+        bolt = ts.instance
+        process = bolt.process
+        tick_src = self.tick_src
+        auto_ack = self.auto_ack
+        auto_anchor = self.auto_anchor
+        ack = self.worker.ack_tuple
+        for _ in range(n):
+            tup = popleft()
+            if tup.src is tick_src:
+                self._tick(ts, tup)
+                continue
+            if tup.roots and auto_anchor:
+                ts.current = tup
+            try:
+                process(tup)
+            except Exception as exc:  # the executor goes on; see API.md section 2
+                ts.current = None
+                self._failed(ts, tup, exc)
+                continue
+            ts.current = None
+            if auto_ack:
+                if tup.roots:
+                    ack(ts, tup)
+                else:
+                    ts.acked += 1
+
+    def _run_batch(self, ts: TaskState, tuples: list[Tuple]) -> None:
+        tick_src = self.tick_src
+        if any(t.src is tick_src for t in tuples):
+            for t in tuples:
+                if t.src is tick_src:
+                    self._tick(ts, t)
+            tuples = [t for t in tuples if t.src is not tick_src]
+            if not tuples:
+                return
+        try:
+            ts.instance.process_batch(tuples)
+        except Exception as exc:
+            self.worker.report_error(ts, exc)
+            if self.auto_fail:
+                for t in tuples:
+                    self.worker.fail_tuple(ts, t)
+            return
+        if self.auto_ack:
+            ack = self.worker.ack_tuple
+            for t in tuples:
+                if t.roots:
+                    ack(ts, t)
+                else:
+                    ts.acked += 1
+
+    def _failed(self, ts: TaskState, tup: Tuple, exc: BaseException) -> None:
+        self.worker.report_error(ts, exc)
+        if self.auto_fail:
+            self.worker.fail_tuple(ts, tup)
+
+    def _tick(self, ts: TaskState, tup: Tuple) -> None:
+        try:
+            ts.instance.process_tick(tup)
+        except Exception as exc:
+            self.worker.report_error(ts, exc)
+
+    def stop(self) -> None:
+        for ts in self.tasks:
+            try:
+                ts.instance.cleanup()
+            except Exception:
+                log.exception("cleanup of %s task %d failed", self.component_id, ts.task)
+
+
+class SpoutExecutor(Executor):
+    kind = "spout"
+
+    def __init__(self, worker: "Worker", component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(worker, component_id, tasks)
+        conf = tasks[0].conf
+        self.max_pending = conf.get("topology.max.spout.pending") or 0
+        self.idle_secs = float(conf.get("topology.sleep.spout.wait.strategy.time.ms", 1)) / 1000
+        self.timeout = float(conf.get("topology.message.timeout.secs", 30))
+        self.timeouts = bool(conf.get("topology.enable.message.timeouts", True))
+        self.next_rotate = time.monotonic() + self.timeout
+        self.active = False
+        for ts in tasks:
+            ts.pending_new = {}      # type: ignore[attr-defined]
+            ts.pending_old = {}      # type: ignore[attr-defined]
+            ts.idle_until = 0.0      # type: ignore[attr-defined]
+
+    def pending(self, ts: TaskState) -> int:
+        return len(ts.pending_new) + len(ts.pending_old)  # type: ignore[attr-defined]
+
+    def run_once(self) -> int:
+        done = 0
+        worker = self.worker
+        for ts in self.tasks:
+            q = ts.queue
+            while q:
+                self._completion(ts, q.popleft())
+                done += 1
+        if not self.active or worker.throttled:
+            return done
+        now = worker.now
+        batch = self.batch
+        max_pending = self.max_pending
+        for ts in self.tasks:
+            if ts.idle_until > now:    # type: ignore[attr-defined]
+                continue
+            next_tuple = ts.instance.next_tuple
+            for _ in range(batch):
+                if max_pending and self.pending(ts) >= max_pending:
+                    break
+                before = ts.emitted
+                try:
+                    next_tuple()
+                except Exception as exc:
+                    worker.report_error(ts, exc)
+                    ts.idle_until = now + self.idle_secs  # type: ignore[attr-defined]
+                    break
+                if ts.emitted == before:
+                    ts.idle_until = now + self.idle_secs  # type: ignore[attr-defined]
+                    break
+                done += 1
+            worker.run_deferred_acks(ts)
+        return done
+
+    def track(self, ts: TaskState, root: int, tup_id: Any) -> None:
+        ts.pending_new[root] = (tup_id, self.worker.now)  # type: ignore[attr-defined]
+
+    def _completion(self, ts: TaskState, tup: Tuple) -> None:
+        root = tup.values[0]
+        entry = ts.pending_new.pop(root, None)  # type: ignore[attr-defined]
+        if entry is None:
+            entry = ts.pending_old.pop(root, None)  # type: ignore[attr-defined]
+            if entry is None:
+                return        # already timed out
+        spout = ts.instance
+        try:
+            if tup.src.stream == ACK_ACK:
+                ts.acked += 1
+                ts.complete_ms += (self.worker.now - entry[1]) * 1000.0
+                ts.complete_n += 1
+                spout.ack(entry[0])
+            else:
+                ts.failed += 1
+                spout.fail(entry[0])
+        except Exception as exc:
+            self.worker.report_error(ts, exc)
+
+    def on_timer(self, now: float) -> None:
+        if not self.timeouts or now < self.next_rotate:
+            return
+        self.next_rotate = now + self.timeout
+        for ts in self.tasks:
+            expired = ts.pending_old              # type: ignore[attr-defined]
+            ts.pending_old = ts.pending_new       # type: ignore[attr-defined]
+            ts.pending_new = {}                   # type: ignore[attr-defined]
+            for tup_id, _ in expired.values():
+                ts.failed += 1
+                try:
+                    ts.instance.fail(tup_id)
+                except Exception as exc:
+                    self.worker.report_error(ts, exc)
+
+    def set_active(self, active: bool) -> None:
+        if active == self.active:
+            return
+        self.active = active
+        for ts in self.tasks:
+            try:
+                ts.instance.activate() if active else ts.instance.deactivate()
+            except Exception as exc:
+                self.worker.report_error(ts, exc)
+
+    def stop(self) -> None:
+        for ts in self.tasks:
+            try:
+                ts.instance.close()
+            except Exception:
+                log.exception("close of %s task %d failed", self.component_id, ts.task)
+
+
+class AckerExecutor(Executor):
+    """Runs acker tasks: feeds the system streams to the configured :class:`squall.Acker`."""
+
+    kind = "acker"
+
+    def __init__(self, worker: "Worker", component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(worker, component_id, tasks)
+        conf = tasks[0].conf
+        self.timeout = float(conf.get("topology.message.timeout.secs", 30))
+        self.next_rotate = time.monotonic() + self.timeout
+
+    def run_once(self) -> int:
+        done = 0
+        complete = self.worker.complete_tree
+        for ts in self.tasks:
+            acker = ts.instance
+            q = ts.queue
+            n = min(len(q), self.batch * 4)
+            for _ in range(n):
+                tup = q.popleft()
+                v = tup.values
+                stream = tup.src.stream
+                if stream == ACK_ACK:
+                    res = acker.ack(v[0], v[1])
+                elif stream == ACK_INIT:
+                    res = acker.init(v[0], v[1], v[2])
+                elif stream == ACK_FAIL:
+                    res = acker.fail(v[0])
+                else:
+                    continue
+                if res is not None:
+                    complete(ts, v[0], res[0], res[1])
+            ts.executed += n
+            done += n
+        return done
+
+    def on_timer(self, now: float) -> None:
+        if now >= self.next_rotate:
+            self.next_rotate = now + self.timeout
+            for ts in self.tasks:
+                ts.instance.rotate()
+
+
+def _overrides(cls: type, name: str) -> bool:
+    from squall.api.component import Bolt
+    return getattr(cls, name, None) is not getattr(Bolt, name, None)

@@ -1,0 +1,251 @@
+"""LocalCluster: the whole kernel in the calling process, for development and tests.
+
+Workers run as threads of this process (``topology.workers`` of them per topology) and talk
+through the in-process ``local`` transport, so tuples between workers are serialized exactly as
+in a cluster while module-level state stays shared with the caller.
+
+>>> from squall import LocalCluster
+>>> with LocalCluster() as cluster:
+...     pass
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from typing import Any
+
+from squall import drivers
+from squall.api.topology import Topology
+from squall.errors import AlreadyAliveError, NotAliveError, TopologyError
+from squall.runtime.system import add_system_components, executor_stats
+from squall.runtime.worker import Worker
+
+log = logging.getLogger(__name__)
+_ids = itertools.count(1)
+LOCAL_DEFAULTS = {"squall.transport": "local", "squall.state": "memory"}
+
+
+def base_conf(conf: dict[str, Any] | None = None) -> dict[str, Any]:
+    from squall import config
+    merged = config.defaults()
+    merged.update(LOCAL_DEFAULTS)
+    merged.update(conf or {})
+    return merged
+
+
+class _Running:
+    def __init__(self, name: str, topology_id: str, topology: Topology,
+                 conf: dict[str, Any]) -> None:
+        self.name = name
+        self.id = topology_id
+        self.topology = topology
+        self.conf = conf
+        self.workers: list[Worker] = []
+        self.transport: Any = None
+        self.status = "active"
+        self.launch_time = time.time()
+        self.errors: dict[str, list[dict[str, Any]]] = {}
+
+
+def assign_even(topology: Topology, num_workers: int) -> list[list[tuple[int, int]]]:
+    """Deal the sorted executors round-robin over ``num_workers`` workers."""
+    slots: list[list[tuple[int, int]]] = [[] for _ in range(max(1, num_workers))]
+    for i, ex in enumerate(sorted(topology.all_executors())):
+        slots[i % len(slots)].append(ex)
+    return [s for s in slots if s]
+
+
+class LocalCluster:
+    """Run topologies in this process. Use as a context manager; leaving it stops everything."""
+
+    def __init__(self, conf: dict[str, Any] | None = None, *,
+                 on_worker_start: Any = None) -> None:
+        """``on_worker_start(worker)``, if given, runs on each worker's loop thread after its
+        components are initialized and before its spouts are activated (testing hooks)."""
+        self.conf = base_conf(conf)
+        self._on_worker_start = on_worker_start
+        drivers.validate_conf(self.conf)
+        self._topologies: dict[str, _Running] = {}
+        self._lock = threading.RLock()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def __enter__(self) -> "LocalCluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            for name in list(self._topologies):
+                self.kill_topology(name)
+
+    def submit_topology(self, name: str, conf: dict[str, Any] | None, topology: Topology) -> str:
+        """Start ``topology`` under ``name``; returns the topology id."""
+        if not isinstance(topology, Topology):
+            raise TopologyError(f"submit_topology needs a Topology (from create_topology()), "
+                                f"got {type(topology).__name__}")
+        if not isinstance(name, str) or not name or "/" in name:
+            raise TopologyError(f"invalid topology name {name!r}")
+        with self._lock:
+            if name in self._topologies:
+                raise AlreadyAliveError(f"topology {name!r} is already running")
+            merged = {**self.conf, **topology.conf, **(conf or {}), "topology.name": name}
+            for key, value in LOCAL_DEFAULTS.items():
+                if key not in (conf or {}):
+                    merged[key] = value
+            merged.update(merged.get("squall.cli.overrides") or {})   # -c beats topology conf
+            from squall import config
+            config.validate(merged)
+            from squall.plugin_manager import get_plugin_manager
+            pm = get_plugin_manager()
+            pm.hook.squall_validate_topology(topology=topology, conf=merged)
+            full = add_system_components(topology, merged)
+            topology_id = f"{name}-{next(_ids)}-{int(time.time())}"
+            run = _Running(name, topology_id, full, merged)
+            self._start_workers(run)
+            self._topologies[name] = run
+            pm.hook.squall_topology_submitted(name=name, topology_id=topology_id, conf=merged)
+            return topology_id
+
+    def _start_workers(self, run: _Running) -> None:
+        layout = assign_even(run.topology, int(run.conf.get("topology.workers") or 1))
+        ports = list(range(1, len(layout) + 1))
+        task_to_worker = {t: ("local", port) for port, execs in zip(ports, layout)
+                          for s, e in execs for t in range(s, e + 1)}
+        if len(layout) > 1:
+            run.transport = drivers.driver("transport", run.conf)
+        started = []
+        try:
+            for port, execs in zip(ports, layout):
+                w = Worker(conf=run.conf, topology=run.topology, topology_id=run.id, port=port,
+                           executors=execs, task_to_worker=task_to_worker,
+                           transport=run.transport, host="local")
+                w.start()
+                started.append(w)
+                if self._on_worker_start is not None:
+                    w._call(lambda w=w: self._on_worker_start(w))
+        except BaseException:
+            for w in started:
+                w.shutdown()
+            if run.transport is not None:
+                run.transport.close()
+            raise
+        run.workers = started
+        if run.status == "active":
+            for w in started:
+                w.activate()
+
+    def _stop_workers(self, run: _Running) -> None:
+        for w in run.workers:
+            w.deactivate()
+        for w in run.workers:
+            for comp, errs in w.errors.recent().items():
+                run.errors.setdefault(comp, []).extend(errs)
+                run.errors[comp] = run.errors[comp][-10:]
+            w.shutdown()
+        run.workers = []
+        if run.transport is not None:
+            run.transport.close()
+            run.transport = None
+
+    def _get(self, name: str) -> _Running:
+        run = self._topologies.get(name)
+        if run is None:
+            raise NotAliveError(f"no topology named {name!r} is running; running: "
+                                f"{', '.join(sorted(self._topologies)) or 'none'}")
+        return run
+
+    def kill_topology(self, name: str, wait: float = 0.0) -> None:
+        """Deactivate, wait ``wait`` seconds for tuples in flight, stop and forget it."""
+        with self._lock:
+            run = self._get(name)
+            for w in run.workers:
+                w.deactivate()
+            _wait_drained(run, wait)
+            self._stop_workers(run)
+            del self._topologies[name]
+            from squall.plugin_manager import get_plugin_manager
+            get_plugin_manager().hook.squall_topology_killed(name=name, topology_id=run.id)
+
+    def activate(self, name: str) -> None:
+        with self._lock:
+            run = self._get(name)
+            run.status = "active"
+            for w in run.workers:
+                w.activate()
+
+    def deactivate(self, name: str) -> None:
+        with self._lock:
+            run = self._get(name)
+            run.status = "inactive"
+            for w in run.workers:
+                w.deactivate()
+
+    def rebalance(self, name: str, num_workers: int | None = None,
+                  executors: dict[str, int] | None = None, wait: float = 0.0) -> None:
+        """Deactivate, wait up to ``wait`` s for in-flight tuples, re-lay executors and workers
+        (task ids unchanged; old instances stop before new ones start), reactivate."""
+        with self._lock:
+            run = self._get(name)
+            previous = run.status
+            topology = run.topology.with_parallelism(executors or {})
+            run.status = "rebalancing"
+            for w in run.workers:
+                w.deactivate()
+            _wait_drained(run, wait)
+            self._stop_workers(run)
+            if num_workers is not None:
+                if num_workers < 1:
+                    raise TopologyError("rebalance: workers must be >= 1")
+                run.conf = {**run.conf, "topology.workers": int(num_workers)}
+            run.topology = topology
+            run.status = "active" if previous != "inactive" else "inactive"
+            self._start_workers(run)
+
+    # -- observation ---------------------------------------------------------------------------
+    def get_topology(self, name: str) -> Topology:
+        return self._get(name).topology
+
+    def get_topology_info(self, name: str) -> dict[str, Any]:
+        """Status, uptime, workers and per-component counters and recent errors."""
+        run = self._get(name)
+        components: dict[str, dict[str, Any]] = {}
+        errors = {c: list(e) for c, e in run.errors.items()}
+        executors = []
+        for w in run.workers:
+            for ex in w.executors:
+                st = executor_stats(ex)
+                st["worker"] = w.port
+                executors.append(st)
+                comp = components.setdefault(ex.component_id, {
+                    "kind": ex.kind, "executors": 0, "tasks": 0, "emitted": 0,
+                    "transferred": 0, "acked": 0, "failed": 0, "executed": 0})
+                comp["executors"] += 1
+                comp["tasks"] += len(ex.tasks)
+                for key in ("emitted", "transferred", "acked", "failed", "executed"):
+                    comp[key] += st[key]
+            for comp_id, errs in w.errors.recent().items():
+                errors.setdefault(comp_id, []).extend(errs)
+        return {"name": run.name, "id": run.id, "status": run.status,
+                "uptime_secs": int(time.time() - run.launch_time),
+                "num_workers": len(run.workers), "num_executors": len(executors),
+                "num_tasks": len(run.topology.all_tasks()), "components": components,
+                "executors": executors,
+                "errors": {c: e[-10:] for c, e in errors.items()}}
+
+    def topologies(self) -> list[str]:
+        return sorted(self._topologies)
+
+    def workers(self, name: str) -> list[Worker]:
+        return list(self._get(name).workers)
+
+
+def _wait_drained(run: _Running, wait: float) -> None:
+    deadline = time.monotonic() + max(0.0, float(wait or 0))
+    while time.monotonic() < deadline:
+        if all(w.pending() == 0 and w.queued() == 0 for w in run.workers):
+            return
+        time.sleep(0.01)

@@ -1,0 +1,140 @@
+"""System components and periodic work: ackers, metrics consumers, ticks, stats.
+
+``add_system_components`` completes a user topology before it is scheduled (nimbus and
+LocalCluster both call it): ``__acker`` tasks (``topology.acker.executors``; null means one per
+worker) and one ``__metrics_<name>`` bolt per registered metrics consumer.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from squall import drivers
+from squall.api.topology import ACKER, ComponentSpec, Topology
+from squall.api.tuple import Tuple
+from squall.runtime.tasks import METRICS_STREAM
+
+if TYPE_CHECKING:
+    from squall.runtime.executors import Executor
+    from squall.runtime.worker import Worker
+
+METRICS_PREFIX = "__metrics_"
+BUILTIN_METRICS = {"emitted": "__emit-count", "transferred": "__transfer-count",
+                   "acked": "__ack-count", "failed": "__fail-count",
+                   "executed": "__execute-count"}
+
+
+def add_system_components(topology: Topology, conf: dict[str, Any]) -> Topology:
+    """Return ``topology`` with its acker and metrics-consumer components (idempotent)."""
+    if any(c.startswith("__") for c in topology.components):
+        return topology
+    extra = []
+    ackers = conf.get("topology.acker.executors")
+    if ackers is None:
+        ackers = int(conf.get("topology.workers") or 1)
+    if ackers:
+        extra.append(ComponentSpec(id=ACKER, kind="acker", cls=None, ref="", parallelism=ackers,
+                                   num_tasks=ackers))
+    for i, entry in enumerate(conf.get("topology.metrics.consumer.register") or []):
+        entry = entry if isinstance(entry, dict) else {"class": entry}
+        name = str(entry.get("class"))
+        drivers.check("squall.metrics_consumers", name)
+        n = int(entry.get("parallelism.hint") or 1)
+        from squall.metrics.consumer_bolt import MetricsConsumerBolt
+        extra.append(ComponentSpec(
+            id=f"{METRICS_PREFIX}{name}" + (f"_{i}" if i else ""), kind="bolt",
+            cls=MetricsConsumerBolt, ref="squall.metrics.consumer_bolt:MetricsConsumerBolt",
+            parallelism=n, num_tasks=n,
+            config={"squall.metrics.consumer": {"class": name,
+                                                "argument": entry.get("argument")}}))
+    return topology.with_components(extra) if extra else topology
+
+
+def instantiate(spec: ComponentSpec, conf: dict[str, Any]) -> Any:
+    if spec.kind == "acker":
+        return drivers.driver("acker", conf)
+    cls = spec.cls
+    if cls is None:
+        from squall.api.topology import resolve_class
+        cls = spec.cls = resolve_class(spec.ref)
+    return cls()
+
+
+def timers(worker: "Worker", now: float) -> None:
+    """Tick tuples and metrics buckets, from the worker's loop every few milliseconds."""
+    state = worker.__dict__.setdefault("_timer_state", {})
+    for ex in worker.executors:
+        if ex.kind != "bolt":
+            continue
+        freq = ex.tasks[0].conf.get("topology.tick.tuple.freq.secs")
+        if not freq:
+            continue
+        due = state.get(("tick", ex.range))
+        if due is None:
+            state[("tick", ex.range)] = now + float(freq)
+        elif now >= due:
+            state[("tick", ex.range)] = now + float(freq)
+            for ts in ex.tasks:
+                ts.queue.append(Tuple((freq,), 0, worker.tick_source))
+    consumers = [c for c in worker.topology.components if c.startswith(METRICS_PREFIX)]
+    if consumers:
+        bucket = float(worker.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
+        due = state.get("metrics")
+        if due is None:
+            state["metrics"] = now + bucket
+        elif now >= due:
+            state["metrics"] = now + bucket
+            _send_metrics(worker, consumers, bucket, state)
+
+
+def _send_metrics(worker: "Worker", consumers: list[str], bucket: float,
+                  state: dict[Any, Any]) -> None:
+    last = state.setdefault("metrics_last", {})
+    stamp = time.time()
+    for ts in list(worker.tasks.values()):
+        if ts.component_id.startswith("__"):
+            continue
+        counts = ts.counters()
+        prev = last.get(ts.task, {})
+        points: list[list[Any]] = []
+        for key, name in BUILTIN_METRICS.items():
+            points.append([name, counts[key] - prev.get(key, 0)])
+        for key, names in (("execute_ms", ("__execute-latency", "__process-latency")),
+                           ("complete_ms", ("__complete-latency",))):
+            total, n = counts[key]
+            ptotal, pn = prev.get(key, (0.0, 0))
+            if n - pn:
+                for name in names:
+                    points.append([name, (total - ptotal) / (n - pn)])
+        points.append(["__receive", {"population": len(ts.queue),
+                                     "capacity": worker.high}])
+        for name, metric in (ts.__dict__.get("user_metrics") or {}).items():
+            points.append([name, metric.get_value_and_reset()])
+        last[ts.task] = counts
+        info = {"topology": worker.topology_id, "component": ts.component_id, "task": ts.task,
+                "worker_host": worker.host, "worker_port": worker.port, "timestamp": stamp,
+                "interval_secs": bucket}
+        for cid in consumers:
+            tasks = worker.topology.tasks(cid)
+            target = tasks[ts.task % len(tasks)]
+            worker.deliver(ts, target, Tuple((info, points), ts.task,
+                                             worker.source(ts.component_id, METRICS_STREAM)))
+
+
+def executor_stats(ex: "Executor") -> dict[str, Any]:
+    """Counters of one executor, summed over its tasks (read from any thread)."""
+    total: dict[str, Any] = {"component": ex.component_id, "kind": ex.kind,
+                             "tasks": [ts.task for ts in ex.tasks]}
+    exec_ms = exec_n = comp_ms = comp_n = 0.0
+    for ts in ex.tasks:
+        for key in BUILTIN_METRICS:
+            total[key] = total.get(key, 0) + getattr(ts, key)
+        exec_ms += ts.exec_ms
+        exec_n += ts.exec_n
+        comp_ms += ts.complete_ms
+        comp_n += ts.complete_n
+    total["execute_latency_ms"] = exec_ms / exec_n if exec_n else 0.0
+    total["complete_latency_ms"] = comp_ms / comp_n if comp_n else 0.0
+    total["queued"] = sum(len(ts.queue) for ts in ex.tasks)
+    total["uptime_secs"] = int(time.time() - ex.start_time)
+    return total

@@ -1,0 +1,248 @@
+"""Per-task state and the emit functions installed on component instances.
+
+Everything here runs on the worker's loop thread. ``make_emit`` builds one closure per task
+with the task's routes, source descriptors and delivery function bound as locals: the emit of
+a tuple to a task in the same worker is a grouping choice, one :class:`Tuple` allocation and a
+``deque.append`` — no locks, no logging, no hook calls.
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from squall.api import groupings as g
+from squall.api.topology import Input
+from squall.api.tuple import Source, Tuple
+from squall.errors import TopologyError
+
+if TYPE_CHECKING:
+    from squall.runtime.worker import Worker
+
+_rand64 = random.SystemRandom().getrandbits  # seeds only; per-tuple ids use the fast PRNG below
+_fast = random.Random(_rand64(64)).getrandbits
+
+ACK_INIT, ACK_ACK, ACK_FAIL = "__ack_init", "__ack_ack", "__ack_fail"
+METRICS_STREAM = "__metrics"
+
+
+class Route:
+    """One subscriber of one stream, as seen by one emitting task."""
+
+    __slots__ = ("one", "many", "direct", "targets", "component")
+
+    def __init__(self, component: str, grouping: Any, direct: bool, targets: list[int]) -> None:
+        self.component = component
+        self.direct = direct
+        self.targets = targets
+        self.one = getattr(grouping, "choose_one", None) if grouping is not None else None
+        self.many = grouping.choose_tasks if grouping is not None else None
+
+
+def make_grouping(inp: Input, source_fields: Sequence[str]) -> Any:
+    kind = inp.grouping
+    if kind == "shuffle":
+        return g.ShuffleGrouping()
+    if kind == "fields":
+        return g.FieldsGrouping(inp.fields, source_fields)
+    if kind == "partial_key":
+        return g.PartialKeyGrouping(inp.fields, source_fields)
+    if kind == "all":
+        return g.AllGrouping()
+    if kind == "global":
+        return g.GlobalGrouping()
+    if kind == "none":
+        return g.NoneGrouping()
+    if kind == "local_or_shuffle":
+        return g.LocalOrShuffleGrouping()
+    if kind == "direct":
+        return None
+    if kind == "custom":
+        if isinstance(inp.custom, str):
+            from squall import drivers
+            return drivers.load("squall.groupings", inp.custom)()
+        import copy
+        return copy.copy(inp.custom)
+    raise TopologyError(f"unknown grouping {kind!r}")
+
+
+class TaskState:
+    """One task: its component instance, inbound queue, routes and counters."""
+
+    def __init__(self, worker: "Worker", component_id: str, task: int, instance: Any,
+                 conf: dict[str, Any]) -> None:
+        self.worker = worker
+        self.component_id = component_id
+        self.task = task
+        self.instance = instance
+        self.conf = conf
+        self.queue: deque[Tuple] = deque()
+        self.routes: dict[str, list[Route]] = {}
+        self.sources: dict[str, Source] = {}
+        self.current: Tuple | None = None
+        # counters, folded into stats on a timer
+        self.emitted = 0
+        self.transferred = 0
+        self.acked = 0
+        self.failed = 0
+        self.executed = 0
+        self.exec_ms = 0.0
+        self.exec_n = 0
+        self.complete_ms = 0.0
+        self.complete_n = 0
+
+    def build_routes(self, context: Any) -> None:
+        topo = self.worker.topology
+        spec = topo.components[self.component_id]
+        for name, stream in spec.streams.items():
+            self.sources[name] = self.worker.source(self.component_id, name)
+            routes = []
+            for sub_id, inp in topo.subscribers(self.component_id, name):
+                grouping = make_grouping(inp, stream.fields)
+                targets = topo.tasks(sub_id)
+                if grouping is not None:
+                    grouping.prepare(context, (self.component_id, name), targets)
+                routes.append(Route(sub_id, grouping, inp.grouping == "direct", targets))
+            self.routes[name] = routes
+
+    def counters(self) -> dict[str, Any]:
+        return {"emitted": self.emitted, "transferred": self.transferred, "acked": self.acked,
+                "failed": self.failed, "executed": self.executed,
+                "execute_ms": (self.exec_ms, self.exec_n),
+                "complete_ms": (self.complete_ms, self.complete_n)}
+
+
+def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None,
+             stream: str, owner: str) -> Sequence[int]:
+    if route.direct:
+        if direct_task is None:
+            raise TopologyError(f"component {owner!r}: stream {stream!r} is direct; emit with "
+                                "direct_task=")
+        if direct_task not in route.targets:
+            raise TopologyError(f"component {owner!r}: direct_task {direct_task} is not a task "
+                                f"of subscriber {route.component!r} ({route.targets})")
+        return (direct_task,)
+    if direct_task is not None:
+        raise TopologyError(f"component {owner!r}: direct_task given on stream {stream!r}, "
+                            "which is not declared direct=True")
+    if route.one is not None:
+        return (route.one(values),)
+    return route.many(src_task, values)
+
+
+def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
+    """The ``emit`` of one task (see :meth:`squall.Component.emit`)."""
+    worker = ts.worker
+    routes_get = ts.routes.get
+    sources = ts.sources
+    queues_get = worker.queues.get
+    remote = worker.send_remote
+    src_task = ts.task
+    owner = ts.component_id
+    acking = worker.acking
+    rand = _fast
+    T = Tuple
+
+    def undeclared(stream: str) -> TopologyError:
+        return TopologyError(f"component {owner!r} emitted on undeclared stream {stream!r}; "
+                             f"declared: {', '.join(sorted(ts.routes)) or 'none'}")
+
+    def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
+             tup_id: Any = None, direct_task: int | None = None,
+             need_task_ids: bool = False) -> list[int] | None:
+        routes = routes_get(stream)
+        if routes is None:
+            raise undeclared(stream)
+        if values.__class__ is not tuple:
+            values = tuple(values)
+        src = sources[stream]
+        ts.emitted += 1
+        sent: list[int] | None = [] if need_task_ids else None
+        if spout:
+            tracked = tup_id is not None
+        else:
+            tracked = ts.current is not None if anchors is None else bool(anchors)
+        # fast path: an untracked tuple
+        if not (acking and tracked):
+            if spout and tup_id is not None:
+                worker.ack_untracked(ts, tup_id)
+            for route in routes:
+                if route.one is not None and direct_task is None:
+                    t = route.one(values)
+                    q = queues_get(t)
+                    if q is not None:
+                        q.append(T(values, src_task, src))
+                    else:
+                        remote(ts, t, T(values, src_task, src))
+                    if sent is not None:
+                        sent.append(t)
+                    continue
+                for t in _targets(route, src_task, values, direct_task, stream, owner):
+                    q = queues_get(t)
+                    if q is not None:
+                        q.append(T(values, src_task, src))
+                    else:
+                        remote(ts, t, T(values, src_task, src))
+                    if sent is not None:
+                        sent.append(t)
+            return sent
+        if spout:
+            return _emit_spout_tracked(ts, values, stream, src, routes, tup_id, direct_task, sent)
+        anchor_list = (ts.current,) if anchors is None else anchors
+        return _emit_anchored(ts, values, stream, src, routes, anchor_list, direct_task, sent,
+                              rand)
+
+    return emit
+
+
+def _emit_spout_tracked(ts: TaskState, values: tuple, stream: str, src: Source,
+                        routes: list[Route], tup_id: Any, direct_task: int | None,
+                        sent: list[int] | None) -> list[int] | None:
+    worker = ts.worker
+    rand = _fast
+    root = rand(64)
+    xor = 0
+    for route in routes:
+        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            edge = rand(64)
+            xor ^= edge
+            worker.deliver(ts, t, Tuple(values, ts.task, src, edge, (root,)))
+            if sent is not None:
+                sent.append(t)
+    worker.track_spout_tuple(ts, root, xor, tup_id, stream, values)
+    return sent
+
+
+def _emit_anchored(ts: TaskState, values: tuple, stream: str, src: Source,
+                   routes: list[Route], anchors: Sequence[Tuple], direct_task: int | None,
+                   sent: list[int] | None, rand: Callable[[int], int]) -> list[int] | None:
+    tracked = []
+    for a in anchors:
+        if not isinstance(a, Tuple):
+            raise TopologyError(f"component {ts.component_id!r}: anchors must be Tuples "
+                                f"received by this bolt, got {type(a).__name__}")
+        if a.roots:
+            tracked.append(a)
+    worker = ts.worker
+    for route in routes:
+        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            if not tracked:
+                tup = Tuple(values, ts.task, src)
+            elif len(tracked) == 1:
+                a = tracked[0]
+                edge = rand(64)
+                a.ackval ^= edge
+                tup = Tuple(values, ts.task, src, edge, a.roots)
+            else:
+                per_root: dict[int, int] = {}
+                edge = 0
+                for a in tracked:
+                    edge = rand(64)
+                    a.ackval ^= edge
+                    for r in a.roots:
+                        per_root[r] = per_root.get(r, 0) ^ edge
+                tup = Tuple(values, ts.task, src, edge, per_root)  # type: ignore[arg-type]
+            worker.deliver(ts, t, tup)
+            if sent is not None:
+                sent.append(t)
+    return sent

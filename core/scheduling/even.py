@@ -1,0 +1,88 @@
+"""The ``even`` scheduler: Storm's default, counting worker slots only.
+
+For each topology that needs scheduling (oldest first): placements that are still valid stay
+where they are; the topology gets up to ``num_workers`` workers in total (fewer when the cluster
+has fewer free slots); new slots are taken round-robin across supervisors (the supervisor with
+the most free slots first, ties by id, then port order), and the executors without a slot are
+dealt over the new slots in task order, so each component's executors spread across workers and
+nodes. When the topology already has its workers, homeless executors join them instead. A
+topology that gets no slot at all is reported ``pending``. Resources are ignored.
+
+The same input always yields the same assignment.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from squall.scheduling.cluster import Cluster, ExecutorDetails, Topologies, TopologyDetails, WorkerSlot
+from squall.spi.scheduler import Scheduler
+
+__all__ = ["EvenScheduler", "deal", "sort_slots"]
+
+log = logging.getLogger(__name__)
+
+
+def sort_slots(slots: list[WorkerSlot]) -> list[WorkerSlot]:
+    """Interleave free slots across nodes: one slot of every node, then a second of every
+    node, ...; nodes with more free slots first, ties by node id; ports ascending."""
+    by_node: dict[str, list[int]] = {}
+    for slot in slots:
+        by_node.setdefault(slot.node_id, []).append(slot.port)
+    nodes = sorted(by_node, key=lambda n: (-len(by_node[n]), n))
+    for ports in by_node.values():
+        ports.sort()
+    out: list[WorkerSlot] = []
+    depth = max((len(p) for p in by_node.values()), default=0)
+    for i in range(depth):
+        out.extend(WorkerSlot(n, by_node[n][i]) for n in nodes if i < len(by_node[n]))
+    return out
+
+
+def deal(executors: list[ExecutorDetails], n: int) -> list[list[ExecutorDetails]]:
+    """Deal sorted ``executors`` round-robin into ``n`` hands (``n >= 1``)."""
+    hands: list[list[ExecutorDetails]] = [[] for _ in range(n)]
+    for i, e in enumerate(sorted(executors)):
+        hands[i % n].append(e)
+    return hands
+
+
+class EvenScheduler(Scheduler):
+    """Storm's even scheduler (entry point ``even``). Called on nimbus's scheduling thread."""
+
+    name = "even"
+    resource_aware = False
+
+    def __init__(self, conf: Any = None) -> None:
+        super().__init__(conf)
+
+    def schedule(self, topologies: Topologies, cluster: Cluster) -> None:
+        for topology in topologies:
+            if cluster.needs_scheduling(topology):
+                self.schedule_topology(topology, cluster)
+
+    def schedule_topology(self, topology: TopologyDetails, cluster: Cluster) -> None:
+        """Place ``topology``'s homeless executors (see the module docstring)."""
+        unassigned = cluster.unassigned_executors(topology)
+        if not unassigned:
+            return  # fewer workers than asked for; a rebalance spreads it out
+        assignment = cluster.get_assignment(topology.id)
+        alive = assignment.slots() if assignment is not None else []
+        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        free = sort_slots(cluster.available_slots())
+        to_use = min(wanted, len(free) + len(alive))
+        targets = free[:max(0, to_use - len(alive))]
+        if not targets:
+            targets = self._least_loaded(alive, assignment)
+        if not targets:
+            cluster.set_status(topology.id, "pending",
+                               f"needs {wanted} more worker slots (have 0 free, need {wanted})")
+            log.info("topology %s pending: no free worker slot", topology.id)
+            return
+        for slot, hand in zip(targets, deal(unassigned, len(targets))):
+            if hand:
+                cluster.assign(slot, topology.id, hand)
+
+    @staticmethod
+    def _least_loaded(slots: list[WorkerSlot], assignment: Any) -> list[WorkerSlot]:
+        return sorted(slots, key=lambda s: (len(assignment.executors_on(s)), s))

@@ -1,0 +1,41 @@
+"""The acker SPI (``squall.ackers``, chosen with ``squall.acker``).
+
+An acker instance is the state of one acker task. The runtime feeds it the system streams
+``__ack_init``, ``__ack_ack`` and ``__ack_fail`` (routed to acker tasks by root id) and calls
+:meth:`rotate` every ``topology.message.timeout.secs``. Each method returns ``None`` or a
+completion ``(spout_task, ok)`` that the runtime sends back to the spout task on
+``__ack_ack`` / ``__ack_fail``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Mapping
+
+Completion = tuple[int, bool]
+
+
+class Acker(ABC):
+    name: str = ""
+
+    def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
+        self.conf: dict[str, Any] = dict(conf or {})
+
+    @abstractmethod
+    def init(self, root: int, value: int, spout_task: int) -> Completion | None:
+        """A spout emitted a tracked tuple tree ``root`` whose edges XOR to ``value``."""
+
+    @abstractmethod
+    def ack(self, root: int, value: int) -> Completion | None:
+        """A tuple of the tree was acked; ``value`` XORs its own edge and its children's."""
+
+    @abstractmethod
+    def fail(self, root: int) -> Completion | None:
+        """A tuple of the tree failed; the tree fails at once."""
+
+    @abstractmethod
+    def rotate(self) -> list[tuple[int, int]]:
+        """Expire trees older than two rotations; return their ``(root, spout_task)``."""
+
+    @abstractmethod
+    def pending(self) -> int:
+        """How many trees are being tracked."""

@@ -1,0 +1,25 @@
+"""The serializer SPI (``squall.serializers``, chosen with ``squall.serializer``)."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Mapping
+
+
+class Serializer(ABC):
+    """Encodes the values of tuples (and whole batches) to bytes and back.
+
+    Must round-trip ``None``, bools, ints (64-bit signed and unsigned), floats, str, bytes,
+    lists/tuples (decoded as lists or tuples) and dicts with str keys. Raise
+    :class:`~squall.errors.SerializationError` for anything it cannot encode or decode.
+    """
+
+    name: str = ""
+
+    def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
+        self.conf: dict[str, Any] = dict(conf or {})
+
+    @abstractmethod
+    def dumps(self, obj: Any) -> bytes: ...
+
+    @abstractmethod
+    def loads(self, data: bytes) -> Any: ...

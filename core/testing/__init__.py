@@ -1,0 +1,167 @@
+"""Testing helpers: run a topology to completion on fixed input, and contract suites.
+
+>>> from squall import TopologyBuilder, Spout, Bolt
+>>> from squall.testing import complete_topology
+>>> class Lines(Spout):
+...     outputs = ["line"]
+>>> class Upper(Bolt):
+...     outputs = ["line"]
+...     def process(self, tup):
+...         self.emit([tup.values[0].upper()])
+>>> b = TopologyBuilder()
+>>> _ = b.set_spout("lines", Lines)
+>>> _ = b.set_bolt("upper", Upper).shuffle_grouping("lines")
+>>> result = complete_topology(b.create_topology(), sources={"lines": [["a"], ["b"]]})
+>>> sorted(result.tuples("upper")), sorted(result.acked)
+([('A',), ('B',)], [0, 1])
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import defaultdict
+from typing import Any, Sequence
+
+from squall.api.component import Spout
+from squall.api.topology import ComponentSpec, Topology
+from squall.errors import TopologyError
+
+__all__ = ["CompletedTopology", "FixedTupleSpout", "complete_topology", "wait_until"]
+
+_runs: dict[str, "_Run"] = {}
+_ids = itertools.count(1)
+
+
+def wait_until(condition: Any, timeout: float = 10.0, interval: float = 0.01,
+               message: str = "condition") -> Any:
+    """Poll ``condition()`` until it is truthy; raise TimeoutError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{message} not reached within {timeout} s")
+        time.sleep(interval)
+
+
+class _Run:
+    def __init__(self, sources: dict[str, list[tuple[Any, ...]]]) -> None:
+        self.sources = sources
+        self.acked: set[int] = set()
+        self.failed: set[int] = set()
+        self.emitted: dict[tuple[str, str], dict[int, list[tuple[Any, ...]]]] = defaultdict(
+            lambda: defaultdict(list))
+        self.lock = threading.Lock()
+        self.total = sum(len(v) for v in sources.values())
+
+    def done(self) -> bool:
+        return len(self.acked | self.failed) >= self.total
+
+
+class FixedTupleSpout(Spout):
+    """Emits each listed tuple once (index as ``tup_id``); records acks and fails, no replay.
+
+    Configured by ``squall.testing.run`` and ``squall.testing.source`` in its component config;
+    the tuples are split between its tasks by index."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.run = _runs[conf["squall.testing.run"]]
+        rows = self.run.sources[conf["squall.testing.source"]]
+        n = len(context.component_tasks(context.component_id))
+        me = context.task_index
+        self.todo = [(i, row) for i, row in enumerate(rows) if i % n == me]
+        self.pos = 0
+
+    def next_tuple(self) -> None:
+        if self.pos < len(self.todo):
+            i, row = self.todo[self.pos]
+            self.pos += 1
+            self.emit(row, tup_id=i)
+
+    def ack(self, tup_id: Any) -> None:
+        with self.run.lock:
+            self.run.acked.add(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with self.run.lock:
+            self.run.failed.add(tup_id)
+
+
+class CompletedTopology:
+    """What :func:`complete_topology` returns."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self.acked = set(run.acked)
+        self.failed = set(run.failed)
+
+    def tuples(self, component: str, stream: str = "default") -> list[tuple[Any, ...]]:
+        """Every tuple ``component`` emitted on ``stream``, each task's in emit order."""
+        per_task = self._run.emitted.get((component, stream), {})
+        return [v for task in sorted(per_task) for v in per_task[task]]
+
+
+def _fixed(spec: ComponentSpec, run_id: str, rows: list[tuple[Any, ...]]) -> ComponentSpec:
+    streams = spec.streams
+    if "default" not in streams:
+        raise TopologyError(f"complete_topology: spout {spec.id!r} has no default stream")
+    width = len(streams["default"].fields)
+    for row in rows:
+        if len(row) != width:
+            raise TopologyError(f"complete_topology: source for {spec.id!r} has a tuple of "
+                                f"{len(row)} values, but its default stream has fields "
+                                f"{list(streams['default'].fields)}")
+    return ComponentSpec(id=spec.id, kind="spout", cls=FixedTupleSpout,
+                         ref="squall.testing:FixedTupleSpout", parallelism=spec.parallelism,
+                         num_tasks=spec.num_tasks,
+                         config={**spec.config, "squall.testing.run": run_id,
+                                 "squall.testing.source": spec.id},
+                         resources=spec.resources, inputs=[], streams=streams)
+
+
+def _capture(run: _Run, worker: Any) -> None:
+    for ts in worker.tasks.values():
+        if ts.component_id.startswith("__"):
+            continue
+        inner = ts.instance.emit
+
+        def emit(values: Sequence[Any], stream: str = "default", *, _inner: Any = inner,
+                 _ts: Any = ts, **kw: Any) -> Any:
+            result = _inner(values, stream, **kw)
+            run.emitted[(_ts.component_id, stream)][_ts.task].append(tuple(values))
+            return result
+        ts.instance.emit = emit
+
+
+def complete_topology(topology: Topology, sources: dict[str, Sequence[Sequence[Any]]],
+                      conf: dict[str, Any] | None = None, timeout: float = 30) -> CompletedTopology:
+    """Run ``topology`` in a LocalCluster with the named spouts replaced by fixed tuples.
+
+    Returns once every listed tuple was acked or failed and the topology went quiet; raises
+    TimeoutError after ``timeout`` seconds."""
+    from squall.runtime.local_cluster import LocalCluster
+
+    for name in sources:
+        spec = topology.components.get(name)
+        if spec is None or spec.kind != "spout":
+            raise TopologyError(f"complete_topology: {name!r} is not a spout of the topology; "
+                                f"spouts: {', '.join(topology.spouts)}")
+    run_id = f"run-{next(_ids)}"
+    run = _Run({k: [tuple(r) for r in v] for k, v in sources.items()})
+    comps = [(_fixed(s, run_id, run.sources[cid]) if cid in run.sources else s)
+             for cid, s in topology.components.items()]
+    patched = Topology(comps, topology.conf)
+    _runs[run_id] = run
+    try:
+        with LocalCluster(on_worker_start=lambda w: _capture(run, w)) as cluster:
+            cluster.submit_topology(run_id, dict(conf or {}), patched)
+            workers = cluster.workers(run_id)
+            wait_until(run.done, timeout, message="every source tuple acked or failed")
+            wait_until(lambda: all(w.queued() == 0 for w in workers), timeout,
+                       message="the topology to go quiet")
+            cluster.kill_topology(run_id)
+        return CompletedTopology(run)
+    finally:
+        _runs.pop(run_id, None)

@@ -1,0 +1,295 @@
+"""The transport contract suite: what every ``squall.transports`` driver must do.
+
+Use it by subclassing in a pytest module and overriding the ``transport_factory`` fixture::
+
+    from squall.testing.contracts.transport import TransportContract
+
+    class TestMyTransport(TransportContract):
+        network = True                       # False skips the raw-TCP garbage check
+
+        @pytest.fixture
+        def transport_factory(self):
+            return MyTransport               # any callable conf -> Transport
+
+Every check binds on 127.0.0.1 with port 0 (or a port found free) and closes what it opened.
+The checks only use the public :class:`~squall.Transport` / :class:`~squall.Connection` API:
+
+* messages on one connection arrive in order and byte-exact, payloads from 0 bytes to 64 MiB;
+* 20 senders to one bound port all get through, each in its own order;
+* a receiver closed and bound again on the same port: every message sent after the first
+  receiver had drained is delivered to the second one or its ``send`` raised TransportError
+  (delivered + reported == sent, no duplicates, order kept);
+* with a small buffer (``squall.transport.send.buffer.messages``) and a peer that is gone or
+  never reads, ``send`` returns quickly or raises TransportError, and memory stays bounded;
+* close is idempotent, ``recv`` after close returns ``[]`` promptly (and a blocked ``recv``
+  wakes up), ``send`` after close raises TransportError;
+* a batch that is not ``list[tuple[int, bytes]]`` makes ``send`` raise TransportError, and
+  (``network = True``) junk written to the bound port by a raw TCP client does not stop the
+  receiver from serving a good peer.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from squall.errors import TransportError
+from squall.spi.transport import Connection, Message, Transport
+
+__all__ = ["TransportContract", "collect", "free_port", "rss_bytes", "wait_until"]
+
+TOPOLOGY = "contract-topo-1"
+MiB = 1 << 20
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
+    """Poll ``cond`` until it returns a truthy value (returned) or fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        threading.Event().wait(interval)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc; 0 where unavailable)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def collect(conn: Connection, count: int, timeout: float = 10.0) -> list[Message]:
+    """Receive until ``count`` messages arrived; fails the test after ``timeout`` seconds."""
+    got: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"received {len(got)} of {count} messages within {timeout}s")
+        got.extend(conn.recv(min(left, 0.5)))
+    return got
+
+
+def _seq(sender: int, i: int) -> bytes:
+    return b"%d:%d" % (sender, i)
+
+
+class TransportContract:
+    """Base class of the transport contract tests; override ``transport_factory``."""
+
+    #: False for in-process transports: no real TCP port to write junk to
+    network: bool = True
+    host: str = "127.0.0.1"
+    #: conf that makes every send buffer small (the bounded-buffer checks use it)
+    bounded_conf: dict[str, Any] = {"squall.transport.send.buffer.messages": 64}
+
+    @pytest.fixture
+    def transport_factory(self) -> Callable[[dict[str, Any]], Transport]:
+        raise NotImplementedError("override the transport_factory fixture")
+
+    @pytest.fixture
+    def network_transport(self) -> bool:
+        """Whether the transport under test listens on a real TCP port (default: ``network``)."""
+        return self.network
+
+    @pytest.fixture
+    def make(self, transport_factory: Callable[[dict[str, Any]], Transport]
+             ) -> Iterator[Callable[..., Transport]]:
+        made: list[Transport] = []
+
+        def make(conf: dict[str, Any] | None = None) -> Transport:
+            transport = transport_factory(dict(conf or {}))
+            made.append(transport)
+            return transport
+
+        yield make
+        for transport in made:
+            transport.close()
+
+    # -- ordering and payloads ------------------------------------------------------------
+
+    def test_defaults_and_port(self, make: Callable[..., Transport]) -> None:
+        with make({}).bind(TOPOLOGY, 0) as receiver:
+            assert isinstance(receiver.port, int) and receiver.port > 0
+
+    def test_order_per_connection(self, make: Callable[..., Transport]) -> None:
+        transport = make()
+        receiver = transport.bind(TOPOLOGY, 0)
+        sender = transport.connect(TOPOLOGY, self.host, receiver.port)
+        sent = [(i % 7, _seq(0, i)) for i in range(2000)]
+        for start in range(0, len(sent), 10):
+            sender.send(sent[start:start + 10])
+        assert collect(receiver, len(sent)) == sent
+        assert receiver.recv(0.05) == []
+
+    def test_payload_sizes_byte_exact(self, make: Callable[..., Transport]) -> None:
+        transport = make()
+        receiver = transport.bind(TOPOLOGY, 0)
+        sender = transport.connect(TOPOLOGY, self.host, receiver.port)
+        big = os.urandom(MiB) * 64
+        batches = [[(1, b"")], [(2, b"x"), (3, b"")], [(4, os.urandom(65537))],
+                   [(5, os.urandom(MiB)), (6, b"\x00" * 10)], [(2**31 - 1, big)]]
+        for batch in batches:
+            sender.send(batch)
+        got = collect(receiver, sum(map(len, batches)), timeout=30)
+        assert [t for t, _ in got] == [t for b in batches for t, _ in b]
+        for (_, want), (_, have) in zip([m for b in batches for m in b], got):
+            assert isinstance(have, bytes) and have == want
+
+    def test_many_senders_one_port(self, make: Callable[..., Transport]) -> None:
+        transport = make()
+        receiver = transport.bind(TOPOLOGY, 0)
+        senders, per = 20, 100
+        errors: list[BaseException] = []
+
+        def run(n: int) -> None:
+            try:
+                conn = make().connect(TOPOLOGY, self.host, receiver.port)
+                for i in range(0, per, 5):
+                    conn.send([(n, _seq(n, j)) for j in range(i, i + 5)])
+            except BaseException as exc:  # reported to the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(senders)]
+        for t in threads:
+            t.start()
+        got = collect(receiver, senders * per, timeout=20)
+        for t in threads:
+            t.join(10)
+        assert not errors
+        for n in range(senders):
+            assert [p for t, p in got if t == n] == [_seq(n, j) for j in range(per)]
+
+    # -- failures ----------------------------------------------------------------------------
+
+    def test_receiver_restarted_mid_stream(self, make: Callable[..., Transport],
+                                           network_transport: bool) -> None:
+        transport = make()
+        port = free_port() if network_transport else 0
+        first = transport.bind(TOPOLOGY, port)
+        port = first.port
+        sender = make().connect(TOPOLOGY, self.host, port)
+        before = [(1, _seq(1, i)) for i in range(50)]
+        sender.send(before)
+        assert collect(first, len(before)) == before
+        first.close()
+
+        sent: list[Message] = []
+        reported: list[Message] = []
+
+        def send(i: int) -> None:
+            msg = (1, _seq(2, i))
+            try:
+                sender.send([msg])
+                sent.append(msg)
+            except TransportError:
+                reported.append(msg)
+
+        for i in range(20):              # nobody listens now
+            send(i)
+        second = wait_until(lambda: _try_bind(transport, port))
+        for i in range(20, 60):          # after the restart
+            send(i)
+        got = collect(second, len(sent), timeout=20)
+        assert second.recv(0.2) == []
+        assert got == sent and len(got) + len(reported) == 60
+
+    @pytest.mark.parametrize("peer", ["gone", "slow"])
+    def test_send_is_bounded_when_peer_slow_or_gone(
+            self, make: Callable[..., Transport], peer: str, network_transport: bool) -> None:
+        transport = make(self.bounded_conf)
+        if peer == "slow":
+            port = make(self.bounded_conf).bind(TOPOLOGY, 0).port   # bound, never read
+        else:
+            port = free_port() if network_transport else 99
+        sender = transport.connect(TOPOLOGY, self.host, port)
+        payload = os.urandom(64 * 1024)
+        start_rss, raised, slowest = rss_bytes(), 0, 0.0
+        for i in range(3000):            # 190 MiB if nothing were bounded
+            t0 = time.monotonic()
+            try:
+                sender.send([(i, payload)])
+            except TransportError:
+                raised += 1
+            slowest = max(slowest, time.monotonic() - t0)
+        assert slowest < 2.0, f"a send blocked for {slowest:.2f}s"
+        assert raised > 0, "3000 x 64 KiB never hit a bound"
+        assert rss_bytes() - start_rss < 150 * MiB
+        sender.close()
+
+    # -- close -------------------------------------------------------------------------------
+
+    def test_close_semantics(self, make: Callable[..., Transport]) -> None:
+        transport = make()
+        receiver = transport.bind(TOPOLOGY, 0)
+        sender = transport.connect(TOPOLOGY, self.host, receiver.port)
+        sender.send([(1, b"a")])
+        assert collect(receiver, 1) == [(1, b"a")]
+
+        woke: list[list[Message]] = []
+        waiter = threading.Thread(target=lambda: woke.append(receiver.recv(None)))
+        waiter.start()
+        wait_until(lambda: waiter.is_alive())
+        receiver.close()
+        waiter.join(5)
+        assert not waiter.is_alive() and woke == [[]], "close did not wake a blocked recv"
+        receiver.close()
+        t0 = time.monotonic()
+        assert receiver.recv(None) == [] and receiver.recv(5) == []
+        assert time.monotonic() - t0 < 1.0
+
+        sender.close()
+        sender.close()
+        with pytest.raises(TransportError):
+            sender.send([(1, b"b")])
+        transport.close()
+        transport.close()
+
+    def test_recv_timeout(self, make: Callable[..., Transport]) -> None:
+        receiver = make().bind(TOPOLOGY, 0)
+        t0 = time.monotonic()
+        assert receiver.recv(0.1) == []
+        assert time.monotonic() - t0 < 2.0
+        receiver.close()
+
+    def test_garbage_then_good_peer(self, make: Callable[..., Transport],
+                                    network_transport: bool) -> None:
+        transport = make()
+        receiver = transport.bind(TOPOLOGY, 0)
+        bad = make().connect(TOPOLOGY, self.host, receiver.port)
+        for batch in ([(1, "text, not bytes")], [("task", b"x")], [(1, None)]):
+            with pytest.raises(TransportError):
+                bad.send(batch)  # type: ignore[list-item]
+        if network_transport:
+            for junk in (os.urandom(4096), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\xff" * 64):
+                with socket.create_connection((self.host, receiver.port), timeout=5) as raw:
+                    try:
+                        raw.sendall(junk)
+                    except OSError:
+                        pass        # the receiver may hang up on us first: that is fine
+        assert receiver.recv(0.2) == []
+        sender = make().connect(TOPOLOGY, self.host, receiver.port)
+        sender.send([(7, b"after the junk")])
+        assert collect(receiver, 1) == [(7, b"after the junk")]
+
+def _try_bind(transport: Transport, port: int) -> Connection | None:
+    try:
+        return transport.bind(TOPOLOGY, port)
+    except TransportError:
+        return None         # the old listener may still be releasing the port

@@ -1,0 +1,1 @@
+"""Built-in plugins shipped with squall (each behind its own extra)."""
