@@ -49,21 +49,17 @@ NAMESPACES = ("storm.", "nimbus.", "supervisor.", "worker.", "task.", "topology.
 _NUM = (int, float)
 #: types of known keys whose default is null (other null-default keys accept any value)
 NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
-    "storm.local.hostname": (str,),
-    "topology.name": (str,),
-    "topology.acker.executors": (int,),
-    "topology.max.spout.pending": (int,),
-    "topology.max.task.parallelism": (int,),
-    "topology.tick.tuple.freq.secs": _NUM,
-    "supervisor.cpu.slots": _NUM,
-    "supervisor.memory.slots": _NUM,
-    "supervisor.net.slots": _NUM,
-    "supervisor.disk.slots": _NUM,
-    "squall.metrics.consumer": (dict,),
-    "squall.transport.zmq.curve.server.secret.key": (str,),
-    "squall.transport.zmq.curve.server.public.key": (str,),
+    **dict.fromkeys(["topology.acker.executors", "topology.max.spout.pending",
+                     "topology.max.task.parallelism"], (int,)),
+    **dict.fromkeys(["topology.tick.tuple.freq.secs", "supervisor.cpu.slots",
+                     "supervisor.memory.slots", "supervisor.net.slots", "supervisor.disk.slots"],
+                    _NUM),
+    **dict.fromkeys(["storm.local.hostname", "topology.name",
+                     "squall.transport.zmq.curve.server.secret.key",
+                     "squall.transport.zmq.curve.server.public.key"], (str,)),
     **{f"squall.transport.{t}.tls.{f}.file": (str,)
        for t in ("nng", "grpc") for f in ("cert", "key", "ca")},
+    "squall.metrics.consumer": (dict,),
 }
 
 
@@ -222,8 +218,11 @@ def load_config(config_file: str | os.PathLike[str] | None = None,
     """
     env = os.environ if env is None else env
     conf = defaults()
-    user_file = Path(home if home is not None else Path.home()) / ".squall" / "squall.yaml"
-    if user_file.is_file():
+    try:
+        user_file = Path(home if home is not None else Path.home()) / ".squall" / "squall.yaml"
+    except RuntimeError:   # no home directory (a daemon's bare environment)
+        user_file = None
+    if user_file is not None and user_file.is_file():
         conf.update(read_yaml_file(user_file))
     chosen = config_file if config_file is not None else (env.get("SQUALL_CONF") or None)
     if chosen is not None:

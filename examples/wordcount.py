@@ -67,10 +67,8 @@ class SplitSentenceBatch(Bolt):
     outputs = ["word"]
 
     def process_batch(self, tuples):
-        emit = self.emit
         for tup in tuples:
-            for word in tup.values[0].split():
-                emit([word], anchors=[tup])
+            self.emit_many([(word,) for word in tup.values[0].split()], anchors=[tup])
 
 
 class WordCountBatch(Bolt):

@@ -175,7 +175,7 @@ class TopologyBuilder:
         """Validate every declaration and return the :class:`Topology`."""
         if not any(s.kind == "spout" for s in self._specs.values()):
             raise TopologyError("a topology needs at least one spout")
-        specs = {cid: copy.copy(s) for cid, s in self._specs.items()}
+        specs = {cid: _frozen_copy(s) for cid, s in self._specs.items()}
         for spec in specs.values():
             try:
                 declared = spec.cls.declare_outputs(spec.config)  # type: ignore[union-attr]
@@ -199,6 +199,15 @@ class TopologyBuilder:
                                         f"{inp.stream} twice")
                 seen.add(key)
         return Topology(specs.values(), conf)
+
+
+def _frozen_copy(spec: ComponentSpec) -> ComponentSpec:
+    """A copy later builder calls (and changes to the topology) do not reach."""
+    out = copy.copy(spec)
+    out.inputs = list(spec.inputs)
+    out.config = copy.deepcopy(spec.config)
+    out.resources = dict(spec.resources)
+    return out
 
 
 def _check_input(spec: ComponentSpec, inp: Input, specs: dict[str, ComponentSpec]) -> None:

@@ -73,16 +73,25 @@ class FieldsGrouping(Grouping):
         self.indexes = tuple(list(source_fields).index(f) for f in self.fields)
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
-        self.target_tasks = sorted(target_tasks)
+        self.target_tasks = targets = sorted(target_tasks)
+        n = len(targets)
+        indexes = self.indexes
+        if len(indexes) == 1:
+            i = indexes[0]
+
+            def choose_one(values: Sequence[Any]) -> int:
+                v = values[i]
+                if v.__class__ is str:
+                    return targets[_crc32(v.encode()) % n]
+                return targets[_crc32(encode_value(v)) % n]
+        else:
+            def choose_one(values: Sequence[Any]) -> int:
+                return targets[fields_hash([values[i] for i in indexes]) % n]
+        self.choose_one = choose_one  # type: ignore[method-assign]
 
     def choose_one(self, values: Sequence[Any]) -> int:
-        targets = self.target_tasks
-        if len(self.indexes) == 1:
-            v = values[self.indexes[0]]
-            h = _crc32(v.encode()) if type(v) is str else _crc32(encode_value(v))
-        else:
-            h = fields_hash([values[i] for i in self.indexes])
-        return targets[h % len(targets)]
+        return self.target_tasks[fields_hash([values[i] for i in self.indexes])
+                                 % len(self.target_tasks)]
 
     def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
         return [self.choose_one(values)]
@@ -92,7 +101,7 @@ class PartialKeyGrouping(FieldsGrouping):
     """Each key goes to the less loaded (as seen by this emitter) of two candidate tasks."""
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
-        super().prepare(context, stream, target_tasks)
+        self.target_tasks = sorted(target_tasks)
         self.load = {t: 0 for t in self.target_tasks}
 
     def choose_one(self, values: Sequence[Any]) -> int:

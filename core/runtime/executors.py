@@ -80,31 +80,37 @@ class BoltExecutor(Executor):
 
     def _run_tuples(self, ts: TaskState, q: Any, n: int) -> None:
         popleft = q.popleft
-        bolt = ts.instance
-        process = bolt.process
+        process = ts.instance.process
         tick_src = self.tick_src
         auto_ack = self.auto_ack
         auto_anchor = self.auto_anchor
         ack = self.worker.ack_tuple
+        plain = 0            # untracked tuples processed without error (acked in bulk)
         for _ in range(n):
             tup = popleft()
-            if tup.src is tick_src:
-                self._tick(ts, tup)
-                continue
-            if tup.roots and auto_anchor:
-                ts.current = tup
-            try:
-                process(tup)
-            except Exception as exc:  # the executor goes on; see API.md section 2
+            if tup.roots:
+                if auto_anchor:
+                    ts.current = tup
+                try:
+                    process(tup)
+                except Exception as exc:  # the executor goes on; see API.md section 2
+                    ts.current = None
+                    self._failed(ts, tup, exc)
+                    continue
                 ts.current = None
-                self._failed(ts, tup, exc)
-                continue
-            ts.current = None
-            if auto_ack:
-                if tup.roots:
+                if auto_ack:
                     ack(ts, tup)
-                else:
-                    ts.acked += 1
+            elif tup.src is tick_src:
+                self._tick(ts, tup)
+            else:
+                try:
+                    process(tup)
+                except Exception as exc:
+                    self._failed(ts, tup, exc)
+                    continue
+                plain += 1
+        if auto_ack:
+            ts.acked += plain
 
     def _run_batch(self, ts: TaskState, tuples: list[Tuple]) -> None:
         tick_src = self.tick_src
@@ -274,6 +280,8 @@ class AckerExecutor(Executor):
     def run_once(self) -> int:
         done = 0
         complete = self.worker.complete_tree
+        sys_src = self.worker._sys
+        ack_src, init_src, fail_src = sys_src[ACK_ACK], sys_src[ACK_INIT], sys_src[ACK_FAIL]
         for ts in self.tasks:
             acker = ts.instance
             q = ts.queue
@@ -281,12 +289,12 @@ class AckerExecutor(Executor):
             for _ in range(n):
                 tup = q.popleft()
                 v = tup.values
-                stream = tup.src.stream
-                if stream == ACK_ACK:
+                src = tup.src
+                if src is ack_src:
                     res = acker.ack(v[0], v[1])
-                elif stream == ACK_INIT:
+                elif src is init_src:
                     res = acker.init(v[0], v[1], v[2])
-                elif stream == ACK_FAIL:
+                elif src is fail_src:
                     res = acker.fail(v[0])
                 else:
                     continue

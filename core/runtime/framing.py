@@ -23,13 +23,14 @@ Pure functions, thread-safe, no I/O.
 """
 from __future__ import annotations
 
+import logging
 import struct
 import sys
 from array import array
 
 from squall.errors import TransportError
 
-__all__ = ["FrameError", "HEADER", "MAGIC", "VERSION", "MAX_MESSAGES", "decode", "encode",
+__all__ = ["FrameError", "GarbageLog", "HEADER", "MAGIC", "VERSION", "MAX_MESSAGES", "decode", "encode",
            "frame_length"]
 
 MAGIC = 0xA7
@@ -56,14 +57,14 @@ def encode(messages: list[tuple[int, bytes]]) -> bytes:
         tasks = array("i", [m[0] for m in messages])
         payloads = [m[1] for m in messages]
         lengths = array("I", [len(p) for p in payloads])
+        if not _LITTLE:
+            tasks.byteswap()
+            lengths.byteswap()
+        total = HEADER.size + 8 * n + sum(lengths)
+        return b"".join([HEADER.pack(MAGIC, VERSION, 0, n, total), tasks.tobytes(),
+                         lengths.tobytes(), *payloads])
     except (struct.error, OverflowError, TypeError, ValueError) as exc:
-        raise FrameError(f"cannot frame batch: {exc}") from exc
-    if not _LITTLE:
-        tasks.byteswap()
-        lengths.byteswap()
-    total = HEADER.size + 8 * n + sum(lengths)
-    return b"".join([HEADER.pack(MAGIC, VERSION, 0, n, total), tasks.tobytes(),
-                     lengths.tobytes(), *payloads])
+        raise FrameError(f"cannot frame batch (want [(int, bytes), ...]): {exc}") from exc
 
 
 def frame_length(header: bytes) -> int:
@@ -112,3 +113,26 @@ def decode(frame: bytes | bytearray | memoryview) -> list[tuple[int, bytes]]:
         out.append((task, buf[pos:end]))
         pos = end
     return out
+
+
+class GarbageLog:
+    """Logs a dropped invalid frame once per peer (a WARNING line), later ones at DEBUG.
+
+    Receivers call :meth:`dropped` from their receive thread; ``count`` is the running total.
+    """
+
+    def __init__(self, logger: logging.Logger, where: str) -> None:
+        self.logger, self.where = logger, where
+        self.count = 0
+        self._peers: set[str] = set()
+
+    def dropped(self, peer: str | None, error: Exception) -> None:
+        self.count += 1
+        peer = peer or "unknown peer"
+        if peer in self._peers or len(self._peers) > 1000:
+            self.logger.debug("%s: dropped another invalid frame from %s: %s",
+                              self.where, peer, error)
+            return
+        self._peers.add(peer)
+        self.logger.warning("%s: dropped an invalid frame from %s (%s); further ones from this "
+                            "peer are logged at DEBUG", self.where, peer, error)

@@ -215,6 +215,7 @@ class LocalCluster:
         components: dict[str, dict[str, Any]] = {}
         errors = {c: list(e) for c, e in run.errors.items()}
         executors = []
+        windows: dict[str, list[Any]] = {}
         for w in run.workers:
             for ex in w.executors:
                 st = executor_stats(ex)
@@ -223,12 +224,17 @@ class LocalCluster:
                 comp = components.setdefault(ex.component_id, {
                     "kind": ex.kind, "executors": 0, "tasks": 0, "emitted": 0,
                     "transferred": 0, "acked": 0, "failed": 0, "executed": 0})
+                if "windows" in st:
+                    windows.setdefault(ex.component_id, []).append(st["windows"])
                 comp["executors"] += 1
                 comp["tasks"] += len(ex.tasks)
                 for key in ("emitted", "transferred", "acked", "failed", "executed"):
                     comp[key] += st[key]
             for comp_id, errs in w.errors.recent().items():
                 errors.setdefault(comp_id, []).extend(errs)
+        from squall.metrics.stats import aggregate
+        for comp_id, snaps in windows.items():
+            components[comp_id]["windows"] = aggregate(snaps)
         return {"name": run.name, "id": run.id, "status": run.status,
                 "uptime_secs": int(time.time() - run.launch_time),
                 "num_workers": len(run.workers), "num_executors": len(executors),

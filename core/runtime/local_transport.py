@@ -120,6 +120,9 @@ class LocalSender(Connection):
         if not messages:
             return
         batch = list(messages)
+        for item in batch:
+            if type(item[1]) is not bytes or type(item[0]) is not int:
+                raise TransportError(f"a message must be (int task id, bytes), got {item!r:.80}")
         inbox = _INBOXES.get(self._key)
         if inbox is not None and inbox.put(batch):
             return

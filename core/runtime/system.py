@@ -63,6 +63,9 @@ def instantiate(spec: ComponentSpec, conf: dict[str, Any]) -> Any:
 def timers(worker: "Worker", now: float) -> None:
     """Tick tuples and metrics buckets, from the worker's loop every few milliseconds."""
     state = worker.__dict__.setdefault("_timer_state", {})
+    if now >= state.get("fold", 0.0):
+        state["fold"] = now + 1.0
+        fold_stats(worker)
     for ex in worker.executors:
         if ex.kind != "bolt":
             continue
@@ -89,6 +92,7 @@ def timers(worker: "Worker", now: float) -> None:
 
 def _send_metrics(worker: "Worker", consumers: list[str], bucket: float,
                   state: dict[Any, Any]) -> None:
+    now = time.monotonic()
     last = state.setdefault("metrics_last", {})
     stamp = time.time()
     for ts in list(worker.tasks.values()):
@@ -108,8 +112,12 @@ def _send_metrics(worker: "Worker", consumers: list[str], bucket: float,
                     points.append([name, (total - ptotal) / (n - pn)])
         points.append(["__receive", {"population": len(ts.queue),
                                      "capacity": worker.high}])
-        for name, metric in (ts.__dict__.get("user_metrics") or {}).items():
-            points.append([name, metric.get_value_and_reset()])
+        registry = ts.__dict__.get("metrics")
+        if registry is not None:
+            for size in registry.bucket_sizes():
+                if size == int(bucket) or state.setdefault(("due", ts.task, size), 0) <= now:
+                    state[("due", ts.task, size)] = now + size
+                    points.extend([p.name, p.value] for p in registry.collect(size))
         last[ts.task] = counts
         info = {"topology": worker.topology_id, "component": ts.component_id, "task": ts.task,
                 "worker_host": worker.host, "worker_port": worker.port, "timestamp": stamp,
@@ -121,7 +129,29 @@ def _send_metrics(worker: "Worker", consumers: list[str], bucket: float,
                                              worker.source(ts.component_id, METRICS_STREAM)))
 
 
-def executor_stats(ex: "Executor") -> dict[str, Any]:
+def fold_stats(worker: "Worker") -> None:
+    """Fold each executor's counters since the last fold into its windowed stats."""
+    from squall.metrics.stats import WindowedStats
+    stamp = time.time()
+    for ex in worker.executors:
+        stats = ex.__dict__.get("windows")
+        if stats is None:
+            stats = ex.windows = WindowedStats()  # type: ignore[attr-defined]
+            ex.last_fold = {}  # type: ignore[attr-defined]
+        cur = executor_stats(ex, windows=False)
+        prev = ex.last_fold  # type: ignore[attr-defined]
+        counts = {k: cur[k] - prev.get(k, 0) for k in BUILTIN_METRICS}
+        lat = {}
+        for name, key in (("execute", "exec"), ("process", "exec"), ("complete", "complete")):
+            total, n = cur[f"_{key}_total"], cur[f"_{key}_n"]
+            ptotal, pn = prev.get(f"_{key}_total", 0.0), prev.get(f"_{key}_n", 0)
+            if n - pn:
+                lat[name] = (total - ptotal, n - pn)
+        stats.add(counts, lat, stamp)
+        ex.last_fold = cur  # type: ignore[attr-defined]
+
+
+def executor_stats(ex: "Executor", windows: bool = True) -> dict[str, Any]:
     """Counters of one executor, summed over its tasks (read from any thread)."""
     total: dict[str, Any] = {"component": ex.component_id, "kind": ex.kind,
                              "tasks": [ts.task for ts in ex.tasks]}
@@ -135,6 +165,14 @@ def executor_stats(ex: "Executor") -> dict[str, Any]:
         comp_n += ts.complete_n
     total["execute_latency_ms"] = exec_ms / exec_n if exec_n else 0.0
     total["complete_latency_ms"] = comp_ms / comp_n if comp_n else 0.0
+    total.update(_exec_total=exec_ms, _exec_n=exec_n, _complete_total=comp_ms,
+                 _complete_n=comp_n)
+    stats = ex.__dict__.get("windows")
+    if windows:
+        for key in ("_exec_total", "_exec_n", "_complete_total", "_complete_n"):
+            del total[key]
+        if stats is not None:
+            total["windows"] = stats.snapshot(time.time())
     total["queued"] = sum(len(ts.queue) for ts in ex.tasks)
     total["uptime_secs"] = int(time.time() - ex.start_time)
     return total

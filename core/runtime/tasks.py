@@ -131,68 +131,147 @@ def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None
 
 
 def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
-    """The ``emit`` of one task (see :meth:`squall.Component.emit`)."""
+    """The ``emit`` of one task (see :meth:`squall.Component.emit`).
+
+    Streams with one subscriber and a single-target grouping (shuffle, fields, global, ...)
+    take an inlined fast path; everything else goes through :func:`_emit_general`.
+    """
     worker = ts.worker
-    routes_get = ts.routes.get
-    sources = ts.sources
     queues_get = worker.queues.get
     remote = worker.send_remote
     src_task = ts.task
-    owner = ts.component_id
     acking = worker.acking
     rand = _fast
     T = Tuple
-
-    def undeclared(stream: str) -> TopologyError:
-        return TopologyError(f"component {owner!r} emitted on undeclared stream {stream!r}; "
-                             f"declared: {', '.join(sorted(ts.routes)) or 'none'}")
+    singles: dict[str, tuple[Callable[[tuple], int], Source]] = {}
+    for name, routes in ts.routes.items():
+        if len(routes) == 1 and routes[0].one is not None and not routes[0].direct:
+            singles[name] = (routes[0].one, ts.sources[name])
+    singles_get = singles.get
 
     def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
              tup_id: Any = None, direct_task: int | None = None,
              need_task_ids: bool = False) -> list[int] | None:
-        routes = routes_get(stream)
-        if routes is None:
-            raise undeclared(stream)
+        single = singles_get(stream)
+        if single is None or direct_task is not None or need_task_ids:
+            return _emit_general(ts, values, stream, anchors, tup_id, direct_task,
+                                 need_task_ids, spout)
         if values.__class__ is not tuple:
             values = tuple(values)
-        src = sources[stream]
-        ts.emitted += 1
-        sent: list[int] | None = [] if need_task_ids else None
         if spout:
-            tracked = tup_id is not None
+            if tup_id is not None:
+                return _emit_general(ts, values, stream, anchors, tup_id, None, False, True)
+            anchor = None
+        elif not acking:
+            anchor = None
+        elif anchors is None:
+            anchor = ts.current
+        elif len(anchors) == 1 and anchors[0].__class__ is T:
+            anchor = anchors[0]
+            if not anchor.roots:
+                anchor = None
+        elif not anchors:
+            anchor = None
         else:
-            tracked = ts.current is not None if anchors is None else bool(anchors)
-        # fast path: an untracked tuple
-        if not (acking and tracked):
-            if spout and tup_id is not None:
-                worker.ack_untracked(ts, tup_id)
-            for route in routes:
-                if route.one is not None and direct_task is None:
-                    t = route.one(values)
-                    q = queues_get(t)
-                    if q is not None:
-                        q.append(T(values, src_task, src))
-                    else:
-                        remote(ts, t, T(values, src_task, src))
-                    if sent is not None:
-                        sent.append(t)
-                    continue
-                for t in _targets(route, src_task, values, direct_task, stream, owner):
-                    q = queues_get(t)
-                    if q is not None:
-                        q.append(T(values, src_task, src))
-                    else:
-                        remote(ts, t, T(values, src_task, src))
-                    if sent is not None:
-                        sent.append(t)
-            return sent
+            return _emit_general(ts, values, stream, anchors, None, None, False, False)
+        ts.emitted += 1
+        t = single[0](values)
+        if anchor is None:
+            tup = T(values, src_task, single[1])
+        else:
+            edge = rand(64)
+            anchor.ackval ^= edge
+            tup = T(values, src_task, single[1], edge, anchor.roots)
+        q = queues_get(t)
+        if q is not None:
+            q.append(tup)
+        else:
+            remote(ts, t, tup)
+        return None
+
+    def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,
+                  anchors: Any = None) -> None:
+        single = singles_get(stream)
+        if single is None or spout:
+            for values in values_list:
+                emit(values, stream, anchors=anchors)
+            return
+        if not acking:
+            anchor = None
+        elif anchors is None:
+            anchor = ts.current
+        elif len(anchors) == 1 and anchors[0].__class__ is T:
+            anchor = anchors[0] if anchors[0].roots else None
+        elif not anchors:
+            anchor = None
+        else:
+            for values in values_list:
+                emit(values, stream, anchors=anchors)
+            return
+        choose, src = single
+        ts.emitted += len(values_list)
+        if anchor is None:
+            for values in values_list:
+                if values.__class__ is not tuple:
+                    values = tuple(values)
+                t = choose(values)
+                q = queues_get(t)
+                if q is not None:
+                    q.append(T(values, src_task, src))
+                else:
+                    remote(ts, t, T(values, src_task, src))
+            return
+        roots = anchor.roots
+        xor = 0
+        for values in values_list:
+            if values.__class__ is not tuple:
+                values = tuple(values)
+            edge = rand(64)
+            xor ^= edge
+            t = choose(values)
+            q = queues_get(t)
+            if q is not None:
+                q.append(T(values, src_task, src, edge, roots))
+            else:
+                remote(ts, t, T(values, src_task, src, edge, roots))
+        anchor.ackval ^= xor
+
+    emit.many = emit_many  # type: ignore[attr-defined]
+    return emit
+
+
+def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: Any,
+                  tup_id: Any, direct_task: int | None, need_task_ids: bool,
+                  spout: bool) -> list[int] | None:
+    routes = ts.routes.get(stream)
+    if routes is None:
+        raise TopologyError(f"component {ts.component_id!r} emitted on undeclared stream "
+                            f"{stream!r}; declared: {', '.join(sorted(ts.routes)) or 'none'}")
+    if values.__class__ is not tuple:
+        values = tuple(values)
+    worker = ts.worker
+    src = ts.sources[stream]
+    ts.emitted += 1
+    sent: list[int] | None = [] if need_task_ids else None
+    if spout:
+        tracked = tup_id is not None
+    else:
+        tracked = ts.current is not None if anchors is None else bool(anchors)
+    if worker.acking and tracked:
         if spout:
-            return _emit_spout_tracked(ts, values, stream, src, routes, tup_id, direct_task, sent)
+            return _emit_spout_tracked(ts, values, stream, src, routes, tup_id, direct_task,
+                                       sent)
         anchor_list = (ts.current,) if anchors is None else anchors
         return _emit_anchored(ts, values, stream, src, routes, anchor_list, direct_task, sent,
-                              rand)
-
-    return emit
+                              _fast)
+    if spout and tup_id is not None:
+        worker.ack_untracked(ts, tup_id)
+    for route in routes:
+        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            worker.deliver(ts, t, Tuple(values, ts.task, src))
+            if sent is not None:
+                sent.append(t)
+    return sent
 
 
 def _emit_spout_tracked(ts: TaskState, values: tuple, stream: str, src: Source,

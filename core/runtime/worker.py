@@ -75,6 +75,7 @@ class Worker:
         self._outboxes: dict[tuple[str, int], list[tuple[int, Tuple]]] = {}
         self._conns: dict[tuple[str, int], Any] = {}
         self._inbox: deque[bytes] = deque()
+        self._acks: dict[int, int] = {}
         self._commands: deque[Any] = deque()
         self._wake = threading.Event()
         self._running = False
@@ -154,6 +155,7 @@ class Worker:
         if ex.kind == "acker":
             return
         inst.emit = make_emit(ts, spout=ex.kind == "spout")
+        inst.emit_many = inst.emit.many
         inst.report_error = lambda e, _ts=ts: self.report_error(_ts, e, user=True)
         if ex.kind == "bolt":
             inst.ack = lambda tup, _ts=ts: self.ack_tuple(_ts, tup) if tup.roots else None
@@ -162,9 +164,14 @@ class Worker:
             ts.deferred = []  # type: ignore[attr-defined]
 
     def _metric_registrar(self, ts: TaskState) -> Any:
+        from squall.metrics.registry import MetricRegistry
+        bucket = int(self.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
+
         def register(name: str, metric: Any, bucket_secs: float | None) -> Any:
-            ts.__dict__.setdefault("user_metrics", {})[name] = metric
-            return metric
+            registry = ts.__dict__.get("metrics")
+            if registry is None:
+                registry = ts.metrics = MetricRegistry(bucket)  # type: ignore[attr-defined]
+            return registry.register(name, metric, bucket_secs)
         return register
 
     # -- the hot path (loop thread only) -------------------------------------------------------
@@ -187,20 +194,37 @@ class Worker:
             self._flush(self._task_to_worker[task], out)
 
     def ack_tuple(self, ts: TaskState, tup: Tuple) -> None:
+        """Ack ``tup``: its XOR contribution is folded per root and sent to the acker once
+        per executor batch (XOR is associative, so the acker sees the same totals)."""
         ts.acked += 1
         roots = tup.roots
         if not roots:
             return
-        n = len(self.acker_tasks)
-        src = self._sys[ACK_ACK]
+        acks = self._acks
         if roots.__class__ is tuple:
             v = tup.id ^ tup.ackval  # type: ignore[operator]
             for r in roots:
-                self.deliver(ts, self.acker_tasks[r % n], Tuple((r, v), ts.task, src))
+                acks[r] = acks.get(r, 0) ^ v
         else:
             for r, e in roots.items():  # type: ignore[attr-defined]
-                self.deliver(ts, self.acker_tasks[r % n],
-                             Tuple((r, e ^ tup.ackval), ts.task, src))
+                acks[r] = acks.get(r, 0) ^ e ^ tup.ackval
+
+    def flush_acks(self) -> None:
+        acks = self._acks
+        tasks = self.acker_tasks
+        n = len(tasks)
+        src = self._sys[ACK_ACK]
+        queues_get = self.queues.get
+        for r, v in acks.items():
+            if v:
+                t = tasks[r % n]
+                tup = Tuple((r, v), 0, src)
+                q = queues_get(t)
+                if q is not None:
+                    q.append(tup)
+                else:
+                    self.send_remote(None, t, tup)
+        acks.clear()
 
     def fail_tuple(self, ts: TaskState | None, tup: Tuple) -> None:
         if ts is not None:
@@ -264,6 +288,8 @@ class Worker:
                 done = 0
                 for ex in executors:
                     done += ex.run_once()
+                    if self._acks:
+                        self.flush_acks()
                 self._flush_all()
                 if now >= next_timer:
                     next_timer = now + 0.005
@@ -472,6 +498,5 @@ def component_conf(conf: dict[str, Any], component_config: dict[str, Any]) -> di
     """Topology conf < per-component config < command-line overrides."""
     if not component_config:
         return conf
-    merged = {**conf, **component_config}
-    merged.update(conf.get("squall.cli.overrides") or {})
-    return merged
+    from squall import config
+    return config.component_conf(conf, component_config)

@@ -18,7 +18,7 @@ from typing import Any
 from squall.scheduling.cluster import Cluster, ExecutorDetails, Topologies, TopologyDetails, WorkerSlot
 from squall.spi.scheduler import Scheduler
 
-__all__ = ["EvenScheduler", "deal", "sort_slots"]
+__all__ = ["EvenScheduler", "deal", "first_free_slots", "sort_slots"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,26 @@ def sort_slots(slots: list[WorkerSlot]) -> list[WorkerSlot]:
     depth = max((len(p) for p in by_node.values()), default=0)
     for i in range(depth):
         out.extend(WorkerSlot(n, by_node[n][i]) for n in nodes if i < len(by_node[n]))
+    return out
+
+
+def first_free_slots(cluster: Cluster, k: int) -> list[WorkerSlot]:
+    """``sort_slots(cluster.available_slots())[:k]`` without listing every free slot: only
+    the nodes' free counts are sorted and the interleaving stops after ``k`` slots."""
+    counts = {s.id: cluster.available_slot_count(s.id) for s in cluster.supervisors()}
+    nodes = sorted((n for n, c in counts.items() if c), key=lambda n: (-counts[n], n))
+    ports: dict[str, list[WorkerSlot]] = {}
+    out: list[WorkerSlot] = []
+    depth = 0
+    while len(out) < k and nodes:
+        for n in nodes:
+            if n not in ports:
+                ports[n] = cluster.available_slots(n)
+            out.append(ports[n][depth])
+            if len(out) == k:
+                break
+        depth += 1
+        nodes = [n for n in nodes if counts[n] > depth]
     return out
 
 
@@ -69,9 +89,7 @@ class EvenScheduler(Scheduler):
         assignment = cluster.get_assignment(topology.id)
         alive = assignment.slots() if assignment is not None else []
         wanted = max(1, min(topology.num_workers, len(topology.executors)))
-        free = sort_slots(cluster.available_slots())
-        to_use = min(wanted, len(free) + len(alive))
-        targets = free[:max(0, to_use - len(alive))]
+        targets = first_free_slots(cluster, max(0, wanted - len(alive)))
         if not targets:
             targets = self._least_loaded(alive, assignment)
         if not targets:

@@ -20,7 +20,8 @@ is not bytes is a ``TypeError``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 WatchCallback = Callable[[str], None]
 

@@ -7,7 +7,8 @@ and re-check when one goes away, so a leader's client closing hands leadership t
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from squall.errors import StateError
 from squall.spi.state import LeaderElection, StateStore
@@ -70,7 +71,7 @@ class NodeElection(LeaderElection):
                 self._resign()
                 return False
             try:
-                names = self._store.children(self._path, watch=lambda _path: wake.set())
+                names = self._store.children(self._path, watch=lambda _path, w=wake: w.set())
             except StateError:
                 if self._cancelled.is_set():
                     return False

@@ -13,12 +13,18 @@ import logging
 import queue
 import threading
 import weakref
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from squall.errors import StateError
 from squall.spi.state import LeaderElection, StateStore, WatchCallback
 from squall.state._paths import (
-    check_path, check_value, join, name_of, parent_of, sequence_suffix,
+    check_path,
+    check_value,
+    join,
+    name_of,
+    parent_of,
+    sequence_suffix,
 )
 from squall.state.election import NodeElection
 
@@ -29,7 +35,7 @@ _Fired = list[tuple["MemoryStateStore", WatchCallback, str]]
 
 
 class _Node:
-    __slots__ = ("data", "owner", "children", "cversion")
+    __slots__ = ("children", "cversion", "data", "owner")
 
     def __init__(self, data: bytes, owner: MemoryStateStore | None) -> None:
         self.data = data
@@ -41,8 +47,9 @@ class _Node:
 class MemoryServer:
     """The shared tree. All methods are thread-safe; clients call them, users need not."""
 
-    _registry: weakref.WeakValueDictionary[str, MemoryServer] = weakref.WeakValueDictionary()
-    _registry_lock = threading.Lock()
+    _registry: ClassVar[weakref.WeakValueDictionary[str, MemoryServer]] = (
+        weakref.WeakValueDictionary())
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -5,7 +5,6 @@ import logging
 from pathlib import Path
 
 import pytest
-
 from squall import config
 from squall.errors import ConfigError, PluginLoadError, PluginNotFoundError
 from squall.hookspecs import hookimpl

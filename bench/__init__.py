@@ -1,0 +1,1 @@
+"""squall benchmarks: python -m bench.<name>. Not tests."""

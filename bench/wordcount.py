@@ -1,0 +1,137 @@
+"""Word count in local mode: spout -> split -> count (fields grouping), one process.
+
+    python -m bench.wordcount [--runs 5] [--sizes 20000 100000]
+
+N sentences of 10 words each; the figure is the *marginal* rate between two sizes,
+(words2 - words1) / (t2 - t1), which cancels start-up and shut-down. Forms: per-tuple bolts and
+batch (``process_batch``) bolts, acking off (``topology.acker.executors: 0``) and on. Prints the
+median of ``--runs`` runs per case.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+from typing import Any
+
+from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall.api.topology import Topology
+
+SENTENCE = "the quick brown fox jumps over the lazy dog again"
+_done = threading.Event()
+_state: dict[str, Any] = {}
+
+
+class BenchSpout(Spout):
+    outputs = ["sentence"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.n = conf["bench.sentences"]
+        self.tracked = conf["bench.tracked"]
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        i = self.i
+        if i < self.n:
+            self.i = i + 1
+            if self.tracked:
+                self.emit((SENTENCE,), tup_id=i)
+            else:
+                self.emit((SENTENCE,))
+
+    def ack(self, tup_id: Any) -> None:
+        _state["acked"] += 1
+
+
+class Split(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        emit = self.emit
+        for w in tup.values[0].split():
+            emit((w,))
+
+
+class Count(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.counts: dict[str, int] = {}
+
+    def process(self, tup: Any) -> None:
+        w = tup.values[0]
+        self.counts[w] = self.counts.get(w, 0) + 1
+        _state["words"] += 1
+
+
+class SplitBatch(Bolt):
+    outputs = ["word"]
+
+    def process_batch(self, tuples: list[Any]) -> None:
+        emit_many = self.emit_many
+        for tup in tuples:
+            emit_many([(w,) for w in tup.values[0].split()], anchors=(tup,))
+
+
+class CountBatch(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.counts: dict[str, int] = {}
+
+    def process_batch(self, tuples: list[Any]) -> None:
+        counts = self.counts
+        for tup in tuples:
+            w = tup.values[0]
+            counts[w] = counts.get(w, 0) + 1
+        _state["words"] += len(tuples)
+
+
+def topology(batch: bool) -> Topology:
+    b = TopologyBuilder()
+    b.set_spout("sentences", BenchSpout)
+    b.set_bolt("split", SplitBatch if batch else Split).shuffle_grouping("sentences")
+    b.set_bolt("count", CountBatch if batch else Count).fields_grouping("split", ["word"])
+    return b.create_topology()
+
+
+def run_once(n: int, batch: bool, acking: bool, conf: dict[str, Any] | None = None) -> float:
+    """Seconds from submit until every word is counted (and every sentence acked)."""
+    _state.update(words=0, acked=0)
+    target = n * 10
+    topo_conf = {"bench.sentences": n, "bench.tracked": acking,
+                 "topology.acker.executors": 1 if acking else 0,
+                 "topology.max.spout.pending": 2000 if acking else None, **(conf or {})}
+    with LocalCluster() as cluster:
+        t0 = time.perf_counter()
+        cluster.submit_topology("bench", topo_conf, topology(batch))
+        while _state["words"] < target or (acking and _state["acked"] < n):
+            time.sleep(0.002)
+        elapsed = time.perf_counter() - t0
+    return elapsed
+
+
+def marginal(sizes: tuple[int, int], batch: bool, acking: bool, **kw: Any) -> float:
+    small, big = sizes
+    t1 = run_once(small, batch, acking, **kw)
+    t2 = run_once(big, batch, acking, **kw)
+    return (big - small) * 10 / (t2 - t1)
+
+
+CASES = [("per-tuple", False, False), ("per-tuple", False, True),
+         ("batch", True, False), ("batch", True, True)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.wordcount")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--sizes", type=int, nargs=2, default=(20_000, 120_000))
+    args = p.parse_args(argv)
+    print(f"word count, local mode, 1 worker; marginal words/s between {args.sizes[0]:,} and "
+          f"{args.sizes[1]:,} sentences of 10 words; median of {args.runs}")
+    for form, batch, acking in CASES:
+        rates = [marginal(tuple(args.sizes), batch, acking) for _ in range(args.runs)]
+        print(f"  {form:<10} acking {'on ' if acking else 'off'}  "
+              f"{statistics.median(rates):>12,.0f} words/s   "
+              f"(runs: {', '.join(f'{r / 1000:,.0f}k' for r in rates)})", flush=True)
+
+
+if __name__ == "__main__":
+    main()

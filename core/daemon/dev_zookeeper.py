@@ -1,0 +1,251 @@
+"""A single-node ZooKeeper for development and tests (``squall dev-zookeeper``).
+
+It runs an installed Apache ZooKeeper (Debian's ``zookeeper`` package, or a release unpacked
+under ``$ZOOKEEPER_HOME``) as a child JVM with a generated ``zoo.cfg``: standalone, bound to
+one loopback address, no admin HTTP server, the four-letter-word commands enabled, fsync off
+(development only: durability is not the point). Its log is ``<data_dir>/zookeeper.log``.
+
+>>> with DevZooKeeper("/tmp/zk") as zk:               # doctest: +SKIP
+...     conf = zk.conf(root="/myapp")                 # storm.zookeeper.* keys for squall
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from squall.errors import StateError
+
+DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
+MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+INSTALL_HINT = ("ZooKeeper is not installed: install it with `sudo apt-get install zookeeper` "
+                "(Debian/Ubuntu), or unpack an Apache ZooKeeper release and set ZOOKEEPER_HOME")
+
+
+def ensure_zookeeper_installed() -> str:
+    """Return the Java classpath of the installed ZooKeeper server.
+
+    Looks at ``$ZOOKEEPER_HOME`` (``lib/*.jar``) first, then Debian's package. Raises
+    StateError naming ``apt-get install zookeeper`` when neither exists or Java is missing.
+    """
+    jars: list[str] = []
+    home = os.environ.get("ZOOKEEPER_HOME")
+    if home:
+        jars = sorted(glob.glob(os.path.join(home, "lib", "*.jar")))
+    if not jars and os.path.exists(DEBIAN_JAR):
+        jars = [DEBIAN_JAR]  # its manifest's Class-Path names the dependencies
+        simple = "/usr/share/java/slf4j-simple.jar"
+        if os.path.exists(simple):
+            jars.append(simple)  # send the server's log lines to its log file
+    if not jars:
+        raise StateError(INSTALL_HINT)
+    if shutil.which("java") is None:
+        raise StateError("Java is not installed (ZooKeeper needs it): "
+                         "`sudo apt-get install zookeeper` pulls in a JRE")
+    return os.pathsep.join(jars)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str:
+    """Send a ZooKeeper four-letter command (``ruok``, ``srvr``...) and return the answer."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(word.encode("ascii"))
+        chunks = []
+        while True:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class DevZooKeeper:
+    """One standalone ZooKeeper server process.
+
+    ``port=0`` picks a free port at the first :meth:`start` and keeps it across restarts.
+    Methods are meant for one controlling thread. The process is killed at interpreter exit if
+    still running.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str], port: int = 0,
+                 host: str = "127.0.0.1", *, startup_timeout: float = 60.0) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.port = int(port)
+        self.startup_timeout = startup_timeout
+        self._fixed_port = bool(port)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._finalizer: Any = None
+
+    @property
+    def hosts(self) -> str:
+        """``host:port``, what a ZooKeeper client connects to."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "zookeeper.log"
+
+    def conf(self, root: str = "/squall") -> dict[str, Any]:
+        """The squall configuration keys that point at this server, under chroot ``root``."""
+        return {"storm.zookeeper.servers": [self.host], "storm.zookeeper.port": self.port,
+                "storm.zookeeper.root": root}
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> DevZooKeeper:
+        """Start the server and block until it serves requests (StateError after
+        ``startup_timeout`` seconds or when it exits, with the tail of its log)."""
+        if self.is_running():
+            return self
+        classpath = ensure_zookeeper_installed()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        attempts = 1 if self._fixed_port else 3
+        for attempt in range(attempts):
+            if not self._fixed_port and (self.port == 0 or attempt > 0):
+                self.port = free_port(self.host)
+            self._spawn(classpath)
+            if self._wait_ready():
+                return self
+            bind_failed = "Address already in use" in self._log_tail()
+            self.stop()
+            if not bind_failed:
+                break
+        raise StateError(f"ZooKeeper did not start on {self.hosts} within "
+                         f"{self.startup_timeout:g}s; log {self.log_file}:\n{self._log_tail()}")
+
+    def _spawn(self, classpath: str) -> None:
+        cfg = self.data_dir / "zoo.cfg"
+        cfg.write_text("\n".join([
+            "tickTime=500", "initLimit=10", "syncLimit=5",
+            "minSessionTimeout=1000", "maxSessionTimeout=60000",
+            f"dataDir={self.data_dir / 'data'}",
+            f"clientPort={self.port}", f"clientPortAddress={self.host}",
+            "maxClientCnxns=0", "admin.enableServer=false",
+            "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons,conf",
+            "autopurge.purgeInterval=0", "",
+        ]))
+        cmd = ["java", "-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.admin.enableServer=false",
+               "-Dzookeeper.forceSync=no", "-Dzookeeper.jmx.log4j.disable=true",
+               "-Dorg.slf4j.simpleLogger.showDateTime=true",
+               "-cp", classpath, MAIN_CLASS, str(cfg)]
+        with open(self.log_file, "ab") as log:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True,
+                                          cwd=self.data_dir)
+        self._finalizer = weakref.finalize(self, _kill_group, self._proc.pid)
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                return False
+            with contextlib.suppress(OSError):
+                if "Mode:" in four_letter_word(self.host, self.port, "srvr"):
+                    return True
+            time.sleep(0.1)  # polling the server's readiness, bounded by the deadline
+        return False
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server (SIGTERM to its process group, SIGKILL after ``timeout``).
+        Idempotent; the data directory is kept, so :meth:`start` resumes the same state."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc.pid)
+                proc.wait(timeout)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+
+    def kill(self) -> None:
+        """Stop abruptly (SIGKILL), as a crash would."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            _kill_group(proc.pid)
+            proc.wait(10)
+        self.stop()
+
+    def wait(self) -> int:
+        """Block until the server process exits; return its exit code."""
+        proc = self._proc
+        return 0 if proc is None else proc.wait()
+
+    def __enter__(self) -> DevZooKeeper:  # noqa: PYI034 - start() returns self
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<DevZooKeeper {self.hosts} {'running' if self.is_running() else 'stopped'}>"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``squall dev-zookeeper [--port N] [--dir D] [--host H]``: run in the foreground."""
+    parser = argparse.ArgumentParser(prog="squall dev-zookeeper",
+                                     description="Run a single-node ZooKeeper for development.")
+    parser.add_argument("--port", type=int, default=2181, help="client port (0: a free one)")
+    parser.add_argument("--dir", default=os.path.join("squall-local", "dev-zookeeper"),
+                        help="data directory (kept between runs)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
+    args = parser.parse_args(argv)
+    server = DevZooKeeper(args.dir, port=args.port, host=args.host)
+    try:
+        server.start()
+    except StateError as exc:
+        print(f"squall dev-zookeeper: {exc}", file=sys.stderr)
+        return 1
+    print(f"ZooKeeper serving on {server.hosts} (data and log in {server.data_dir}); "
+          "Ctrl-C stops it.\nsquall configuration:\n"
+          f"  storm.zookeeper.servers: [\"{server.host}\"]\n"
+          f"  storm.zookeeper.port: {server.port}", flush=True)
+    try:
+        code = server.wait()
+        print(f"squall dev-zookeeper: the server exited with code {code}; "
+              f"see {server.log_file}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("stopping ZooKeeper", file=sys.stderr)
+        return 0
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The grouping contract suite: what every ``squall.groupings`` entry point must do.
+
+Use it by subclassing in a pytest module and overriding the ``grouping_factory`` fixture::
+
+    from squall.testing.contracts.grouping import GroupingContract
+
+    class TestMyGrouping(DeterministicGrouping, SpreadingGrouping, GroupingContract):
+        @pytest.fixture
+        def grouping_factory(self):
+            return MyGrouping        # called with no arguments, like an entry point
+
+A grouping is prepared with ``prepare(context, (component, stream), target_tasks)`` and then
+asked ``choose_tasks(emitting_task, values)`` per tuple (see :class:`squall.Grouping`). Checked:
+
+* every answer is a list of ints, without duplicates, each one of ``target_tasks``, for one
+  target and for several (not necessarily consecutive) targets;
+* groupings work for two emitting tasks prepared separately, and for tuples of any values;
+* with the :class:`DeterministicGrouping` mix-in (for groupings that promise it, like fields
+  grouping): the same values give the same tasks for every call, every emitting task and every
+  fresh instance;
+* with the :class:`SpreadingGrouping` mix-in (shuffle-like groupings): 2 000 different tuples
+  reach every target, none taking more than half.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Sequence
+
+import pytest
+
+from squall.spi.grouping import Grouping
+
+__all__ = ["DeterministicGrouping", "FakeContext", "GroupingContract", "SpreadingGrouping"]
+
+TARGET_SETS = [[4], [2, 3, 4, 5], [7, 11, 12, 30, 31, 32, 90]]
+STREAM = ("source", "default")
+
+
+class FakeContext:
+    """The parts of a :class:`squall.TopologyContext` a grouping may look at."""
+
+    def __init__(self, task_id: int, targets: Sequence[int]) -> None:
+        self.task_id = task_id
+        self.component_id = "source"
+        self.worker_tasks = [task_id, *targets]
+        self._tasks = {1: "source", 100: "source", **{t: "target" for t in targets}}
+
+    def component_tasks(self, component_id: str) -> list[int]:
+        return sorted(t for t, c in self._tasks.items() if c == component_id)
+
+    def component_for_task(self, task_id: int) -> str | None:
+        return self._tasks.get(task_id)
+
+
+def _values(i: int) -> list[Any]:
+    return [f"word-{i}", i, i % 3 == 0]
+
+
+class GroupingContract:
+    """Base class of the grouping contract tests; override ``grouping_factory``."""
+
+    @pytest.fixture
+    def grouping_factory(self) -> Callable[[], Grouping]:
+        raise NotImplementedError("override the grouping_factory fixture")
+
+    @pytest.fixture
+    def prepared(self, grouping_factory: Callable[[], Grouping]
+                 ) -> Callable[[Sequence[int], int], Grouping]:
+        def prepared(targets: Sequence[int], task_id: int = 1) -> Grouping:
+            grouping = grouping_factory()
+            assert isinstance(grouping, Grouping)
+            grouping.prepare(FakeContext(task_id, targets), STREAM, list(targets))
+            return grouping
+        return prepared
+
+    @pytest.mark.parametrize("targets", TARGET_SETS, ids=lambda t: f"{len(t)}-targets")
+    def test_answers_are_subsets_of_targets(self, prepared: Callable[..., Grouping],
+                                            targets: list[int]) -> None:
+        grouping = prepared(targets)
+        for i in range(500):
+            chosen = grouping.choose_tasks(1, _values(i))
+            assert isinstance(chosen, (list, tuple)), f"choose_tasks returned {chosen!r}"
+            assert all(isinstance(t, int) and not isinstance(t, bool) for t in chosen)
+            assert len(set(chosen)) == len(chosen), f"duplicate tasks in {chosen}"
+            assert set(chosen) <= set(targets), f"{chosen} is not a subset of {targets}"
+
+    def test_odd_values(self, prepared: Callable[..., Grouping]) -> None:
+        grouping = prepared(TARGET_SETS[1])
+        for values in ([None], [b"\x00\xff"], ["🐄"], [2**64 - 1], [1.5, -0.0], [[1, 2], {"a": 1}],
+                       [""]):
+            assert set(grouping.choose_tasks(1, values)) <= set(TARGET_SETS[1])
+
+    def test_two_emitting_tasks(self, prepared: Callable[..., Grouping]) -> None:
+        targets = TARGET_SETS[2]
+        a, b = prepared(targets, 1), prepared(targets, 100)
+        for i in range(200):
+            assert set(a.choose_tasks(1, _values(i))) <= set(targets)
+            assert set(b.choose_tasks(100, _values(i))) <= set(targets)
+
+
+class DeterministicGrouping:
+    """Mix-in for groupings whose choice depends only on the values (fields, global, all)."""
+
+    def test_deterministic(self, prepared: Callable[..., Grouping]) -> None:
+        targets = TARGET_SETS[2]
+        a, b = prepared(targets, 1), prepared(targets, 100)
+        for i in range(300):
+            first = a.choose_tasks(1, _values(i))
+            assert a.choose_tasks(1, _values(i)) == first
+            assert b.choose_tasks(100, _values(i)) == first
+
+
+class SpreadingGrouping:
+    """Mix-in for groupings that spread different tuples over every target (shuffle)."""
+
+    def test_spreads(self, prepared: Callable[..., Grouping]) -> None:
+        targets = TARGET_SETS[2]
+        grouping = prepared(targets)
+        counts: Counter[int] = Counter()
+        for i in range(2000):
+            counts.update(grouping.choose_tasks(1, _values(i)))
+        assert set(counts) == set(targets), f"targets never chosen: {set(targets) - set(counts)}"
+        assert max(counts.values()) <= sum(counts.values()) / 2

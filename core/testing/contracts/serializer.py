@@ -1,0 +1,140 @@
+"""The serializer contract suite: what every ``squall.serializers`` driver must do.
+
+Use it by subclassing in a pytest module and overriding the ``serializer_factory`` fixture::
+
+    from squall.testing.contracts.serializer import SerializerContract
+
+    class TestMySerializer(SerializerContract):
+        @pytest.fixture
+        def serializer_factory(self):
+            return MySerializer              # any callable conf -> Serializer
+
+The checks use only ``dumps`` / ``loads`` (see :class:`squall.Serializer`):
+
+* ``None``, bools, ints from ``-2**63`` to ``2**64 - 1`` (tuple-tree ids are unsigned 64-bit),
+  floats (including infinities), str (unicode beyond the BMP), bytes (empty and every byte
+  value), lists and tuples (decoded as lists or tuples), nested dicts with str keys round-trip
+  equal, with their types (a bool stays a bool, bytes stay bytes, an int stays an int);
+* a batch shaped like the runtime's (10 000 entries ``[task, src, stream, values, id, roots]``)
+  round-trips;
+* ``dumps`` returns ``bytes``; the same object encodes the same way twice;
+* an object it cannot encode (``object()``) raises :class:`~squall.errors.SerializationError`,
+  and so does ``loads`` of bytes that are not a valid encoding (:attr:`garbage`); the serializer
+  keeps working afterwards.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import pytest
+
+from squall.errors import SerializationError
+from squall.spi.serializer import Serializer
+
+__all__ = ["SerializerContract", "normalize"]
+
+SCALARS: list[Any] = [
+    None, True, False, 0, 1, -1, 127, 128, 255, 256, 65535, 65536, 2**31 - 1, -2**31,
+    2**32, 2**63 - 1, -2**63, 2**63, 2**64 - 1, 0.0, -0.0, 1.5, -2.25, 1e300, 5e-324,
+    float("inf"), float("-inf"), "", "cow", "naïve café", "漢字", "emoji 🐄🌊", "nul\x00in",
+    b"", b"\x00", bytes(range(256)), b"\xff" * 1000,
+]
+
+
+def normalize(obj: Any) -> Any:
+    """``obj`` with tuples turned into lists (serializers may decode either)."""
+    if isinstance(obj, (list, tuple)):
+        return [normalize(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: normalize(v) for k, v in obj.items()}
+    return obj
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with the same types (True != 1 here, b"x" != "x"), floats bit-for-bit."""
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(
+            _same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return bool(a == b)
+
+
+class SerializerContract:
+    """Base class of the serializer contract tests; override ``serializer_factory``."""
+
+    #: bytes that are not a valid encoding for this serializer; override if one of them
+    #: happens to decode for yours
+    garbage: list[bytes] = [b"\xc1", b"\x92\x01", b"{not json", b"\xff\xfe\xfd\x00\x81"]
+
+    @pytest.fixture
+    def serializer_factory(self) -> Callable[[dict[str, Any]], Serializer]:
+        raise NotImplementedError("override the serializer_factory fixture")
+
+    @pytest.fixture
+    def ser(self, serializer_factory: Callable[[dict[str, Any]], Serializer]) -> Serializer:
+        return serializer_factory({})
+
+    def roundtrip(self, ser: Serializer, obj: Any) -> Any:
+        data = ser.dumps(obj)
+        assert isinstance(data, bytes), f"dumps returned {type(data).__name__}, not bytes"
+        return ser.loads(data)
+
+    @pytest.mark.parametrize("value", SCALARS, ids=lambda v: f"{type(v).__name__}:{v!r}"[:40])
+    def test_scalar_roundtrip(self, ser: Serializer, value: Any) -> None:
+        got = self.roundtrip(ser, value)
+        assert _same(got, value), f"{value!r} came back as {got!r}"
+
+    def test_nan_roundtrip(self, ser: Serializer) -> None:
+        got = self.roundtrip(ser, float("nan"))
+        assert isinstance(got, float) and math.isnan(got)
+
+    def test_containers_roundtrip(self, ser: Serializer) -> None:
+        value = {
+            "list": [1, "two", 3.0, None, True, b"six"],
+            "tuple": ("a", 2, ("nested", (b"deep",))),
+            "empty": {"list": [], "dict": {}, "str": ""},
+            "nested": {"a": {"b": {"c": {"d": [2**64 - 1, -2**63, {"e": "🐄"}]}}}},
+            "unicode key ü": "value",
+        }
+        got = self.roundtrip(ser, value)
+        assert _same(normalize(got), normalize(value))
+
+    def test_tuple_values_decode_as_sequences(self, ser: Serializer) -> None:
+        got = self.roundtrip(ser, ("the", "cow", 7))
+        assert isinstance(got, (list, tuple)) and list(got) == ["the", "cow", 7]
+
+    def test_runtime_batch_of_10k(self, ser: Serializer) -> None:
+        batch = [[i % 7 + 1, 3, "default" if i % 3 else "words", ["word%d" % i, i, i * 0.5],
+                  (i * 2654435761) % 2**64, [(i * 40503) % 2**64]] for i in range(10_000)]
+        got = self.roundtrip(ser, batch)
+        assert len(got) == len(batch)
+        assert _same(normalize(got), normalize(batch))
+
+    def test_deterministic_encoding(self, ser: Serializer) -> None:
+        value = [1, "a", {"k": [b"x", 2.5]}]
+        assert ser.dumps(value) == ser.dumps(value)
+
+    def test_instances_interoperate(self, serializer_factory: Callable[..., Serializer]) -> None:
+        a, b = serializer_factory({}), serializer_factory({})
+        value = [[1, 2, "x", b"y", 2**64 - 1]]
+        assert _same(normalize(b.loads(a.dumps(value))), normalize(value))
+
+    @pytest.mark.parametrize("bad", [object(), [1, object()], {"k": {1, 2}}],
+                             ids=["object", "object-in-list", "set-in-dict"])
+    def test_unencodable_raises_serialization_error(self, ser: Serializer, bad: Any) -> None:
+        with pytest.raises(SerializationError):
+            ser.dumps(bad)
+        assert self.roundtrip(ser, ["still", "works"]) in (["still", "works"],
+                                                           ("still", "works"))
+
+    def test_garbage_raises_serialization_error(self, ser: Serializer) -> None:
+        for data in self.garbage:
+            with pytest.raises(SerializationError):
+                ser.loads(data)
+        assert self.roundtrip(ser, 42) == 42

@@ -1,0 +1,25 @@
+"""Polling with a deadline, for tests that wait on other threads or processes."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: float = 0.01,
+               message: str | None = None) -> T:
+    """Call ``condition`` until it returns something truthy and return that value.
+
+    Raises AssertionError (with ``message``) after ``timeout`` seconds. Never use a bare sleep
+    to wait for another thread: poll the observable condition with this instead.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(message or f"condition not met within {timeout:g}s")
+        time.sleep(interval)

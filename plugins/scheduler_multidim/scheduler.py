@@ -1,0 +1,192 @@
+"""The ``multidim`` scheduler: JStorm-style packing over cpu, memory, net and disk slots.
+
+One pass (``schedule``), on nimbus's scheduling thread:
+
+1. Placements that became invalid are freed: a worker on a host its topology may not use
+   (``topology.isolated.hosts``: an isolated topology runs only on those hosts and they are kept
+   for the topologies naming them), and, on a supervisor whose workers need more than it has,
+   workers are freed (highest topology id, then port, first) until the rest fit.
+2. Topologies are visited oldest first. Placements that are still valid stay (fewest moves).
+   A topology with homeless executors gets new workers up to ``num_workers`` in total; its
+   homeless executors are dealt round-robin (task order) over those workers, so a component's
+   executors spread over workers, and each worker goes to the roomiest supervisor that fits it,
+   preferring nodes the topology does not use yet (spreading the component over nodes). When
+   the topology already has all its workers, homeless executors join its least loaded worker
+   whose supervisor has room.
+3. A topology is placed entirely or not at all: if something does not fit, nothing new is
+   placed for it and it is reported ``pending`` with a reason naming the dimension and the
+   shortfall, e.g. ``needs 3 more memory slots (have 5, need 8)``. The next pass tries again,
+   so it starts when a supervisor with room joins.
+
+Deterministic: every choice is ordered by values and ids.
+"""
+from __future__ import annotations
+
+import logging
+from squall.scheduling.cluster import Cluster, ExecutorDetails, Topologies, TopologyDetails
+from squall.scheduling.model import WorkerSlot
+from squall.scheduling.resources import DIMENSIONS, Resources
+from squall.spi.scheduler import Scheduler
+
+from squall.plugins.scheduler_multidim.pool import Pool
+
+__all__ = ["MultiDimScheduler"]
+
+log = logging.getLogger(__name__)
+
+
+class _NoRoom(Exception):
+    """Internal: the worker needing ``demand`` fits no supervisor of the view."""
+
+    def __init__(self, demand: Resources) -> None:
+        self.demand = demand
+
+
+class MultiDimScheduler(Scheduler):
+    """Resource-aware scheduler (entry point ``multidim``); see the module docstring."""
+
+    name = "multidim"
+    resource_aware = True
+
+    def schedule(self, topologies: Topologies, cluster: Cluster) -> None:
+        reserved = self._reserved_hosts(topologies)
+        self._free_invalid(topologies, cluster, reserved)
+        pool = Pool(cluster)
+        open_view = pool.view(s.id for s in cluster.supervisors() if s.host not in reserved)
+        for topology in topologies:
+            if not cluster.unassigned_executors(topology):
+                continue
+            hosts = set(topology.isolated_hosts)
+            view = open_view if not hosts else pool.view(
+                s.id for s in cluster.supervisors() if s.host in hosts)
+            self._schedule_topology(topology, cluster, pool, view)
+
+    # -- step 1 --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _reserved_hosts(topologies: Topologies) -> set[str]:
+        return {h for t in topologies for h in t.isolated_hosts}
+
+    @staticmethod
+    def _free_invalid(topologies: Topologies, cluster: Cluster, reserved: set[str]) -> None:
+        for topology in topologies:
+            assignment = cluster.get_assignment(topology.id)
+            if assignment is None:
+                continue
+            allowed = set(topology.isolated_hosts)
+            for slot in assignment.slots():
+                host = cluster.get_supervisor(slot.node_id).host  # type: ignore[union-attr]
+                if (host not in allowed) if allowed else (host in reserved):
+                    log.info("moving %s off %s (host isolation)", topology.id, slot)
+                    cluster.free_slot(slot)
+        movable = set(topologies.ids())
+        for sup in cluster.supervisors():
+            if cluster.used_resources(sup.id).fits_in(sup.resources):
+                continue
+            slots = sorted((s for s in cluster.used_slots()
+                            if s.node_id == sup.id and cluster.slot_owner(s) in movable),
+                           key=lambda s: (cluster.slot_owner(s), s.port), reverse=True)
+            for slot in slots:
+                if cluster.used_resources(sup.id).fits_in(sup.resources):
+                    break
+                log.info("freeing %s on over-committed supervisor %s", slot, sup.id)
+                cluster.free_slot(slot)
+
+    # -- step 2 --------------------------------------------------------------------------------
+
+    def _schedule_topology(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
+                           view: tuple[str, ...]) -> None:
+        homeless = cluster.unassigned_executors(topology)
+        assignment = cluster.get_assignment(topology.id)
+        existing = assignment.slots() if assignment is not None else []
+        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        new_workers = min(max(0, wanted - len(existing)), len(homeless))
+        pool.checkpoint()
+        try:
+            if new_workers:
+                plan = self._plan_new(topology, homeless, new_workers, existing, pool, view)
+            else:
+                plan = self._plan_join(topology, homeless, cluster, pool)
+        except _NoRoom as exc:
+            pool.rollback()
+            reason = self._reason(topology, homeless, new_workers, exc.demand, existing,
+                                  pool, view)
+            cluster.set_status(topology.id, "pending", reason)
+            log.info("topology %s pending: %s", topology.id, reason)
+            return
+        pool.commit()
+        for slot, executors in plan:
+            cluster.assign(slot, topology.id, executors)
+
+    def _plan_new(self, topology: TopologyDetails, homeless: list[ExecutorDetails], n: int,
+                  existing: list[WorkerSlot], pool: Pool, view: tuple[str, ...],
+                  ) -> list[tuple[WorkerSlot, list[ExecutorDetails]]]:
+        hands: list[list[ExecutorDetails]] = [[] for _ in range(n)]
+        for i, e in enumerate(homeless):
+            hands[i % n].append(e)
+        demands = [self._demand(topology, hand) for hand in hands]
+        order = sorted(range(n), key=lambda i: (_size(demands[i]), -i), reverse=True)
+        used_nodes = {slot.node_id for slot in existing}
+        plan = []
+        for i in order:
+            sid = pool.find(view, demands[i], used_nodes)
+            if sid is None:
+                raise _NoRoom(demands[i])
+            port = pool.take(sid, demands[i], new_worker=True)
+            used_nodes.add(sid)
+            plan.append((WorkerSlot(sid, port), hands[i]))  # type: ignore[arg-type]
+        return plan
+
+    def _plan_join(self, topology: TopologyDetails, homeless: list[ExecutorDetails],
+                   cluster: Cluster, pool: Pool) -> list[tuple[WorkerSlot, list[ExecutorDetails]]]:
+        assignment = cluster.get_assignment(topology.id)
+        load = {slot: len(assignment.executors_on(slot)) for slot in assignment.slots()}  # type: ignore[union-attr]
+        added: dict[WorkerSlot, list[ExecutorDetails]] = {}
+        for e in homeless:
+            need = topology.resources_for(e)
+            room = [s for s in load if pool.fits(s.node_id, need)]
+            if not room:
+                raise _NoRoom(need)
+            slot = min(room, key=lambda s: (load[s], s))
+            pool.take(slot.node_id, need, new_worker=False)
+            load[slot] += 1
+            added.setdefault(slot, []).append(e)
+        return sorted(added.items())
+
+    @staticmethod
+    def _demand(topology: TopologyDetails, executors: list[ExecutorDetails]) -> Resources:
+        total = Resources()
+        for e in executors:
+            total = total + topology.resources_for(e)
+        return total
+
+    # -- step 3 --------------------------------------------------------------------------------
+
+    def _reason(self, topology: TopologyDetails, homeless: list[ExecutorDetails],
+                new_workers: int, failed: Resources, existing: list[WorkerSlot], pool: Pool,
+                view: tuple[str, ...]) -> str:
+        where = view if new_workers else tuple(sorted({s.node_id for s in existing}))
+        have, ports = pool.totals(where, need_port=bool(new_workers))
+        need = self._demand(topology, homeless)
+        parts = [f"needs {missing} more {dim} slots (have {getattr(have, dim)}, "
+                 f"need {getattr(need, dim)})" for dim, missing in need.shortfall(have).items()]
+        if not parts and new_workers > ports:
+            parts.append(f"needs {new_workers - ports} more worker slots "
+                         f"(have {ports}, need {new_workers})")
+        if not parts:
+            largest = pool.largest(where, need_port=bool(new_workers))
+            short = failed.shortfall(largest)
+            parts = [f"needs {missing} more {dim} slots on one supervisor for a worker "
+                     f"(have {getattr(largest, dim)}, need {getattr(failed, dim)})"
+                     for dim, missing in short.items()]
+            if not parts:
+                parts.append(f"no single supervisor has room for a worker needing {failed} "
+                             f"(most free per dimension: {largest})")
+        reason = "; ".join(parts)
+        if topology.isolated_hosts:
+            reason += " on isolated hosts " + ", ".join(topology.isolated_hosts)
+        return reason
+
+
+def _size(r: Resources) -> tuple[int, ...]:
+    return tuple(getattr(r, dim) for dim in DIMENSIONS)

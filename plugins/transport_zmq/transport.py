@@ -1,0 +1,255 @@
+"""The ZeroMQ transport (entry point ``zmq``, the default between workers).
+
+* ``bind`` opens a PULL socket on ``tcp://<bind.host>:<port>`` in a context of its own, so
+  ``close`` is synchronous: when it returns the port is released and peers see the hang-up.
+* ``connect`` opens a PUSH socket (shared context per transport) to ``tcp://host:port``;
+  zmq connects lazily and reconnects by itself, queueing up to ``hwm`` batches meanwhile.
+* One ``send`` = one zmq message holding one frame of :mod:`squall.runtime.framing`.
+  It is non-blocking (``zmq.NOBLOCK``): when ``hwm`` batches are queued for the peer it raises
+  :class:`~squall.errors.TransportError` and the worker fails those tuples back.
+* ``recv`` waits in ``zmq.Poller.poll`` (the GIL is released) and returns every message already
+  queued, decoded into one list. Invalid frames are logged once per peer and dropped.
+
+Options (``squall.transport.zmq.*``): ``bind.host`` (127.0.0.1), ``hwm`` (defaults to
+``squall.transport.send.buffer.messages``, else 10000; batches, both directions), ``linger.ms``
+(1000), ``curve.enabled`` (false), ``curve.server.secret.key`` / ``curve.server.public.key``
+(Z85 text). With CurveZMQ on and no keys configured, the transport generates a server keypair
+when it is created: only connections made through that same transport object can then talk to
+its bound ports, so a real cluster must configure the same keys on every worker
+(:func:`generate_keys` prints a fresh pair).
+
+Threading: zmq sockets are not thread-safe. Use each Connection from one thread at a time; the
+only exception is a bound connection's ``close``, which may come from another thread while
+``recv`` waits (``recv`` notices within 0.1 s and returns ``[]``).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Mapping
+
+import zmq
+
+from squall.errors import ConfigError, TransportError
+from squall.runtime.framing import FrameError, GarbageLog, decode, encode
+from squall.spi.transport import Connection, Message, Transport
+
+__all__ = ["ZmqTransport", "generate_keys"]
+
+log = logging.getLogger(__name__)
+_SLICE_MS = 100         # how often a waiting recv checks for a close from another thread
+_COPY_THRESHOLD = 64 * 1024
+
+
+def generate_keys() -> tuple[str, str]:
+    """A fresh CurveZMQ keypair as Z85 text: ``(public_key, secret_key)``.
+
+    Put them in ``squall.transport.zmq.curve.server.public.key`` / ``...secret.key`` on every
+    worker of the cluster.
+    """
+    public, secret = zmq.curve_keypair()
+    return public.decode("ascii"), secret.decode("ascii")
+
+
+class ZmqReceiver(Connection):
+    """A bound PULL socket. ``recv`` from one thread; ``close`` from any thread."""
+
+    def __init__(self, ctx: zmq.Context, sock: zmq.Socket, port: int) -> None:
+        self.port = port
+        self._ctx, self._sock = ctx, sock
+        self._poller = zmq.Poller()
+        self._poller.register(sock, zmq.POLLIN)
+        self._lock = threading.Lock()
+        self._closed = self._receiving = False
+        self.garbage = GarbageLog(log, f"zmq receiver on port {port}")
+
+    def send(self, messages: list[Message]) -> None:
+        raise TransportError("a bound (receiving) connection cannot send")
+
+    def recv(self, timeout: float | None = None) -> list[Message]:
+        with self._lock:
+            if self._closed:
+                return []
+            self._receiving = True
+        try:
+            return self._recv(timeout)
+        finally:
+            with self._lock:
+                self._receiving = False
+                if self._closed:
+                    self._release()
+
+    def _recv(self, timeout: float | None) -> list[Message]:
+        left_ms = None if timeout is None else max(0, int(timeout * 1000))
+        while not self._closed:
+            wait = _SLICE_MS if left_ms is None else min(_SLICE_MS, left_ms)
+            if self._poller.poll(wait):
+                return self._drain()
+            if left_ms is not None:
+                left_ms -= wait
+                if left_ms <= 0:
+                    return []
+        return []
+
+    def _drain(self) -> list[Message]:
+        out: list[Message] = []
+        sock = self._sock
+        while True:
+            try:
+                frame = sock.recv(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return out
+            except zmq.ZMQError as exc:
+                raise TransportError(f"zmq receive failed on port {self.port}: {exc}") from exc
+            try:
+                batch = decode(frame.bytes)
+            except FrameError as exc:
+                self.garbage.dropped(_peer(frame), exc)
+                continue
+            if out:
+                out.extend(batch)
+            else:
+                out = batch
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if not self._receiving:
+                self._release()
+
+    def _release(self) -> None:
+        if not self._sock.closed:
+            self._sock.close(linger=0)
+            self._ctx.term()
+
+
+def _peer(frame: zmq.Frame) -> str | None:
+    try:
+        return str(frame.get("Peer-Address"))
+    except (zmq.ZMQError, AttributeError):
+        return None
+
+
+class ZmqSender(Connection):
+    """A connected PUSH socket. Use from one thread at a time."""
+
+    def __init__(self, sock: zmq.Socket, address: str, port: int) -> None:
+        self.port = port
+        self._sock, self._address = sock, address
+
+    def send(self, messages: list[Message]) -> None:
+        sock = self._sock
+        if sock.closed:
+            raise TransportError(f"send on a closed connection to {self._address}")
+        frame = encode(messages)
+        try:
+            sock.send(frame, zmq.NOBLOCK, copy=len(frame) < _COPY_THRESHOLD)
+        except zmq.Again as exc:
+            raise TransportError(
+                f"send buffer to {self._address} is full (hwm reached: peer slow or gone)"
+            ) from exc
+        except zmq.ZMQError as exc:
+            raise TransportError(f"zmq send to {self._address} failed: {exc}") from exc
+
+    def recv(self, timeout: float | None = None) -> list[Message]:
+        raise TransportError("a connecting (sending) connection cannot receive")
+
+    def close(self) -> None:
+        if not self._sock.closed:
+            self._sock.close()          # keeps the socket's linger to flush what is queued
+
+
+class ZmqTransport(Transport):
+    """ZeroMQ PUSH/PULL transport; see the module docstring for options and threading."""
+
+    name = "zmq"
+
+    def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
+        super().__init__(conf)
+        self.bind_host = str(self.option("bind.host", "127.0.0.1"))
+        generic = self.conf.get("squall.transport.send.buffer.messages")
+        self.hwm = int(self.option("hwm", None) or generic or 10000)
+        self.linger_ms = int(self.option("linger.ms", 1000))
+        self.curve = bool(self.option("curve.enabled", False))
+        self._public = self._secret = b""
+        if self.curve:
+            self._public, self._secret = self._curve_keys()
+        self._ctx: zmq.Context | None = None
+        self._senders: list[ZmqSender] = []
+        self._receivers: list[ZmqReceiver] = []
+        self._lock = threading.Lock()
+
+    def _curve_keys(self) -> tuple[bytes, bytes]:
+        if not zmq.has("curve"):
+            raise ConfigError("squall.transport.zmq.curve.enabled needs libzmq with CURVE")
+        secret = self.option("curve.server.secret.key", None)
+        public = self.option("curve.server.public.key", None)
+        try:
+            if secret and not public:
+                public = zmq.curve_public(str(secret).encode("ascii")).decode("ascii")
+            if not public:
+                public, secret = generate_keys()
+        except (zmq.ZMQError, ValueError) as exc:
+            raise ConfigError(f"bad squall.transport.zmq.curve.server key: {exc}") from exc
+        return str(public).encode("ascii"), str(secret or "").encode("ascii")
+
+    def _socket(self, ctx: zmq.Context, kind: int) -> zmq.Socket:
+        sock = ctx.socket(kind)
+        sock.sndhwm = sock.rcvhwm = self.hwm
+        sock.linger = self.linger_ms
+        return sock
+
+    def bind(self, topology_id: str, port: int) -> Connection:
+        if self.curve and not self._secret:
+            raise ConfigError("squall.transport.zmq.curve.server.secret.key is needed to bind")
+        ctx = zmq.Context(io_threads=1)
+        sock = self._socket(ctx, zmq.PULL)
+        if self.curve:
+            sock.curve_server = True
+            sock.curve_secretkey = self._secret
+        try:
+            sock.bind(f"tcp://{self.bind_host}:{port or '*'}")
+        except zmq.ZMQError as exc:
+            sock.close(linger=0)
+            ctx.term()
+            raise TransportError(f"zmq cannot bind {self.bind_host}:{port}: {exc}") from exc
+        endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        receiver = ZmqReceiver(ctx, sock, int(endpoint.rsplit(":", 1)[1]))
+        with self._lock:
+            self._receivers.append(receiver)
+        return receiver
+
+    def connect(self, topology_id: str, host: str, port: int) -> Connection:
+        with self._lock:
+            if self._ctx is None:
+                self._ctx = zmq.Context(io_threads=1)
+            sock = self._socket(self._ctx, zmq.PUSH)
+        if self.curve:
+            client_public, client_secret = zmq.curve_keypair()
+            sock.curve_serverkey = self._public
+            sock.curve_publickey = client_public
+            sock.curve_secretkey = client_secret
+        address = f"tcp://{host}:{port}"
+        try:
+            sock.connect(address)
+        except zmq.ZMQError as exc:
+            sock.close(linger=0)
+            raise TransportError(f"zmq cannot connect to {address}: {exc}") from exc
+        sender = ZmqSender(sock, address, port)
+        with self._lock:
+            self._senders.append(sender)
+        return sender
+
+    def close(self) -> None:
+        with self._lock:
+            senders, self._senders = self._senders, []
+            receivers, self._receivers = self._receivers, []
+            ctx, self._ctx = self._ctx, None
+        for receiver in receivers:
+            receiver.close()
+        for sender in senders:
+            sender.close()
+        if ctx is not None:
+            ctx.term()      # waits at most linger.ms for queued batches to flush

@@ -1,0 +1,301 @@
+"""TopologyBuilder validation: every mistake is one TopologyError naming what is wrong."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pytest
+
+from squall import Bolt, Grouping, Spout, Stream, TopologyBuilder, TopologyError
+
+
+class Words(Spout):
+    outputs = ["word", "n"]
+
+
+class Multi(Spout):
+    outputs = [Stream(["word"]), Stream(["line", "reason"], name="rejects"),
+               Stream(["x"], name="targeted", direct=True)]
+
+
+class Sink(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+class Configurable(Bolt):
+    """Its streams depend on its config, as API.md section 2 allows."""
+
+    @classmethod
+    def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
+        return [Stream(list(config.get("fields", ["a"])), name=config.get("stream", "default"))]
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+class Silent(Bolt):
+    """Defines neither process nor process_batch."""
+
+
+class Batched(Bolt):
+    def process_batch(self, tuples: list[Any]) -> None:
+        pass
+
+
+class Mine(Grouping):
+    def choose_tasks(self, task_id: int, values: Any) -> list[int]:
+        return [self.target_tasks[0]]
+
+
+def builder() -> TopologyBuilder:
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_spout("multi", Multi)
+    return b
+
+
+def fails(build: Any, *needles: str) -> str:
+    """Run ``build``; assert it raises TopologyError mentioning every needle."""
+    with pytest.raises(TopologyError) as info:
+        build()
+    msg = str(info.value)
+    for needle in needles:
+        assert needle in msg, f"{needle!r} not in {msg!r}"
+    return msg
+
+
+def test_valid_topology_builds() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink, 2).fields_grouping("words", ["word"]).shuffle_grouping(
+        "multi", "rejects").direct_grouping("multi", "targeted")
+    topo = b.create_topology()
+    assert topo.spouts == ["multi", "words"] and topo.bolts == ["sink"]
+    assert [i.grouping for i in topo.components["sink"].inputs] == ["fields", "shuffle", "direct"]
+
+
+def test_unknown_source_component() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).shuffle_grouping("wrods")
+    fails(b.create_topology, "'sink'", "'wrods'", "words")
+
+
+def test_undeclared_stream() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).shuffle_grouping("multi", "reject")
+    fails(b.create_topology, "'sink'", "'reject'", "'multi'", "rejects")
+
+
+def test_fields_grouping_on_missing_field() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).fields_grouping("words", ["wrod"])
+    fails(b.create_topology, "'sink'", "'wrod'", "words:default", "['word', 'n']")
+
+
+def test_partial_key_grouping_on_missing_field() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).partial_key_grouping("multi", ["reason", "nope"], stream="rejects")
+    fails(b.create_topology, "'sink'", "'nope'", "multi:rejects")
+
+
+def test_fields_grouping_needs_fields() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).fields_grouping("words", [])
+    fails(b.create_topology, "'sink'", "at least one field")
+
+
+def test_direct_grouping_on_non_direct_stream() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).direct_grouping("words")
+    fails(b.create_topology, "'sink'", "words:default", "direct=True")
+
+
+def test_non_direct_grouping_on_direct_stream() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).shuffle_grouping("multi", "targeted")
+    fails(b.create_topology, "'sink'", "multi:targeted", "direct_grouping")
+
+
+def test_duplicate_ids() -> None:
+    b = builder()
+    fails(lambda: b.set_bolt("words", Sink), "'words'", "twice")
+    b.set_bolt("sink", Sink)
+    fails(lambda: b.set_spout("sink", Words), "'sink'", "twice")
+
+
+def test_duplicate_subscription() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).shuffle_grouping("words").fields_grouping("words", ["n"])
+    fails(b.create_topology, "'sink'", "words:default", "twice")
+
+
+@pytest.mark.parametrize("cid", ["__acker", "__mine", "__"])
+def test_reserved_ids(cid: str) -> None:
+    fails(lambda: TopologyBuilder().set_spout(cid, Words), repr(cid), "reserved")
+
+
+@pytest.mark.parametrize("cid", ["", None, 3])
+def test_bad_ids(cid: Any) -> None:
+    fails(lambda: TopologyBuilder().set_spout(cid, Words), repr(cid))
+
+
+def test_reserved_stream_names() -> None:
+    class Sneaky(Spout):
+        outputs = [Stream(["a"], name="__ack_ack")]
+
+    b = TopologyBuilder()
+    b.set_spout("sneaky", Sneaky)
+    fails(b.create_topology, "'sneaky'", "'__ack_ack'", "reserved")
+
+
+def test_instance_instead_of_class() -> None:
+    fails(lambda: TopologyBuilder().set_spout("w", Words()), "'w'", "pass the class")
+    fails(lambda: builder().set_bolt("s", Sink()), "'s'", "pass the class")
+
+
+@pytest.mark.parametrize("cls", [int, object, dict])
+def test_non_component_class(cls: type) -> None:
+    fails(lambda: TopologyBuilder().set_spout("w", cls), "'w'", cls.__qualname__, "Spout")
+    fails(lambda: TopologyBuilder().set_bolt("b", cls), "'b'", cls.__qualname__, "Bolt")
+
+
+def test_spout_class_as_bolt_and_bolt_class_as_spout() -> None:
+    fails(lambda: TopologyBuilder().set_bolt("b", Words), "'b'", "Words", "Bolt")
+    fails(lambda: TopologyBuilder().set_spout("s", Sink), "'s'", "Sink", "Spout")
+
+
+def test_bolt_without_process() -> None:
+    b = builder()
+    fails(lambda: b.set_bolt("silent", Silent), "'silent'", "process")
+    b.set_bolt("silent", Batched).shuffle_grouping("words")     # the id was not taken
+    assert "silent" in b.create_topology().bolts
+
+
+@pytest.mark.parametrize("bad", [0, -1, "2", 1.5, True, None])
+def test_bad_parallelism(bad: Any) -> None:
+    fails(lambda: TopologyBuilder().set_spout("w", Words, parallelism=bad), "'w'",
+          "parallelism", repr(bad))
+
+
+@pytest.mark.parametrize("bad", [0, -3, "4", 2.0])
+def test_bad_num_tasks(bad: Any) -> None:
+    declarer = TopologyBuilder().set_spout("w", Words)
+    fails(lambda: declarer.set_num_tasks(bad), "'w'", repr(bad))
+
+
+def test_bad_config_and_resources() -> None:
+    fails(lambda: TopologyBuilder().set_spout("w", Words, config=[("a", 1)]), "'w'", "config")
+    declarer = TopologyBuilder().set_spout("w", Words)
+    fails(lambda: declarer.set_resources(cpu=-1), "'w'", "cpu")
+    fails(lambda: declarer.set_resources(memory_mb="lots"), "'w'", "memory_mb")
+
+
+def test_mixed_outputs() -> None:
+    class Mixed(Spout):
+        outputs = ["word", Stream(["x"], name="other")]
+
+    b = TopologyBuilder()
+    b.set_spout("mixed", Mixed)
+    fails(b.create_topology, "'mixed'", "not a mix")
+
+
+def test_stream_declared_twice_and_repeated_field() -> None:
+    class Twice(Spout):
+        outputs = [Stream(["a"]), Stream(["b"])]
+
+    class Repeats(Spout):
+        outputs = [Stream(["a", "a"], name="s")]
+
+    for cls, needles in ((Twice, ("'twice'", "'default'", "twice")),
+                         (Repeats, ("'repeats'", "'s'", "repeats a field"))):
+        b = TopologyBuilder()
+        b.set_spout(cls.__name__.lower(), cls)
+        fails(b.create_topology, *needles)
+
+
+def test_no_spout() -> None:
+    b = TopologyBuilder()
+    b.set_bolt("sink", Sink)
+    fails(b.create_topology, "spout")
+
+
+def test_declare_outputs_depends_on_config() -> None:
+    b = builder()
+    b.set_bolt("conf", Configurable, config={"fields": ["k", "v"], "stream": "pairs"}
+               ).shuffle_grouping("words")
+    b.set_bolt("sink", Sink).fields_grouping("conf", ["v"], stream="pairs")
+    topo = b.create_topology()
+    assert topo.components["conf"].streams == {"pairs": Stream(["k", "v"], name="pairs")}
+
+    b = builder()
+    b.set_bolt("conf", Configurable).shuffle_grouping("words")      # default config: ["a"]
+    b.set_bolt("sink", Sink).fields_grouping("conf", ["v"], stream="pairs")
+    fails(b.create_topology, "'sink'", "'pairs'", "'conf'")
+
+
+def test_declare_outputs_sees_add_config() -> None:
+    b = builder()
+    b.set_bolt("conf", Configurable).shuffle_grouping("words").add_config("fields", ["z"])
+    assert b.create_topology().components["conf"].streams["default"].fields == ("z",)
+
+
+def test_declare_outputs_failure_names_component() -> None:
+    class Broken(Spout):
+        @classmethod
+        def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
+            raise KeyError("needs.a.key")
+
+    b = TopologyBuilder()
+    b.set_spout("broken", Broken)
+    fails(b.create_topology, "'broken'", "declare_outputs", "needs.a.key")
+
+
+def test_num_tasks_and_executors() -> None:
+    b = TopologyBuilder()
+    b.set_spout("a", Words, parallelism=2).set_num_tasks(5)
+    b.set_bolt("b", Sink, parallelism=3).shuffle_grouping("a")
+    b.set_bolt("c", Sink, parallelism=4).set_num_tasks(2).shuffle_grouping("a")
+    topo = b.create_topology()
+    assert topo.tasks("a") == [1, 2, 3, 4, 5]
+    assert topo.executors("a") == [(1, 3), (4, 5)]          # contiguous, nearly equal
+    assert topo.tasks("b") == [6, 7, 8] and topo.executors("b") == [(6, 6), (7, 7), (8, 8)]
+    assert topo.tasks("c") == [9, 10]
+    assert topo.executors("c") == [(9, 9), (10, 10)]         # never more executors than tasks
+    assert topo.all_tasks() == list(range(1, 11))
+
+
+def test_task_ids_follow_sorted_component_ids() -> None:
+    b = TopologyBuilder()
+    b.set_spout("zeta", Words, 2)
+    b.set_bolt("alpha", Sink, 3).shuffle_grouping("zeta")
+    topo = b.create_topology()
+    assert topo.tasks("alpha") == [1, 2, 3] and topo.tasks("zeta") == [4, 5]
+
+
+def test_custom_grouping_unknown_entry_point_did_you_mean() -> None:
+    b = builder()
+    b.set_bolt("sink", Sink).custom_grouping("words", "shufle")
+    msg = fails(b.create_topology, "'sink'", "'shufle'", "did you mean 'shuffle'")
+    assert "squall.groupings" in msg
+
+
+def test_custom_grouping_accepts_name_or_instance_only() -> None:
+    b = builder()
+    b.set_bolt("s1", Sink).custom_grouping("words", "shuffle")
+    b.set_bolt("s2", Sink).custom_grouping("words", Mine())
+    b.create_topology()
+    fails(lambda: builder().set_bolt("s3", Sink).custom_grouping("words", Mine), "'s3'",
+          "Grouping instance")
+
+
+def test_builder_can_be_reused_and_topologies_are_independent() -> None:
+    b = builder()
+    sink = b.set_bolt("sink", Sink, config={"k": [1]}).shuffle_grouping("words")
+    t1 = b.create_topology()
+    t1.components["sink"].config["k"].append(2)
+    b.set_bolt("later", Sink).shuffle_grouping("words")
+    sink.shuffle_grouping("multi").add_config("extra", 1)
+    t2 = b.create_topology()
+    assert "later" not in t1.components and "later" in t2.components
+    assert [i.component for i in t1.components["sink"].inputs] == ["words"]
+    assert "extra" not in t1.components["sink"].config
+    assert t2.components["sink"].config == {"k": [1], "extra": 1}

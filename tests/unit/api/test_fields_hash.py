@@ -1,0 +1,79 @@
+"""The fields-grouping hash is stable and documented (API.md section 3), and the built-in
+groupings pick tasks the way their docstrings say."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zlib
+from collections import Counter
+
+import pytest
+
+from squall.api.groupings import (
+    FieldsGrouping, PartialKeyGrouping, fields_hash,
+)
+from squall.testing.contracts.grouping import DeterministicGrouping, GroupingContract
+
+#: the value documented in squall.api.groupings' module docstring
+COW = 2580823964
+PROBE = [["cow"], ["a", "b"], [1], [None, True, 1.5, b"x"], ["🐄", -7, 2**64 - 1]]
+
+
+def test_documented_constant() -> None:
+    assert fields_hash(["cow"]) == COW == zlib.crc32(b"cow")
+    assert fields_hash(("cow",)) == COW
+    assert fields_hash(["a", "b"]) == zlib.crc32(b"a\x00b")       # NUL-joined encodings
+    assert fields_hash([True]) == zlib.crc32(b"true")
+    assert fields_hash([None]) == zlib.crc32(b"null")
+    assert fields_hash([42]) == zlib.crc32(b"42")
+    assert fields_hash([b"\x00\x01"]) == zlib.crc32(b"\x00\x01")
+
+
+@pytest.mark.parametrize("seed", ["0", "12345", "random"])
+def test_same_in_another_process_with_another_hash_seed(seed: str) -> None:
+    code = ("from squall.api.groupings import fields_hash\n"
+            f"print([fields_hash(v) for v in {PROBE!r}])")
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert out.strip() == str([fields_hash(v) for v in PROBE])
+
+
+def test_fields_grouping_picks_by_hash_over_sorted_targets() -> None:
+    g = FieldsGrouping(["word"], ["n", "word"])
+    g.prepare(None, ("src", "default"), [12, 10, 11])
+    for word in ("cow", "moon", "jumped", "over", ""):
+        expected = [10, 11, 12][fields_hash([word]) % 3]
+        assert g.choose_tasks(1, [0, word]) == [expected]
+
+
+def test_fields_grouping_on_two_fields_and_non_str_values() -> None:
+    g = FieldsGrouping(["a", "b"], ["a", "x", "b"])
+    g.prepare(None, ("src", "default"), [1, 2, 3, 4])
+    for a, b in [("x", 1), (None, b"y"), (2.5, True)]:
+        assert g.choose_tasks(9, [a, "ignored", b]) == [1 + fields_hash([a, b]) % 4]
+    single = FieldsGrouping(["k"], ["k"])
+    single.prepare(None, ("src", "default"), [5, 6, 7])
+    assert single.choose_tasks(1, [7]) == [[5, 6, 7][fields_hash([7]) % 3]]
+
+
+def test_partial_key_uses_at_most_two_tasks_per_key_and_balances() -> None:
+    g = PartialKeyGrouping(["k"], ["k"])
+    g.prepare(None, ("src", "default"), list(range(1, 9)))
+    per_key: dict[str, set[int]] = {}
+    load: Counter[int] = Counter()
+    for i in range(4000):
+        key = "hot" if i % 2 else f"k{i % 50}"
+        task = g.choose_tasks(1, [key])
+        assert len(task) == 1
+        per_key.setdefault(key, set()).update(task)
+        load.update(task)
+    assert all(1 <= len(tasks) <= 2 for tasks in per_key.values())
+    assert len(per_key["hot"]) == 2, "the hot key should be split over its two candidates"
+
+
+class TestFieldsGroupingContract(DeterministicGrouping, GroupingContract):
+    @pytest.fixture
+    def grouping_factory(self):  # type: ignore[no-untyped-def]
+        return lambda: FieldsGrouping(["w"], ["w", "n", "flag"])

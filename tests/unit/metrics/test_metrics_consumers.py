@@ -1,0 +1,187 @@
+"""The `log` metrics consumer and the metrics consumer bolt."""
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+import pytest
+from squall import DataPoint, MetricsConsumer, TaskInfo, drivers
+from squall.api.context import TopologyContext
+from squall.api.tuple import Source, Tuple
+from squall.errors import ConfigError, PluginNotFoundError
+from squall.metrics.consumer_bolt import (
+    CONSUMER_KEY,
+    METRICS_FIELDS,
+    METRICS_STREAM,
+    MetricsConsumerBolt,
+    consumer_components,
+    decode_metrics,
+    metrics_values,
+)
+from squall.metrics.consumers import LoggingMetricsConsumer
+
+INFO = TaskInfo(topology="wc-1-1", component="split", task=6, worker_host="node1",
+                worker_port=6703, timestamp=1732262400.5, interval_secs=60.0)
+POINTS = [DataPoint("__emit-count", {"default": 100}), DataPoint("words", 7)]
+LINES = ["1732262400\tnode1:6703\t6:split\t__emit-count\t{\"default\":100}",
+         "1732262400\tnode1:6703\t6:split\twords\t7"]
+
+
+def context() -> TopologyContext:
+    return TopologyContext(topology_id="wc-1-1", topology_name="wc",
+                           component_id="__metrics_log", task_id=9,
+                           task_to_component={9: "__metrics_log", 6: "split"},
+                           this_worker_port=6703)
+
+
+def metrics_tuple(values) -> Tuple:
+    return Tuple(values, 6, Source("split", METRICS_STREAM, METRICS_FIELDS))
+
+
+# -- LoggingMetricsConsumer --------------------------------------------------------------------
+def test_log_consumer_is_the_log_entry_point():
+    assert drivers.load("squall.metrics_consumers", "log") is LoggingMetricsConsumer
+
+
+def test_log_consumer_writes_one_line_per_data_point(caplog):
+    consumer = LoggingMetricsConsumer()
+    consumer.prepare({}, None, context())
+    with caplog.at_level(logging.INFO, logger="squall.metrics"):
+        consumer.handle(INFO, POINTS)
+    assert [r.getMessage() for r in caplog.records if r.name == "squall.metrics"] == LINES
+    consumer.cleanup()
+
+
+def test_log_consumer_appends_to_a_file(tmp_path):
+    path = tmp_path / "sub" / "metrics.log"
+    for _ in range(2):
+        consumer = LoggingMetricsConsumer()
+        consumer.prepare({}, {"file": str(path)}, context())
+        consumer.handle(INFO, POINTS)
+        consumer.cleanup()
+    assert path.read_text().splitlines() == LINES * 2
+
+
+def test_log_consumer_rejects_a_bad_argument():
+    with pytest.raises(ConfigError, match=r"no argument or \{file: PATH\}"):
+        LoggingMetricsConsumer().prepare({}, {"path": "x"}, context())
+
+
+# -- helpers for the runtime -------------------------------------------------------------------
+def test_metrics_values_round_trip():
+    values = metrics_values(INFO, POINTS)
+    assert values == [
+        {"topology": "wc-1-1", "component": "split", "task": 6, "worker_host": "node1",
+         "worker_port": 6703, "timestamp": 1732262400.5, "interval_secs": 60.0},
+        [["__emit-count", {"default": 100}], ["words", 7]]]
+    assert decode_metrics(values) == (INFO, POINTS)
+
+
+@pytest.mark.parametrize("values", [
+    [], [{"topology": "t"}, []], [{}, [["a", 1]]], [dict(metrics_values(INFO, [])[0]), [["a"]]],
+    "xy",
+])
+def test_decode_rejects_malformed_values(values):
+    with pytest.raises(ValueError):
+        decode_metrics(values)
+
+
+def test_consumer_components_from_the_registration():
+    conf = {"topology.metrics.consumer.register": [
+        "log", {"class": "log", "argument": {"file": "m.log"}, "parallelism.hint": 2},
+        {"class": "spark", "argument": {"path": "/d"}}]}
+    assert consumer_components(conf) == [
+        ("__metrics_log", {CONSUMER_KEY: {"class": "log", "argument": None}}, 1),
+        ("__metrics_log#2", {CONSUMER_KEY: {"class": "log", "argument": {"file": "m.log"}}}, 2),
+        ("__metrics_spark", {CONSUMER_KEY: {"class": "spark", "argument": {"path": "/d"}}}, 1),
+    ]
+    assert consumer_components({}) == []
+
+
+@pytest.mark.parametrize("entry, match", [
+    ({"argument": 1}, "mapping with a 'class' key"),
+    ({"class": "log", "parallelism.hint": 0}, "positive integer"),
+])
+def test_consumer_components_rejects_bad_entries(entry, match):
+    with pytest.raises(ConfigError, match=match):
+        consumer_components({"topology.metrics.consumer.register": [entry]})
+
+
+# -- MetricsConsumerBolt -----------------------------------------------------------------------
+class Recording(MetricsConsumer):
+    instances: ClassVar[list[Recording]] = []
+
+    def __init__(self):
+        self.calls = []
+        self.prepared = None
+        self.cleaned = False
+        Recording.instances.append(self)
+
+    def prepare(self, conf, argument, context):
+        self.prepared = (conf.get("k"), argument, context.component_id)
+
+    def handle(self, task_info, data_points):
+        if any(p.name == "boom" for p in data_points):
+            raise RuntimeError("consumer bug")
+        self.calls.append((task_info, data_points))
+
+    def cleanup(self):
+        self.cleaned = True
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    real = drivers.load
+
+    def load(group, name):
+        if (group, name) == ("squall.metrics_consumers", "recording"):
+            return Recording
+        return real(group, name)
+
+    monkeypatch.setattr(drivers, "load", load)
+    Recording.instances.clear()
+    return Recording
+
+
+class ErrorCatchingBolt(MetricsConsumerBolt):
+    def __init__(self):
+        self.errors = []
+
+    def report_error(self, exc_or_msg):
+        self.errors.append(str(exc_or_msg))
+
+
+def test_bolt_feeds_the_consumer_and_survives_its_errors(recording):
+    bolt = ErrorCatchingBolt()
+    bolt.initialize({"k": 1, CONSUMER_KEY: {"class": "recording", "argument": [1]}}, context())
+    consumer = recording.instances[0]
+    assert consumer.prepared == (1, [1], "__metrics_log")
+    bolt.process(metrics_tuple(metrics_values(INFO, POINTS)))
+    bolt.process(metrics_tuple(metrics_values(INFO, [DataPoint("boom", 1)])))
+    bolt.process(metrics_tuple([{"task": 1}, []]))
+    bolt.process(metrics_tuple(metrics_values(INFO, POINTS[1:])))
+    assert consumer.calls == [(INFO, POINTS), (INFO, POINTS[1:])]
+    assert len(bolt.errors) == 2
+    assert "'recording' failed in handle: RuntimeError('consumer bug')" in bolt.errors[0]
+    assert "malformed metrics tuple from split" in bolt.errors[1]
+    bolt.cleanup()
+    assert consumer.cleaned
+
+
+def test_bolt_runs_the_log_consumer_into_a_file(tmp_path):
+    path = tmp_path / "metrics.log"
+    bolt = MetricsConsumerBolt()
+    bolt.initialize({CONSUMER_KEY: {"class": "log", "argument": {"file": str(path)}}}, context())
+    bolt.process(metrics_tuple(metrics_values(INFO, POINTS)))
+    bolt.cleanup()
+    assert path.read_text().splitlines() == LINES
+
+
+def test_bolt_with_an_unknown_consumer_names_the_available_ones():
+    with pytest.raises(PluginNotFoundError, match="'lgo' \\(did you mean 'log'\\?\\).*log"):
+        MetricsConsumerBolt().initialize({CONSUMER_KEY: {"class": "lgo"}}, context())
+
+
+def test_bolt_without_its_conf_key_is_a_config_error():
+    with pytest.raises(ConfigError, match=CONSUMER_KEY):
+        MetricsConsumerBolt().initialize({}, context())
