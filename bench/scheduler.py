@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from squall import drivers
 from squall.scheduling.cluster import Cluster, Topologies, TopologyDetails

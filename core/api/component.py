@@ -19,8 +19,6 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 class Component:
     #: field names of the default stream (``list[str]``) or a list of :class:`Stream`
     outputs: ClassVar[Sequence[str | Stream]] = ()
-    #: ask for a dedicated thread: for components whose methods block (I/O, sleeps)
-    dedicated_thread: ClassVar[bool] = False
 
     context: TopologyContext
 

@@ -138,13 +138,14 @@ class Worker:
             for ts in ex.tasks:
                 if ex.kind != "acker":
                     ts.instance.initialize(ts.conf, ts.context)  # type: ignore[attr-defined]
+        self._running = True
         if self.transport is not None:
             self._recv_conn = self.transport.bind(self.topology_id, self.port)
             self.port = getattr(self._recv_conn, "port", self.port) or self.port
             self._recv_thread = threading.Thread(target=self._recv_loop, daemon=True,
                                                  name=f"squall-recv-{self.port}")
             self._recv_thread.start()
-        self._running = self._alive = True
+        self._alive = True
         self._loop_thread = threading.Thread(target=self._loop, daemon=True,
                                              name=f"squall-worker-{self.topology_id}-{self.port}")
         self._loop_thread.start()

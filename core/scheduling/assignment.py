@@ -6,8 +6,9 @@ Import from :mod:`squall.scheduling.cluster`. Read-only to schedulers and nimbus
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from squall.errors import ConfigError
 from squall.scheduling.model import ExecutorDetails, WorkerSlot
@@ -24,7 +25,7 @@ class SchedulerAssignment:
     (see :meth:`from_executor_node_port`).
     """
 
-    __slots__ = ("topology_id", "_executor_to_slot", "_slot_executors", "_worker_resources")
+    __slots__ = ("_executor_to_slot", "_slot_executors", "_worker_resources", "topology_id")
 
     def __init__(self, topology_id: str,
                  executor_to_slot: Mapping[ExecutorDetails, WorkerSlot] | None = None,

@@ -26,18 +26,25 @@ Not thread-safe: one scheduling pass at a time, on the caller's thread; nothing 
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Mapping, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from squall.errors import SchedulingError
 from squall.scheduling.assignment import SchedulerAssignment
 from squall.scheduling.model import (
-    ExecutorDetails, SupervisorDetails, Topologies, TopologyDetails, WorkerSlot, split_tasks,
+    ExecutorDetails,
+    SupervisorDetails,
+    Topologies,
+    TopologyDetails,
+    WorkerSlot,
+    details_from_topology,
+    split_tasks,
 )
 from squall.scheduling.resources import Resources
 
 __all__ = [
     "Cluster", "ExecutorDetails", "Resources", "SchedulerAssignment", "SupervisorDetails",
-    "Topologies", "TopologyDetails", "TopologyStatus", "WorkerSlot", "split_tasks",
+    "Topologies", "TopologyDetails", "TopologyStatus", "WorkerSlot", "details_from_topology", "split_tasks",
 ]
 
 log = logging.getLogger(__name__)

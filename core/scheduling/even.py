@@ -15,7 +15,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from squall.scheduling.cluster import Cluster, ExecutorDetails, Topologies, TopologyDetails, WorkerSlot
+from squall.scheduling.cluster import (
+    Cluster,
+    ExecutorDetails,
+    Topologies,
+    TopologyDetails,
+    WorkerSlot,
+)
 from squall.spi.scheduler import Scheduler
 
 __all__ = ["EvenScheduler", "deal", "first_free_slots", "sort_slots"]

@@ -13,15 +13,21 @@ scheduler inside a :class:`~squall.scheduling.cluster.Cluster`. Import them from
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from squall.errors import ConfigError
 from squall.scheduling.resources import Resources, component_resources
 
 __all__ = [
-    "ExecutorDetails", "SupervisorDetails", "Topologies", "TopologyDetails", "WorkerSlot",
+    "ExecutorDetails",
+    "SupervisorDetails",
+    "Topologies",
+    "TopologyDetails",
+    "WorkerSlot",
+    "details_from_topology",
     "split_tasks",
 ]
 
@@ -211,3 +217,22 @@ class SupervisorDetails:
 
     def slots(self) -> list[WorkerSlot]:
         return [WorkerSlot(self.id, p) for p in self.ports]
+
+
+def details_from_topology(topology_id: str, name: str, conf: Mapping[str, Any], topology: Any,
+                          num_workers: int, launch_time: float = 0.0) -> TopologyDetails:
+    """Build :class:`TopologyDetails` from a :class:`squall.api.topology.Topology`.
+
+    Uses ``topology.executor_component()`` (``{(start, end): component}``, system components
+    included) and each component's ``set_resources`` values (``components[id].resources``, keys
+    ``cpu``, ``memory_mb``, ``net``, ``disk``), missing ones defaulting from ``conf``. Raises
+    :class:`ConfigError` for a bad resource value.
+    """
+    executors = {ExecutorDetails(*e): c for e, c in topology.executor_component().items()}
+    wanted = {}
+    for cid, spec in topology.components.items():
+        asked = getattr(spec, "resources", None) or {}
+        if asked:
+            wanted[cid] = component_resources(conf, **{k: asked.get(k) for k in (
+                "cpu", "memory_mb", "net", "disk")})
+    return TopologyDetails(topology_id, name, conf, num_workers, executors, wanted, launch_time)

@@ -8,7 +8,8 @@ deterministic for the same input. See :mod:`squall.scheduling.cluster` for the m
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 
 class Scheduler(ABC):

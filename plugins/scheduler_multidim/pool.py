@@ -9,7 +9,7 @@ supervisor is O(log n) amortised when the roomiest fits: a lazy max-heap keyed b
 from __future__ import annotations
 
 import heapq
-from typing import Iterable
+from collections.abc import Iterable
 
 from squall.scheduling.cluster import Cluster
 from squall.scheduling.resources import Resources

@@ -23,12 +23,12 @@ Deterministic: every choice is ordered by values and ids.
 from __future__ import annotations
 
 import logging
+
+from squall.plugins.scheduler_multidim.pool import Pool
 from squall.scheduling.cluster import Cluster, ExecutorDetails, Topologies, TopologyDetails
 from squall.scheduling.model import WorkerSlot
 from squall.scheduling.resources import DIMENSIONS, Resources
 from squall.spi.scheduler import Scheduler
-
-from squall.plugins.scheduler_multidim.pool import Pool
 
 __all__ = ["MultiDimScheduler"]
 

@@ -19,7 +19,7 @@ from squall import drivers
 
 def _pip(*args: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "pip", *args, "-q", "--disable-pip-version-check"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"pip {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
 

@@ -2,15 +2,14 @@
 scheduler contract (squall.testing.contracts.scheduler)."""
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import pytest
-
+from _install import installed_distribution
 from squall import Scheduler, drivers
 from squall.testing.contracts.scheduler import SchedulerContract
-
-from _install import installed_distribution
 
 HERE = Path(__file__).parent
 GROUP = "squall.schedulers"

@@ -15,10 +15,16 @@ The checks are plain functions too (:func:`check_placement`), and :func:`make_su
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from squall.scheduling.cluster import (
-    Cluster, SchedulerAssignment, SupervisorDetails, Topologies, TopologyDetails, split_tasks,
+    Cluster,
+    SchedulerAssignment,
+    SupervisorDetails,
+    Topologies,
+    TopologyDetails,
+    split_tasks,
 )
 from squall.scheduling.resources import Resources
 from squall.spi.scheduler import Scheduler

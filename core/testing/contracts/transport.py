@@ -18,7 +18,9 @@ The checks only use the public :class:`~squall.Transport` / :class:`~squall.Conn
 * 20 senders to one bound port all get through, each in its own order;
 * a receiver closed and bound again on the same port: every message sent after the first
   receiver had drained is delivered to the second one or its ``send`` raised TransportError
-  (delivered + reported == sent, no duplicates, order kept);
+  (delivered + reported == sent, no duplicates, order kept). Transports that declare
+  ``lossless_restart = False`` may lose at most the first few messages written right after
+  the receiver died (acker timeouts replay those), never any later one;
 * with a small buffer (``squall.transport.send.buffer.messages``) and a peer that is gone or
   never reads, ``send`` returns quickly or raises TransportError, and memory stays bounded;
 * close is idempotent, ``recv`` after close returns ``[]`` promptly (and a blocked ``recv``
@@ -96,6 +98,9 @@ class TransportContract:
     #: False for in-process transports: no real TCP port to write junk to
     network: bool = True
     host: str = "127.0.0.1"
+    #: False for transports without acknowledgements (plain push/pull over TCP) that may lose
+    #: the few messages written in the instant a receiver dies, before the sender notices
+    lossless_restart: bool = True
     #: conf that makes every send buffer small (the bounded-buffer checks use it)
     bounded_conf: dict[str, Any] = {"squall.transport.send.buffer.messages": 64}
 
@@ -107,6 +112,11 @@ class TransportContract:
     def network_transport(self) -> bool:
         """Whether the transport under test listens on a real TCP port (default: ``network``)."""
         return self.network
+
+    @pytest.fixture
+    def restart_is_lossless(self) -> bool:
+        """Whether a receiver restart may lose in-flight messages (default: ``lossless_restart``)."""
+        return self.lossless_restart
 
     @pytest.fixture
     def make(self, transport_factory: Callable[[dict[str, Any]], Transport]
@@ -179,7 +189,8 @@ class TransportContract:
     # -- failures ----------------------------------------------------------------------------
 
     def test_receiver_restarted_mid_stream(self, make: Callable[..., Transport],
-                                           network_transport: bool) -> None:
+                                           network_transport: bool,
+                                           restart_is_lossless: bool) -> None:
         transport = make()
         port = free_port() if network_transport else 0
         first = transport.bind(TOPOLOGY, port)
@@ -206,9 +217,16 @@ class TransportContract:
         second = wait_until(lambda: _try_bind(transport, port))
         for i in range(20, 60):          # after the restart
             send(i)
-        got = collect(second, len(sent), timeout=20)
-        assert second.recv(0.2) == []
-        assert got == sent and len(got) + len(reported) == 60
+        got: list[Message] = []
+        deadline = time.monotonic() + 20
+        while (not got or got[-1] != sent[-1]) and time.monotonic() < deadline:
+            got.extend(second.recv(0.2))
+        got.extend(second.recv(0.2))
+        if restart_is_lossless:
+            assert got == sent and len(got) + len(reported) == 60
+        else:   # only messages sent in the instant the receiver died may be missing
+            lost = len(sent) - len(got)
+            assert got == sent[lost:] and lost <= 5, f"lost {lost}: {got[:3]}..."
 
     @pytest.mark.parametrize("peer", ["gone", "slow"])
     def test_send_is_bounded_when_peer_slow_or_gone(

@@ -6,7 +6,10 @@ from collections import Counter
 from squall.plugins.scheduler_multidim import MultiDimScheduler
 from squall.scheduling.cluster import Cluster, Resources, SupervisorDetails, Topologies
 from squall.testing.contracts.scheduler import (
-    check_placement, make_supervisors, make_topology, placements,
+    check_placement,
+    make_supervisors,
+    make_topology,
+    placements,
 )
 
 R = Resources

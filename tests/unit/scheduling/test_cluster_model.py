@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 import pytest
-
 from squall.errors import ConfigError, SchedulingError
 from squall.scheduling.cluster import (
-    Cluster, ExecutorDetails, Resources, SchedulerAssignment, SupervisorDetails, Topologies,
-    TopologyDetails, WorkerSlot, split_tasks,
+    Cluster,
+    ExecutorDetails,
+    Resources,
+    SchedulerAssignment,
+    SupervisorDetails,
+    Topologies,
+    TopologyDetails,
+    WorkerSlot,
+    split_tasks,
 )
 from squall.scheduling.local import assign_local
 
@@ -167,3 +173,31 @@ def test_assign_local_spreads_evenly() -> None:
     assert {placed[E(i, i)] for i in range(1, 4)} == {0, 1, 2}
     assert set(assign_local(t, 0).values()) == {0}
     assert len(set(assign_local(t, 50).values())) == 7
+
+
+def test_details_from_a_built_topology() -> None:
+    from squall import Bolt, Spout, TopologyBuilder
+    from squall.scheduling.cluster import details_from_topology
+
+    class Src(Spout):
+        outputs = ("x",)
+
+        def next_tuple(self) -> None:
+            pass
+
+    class Sink(Bolt):
+        def process(self, tup: object) -> None:
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("src", Src, parallelism=2)
+    b.set_bolt("sink", Sink, parallelism=3).shuffle_grouping("src").set_resources(
+        cpu=2, memory_mb=1500)
+    topology = b.create_topology()
+    conf = {"topology.component.net.slots": 0}
+    details = details_from_topology("t-1", "t", conf, topology, 2, 7.0)
+    assert details.executors == {ExecutorDetails(*e): c
+                                 for e, c in topology.executor_component().items()}
+    sink = details.component_executors()["sink"]
+    assert len(sink) == 3 and details.resources_for(sink[0]) == Resources(2, 2, 0, 0)
+    assert details.resources_for(details.component_executors()["src"][0]) == Resources(1, 1, 0, 0)

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import pytest
-
 from squall.errors import ConfigError
 from squall.scheduling import resources as res_mod
 from squall.scheduling.resources import (
-    Resources, component_resources, default_supervisor_resources,
+    Resources,
+    component_resources,
+    default_supervisor_resources,
 )
 
 

@@ -1,0 +1,70 @@
+"""ErrorLog: errors kept per component (newest 10), logging throttled per interval."""
+from __future__ import annotations
+
+import logging
+import types
+
+import pytest
+
+from squall.runtime import errors as errors_mod
+from squall.runtime.errors import ErrorLog
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    now = [1000.0]
+    fake = types.SimpleNamespace(monotonic=lambda: now[0], time=lambda: 1.7e9 + now[0])
+    monkeypatch.setattr(errors_mod, "time", fake)
+    return now
+
+
+def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "squall.errors"]
+
+
+def test_throttles_log_lines_per_component(clock: list[float],
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    log = ErrorLog({"topology.max.error.report.per.interval": 3,
+                    "topology.error.throttle.interval.secs": 10})
+    caplog.set_level(logging.ERROR, logger="squall.errors")
+    for i in range(20):
+        log.record("split", 4, ValueError(f"bad {i}"), "host1", 6700)
+    log.record("count", 7, "a message", "host1", 6700)
+    got = lines(caplog)
+    assert got[:3] == [f"component split task 4: ValueError: bad {i}" for i in range(3)]
+    assert "more errors suppressed" in got[3] and "split" in got[3]
+    assert got[4] == "component count task 7: a message"      # another component is not muted
+    assert len(got) == 5
+
+    clock[0] += 10.5                                          # a new interval
+    caplog.clear()
+    log.record("split", 4, ValueError("after"), "host1", 6700)
+    assert lines(caplog) == ["component split task 4: ValueError: after"]
+    assert log.count == 22
+
+
+def test_keeps_newest_ten_and_drains_new_ones(clock: list[float]) -> None:
+    log = ErrorLog({})
+    for i in range(15):
+        log.record("split", 4, RuntimeError(f"e{i}"), "h", 1)
+    recent = log.recent()["split"]
+    assert len(recent) == 10
+    assert "RuntimeError: e14" in recent[-1]["error"] and "e5" in recent[0]["error"]
+    assert recent[-1]["component"] == "split" and recent[-1]["task"] == 4
+    assert recent[-1]["host"] == "h" and recent[-1]["port"] == 1
+    assert isinstance(recent[-1]["time_secs"], int)
+    drained = log.drain()
+    assert [e["error"].strip().splitlines()[-1] for e in drained] == [
+        f"RuntimeError: e{i}" for i in range(15)]
+    assert log.drain() == []
+    assert len(log.recent()["split"]) == 10                    # draining keeps the recent ones
+
+
+def test_traceback_is_kept(clock: list[float]) -> None:
+    log = ErrorLog({})
+    try:
+        raise KeyError("missing")
+    except KeyError as exc:
+        log.record("b", 1, exc, "h", 1)
+    text = log.recent()["b"][0]["error"]
+    assert "Traceback" in text and "KeyError: 'missing'" in text

@@ -1,0 +1,44 @@
+"""The built-in serializers pass the serializer contract; a few of their own promises."""
+from __future__ import annotations
+
+import pytest
+
+from squall import SerializationError
+from squall.runtime.serializers import JsonSerializer, MsgpackSerializer
+from squall.testing.contracts.serializer import SerializerContract
+
+
+class TestMsgpackContract(SerializerContract):
+    @pytest.fixture
+    def serializer_factory(self):  # type: ignore[no-untyped-def]
+        return MsgpackSerializer
+
+
+class TestJsonContract(SerializerContract):
+    @pytest.fixture
+    def serializer_factory(self):  # type: ignore[no-untyped-def]
+        return JsonSerializer
+
+
+def test_msgpack_batch_of_tree_ids() -> None:
+    ser = MsgpackSerializer()
+    entries = [[5, 1, "default", ["w"], 2**64 - 1, [2**64 - 2, 0]]]
+    assert ser.loads(ser.dumps(entries)) == entries
+
+
+def test_ints_beyond_64_bits_are_refused() -> None:
+    with pytest.raises(SerializationError):
+        MsgpackSerializer().dumps(2**64)
+
+
+def test_json_is_readable_text() -> None:
+    ser = JsonSerializer()
+    assert ser.dumps(["a", 1, None]) == b'["a",1,null]'
+    assert ser.loads(ser.dumps({"b": b"\x00\xff"})) == {"b": b"\x00\xff"}
+
+
+def test_errors_name_the_problem() -> None:
+    with pytest.raises(SerializationError, match="msgpack"):
+        MsgpackSerializer().loads(b"\xc1")
+    with pytest.raises(SerializationError, match="json"):
+        JsonSerializer().dumps(object())

@@ -1,0 +1,46 @@
+"""The XOR acker passes the acker contract, plus its own details."""
+from __future__ import annotations
+
+import pytest
+
+from squall import Acker, drivers
+from squall.runtime.xor_acker import XorAcker
+from squall.testing.contracts.acker import AckerContract
+
+
+class TestXorAckerContract(AckerContract):
+    @pytest.fixture
+    def acker_factory(self):  # type: ignore[no-untyped-def]
+        return XorAcker
+
+
+def test_is_the_default_acker_driver() -> None:
+    acker = drivers.driver("acker", {"squall.acker": "xor"})
+    assert isinstance(acker, XorAcker) and isinstance(acker, Acker)
+    assert XorAcker().conf == {} and XorAcker({"a": 1}).conf == {"a": 1}
+
+
+def test_acks_in_old_generation_still_complete() -> None:
+    acker = XorAcker()
+    acker.init(1, 0b1010, 7)
+    acker.rotate()
+    assert acker.ack(1, 0b1000) is None
+    assert acker.ack(1, 0b0010) == (7, True)
+    assert acker.pending() == 0
+
+
+def test_rotate_reports_only_trees_two_rotations_old() -> None:
+    acker = XorAcker()
+    acker.init(1, 5, 2)
+    acker.rotate()
+    acker.init(2, 6, 3)
+    assert acker.rotate() == [(1, 2)]
+    assert acker.rotate() == [(2, 3)]
+    assert acker.pending() == 0
+
+
+def test_ack_with_zero_value_before_init_does_not_complete() -> None:
+    acker = XorAcker()
+    assert acker.ack(9, 0) is None          # xor 0 but no spout task known yet
+    assert acker.init(9, 4, 1) is None
+    assert acker.ack(9, 4) == (1, True)
