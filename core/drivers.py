@@ -32,7 +32,7 @@ EXTRAS = {"zmq": "zmq", "pynng": "nng", "grpc": "grpc", "google": "grpc", "kazoo
           "pyspark": "spark", "pyarrow": "spark", "pandas": "spark"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _entry_points(group: str) -> dict[str, metadata.EntryPoint]:
     found: dict[str, metadata.EntryPoint] = {}
     for ep in metadata.entry_points(group=group):
@@ -72,7 +72,7 @@ def check(group: str, name: str) -> None:
         raise PluginNotFoundError(group, name, available, did_you_mean(str(name), available))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(group: str, name: str) -> Any:
     check(group, name)
     ep = _entry_points(group)[name]

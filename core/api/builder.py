@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from squall import drivers
 from squall.api.component import Bolt, Spout
@@ -48,11 +49,11 @@ def normalize_outputs(owner: str, declared: Any) -> dict[str, Stream]:
 
 
 class _Declarer:
-    def __init__(self, builder: "TopologyBuilder", spec: ComponentSpec) -> None:
+    def __init__(self, builder: TopologyBuilder, spec: ComponentSpec) -> None:
         self._builder = builder
         self._spec = spec
 
-    def set_num_tasks(self, n: int) -> "_Declarer":
+    def set_num_tasks(self, n: int) -> _Declarer:
         if not isinstance(n, int) or n < 1:
             raise TopologyError(f"component {self._spec.id!r}: num tasks must be a positive "
                                 f"integer, got {n!r}")
@@ -60,12 +61,12 @@ class _Declarer:
         self._spec.config["topology.tasks"] = n
         return self
 
-    def add_config(self, key: str, value: Any) -> "_Declarer":
+    def add_config(self, key: str, value: Any) -> _Declarer:
         self._spec.config[key] = value
         return self
 
     def set_resources(self, cpu: float | None = None, memory_mb: float | None = None,
-                      net: float | None = None, disk: float | None = None) -> "_Declarer":
+                      net: float | None = None, disk: float | None = None) -> _Declarer:
         for name, value in (("cpu", cpu), ("memory_mb", memory_mb), ("net", net),
                             ("disk", disk)):
             if value is None:
@@ -83,42 +84,42 @@ class SpoutDeclarer(_Declarer):
 
 class BoltDeclarer(_Declarer):
     def _add(self, component: str, stream: str, grouping: str, fields: Sequence[str] = (),
-             custom: Any = None) -> "BoltDeclarer":
+             custom: Any = None) -> BoltDeclarer:
         if isinstance(fields, str):
             fields = [fields]
         self._spec.inputs.append(Input(str(component), str(stream), grouping,
                                        tuple(fields), custom))
         return self
 
-    def shuffle_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+    def shuffle_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
         return self._add(component, stream, "shuffle")
 
     def fields_grouping(self, component: str, fields: Sequence[str],
-                        stream: str = "default") -> "BoltDeclarer":
+                        stream: str = "default") -> BoltDeclarer:
         return self._add(component, stream, "fields", fields)
 
-    def all_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+    def all_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
         return self._add(component, stream, "all")
 
-    def global_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+    def global_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
         return self._add(component, stream, "global")
 
-    def none_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+    def none_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
         return self._add(component, stream, "none")
 
-    def direct_grouping(self, component: str, stream: str = "default") -> "BoltDeclarer":
+    def direct_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
         return self._add(component, stream, "direct")
 
     def local_or_shuffle_grouping(self, component: str,
-                                  stream: str = "default") -> "BoltDeclarer":
+                                  stream: str = "default") -> BoltDeclarer:
         return self._add(component, stream, "local_or_shuffle")
 
     def partial_key_grouping(self, component: str, fields: Sequence[str],
-                             stream: str = "default") -> "BoltDeclarer":
+                             stream: str = "default") -> BoltDeclarer:
         return self._add(component, stream, "partial_key", fields)
 
     def custom_grouping(self, component: str, grouping: str | Grouping,
-                        stream: str = "default") -> "BoltDeclarer":
+                        stream: str = "default") -> BoltDeclarer:
         if not isinstance(grouping, (str, Grouping)):
             raise TopologyError(f"component {self._spec.id!r}: custom_grouping takes an "
                                 f"entry-point name or a squall.Grouping instance, got "

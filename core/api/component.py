@@ -7,7 +7,8 @@ every method of a component is called from its worker's executor loop, one call 
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from squall.api.context import TopologyContext
 from squall.api.tuple import Stream, Tuple

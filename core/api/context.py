@@ -1,7 +1,8 @@
 """What a component knows about its place in the running topology."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 class TopologyContext:

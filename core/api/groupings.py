@@ -18,7 +18,8 @@ import itertools
 import json
 import random
 import zlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from squall.spi.grouping import Grouping
 

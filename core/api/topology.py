@@ -4,15 +4,18 @@ A :class:`Topology` is what :meth:`TopologyBuilder.create_topology` returns and 
 workers as JSON (``to_json`` / ``from_json``): components are referenced by ``module:qualname``
 and imported in the worker from the topology's code package; nothing is pickled.
 
-Task ids are fixed for the topology's life: components sorted by id (system components, whose
-ids start with ``__``, included), each given ``num_tasks`` consecutive ids starting at 1.
+Task ids are fixed for the topology's life: user components sorted by id, then system
+components (ids starting with ``__``: ackers, metrics consumers) sorted by id, each given
+``num_tasks`` consecutive ids starting at 1 — so a user component's task ids are the same in the
+topology ``create_topology`` returns and in the running topology.
 An executor runs a contiguous range ``(start, end)`` of one component's tasks.
 """
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any
 
 from squall.api.tuple import Stream
 from squall.errors import TopologyError
@@ -39,7 +42,7 @@ class Input:
                 "fields": list(self.fields), "custom": custom}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Input":
+    def from_json(cls, d: dict[str, Any]) -> Input:
         custom = d.get("custom")
         if isinstance(custom, dict):
             obj = resolve_class(custom["class"])()
@@ -123,7 +126,7 @@ class Topology:
         self.task_to_component: dict[int, str] = {}
         self._tasks: dict[str, list[int]] = {}
         next_id = 1
-        for cid in sorted(self.components):
+        for cid in sorted(self.components, key=lambda c: (c.startswith("__"), c)):
             n = self.components[cid].num_tasks
             self._tasks[cid] = list(range(next_id, next_id + n))
             for t in self._tasks[cid]:
@@ -160,7 +163,7 @@ class Topology:
         return [(cid, i) for cid, spec in sorted(self.components.items()) for i in spec.inputs
                 if i.component == component_id and i.stream == stream]
 
-    def with_parallelism(self, executors: dict[str, int]) -> "Topology":
+    def with_parallelism(self, executors: dict[str, int]) -> Topology:
         """A copy with some components' executor counts changed (rebalance); task ids stay."""
         comps = []
         for cid, spec in self.components.items():
@@ -176,7 +179,7 @@ class Topology:
                                 f"components: {', '.join(sorted(self.components))}")
         return Topology(comps, self.conf)
 
-    def with_components(self, extra: Iterable[ComponentSpec]) -> "Topology":
+    def with_components(self, extra: Iterable[ComponentSpec]) -> Topology:
         return Topology(list(self.components.values()) + list(extra), self.conf)
 
     # -- serialization ------------------------------------------------------------------------
@@ -185,7 +188,7 @@ class Topology:
                 "conf": self.conf}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any], *, resolve: bool = True) -> "Topology":
+    def from_json(cls, d: dict[str, Any], *, resolve: bool = True) -> Topology:
         comps = []
         for c in d["components"]:
             klass = resolve_class(c["ref"]) if resolve and c["ref"] else None

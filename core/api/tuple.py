@@ -1,7 +1,8 @@
 """Tuples and streams."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 TICK_STREAM = "__tick"
 SYSTEM_COMPONENT = "__system"
@@ -10,7 +11,7 @@ SYSTEM_COMPONENT = "__system"
 class Stream:
     """A declared output stream: ``Stream(["word"])``, ``Stream(["a", "b"], name="x", direct=True)``."""
 
-    __slots__ = ("fields", "name", "direct")
+    __slots__ = ("direct", "fields", "name")
 
     def __init__(self, fields: Sequence[str], name: str = "default", direct: bool = False) -> None:
         if isinstance(fields, str):
@@ -34,7 +35,7 @@ class Stream:
 class Source:
     """What every tuple of one (component, stream) shares; one instance per pair and process."""
 
-    __slots__ = ("component", "stream", "fields", "index")
+    __slots__ = ("component", "fields", "index", "stream")
 
     def __init__(self, component: str, stream: str, fields: tuple[str, ...]) -> None:
         self.component = component
@@ -50,7 +51,7 @@ class Tuple:
     inside its tuple tree (``None`` when it is not tracked by the acker).
     """
 
-    __slots__ = ("values", "task", "src", "id", "roots", "ackval")
+    __slots__ = ("ackval", "id", "roots", "src", "task", "values")
 
     def __init__(self, values: Sequence[Any], task: int, src: Source,
                  id: int | None = None, roots: tuple[int, ...] | None = None) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from squall import config, drivers
 from squall.errors import SquallError

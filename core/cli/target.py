@@ -36,11 +36,11 @@ def load_module(path: str) -> Any:
             raise TopologyError(f"cannot import {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        runner = lambda: spec.loader.exec_module(module)  # type: ignore[union-attr]  # noqa: E731
+        runner = lambda: spec.loader.exec_module(module)  # type: ignore[union-attr]
     else:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
-        runner = lambda: importlib.import_module(path)  # noqa: E731
+        runner = lambda: importlib.import_module(path)
     try:
         result = runner()
         return module if result is None else result

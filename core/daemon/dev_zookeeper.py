@@ -94,7 +94,6 @@ class DevZooKeeper:
         self.host = host
         self.port = int(port)
         self.startup_timeout = startup_timeout
-        self._fixed_port = bool(port)
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: Any = None
 
@@ -122,19 +121,20 @@ class DevZooKeeper:
             return self
         classpath = ensure_zookeeper_installed()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        attempts = 1 if self._fixed_port else 3
-        for attempt in range(attempts):
-            if not self._fixed_port and (self.port == 0 or attempt > 0):
+        pick = self.port == 0  # only the first start picks; a restart keeps the port clients know
+        for _attempt in range(3 if pick else 1):
+            if pick:
                 self.port = free_port(self.host)
             self._spawn(classpath)
             if self._wait_ready():
                 return self
             bind_failed = "Address already in use" in self._log_tail()
             self.stop()
-            if not bind_failed:
+            if not (pick and bind_failed):
                 break
-        raise StateError(f"ZooKeeper did not start on {self.hosts} within "
-                         f"{self.startup_timeout:g}s; log {self.log_file}:\n{self._log_tail()}")
+        raise StateError(f"ZooKeeper did not start on {self.hosts} (it exited, or did not serve "
+                         f"within {self.startup_timeout:g}s); log {self.log_file}:\n"
+                         f"{self._log_tail()}")
 
     def _spawn(self, classpath: str) -> None:
         cfg = self.data_dir / "zoo.cfg"

@@ -23,7 +23,7 @@ _perf = time.perf_counter
 class Executor:
     kind = "bolt"
 
-    def __init__(self, worker: "Worker", component_id: str, tasks: list[TaskState]) -> None:
+    def __init__(self, worker: Worker, component_id: str, tasks: list[TaskState]) -> None:
         self.worker = worker
         self.component_id = component_id
         self.tasks = tasks
@@ -47,7 +47,7 @@ class Executor:
 class BoltExecutor(Executor):
     kind = "bolt"
 
-    def __init__(self, worker: "Worker", component_id: str, tasks: list[TaskState]) -> None:
+    def __init__(self, worker: Worker, component_id: str, tasks: list[TaskState]) -> None:
         super().__init__(worker, component_id, tasks)
         bolt = tasks[0].instance
         cls = type(bolt)
@@ -65,8 +65,7 @@ class BoltExecutor(Executor):
             n = len(q)
             if not n:
                 continue
-            if n > batch:
-                n = batch
+            n = min(n, batch)
             t0 = _perf()
             if self.batch_mode:
                 self._run_batch(ts, [q.popleft() for _ in range(n)])
@@ -159,7 +158,7 @@ class BoltExecutor(Executor):
 class SpoutExecutor(Executor):
     kind = "spout"
 
-    def __init__(self, worker: "Worker", component_id: str, tasks: list[TaskState]) -> None:
+    def __init__(self, worker: Worker, component_id: str, tasks: list[TaskState]) -> None:
         super().__init__(worker, component_id, tasks)
         conf = tasks[0].conf
         self.max_pending = conf.get("topology.max.spout.pending") or 0
@@ -271,7 +270,7 @@ class AckerExecutor(Executor):
 
     kind = "acker"
 
-    def __init__(self, worker: "Worker", component_id: str, tasks: list[TaskState]) -> None:
+    def __init__(self, worker: Worker, component_id: str, tasks: list[TaskState]) -> None:
         super().__init__(worker, component_id, tasks)
         conf = tasks[0].conf
         self.timeout = float(conf.get("topology.message.timeout.secs", 30))

@@ -30,8 +30,17 @@ from array import array
 
 from squall.errors import TransportError
 
-__all__ = ["FrameError", "GarbageLog", "HEADER", "MAGIC", "VERSION", "MAX_MESSAGES", "decode", "encode",
-           "frame_length"]
+__all__ = [
+    "HEADER",
+    "MAGIC",
+    "MAX_MESSAGES",
+    "VERSION",
+    "FrameError",
+    "GarbageLog",
+    "decode",
+    "encode",
+    "frame_length",
+]
 
 MAGIC = 0xA7
 VERSION = 1

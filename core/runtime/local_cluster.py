@@ -71,7 +71,7 @@ class LocalCluster:
         self._lock = threading.RLock()
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from squall.errors import TransportError
 from squall.spi.transport import Connection, Message, Transport
@@ -29,7 +30,7 @@ __all__ = ["LocalTransport"]
 
 _Key = tuple[str, int]
 _REGISTRY_LOCK = threading.Lock()
-_INBOXES: dict[_Key, "_Inbox"] = {}
+_INBOXES: dict[_Key, _Inbox] = {}
 _PENDING: dict[_Key, collections.deque[list[Message]]] = {}
 _PENDING_COUNT: dict[_Key, int] = {}
 _PORTS = itertools.count(61000)

@@ -4,10 +4,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import msgpack
-
 from squall.errors import SerializationError
 from squall.spi.serializer import Serializer
 

@@ -60,7 +60,7 @@ def instantiate(spec: ComponentSpec, conf: dict[str, Any]) -> Any:
     return cls()
 
 
-def timers(worker: "Worker", now: float) -> None:
+def timers(worker: Worker, now: float) -> None:
     """Tick tuples and metrics buckets, from the worker's loop every few milliseconds."""
     state = worker.__dict__.setdefault("_timer_state", {})
     if now >= state.get("fold", 0.0):
@@ -90,7 +90,7 @@ def timers(worker: "Worker", now: float) -> None:
             _send_metrics(worker, consumers, bucket, state)
 
 
-def _send_metrics(worker: "Worker", consumers: list[str], bucket: float,
+def _send_metrics(worker: Worker, consumers: list[str], bucket: float,
                   state: dict[Any, Any]) -> None:
     now = time.monotonic()
     last = state.setdefault("metrics_last", {})
@@ -129,7 +129,7 @@ def _send_metrics(worker: "Worker", consumers: list[str], bucket: float,
                                              worker.source(ts.component_id, METRICS_STREAM)))
 
 
-def fold_stats(worker: "Worker") -> None:
+def fold_stats(worker: Worker) -> None:
     """Fold each executor's counters since the last fold into its windowed stats."""
     from squall.metrics.stats import WindowedStats
     stamp = time.time()
@@ -151,7 +151,7 @@ def fold_stats(worker: "Worker") -> None:
         ex.last_fold = cur  # type: ignore[attr-defined]
 
 
-def executor_stats(ex: "Executor", windows: bool = True) -> dict[str, Any]:
+def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
     """Counters of one executor, summed over its tasks (read from any thread)."""
     total: dict[str, Any] = {"component": ex.component_id, "kind": ex.kind,
                              "tasks": [ts.task for ts in ex.tasks]}

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from squall.api import groupings as g
 from squall.api.topology import Input
@@ -29,7 +30,7 @@ METRICS_STREAM = "__metrics"
 class Route:
     """One subscriber of one stream, as seen by one emitting task."""
 
-    __slots__ = ("one", "many", "direct", "targets", "component")
+    __slots__ = ("component", "direct", "many", "one", "targets")
 
     def __init__(self, component: str, grouping: Any, direct: bool, targets: list[int]) -> None:
         self.component = component
@@ -69,7 +70,7 @@ def make_grouping(inp: Input, source_fields: Sequence[str]) -> Any:
 class TaskState:
     """One task: its component instance, inbound queue, routes and counters."""
 
-    def __init__(self, worker: "Worker", component_id: str, task: int, instance: Any,
+    def __init__(self, worker: Worker, component_id: str, task: int, instance: Any,
                  conf: dict[str, Any]) -> None:
         self.worker = worker
         self.component_id = component_id
@@ -118,10 +119,9 @@ def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None
         if direct_task is None:
             raise TopologyError(f"component {owner!r}: stream {stream!r} is direct; emit with "
                                 "direct_task=")
-        if direct_task not in route.targets:
-            raise TopologyError(f"component {owner!r}: direct_task {direct_task} is not a task "
-                                f"of subscriber {route.component!r} ({route.targets})")
-        return (direct_task,)
+        # several components may subscribe to one direct stream: only the one owning
+        # direct_task gets the tuple (_emit_general checks that one does)
+        return (direct_task,) if direct_task in route.targets else ()
     if direct_task is not None:
         raise TopologyError(f"component {owner!r}: direct_task given on stream {stream!r}, "
                             "which is not declared direct=True")
@@ -247,6 +247,11 @@ def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: An
     if routes is None:
         raise TopologyError(f"component {ts.component_id!r} emitted on undeclared stream "
                             f"{stream!r}; declared: {', '.join(sorted(ts.routes)) or 'none'}")
+    if direct_task is not None and routes and routes[0].direct and not any(
+            direct_task in r.targets for r in routes):
+        raise TopologyError(f"component {ts.component_id!r}: direct_task {direct_task} is not "
+                            f"a task of a component subscribed to stream {stream!r} ("
+                            + ", ".join(f"{r.component}: {r.targets}" for r in routes) + ")")
     if values.__class__ is not tuple:
         values = tuple(values)
     worker = ts.worker

@@ -19,13 +19,12 @@ from squall import drivers
 from squall.api.context import TopologyContext
 from squall.api.topology import ACKER, Topology
 from squall.api.tuple import TICK_STREAM, Source, Tuple
-from squall.errors import SquallError, TransportError
 from squall.runtime import errors as error_log
 from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor
-from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, METRICS_STREAM, TaskState, make_emit
+from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
+from squall.runtime.transfer import Transfer
 
 log = logging.getLogger(__name__)
-CONTROL = 0          # destination "task" of worker-to-worker control entries
 
 
 class Worker:
@@ -65,28 +64,23 @@ class Worker:
         self.now = time.monotonic()
         self.throttled = False
         self._overloaded = False
-        self._remote_throttle: dict[str, bool] = {}
         self._sources: dict[tuple[str, str], Source] = {}
         self.tick_source = Source("__system", TICK_STREAM, ("freq",))
         self._sys = {s: Source("__system", s, ("root", "value", "task"))
                      for s in (ACK_INIT, ACK_ACK, ACK_FAIL)}
-        self._task_to_worker: dict[int, tuple[str, int]] = {}
-        self._outbox_of_task: dict[int, list[tuple[int, Tuple]]] = {}
-        self._outboxes: dict[tuple[str, int], list[tuple[int, Tuple]]] = {}
-        self._conns: dict[tuple[str, int], Any] = {}
-        self._inbox: deque[bytes] = deque()
         self._acks: dict[int, int] = {}
         self._commands: deque[Any] = deque()
         self._wake = threading.Event()
-        self._running = False
+        self.running = False
         self._alive = False
         self._loop_thread: threading.Thread | None = None
         self._recv_thread: threading.Thread | None = None
-        self._recv_conn: Any = None
         self.errors = error_log.ErrorLog(conf)
         self.start_time = time.time()
-        self._send_failures = 0
-        self._set_assignment(task_to_worker)
+        self.local_task_ids = [t for s, e in self.executor_ranges for t in range(s, e + 1)]
+        self.transfer = Transfer(self)
+        self.send_remote = self.transfer.send_remote
+        self.transfer.set_assignment(task_to_worker)
 
     # -- set-up ------------------------------------------------------------------------------
     def source(self, component: str, stream: str) -> Source:
@@ -100,13 +94,20 @@ class Worker:
             src = self._sources[key] = Source(component, stream, tuple(fields))
         return src
 
+    def system_source(self, stream: str) -> Source:
+        return self._sys[stream]
+
+    def wake(self) -> None:
+        """Wake the loop (from any thread)."""
+        self._wake.set()
+
     def start(self) -> None:
         """Build executors (``initialize`` every component), bind, connect, start the loop.
 
         Raises whatever a component's ``initialize`` raises (the worker is then not alive)."""
         from squall.runtime.system import instantiate
         topo = self.topology
-        local_tasks = [t for s, e in self.executor_ranges for t in range(s, e + 1)]
+        local_tasks = self.local_task_ids
         for start, end in self.executor_ranges:
             cid = topo.task_to_component[start]
             spec = topo.components[cid]
@@ -138,11 +139,10 @@ class Worker:
             for ts in ex.tasks:
                 if ex.kind != "acker":
                     ts.instance.initialize(ts.conf, ts.context)  # type: ignore[attr-defined]
-        self._running = True
+        self.running = True
         if self.transport is not None:
-            self._recv_conn = self.transport.bind(self.topology_id, self.port)
-            self.port = getattr(self._recv_conn, "port", self.port) or self.port
-            self._recv_thread = threading.Thread(target=self._recv_loop, daemon=True,
+            self.port = self.transfer.bind()
+            self._recv_thread = threading.Thread(target=self.transfer.recv_loop, daemon=True,
                                                  name=f"squall-recv-{self.port}")
             self._recv_thread.start()
         self._alive = True
@@ -182,17 +182,6 @@ class Worker:
             q.append(tup)
         else:
             self.send_remote(ts, task, tup)
-
-    def send_remote(self, ts: TaskState | None, task: int, tup: Tuple) -> None:
-        out = self._outbox_of_task.get(task)
-        if out is None:
-            self._undeliverable([(task, tup)], f"no worker is assigned task {task}")
-            return
-        out.append((task, tup))
-        if ts is not None:
-            ts.transferred += 1
-        if len(out) >= self.batch_size:
-            self._flush(self._task_to_worker[task], out)
 
     def ack_tuple(self, ts: TaskState, tup: Tuple) -> None:
         """Ack ``tup``: its XOR contribution is folded per root and sent to the acker once
@@ -268,7 +257,7 @@ class Worker:
         if not user and self.conf.get("topology.worker.die.on.error"):
             log.critical("component %s task %d failed and topology.worker.die.on.error is set; "
                          "the worker stops", ts.component_id, ts.task)
-            self._running = False
+            self.running = False
             self._alive = False
 
     def drain_errors(self) -> list[dict[str, Any]]:
@@ -280,30 +269,32 @@ class Worker:
         next_timer = 0.0
         monotonic = time.monotonic
         try:
-            while self._running:
+            transfer = self.transfer
+            inbox = transfer.inbox
+            while self.running:
                 self.now = now = monotonic()
                 while self._commands:
                     self._commands.popleft()()
-                if self._inbox:
-                    self._dispatch_inbox()
+                if inbox:
+                    transfer.dispatch_inbox()
                 done = 0
                 for ex in executors:
                     done += ex.run_once()
                     if self._acks:
                         self.flush_acks()
-                self._flush_all()
+                transfer.flush_all()
                 if now >= next_timer:
                     next_timer = now + 0.005
                     self._timers(now)
                 self._check_backpressure()
-                if not done and not self._inbox and not self._commands:
+                if not done and not inbox and not self._commands:
                     self._wake.wait(0.001)
                     self._wake.clear()
         except BaseException:
             log.exception("worker %s:%d loop died", self.topology_id, self.port)
             self._alive = False
         finally:
-            self._flush_all()
+            self.transfer.flush_all()
 
     def _timers(self, now: float) -> None:
         for ex in self.executors:
@@ -315,123 +306,16 @@ class Worker:
         if self._overloaded:
             if all(len(q) <= self.low for q in self.queues.values()):
                 self._overloaded = False
-                self._broadcast_throttle(False)
+                self.transfer.broadcast_throttle(False)
         elif any(len(q) > self.high for q in self.queues.values()):
             self._overloaded = True
-            self._broadcast_throttle(True)
-        self.throttled = self._overloaded or any(self._remote_throttle.values())
+            self.transfer.broadcast_throttle(True)
+        self.throttled = self._overloaded or any(self.transfer.remote_throttle.values())
 
-    def _broadcast_throttle(self, on: bool) -> None:
-        me = f"{self.host}:{self.port}"
-        for key in list(self._conns):
-            self._send_entries(key, [[CONTROL, "throttle", me, on]], [])
-
-    # -- remote transfer -----------------------------------------------------------------------
-    def _flush_all(self) -> None:
-        for key, out in self._outboxes.items():
-            if out:
-                self._flush(key, out)
-
-    def _flush(self, key: tuple[str, int], out: list[tuple[int, Tuple]]) -> None:
-        batch = out[:]
-        out.clear()
-        entries = [[task, t.task, t.src.stream, t.values, t.id, t.roots] for task, t in batch]
-        self._send_entries(key, entries, batch)
-
-    def _send_entries(self, key: tuple[str, int], entries: list[Any],
-                      batch: list[tuple[int, Tuple]]) -> None:
-        conn = self._conns.get(key)
-        try:
-            if conn is None:
-                conn = self._conns[key] = self.transport.connect(self.topology_id, *key)
-            conn.send([(0, self.serializer.dumps(entries))])
-        except SquallError as exc:
-            self._undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}")
-
-    def _undeliverable(self, batch: list[tuple[int, Tuple]], why: str) -> None:
-        """Tuples that cannot be delivered fail back to the acker, so spouts replay them."""
-        self._send_failures += 1
-        if self._send_failures == 1 or self._send_failures % 1000 == 0:
-            log.warning("%s; %d tuple(s) failed back for replay", why, len(batch))
-        for _, tup in batch:
-            if tup.roots and tup.src.stream not in self._sys:
-                roots = tup.roots
-                n = len(self.acker_tasks)
-                for r in roots:
-                    task = self.acker_tasks[r % n]
-                    if task in self.queues or task in self._outbox_of_task:
-                        self.deliver(None, task, Tuple((r, 0), 0, self._sys[ACK_FAIL]))  # type: ignore
-
-    def _recv_loop(self) -> None:
-        conn = self._recv_conn
-        while self._running:
-            try:
-                msgs = conn.recv(timeout=0.1)
-            except TransportError as exc:
-                log.warning("receive failed on port %d: %s", self.port, exc)
-                continue
-            except Exception:
-                if not self._running:
-                    return
-                log.exception("receive thread error on port %d", self.port)
-                continue
-            if msgs:
-                self._inbox.extend(payload for _, payload in msgs)
-                self._wake.set()
-
-    def _dispatch_inbox(self) -> None:
-        inbox = self._inbox
-        loads = self.serializer.loads
-        queues = self.queues
-        source = self.source
-        comp_of = self.topology.task_to_component
-        while inbox:
-            payload = inbox.popleft()
-            try:
-                entries = loads(payload)
-                for dest, src_task, stream, values, tid, roots in entries:
-                    if dest == CONTROL:
-                        self._control(src_task, stream, values)
-                        continue
-                    if roots is not None and roots.__class__ is list:
-                        roots = tuple(roots)
-                    tup = Tuple(tuple(values), src_task,
-                                source(comp_of.get(src_task, "__system"), stream), tid, roots)
-                    q = queues.get(dest)
-                    if q is not None:
-                        q.append(tup)
-                    else:
-                        self.send_remote(None, dest, tup)
-            except Exception as exc:
-                log.warning("worker %d dropped a malformed batch of %d bytes: %s", self.port,
-                            len(payload) if isinstance(payload, (bytes, bytearray)) else -1, exc)
-
-    def _control(self, kind: Any, who: Any, on: Any) -> None:
-        if kind == "throttle":
-            self._remote_throttle[str(who)] = bool(on)
-
-    # -- assignment ----------------------------------------------------------------------------
-    def _set_assignment(self, task_to_worker: dict[int, tuple[str, int]]) -> None:
-        me = (self.host, self.port)
-        self._task_to_worker = {int(t): (str(h), int(p)) for t, (h, p) in task_to_worker.items()}
-        mine = {t for s, e in self.executor_ranges for t in range(s, e + 1)}
-        keys = {w for t, w in self._task_to_worker.items() if t not in mine and w != me}
-        for key in keys:
-            self._outboxes.setdefault(key, [])
-        self._outbox_of_task = {t: self._outboxes[w] for t, w in self._task_to_worker.items()
-                                if w in keys and t not in mine}
-        for key in list(self._outboxes):
-            if key not in keys:
-                stale = self._outboxes.pop(key)
-                self._undeliverable(stale, f"worker {key[0]}:{key[1]} is no longer assigned")
-                conn = self._conns.pop(key, None)
-                if conn is not None:
-                    conn.close()
-                self._remote_throttle.pop(f"{key[0]}:{key[1]}", None)
-
+    # -- assignment ---------------------------------------------------------------------------
     def update_assignment(self, task_to_worker: dict[int, tuple[str, int]]) -> None:
         """Refresh links to remote workers (thread-safe; applied by the loop)."""
-        self._commands.append(lambda: self._set_assignment(task_to_worker))
+        self._commands.append(lambda: self.transfer.set_assignment(task_to_worker))
         self._wake.set()
 
     def activate(self) -> None:
@@ -444,7 +328,7 @@ class Worker:
 
     def _call(self, fn: Any, timeout: float = 10.0) -> None:
         """Run ``fn`` on the loop thread and wait for it (or run it here if no loop runs)."""
-        if not self._running or threading.current_thread() is self._loop_thread:
+        if not self.running or threading.current_thread() is self._loop_thread:
             fn()
             return
         done = threading.Event()
@@ -462,8 +346,7 @@ class Worker:
                    for ts in ex.tasks)
 
     def queued(self) -> int:
-        return sum(len(q) for q in self.queues.values()) + len(self._inbox) + sum(
-            len(o) for o in self._outboxes.values())
+        return sum(len(q) for q in self.queues.values()) + self.transfer.pending()
 
     def stats(self) -> dict[str, Any]:
         from squall.runtime.system import executor_stats
@@ -474,22 +357,15 @@ class Worker:
     # -- shutdown ------------------------------------------------------------------------------
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop spouts, flush and close links, stop the loop, clean up every component."""
-        if self._running:
+        if self.running:
             self.deactivate()
-        self._running = False
+        self.running = False
         self._wake.set()
         if self._loop_thread is not None:
             self._loop_thread.join(timeout)
         for ex in self.executors:
             ex.stop()
-        for conn in self._conns.values():
-            try:
-                conn.close()
-            except Exception:
-                log.debug("closing a connection failed", exc_info=True)
-        self._conns.clear()
-        if self._recv_conn is not None:
-            self._recv_conn.close()
+        self.transfer.close()
         if self._recv_thread is not None:
             self._recv_thread.join(timeout)
         self._alive = False

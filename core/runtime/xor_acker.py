@@ -9,7 +9,8 @@ two timeouts; the spout task fails them on its own timer.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from squall.spi.acker import Acker, Completion
 

@@ -44,7 +44,8 @@ from squall.scheduling.resources import Resources
 
 __all__ = [
     "Cluster", "ExecutorDetails", "Resources", "SchedulerAssignment", "SupervisorDetails",
-    "Topologies", "TopologyDetails", "TopologyStatus", "WorkerSlot", "details_from_topology", "split_tasks",
+    "Topologies", "TopologyDetails", "TopologyStatus", "WorkerSlot", "details_from_topology",
+    "split_tasks",
 ]
 
 log = logging.getLogger(__name__)

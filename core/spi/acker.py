@@ -9,7 +9,8 @@ completion ``(spout_task, ok)`` that the runtime sends back to the spout task on
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 Completion = tuple[int, bool]
 

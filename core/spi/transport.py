@@ -8,7 +8,8 @@ under ``squall.transport.<name>.``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 Message = tuple[int, bytes]
 
@@ -42,7 +43,7 @@ class Connection(ABC):
     def close(self) -> None:
         """Release the connection. Idempotent; pending sends get a short linger to flush."""
 
-    def __enter__(self) -> "Connection":
+    def __enter__(self) -> Connection:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -72,7 +73,7 @@ class Transport(ABC):
     def close(self) -> None:
         """Release shared resources (contexts, threads). Idempotent."""
 
-    def __enter__(self) -> "Transport":
+    def __enter__(self) -> Transport:
         return self
 
     def __exit__(self, *exc: object) -> None:

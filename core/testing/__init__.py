@@ -19,31 +19,19 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from squall.api.component import Spout
 from squall.api.topology import ComponentSpec, Topology
 from squall.errors import TopologyError
+from squall.testing.waiting import WaitTimeout, wait_until
 
-__all__ = ["CompletedTopology", "FixedTupleSpout", "complete_topology", "wait_until"]
+__all__ = ["CompletedTopology", "FixedTupleSpout", "WaitTimeout", "complete_topology", "wait_until"]
 
-_runs: dict[str, "_Run"] = {}
+_runs: dict[str, _Run] = {}
 _ids = itertools.count(1)
-
-
-def wait_until(condition: Any, timeout: float = 10.0, interval: float = 0.01,
-               message: str = "condition") -> Any:
-    """Poll ``condition()`` until it is truthy; raise TimeoutError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{message} not reached within {timeout} s")
-        time.sleep(interval)
 
 
 class _Run:

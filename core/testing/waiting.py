@@ -8,11 +8,16 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+class WaitTimeout(TimeoutError, AssertionError):
+    """A condition was not reached in time (an AssertionError too, for test reports)."""
+
+
 def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: float = 0.01,
                message: str | None = None) -> T:
     """Call ``condition`` until it returns something truthy and return that value.
 
-    Raises AssertionError (with ``message``) after ``timeout`` seconds. Never use a bare sleep
+    Raises :class:`WaitTimeout` (a TimeoutError and an AssertionError) with ``message`` after
+    ``timeout`` seconds. Never use a bare sleep
     to wait for another thread: poll the observable condition with this instead.
     """
     deadline = time.monotonic() + timeout
@@ -21,5 +26,5 @@ def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: floa
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(message or f"condition not met within {timeout:g}s")
+            raise WaitTimeout(message or f"condition not met within {timeout:g}s")
         time.sleep(interval)

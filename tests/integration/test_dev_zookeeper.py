@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from squall.daemon.dev_zookeeper import four_letter_word
+from squall.daemon.dev_zookeeper import DevZooKeeper, four_letter_word
+from squall.errors import StateError
 from squall.state.zookeeper import ZooKeeperStateStore
 
 pytestmark = pytest.mark.integration
@@ -40,3 +42,31 @@ def test_dev_zookeeper_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> No
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = DevZooKeeper(tmp_path / "zk", port=taken.getsockname()[1])
+        with pytest.raises(StateError, match="did not start") as info:
+            server.start()
+        assert "Address already in use" in str(info.value)
+        assert not server.is_running()
+
+
+def test_a_restarted_server_keeps_its_port_and_data(tmp_path: Path) -> None:
+    with DevZooKeeper(tmp_path / "zk") as server:
+        port = server.port
+        store = ZooKeeperStateStore(server.conf("/keep"))
+        store.start()
+        store.put("/kept", b"yes")
+        store.close()
+        server.stop()
+        assert not server.is_running()
+        server.start()
+        assert server.port == port
+        store = ZooKeeperStateStore(server.conf("/keep"))
+        store.start()
+        assert store.get("/kept") == b"yes"
+        store.close()

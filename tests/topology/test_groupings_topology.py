@@ -193,6 +193,7 @@ class DirectSpout(Spout):
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.targets = context.component_tasks("sink")
+        self.bad = context.component_tasks("bad")
         self.i = 0
 
     def next_tuple(self) -> None:
@@ -201,7 +202,11 @@ class DirectSpout(Spout):
                             need_task_ids=True)
             with LOCK:
                 RETURNED.append((self.i, got))
-            self.i += 1
+        elif self.i == 30:       # one tuple for the other subscriber of the direct stream
+            self.emit([self.i], direct_task=self.bad[0])
+        else:
+            return
+        self.i += 1
 
 
 class BadEmitter(Bolt):

@@ -1,0 +1,184 @@
+"""Moving tuples between workers: outbound batches, the receive thread, inbound dispatch.
+
+Tuples for a remote task join the outbox of that task's worker; an outbox is serialized once
+and handed to the transport when it is full or when the loop finishes an iteration. The wire
+form of a batch is a list of entries ``[dest_task, src_task, stream, values, id, roots]``;
+``dest_task == 0`` marks a worker-to-worker control entry (backpressure). Anything that cannot
+be delivered fails back to the acker so spouts replay it. Everything except :meth:`recv_loop`
+runs on the worker's loop thread.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from squall.api.tuple import Tuple
+from squall.errors import SquallError, TransportError
+from squall.runtime.tasks import ACK_FAIL, TaskState
+
+if TYPE_CHECKING:
+    from squall.runtime.worker import Worker
+
+log = logging.getLogger(__name__)
+CONTROL = 0          # destination "task" of worker-to-worker control entries
+Key = tuple[str, int]
+
+
+class Transfer:
+    def __init__(self, worker: "Worker") -> None:
+        self.worker = worker
+        self.transport = worker.transport
+        self.serializer = worker.serializer
+        self.batch_size = worker.batch_size
+        self.task_to_worker: dict[int, Key] = {}
+        self.outbox_of_task: dict[int, list[tuple[int, Tuple]]] = {}
+        self.outboxes: dict[Key, list[tuple[int, Tuple]]] = {}
+        self.conns: dict[Key, Any] = {}
+        self.inbox: deque[bytes] = deque()
+        self.remote_throttle: dict[str, bool] = {}
+        self.send_failures = 0
+        self.recv_conn: Any = None
+
+    # -- outbound ------------------------------------------------------------------------------
+    def send_remote(self, ts: TaskState | None, task: int, tup: Tuple) -> None:
+        out = self.outbox_of_task.get(task)
+        if out is None:
+            self.undeliverable([(task, tup)], f"no worker is assigned task {task}")
+            return
+        out.append((task, tup))
+        if ts is not None:
+            ts.transferred += 1
+        if len(out) >= self.batch_size:
+            self.flush(self.task_to_worker[task], out)
+
+    def flush_all(self) -> None:
+        for key, out in self.outboxes.items():
+            if out:
+                self.flush(key, out)
+
+    def pending(self) -> int:
+        return len(self.inbox) + sum(len(o) for o in self.outboxes.values())
+
+    def flush(self, key: Key, out: list[tuple[int, Tuple]]) -> None:
+        batch = out[:]
+        out.clear()
+        entries = [[task, t.task, t.src.stream, t.values, t.id, t.roots] for task, t in batch]
+        self.send_entries(key, entries, batch)
+
+    def send_entries(self, key: Key, entries: list[Any], batch: list[tuple[int, Tuple]]) -> None:
+        conn = self.conns.get(key)
+        try:
+            if conn is None:
+                conn = self.conns[key] = self.transport.connect(self.worker.topology_id, *key)
+            conn.send([(0, self.serializer.dumps(entries))])
+        except SquallError as exc:
+            self.undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}")
+
+    def undeliverable(self, batch: list[tuple[int, Tuple]], why: str) -> None:
+        """Fail tracked tuples back to their acker so the spouts replay them."""
+        self.send_failures += 1
+        if self.send_failures == 1 or self.send_failures % 1000 == 0:
+            log.warning("%s; %d tuple(s) failed back for replay", why, len(batch))
+        worker = self.worker
+        ackers = worker.acker_tasks
+        fail_src = worker.system_source(ACK_FAIL)
+        for _, tup in batch:
+            if not tup.roots or tup.src.stream.startswith("__ack"):
+                continue
+            for r in tup.roots:
+                task = ackers[r % len(ackers)]
+                if task in worker.queues or task in self.outbox_of_task:
+                    worker.deliver(None, task, Tuple((r, 0), 0, fail_src))  # type: ignore[arg-type]
+
+    def broadcast_throttle(self, on: bool) -> None:
+        me = f"{self.worker.host}:{self.worker.port}"
+        for key in list(self.conns):
+            self.send_entries(key, [[CONTROL, "throttle", me, on]], [])
+
+    # -- inbound -------------------------------------------------------------------------------
+    def bind(self) -> int:
+        worker = self.worker
+        self.recv_conn = self.transport.bind(worker.topology_id, worker.port)
+        return getattr(self.recv_conn, "port", worker.port) or worker.port
+
+    def recv_loop(self) -> None:
+        """The receive thread: waits on the transport, hands raw batches to the loop."""
+        worker = self.worker
+        conn = self.recv_conn
+        while worker.running:
+            try:
+                msgs = conn.recv(timeout=0.1)
+            except TransportError as exc:
+                log.warning("receive failed on port %d: %s", worker.port, exc)
+                continue
+            except Exception:
+                if not worker.running:
+                    return
+                log.exception("receive thread error on port %d", worker.port)
+                continue
+            if msgs:
+                self.inbox.extend(payload for _, payload in msgs)
+                worker.wake()
+
+    def dispatch_inbox(self) -> None:
+        inbox = self.inbox
+        loads = self.serializer.loads
+        worker = self.worker
+        queues = worker.queues
+        source = worker.source
+        comp_of = worker.topology.task_to_component
+        while inbox:
+            payload = inbox.popleft()
+            try:
+                entries = loads(payload)
+                for dest, src_task, stream, values, tid, roots in entries:
+                    if dest == CONTROL:
+                        self.control(src_task, stream, values)
+                        continue
+                    if roots is not None and roots.__class__ is list:
+                        roots = tuple(roots)
+                    tup = Tuple(tuple(values), src_task,
+                                source(comp_of.get(src_task, "__system"), stream), tid, roots)
+                    q = queues.get(dest)
+                    if q is not None:
+                        q.append(tup)
+                    else:
+                        self.send_remote(None, dest, tup)
+            except Exception as exc:
+                log.warning("worker %d dropped a malformed batch of %d bytes: %s", worker.port,
+                            len(payload) if isinstance(payload, (bytes, bytearray)) else -1, exc)
+
+    def control(self, kind: Any, who: Any, on: Any) -> None:
+        if kind == "throttle":
+            self.remote_throttle[str(who)] = bool(on)
+
+    # -- assignment ----------------------------------------------------------------------------
+    def set_assignment(self, task_to_worker: dict[int, tuple[str, int]]) -> None:
+        worker = self.worker
+        me = (worker.host, worker.port)
+        self.task_to_worker = {int(t): (str(h), int(p)) for t, (h, p) in task_to_worker.items()}
+        mine = set(worker.local_task_ids)
+        keys = {w for t, w in self.task_to_worker.items() if t not in mine and w != me}
+        for key in keys:
+            self.outboxes.setdefault(key, [])
+        self.outbox_of_task = {t: self.outboxes[w] for t, w in self.task_to_worker.items()
+                               if w in keys and t not in mine}
+        for key in list(self.outboxes):
+            if key not in keys:
+                stale = self.outboxes.pop(key)
+                self.undeliverable(stale, f"worker {key[0]}:{key[1]} is no longer assigned")
+                conn = self.conns.pop(key, None)
+                if conn is not None:
+                    conn.close()
+                self.remote_throttle.pop(f"{key[0]}:{key[1]}", None)
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            try:
+                conn.close()
+            except Exception:
+                log.debug("closing a connection failed", exc_info=True)
+        self.conns.clear()
+        if self.recv_conn is not None:
+            self.recv_conn.close()

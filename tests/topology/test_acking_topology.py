@@ -1,0 +1,378 @@
+"""Guaranteed processing end to end: acks, fails, anchoring, timeouts, replay, max pending."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder
+from squall.testing import complete_topology, wait_until
+
+LOCK = threading.Lock()
+COUNTS: Counter[str] = Counter()
+ACKED: list[Any] = []
+FAILED: list[Any] = []
+EMITTED: list[Any] = []
+HELD: list[Any] = []
+NOTES: dict[str, Any] = {}
+RELEASE = threading.Event()
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    for x in (COUNTS, ACKED, FAILED, EMITTED, HELD, NOTES):
+        x.clear()
+    RELEASE.clear()
+
+
+class Lines(Spout):
+    outputs = ["line"]
+
+
+class Split(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        for word in tup["line"].split():
+            self.emit([word])
+
+
+class Count(Bolt):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            COUNTS[tup["word"]] += 1
+
+
+class FailSome(Bolt):
+    """Fails every tuple whose word starts with 'bad' (explicitly)."""
+
+    def process(self, tup: Any) -> None:
+        if tup["word"].startswith("bad"):
+            self.fail(tup)
+
+
+def wordcount(fail_bad: bool = False) -> Any:
+    b = TopologyBuilder()
+    b.set_spout("lines", Lines, 2)
+    b.set_bolt("split", Split, 2).shuffle_grouping("lines")
+    b.set_bolt("count", Count, 3).fields_grouping("split", ["word"])
+    if fail_bad:
+        b.set_bolt("check", FailSome, 2).shuffle_grouping("split")
+    return b.create_topology()
+
+
+def test_every_tree_acked_and_counts_exact() -> None:
+    lines = [["the cow jumped over the moon"], ["the man went to the store"]] * 20
+    result = complete_topology(wordcount(), {"lines": lines})
+    assert result.acked == set(range(40)) and result.failed == set()
+    assert COUNTS["the"] == 80 and COUNTS["cow"] == 20 and sum(COUNTS.values()) == 240
+    assert sorted(result.tuples("split")) == sorted(
+        (w,) for line in lines for w in line[0].split())
+
+
+def test_explicit_fail_fails_the_spout_tuple() -> None:
+    lines = [["good words only"], ["one bad word"], ["fine"], ["bad badder"]]
+    result = complete_topology(wordcount(fail_bad=True), {"lines": lines})
+    assert result.failed == {1, 3} and result.acked == {0, 2}
+
+
+class Recorder(Spout):
+    """Emits ``squall.test.n`` tuples (ids 0..n-1) once each; records acks and fails."""
+
+    outputs = [Stream(["n"]), Stream(["cmd"], name="control")]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.n = int(conf.get("squall.test.n", 10))
+        self.i = 0
+        self.released = False
+
+    def next_tuple(self) -> None:
+        if self.i < self.n:
+            self.emit([self.i], tup_id=self.i)
+            with LOCK:
+                EMITTED.append((self.i, time.monotonic()))
+            self.i += 1
+        elif RELEASE.is_set() and not self.released:
+            self.released = True
+            self.emit(["release"], "control")
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append((tup_id, time.monotonic()))
+
+
+class Batcher(Bolt):
+    """auto_ack off: holds tuples and acks them all when the release command comes."""
+
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.held: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        if tup.stream == "control":
+            NOTES["acked_before_release"] = len(ACKED)
+            for t in self.held:
+                self.ack(t)
+            self.held = []
+            return
+        self.held.append(tup)
+        with LOCK:
+            HELD.append(tup["n"])
+
+
+def submit(cluster: LocalCluster, name: str, builder: TopologyBuilder,
+           conf: dict[str, Any] | None = None) -> None:
+    cluster.submit_topology(name, conf or {}, builder.create_topology())
+
+
+def test_explicit_ack_with_auto_ack_off(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": 20})
+    b.set_bolt("batcher", Batcher).shuffle_grouping("spout").all_grouping("spout", "control")
+    submit(cluster, "explicit", b)
+    wait_until(lambda: len(HELD) == 20)
+    assert ACKED == []                     # held tuples complete nothing
+    RELEASE.set()
+    wait_until(lambda: len(ACKED) == 20)
+    assert sorted(ACKED) == list(range(20)) and FAILED == []
+    assert NOTES["acked_before_release"] == 0
+
+
+class Forward(Bolt):
+    outputs = ["n"]
+
+    def process(self, tup: Any) -> None:
+        self.emit(list(tup.values))
+
+
+class Unanchored(Forward):
+    auto_anchor = False
+
+
+class FailAll(Bolt):
+    def process(self, tup: Any) -> None:
+        raise ValueError(f"cannot handle {tup.values}")
+
+
+@pytest.mark.parametrize("forward, acked", [(Forward, False), (Unanchored, True)])
+def test_auto_anchor(cluster: LocalCluster, forward: type, acked: bool) -> None:
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": 10})
+    b.set_bolt("forward", forward).shuffle_grouping("spout")
+    b.set_bolt("fail", FailAll).shuffle_grouping("forward")
+    submit(cluster, "anchor", b)
+    wait_until(lambda: len(ACKED) + len(FAILED) == 10)
+    if acked:       # the downstream failure does not reach an unanchored tree
+        assert sorted(ACKED) == list(range(10))
+    else:
+        assert sorted(i for i, _ in FAILED) == list(range(10))
+
+
+class Sides(Spout):
+    """Emits ('left', k) and ('right', k) for k < 6; ids are (side, k)."""
+
+    outputs = [Stream(["side", "key"]), Stream(["cmd"], name="control")]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = [(s, k) for k in range(6) for s in ("left", "right")]
+        self.released = False
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            side, key = self.todo.pop(0)
+            self.emit([side, key], tup_id=f"{side}-{key}")
+        elif RELEASE.is_set() and not self.released:
+            self.released = True
+            self.emit(["release"], "control")
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class Join(Bolt):
+    """Joins the left and right tuple of a key, anchored to both, then acks both."""
+
+    outputs = ["key"]
+    auto_ack = False
+    auto_anchor = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.waiting: dict[int, Any] = {}
+
+    def process(self, tup: Any) -> None:
+        other = self.waiting.pop(tup["key"], None)
+        if other is None:
+            self.waiting[tup["key"]] = tup
+            return
+        self.emit([tup["key"]], anchors=[other, tup])
+        self.ack(other)
+        self.ack(tup)
+
+
+class Hold(Bolt):
+    """Holds joined tuples; on release acks even keys and fails odd ones."""
+
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.held: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        if tup.stream == "control":
+            for t in self.held:
+                (self.ack if t["key"] % 2 == 0 else self.fail)(t)
+            return
+        self.held.append(tup)
+        with LOCK:
+            HELD.append(tup["key"])
+
+
+def test_multiple_anchors_join(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("sides", Sides)
+    b.set_bolt("join", Join, 2).fields_grouping("sides", ["key"])
+    b.set_bolt("hold", Hold).shuffle_grouping("join").all_grouping("sides", "control")
+    submit(cluster, "join", b)
+    wait_until(lambda: len(HELD) == 6)
+    # both inputs of every join were acked by the join bolt, yet no tree is complete:
+    # each still waits for the joined tuple anchored to it
+    assert ACKED == [] and FAILED == []
+    RELEASE.set()
+    wait_until(lambda: len(ACKED) + len(FAILED) == 12)
+    assert sorted(ACKED) == sorted(f"{s}-{k}" for k in (0, 2, 4) for s in ("left", "right"))
+    assert sorted(FAILED) == sorted(f"{s}-{k}" for k in (1, 3, 5) for s in ("left", "right"))
+
+
+class Never(Bolt):
+    auto_ack = False
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            HELD.append(tup["n"])
+
+
+def test_message_timeout_fails_between_t_and_2t(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": 3})
+    b.set_bolt("never", Never).shuffle_grouping("spout")
+    submit(cluster, "timeout", b, {"topology.message.timeout.secs": 1})
+    wait_until(lambda: len(FAILED) == 3, timeout=6)
+    emitted = dict(EMITTED)
+    for tup_id, at in FAILED:
+        waited = at - emitted[tup_id]
+        assert 1.0 <= waited <= 2.0 + 0.5, f"tuple {tup_id} failed after {waited:.2f}s"
+    assert ACKED == [] and sorted(HELD) == [0, 1, 2]
+
+
+class Replayer(Spout):
+    """Re-emits a failed id until it is acked."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(range(40))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            n = self.todo.pop(0)
+            self.emit([n], tup_id=n)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+        self.todo.append(tup_id)
+
+
+class Flaky(Bolt):
+    """Fails the first two attempts of every id divisible by 3."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.seen: Counter[int] = Counter()
+
+    def process(self, tup: Any) -> None:
+        n = tup["n"]
+        self.seen[n] += 1
+        if n % 3 == 0 and self.seen[n] <= 2:
+            raise RuntimeError(f"flaky on {n}")
+
+
+def test_replay_until_acked(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("spout", Replayer)
+    b.set_bolt("flaky", Flaky, 2).fields_grouping("spout", ["n"])
+    submit(cluster, "replay", b)
+    wait_until(lambda: len(ACKED) == 40)
+    assert sorted(ACKED) == list(range(40))
+    assert Counter(FAILED) == {n: 2 for n in range(0, 40, 3)}
+
+
+class Counted(Spout):
+    """Tracks its own in-flight count and records the highest it saw."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = self.in_flight = 0
+        NOTES["max"] = 0
+
+    def next_tuple(self) -> None:
+        if self.i < 60:
+            self.emit([self.i], tup_id=self.i)
+            self.i += 1
+            self.in_flight += 1
+            NOTES["max"] = max(NOTES["max"], self.in_flight)
+
+    def ack(self, tup_id: Any) -> None:
+        self.in_flight -= 1
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        self.in_flight -= 1
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class HoldFive(Bolt):
+    """Holds tuples and acks them five at a time: the spout must wait for the acks."""
+
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.held: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        self.held.append(tup)
+        if len(self.held) == 5:
+            for t in self.held:
+                self.ack(t)
+            self.held = []
+
+
+@pytest.mark.parametrize("where", ["topology", "component"])
+def test_max_spout_pending(cluster: LocalCluster, where: str) -> None:
+    b = TopologyBuilder()
+    config = {"topology.max.spout.pending": 5} if where == "component" else None
+    b.set_spout("spout", Counted, config=config)
+    b.set_bolt("hold", HoldFive).shuffle_grouping("spout")
+    conf = {"topology.max.spout.pending": 5} if where == "topology" else {}
+    submit(cluster, "pending", b, conf)
+    wait_until(lambda: len(ACKED) == 60)
+    assert NOTES["max"] == 5 and FAILED == []

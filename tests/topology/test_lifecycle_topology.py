@@ -1,0 +1,275 @@
+"""Ticks, errors, process_batch, activation, rebalance and config precedence in LocalCluster."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall.testing import complete_topology, wait_until
+
+LOCK = threading.Lock()
+EVENTS: list[Any] = []
+TICKS: list[tuple[str, float, bool]] = []
+PROCESSED: list[Any] = []
+ACKED: list[Any] = []
+FAILED: list[Any] = []
+CONFS: dict[str, dict[str, Any]] = {}
+CALLS: Counter[str] = Counter()
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    for x in (EVENTS, TICKS, PROCESSED, ACKED, FAILED, CONFS, CALLS):
+        x.clear()
+
+
+class Numbers(Spout):
+    """Emits 0, 1, 2, ... (ids = values) up to ``app.n`` (default: forever)."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.limit = conf.get("app.n")
+        self.i = 0
+        CONFS[context.component_id] = dict(conf)
+
+    def next_tuple(self) -> None:
+        CALLS["next_tuple"] += 1
+        if self.limit is None or self.i < self.limit:
+            self.emit([self.i], tup_id=self.i)
+            self.i += 1
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+    def activate(self) -> None:
+        with LOCK:
+            EVENTS.append("activate")
+
+    def deactivate(self) -> None:
+        with LOCK:
+            EVENTS.append("deactivate")
+
+
+class Ticking(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.cid = context.component_id
+
+    def process(self, tup: Any) -> None:
+        assert not tup.is_tick
+        with LOCK:
+            PROCESSED.append((self.cid, tup["n"]))
+
+    def process_tick(self, tup: Any) -> None:
+        with LOCK:
+            TICKS.append((self.cid, time.monotonic(), tup.is_tick))
+
+
+def test_ticks_at_configured_frequency(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 5})
+    b.set_bolt("ticked", Ticking, config={"topology.tick.tuple.freq.secs": 1}
+               ).shuffle_grouping("numbers")
+    b.set_bolt("plain", Ticking).shuffle_grouping("numbers")
+    start = time.monotonic()
+    cluster.submit_topology("ticks", {}, b.create_topology())
+    wait_until(lambda: len(TICKS) >= 2, timeout=5)
+    times = [t for cid, t, _ in TICKS]
+    assert all(cid == "ticked" and is_tick for cid, _, is_tick in TICKS)
+    assert 0.8 <= times[0] - start <= 1.6
+    assert 0.8 <= times[1] - times[0] <= 1.3
+    assert sorted(n for cid, n in PROCESSED if cid == "ticked") == list(range(5))
+
+
+class Picky(Bolt):
+    """Raises on multiples of 4; processes the rest."""
+
+    def process(self, tup: Any) -> None:
+        if tup["n"] % 4 == 0:
+            raise ValueError(f"no multiples of four: {tup['n']}")
+        with LOCK:
+            PROCESSED.append(tup["n"])
+
+
+def test_exception_fails_tuple_reports_error_and_executor_goes_on(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 20})
+    b.set_bolt("picky", Picky).shuffle_grouping("numbers")
+    cluster.submit_topology("errors", {}, b.create_topology())
+    wait_until(lambda: len(ACKED) + len(FAILED) == 20)
+    assert sorted(FAILED) == list(range(0, 20, 4))
+    assert sorted(ACKED) == sorted(PROCESSED) == [n for n in range(20) if n % 4]
+    info = cluster.get_topology_info("errors")
+    errors = info["errors"]["picky"]
+    assert 1 <= len(errors) <= 10
+    assert "ValueError: no multiples of four" in errors[-1]["error"]
+    assert errors[-1]["component"] == "picky"
+    assert info["components"]["picky"]["failed"] == 5
+    assert all(w.is_alive() for w in cluster.workers("errors"))
+
+
+def test_die_on_error_stops_the_worker(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 20})
+    b.set_bolt("picky", Picky).shuffle_grouping("numbers")
+    cluster.submit_topology("die", {"topology.worker.die.on.error": True}, b.create_topology())
+    worker = cluster.workers("die")[0]
+    wait_until(lambda: not worker.is_alive(), timeout=5)
+    assert "ValueError" in cluster.get_topology_info("die")["errors"]["picky"][0]["error"]
+
+
+class Batch(Bolt):
+    """process_batch: raises for a batch holding 'boom'; forwards the rest anchored."""
+
+    outputs = ["n", "word"]
+
+    def process_batch(self, tuples: list[Any]) -> None:
+        words = [t["word"] for t in tuples]
+        with LOCK:
+            EVENTS.append(("batch", [t["n"] for t in tuples], "boom" in words))
+        if "boom" in words:
+            raise RuntimeError("boom in batch")
+        for t in tuples:
+            self.emit(list(t.values), anchors=[t])
+            self.emit(list(t.values))                      # unanchored copy
+
+
+class FailWords(Bolt):
+    def process(self, tup: Any) -> None:
+        if tup["word"] == "fail":
+            self.fail(tup)
+
+
+class Lines(Spout):
+    outputs = ["n", "word"]
+
+
+def test_process_batch_acks_per_tuple_and_fails_all_when_it_raises() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", Lines)
+    b.set_bolt("batch", Batch).shuffle_grouping("src")
+    b.set_bolt("check", FailWords).shuffle_grouping("batch")
+    words = ["ok", "fail", "ok", "boom", "ok"] * 40
+    rows = [[i, w] for i, w in enumerate(words)]
+    result = complete_topology(b.create_topology(), {"src": rows},
+                               conf={"topology.transfer.batch.size": 7})
+    batches = [e for e in EVENTS if e[0] == "batch"]
+    assert sorted(n for _, ns, _ in batches for n in ns) == list(range(200))
+    assert max(len(ns) for _, ns, _ in batches) <= 7
+    in_raising = {n for _, ns, raised in batches if raised for n in ns}
+    failed_downstream = {i for i, w in enumerate(words) if w == "fail"} - in_raising
+    assert result.failed == in_raising | failed_downstream
+    assert result.acked == set(range(200)) - result.failed
+    assert len(result.tuples("batch")) == 2 * (200 - len(in_raising))
+
+
+def test_deactivate_and_activate(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("ticked", Ticking).shuffle_grouping("numbers")
+    cluster.submit_topology("act", {}, b.create_topology())
+    wait_until(lambda: EVENTS == ["activate"] and len(ACKED) > 50)
+    cluster.deactivate("act")
+    assert EVENTS == ["activate", "deactivate"]
+    calls = CALLS["next_tuple"]
+    for _ in range(3):            # round trips through the worker loop, which keeps running
+        cluster.deactivate("act")
+        cluster.get_topology_info("act")
+    assert CALLS["next_tuple"] == calls
+    assert cluster.get_topology_info("act")["status"] == "inactive"
+    cluster.activate("act")
+    assert EVENTS == ["activate", "deactivate", "activate"]
+    wait_until(lambda: CALLS["next_tuple"] > calls + 50)
+
+
+class Idle(Spout):
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        CALLS["idle"] += 1
+
+
+def test_idle_spout_keeps_being_called(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("idle", Idle)
+    cluster.submit_topology("idle", {}, b.create_topology())
+    wait_until(lambda: CALLS["idle"] > 30, timeout=5)
+
+
+class Tracked(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.task_id
+        with LOCK:
+            EVENTS.append(("init", self.task))
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            PROCESSED.append(self.task)
+
+    def cleanup(self) -> None:
+        with LOCK:
+            EVENTS.append(("cleanup", self.task))
+
+
+def test_rebalance_changes_executors_not_task_ids(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("tracked", Tracked, parallelism=1).set_num_tasks(4).shuffle_grouping("numbers")
+    topo = b.create_topology()
+    cluster.submit_topology("reb", {}, topo)
+    tasks = cluster.get_topology("reb").tasks("tracked")
+    assert tasks == topo.tasks("tracked") and len(tasks) == 4
+    assert cluster.get_topology_info("reb")["components"]["tracked"]["executors"] == 1
+    wait_until(lambda: len(set(PROCESSED)) == 4)
+    cluster.rebalance("reb", executors={"tracked": 3}, wait=1)
+    info = cluster.get_topology_info("reb")
+    assert info["components"]["tracked"]["executors"] == 3
+    assert info["components"]["tracked"]["tasks"] == 4
+    assert cluster.get_topology("reb").tasks("tracked") == tasks
+    assert sorted(len(range(s, e + 1)) for s, e in cluster.get_topology("reb")
+                  .executors("tracked")) == [1, 1, 2]
+    for task in tasks:        # each old instance stopped before its replacement started
+        mine = [e[0] for e in EVENTS if e[1] == task]
+        assert mine == ["init", "cleanup", "init"], (task, mine)
+    count = len(PROCESSED)
+    wait_until(lambda: len(PROCESSED) > count + 100)       # and tuples flow again
+    with pytest.raises(Exception, match="nope"):
+        cluster.rebalance("reb", executors={"nope": 2})
+
+
+class ShowConf(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        CONFS[context.component_id] = dict(conf)
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def test_config_precedence() -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 1})
+    b.set_bolt("own", ShowConf, config={"app.k": "component", "app.c": "component"}
+               ).shuffle_grouping("numbers").add_config("app.added", 1)
+    b.set_bolt("other", ShowConf).shuffle_grouping("numbers")
+    topo = b.create_topology({"app.k": "topology-built", "app.t": "topology-built"})
+    with LocalCluster({"app.k": "cluster", "app.cl": "cluster"}) as cluster:
+        cluster.submit_topology("conf", {"app.k": "submitted", "app.c": "submitted",
+                                         "squall.cli.overrides": {"app.cli": "cli",
+                                                                  "app.c": "cli"}}, topo)
+        wait_until(lambda: {"own", "other", "numbers"} <= set(CONFS))
+    own, other = CONFS["own"], CONFS["other"]
+    assert own["app.k"] == "component" and own["app.added"] == 1
+    assert own["app.c"] == "cli" and other["app.c"] == "cli"       # -c beats everything
+    assert other["app.k"] == "submitted" and "app.added" not in other
+    assert other["app.t"] == "topology-built" and other["app.cl"] == "cluster"
+    assert own["topology.name"] == "conf" and own["topology.message.timeout.secs"] == 30
+    assert CONFS["numbers"]["app.n"] == 1 and "app.n" not in other
