@@ -93,8 +93,10 @@ class Transfer:
 
     def broadcast_throttle(self, on: bool) -> None:
         me = f"{self.worker.host}:{self.worker.port}"
-        for key in list(self.conns):
-            self.send_entries(key, [[CONTROL, "throttle", me, on]], [])
+        # every other worker of the topology (not only those we have sent to so far), in the
+        # six-element entry shape dispatch_inbox unpacks
+        for key in list(self.outboxes):
+            self.send_entries(key, [[CONTROL, "throttle", me, on, None, None]], [])
 
     # -- inbound -------------------------------------------------------------------------------
     def bind(self) -> int:

@@ -277,6 +277,7 @@ class Worker:
                     self._commands.popleft()()
                 if inbox:
                     transfer.dispatch_inbox()
+                    self._check_backpressure()     # tell senders before a slow batch runs
                 done = 0
                 for ex in executors:
                     done += ex.run_once()

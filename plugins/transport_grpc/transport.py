@@ -82,7 +82,8 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
                 self._cond.wait_for(lambda: self._frames or self._closed, timeout)
             if self._closed or not self._frames:
                 return []
-            taken, self._frames = self._frames, collections.deque()
+            taken = list(self._frames)
+            self._frames.clear()
             self._cond.notify_all()      # wake stream threads waiting for room
         out: list[Message] = []
         for frame, peer in taken:
@@ -164,12 +165,14 @@ class GrpcSender(Connection):
     def close(self) -> None:
         if self._closed.is_set():
             return
+        pending = not self._queue.empty()
         self._closed.set()
         try:
             self._queue.put_nowait(_STOP)
         except queue.Full:
             pass
-        self._thread.join(self._linger)   # let queued batches flush for a short linger
+        # queued batches get a short linger to flush; an idle stream just ends
+        self._thread.join(self._linger if pending else 0.2)
         self._channel.close()
 
 

@@ -2,7 +2,8 @@
 (squall.testing.contracts.serializer / acker / grouping)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 

@@ -1,7 +1,8 @@
 """Fixtures for topology tests: a LocalCluster stopped after each test."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pytest
 

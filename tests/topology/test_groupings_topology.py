@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 import pytest

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import itertools
 import random
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 

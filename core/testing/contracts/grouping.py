@@ -24,7 +24,8 @@ asked ``choose_tasks(emitting_task, values)`` per tuple (see :class:`squall.Grou
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import pytest
 

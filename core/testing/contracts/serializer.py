@@ -25,7 +25,8 @@ The checks use only ``dumps`` / ``loads`` (see :class:`squall.Serializer`):
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 
@@ -55,7 +56,7 @@ def _same(a: Any, b: Any) -> bool:
     """Equal with the same types (True != 1 here, b"x" != "x"), floats bit-for-bit."""
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(
-            _same(x, y) for x, y in zip(a, b))
+            _same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if type(a) is not type(b):
@@ -110,7 +111,7 @@ class SerializerContract:
         assert isinstance(got, (list, tuple)) and list(got) == ["the", "cow", 7]
 
     def test_runtime_batch_of_10k(self, ser: Serializer) -> None:
-        batch = [[i % 7 + 1, 3, "default" if i % 3 else "words", ["word%d" % i, i, i * 0.5],
+        batch = [[i % 7 + 1, 3, "default" if i % 3 else "words", [f"word{i}", i, i * 0.5],
                   (i * 2654435761) % 2**64, [(i * 40503) % 2**64]] for i in range(10_000)]
         got = self.roundtrip(ser, batch)
         assert len(got) == len(batch)

@@ -1,7 +1,8 @@
 """TopologyBuilder validation: every mistake is one TopologyError naming what is wrong."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import pytest
 

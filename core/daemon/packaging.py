@@ -1,0 +1,181 @@
+"""Topology code packages: what ``squall submit`` ships and what a worker runs from.
+
+Submitting: :func:`prepare_submission` resolves ``TARGET`` (``path/to/file.py:attr`` or
+``package.module:attr``, a Topology or a function returning one) with clear one-line errors,
+and :func:`zip_code_dir` zips the code directory: the directory holding the file, or for a
+dotted module the directory of its top-level package (stored under the package's name), or the
+directory holding a top-level single-file module. Left out: ``__pycache__``, ``.venv`` /
+``venv``, hidden files and directories, ``*.pyc`` / ``*.pyo``.
+
+Storing and running: a topology's directory (``nimbus/stormdist/<id>/`` on nimbus,
+``supervisor/stormdist/<id>/`` on a supervisor) holds :data:`CONF_FILE` (the topology conf),
+:data:`TOPOLOGY_FILE` (``Topology.to_json()`` with its system components) and :data:`CODE_FILE`
+(the zip); :func:`extract_code` unpacks the zip into :data:`CODE_DIR` next to them and
+:func:`load_topology` puts that directory first on ``sys.path`` and resolves the component
+classes from it. Only JSON and a zip travel; nothing is unpickled.
+
+Everything here blocks on the file system only; raises :class:`~squall.errors.TopologyError`
+for a bad target or package.
+"""
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import shutil
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from squall.errors import SquallError, TopologyError
+
+CONF_FILE = "stormconf.json"
+TOPOLOGY_FILE = "stormtopology.json"
+CODE_FILE = "stormcode.zip"
+CODE_DIR = "code"
+PACKAGE_FILES = (CODE_FILE, CONF_FILE, TOPOLOGY_FILE)
+SKIP_DIRS = {"__pycache__", ".venv", "venv", "node_modules"}
+SKIP_SUFFIXES = (".pyc", ".pyo")
+#: refuse to build packages larger than this (a venv or data set in the code dir, usually)
+MAX_PACKAGE_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class Submission:
+    """A loaded target: the topology and the directory to ship (zip entries are relative to
+    ``code_dir``; ``prefix`` is prepended to each, e.g. a package's name)."""
+
+    topology: Any
+    code_dir: Path
+    prefix: str
+    default_name: str
+
+
+def _code_location(path: str) -> tuple[Path, str]:
+    """(directory to zip, arcname prefix) for the module part of a target."""
+    if path.endswith(".py") or "/" in path or os.sep in path:
+        file = Path(path)
+        if not file.is_file():
+            raise TopologyError(f"no such file: {path}")
+        return file.resolve().parent, ""
+    top = path.split(".")[0]
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError) as exc:
+        raise TopologyError(f"cannot import {path}: {exc}") from exc
+    if spec is None:
+        raise TopologyError(f"cannot import {path}: no module named {top!r}")
+    if spec.submodule_search_locations:            # a package: ship it under its own name
+        return Path(list(spec.submodule_search_locations)[0]).resolve(), top
+    if spec.origin is None or not os.path.isfile(spec.origin):
+        raise TopologyError(f"module {top!r} has no source file to ship")
+    return Path(spec.origin).resolve().parent, ""
+
+
+def prepare_submission(target: str) -> Submission:
+    """Load ``target`` and find its code directory (see the module docstring)."""
+    from squall.cli.target import load_target, split_target
+
+    path, attr = split_target(target)
+    code_dir, prefix = _code_location(path)
+    topology = load_target(target)
+    return Submission(topology, code_dir, prefix, attr)
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith(".") or name in SKIP_DIRS
+
+
+def iter_code_files(code_dir: Path) -> list[Path]:
+    """Files of ``code_dir`` that go into the package, sorted."""
+    out = []
+    for root, dirs, files in os.walk(code_dir):
+        dirs[:] = sorted(d for d in dirs if not _skipped(d)
+                         and not os.path.exists(os.path.join(root, d, "pyvenv.cfg")))
+        for name in sorted(files):
+            if _skipped(name) or name.endswith(SKIP_SUFFIXES):
+                continue
+            out.append(Path(root) / name)
+    return out
+
+
+def zip_code_dir(code_dir: str | os.PathLike[str], prefix: str = "") -> bytes:
+    """The zip of ``code_dir`` (entries under ``prefix/`` when given)."""
+    code_dir = Path(code_dir)
+    buf = io.BytesIO()
+    total = 0
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for file in iter_code_files(code_dir):
+            rel = file.relative_to(code_dir).as_posix()
+            total += file.stat().st_size
+            if total > MAX_PACKAGE_BYTES:
+                raise TopologyError(f"the code directory {code_dir} holds more than "
+                                    f"{MAX_PACKAGE_BYTES // 2**20} MiB; move data out of it")
+            zf.write(file, f"{prefix}/{rel}" if prefix else rel)
+    return buf.getvalue()
+
+
+def extract_code(zip_path: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Path:
+    """Unpack a code zip into ``dest`` (replacing it); refuses entries escaping ``dest``."""
+    dest = Path(dest)
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            for info in zf.infolist():
+                target = (tmp / info.filename).resolve()
+                if not str(target).startswith(str(tmp.resolve()) + os.sep):
+                    raise TopologyError(f"code package entry {info.filename!r} escapes its "
+                                        "directory")
+            zf.extractall(tmp)
+    except zipfile.BadZipFile as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise TopologyError(f"the code package is not a valid zip file: {exc}") from exc
+    except SquallError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(tmp, dest)
+    return dest
+
+
+def write_json(path: str | os.PathLike[str], value: Any) -> None:
+    """Write JSON atomically (temp file + rename)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TopologyError(f"cannot read {path}: {exc}") from exc
+
+
+def has_package(directory: str | os.PathLike[str]) -> bool:
+    return all((Path(directory) / f).is_file() for f in PACKAGE_FILES)
+
+
+def load_topology(directory: str | os.PathLike[str]) -> tuple[dict[str, Any], Any]:
+    """``(conf, Topology)`` from a stormdist directory, the code dir first on ``sys.path``
+    (extracting the code if needed); TopologyError when a class cannot be loaded."""
+    from squall.api.topology import Topology
+
+    directory = Path(directory)
+    code = directory / CODE_DIR
+    if not code.is_dir():
+        extract_code(directory / CODE_FILE, code)
+    if str(code) not in sys.path:
+        sys.path.insert(0, str(code))
+    importlib.invalidate_caches()
+    conf = read_json(directory / CONF_FILE)
+    topology = Topology.from_json(read_json(directory / TOPOLOGY_FILE))
+    return conf, topology

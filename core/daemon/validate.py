@@ -1,0 +1,62 @@
+"""Validate a submitted topology package in a throw-away process (nimbus runs it).
+
+``python -m squall.daemon.validate DIR`` loads ``DIR``'s conf, topology and code the way a worker
+will (code dir on ``sys.path``, every component class imported), checks each class is a
+component of the right kind, runs the ``squall_validate_topology`` hooks, and exits 0. On a
+problem it prints one line ``squall-validate: <message>`` on stderr and exits 1. A user's bad code
+(missing module, syntax error, a module raising at import) can therefore never affect nimbus.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+
+PREFIX = "squall-validate: "
+
+
+def check(directory: str) -> None:
+    """Raise TopologyError describing the first problem of the package in ``directory``."""
+    from squall.api.component import Bolt, Spout
+    from squall.daemon.packaging import load_topology
+    from squall.errors import TopologyError
+
+    conf, topology = load_topology(directory)
+    for cid, spec in sorted(topology.components.items()):
+        if spec.kind == "acker" or cid.startswith("__"):
+            continue
+        base = {"spout": Spout, "bolt": Bolt}.get(spec.kind)
+        if base is None:
+            raise TopologyError(f"component {cid!r} has an unknown kind {spec.kind!r}")
+        if not isinstance(spec.cls, type) or not issubclass(spec.cls, base):
+            raise TopologyError(f"component {cid!r}: {spec.ref} is not a {base.__name__} "
+                                f"subclass")
+    from squall.plugin_manager import get_plugin_manager
+    get_plugin_manager().hook.squall_validate_topology(topology=topology, conf=conf)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(PREFIX + "usage: python -m squall.daemon.validate DIR", file=sys.stderr)
+        return 2
+    from squall.errors import SquallError
+    try:
+        check(args[0])
+    except SquallError as exc:
+        print(PREFIX + str(exc).replace("\n", " "), file=sys.stderr)
+        return 1
+    except SyntaxError as exc:
+        print(PREFIX + f"syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}",
+              file=sys.stderr)
+        return 1
+    except BaseException as exc:   # noqa: BLE001 - the user's code may raise anything
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        where = f" ({frame.filename}, line {frame.lineno})" if frame else ""
+        print(PREFIX + f"loading the topology raised {type(exc).__name__}: {exc}{where}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""The cluster's shared state: API.md section 9's JSON layout on a :class:`StateStore`.
+
+The store is already chrooted at ``storm.zookeeper.root``, so paths here start at ``/``:
+
+=================================================  ===========================================
+``/storms/<topology-id>``                          topology base: name, launch_time, status, ...
+``/assignments/<topology-id>``                     code_dir, node_host, executor_node_port, ...
+``/supervisors/<supervisor-id>``                   ephemeral: hostname, ports, resources, ...
+``/workerbeats/<topology-id>/<node>-<port>``       a worker's executor stats, uptime, time
+``/errors/<topology-id>/<component>/e<seq>``       error text, time, host, port (newest 10)
+``/nimbuses/<host:port>``                          ephemeral nimbus registration
+``/leader-lock``                                   the nimbus leader election
+=================================================  ===========================================
+
+Values are UTF-8 JSON objects. Every method may be called from any thread and raises
+:class:`~squall.errors.StateError` when the store fails; a node holding something that is not a
+JSON object reads as ``None`` (logged), so one corrupt node never stops a daemon.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from squall.errors import StateError
+from squall.spi.state import LeaderElection, StateStore, WatchCallback
+
+log = logging.getLogger(__name__)
+
+STORMS = "/storms"
+ASSIGNMENTS = "/assignments"
+SUPERVISORS = "/supervisors"
+WORKERBEATS = "/workerbeats"
+ERRORS = "/errors"
+NIMBUSES = "/nimbuses"
+LEADER_LOCK = "/leader-lock"
+ROOTS = (STORMS, ASSIGNMENTS, SUPERVISORS, WORKERBEATS, ERRORS, NIMBUSES, LEADER_LOCK)
+#: errors kept per component
+ERRORS_KEPT = 10
+ERROR_PREFIX = "e"
+
+
+def encode(value: Mapping[str, Any]) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def decode(data: bytes | None, path: str = "?") -> dict[str, Any] | None:
+    if data is None:
+        return None
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        log.warning("state node %s does not hold UTF-8 JSON; ignored", path)
+        return None
+    if not isinstance(value, dict):
+        log.warning("state node %s holds a %s, not a JSON object; ignored", path,
+                    type(value).__name__)
+        return None
+    return value
+
+
+def beat_key(node: str, port: int) -> str:
+    """``/workerbeats`` child name of a worker: ``<node>-<port>``."""
+    return f"{node}-{int(port)}"
+
+
+def parse_beat_key(key: str) -> tuple[str, int]:
+    """``"sup-1-6700"`` -> ``("sup-1", 6700)`` (the port is after the last dash)."""
+    node, _, port = key.rpartition("-")
+    return node, int(port)
+
+
+def _safe(name: str, what: str) -> str:
+    if not name or "/" in name or name in (".", ".."):
+        raise StateError(f"invalid {what} {name!r} for a state path")
+    return name
+
+
+class ClusterState:
+    """Typed access to the cluster layout on ``store`` (see the module docstring)."""
+
+    def __init__(self, store: StateStore, conf: Mapping[str, Any] | None = None) -> None:
+        self.store = store
+        self.conf = dict(conf or {})
+
+    def setup(self) -> None:
+        """Create the top-level nodes that are missing (every daemon calls it at start)."""
+        for path in ROOTS:
+            if not self.store.exists(path):
+                try:
+                    self.store.create(path, b"")
+                except StateError:
+                    if not self.store.exists(path):   # lost a race with another daemon: fine
+                        raise
+
+    # -- generic ------------------------------------------------------------------------------
+    def _read(self, path: str, watch: WatchCallback | None = None) -> dict[str, Any] | None:
+        return decode(self.store.get(path, watch=watch), path)
+
+    def _write(self, path: str, value: Mapping[str, Any], *, ephemeral: bool = False) -> None:
+        self.store.put(path, encode(value), ephemeral=ephemeral)
+
+    # -- /storms ------------------------------------------------------------------------------
+    def topology_ids(self, watch: WatchCallback | None = None) -> list[str]:
+        return self.store.children(STORMS, watch=watch)
+
+    def get_storm(self, topology_id: str, watch: WatchCallback | None = None
+                  ) -> dict[str, Any] | None:
+        return self._read(f"{STORMS}/{_safe(topology_id, 'topology id')}", watch)
+
+    def set_storm(self, topology_id: str, base: Mapping[str, Any]) -> None:
+        self._write(f"{STORMS}/{_safe(topology_id, 'topology id')}", base)
+
+    def update_storm(self, topology_id: str, **changes: Any) -> dict[str, Any] | None:
+        """Merge ``changes`` into the topology base; ``None`` (nothing written) if absent."""
+        base = self.get_storm(topology_id)
+        if base is None:
+            return None
+        base.update(changes)
+        self.set_storm(topology_id, base)
+        return base
+
+    def remove_storm(self, topology_id: str) -> None:
+        self.store.delete(f"{STORMS}/{_safe(topology_id, 'topology id')}", recursive=True)
+
+    def storms(self) -> dict[str, dict[str, Any]]:
+        """topology id -> base, for every readable topology."""
+        out = {}
+        for tid in self.topology_ids():
+            base = self.get_storm(tid)
+            if base is not None:
+                out[tid] = base
+        return out
+
+    def find_topology_id(self, name: str) -> str | None:
+        """The id of the live topology called ``name`` (``None`` if there is none)."""
+        for tid, base in self.storms().items():
+            if base.get("name") == name and base.get("status") != "killed":
+                return tid
+        return None
+
+    # -- /assignments -------------------------------------------------------------------------
+    def assignment_ids(self, watch: WatchCallback | None = None) -> list[str]:
+        return self.store.children(ASSIGNMENTS, watch=watch)
+
+    def get_assignment(self, topology_id: str, watch: WatchCallback | None = None
+                       ) -> dict[str, Any] | None:
+        return self._read(f"{ASSIGNMENTS}/{_safe(topology_id, 'topology id')}", watch)
+
+    def set_assignment(self, topology_id: str, assignment: Mapping[str, Any]) -> None:
+        self._write(f"{ASSIGNMENTS}/{_safe(topology_id, 'topology id')}", assignment)
+
+    def remove_assignment(self, topology_id: str) -> None:
+        self.store.delete(f"{ASSIGNMENTS}/{_safe(topology_id, 'topology id')}", recursive=True)
+
+    def assignments(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for tid in self.assignment_ids():
+            a = self.get_assignment(tid)
+            if a is not None:
+                out[tid] = a
+        return out
+
+    # -- /supervisors -------------------------------------------------------------------------
+    def supervisor_ids(self, watch: WatchCallback | None = None) -> list[str]:
+        return self.store.children(SUPERVISORS, watch=watch)
+
+    def get_supervisor(self, supervisor_id: str) -> dict[str, Any] | None:
+        return self._read(f"{SUPERVISORS}/{_safe(supervisor_id, 'supervisor id')}")
+
+    def register_supervisor(self, supervisor_id: str, info: Mapping[str, Any]) -> None:
+        """Create or refresh the supervisor's ephemeral node."""
+        self._write(f"{SUPERVISORS}/{_safe(supervisor_id, 'supervisor id')}", info,
+                    ephemeral=True)
+
+    def supervisors(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for sid in self.supervisor_ids():
+            info = self.get_supervisor(sid)
+            if info is not None:
+                out[sid] = info
+        return out
+
+    # -- /workerbeats -------------------------------------------------------------------------
+    def write_worker_beat(self, topology_id: str, node: str, port: int,
+                          beat: Mapping[str, Any]) -> None:
+        self._write(f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}/"
+                    f"{_safe(beat_key(node, port), 'worker')}", beat)
+
+    def worker_beats(self, topology_id: str) -> dict[str, dict[str, Any]]:
+        """``"<node>-<port>"`` -> the worker's last beat."""
+        base = f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}"
+        out = {}
+        for key in self.store.children(base):
+            beat = self._read(f"{base}/{key}")
+            if beat is not None:
+                out[key] = beat
+        return out
+
+    def remove_worker_beat(self, topology_id: str, node: str, port: int) -> None:
+        self.store.delete(f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}/"
+                          f"{beat_key(node, port)}")
+
+    def remove_worker_beats(self, topology_id: str) -> None:
+        self.store.delete(f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}", recursive=True)
+
+    def beat_topology_ids(self) -> list[str]:
+        return self.store.children(WORKERBEATS)
+
+    # -- /errors ------------------------------------------------------------------------------
+    def report_error(self, topology_id: str, component: str, entry: Mapping[str, Any]) -> None:
+        """Append an error (``error``, ``time_secs``, ``host``, ``port``, ...) and keep only the
+        newest :data:`ERRORS_KEPT` of that component."""
+        base = (f"{ERRORS}/{_safe(topology_id, 'topology id')}/"
+                f"{_safe(component, 'component id')}")
+        self.store.create(f"{base}/{ERROR_PREFIX}", encode(entry), sequence=True)
+        names = self._error_names(base)
+        for old in names[:-ERRORS_KEPT]:
+            self.store.delete(f"{base}/{old}")
+
+    def _error_names(self, base: str) -> list[str]:
+        names = [n for n in self.store.children(base)
+                 if n.startswith(ERROR_PREFIX) and n[len(ERROR_PREFIX):].isdigit()]
+        return sorted(names, key=lambda n: int(n[len(ERROR_PREFIX):]))
+
+    def errors(self, topology_id: str) -> dict[str, list[dict[str, Any]]]:
+        """component -> its kept errors, oldest first."""
+        base = f"{ERRORS}/{_safe(topology_id, 'topology id')}"
+        out: dict[str, list[dict[str, Any]]] = {}
+        for component in self.store.children(base):
+            entries = []
+            for name in self._error_names(f"{base}/{component}"):
+                entry = self._read(f"{base}/{component}/{name}")
+                if entry is not None:
+                    entries.append(entry)
+            out[component] = entries
+        return out
+
+    def remove_errors(self, topology_id: str) -> None:
+        self.store.delete(f"{ERRORS}/{_safe(topology_id, 'topology id')}", recursive=True)
+
+    def error_topology_ids(self) -> list[str]:
+        return self.store.children(ERRORS)
+
+    # -- /nimbuses, /leader-lock --------------------------------------------------------------
+    def register_nimbus(self, host_port: str, info: Mapping[str, Any]) -> None:
+        self._write(f"{NIMBUSES}/{_safe(host_port, 'nimbus address')}", info, ephemeral=True)
+
+    def nimbuses(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for name in self.store.children(NIMBUSES):
+            info = self._read(f"{NIMBUSES}/{name}")
+            if info is not None:
+                out[name] = info
+        return out
+
+    def leader_election(self, identifier: str) -> LeaderElection:
+        """A candidacy in the nimbus election under ``/leader-lock``."""
+        return self.store.leader_election(LEADER_LOCK, identifier)
+
+    # -- whole topology -----------------------------------------------------------------------
+    def remove_topology(self, topology_id: str) -> None:
+        """Forget everything about a topology (kill's last step): assignment, base, beats,
+        errors."""
+        self.remove_assignment(topology_id)
+        self.remove_storm(topology_id)
+        self.remove_worker_beats(topology_id)
+        self.remove_errors(topology_id)

@@ -1,0 +1,215 @@
+"""Two workers in one LocalCluster (tuples cross the local transport), backpressure and the
+metrics consumer pipeline."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall.testing import complete_topology, wait_until
+
+LOCK = threading.Lock()
+COUNTS: Counter[str] = Counter()
+PAIRS: list[tuple[int, int, int]] = []       # (source task, receiving task, receiving port)
+PORTS: dict[int, int] = {}                   # task -> worker port
+PROCESSED: list[int] = []
+ACKED: list[int] = []
+FAILED: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    for x in (COUNTS, PAIRS, PORTS, PROCESSED, ACKED, FAILED):
+        x.clear()
+
+
+class Lines(Spout):
+    outputs = ["line"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        PORTS[context.task_id] = context.this_worker_port
+
+
+class Split(Bolt):
+    outputs = ["word"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.task, self.port = context.task_id, context.this_worker_port
+        PORTS[self.task] = self.port
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            PAIRS.append((tup.task, self.task, self.port))
+        for word in tup["line"].split():
+            self.emit([word])
+
+
+class Count(Split):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            COUNTS[tup["word"]] += 1
+            PAIRS.append((tup.task, self.task, self.port))
+
+
+def test_two_workers_exact_counts_under_acking() -> None:
+    b = TopologyBuilder()
+    b.set_spout("lines", Lines, 2)
+    b.set_bolt("split", Split, 2).shuffle_grouping("lines")
+    b.set_bolt("count", Count, 3).fields_grouping("split", ["word"])
+    lines = [["the cow jumped over the moon"], ["an apple a day"], ["the end"]] * 100
+    result = complete_topology(b.create_topology(), {"lines": lines},
+                               conf={"topology.workers": 2, "topology.acker.executors": 2})
+    assert result.acked == set(range(300)) and not result.failed
+    assert COUNTS == Counter(w for line in lines for w in line[0].split())
+    assert len(set(PORTS.values())) == 2, f"tasks all in one worker: {PORTS}"
+    crossed = [p for p in PAIRS if p[0] in PORTS and PORTS[p[0]] != p[2]]   # split -> count
+    assert crossed, "no tuple went from one worker to the other"
+
+
+class Local(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.task, self.port = context.task_id, context.this_worker_port
+        PORTS[self.task] = self.port
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            PAIRS.append((tup.task, self.task, self.port))
+
+
+class Emitter(Lines):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        super().initialize(conf, context)
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        if self.i < 50:
+            self.emit([f"l{self.i}"], tup_id=self.i)
+            self.i += 1
+
+    def ack(self, tup_id: Any) -> None:
+        ACKED.append(tup_id)
+
+
+def test_local_or_shuffle_stays_in_the_worker(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("lines", Emitter, 2)
+    b.set_bolt("local", Local, 2).local_or_shuffle_grouping("lines")
+    topo = b.create_topology()
+    cluster.submit_topology("local", {"topology.workers": 2}, topo)
+    wait_until(lambda: len(ACKED) == 100)
+    assert len(set(PORTS.values())) == 2
+    spout_ports = {PORTS[t] for t in topo.tasks("lines")}
+    bolt_ports = {PORTS[t] for t in topo.tasks("local")}
+    assert spout_ports == bolt_ports == set(PORTS.values())    # each worker has one of each
+    assert len(PAIRS) == 100
+    assert all(PORTS[src] == port for src, _, port in PAIRS)
+
+
+class Fast(Spout):
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+        self.n = int(conf["app.n"])
+        self.cost = float(conf.get("app.cost", 0))
+
+    def next_tuple(self) -> None:
+        if self.i < self.n:
+            self.emit([self.i], tup_id=self.i)
+            self.i += 1
+            end = time.perf_counter() + self.cost
+            while time.perf_counter() < end:      # simulated work per tuple
+                pass
+
+    def ack(self, tup_id: Any) -> None:
+        ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        FAILED.append(tup_id)
+
+
+class Slow(Bolt):
+    def process(self, tup: Any) -> None:
+        time.sleep(0.0002)                  # simulates a slow bolt (not synchronization)
+        PROCESSED.append(tup["n"])
+
+
+def test_backpressure_pauses_the_spout_and_loses_nothing(cluster: LocalCluster) -> None:
+    """The slow bolt's worker tells the spout's worker to pause; every tuple still arrives.
+
+    (How far the queue overshoots its capacity in LocalCluster depends on how fast the GIL
+    hands the throttle message between the worker threads.)"""
+    cap, batch, n = 500, 10, 3000
+    b = TopologyBuilder()
+    b.set_spout("fast", Fast, config={"app.n": n, "app.cost": 0.00005})
+    b.set_bolt("slow", Slow).shuffle_grouping("fast")
+    cluster.submit_topology("bp", {"topology.workers": 2,
+                                   "topology.executor.receive.buffer.size": cap,
+                                   "topology.transfer.batch.size": batch}, b.create_topology())
+    workers = {w.port: w for w in cluster.workers("bp")}
+    ports = {ex["component"]: ex["worker"] for ex in
+             cluster.get_topology_info("bp")["executors"]}
+    assert ports["fast"] != ports["slow"], "the test needs the bolt in the other worker"
+    spout_worker = workers[ports["fast"]]
+    seen = {"highest": 0, "paused": 0}
+    last = [-1]
+
+    def done() -> bool:
+        for ex in cluster.get_topology_info("bp")["executors"]:
+            if ex["component"] == "slow":
+                seen["highest"] = max(seen["highest"], ex["queued"])
+            if ex["component"] == "fast":
+                emitted = ex["emitted"]
+                if spout_worker.throttled and emitted == last[0] and emitted < n:
+                    seen["paused"] += 1          # throttled and not emitting
+                last[0] = emitted
+        return len(ACKED) == n
+
+    wait_until(done, timeout=30, interval=0.01)
+    assert sorted(PROCESSED) == list(range(n)) and FAILED == []
+    assert seen["highest"] > cap * 0.9, "the queue never passed its high watermark"
+    assert seen["paused"] >= 2, "the spout never paused while the bolt's queue was full"
+
+
+class Quiet(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def test_metrics_consumer_receives_builtin_metrics(cluster: LocalCluster,
+                                                   tmp_path: Path) -> None:
+    path = tmp_path / "metrics.log"
+    b = TopologyBuilder()
+    b.set_spout("fast", Fast, config={"app.n": 500})
+    b.set_bolt("quiet", Quiet, 2).shuffle_grouping("fast")
+    cluster.submit_topology("metrics", {
+        "topology.metrics.consumer.register": [{"class": "log", "argument": {"file": str(path)}}],
+        "topology.builtin.metrics.bucket.size.secs": 1}, b.create_topology())
+
+    def points() -> dict[tuple[str, str], float]:
+        out: dict[tuple[str, str], float] = Counter()
+        if path.exists():
+            for line in path.read_text().splitlines():
+                _, _, task_comp, name, value = line.split("\t")
+                component = task_comp.split(":", 1)[1]
+                try:
+                    out[(component, name)] += float(value)
+                except ValueError:
+                    out[(component, name)] += 0
+        return out
+
+    wait_until(lambda: points().get(("quiet", "__ack-count"), 0) >= 500, timeout=10)
+    got = points()
+    assert got[("fast", "__emit-count")] == 500
+    assert got[("fast", "__ack-count")] == 500
+    assert got[("quiet", "__execute-count")] == 500
+    names = {name for _, name in got}
+    assert {"__emit-count", "__transfer-count", "__ack-count", "__fail-count",
+            "__execute-count", "__execute-latency", "__complete-latency",
+            "__receive"} <= names, names
+    assert not any(c.startswith("__") for c, _ in got), "system components report too"
