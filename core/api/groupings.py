@@ -24,6 +24,7 @@ from typing import Any
 from squall.spi.grouping import Grouping
 
 _crc32 = zlib.crc32
+CACHE_SIZE = 65536      # per fields grouping of one emitting task
 
 
 def encode_value(value: Any) -> bytes:
@@ -79,11 +80,18 @@ class FieldsGrouping(Grouping):
         indexes = self.indexes
         if len(indexes) == 1:
             i = indexes[0]
+            cache: dict[str, int] = {}     # str value -> task: a dict hit beats encode + CRC
+            cache_get = cache.get
 
             def choose_one(values: Sequence[Any]) -> int:
                 v = values[i]
                 if v.__class__ is str:
-                    return targets[_crc32(v.encode()) % n]
+                    t = cache_get(v)
+                    if t is None:
+                        if len(cache) >= CACHE_SIZE:
+                            cache.clear()
+                        t = cache[v] = targets[_crc32(v.encode()) % n]
+                    return t
                 return targets[_crc32(encode_value(v)) % n]
         else:
             def choose_one(values: Sequence[Any]) -> int:

@@ -68,7 +68,12 @@ class BoltExecutor(Executor):
             n = min(n, batch)
             t0 = _perf()
             if self.batch_mode:
-                self._run_batch(ts, [q.popleft() for _ in range(n)])
+                if n == len(q):
+                    tuples = list(q)
+                    q.clear()
+                else:
+                    tuples = [q.popleft() for _ in range(n)]
+                self._run_batch(ts, tuples)
             else:
                 self._run_tuples(ts, q, n)
             ts.exec_ms += (_perf() - t0) * 1000.0
@@ -113,7 +118,8 @@ class BoltExecutor(Executor):
 
     def _run_batch(self, ts: TaskState, tuples: list[Tuple]) -> None:
         tick_src = self.tick_src
-        if any(t.src is tick_src for t in tuples):
+        if ts.ticks and any(t.src is tick_src for t in tuples):
+            ts.ticks = 0
             for t in tuples:
                 if t.src is tick_src:
                     self._tick(ts, t)
@@ -129,6 +135,9 @@ class BoltExecutor(Executor):
                     self.worker.fail_tuple(ts, t)
             return
         if self.auto_ack:
+            if not self.worker.acking:
+                ts.acked += len(tuples)
+                return
             ack = self.worker.ack_tuple
             for t in tuples:
                 if t.roots:

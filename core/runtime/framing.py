@@ -14,7 +14,7 @@ length-delimited record on a plain byte stream)::
     payloads the n payloads back to back
 
 Storing ids and lengths as two arrays (instead of interleaving them with the payloads) lets
-both ends handle a batch of any size with a fixed number of C-level calls plus one slice per
+both ends handle a batch of any size with one ``struct`` call per array plus one slice per
 payload. ``length`` in the header lets stream transports (plain TCP) read exactly one frame.
 
 :func:`decode` validates everything (magic, version, counts, lengths) and raises
@@ -23,10 +23,10 @@ Pure functions, thread-safe, no I/O.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import struct
-import sys
-from array import array
+from itertools import accumulate
 
 from squall.errors import TransportError
 
@@ -48,7 +48,6 @@ HEADER = struct.Struct("<BBHIQ")
 #: a sanity bound on ``count`` so a garbage header cannot make the decoder allocate gigabytes
 MAX_MESSAGES = 1 << 24
 _ONE = struct.Struct("<BBHIQiI")  # header + a single (task id, length) pair: the batch-of-1 path
-_LITTLE = sys.byteorder == "little"
 
 
 class FrameError(TransportError):
@@ -63,15 +62,13 @@ def encode(messages: list[tuple[int, bytes]]) -> bytes:
             task, payload = messages[0]
             size = len(payload)
             return _ONE.pack(MAGIC, VERSION, 0, 1, _ONE.size + size, task, size) + payload
-        tasks = array("i", [m[0] for m in messages])
-        payloads = [m[1] for m in messages]
-        lengths = array("I", [len(p) for p in payloads])
-        if not _LITTLE:
-            tasks.byteswap()
-            lengths.byteswap()
+        task_ids, payloads = zip(*messages, strict=True) if n else ((), ())
+        lengths = list(map(len, payloads))
         total = HEADER.size + 8 * n + sum(lengths)
-        return b"".join([HEADER.pack(MAGIC, VERSION, 0, n, total), tasks.tobytes(),
-                         lengths.tobytes(), *payloads])
+        parts = [HEADER.pack(MAGIC, VERSION, 0, n, total), _ids(n).pack(*task_ids),
+                 _lens(n).pack(*lengths)]
+        parts.extend(payloads)
+        return b"".join(parts)
     except (struct.error, OverflowError, TypeError, ValueError) as exc:
         raise FrameError(f"cannot frame batch (want [(int, bytes), ...]): {exc}") from exc
 
@@ -106,22 +103,24 @@ def decode(frame: bytes | bytearray | memoryview) -> list[tuple[int, bytes]]:
             raise FrameError("payload length does not match frame length")
         return [(task, buf[start:])]
     off = HEADER.size
-    tasks = array("i")
-    tasks.frombytes(buf[off:off + 4 * count])
-    lengths = array("I")
-    lengths.frombytes(buf[off + 4 * count:off + 8 * count])
-    if not _LITTLE:
-        tasks.byteswap()
-        lengths.byteswap()
+    tasks = _ids(count).unpack_from(buf, off)
+    lengths = _lens(count).unpack_from(buf, off + 4 * count)
     pos = off + 8 * count
     if pos + sum(lengths) != size:
         raise FrameError("payload lengths do not add up to the frame length")
-    out = []
-    for task, length in zip(tasks, lengths):
-        end = pos + length
-        out.append((task, buf[pos:end]))
-        pos = end
-    return out
+    ends = list(accumulate(lengths, initial=pos))
+    return list(zip(tasks, [buf[a:b] for a, b in zip(ends, ends[1:], strict=False)],
+                    strict=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _ids(n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}i")
+
+
+@functools.lru_cache(maxsize=256)
+def _lens(n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}I")
 
 
 class GarbageLog:

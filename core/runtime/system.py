@@ -78,6 +78,7 @@ def timers(worker: Worker, now: float) -> None:
         elif now >= due:
             state[("tick", ex.range)] = now + float(freq)
             for ts in ex.tasks:
+                ts.ticks += 1
                 ts.queue.append(Tuple((freq,), 0, worker.tick_source))
     consumers = [c for c in worker.topology.components if c.startswith(METRICS_PREFIX)]
     if consumers:

@@ -81,6 +81,7 @@ class TaskState:
         self.routes: dict[str, list[Route]] = {}
         self.sources: dict[str, Source] = {}
         self.current: Tuple | None = None
+        self.ticks = 0               # tick tuples queued since the last batch (batch bolts)
         # counters, folded into stats on a timer
         self.emitted = 0
         self.transferred = 0

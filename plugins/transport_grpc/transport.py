@@ -28,7 +28,8 @@ import logging
 import queue
 import threading
 from concurrent import futures
-from typing import Any, Iterator, Mapping
+from typing import Any
+from collections.abc import Iterator, Mapping
 
 import grpc
 
@@ -58,7 +59,7 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
         self._closed = False
         self.garbage = GarbageLog(log, "grpc receiver")
 
-    def Stream(self, request_iterator: Iterator[pb.Batch],  # noqa: N802 (gRPC's name)
+    def Stream(self, request_iterator: Iterator[pb.Batch],
                context: grpc.ServicerContext) -> pb.Summary:
         """Server thread, one per inbound stream: move frames into the inbox."""
         peer, count, cond, frames = context.peer(), 0, self._cond, self._frames
@@ -226,6 +227,7 @@ class GrpcTransport(Transport):
         if not bound:
             raise TransportError(f"grpc cannot listen on {address}")
         receiver.server, receiver.port = server, bound
+        receiver.garbage.where = f"grpc receiver on port {bound}"
         server.start()
         return self._track(receiver)
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import pynng
 
@@ -58,10 +59,10 @@ class NngReceiver(Connection):
         try:
             if ms != self._timeout_ms:
                 sock.recv_timeout = self._timeout_ms = ms
-            frames = [sock.recv()]
+            frames = [_recv(sock, True)]
             while True:
                 try:
-                    frames.append(sock.recv(block=False))
+                    frames.append(_recv(sock, False))
                 except pynng.TryAgain:
                     break
         except (pynng.Timeout, pynng.TryAgain, pynng.Closed):
@@ -86,6 +87,13 @@ class NngReceiver(Connection):
     def close(self) -> None:
         self._closed = True
         self._sock.close()
+
+
+def _recv(sock: pynng.Pull0, block: bool) -> bytes:
+    try:
+        return bytes(sock.recv(block=block))
+    except RuntimeError:        # pynng 0.9 fails to unpack an empty message: not ours anyway
+        return b""
 
 
 class NngSender(Connection):

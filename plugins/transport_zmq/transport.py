@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import zmq
 

@@ -35,7 +35,8 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -115,7 +116,7 @@ class TransportContract:
 
     @pytest.fixture
     def restart_is_lossless(self) -> bool:
-        """Whether a receiver restart may lose in-flight messages (default: ``lossless_restart``)."""
+        """False if a receiver restart may lose in-flight messages (``lossless_restart``)."""
         return self.lossless_restart
 
     @pytest.fixture
@@ -159,7 +160,7 @@ class TransportContract:
             sender.send(batch)
         got = collect(receiver, sum(map(len, batches)), timeout=30)
         assert [t for t, _ in got] == [t for b in batches for t, _ in b]
-        for (_, want), (_, have) in zip([m for b in batches for m in b], got):
+        for (_, want), (_, have) in zip([m for b in batches for m in b], got, strict=True):
             assert isinstance(have, bytes) and have == want
 
     def test_many_senders_one_port(self, make: Callable[..., Transport]) -> None:

@@ -1,0 +1,164 @@
+"""The nimbus gRPC client used by the ``squall`` CLI and by supervisors.
+
+It tries every address of ``nimbus.seeds`` (``host`` entries get ``nimbus.port``; ``host:port``
+entries keep theirs), starting with the last one that answered. A standby nimbus refuses writes
+with ``FAILED_PRECONDITION`` naming the leader, and the client goes there next. Errors nimbus
+raised come back as the same squall exception class with nimbus's message; when no nimbus
+answers at all the client raises :class:`NimbusUnavailableError` naming the addresses tried.
+
+Thread-safe for concurrent calls (gRPC channels are). Calls block for at most ``timeout`` seconds
+per address tried.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import grpc
+
+from squall import errors
+from squall.daemon._proto import nimbus_pb2 as pb
+from squall.daemon._proto import nimbus_pb2_grpc as pb_grpc
+from squall.errors import SquallError
+
+log = logging.getLogger(__name__)
+
+ERROR_KEY = "squall-error"
+LEADER_KEY = "squall-leader"
+CHUNK_BYTES = 1 << 20
+_BY_CODE = {grpc.StatusCode.NOT_FOUND: errors.NotAliveError,
+            grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyAliveError,
+            grpc.StatusCode.INVALID_ARGUMENT: errors.TopologyError}
+
+
+class NimbusUnavailableError(SquallError):
+    """No nimbus answered (none running, wrong ``nimbus.seeds`` / ``nimbus.port``)."""
+
+
+def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
+    """``host:port`` of every nimbus in ``nimbus.seeds``."""
+    seeds = conf.get("nimbus.seeds") or ["localhost"]
+    if isinstance(seeds, str):
+        seeds = [s for s in seeds.split(",") if s.strip()]
+    port = int(conf.get("nimbus.port") or 6627)
+    out = []
+    for seed in seeds:
+        seed = str(seed).strip()
+        out.append(seed if ":" in seed else f"{seed}:{port}")
+    return out
+
+
+def error_from_rpc(exc: grpc.RpcError, address: str) -> SquallError:
+    """The squall exception nimbus raised, rebuilt from a failed call."""
+    meta = dict(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
+    message = exc.details() or str(exc.code())  # type: ignore[attr-defined]
+    cls = getattr(errors, str(meta.get(ERROR_KEY, "")), None)
+    if not (isinstance(cls, type) and issubclass(cls, SquallError)):
+        cls = _BY_CODE.get(exc.code())  # type: ignore[attr-defined]
+    if cls is None:
+        return SquallError(f"nimbus at {address}: {message}")
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    return err
+
+
+class NimbusClient:
+    """Calls nimbus, finding the leader among ``nimbus.seeds`` (see the module docstring)."""
+
+    def __init__(self, conf: Mapping[str, Any], *, timeout: float = 30.0,
+                 addresses: list[str] | None = None) -> None:
+        self.addresses = addresses or seed_addresses(conf)
+        self.timeout = timeout
+        self._channels: dict[str, grpc.Channel] = {}
+        self._preferred: str | None = None
+
+    def _stub(self, address: str) -> pb_grpc.NimbusStub:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = grpc.insecure_channel(
+                address, options=[("grpc.max_receive_message_length", 64 << 20)])
+        return pb_grpc.NimbusStub(channel)
+
+    def _call(self, invoke: Callable[[pb_grpc.NimbusStub, float], Any]) -> Any:
+        order = list(self.addresses)
+        if self._preferred in order:
+            order.remove(self._preferred)  # type: ignore[arg-type]
+            order.insert(0, self._preferred)  # type: ignore[arg-type]
+        tried: list[str] = []
+        problems: list[str] = []
+        while order:
+            address = order.pop(0)
+            if address in tried:
+                continue
+            tried.append(address)
+            try:
+                result = invoke(self._stub(address), self.timeout)
+            except grpc.RpcError as exc:
+                code = exc.code()  # type: ignore[attr-defined]
+                if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    problems.append(f"{address}: {code.name.lower()}")
+                    continue
+                meta = dict(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
+                leader = meta.get(LEADER_KEY)
+                if code == grpc.StatusCode.FAILED_PRECONDITION and leader is not None:
+                    problems.append(f"{address}: not the leader")
+                    if leader and leader not in tried:
+                        order.insert(0, str(leader))
+                    continue
+                raise error_from_rpc(exc, address) from None
+            self._preferred = address
+            return result
+        raise NimbusUnavailableError("no nimbus leader answered (tried " + "; ".join(problems)
+                                     + "); is `squall nimbus` running and nimbus.seeds right?")
+
+    # -- the API ------------------------------------------------------------------------------
+    def submit_topology(self, name: str, conf: Mapping[str, Any], topology_json: Mapping[str, Any],
+                        code_zip: bytes) -> str:
+        """Upload a topology; returns its id. Raises AlreadyAliveError / TopologyError."""
+        header = pb.SubmitHeader(name=name, conf_json=json.dumps(dict(conf)),
+                                 topology_json=json.dumps(dict(topology_json)))
+
+        def chunks() -> Iterator[pb.SubmitChunk]:
+            yield pb.SubmitChunk(header=header)
+            for i in range(0, len(code_zip), CHUNK_BYTES):
+                yield pb.SubmitChunk(data=code_zip[i:i + CHUNK_BYTES])
+
+        reply = self._call(lambda s, t: s.SubmitTopology(chunks(), timeout=t))
+        return str(reply.topology_id)
+
+    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
+        req = pb.KillRequest(name=name, has_wait=wait_secs is not None,
+                             wait_secs=float(wait_secs or 0))
+        self._call(lambda s, t: s.KillTopology(req, timeout=t))
+
+    def activate(self, name: str) -> None:
+        self._call(lambda s, t: s.Activate(pb.NameRequest(name=name), timeout=t))
+
+    def deactivate(self, name: str) -> None:
+        self._call(lambda s, t: s.Deactivate(pb.NameRequest(name=name), timeout=t))
+
+    def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
+                  executors: Mapping[str, int] | None = None) -> None:
+        req = pb.RebalanceRequest(name=name, has_wait=wait_secs is not None,
+                                  wait_secs=float(wait_secs or 0), num_workers=num_workers or 0,
+                                  executors=dict(executors or {}))
+        self._call(lambda s, t: s.Rebalance(req, timeout=t))
+
+    def cluster_info(self) -> pb.ClusterInfo:
+        return self._call(lambda s, t: s.GetClusterInfo(pb.Empty(), timeout=t))
+
+    def topology_info(self, name: str) -> dict[str, Any]:
+        reply = self._call(lambda s, t: s.GetTopologyInfo(pb.NameRequest(name=name), timeout=t))
+        return dict(json.loads(reply.info_json))
+
+    def download(self, topology_id: str, file: str) -> bytes:
+        """One file of a topology's package (NotAliveError if nimbus does not have it)."""
+        req = pb.DownloadRequest(topology_id=topology_id, file=file)
+        return self._call(lambda s, t: b"".join(c.data for c in s.Download(req, timeout=t)))
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()

@@ -1,0 +1,189 @@
+"""Nimbus's scheduling pass: liveness from worker beats, the scheduler, ``/assignments``.
+
+Liveness follows Storm: nimbus remembers, on its own clock, when each worker's beat in
+``/workerbeats/<topology>/<node>-<port>`` last changed. An executor is alive while it was started
+less than ``nimbus.task.launch.secs`` ago, or its worker's beat lists it and changed within
+``nimbus.task.timeout.secs``. Dead executors, and those on supervisors that are gone, lose their
+slots; the configured scheduler places them again and the changed assignments are written.
+
+Runs on nimbus's monitor thread only (the leader's), under nimbus's lock.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from squall.scheduling.cluster import (
+    Cluster,
+    ExecutorDetails,
+    SchedulerAssignment,
+    SupervisorDetails,
+    Topologies,
+    WorkerSlot,
+    details_from_topology,
+)
+from squall.scheduling.resources import Resources
+from squall.state.cluster_state import beat_key
+
+if TYPE_CHECKING:
+    from squall.daemon.nimbus import Nimbus
+
+log = logging.getLogger(__name__)
+SCHEDULABLE = ("active", "inactive", "pending")
+
+
+class BeatTracker:
+    """When (nimbus's monotonic clock) each worker beat last changed."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], tuple[Any, float]] = {}
+
+    def observe(self, topology_id: str, beats: Mapping[str, Mapping[str, Any]]) -> None:
+        now = time.monotonic()
+        for key, beat in beats.items():
+            stamp = (beat.get("time_secs"), beat.get("seq"))
+            old = self._seen.get((topology_id, key))
+            if old is None or old[0] != stamp:
+                self._seen[(topology_id, key)] = (stamp, now)
+
+    def age(self, topology_id: str, key: str) -> float | None:
+        """Seconds since that worker's beat last changed (None if never seen)."""
+        got = self._seen.get((topology_id, key))
+        return None if got is None else time.monotonic() - got[1]
+
+    def forget(self, topology_id: str) -> None:
+        for k in [k for k in self._seen if k[0] == topology_id]:
+            del self._seen[k]
+
+
+def supervisor_details(supervisors: Mapping[str, Mapping[str, Any]]) -> list[SupervisorDetails]:
+    out = []
+    for sid, info in sorted(supervisors.items()):
+        try:
+            out.append(SupervisorDetails(
+                sid, str(info.get("hostname") or sid), tuple(int(p) for p in info.get("ports") or ()),
+                Resources.from_dict(info.get("resources")),
+                {"uptime_secs": info.get("uptime_secs", 0)}))
+        except Exception as exc:  # noqa: BLE001 - one bad registration must not stop nimbus
+            log.warning("ignoring supervisor %s with a bad registration: %s", sid, exc)
+    return out
+
+
+def alive_assignment(nimbus: Nimbus, topology_id: str, assignment: Mapping[str, Any],
+                     beats: Mapping[str, Mapping[str, Any]]) -> SchedulerAssignment:
+    """The part of a stored assignment whose executors are alive (see the module docstring)."""
+    conf = nimbus.conf
+    task_timeout = float(conf.get("nimbus.task.timeout.secs") or 30)
+    launch_timeout = float(conf.get("nimbus.task.launch.secs") or 120)
+    starts = assignment.get("executor_start_time_secs") or {}
+    now = time.time()
+    keep: dict[ExecutorDetails, WorkerSlot] = {}
+    for key, (node, port) in (assignment.get("executor_node_port") or {}).items():
+        try:
+            executor = ExecutorDetails.parse(key)
+        except Exception:  # noqa: BLE001
+            continue
+        started = float(starts.get(key, 0) or 0)
+        bkey = beat_key(str(node), int(port))
+        beat = beats.get(bkey)
+        age = nimbus.beats.age(topology_id, bkey)
+        if now - started < launch_timeout and (beat is None or age is None or age < task_timeout):
+            alive = True
+        else:
+            listed = beat is not None and key in (beat.get("executors") or {})
+            alive = listed and age is not None and age < task_timeout
+        if alive:
+            keep[executor] = WorkerSlot(str(node), int(port))
+        else:
+            log.info("topology %s executor %s on %s:%s timed out; reassigning", topology_id,
+                     key, node, port)
+    return SchedulerAssignment(topology_id, keep)
+
+
+def schedule_pass(nimbus: Nimbus, fresh: set[str]) -> None:
+    """One pass over every topology; ``fresh`` topologies are placed from scratch
+    (a rebalance) and removed from the set."""
+    state = nimbus.state
+    supervisors = supervisor_details(state.supervisors())
+    storms = state.storms()
+    stored = state.assignments()
+    details = []
+    existing: dict[str, SchedulerAssignment] = {}
+    for tid, assignment in stored.items():
+        beats = state.worker_beats(tid)
+        nimbus.beats.observe(tid, beats)
+        base = storms.get(tid)
+        if base is None:
+            continue
+        if tid in fresh and base.get("status") in SCHEDULABLE:
+            continue
+        if base.get("status") in SCHEDULABLE:
+            existing[tid] = alive_assignment(nimbus, tid, assignment, beats)
+        else:   # killed / rebalancing: keep the slots occupied as they are
+            existing[tid] = SchedulerAssignment.from_executor_node_port(
+                tid, assignment.get("executor_node_port") or {})
+    for tid, base in sorted(storms.items(), key=lambda kv: kv[1].get("launch_time", 0)):
+        if base.get("status") not in SCHEDULABLE:
+            continue
+        loaded = nimbus.topology_of(tid)
+        if loaded is None:
+            continue
+        conf, topology = loaded
+        try:
+            topology = topology.with_parallelism(base.get("component_executors") or {})
+            details.append(details_from_topology(
+                tid, str(base.get("name")), conf, topology,
+                int(base.get("num_workers") or conf.get("topology.workers") or 1),
+                float(base.get("launch_time") or 0)))
+        except Exception as exc:  # noqa: BLE001 - one bad topology must not stop the others
+            log.error("cannot schedule topology %s: %s", tid, exc)
+    topologies = Topologies(details)
+    cluster = Cluster(supervisors, existing, topologies)
+    try:
+        nimbus.scheduler.schedule(topologies, cluster)
+    except Exception:  # noqa: BLE001 - a scheduler bug is logged, nimbus keeps running
+        log.exception("the %s scheduler failed", nimbus.conf.get("squall.scheduler"))
+        return
+    for topology in topologies:
+        tid = topology.id
+        fresh.discard(tid)
+        _write_assignment(nimbus, tid, cluster, stored.get(tid))
+        _write_status(nimbus, tid, cluster, storms[tid], topology)
+
+
+def _write_assignment(nimbus: Nimbus, tid: str, cluster: Cluster,
+                      old: Mapping[str, Any] | None) -> None:
+    new = cluster.assignment_state(tid)
+    old_enp = (old or {}).get("executor_node_port") or {}
+    if old is not None and old_enp == new["executor_node_port"] and \
+            old.get("node_host") == new["node_host"]:
+        return
+    old_starts = (old or {}).get("executor_start_time_secs") or {}
+    now = int(time.time())
+    starts = {}
+    for key, slot in new["executor_node_port"].items():
+        same = old_enp.get(key) == slot and key in old_starts
+        starts[key] = old_starts[key] if same else now
+    record = {"code_dir": str(nimbus.stormdist / tid), **new,
+              "executor_start_time_secs": starts}
+    nimbus.state.set_assignment(tid, record)
+    log.info("topology %s assigned: %d executors on %d workers", tid,
+             len(new["executor_node_port"]),
+             len({tuple(v) for v in new["executor_node_port"].values()}))
+
+
+def _write_status(nimbus: Nimbus, tid: str, cluster: Cluster, base: Mapping[str, Any],
+                  topology: Any) -> None:
+    reported = cluster.get_status(tid)
+    status = base.get("status")
+    if reported is not None and reported.status == "pending":
+        if status != "pending" or base.get("status_reason") != reported.reason:
+            nimbus.state.update_storm(tid, status="pending" if status != "inactive" else status,
+                                      status_reason=reported.reason)
+    elif not cluster.unassigned_executors(topology):
+        if status == "pending":
+            nimbus.state.update_storm(tid, status="active", status_reason="")
+        elif base.get("status_reason"):
+            nimbus.state.update_storm(tid, status_reason="")

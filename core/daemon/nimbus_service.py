@@ -1,0 +1,148 @@
+"""The gRPC face of :class:`~squall.daemon.nimbus.Nimbus` (service ``squall.nimbus.Nimbus``).
+
+Each handler runs on a gRPC worker thread, calls the nimbus and maps squall errors to status
+codes with the error's message and class name in the trailing metadata (``squall-error``), which
+:mod:`squall.daemon.nimbus_client` turns back into the same exception: NotAliveError ->
+NOT_FOUND, AlreadyAliveError -> ALREADY_EXISTS, TopologyError / ConfigError -> INVALID_ARGUMENT,
+a standby's refusal -> FAILED_PRECONDITION with ``squall-leader`` naming the leader, anything
+else -> INTERNAL (logged with its traceback; nimbus keeps serving).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from squall.daemon._proto import nimbus_pb2 as pb
+from squall.daemon._proto import nimbus_pb2_grpc as pb_grpc
+from squall.daemon.nimbus_client import CHUNK_BYTES, ERROR_KEY, LEADER_KEY
+from squall.errors import (
+    AlreadyAliveError,
+    ConfigError,
+    NotAliveError,
+    SquallError,
+    TopologyError,
+)
+
+if TYPE_CHECKING:
+    from squall.daemon.nimbus import Nimbus
+
+log = logging.getLogger(__name__)
+MAX_UPLOAD_BYTES = 1 << 30
+
+
+def _code_for(exc: SquallError) -> grpc.StatusCode:
+    from squall.daemon.nimbus import NotLeaderError
+    if isinstance(exc, NotLeaderError):
+        return grpc.StatusCode.FAILED_PRECONDITION
+    if isinstance(exc, NotAliveError):
+        return grpc.StatusCode.NOT_FOUND
+    if isinstance(exc, AlreadyAliveError):
+        return grpc.StatusCode.ALREADY_EXISTS
+    if isinstance(exc, (TopologyError, ConfigError)):
+        return grpc.StatusCode.INVALID_ARGUMENT
+    return grpc.StatusCode.INTERNAL
+
+
+def _mapped(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def handler(self: NimbusService, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return method(self, request, context)
+        except SquallError as exc:
+            from squall.daemon.nimbus import NotLeaderError
+            meta = [(ERROR_KEY, type(exc).__name__)]
+            if isinstance(exc, NotLeaderError):
+                meta.append((LEADER_KEY, exc.leader))
+            context.set_trailing_metadata(tuple(meta))
+            context.abort(_code_for(exc), str(exc))
+        except Exception as exc:  # noqa: BLE001 - report, keep serving
+            log.exception("nimbus %s failed", method.__name__)
+            context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+    return handler
+
+
+class NimbusService(pb_grpc.NimbusServicer):
+    def __init__(self, nimbus: Nimbus) -> None:
+        self.nimbus = nimbus
+
+    @_mapped
+    def SubmitTopology(self, request_iterator: Iterator[pb.SubmitChunk],
+                       context: grpc.ServicerContext) -> pb.SubmitReply:
+        header = None
+        parts: list[bytes] = []
+        size = 0
+        for chunk in request_iterator:
+            if chunk.HasField("header"):
+                header = chunk.header
+            else:
+                size += len(chunk.data)
+                if size > MAX_UPLOAD_BYTES:
+                    raise TopologyError("the code package is larger than 1 GiB")
+                parts.append(chunk.data)
+        if header is None:
+            raise TopologyError("submit carried no header (name, conf, topology)")
+        try:
+            conf = json.loads(header.conf_json or "{}")
+            topology = json.loads(header.topology_json)
+        except ValueError as exc:
+            raise TopologyError(f"submit carried malformed JSON: {exc}") from exc
+        if not isinstance(conf, dict) or not isinstance(topology, dict):
+            raise TopologyError("submit conf and topology must be JSON objects")
+        tid = self.nimbus.submit(header.name, conf, topology, b"".join(parts))
+        return pb.SubmitReply(topology_id=tid)
+
+    @_mapped
+    def KillTopology(self, request: pb.KillRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self.nimbus.kill(request.name, request.wait_secs if request.has_wait else None)
+        return pb.Empty()
+
+    @_mapped
+    def Activate(self, request: pb.NameRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self.nimbus.set_active(request.name, True)
+        return pb.Empty()
+
+    @_mapped
+    def Deactivate(self, request: pb.NameRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self.nimbus.set_active(request.name, False)
+        return pb.Empty()
+
+    @_mapped
+    def Rebalance(self, request: pb.RebalanceRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self.nimbus.rebalance(request.name, request.wait_secs if request.has_wait else None,
+                              request.num_workers or None, dict(request.executors))
+        return pb.Empty()
+
+    @_mapped
+    def GetClusterInfo(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.ClusterInfo:
+        nimbus = self.nimbus
+        used: dict[str, set[int]] = {}
+        for a in nimbus.state.assignments().values():
+            for node, port in (a.get("executor_node_port") or {}).values():
+                used.setdefault(str(node), set()).add(int(port))
+        sups = [pb.SupervisorSummary(id=sid, hostname=str(info.get("hostname", "")),
+                                     ports=[int(p) for p in info.get("ports") or ()],
+                                     used_ports=sorted(used.get(sid, ())),
+                                     uptime_secs=int(info.get("uptime_secs") or 0))
+                for sid, info in sorted(nimbus.state.supervisors().items())]
+        tops = [pb.TopologySummary(**s) for s in nimbus.topology_summaries()]
+        return pb.ClusterInfo(topologies=tops, supervisors=sups,
+                              nimbuses=sorted(nimbus.state.nimbuses()),
+                              leader=nimbus.leader_address())
+
+    @_mapped
+    def GetTopologyInfo(self, request: pb.NameRequest,
+                        context: grpc.ServicerContext) -> pb.TopologyInfoReply:
+        return pb.TopologyInfoReply(info_json=json.dumps(self.nimbus.topology_info(request.name)))
+
+    @_mapped
+    def Download(self, request: pb.DownloadRequest,
+                 context: grpc.ServicerContext) -> Iterator[pb.Chunk]:
+        path = self.nimbus.package_file(request.topology_id, request.file)
+        data = path.read_bytes()
+        return iter([pb.Chunk(data=data[i:i + CHUNK_BYTES])
+                     for i in range(0, max(len(data), 1), CHUNK_BYTES)])

@@ -1,0 +1,209 @@
+"""A supervisor's local bookkeeping: its id and workers (``localstate``), worker processes,
+local heartbeats and pids directories.
+
+``storm.local.dir`` layout used here: ``supervisor/localstate`` (JSON: ``supervisor_id`` and
+``workers`` = worker id -> topology id, port, executors, pid, launch time),
+``workers/<worker-id>/heartbeats/<millis>`` (written by the worker), ``workers/<worker-id>/pids/
+<pid>``, ``logs/<topology-id>-<port>.log``. Plain functions and values; the supervisor's
+monitor thread is the only caller. Nothing here talks to ZooKeeper.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+WORKER_MODULE = "squall.daemon.worker_main"
+
+
+@dataclass
+class WorkerRecord:
+    """A worker process this supervisor launched (or adopted after a restart)."""
+
+    worker_id: str
+    topology_id: str
+    port: int
+    executors: list[list[int]]
+    pid: int
+    launched: float = field(default_factory=time.time)
+    proc: Any = field(default=None, repr=False, compare=False)   # Popen when our child
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("proc")
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> WorkerRecord:
+        return cls(str(d["worker_id"]), str(d["topology_id"]), int(d["port"]),
+                   [list(map(int, e)) for e in d["executors"]], int(d["pid"]),
+                   float(d.get("launched") or 0))
+
+    def slot(self) -> tuple[str, list[list[int]]]:
+        return self.topology_id, sorted(self.executors)
+
+
+class LocalState:
+    """``supervisor/localstate``: the supervisor id and the workers it runs."""
+
+    def __init__(self, local_dir: Path) -> None:
+        self.path = local_dir / "supervisor" / "localstate"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data: dict[str, Any] = {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable %s: %s", self.path, exc)
+        self.supervisor_id = str(data.get("supervisor_id") or uuid.uuid4())
+        self.workers: dict[str, WorkerRecord] = {}
+        for wid, rec in (data.get("workers") or {}).items():
+            try:
+                self.workers[wid] = WorkerRecord.from_json(rec)
+            except (KeyError, TypeError, ValueError):
+                log.warning("ignoring a malformed worker record %s in %s", wid, self.path)
+        self.save()
+
+    def save(self) -> None:
+        tmp = self.path.with_name("localstate.tmp")
+        tmp.write_text(json.dumps({"supervisor_id": self.supervisor_id,
+                                   "workers": {w: r.to_json() for w, r in self.workers.items()}},
+                                  sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def worker_dir(local_dir: Path, worker_id: str) -> Path:
+    return local_dir / "workers" / worker_id
+
+
+def latest_heartbeat(local_dir: Path, worker_id: str) -> dict[str, Any] | None:
+    """The newest readable local heartbeat of a worker (None if it wrote none)."""
+    hb_dir = worker_dir(local_dir, worker_id) / "heartbeats"
+    try:
+        names = sorted((p for p in hb_dir.iterdir() if p.name.isdigit()),
+                       key=lambda p: int(p.name), reverse=True)
+    except FileNotFoundError:
+        return None
+    for path in names:
+        try:
+            return dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:   # a zombie is dead for our purposes
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def is_our_worker(pid: int, worker_id: str) -> bool:
+    """True if ``pid`` runs the worker module for ``worker_id`` (guards against pid reuse)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().split(b"\0")
+    except OSError:
+        return pid_alive(pid)   # no /proc: trust the pid
+    return WORKER_MODULE.encode() in cmd and worker_id.encode() in cmd
+
+
+def record_alive(rec: WorkerRecord) -> bool:
+    if rec.proc is not None:
+        return rec.proc.poll() is None
+    return pid_alive(rec.pid) and is_our_worker(rec.pid, rec.worker_id)
+
+
+def launch_worker(local_dir: Path, supervisor_id: str, topology_id: str, port: int,
+                  executors: list[list[int]]) -> WorkerRecord:
+    """Start a worker process in its own process group, output to its log file."""
+    worker_id = uuid.uuid4().hex
+    wdir = worker_dir(local_dir, worker_id)
+    (wdir / "heartbeats").mkdir(parents=True)
+    (wdir / "pids").mkdir()
+    logs = local_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    with open(logs / f"{topology_id}-{port}.log", "ab") as out:
+        out.write(f"--- worker {worker_id} starting {time.ctime()}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", WORKER_MODULE, "--topology-id", topology_id,
+             "--supervisor-id", supervisor_id, "--port", str(port), "--worker-id", worker_id,
+             "--local-dir", str(local_dir)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=str(wdir),
+            start_new_session=True)
+    log.info("launched worker %s (pid %d) for %s on port %d", worker_id, proc.pid, topology_id,
+             port)
+    return WorkerRecord(worker_id, topology_id, port, sorted(executors), proc.pid, time.time(),
+                        proc)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def kill_worker(local_dir: Path, rec: WorkerRecord, grace: float) -> None:
+    """SIGTERM the worker's process group, SIGKILL after ``grace`` seconds, reap it, and
+    remove its directory. Blocks up to ``grace`` + a moment."""
+    pids = {rec.pid}
+    try:
+        pids.update(int(p.name) for p in (worker_dir(local_dir, rec.worker_id) / "pids").iterdir()
+                    if p.name.isdigit())
+    except FileNotFoundError:
+        pass
+    pids = {p for p in pids if p == rec.pid or is_our_worker(p, rec.worker_id)}
+    for pid in pids:
+        _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_alive(p, rec) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if _alive(pid, rec):
+            log.warning("worker %s (pid %d) ignored SIGTERM; killing it", rec.worker_id, pid)
+            _signal_group(pid, signal.SIGKILL)
+    if rec.proc is not None:
+        try:
+            rec.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            log.error("worker %s (pid %d) did not die", rec.worker_id, rec.pid)
+    shutil.rmtree(worker_dir(local_dir, rec.worker_id), ignore_errors=True)
+
+
+def _alive(pid: int, rec: WorkerRecord) -> bool:
+    if rec.proc is not None and pid == rec.pid:
+        return rec.proc.poll() is None
+    return pid_alive(pid)
+
+
+def stray_worker_ids(local_dir: Path, known: set[str]) -> list[str]:
+    """Worker directories not in ``known`` (left by a crash between launch and save)."""
+    try:
+        return sorted(p.name for p in (local_dir / "workers").iterdir()
+                      if p.is_dir() and p.name not in known)
+    except FileNotFoundError:
+        return []

@@ -1,0 +1,263 @@
+"""The worker process: ``python -m squall.daemon.worker_main`` (launched by a supervisor).
+
+Arguments: ``--topology-id``, ``--supervisor-id``, ``--port``, ``--worker-id``, ``--local-dir``.
+The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) and the topology
+(``supervisor/stormdist/<topology-id>/``: conf, topology JSON, code on ``sys.path``), builds a
+:class:`~squall.runtime.worker.Worker` with the executors ``/assignments`` gives its
+``(supervisor, port)`` and the configured transport, and then, on its main thread:
+
+- writes a local heartbeat file every ``worker.heartbeat.frequency.secs``
+  (``workers/<worker-id>/heartbeats/<millis>``, newest few kept) for its supervisor;
+- writes executor stats to ``/workerbeats/<topology-id>/<node>-<port>`` and the components'
+  errors to ``/errors`` every ``task.heartbeat.frequency.secs``;
+- follows ``/assignments/<topology-id>`` (watch + timer): refreshes links to other workers, and
+  exits when its slot no longer has exactly its executors (the supervisor starts a new worker);
+- follows ``/storms/<topology-id>``'s status: ``active`` activates the spouts, anything else
+  deactivates them;
+- SIGTERM / SIGINT: orderly shutdown (spouts deactivated, executors stopped, links closed).
+
+Exit codes: 0 after an orderly shutdown or a lost assignment, 1 when it cannot start or its
+executors died. Its pid file is ``workers/<worker-id>/pids/<pid>``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("squall.worker")
+KEEP_HEARTBEATS = 5
+
+
+def supervisor_conf_path(local_dir: str | os.PathLike[str]) -> Path:
+    return Path(local_dir) / "supervisor" / "supervisor-conf.json"
+
+
+def my_executors(assignment: dict[str, Any] | None, node: str, port: int) -> list[tuple[int, int]]:
+    """The executor ranges an assignment gives slot ``(node, port)``, sorted."""
+    out = []
+    for key, (n, p) in ((assignment or {}).get("executor_node_port") or {}).items():
+        if str(n) == node and int(p) == port:
+            start, end = json.loads(key)
+            out.append((int(start), int(end)))
+    return sorted(out)
+
+
+def task_to_worker(assignment: dict[str, Any]) -> dict[int, tuple[str, int]]:
+    """Every task of the assignment -> ``(host, port)`` of its worker."""
+    hosts = assignment.get("node_host") or {}
+    out = {}
+    for key, (node, port) in (assignment.get("executor_node_port") or {}).items():
+        start, end = json.loads(key)
+        for task in range(int(start), int(end) + 1):
+            out[task] = (str(hosts.get(node, node)), int(port))
+    return out
+
+
+def write_local_heartbeat(directory: Path, beat: dict[str, Any]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"{int(time.time() * 1000)}"
+    tmp = directory / f".{name}.tmp"
+    tmp.write_text(json.dumps(beat), encoding="utf-8")
+    os.replace(tmp, directory / name)
+    beats = sorted((p for p in directory.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    for old in beats[:-KEEP_HEARTBEATS]:
+        old.unlink(missing_ok=True)
+
+
+class WorkerProcess:
+    """Everything process-level around one :class:`Worker` (see the module docstring)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.tid = args.topology_id
+        self.node = args.supervisor_id
+        self.port = int(args.port)
+        self.worker_id = args.worker_id
+        self.local_dir = Path(args.local_dir).resolve()
+        self.worker_dir = self.local_dir / "workers" / self.worker_id
+        self.stop = threading.Event()
+        self.changed = threading.Event()
+        self.worker: Any = None
+        self.store: Any = None
+        self.seq = 0
+        self.active: bool | None = None
+
+    def run(self) -> int:
+        from squall import drivers
+        from squall.daemon import packaging
+        from squall.runtime.worker import Worker
+        from squall.state.cluster_state import ClusterState
+
+        sup_conf = json.loads(supervisor_conf_path(self.local_dir).read_text(encoding="utf-8"))
+        dist = self.local_dir / "supervisor" / "stormdist" / self.tid
+        tconf, topology = packaging.load_topology(dist)
+        conf = {**sup_conf, **tconf}
+        self.conf = conf
+        pid_dir = self.worker_dir / "pids"
+        pid_dir.mkdir(parents=True, exist_ok=True)
+        (pid_dir / str(os.getpid())).touch()
+        self.store = drivers.driver("state", conf)
+        self.store.start()
+        self.state = ClusterState(self.store, conf)
+        assignment = self.state.get_assignment(self.tid, watch=self._on_change)
+        base = self.state.get_storm(self.tid, watch=self._on_change)
+        self.executors = my_executors(assignment, self.node, self.port)
+        if not self.executors or base is None:
+            log.info("worker %s: no assignment for %s:%d any more; exiting", self.tid, self.node,
+                     self.port)
+            return 0
+        if base.get("component_executors"):
+            topology = topology.with_parallelism(base["component_executors"])
+        host = str((assignment.get("node_host") or {}).get(self.node, "127.0.0.1"))
+        self.task_to_worker = task_to_worker(assignment)
+        transport = drivers.driver("transport", conf)
+        self.worker = Worker(conf=conf, topology=topology, topology_id=self.tid, port=self.port,
+                             executors=self.executors, task_to_worker=self.task_to_worker,
+                             transport=transport, host=host)
+        from squall.plugin_manager import get_plugin_manager
+        hooks = get_plugin_manager().hook
+        hooks.squall_worker_start(topology_id=self.tid, port=self.port, conf=conf)
+        self.worker.start()
+        log.info("worker %s:%d started with executors %s", self.tid, self.port, self.executors)
+        self.heartbeat_local()
+        self._apply_status(base)
+        try:
+            return self._loop()
+        finally:
+            self._shutdown(transport)
+            hooks.squall_worker_stop(topology_id=self.tid, port=self.port)
+
+    def _on_change(self, _path: str) -> None:
+        self.changed.set()
+
+    def _loop(self) -> int:
+        from squall.errors import StateError
+        local_every = float(self.conf.get("worker.heartbeat.frequency.secs") or 1)
+        zk_every = float(self.conf.get("task.heartbeat.frequency.secs") or 3)
+        sync_every = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
+        next_local = next_zk = next_sync = 0.0
+        while not self.stop.is_set():
+            now = time.monotonic()
+            if not self.worker.is_alive():
+                log.error("worker %s:%d: its executors stopped; exiting", self.tid, self.port)
+                return 1
+            try:
+                if now >= next_local:
+                    next_local = now + local_every
+                    self.heartbeat_local()
+                if self.changed.is_set() or now >= next_sync:
+                    self.changed.clear()
+                    next_sync = now + sync_every
+                    if not self.sync():
+                        return 0
+                if now >= next_zk:
+                    next_zk = now + zk_every
+                    self.heartbeat_zk()
+            except StateError as exc:
+                log.warning("worker %s:%d: state store: %s", self.tid, self.port, exc)
+            wait = max(0.01, min(next_local, next_zk, next_sync) - time.monotonic())
+            self.changed.wait(wait)
+        return 0
+
+    def heartbeat_local(self) -> None:
+        write_local_heartbeat(self.worker_dir / "heartbeats", {
+            "time_secs": time.time(), "topology_id": self.tid, "port": self.port,
+            "executors": [list(e) for e in self.executors], "pid": os.getpid()})
+
+    def heartbeat_zk(self) -> None:
+        self.seq += 1
+        stats = self.worker.stats()
+        self.state.write_worker_beat(self.tid, self.node, self.port, {
+            **stats, "seq": self.seq, "topology_id": self.tid, "node": self.node,
+            "port": self.port, "host": self.worker.host})
+        for entry in self.worker.drain_errors():
+            component = str(entry.get("component") or "unknown")
+            self.state.report_error(self.tid, component, entry)
+
+    def sync(self) -> bool:
+        """Follow the assignment and status; False when this worker must exit."""
+        assignment = self.state.get_assignment(self.tid, watch=self._on_change)
+        base = self.state.get_storm(self.tid, watch=self._on_change)
+        if base is None or assignment is None:
+            log.info("worker %s:%d: topology gone; exiting", self.tid, self.port)
+            return False
+        if my_executors(assignment, self.node, self.port) != self.executors:
+            log.info("worker %s:%d: its executors were reassigned; exiting", self.tid, self.port)
+            return False
+        mapping = task_to_worker(assignment)
+        if mapping != self.task_to_worker:
+            self.task_to_worker = mapping
+            self.worker.update_assignment(mapping)
+        self._apply_status(base)
+        return True
+
+    def _apply_status(self, base: dict[str, Any]) -> None:
+        active = base.get("status") == "active"
+        if active != self.active:
+            self.active = active
+            (self.worker.activate if active else self.worker.deactivate)()
+            log.info("worker %s:%d %s", self.tid, self.port,
+                     "activated" if active else "deactivated")
+
+    def _shutdown(self, transport: Any) -> None:
+        try:
+            self.worker.shutdown()
+        except Exception:  # noqa: BLE001 - shutting down anyway
+            log.exception("worker shutdown failed")
+        for entry in self.worker.drain_errors():
+            try:
+                self.state.report_error(self.tid, str(entry.get("component")), entry)
+            except Exception:  # noqa: BLE001
+                break
+        try:
+            transport.close()
+        except Exception:  # noqa: BLE001
+            log.debug("closing the transport failed", exc_info=True)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        (self.worker_dir / "pids" / str(os.getpid())).unlink(missing_ok=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="squall-worker")
+    p.add_argument("--topology-id", required=True)
+    p.add_argument("--supervisor-id", required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--worker-id", required=True)
+    p.add_argument("--local-dir", required=True)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=os.environ.get("SQUALL_WORKER_LOG_LEVEL", "INFO"),
+                        format=f"%(asctime)s %(levelname)s [worker {args.port}] %(name)s: "
+                               "%(message)s", stream=sys.stdout)
+    proc = WorkerProcess(args)
+    signal.signal(signal.SIGTERM, lambda *_: proc.stop.set() or proc.changed.set())
+    signal.signal(signal.SIGINT, lambda *_: proc.stop.set() or proc.changed.set())
+    from squall.errors import SquallError
+    try:
+        return proc.run()
+    except SquallError as exc:
+        log.error("worker %s:%d cannot run: %s", args.topology_id, args.port, exc)
+        return 1
+    except Exception:  # noqa: BLE001 - the supervisor restarts us; say why first
+        log.exception("worker %s:%d failed", args.topology_id, args.port)
+        return 1
+    finally:
+        proc.close()
+        logging.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
