@@ -20,6 +20,10 @@ class Connection(ABC):
     A connection returned by :meth:`Transport.bind` receives; one returned by
     :meth:`Transport.connect` sends. Messages sent on one connection arrive in order and
     byte-exact. Methods may be called from any single thread at a time per connection.
+
+    Every connection has an ``int`` attribute ``port``: for a bound one the port actually
+    listened on (useful after ``bind(topology_id, 0)``), for a connecting one the peer's port.
+    ``squall.testing.contracts.transport.TransportContract`` checks all of this.
     """
 
     @abstractmethod

@@ -233,7 +233,7 @@ class GrpcTransport(Transport):
 
     def connect(self, topology_id: str, host: str, port: int) -> Connection:
         address = f"{host}:{port}"
-        options = [*self.options, *_BACKOFF.items()]
+        options: list[tuple[str, Any]] = [*self.options, *_BACKOFF.items()]
         if self.tls:
             creds = grpc.ssl_channel_credentials(root_certificates=self._read("tls.ca.file"))
             name = self.option("tls.server.name", None)
