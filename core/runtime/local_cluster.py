@@ -2,7 +2,11 @@
 
 Workers run as threads of this process (``topology.workers`` of them per topology) and talk
 through the in-process ``local`` transport, so tuples between workers are serialized exactly as
-in a cluster while module-level state stays shared with the caller.
+in a cluster while module-level state stays shared with the caller. Cluster state lives in the
+embedded ``memory`` state store with the layout of a real cluster (``cluster.state``:
+``/storms``, ``/assignments``, ``/workerbeats``, ``/errors``); a monitor thread writes worker
+beats and errors there every ``task.heartbeat.frequency.secs`` and restarts a worker whose loop
+died (``topology.worker.die.on.error``), as a supervisor would.
 
 >>> from squall import LocalCluster
 >>> with LocalCluster() as cluster:
@@ -47,6 +51,7 @@ class _Running:
         self.status = "active"
         self.launch_time = time.time()
         self.errors: dict[str, list[dict[str, Any]]] = {}
+        self.restarts = 0
 
 
 def assign_even(topology: Topology, num_workers: int) -> list[list[tuple[int, int]]]:
@@ -64,11 +69,20 @@ class LocalCluster:
                  on_worker_start: Any = None) -> None:
         """``on_worker_start(worker)``, if given, runs on each worker's loop thread after its
         components are initialized and before its spouts are activated (testing hooks)."""
+        from squall.state.cluster_state import ClusterState
         self.conf = base_conf(conf)
         self._on_worker_start = on_worker_start
         drivers.validate_conf(self.conf)
         self._topologies: dict[str, _Running] = {}
         self._lock = threading.RLock()
+        self._store = drivers.driver("state", {**self.conf, "squall.state": "memory"})
+        self._store.start()
+        self.state = ClusterState(self._store, self.conf)
+        self.state.setup()
+        self._stop = threading.Event()
+        self._monitor = threading.Thread(target=self._monitor_loop, daemon=True,
+                                         name="squall-local-monitor")
+        self._monitor.start()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def __enter__(self) -> LocalCluster:
@@ -78,9 +92,13 @@ class LocalCluster:
         self.shutdown()
 
     def shutdown(self) -> None:
+        self._stop.set()
         with self._lock:
             for name in list(self._topologies):
                 self.kill_topology(name)
+        if self._monitor.is_alive() and threading.current_thread() is not self._monitor:
+            self._monitor.join(5)
+        self._store.close()
 
     def submit_topology(self, name: str, conf: dict[str, Any] | None, topology: Topology) -> str:
         """Start ``topology`` under ``name``; returns the topology id."""
@@ -107,6 +125,7 @@ class LocalCluster:
             run = _Running(name, topology_id, full, merged)
             self._start_workers(run)
             self._topologies[name] = run
+            self._write_state(run)
             pm.hook.squall_topology_submitted(name=name, topology_id=topology_id, conf=merged)
             return topology_id
 
@@ -167,6 +186,7 @@ class LocalCluster:
             _wait_drained(run, wait)
             self._stop_workers(run)
             del self._topologies[name]
+            self.state.remove_topology(run.id)
             from squall.plugin_manager import get_plugin_manager
             get_plugin_manager().hook.squall_topology_killed(name=name, topology_id=run.id)
 
@@ -176,6 +196,7 @@ class LocalCluster:
             run.status = "active"
             for w in run.workers:
                 w.activate()
+            self.state.update_storm(run.id, status="active")
 
     def deactivate(self, name: str) -> None:
         with self._lock:
@@ -183,6 +204,7 @@ class LocalCluster:
             run.status = "inactive"
             for w in run.workers:
                 w.deactivate()
+            self.state.update_storm(run.id, status="inactive")
 
     def rebalance(self, name: str, num_workers: int | None = None,
                   executors: dict[str, int] | None = None, wait: float = 0.0) -> None:
@@ -204,6 +226,55 @@ class LocalCluster:
             run.topology = topology
             run.status = "active" if previous != "inactive" else "inactive"
             self._start_workers(run)
+            self._write_state(run)
+
+    # -- state and monitoring ------------------------------------------------------------------
+    def _write_state(self, run: _Running) -> None:
+        topo = run.topology
+        self.state.set_storm(run.id, {
+            "name": run.name, "launch_time": int(run.launch_time), "status": run.status,
+            "status_reason": "", "num_workers": len(run.workers), "owner": "local",
+            "component_executors": {c: len(topo.executors(c)) for c in topo.components}})
+        now = int(time.time())
+        self.state.set_assignment(run.id, {
+            "code_dir": "", "node_host": {"local": "local"},
+            "executor_node_port": {f"[{s}, {e}]": ["local", w.port] for w in run.workers
+                                   for s, e in w.executor_ranges},
+            "executor_start_time_secs": {f"[{s}, {e}]": now for w in run.workers
+                                         for s, e in w.executor_ranges},
+            "worker_resources": {}})
+
+    def _monitor_loop(self) -> None:
+        freq = float(self.conf.get("task.heartbeat.frequency.secs") or 3)
+        while not self._stop.wait(min(freq, 0.5)):
+            with self._lock:
+                for run in list(self._topologies.values()):
+                    self._check(run)
+
+    def _check(self, run: _Running) -> None:
+        for i, w in enumerate(run.workers):
+            for err in w.drain_errors():
+                self.state.report_error(run.id, err["component"], err)
+            if w.is_alive():
+                self.state.write_worker_beat(run.id, "local", w.port, w.stats())
+                continue
+            log.warning("worker %s:%d of %s died; restarting it", w.host, w.port, run.name)
+            w.shutdown()
+            for comp, errs in w.errors.recent().items():
+                run.errors[comp] = (run.errors.get(comp, []) + errs)[-10:]
+            fresh = Worker(conf=run.conf, topology=run.topology, topology_id=run.id,
+                           port=w.port, executors=w.executor_ranges,
+                           task_to_worker=w.transfer.task_to_worker,
+                           transport=run.transport, host="local")
+            try:
+                fresh.start()
+            except Exception:
+                log.exception("restarting worker %d of %s failed", w.port, run.name)
+                continue
+            run.workers[i] = fresh
+            run.restarts += 1
+            if run.status == "active":
+                fresh.activate()
 
     # -- observation ---------------------------------------------------------------------------
     def get_topology(self, name: str) -> Topology:
