@@ -125,6 +125,32 @@ def test_die_on_error_stops_the_worker(cluster: LocalCluster) -> None:
     worker = cluster.workers("die")[0]
     wait_until(lambda: not worker.is_alive(), timeout=5)
     assert "ValueError" in cluster.get_topology_info("die")["errors"]["picky"][0]["error"]
+    # like a supervisor, the cluster replaces the dead worker with a fresh one
+    wait_until(lambda: cluster.workers("die")[0] is not worker, timeout=5)
+    assert cluster.workers("die")[0].executor_ranges == worker.executor_ranges
+
+
+def test_cluster_state_in_the_embedded_store(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 20})
+    b.set_bolt("picky", Picky, parallelism=2).shuffle_grouping("numbers")
+    tid = cluster.submit_topology("stateful", {"topology.workers": 2}, b.create_topology())
+    storm = cluster.state.get_storm(tid)
+    assert storm is not None
+    assert storm["name"] == "stateful" and storm["status"] == "active"
+    assert storm["component_executors"] == {"__acker": 2, "numbers": 1, "picky": 2}
+    assignment = cluster.state.get_assignment(tid)
+    assert assignment is not None
+    executors = cluster.get_topology("stateful").all_executors()
+    assert sorted(assignment["executor_node_port"]) == sorted(f"[{s}, {e}]" for s, e in executors)
+    assert {tuple(v) for v in assignment["executor_node_port"].values()} == {
+        ("local", w.port) for w in cluster.workers("stateful")}
+    cluster.deactivate("stateful")
+    assert cluster.state.get_storm(tid)["status"] == "inactive"
+    wait_until(lambda: cluster.state.errors(tid).get("picky"), timeout=10)
+    wait_until(lambda: len(cluster.state.worker_beats(tid)) == 2, timeout=10)
+    cluster.kill_topology("stateful")
+    assert cluster.state.get_storm(tid) is None and cluster.state.get_assignment(tid) is None
 
 
 class Batch(Bolt):
