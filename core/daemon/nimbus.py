@@ -36,7 +36,7 @@ from squall.errors import (
     StateError,
     TopologyError,
 )
-from squall.state.cluster_state import ClusterState
+from squall.state.cluster_state import NIMBUSES, ClusterState
 
 log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -63,7 +63,8 @@ class Nimbus:
 
     def __init__(self, conf: dict[str, Any]) -> None:
         self.conf = dict(conf)
-        self.local_dir = Path(str(conf.get("storm.local.dir") or "squall-local")).resolve() / "nimbus"
+        local = Path(str(conf.get("storm.local.dir") or "squall-local")).resolve()
+        self.local_dir = local / "nimbus"
         self.stormdist = self.local_dir / "stormdist"
         self.beats = BeatTracker()
         self.lock = threading.RLock()
@@ -90,6 +91,7 @@ class Nimbus:
         self.state.setup()
         self.scheduler = drivers.driver("scheduler", self.conf)
         self._start_server()
+        self.store.delete(f"{NIMBUSES}/{self.address}")   # a node left by a previous life
         self.state.register_nimbus(self.address, {"host": self.address.rsplit(":", 1)[0],
                                                   "port": self.port,
                                                   "time_secs": int(self.start_time)})
@@ -354,7 +356,7 @@ class Nimbus:
                 self._clean_local()
             except SquallError as exc:
                 log.warning("nimbus monitor pass failed: %s", exc)
-            except Exception:  # noqa: BLE001 - keep monitoring whatever happened
+            except Exception:  # keep monitoring whatever happened
                 log.exception("nimbus monitor pass failed")
 
     def _finish_transitions(self) -> None:
@@ -456,5 +458,5 @@ class Nimbus:
 def _owner() -> str:
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name in a bare container
+    except Exception:  # no user name in a bare container
         return ""

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 ERROR_KEY = "squall-error"
 LEADER_KEY = "squall-leader"
 CHUNK_BYTES = 1 << 20
-_BY_CODE = {grpc.StatusCode.NOT_FOUND: errors.NotAliveError,
+_BY_CODE: dict[Any, type[SquallError]] = {grpc.StatusCode.NOT_FOUND: errors.NotAliveError,
             grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyAliveError,
             grpc.StatusCode.INVALID_ARGUMENT: errors.TopologyError}
 
@@ -54,12 +54,14 @@ def error_from_rpc(exc: grpc.RpcError, address: str) -> SquallError:
     """The squall exception nimbus raised, rebuilt from a failed call."""
     meta = dict(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
     message = exc.details() or str(exc.code())  # type: ignore[attr-defined]
-    cls = getattr(errors, str(meta.get(ERROR_KEY, "")), None)
-    if not (isinstance(cls, type) and issubclass(cls, SquallError)):
-        cls = _BY_CODE.get(exc.code())  # type: ignore[attr-defined]
+    found: Any = getattr(errors, str(meta.get(ERROR_KEY, "")), None)
+    code: Any = exc.code()  # type: ignore[attr-defined]
+    cls: type[SquallError] | None = _BY_CODE.get(code)
+    if isinstance(found, type) and issubclass(found, SquallError):
+        cls = found
     if cls is None:
         return SquallError(f"nimbus at {address}: {message}")
-    err = cls.__new__(cls)
+    err: SquallError = SquallError.__new__(cls)   # skip subclass __init__ signatures
     Exception.__init__(err, message)
     return err
 

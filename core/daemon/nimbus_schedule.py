@@ -63,10 +63,11 @@ def supervisor_details(supervisors: Mapping[str, Mapping[str, Any]]) -> list[Sup
     for sid, info in sorted(supervisors.items()):
         try:
             out.append(SupervisorDetails(
-                sid, str(info.get("hostname") or sid), tuple(int(p) for p in info.get("ports") or ()),
+                sid, str(info.get("hostname") or sid),
+                tuple(int(p) for p in info.get("ports") or ()),
                 Resources.from_dict(info.get("resources")),
                 {"uptime_secs": info.get("uptime_secs", 0)}))
-        except Exception as exc:  # noqa: BLE001 - one bad registration must not stop nimbus
+        except Exception as exc:  # one bad registration must not stop nimbus
             log.warning("ignoring supervisor %s with a bad registration: %s", sid, exc)
     return out
 
@@ -83,7 +84,7 @@ def alive_assignment(nimbus: Nimbus, topology_id: str, assignment: Mapping[str, 
     for key, (node, port) in (assignment.get("executor_node_port") or {}).items():
         try:
             executor = ExecutorDetails.parse(key)
-        except Exception:  # noqa: BLE001
+        except Exception:
             continue
         started = float(starts.get(key, 0) or 0)
         bkey = beat_key(str(node), int(port))
@@ -137,13 +138,13 @@ def schedule_pass(nimbus: Nimbus, fresh: set[str]) -> None:
                 tid, str(base.get("name")), conf, topology,
                 int(base.get("num_workers") or conf.get("topology.workers") or 1),
                 float(base.get("launch_time") or 0)))
-        except Exception as exc:  # noqa: BLE001 - one bad topology must not stop the others
+        except Exception as exc:  # one bad topology must not stop the others
             log.error("cannot schedule topology %s: %s", tid, exc)
     topologies = Topologies(details)
     cluster = Cluster(supervisors, existing, topologies)
     try:
         nimbus.scheduler.schedule(topologies, cluster)
-    except Exception:  # noqa: BLE001 - a scheduler bug is logged, nimbus keeps running
+    except Exception:  # a scheduler bug is logged, nimbus keeps running
         log.exception("the %s scheduler failed", nimbus.conf.get("squall.scheduler"))
         return
     for topology in topologies:

@@ -60,7 +60,7 @@ def _mapped(method: Callable[..., Any]) -> Callable[..., Any]:
                 meta.append((LEADER_KEY, exc.leader))
             context.set_trailing_metadata(tuple(meta))
             context.abort(_code_for(exc), str(exc))
-        except Exception as exc:  # noqa: BLE001 - report, keep serving
+        except Exception as exc:  # report, keep serving
             log.exception("nimbus %s failed", method.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
     return handler

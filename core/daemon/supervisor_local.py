@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,8 @@ class WorkerRecord:
     proc: Any = field(default=None, repr=False, compare=False)   # Popen when our child
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("proc")
-        return d
+        return {"worker_id": self.worker_id, "topology_id": self.topology_id, "port": self.port,
+                "executors": self.executors, "pid": self.pid, "launched": self.launched}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> WorkerRecord:
@@ -176,7 +175,8 @@ def kill_worker(local_dir: Path, rec: WorkerRecord, grace: float) -> None:
                     if p.name.isdigit())
     except FileNotFoundError:
         pass
-    pids = {p for p in pids if p == rec.pid or is_our_worker(p, rec.worker_id)}
+    pids = {p for p in pids if p > 0 and ((rec.proc is not None and p == rec.pid)
+                                        or is_our_worker(p, rec.worker_id))}
     for pid in pids:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print(PREFIX + f"syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}",
               file=sys.stderr)
         return 1
-    except BaseException as exc:   # noqa: BLE001 - the user's code may raise anything
+    except BaseException as exc:   # the user's code may raise anything
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f" ({frame.filename}, line {frame.lineno})" if frame else ""
         print(PREFIX + f"loading the topology raised {type(exc).__name__}: {exc}{where}",

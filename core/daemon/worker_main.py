@@ -100,6 +100,7 @@ class WorkerProcess:
         tconf, topology = packaging.load_topology(dist)
         conf = {**sup_conf, **tconf}
         self.conf = conf
+        logging.getLogger().setLevel(str(conf.get("worker.log.level") or "INFO").upper())
         pid_dir = self.worker_dir / "pids"
         pid_dir.mkdir(parents=True, exist_ok=True)
         (pid_dir / str(os.getpid())).touch()
@@ -209,16 +210,16 @@ class WorkerProcess:
     def _shutdown(self, transport: Any) -> None:
         try:
             self.worker.shutdown()
-        except Exception:  # noqa: BLE001 - shutting down anyway
+        except Exception:  # shutting down anyway
             log.exception("worker shutdown failed")
         for entry in self.worker.drain_errors():
             try:
                 self.state.report_error(self.tid, str(entry.get("component")), entry)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 break
         try:
             transport.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.debug("closing the transport failed", exc_info=True)
 
     def close(self) -> None:
@@ -239,19 +240,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=os.environ.get("SQUALL_WORKER_LOG_LEVEL", "INFO"),
+    logging.basicConfig(level=logging.INFO,
                         format=f"%(asctime)s %(levelname)s [worker {args.port}] %(name)s: "
                                "%(message)s", stream=sys.stdout)
     proc = WorkerProcess(args)
-    signal.signal(signal.SIGTERM, lambda *_: proc.stop.set() or proc.changed.set())
-    signal.signal(signal.SIGINT, lambda *_: proc.stop.set() or proc.changed.set())
+
+    def stop(*_: Any) -> None:
+        proc.stop.set()
+        proc.changed.set()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     from squall.errors import SquallError
     try:
         return proc.run()
     except SquallError as exc:
         log.error("worker %s:%d cannot run: %s", args.topology_id, args.port, exc)
         return 1
-    except Exception:  # noqa: BLE001 - the supervisor restarts us; say why first
+    except Exception:  # the supervisor restarts us; say why first
         log.exception("worker %s:%d failed", args.topology_id, args.port)
         return 1
     finally:

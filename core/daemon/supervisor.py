@@ -1,0 +1,273 @@
+"""The supervisor (``squall supervisor``): runs the workers nimbus assigns to this machine.
+
+- Registers the ephemeral ``/supervisors/<id>`` (host name from ``storm.local.hostname`` or the
+  machine's, ports from ``supervisor.slots.ports``, resources), refreshed every
+  ``supervisor.heartbeat.frequency.secs``; the id is kept in ``supervisor/localstate`` so it
+  survives restarts. After a ZooKeeper session loss the store re-creates the node and the
+  supervisor re-registers and re-syncs.
+- Syncs every ``supervisor.monitor.frequency.secs`` and whenever ``/assignments`` changes:
+  downloads missing code packages from nimbus into ``supervisor/stormdist/<id>/``, kills workers
+  that died, stopped heart-beating (``supervisor.worker.timeout.secs``; at start
+  ``supervisor.worker.start.timeout.secs``) or are no longer assigned (SIGTERM, then SIGKILL
+  after ``supervisor.worker.shutdown.sleep.secs``), and launches one worker process per assigned
+  slot that has none. Never two workers on one port: the old one is dead before a new one starts.
+- After its own restart it adopts the workers it left (process alive, heartbeat fresh, same
+  assignment) and kills the others. Stopping the supervisor leaves its workers running (as
+  Storm does); :meth:`Supervisor.kill_workers` stops them.
+
+Threads: one monitor thread does all syncing (workers are only touched there); one heartbeat
+thread refreshes the registration. ``start``/``stop`` from the caller's thread.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from squall import drivers
+from squall.daemon import packaging
+from squall.daemon.supervisor_local import (
+    LocalState,
+    WorkerRecord,
+    is_our_worker,
+    kill_worker,
+    latest_heartbeat,
+    launch_worker,
+    pid_alive,
+    record_alive,
+    stray_worker_ids,
+)
+from squall.daemon.worker_main import my_executors, supervisor_conf_path
+from squall.errors import SquallError
+from squall.state.cluster_state import SUPERVISORS, ClusterState
+
+log = logging.getLogger(__name__)
+
+
+class Supervisor:
+    """See the module docstring. ``start()``, then ``stop()``."""
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.conf = dict(conf)
+        self.local_dir = Path(str(conf.get("storm.local.dir") or "squall-local")).resolve()
+        self.ports = sorted({int(p) for p in conf.get("supervisor.slots.ports") or ()})
+        self.hostname = str(conf.get("storm.local.hostname") or socket.gethostname())
+        self.start_time = time.time()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.store: Any = None
+        self.local = LocalState(self.local_dir)
+        self.id = self.local.supervisor_id
+
+    @property
+    def workers(self) -> dict[str, WorkerRecord]:
+        return self.local.workers
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Connect, register, adopt or clean old workers, start syncing. StateError if the
+        store is unreachable."""
+        (self.local_dir / "supervisor" / "stormdist").mkdir(parents=True, exist_ok=True)
+        packaging.write_json(supervisor_conf_path(self.local_dir), self.conf)
+        self.store = drivers.driver("state", self.conf)
+        self.store.start()
+        self.state = ClusterState(self.store, self.conf)
+        self.state.setup()
+        try:
+            from squall.scheduling.resources import default_supervisor_resources
+            self.resources = default_supervisor_resources(self.conf)
+        except ImportError:
+            self.resources = {}
+        # a node left by our previous life still belongs to its (dying) session: replace it,
+        # or it would vanish with that session while we run
+        self.state.store.delete(f"{SUPERVISORS}/{self.id}")
+        self.register()
+        self.store.add_reconnect_listener(self._on_reconnect)
+        self.adopt()
+        for target, name in ((self._monitor_loop, "monitor"), (self._heartbeat_loop, "beat")):
+            t = threading.Thread(target=target, name=f"squall-supervisor-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        log.info("supervisor %s on %s started, ports %s", self.id, self.hostname, self.ports)
+
+    def stop(self) -> None:
+        """Stop syncing and disconnect (workers keep running). Idempotent."""
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join(10)
+        if self.store is not None:
+            self.store.close()
+
+    def kill_workers(self) -> None:
+        """Stop every worker of this supervisor (call after :meth:`stop`)."""
+        grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or 3)
+        for wid in list(self.workers):
+            kill_worker(self.local_dir, self.workers.pop(wid), grace)
+        self.local.save()
+
+    def wait(self) -> None:
+        while not self._stop.wait(1.0):
+            pass
+
+    # -- registration -------------------------------------------------------------------------
+    def register(self) -> None:
+        now = time.time()
+        self.state.register_supervisor(self.id, {
+            "hostname": self.hostname, "time_secs": int(now),
+            "uptime_secs": int(now - self.start_time), "ports": self.ports,
+            "used_ports": sorted({r.port for r in self.workers.values()}),
+            "resources": self.resources, "supervisor_id": self.id})
+
+    def _on_reconnect(self) -> None:
+        log.info("supervisor %s: new ZooKeeper session; re-registering", self.id)
+        self._wake.set()
+
+    def _heartbeat_loop(self) -> None:
+        freq = float(self.conf.get("supervisor.heartbeat.frequency.secs") or 5)
+        while not self._stop.wait(freq):
+            try:
+                self.register()
+            except SquallError as exc:
+                log.warning("supervisor heartbeat failed: %s", exc)
+
+    # -- syncing (monitor thread) -------------------------------------------------------------
+    def _monitor_loop(self) -> None:
+        freq = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
+        while not self._stop.is_set():
+            try:
+                self.sync()
+            except SquallError as exc:
+                log.warning("supervisor sync failed: %s", exc)
+            except Exception:  # keep supervising whatever happened
+                log.exception("supervisor sync failed")
+            self._wake.wait(freq)
+            self._wake.clear()
+
+    def _watch(self, _path: str) -> None:
+        self._wake.set()
+
+    def assigned_slots(self) -> dict[int, tuple[str, list[list[int]]]]:
+        """port -> (topology id, executors) this supervisor must run, from ``/assignments``."""
+        wanted: dict[int, tuple[str, list[list[int]]]] = {}
+        for tid in self.state.assignment_ids(watch=self._watch):
+            assignment = self.state.get_assignment(tid, watch=self._watch)
+            for port in self.ports:
+                execs = my_executors(assignment, self.id, port)
+                if execs:
+                    wanted[port] = (tid, sorted([list(e) for e in execs]))
+        return wanted
+
+    def sync(self) -> None:
+        """One round: registration, code, dead/stale/unassigned workers out, new ones in."""
+        self.register()
+        wanted = self.assigned_slots()
+        for port, (tid, _) in list(wanted.items()):
+            if not self.ensure_code(tid):
+                del wanted[port]
+        grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or 3)
+        for wid, rec in list(self.workers.items()):
+            reason = self.worker_problem(rec, wanted.get(rec.port))
+            if reason:
+                log.info("stopping worker %s (%s port %d): %s", wid, rec.topology_id, rec.port,
+                         reason)
+                kill_worker(self.local_dir, rec, grace)
+                del self.workers[wid]
+                self.local.save()
+        busy = {r.port for r in self.workers.values()}
+        for port, (tid, execs) in sorted(wanted.items()):
+            if port not in busy:
+                rec = launch_worker(self.local_dir, self.id, tid, port, execs)
+                self.workers[rec.worker_id] = rec
+                self.local.save()
+        self.register()
+        self._clean_code({tid for tid, _ in wanted.values()} |
+                         {r.topology_id for r in self.workers.values()})
+
+    def worker_problem(self, rec: WorkerRecord, wanted: tuple[str, list[list[int]]] | None
+                       ) -> str:
+        """Why ``rec`` must stop ('' if it is fine)."""
+        if wanted is None or wanted != rec.slot():
+            return "no longer assigned"
+        if not record_alive(rec):
+            return "process died"
+        beat = latest_heartbeat(self.local_dir, rec.worker_id)
+        now = time.time()
+        if beat is None:
+            limit = float(self.conf.get("supervisor.worker.start.timeout.secs") or 120)
+            return "no heartbeat since launch" if now - rec.launched > limit else ""
+        limit = float(self.conf.get("supervisor.worker.timeout.secs") or 30)
+        if now - float(beat.get("time_secs") or 0) > limit:
+            return f"no heartbeat for {limit:g} s"
+        return ""
+
+    def ensure_code(self, tid: str) -> bool:
+        """Download ``tid``'s package unless present; False (logged) when nimbus cannot
+        provide it now."""
+        dist = self.local_dir / "supervisor" / "stormdist"
+        if packaging.has_package(dist / tid) and (dist / tid / packaging.CODE_DIR).is_dir():
+            return True
+        from squall.daemon.nimbus_client import NimbusClient
+        tmp = dist / f"{tid}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        client = NimbusClient(self.conf, timeout=60)
+        try:
+            for file in packaging.PACKAGE_FILES:
+                (tmp / file).write_bytes(client.download(tid, file))
+            packaging.extract_code(tmp / packaging.CODE_FILE, tmp / packaging.CODE_DIR)
+        except SquallError as exc:
+            log.warning("cannot download topology %s from nimbus yet: %s", tid, exc)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
+        finally:
+            client.close()
+        shutil.rmtree(dist / tid, ignore_errors=True)
+        tmp.rename(dist / tid)
+        log.info("downloaded topology %s", tid)
+        return True
+
+    def _clean_code(self, keep: set[str]) -> None:
+        dist = self.local_dir / "supervisor" / "stormdist"
+        for path in dist.iterdir():
+            if path.name not in keep and not path.name.endswith(".tmp"):
+                shutil.rmtree(path, ignore_errors=True)
+
+    # -- restart ------------------------------------------------------------------------------
+    def adopt(self) -> None:
+        """After a restart: keep the workers still running their current assignment with a
+        fresh heartbeat; kill and clean everything else (recorded or stray)."""
+        wanted = self.assigned_slots()
+        grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or 3)
+        kept_ports: set[int] = set()
+        for wid, rec in list(self.workers.items()):
+            reason = self.worker_problem(rec, wanted.get(rec.port))
+            if not reason and rec.port in kept_ports:
+                reason = "a second worker on its port"
+            if reason:
+                log.info("not adopting worker %s: %s", wid, reason)
+                kill_worker(self.local_dir, rec, grace)
+                del self.workers[wid]
+            else:
+                log.info("adopted worker %s (pid %d, port %d)", wid, rec.pid, rec.port)
+                kept_ports.add(rec.port)
+        for wid in stray_worker_ids(self.local_dir, set(self.workers)):
+            pids = _pids(self.local_dir / "workers" / wid)
+            live = [p for p in pids if pid_alive(p) and is_our_worker(p, wid)]
+            stray = WorkerRecord(wid, "?", -1, [], live[0] if live else 0)
+            if live:
+                log.info("killing stray worker %s (pid %d)", wid, live[0])
+            kill_worker(self.local_dir, stray, grace)
+        self.local.save()
+
+
+def _pids(wdir: Path) -> list[int]:
+    try:
+        return [int(p.name) for p in (wdir / "pids").iterdir() if p.name.isdigit()]
+    except FileNotFoundError:
+        return []

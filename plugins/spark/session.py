@@ -1,0 +1,73 @@
+"""Getting a SparkSession for squall's Spark components.
+
+Every component of the plugin (spout tasks, ``declare_outputs`` at build time, the metrics
+report) asks :func:`get_session` for its session, so all tasks in one worker process share one
+SparkSession (one driver JVM per process, as pyspark allows). pyspark is imported here, inside
+the function, never when ``squall.plugins.spark`` is imported.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from squall.errors import ConfigError, PluginLoadError
+
+__all__ = ["SESSION_DEFAULTS", "first_line", "get_session"]
+
+log = logging.getLogger(__name__)
+
+#: settings squall applies to a session it creates (a ``spark.conf`` mapping overrides them)
+SESSION_DEFAULTS = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def get_session(master: str | None = None, settings: Mapping[str, Any] | None = None,
+                app_name: str = "squall") -> Any:
+    """Return the active SparkSession, or create one on ``master`` (default ``local[*]``).
+
+    ``settings`` are extra Spark settings (``{"spark.driver.host": "127.0.0.1", ...}``) used
+    only when a session is created; an existing session is returned as it is (its master wins,
+    as with ``SparkSession.builder.getOrCreate``). Blocks while the driver JVM starts (seconds).
+    Raises PluginLoadError if pyspark is missing and ConfigError if the session cannot start.
+    """
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise PluginLoadError("the Spark plugin needs pyspark: pip install 'squall[spark]'"
+                              ) from exc
+    if SparkContext._active_spark_context is not None:   # this process already runs a driver
+        return SparkSession.builder.getOrCreate()
+    if settings is not None and not isinstance(settings, Mapping):
+        raise ConfigError(f"spark.conf must be a mapping of Spark settings, got {settings!r}")
+    builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
+    for key, value in {**SESSION_DEFAULTS, **dict(settings or {})}.items():
+        builder = builder.config(str(key), str(value).lower() if isinstance(value, bool)
+                                 else str(value))
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:   # py4j / JVM start failures: one clear line for the user
+        raise ConfigError(f"cannot start a Spark session on master {master!r}: "
+                          f"{first_line(exc)}") from exc
+    session.sparkContext.setLogLevel("ERROR")
+    log.info("Spark session started on %s", session.sparkContext.master)
+    return session
+
+
+def first_line(exc: BaseException) -> str:
+    """The first meaningful line of a (often very long) Spark / py4j error message."""
+    text = str(exc)
+    get_message = getattr(exc, "getMessage", None)
+    if callable(get_message):
+        try:
+            text = str(get_message()) or text
+        except Exception:   # a py4j error whose JVM side is gone: keep str(exc)
+            pass
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line[:300]
+    return type(exc).__name__

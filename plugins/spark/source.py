@@ -1,0 +1,140 @@
+"""What a :class:`~squall.plugins.spark.SparkSpout` reads: its source configuration.
+
+Component config keys (exactly one of path, table or query):
+
+- ``spark.source.format`` (``parquet``, ``csv``, ``json``, ``orc``, ``delta``, ...) with
+  ``spark.source.path`` (a path or glob Spark understands; a list of paths is accepted);
+- ``spark.source.table``: a table or view name known to the session's catalog;
+- ``spark.source.query``: a Spark SQL query;
+- ``spark.source.options``: reader options (``{"header": true, "inferSchema": true}``);
+- ``spark.source.columns``: the emitted fields, in order (default: every column).
+
+:func:`parse_source` checks the shape without Spark; :func:`load_dataframe` builds the
+DataFrame. Both raise :class:`squall.TopologyError` with one clear line.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from squall.errors import TopologyError
+
+from squall.plugins.spark.session import first_line
+
+__all__ = ["SourceSpec", "load_dataframe", "parse_source"]
+
+_KEYS = ("spark.source.path", "spark.source.table", "spark.source.query")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A validated source configuration (see the module docstring)."""
+
+    kind: str                             # "path", "table" or "query"
+    target: str | tuple[str, ...]         # the path(s), table name or SQL text
+    format: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+    columns: tuple[str, ...] | None = None
+
+    def describe(self) -> str:
+        if self.kind == "path":
+            return f"{self.format} source {self.target!r}"
+        if self.kind == "table":
+            return f"table {self.target!r}"
+        return "query " + repr(str(self.target)[:80])
+
+
+def parse_source(config: Mapping[str, Any], component: str = "spark spout") -> SourceSpec:
+    """Validate the ``spark.source.*`` keys of ``config`` (no Spark needed).
+
+    Raises TopologyError naming the key at fault; a local path (no URL scheme) that does not
+    exist is reported here, other paths are checked by Spark when the DataFrame is built."""
+    given = [k for k in _KEYS if config.get(k) not in (None, "", [])]
+    if len(given) != 1:
+        raise TopologyError(f"{component}: set exactly one of {', '.join(_KEYS)}"
+                            + (f" (got {', '.join(given)})" if given else ""))
+    key = given[0]
+    kind = key.rsplit(".", 1)[1]
+    raw = config[key]
+    fmt = config.get("spark.source.format")
+    if kind == "path":
+        if not isinstance(fmt, str) or not fmt:
+            raise TopologyError(f"{component}: spark.source.path needs spark.source.format "
+                                "(parquet, csv, json, orc, delta, ...)")
+        paths = (raw,) if isinstance(raw, str) else raw
+        if not isinstance(paths, Sequence) or not all(isinstance(p, str) for p in paths):
+            raise TopologyError(f"{component}: spark.source.path must be a path or a list of "
+                                f"paths, got {raw!r}")
+        for p in paths:
+            _check_local_path(component, p)
+        target: str | tuple[str, ...] = raw if isinstance(raw, str) else tuple(paths)
+    else:
+        if not isinstance(raw, str):
+            raise TopologyError(f"{component}: {key} must be a string, got {raw!r}")
+        target = raw
+    options = config.get("spark.source.options") or {}
+    if not isinstance(options, Mapping):
+        raise TopologyError(f"{component}: spark.source.options must be a mapping of reader "
+                            f"options, got {options!r}")
+    columns = config.get("spark.source.columns")
+    if columns is not None:
+        if (isinstance(columns, str) or not isinstance(columns, Sequence) or not columns
+                or not all(isinstance(c, str) and c for c in columns)):
+            raise TopologyError(f"{component}: spark.source.columns must be a non-empty list of "
+                                f"column names, got {columns!r}")
+        if len(set(columns)) != len(columns):
+            raise TopologyError(f"{component}: spark.source.columns repeats a column: "
+                                f"{list(columns)}")
+        columns = tuple(columns)
+    return SourceSpec(kind=kind, target=target, format=fmt if kind == "path" else None,
+                      options={str(k): _option(v) for k, v in options.items()},
+                      columns=columns)
+
+
+def _option(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _check_local_path(component: str, path: str) -> None:
+    parsed = urlparse(path)
+    if parsed.scheme not in ("", "file") or len(parsed.scheme) == 1:   # remote or "C:\..."
+        return
+    local = parsed.path if parsed.scheme == "file" else path
+    if glob.has_magic(local):
+        if not glob.glob(local):
+            raise TopologyError(f"{component}: spark.source.path {path!r} matches no file")
+    elif not os.path.exists(local):
+        raise TopologyError(f"{component}: spark.source.path {path!r} does not exist")
+
+
+def load_dataframe(spark: Any, spec: SourceSpec, component: str = "spark spout") -> Any:
+    """Build the DataFrame ``spec`` describes on ``spark`` (columns selected in order).
+
+    Blocks while Spark lists files and infers the schema. Raises TopologyError for a missing
+    path, an unknown format, a bad query, an unknown table or column."""
+    try:
+        if spec.kind == "path":
+            reader = spark.read.format(spec.format)
+            if spec.options:
+                reader = reader.options(**spec.options)
+            target = spec.target if isinstance(spec.target, str) else list(spec.target)
+            df = reader.load(target)
+        elif spec.kind == "table":
+            df = spark.read.options(**spec.options).table(spec.target) if spec.options \
+                else spark.table(spec.target)
+        else:
+            df = spark.sql(spec.target)
+    except Exception as exc:   # AnalysisException, Py4JJavaError, ...: one line for the user
+        raise TopologyError(f"{component}: cannot read {spec.describe()}: "
+                            f"{first_line(exc)}") from exc
+    if spec.columns is not None:
+        missing = [c for c in spec.columns if c not in df.columns]
+        if missing:
+            raise TopologyError(f"{component}: spark.source.columns names {missing} not in "
+                                f"{spec.describe()}; its columns: {df.columns}")
+        df = df.select(*["`" + c.replace("`", "``") + "`" for c in spec.columns])
+    return df

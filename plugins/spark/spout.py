@@ -1,0 +1,174 @@
+"""SparkSpout: feed a topology from anything Spark can read.
+
+>>> from squall import TopologyBuilder
+>>> from squall.plugins.spark import SparkSpout
+>>> b = TopologyBuilder()
+>>> _ = b.set_spout("rows", SparkSpout, parallelism=2, config={
+...     "spark.source.table": "events", "spark.source.columns": ["user", "amount"]})
+
+Configuration (component config; see :mod:`squall.plugins.spark.source` for the source keys):
+
+- ``spark.source.format`` + ``spark.source.path``, or ``spark.source.table``, or
+  ``spark.source.query``; ``spark.source.options``; ``spark.source.columns``.
+- ``spark.master`` (default ``local[*]``): the Spark cluster of the session the spout creates
+  when its worker process has none yet; ``spark.conf``: extra Spark settings for that session.
+- ``spark.spout.emit.batch`` (default 500): the most rows one ``next_tuple`` call emits.
+- ``spark.spout.fetch`` (default ``auto``): ``filter`` forces the slower public-API way of
+  reading one partition (see :mod:`squall.plugins.spark.fetch`).
+
+Output fields: ``spark.source.columns`` if set. Otherwise :meth:`SparkSpout.declare_outputs`
+starts a local Spark session *at build time* and reads the source's schema (schema only, no
+scan); set ``spark.source.columns`` to build topologies without starting Spark.
+
+Partitions and tuple ids: task ``i`` of ``n`` reads the DataFrame's partitions ``p`` with
+``p % n == i``, one partition at a time, and emits each row with ``tup_id=(p, r)`` (partition,
+0-based row index within it). Rows stay in memory until acked; a failed row is re-emitted
+with the same id. When its partitions are read and nothing waits for replay, ``next_tuple``
+returns without emitting. Values are Arrow's Python conversions (``datetime``, ``Decimal``...):
+with a remote serializer, cast such columns in ``spark.source.query`` if it cannot carry them.
+Rows come in partition order; re-reading a source gives the same ids only if Spark splits it
+the same way (true for files; not for sources whose partitioning is random).
+"""
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from squall.api.component import Spout
+from squall.api.context import TopologyContext
+from squall.api.tuple import Stream
+from squall.errors import TopologyError
+
+from squall.plugins.spark.source import SourceSpec, load_dataframe, parse_source
+
+__all__ = ["SparkSpout"]
+
+log = logging.getLogger(__name__)
+
+
+class SparkSpout(Spout):
+    """Emits the rows of a Spark DataFrame; see the module docstring for the contract.
+
+    Every method runs on the task's executor thread. ``initialize`` blocks while Spark starts
+    (if needed) and plans the source; it raises TopologyError for a bad source. The reading
+    itself happens on a background thread (:class:`~squall.plugins.spark.fetch.PartitionReader`),
+    so ``next_tuple`` only emits what is ready and never waits for Spark.
+    """
+
+    @classmethod
+    def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
+        spec = parse_source(config)
+        if spec.columns is not None:
+            return list(spec.columns)
+        from squall.plugins.spark.session import get_session
+        spark = get_session(config.get("spark.master"), config.get("spark.conf"))
+        return list(load_dataframe(spark, spec).columns)
+
+    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        from squall.plugins.spark.fetch import PartitionReader, _filter_plan, plan
+        from squall.plugins.spark.session import get_session
+
+        self.context = context
+        name = f"spout {context.component_id!r}"
+        spec: SourceSpec = parse_source(conf, name)
+        fields = _declared_fields(context)
+        self.spark = get_session(conf.get("spark.master"), conf.get("spark.conf"),
+                                 app_name=f"squall-{context.topology_name}")
+        df = load_dataframe(self.spark, spec, name)
+        if fields is not None and spec.columns is None and list(df.columns) != list(fields):
+            raise TopologyError(f"{name}: the source's columns {df.columns} differ from the "
+                                f"declared fields {list(fields)}; set spark.source.columns")
+        how = conf.get("spark.spout.fetch", "auto")
+        if how not in ("auto", "filter"):
+            raise TopologyError(f"{name}: spark.spout.fetch must be 'auto' or 'filter', "
+                                f"got {how!r}")
+        count, fetch, method = _filter_plan(df) if how == "filter" else plan(df)
+        tasks = context.component_tasks(context.component_id)
+        n, me = len(tasks), context.task_index
+        mine = [p for p in range(count) if p % n == me]
+        batch = conf.get("spark.spout.emit.batch", 500)
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise TopologyError(f"{name}: spark.spout.emit.batch must be a positive integer, "
+                                f"got {batch!r}")
+        self.emit_batch = batch
+        self.max_pending = int(conf.get("topology.max.spout.pending") or 0)
+        self.reader = PartitionReader(self.spark, fetch, mine, name=context.component_id)
+        self.inflight: dict[tuple[int, int], tuple[Any, ...]] = {}
+        self.replay: collections.deque[tuple[int, int]] = collections.deque()
+        self.chunk: list[tuple[Any, ...]] = []
+        self.chunk_part = self.chunk_pos = self.chunk_base = 0
+        from squall.metrics.api import CountMetric
+        self.rows_read = context.register_metric("spark-rows-read", CountMetric())
+        log.info("%s task %d: %d of %d partitions of %s (%s)", name, context.task_id,
+                 len(mine), count, spec.describe(), method)
+
+    @property
+    def exhausted(self) -> bool:
+        """Every assigned row was emitted and no failed row waits for replay."""
+        return (self.reader.exhausted and self.chunk_pos >= len(self.chunk)
+                and not self.replay)
+
+    def next_tuple(self) -> None:
+        budget = self.emit_batch
+        if self.max_pending:
+            budget = min(budget, self.max_pending - len(self.inflight))
+            if budget <= 0:
+                return
+        emit = self.emit
+        inflight = self.inflight
+        replay = self.replay
+        while replay and budget > 0:
+            tup_id = replay.popleft()
+            values = inflight.get(tup_id)
+            if values is not None:
+                emit(values, tup_id=tup_id)
+                budget -= 1
+        if budget <= 0:
+            return
+        if self.chunk_pos >= len(self.chunk) and not self._next_chunk():
+            return
+        chunk, pos, part, base = self.chunk, self.chunk_pos, self.chunk_part, self.chunk_base
+        end = min(len(chunk), pos + budget)
+        for i in range(pos, end):
+            values = chunk[i]
+            tup_id = (part, base + i)
+            inflight[tup_id] = values
+            emit(values, tup_id=tup_id)
+        self.chunk_pos = end
+        self.rows_read.incr(end - pos)
+
+    def _next_chunk(self) -> bool:
+        item = self.reader.poll()          # raises SquallError once if Spark failed
+        if item is None:
+            return False
+        self.chunk_part, self.chunk_base, self.chunk = item
+        self.chunk_pos = 0
+        return True
+
+    def ack(self, tup_id: Any) -> None:
+        self.inflight.pop(_key(tup_id), None)
+
+    def fail(self, tup_id: Any) -> None:
+        key = _key(tup_id)
+        if key in self.inflight:
+            self.replay.append(key)
+
+    def close(self) -> None:
+        """Stop the reading thread; the shared SparkSession stays up for other tasks."""
+        reader = getattr(self, "reader", None)
+        if reader is not None:
+            reader.close()
+
+
+def _key(tup_id: Any) -> tuple[int, int]:
+    """Tuple ids come back as given; a list (after a serializer round trip) is accepted too."""
+    return tup_id if tup_id.__class__ is tuple else (int(tup_id[0]), int(tup_id[1]))
+
+
+def _declared_fields(context: TopologyContext) -> tuple[str, ...] | None:
+    try:
+        return tuple(context.output_fields("default"))
+    except (KeyError, AttributeError):
+        return None

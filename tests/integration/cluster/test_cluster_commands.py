@@ -1,0 +1,77 @@
+"""The topology commands against a real cluster: list, deactivate, activate, rebalance, kill,
+and the errors users get for mistakes."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+
+class Stable:
+    """Condition: ``read()`` returned the same value for ``quiet`` seconds (polled)."""
+
+    def __init__(self, read, quiet: float = 1.5) -> None:
+        self.read, self.quiet = read, quiet
+        self.value, self.since = object(), time.monotonic()
+
+    def __call__(self) -> bool:
+        value = self.read()
+        if value != self.value:
+            self.value, self.since = value, time.monotonic()
+            return False
+        return time.monotonic() - self.since >= self.quiet
+
+
+def test_list_deactivate_activate_rebalance_kill(squall_cluster, wordcount):
+    c = squall_cluster
+    c.start_nimbus()
+    c.start_supervisor("sup1")
+    c.start_supervisor("sup2")
+    c.wait_ready(supervisors=2)
+    c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
+             "-c", "test.sentences=1000000", "-c", "test.emit.per.sec=50")
+    acks = lambda: len(wordcount.read_acks(c.out_dir))  # noqa: E731
+    c.wait(lambda: acks() > 20, 30, "no acks")
+    assert c.listed() == {"wc": "active"}
+
+    # a second topology with the same name is refused, the first keeps running
+    dup = c.squall("submit", c.wordcount_target, "--name", "wc", check=False)
+    assert dup.returncode == 2 and "already running" in dup.stderr
+    assert dup.stderr.count("\n") == 1 and "Traceback" not in dup.stderr
+
+    c.squall("deactivate", "wc")
+    assert c.listed() == {"wc": "inactive"}
+    c.wait(lambda: wordcount.spout_states(c.out_dir) == ["inactive", "inactive"], 15,
+           "spouts were not deactivated")
+    stable = Stable(acks)
+    c.wait(stable, 20, "acks kept growing while inactive")
+    frozen = stable.value
+
+    c.squall("activate", "wc")
+    assert c.listed() == {"wc": "active"}
+    c.wait(lambda: acks() > frozen + 20, 20, "acks did not resume after activate")
+
+    # rebalance onto one worker with one split executor
+    c.squall("rebalance", "wc", "--workers", "1", "--executors", "split=1", "--wait", "0")
+    c.wait(lambda: len(c.worker_slots("wc")) == 1, 30, "rebalance did not move to 1 worker")
+    tid = c.state.find_topology_id("wc")
+    base = c.state.get_storm(tid)
+    assert base["num_workers"] == 1 and base["component_executors"]["split"] == 1
+    assert c.listed() == {"wc": "active"}
+    after = acks()
+    c.wait(lambda: acks() > after + 20, 30, "no acks after the rebalance")
+    bad = c.squall("rebalance", "wc", "--executors", "nosuch=2", check=False)
+    assert bad.returncode == 2 and "nosuch" in bad.stderr
+
+    # kill: gone from the list, state removed, every worker process gone
+    c.squall("kill", "wc", "--wait", "0")
+    c.wait(lambda: c.listed() == {}, 20, "topology still listed after kill")
+    assert c.state.assignment_ids() == [] and c.state.beat_topology_ids() == []
+    c.wait(lambda: all(not d.worker_pids() for d in c.daemons), 20, "workers still running")
+
+    missing = c.squall("kill", "nope", check=False)
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == ("squall: error: no topology named 'nope' is running; "
+                                      "running: none")

@@ -1,0 +1,142 @@
+"""The 'spark' metrics consumer's dataset read by Spark, the report, and `squall metrics report`."""
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import Bolt, DataPoint, LocalCluster, Spout, SquallError, TaskInfo, TopologyBuilder
+from squall.plugins.spark.report import report
+from squall.plugins.spark.sink import SparkMetricsConsumer
+from squall.testing import wait_until
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration,
+              pytest.mark.filterwarnings("ignore::FutureWarning")]
+
+T0 = 1_795_000_020.0       # 2026-11-18 11:07:00 UTC
+
+
+def write_metrics(path: Path) -> None:
+    """Two minutes of a split bolt (2 tasks) and a spout: known rates, latencies, failures."""
+    sink = SparkMetricsConsumer()
+    sink.prepare({}, {"path": str(path)}, None)
+    for minute in range(2):
+        for half in range(2):                       # 30 s buckets
+            stamp = T0 + minute * 60 + half * 30
+            for task in (1, 2):
+                sink.handle(TaskInfo("wc-1", "split", task, "127.0.0.1", 1, stamp, 30.0), [
+                    DataPoint("__execute-count", 300 * (minute + 1)),
+                    DataPoint("__emit-count", 900),
+                    DataPoint("__execute-latency", 0.5 * task),
+                    DataPoint("__fail-count", 3 if minute == 1 else 0),
+                    DataPoint("__receive", {"population": 0, "capacity": 1000})])
+            sink.handle(TaskInfo("wc-1", "sentences", 3, "127.0.0.1", 1, stamp, 30.0), [
+                DataPoint("__emit-count", 600), DataPoint("__complete-latency", 12.0)])
+    sink.cleanup()
+
+
+def test_dataset_reads_back_in_spark(spark: Any, tmp_path: Path) -> None:
+    write_metrics(tmp_path)
+    df = spark.read.parquet(str(tmp_path))
+    assert set(df.columns) == {"time", "topology", "component", "task", "worker", "metric",
+                               "value", "interval", "date"}
+    got = {(r.component, r.task, r.metric): r.total for r in df.groupBy(
+        "component", "task", "metric").agg({"value": "sum"}).withColumnRenamed(
+        "sum(value)", "total").collect()}
+    assert got[("split", 1, "__execute-count")] == 2 * 300 + 2 * 600
+    assert got[("split", 2, "__receive.capacity")] == 4 * 1000
+    assert got[("sentences", 3, "__complete-latency")] == 4 * 12.0
+    assert {str(r.date) for r in df.select("date").distinct().collect()} == {"2026-11-18"}
+
+
+def test_report_tables(spark: Any, tmp_path: Path) -> None:
+    write_metrics(tmp_path)
+    text = report(tmp_path, spark=spark)
+    lines = text.splitlines()
+    assert "56 data points from 2026-11-18 11:07:00 to 2026-11-18 11:08:30" in text
+    total = next(x.split() for x in lines if x.split()[:2] == ["wc-1", "split"])
+    # tasks, emitted, executed, acked, failed, execute ms, process ms, complete ms
+    assert total[2:] == ["2", "7,200", "3,600", "-", "12", "0.750", "-", "-"]
+    minutes = [x.split() for x in lines if x.split()[3:4] == ["split"]]
+    # per minute: 2 tasks x 300/30 s = 20/s executed in minute 1, 40/s in minute 2
+    assert [m[5] for m in minutes[:2]] == ["20.0", "40.0"]
+    assert [m[4] for m in minutes[:2]] == ["60.0", "60.0"]          # emitted/s
+    failures = text.split("Failures per minute")[1].splitlines()
+    assert [x.split()[-1] for x in failures if "split" in x] == ["12"]
+    spout = next(x.split() for x in lines if x.split()[:2] == ["wc-1", "sentences"])
+    assert spout[-1] == "12.000"
+
+
+def test_report_errors(spark: Any, tmp_path: Path) -> None:
+    with pytest.raises(SquallError, match="does not exist"):
+        report(tmp_path / "missing", spark=spark)
+    with pytest.raises(SquallError, match="no metrics data"):
+        report(tmp_path, spark=spark)
+    with pytest.raises(SquallError, match="unknown time bucket"):
+        report(tmp_path, spark=spark, bucket="fortnight")
+
+
+def test_cli_prints_the_report_and_one_line_errors(tmp_path: Path) -> None:
+    squall = Path(sys.executable).with_name("squall")
+    write_metrics(tmp_path / "m")
+    done = subprocess.run([str(squall), "metrics", "report", str(tmp_path / "m"),
+                           "--bucket", "hour"], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Throughput per hour (tuples/s)" in done.stdout
+    assert "wc-1" in done.stdout and "split" in done.stdout
+    missing = subprocess.run([str(squall), "metrics", "report", str(tmp_path / "nope")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode != 0
+    assert missing.stderr.strip().splitlines()[-1] == (
+        f"squall: error: metrics directory '{tmp_path / 'nope'}' does not exist")
+    assert "Traceback" not in missing.stderr
+
+
+_words: collections.Counter[str] = collections.Counter()
+_lock = threading.Lock()
+
+
+class Words(Spout):
+    outputs = ["word"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.left = 200
+
+    def next_tuple(self) -> None:
+        if self.left:
+            self.left -= 1
+            self.emit(["w"], tup_id=self.left)
+
+
+class Count(Bolt):
+    def process(self, tup: Any) -> None:
+        with _lock:
+            _words[tup.values[0]] += 1
+
+
+def test_topology_metrics_reach_the_dataset(spark: Any, tmp_path: Path) -> None:
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("count", Count).shuffle_grouping("words")
+    conf = {"topology.builtin.metrics.bucket.size.secs": 1,
+            "topology.metrics.consumer.register": [{"class": "spark",
+                                                    "argument": {"path": str(tmp_path)}}]}
+    _words.clear()
+    with LocalCluster() as cluster:
+        cluster.submit_topology("metered", conf, b.create_topology())
+        wait_until(lambda: _words["w"] == 200, 30)
+
+        def executed() -> float:
+            if not list(tmp_path.rglob("*.parquet")):
+                return 0
+            rows = spark.read.parquet(str(tmp_path)).where(
+                "component = 'count' AND metric = '__execute-count'").collect()
+            return sum(r.value for r in rows)
+        wait_until(lambda: executed() >= 200, 30, interval=0.2,
+                   message="the count bolt's executions in the metrics dataset")
+    assert "count" in report(tmp_path, spark=spark)

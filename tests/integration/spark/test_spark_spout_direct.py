@@ -1,0 +1,180 @@
+"""SparkSpout driven directly (no topology): split, replay, sources, errors."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import TopologyContext, TopologyError
+from squall.plugins.spark import SparkSpout
+from squall.testing import wait_until
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration,
+              pytest.mark.filterwarnings("ignore::FutureWarning")]
+
+
+class Driven:
+    """One SparkSpout task with a recording ``emit``; call :meth:`drain` to read it all."""
+
+    def __init__(self, config: dict[str, Any], task_index: int = 0, tasks: int = 1,
+                 fields: tuple[str, ...] = ("id", "word", "score")) -> None:
+        ids = list(range(1, tasks + 1))
+        self.context = TopologyContext(
+            topology_id="t-1", topology_name="t", component_id="rows", task_id=ids[task_index],
+            task_to_component=dict.fromkeys(ids, "rows"), this_worker_port=None,
+            outputs={"default": fields})
+        self.emitted: list[tuple[Any, Any]] = []
+        self.spout = SparkSpout()
+        self.spout.emit = self._emit  # type: ignore[method-assign]
+        self.spout.initialize({"spark.master": "local[2]", **config}, self.context)
+
+    def _emit(self, values: Any, stream: str = "default", *, tup_id: Any = None,
+              **kw: Any) -> None:
+        self.emitted.append((tup_id, tuple(values)))
+
+    def drain(self, timeout: float = 30) -> list[tuple[Any, Any]]:
+        def step() -> bool:
+            self.spout.next_tuple()
+            return self.spout.exhausted
+        wait_until(step, timeout, interval=0.001, message="the spout read its partitions")
+        return self.emitted
+
+    def close(self) -> None:
+        self.spout.close()
+
+
+def parquet(path: Path, **extra: Any) -> dict[str, Any]:
+    return {"spark.source.format": "parquet", "spark.source.path": str(path), **extra}
+
+
+def test_every_row_once_with_locating_ids(spark: Any, parquet_dir: Path,
+                                          parquet_rows: list[Any]) -> None:
+    d = Driven(parquet(parquet_dir))
+    try:
+        emitted = d.drain()
+    finally:
+        d.close()
+    assert sorted(v for _, v in emitted) == parquet_rows
+    ids = [t for t, _ in emitted]
+    assert len(set(ids)) == len(parquet_rows)
+    assert len({p for p, _ in ids}) > 1            # the dataset spans several partitions
+    per_part: dict[int, list[int]] = {}
+    for p, i in ids:
+        per_part.setdefault(p, []).append(i)
+    assert all(v == list(range(len(v))) for v in per_part.values())
+
+
+def test_acked_rows_leave_memory_failed_rows_replay(spark: Any, parquet_dir: Path) -> None:
+    d = Driven(parquet(parquet_dir, **{"spark.source.columns": ["id"]}), fields=("id",))
+    try:
+        emitted = d.drain()
+        failed = [t for t, _ in emitted[::7]]
+        for t, _ in emitted:
+            if t not in failed:
+                d.spout.ack(list(t))               # ids may come back as lists
+        assert len(d.spout.inflight) == len(failed)
+        for t in failed:
+            d.spout.fail(t)
+        assert not d.spout.exhausted
+        del d.emitted[:]
+        d.drain()
+        replayed = dict(d.emitted)
+        assert sorted(replayed) == sorted(failed)
+        assert all(replayed[t] == dict(emitted)[t] for t in failed)
+        for t in failed:
+            d.spout.ack(t)
+        assert d.spout.inflight == {}
+    finally:
+        d.close()
+
+
+def test_two_tasks_split_partitions_disjoint_and_complete(spark: Any, parquet_dir: Path,
+                                                          parquet_rows: list[Any]) -> None:
+    tasks = [Driven(parquet(parquet_dir), task_index=i, tasks=2) for i in range(2)]
+    try:
+        got = [t.drain() for t in tasks]
+    finally:
+        for t in tasks:
+            t.close()
+    parts = [{tid[0] for tid, _ in g} for g in got]
+    assert parts[0] and parts[1] and not parts[0] & parts[1]
+    assert all(p % 2 == i for i, ps in enumerate(parts) for p in ps)
+    assert sorted(v for g in got for _, v in g) == parquet_rows
+
+
+def test_filter_fetch_path_reads_the_same_rows(spark: Any, parquet_dir: Path,
+                                               parquet_rows: list[Any]) -> None:
+    d = Driven(parquet(parquet_dir, **{"spark.spout.fetch": "filter"}))
+    try:
+        assert sorted(v for _, v in d.drain()) == parquet_rows
+    finally:
+        d.close()
+
+
+def test_max_spout_pending_bounds_rows_in_flight(spark: Any, parquet_dir: Path) -> None:
+    d = Driven(parquet(parquet_dir, **{"topology.max.spout.pending": 40}))
+    try:
+        wait_until(lambda: (d.spout.next_tuple(), len(d.emitted) >= 40)[1], 30, interval=0.001)
+        d.spout.next_tuple()
+        assert len(d.emitted) == 40
+    finally:
+        d.close()
+
+
+def test_csv_with_reader_options(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "people.csv"
+    path.write_text("name,age\nada,36\nalan,41\n")
+    config = {"spark.source.format": "csv", "spark.source.path": str(path),
+              "spark.source.options": {"header": True, "inferSchema": True}}
+    assert SparkSpout.declare_outputs(config) == ["name", "age"]
+    d = Driven(config, fields=("name", "age"))
+    try:
+        assert sorted(v for _, v in d.drain()) == [("ada", 36), ("alan", 41)]
+    finally:
+        d.close()
+
+
+def test_json_with_selected_columns_in_order(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "events.json"
+    path.write_text('{"a": 1, "b": "x", "c": true}\n{"a": 2, "b": "y", "c": false}\n')
+    config = {"spark.source.format": "json", "spark.source.path": str(path),
+              "spark.source.columns": ["b", "a"]}
+    assert SparkSpout.declare_outputs(config) == ["b", "a"]
+    d = Driven(config, fields=("b", "a"))
+    try:
+        assert sorted(v for _, v in d.drain()) == [("x", 1), ("y", 2)]
+    finally:
+        d.close()
+
+
+def test_table_and_query_sources(spark: Any, parquet_dir: Path,
+                                 parquet_rows: list[Any]) -> None:
+    spark.read.parquet(str(parquet_dir)).createOrReplaceTempView("numbers")
+    d = Driven({"spark.source.table": "numbers"})
+    try:
+        assert len(d.drain()) == len(parquet_rows)
+    finally:
+        d.close()
+    query = "SELECT word, count(*) AS n FROM numbers GROUP BY word"
+    assert SparkSpout.declare_outputs({"spark.source.query": query}) == ["word", "n"]
+    d = Driven({"spark.source.query": query}, fields=("word", "n"))
+    try:
+        assert sorted(v for _, v in d.drain()) == [(w, len(parquet_rows) // 5) for w in sorted(
+            ["alpha", "beta", "gamma", "delta", "epsilon"])]
+    finally:
+        d.close()
+
+
+def test_missing_path_bad_format_bad_column_are_clear_errors(spark: Any, parquet_dir: Path,
+                                                             tmp_path: Path) -> None:
+    with pytest.raises(TopologyError, match="does not exist"):
+        SparkSpout.declare_outputs(parquet(tmp_path / "nope"))
+    with pytest.raises(TopologyError, match="cannot read nosuchformat source"):
+        SparkSpout.declare_outputs({"spark.source.format": "nosuchformat",
+                                    "spark.source.path": str(parquet_dir)})
+    with pytest.raises(TopologyError, match="cannot read query"):
+        SparkSpout.declare_outputs({"spark.source.query": "SELECT * FROM no_such_table"})
+    with pytest.raises(TopologyError, match=r"\['nope'\] not in"):
+        Driven(parquet(parquet_dir, **{"spark.source.columns": ["id", "nope"]}),
+               fields=("id", "nope"))

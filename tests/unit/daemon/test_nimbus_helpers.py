@@ -1,0 +1,69 @@
+"""Pure pieces of nimbus and its client: seeds, submitted conf, executor options, liveness."""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from squall.cli.cluster import parse_executors, submitted_conf
+from squall.daemon.nimbus import topology_conf
+from squall.daemon.nimbus_client import seed_addresses
+from squall.daemon.nimbus_schedule import BeatTracker, alive_assignment
+from squall.errors import ConfigError
+
+
+def test_seed_addresses_take_nimbus_port_unless_given():
+    conf = {"nimbus.seeds": ["a", "b:7000"], "nimbus.port": 6627}
+    assert seed_addresses(conf) == ["a:6627", "b:7000"]
+    assert seed_addresses({"nimbus.seeds": "x,y:1", "nimbus.port": 5}) == ["x:5", "y:1"]
+
+
+def test_submitted_conf_layers_and_daemon_keys_dropped_by_nimbus():
+    from squall import config
+    conf = config.load_config(None, ["topology.workers=3", "k=1"], env={}, home="/nonexistent")
+    sent = submitted_conf(conf, {"topology.workers": 2, "topology.debug": True})
+    assert sent["topology.workers"] == 3          # -c beats the topology's conf
+    assert sent["topology.debug"] is True and sent["k"] == 1
+    assert "storm.zookeeper.port" not in sent      # defaults are not sent
+    assert sent[config.OVERRIDES_KEY] == {"topology.workers": 3, "k": 1}
+    kept = topology_conf({**sent, "storm.zookeeper.servers": ["evil"], "nimbus.port": 1,
+                          "squall.state": "memory", "squall.transport": "nng"})
+    assert "storm.zookeeper.servers" not in kept and "nimbus.port" not in kept
+    assert "squall.state" not in kept and kept["squall.transport"] == "nng"
+
+
+def test_parse_executors():
+    assert parse_executors(["split=4", "count=1"]) == {"split": 4, "count": 1}
+    for bad in (["split"], ["split=0"], ["=2"], ["split=x"]):
+        with pytest.raises(ConfigError, match="COMPONENT=N"):
+            parse_executors(bad)
+
+
+def _nimbus(beats: BeatTracker):
+    return SimpleNamespace(conf={"nimbus.task.timeout.secs": 5, "nimbus.task.launch.secs": 30},
+                           beats=beats)
+
+
+def test_executors_are_alive_while_launching_or_beating():
+    now = time.time()
+    assignment = {"executor_node_port": {"[1, 1]": ["s", 1], "[2, 2]": ["s", 2],
+                                         "[3, 3]": ["s", 3]},
+                  "executor_start_time_secs": {"[1, 1]": now, "[2, 2]": now - 100,
+                                               "[3, 3]": now - 100}}
+    beats = {"s-2": {"time_secs": 1, "executors": {"[2, 2]": {}}}}
+    tracker = BeatTracker()
+    tracker.observe("t", beats)
+    alive = alive_assignment(_nimbus(tracker), "t", assignment, beats)
+    # [1, 1] is still launching; [2, 2] beats; [3, 3] is old and never beat
+    assert sorted(str(e) for e in alive.executors()) == ["[1, 1]", "[2, 2]"]
+
+
+def test_a_beat_that_stops_changing_times_out():
+    tracker = BeatTracker()
+    tracker.observe("t", {"s-1": {"time_secs": 1}})
+    tracker._seen[("t", "s-1")] = ((1, None), time.monotonic() - 10)
+    tracker.observe("t", {"s-1": {"time_secs": 1}})       # unchanged: still old
+    assert tracker.age("t", "s-1") >= 10
+    tracker.observe("t", {"s-1": {"time_secs": 2}})       # changed: fresh
+    assert tracker.age("t", "s-1") < 1

@@ -1,0 +1,129 @@
+"""Supervisor bookkeeping without real workers: local state, heartbeats, what to kill."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from squall.daemon import supervisor_local as sl
+from squall.daemon.supervisor import Supervisor
+from squall.daemon.worker_main import (
+    KEEP_HEARTBEATS,
+    my_executors,
+    task_to_worker,
+    write_local_heartbeat,
+)
+from squall.state.cluster_state import ClusterState
+from squall.state.memory import MemoryStateStore
+
+ASSIGNMENT = {"node_host": {"sup-a": "10.0.0.1", "sup-b": "10.0.0.2"},
+              "executor_node_port": {"[1, 2]": ["sup-a", 6700], "[3, 3]": ["sup-b", 6700],
+                                     "[4, 4]": ["sup-a", 6700], "[5, 5]": ["sup-a", 6701]}}
+
+
+def test_assignment_helpers():
+    assert my_executors(ASSIGNMENT, "sup-a", 6700) == [(1, 2), (4, 4)]
+    assert my_executors(ASSIGNMENT, "sup-c", 6700) == []
+    assert my_executors(None, "sup-a", 6700) == []
+    assert task_to_worker(ASSIGNMENT) == {1: ("10.0.0.1", 6700), 2: ("10.0.0.1", 6700),
+                                          3: ("10.0.0.2", 6700), 4: ("10.0.0.1", 6700),
+                                          5: ("10.0.0.1", 6701)}
+
+
+def test_local_state_keeps_the_supervisor_id_and_workers(tmp_path):
+    first = sl.LocalState(tmp_path)
+    first.workers["w1"] = sl.WorkerRecord("w1", "t-1-1", 6700, [[1, 2]], 4242, 10.0)
+    first.save()
+    again = sl.LocalState(tmp_path)
+    assert again.supervisor_id == first.supervisor_id
+    assert again.workers["w1"] == first.workers["w1"]
+
+
+def test_corrupt_local_state_starts_fresh(tmp_path):
+    (tmp_path / "supervisor").mkdir()
+    (tmp_path / "supervisor" / "localstate").write_text("{not json")
+    assert sl.LocalState(tmp_path).workers == {}
+
+
+def test_newest_heartbeat_wins_and_only_a_few_are_kept(tmp_path):
+    hb_dir = sl.worker_dir(tmp_path, "w1") / "heartbeats"
+    for i in range(8):
+        write_local_heartbeat(hb_dir, {"time_secs": i})
+    (hb_dir / "1").write_text('{"time_secs": -1}')          # an old beat from long ago
+    assert sl.latest_heartbeat(tmp_path, "w1") == {"time_secs": 7}
+    write_local_heartbeat(hb_dir, {"time_secs": 8})
+    assert len([p for p in hb_dir.iterdir() if p.name.isdigit()]) <= KEEP_HEARTBEATS
+    assert sl.latest_heartbeat(tmp_path, "nobody") is None
+
+
+@pytest.fixture
+def supervisor(tmp_path):
+    ns = uuid.uuid4().hex
+    conf = {"storm.local.dir": str(tmp_path), "supervisor.slots.ports": [6700, 6701],
+            "squall.state": "memory", "squall.state.memory.namespace": ns,
+            "supervisor.worker.timeout.secs": 5, "supervisor.worker.start.timeout.secs": 20}
+    sup = Supervisor(conf)
+    store = MemoryStateStore(conf)
+    store.start()
+    sup.state = ClusterState(store)
+    sup.state.setup()
+    yield sup
+    store.close()
+
+
+def test_assigned_slots_reads_only_this_supervisors_ports(supervisor):
+    a = {"node_host": {supervisor.id: "h"},
+         "executor_node_port": {"[1, 1]": [supervisor.id, 6700], "[2, 2]": ["other", 6700],
+                                "[3, 4]": [supervisor.id, 6701], "[5, 5]": [supervisor.id, 9999]}}
+    supervisor.state.set_assignment("t-1-1", a)
+    assert supervisor.assigned_slots() == {6700: ("t-1-1", [[1, 1]]),
+                                           6701: ("t-1-1", [[3, 4]])}
+
+
+def test_worker_problems(supervisor, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                            start_new_session=True)
+    try:
+        rec = sl.WorkerRecord("w1", "t-1-1", 6700, [[1, 1]], proc.pid, time.time(), proc)
+        wanted = ("t-1-1", [[1, 1]])
+        assert supervisor.worker_problem(rec, None) == "no longer assigned"
+        assert supervisor.worker_problem(rec, ("t-1-1", [[1, 2]])) == "no longer assigned"
+        assert supervisor.worker_problem(rec, wanted) == ""          # starting, no beat yet
+        rec.launched -= 60
+        assert supervisor.worker_problem(rec, wanted) == "no heartbeat since launch"
+        write_local_heartbeat(sl.worker_dir(tmp_path, "w1") / "heartbeats",
+                              {"time_secs": time.time()})
+        assert supervisor.worker_problem(rec, wanted) == ""
+        write_local_heartbeat(sl.worker_dir(tmp_path, "w1") / "heartbeats",
+                              {"time_secs": time.time() - 30})
+        assert supervisor.worker_problem(rec, wanted) == "no heartbeat for 5 s"
+        sl.kill_worker(tmp_path, rec, grace=5)
+        assert proc.poll() is not None
+        assert not sl.worker_dir(tmp_path, "w1").exists()
+        assert supervisor.worker_problem(rec, wanted) == "process died"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_kill_worker_escalates_to_sigkill(tmp_path):
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+           "print('ready', flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == b"ready"
+        rec = sl.WorkerRecord("w2", "t-1-1", 6700, [], proc.pid, time.time(), proc)
+        sl.kill_worker(tmp_path, rec, grace=0.3)
+        assert proc.poll() == -9
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_reused_pid_is_not_taken_for_a_worker():
+    assert not sl.is_our_worker(1, "some-worker-id")
+    assert not sl.pid_alive(2 ** 22 + 12345)

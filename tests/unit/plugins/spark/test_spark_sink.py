@@ -1,0 +1,82 @@
+"""The 'spark' metrics consumer without Spark: flattening, files, errors (read back by pyarrow;
+tests/integration/spark reads them with Spark)."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow.parquet as pq
+import pytest
+
+from squall import ConfigError, DataPoint, TaskInfo
+from squall.plugins.spark.sink import COLUMNS, SparkMetricsConsumer, flatten
+
+STAMP = 1_795_000_000.0           # 2026-11-18 11:06:40 UTC
+
+
+def info(component: str = "split", task: int = 3, stamp: float = STAMP) -> TaskInfo:
+    return TaskInfo(topology="wc-1", component=component, task=task, worker_host="127.0.0.1",
+                    worker_port=6700, timestamp=stamp, interval_secs=60.0)
+
+
+def test_flatten_numbers_maps_lists_and_skips_the_rest() -> None:
+    assert list(flatten("__emit-count", 5)) == [("__emit-count", 5.0)]
+    assert list(flatten("up", True)) == [("up", 1.0)]
+    assert list(flatten("__receive", {"population": 2, "capacity": 100})) == [
+        ("__receive.population", 2.0), ("__receive.capacity", 100.0)]
+    assert list(flatten("m", {"a": {"b": [1, 2]}, "s": "text", "n": None})) == [
+        ("m.a.b.0", 1.0), ("m.a.b.1", 2.0)]
+    assert list(flatten("s", "text")) == []
+
+
+def test_points_land_in_date_partitions_with_the_documented_columns(tmp_path: Path) -> None:
+    sink = SparkMetricsConsumer()
+    sink.prepare({}, {"path": str(tmp_path / "m")}, SimpleNamespace(task_id=9))
+    sink.handle(info(), [DataPoint("__emit-count", 120), DataPoint("__execute-latency", 0.25),
+                         DataPoint("__receive", {"population": 1, "capacity": 10}),
+                         DataPoint("note", "ignored")])
+    sink.handle(info(task=4, stamp=STAMP + 86_400), [DataPoint("__emit-count", 7)])
+    sink.cleanup()
+    dirs = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert dirs == ["date=2026-11-18", "date=2026-11-19"]
+    assert not list((tmp_path / "m").rglob(".*"))           # no temporary file left behind
+    table = pq.read_table(tmp_path / "m" / "date=2026-11-18")
+    assert tuple(table.column_names) == COLUMNS
+    rows = table.to_pylist()
+    assert {(r["metric"], r["value"]) for r in rows} == {
+        ("__emit-count", 120.0), ("__execute-latency", 0.25), ("__receive.population", 1.0),
+        ("__receive.capacity", 10.0)}
+    first = rows[0]
+    assert (first["topology"], first["component"], first["task"], first["worker"],
+            first["interval"]) == ("wc-1", "split", 3, "127.0.0.1:6700", 60.0)
+    assert first["time"].timestamp() == STAMP
+
+
+def test_flush_thresholds_buffer_points_until_cleanup(tmp_path: Path) -> None:
+    sink = SparkMetricsConsumer()
+    sink.prepare({}, {"path": str(tmp_path), "flush.secs": 3600, "flush.points": 3}, None)
+    sink.handle(info(), [DataPoint("a", 1), DataPoint("b", 2)])
+    assert not list(tmp_path.rglob("*.parquet"))
+    sink.handle(info(), [DataPoint("c", 3)])               # third point: written
+    assert len(list(tmp_path.rglob("*.parquet"))) == 1
+    sink.handle(info(), [DataPoint("d", 4)])
+    sink.cleanup()
+    assert pq.read_table(tmp_path).num_rows == 4
+
+
+@pytest.mark.parametrize("argument, message", [
+    (None, "needs argument"), ({"dir": "x"}, "needs argument"),
+    ({"path": "x", "bogus": 1}, "does not know"), ({"path": "x", "flush.secs": "soon"}, "flush"),
+])
+def test_bad_arguments_are_config_errors(tmp_path: Path, argument: object, message: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        SparkMetricsConsumer().prepare({}, argument, None)
+
+
+def test_unwritable_directory_is_a_config_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match="cannot be created"):
+        SparkMetricsConsumer().prepare({}, {"path": str(blocker / "metrics")}, None)

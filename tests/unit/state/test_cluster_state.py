@@ -1,0 +1,105 @@
+"""ClusterState: API.md section 9's layout and typed helpers, on the memory store."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from squall.errors import StateError
+from squall.state.cluster_state import ERRORS_KEPT, ClusterState, parse_beat_key
+from squall.state.memory import MemoryServer, MemoryStateStore
+
+
+@pytest.fixture
+def server():
+    return MemoryServer()
+
+
+@pytest.fixture
+def state(server):
+    store = MemoryStateStore({}, server=server)
+    store.start()
+    cs = ClusterState(store)
+    cs.setup()
+    yield cs
+    store.close()
+
+
+def test_setup_creates_every_top_level_node_and_is_idempotent(state):
+    state.setup()
+    assert state.store.children("/") == sorted(
+        ["assignments", "errors", "leader-lock", "nimbuses", "storms", "supervisors",
+         "workerbeats"])
+
+
+def test_storm_base_round_trips_as_utf8_json(state):
+    base = {"name": "wörds", "launch_time": 1, "status": "active", "status_reason": "",
+            "num_workers": 2, "component_executors": {"split": 2}, "owner": "me"}
+    state.set_storm("wc-1-100", base)
+    raw = state.store.get("/storms/wc-1-100")
+    assert json.loads(raw.decode("utf-8")) == base
+    assert state.get_storm("wc-1-100") == base
+    assert state.find_topology_id("wörds") == "wc-1-100"
+    assert state.update_storm("wc-1-100", status="inactive")["status"] == "inactive"
+    assert state.update_storm("nope-1-1", status="x") is None
+    state.update_storm("wc-1-100", status="killed")
+    assert state.find_topology_id("wörds") is None     # a killed topology is not live
+
+
+def test_corrupt_node_reads_as_none_instead_of_failing(state):
+    state.store.put("/storms/bad-1-1", b"\xff not json")
+    state.store.put("/storms/list-1-1", b"[1, 2]")
+    assert state.get_storm("bad-1-1") is None and state.get_storm("list-1-1") is None
+    assert state.storms() == {}
+
+
+def test_assignments_and_whole_topology_removal(state):
+    state.set_storm("t-1-1", {"name": "t", "status": "active"})
+    state.set_assignment("t-1-1", {"executor_node_port": {"[1, 1]": ["s1", 6700]}})
+    state.write_worker_beat("t-1-1", "s1", 6700, {"time_secs": 5})
+    state.report_error("t-1-1", "split", {"error": "boom"})
+    assert state.assignments() == {"t-1-1": {"executor_node_port": {"[1, 1]": ["s1", 6700]}}}
+    state.remove_topology("t-1-1")
+    for top in ("/storms", "/assignments", "/workerbeats", "/errors"):
+        assert state.store.children(top) == []
+
+
+def test_supervisor_nodes_are_ephemeral(server, state):
+    other = MemoryStateStore({}, server=server)
+    other.start()
+    ClusterState(other).register_supervisor("sup-a", {"hostname": "h", "ports": [6700]})
+    assert state.supervisors() == {"sup-a": {"hostname": "h", "ports": [6700]}}
+    other.close()
+    assert state.supervisor_ids() == []
+
+
+def test_worker_beats_keyed_by_node_dash_port(state):
+    state.write_worker_beat("t-1-1", "sup-with-dashes", 6701, {"time_secs": 1, "executors": {}})
+    assert list(state.worker_beats("t-1-1")) == ["sup-with-dashes-6701"]
+    assert parse_beat_key("sup-with-dashes-6701") == ("sup-with-dashes", 6701)
+    state.remove_worker_beat("t-1-1", "sup-with-dashes", 6701)
+    assert state.worker_beats("t-1-1") == {}
+
+
+def test_errors_are_sequential_and_only_the_newest_ten_are_kept(state):
+    for i in range(ERRORS_KEPT + 5):
+        state.report_error("t-1-1", "count", {"error": f"e{i}", "time_secs": i})
+    names = state.store.children("/errors/t-1-1/count")
+    assert len(names) == ERRORS_KEPT and all(n.startswith("e") for n in names)
+    kept = state.errors("t-1-1")["count"]
+    assert [e["error"] for e in kept] == [f"e{i}" for i in range(5, ERRORS_KEPT + 5)]
+
+
+def test_nimbus_registration_and_leader_election(server, state):
+    state.register_nimbus("127.0.0.1:6627", {"port": 6627})
+    assert state.nimbuses() == {"127.0.0.1:6627": {"port": 6627}}
+    election = state.leader_election("127.0.0.1:6627")
+    seen = []
+    assert election.run(lambda: seen.append(election.contenders()))
+    assert seen == [["127.0.0.1:6627"]]
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", "..", "."])
+def test_ids_that_would_escape_their_node_are_refused(state, bad):
+    with pytest.raises(StateError):
+        state.set_storm(bad, {})
