@@ -119,18 +119,21 @@ class ClusterHarness:
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         return proc, local, log
 
-    def start_nimbus(self, index: int = 0) -> Daemon:
+    def start_nimbus(self, index: int = 0, overrides: dict[str, Any] | None = None) -> Daemon:
         port = self.nimbus_ports[index]
-        proc, local, log = self._spawn("nimbus", f"nimbus{index}", {"nimbus.port": port})
+        proc, local, log = self._spawn("nimbus", f"nimbus{index}",
+                                       {"nimbus.port": port, **(overrides or {})})
         d = Daemon("nimbus", proc, local, log, port=port)
         self.daemons.append(d)
         return d
 
     def start_supervisor(self, name: str, slots: int = 2,
-                         ports: tuple[int, ...] | None = None) -> Daemon:
+                         ports: tuple[int, ...] | None = None,
+                         overrides: dict[str, Any] | None = None) -> Daemon:
         ports = ports or tuple(free_port() for _ in range(slots))
         proc, local, log = self._spawn("supervisor", name,
-                                       {"supervisor.slots.ports": list(ports)})
+                                       {"supervisor.slots.ports": list(ports),
+                                        **(overrides or {})})
         d = Daemon("supervisor", proc, local, log, ports=ports)
         self.daemons.append(d)
         return d
