@@ -10,6 +10,7 @@ runs on the worker's loop thread.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CONTROL = 0          # destination "task" of worker-to-worker control entries
+INBOX_LIMIT = 256    # received batches waiting for the loop before the receive thread pauses
+DISPATCH_BATCHES = 32  # received batches the loop decodes per pass, so executors get turns
 Key = tuple[str, int]
 
 
@@ -122,6 +125,10 @@ class Transfer:
             if msgs:
                 self.inbox.extend(payload for _, payload in msgs)
                 worker.wake()
+                # bounded memory: stop taking from the transport while the loop is behind, so
+                # its buffers (and then the senders') fill and backpressure reaches the spouts
+                while len(self.inbox) >= INBOX_LIMIT and worker.running:
+                    time.sleep(0.0005)
 
     def dispatch_inbox(self) -> None:
         inbox = self.inbox
@@ -130,7 +137,7 @@ class Transfer:
         queues = worker.queues
         source = worker.source
         comp_of = worker.topology.task_to_component
-        while inbox:
+        for _ in range(min(len(inbox), DISPATCH_BATCHES)):
             payload = inbox.popleft()
             try:
                 entries = loads(payload)

@@ -22,9 +22,10 @@ from squall.api.tuple import TICK_STREAM, Source, Tuple
 from squall.runtime import errors as error_log
 from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor
 from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
-from squall.runtime.transfer import Transfer
+from squall.runtime.transfer import INBOX_LIMIT, Transfer
 
 log = logging.getLogger(__name__)
+INBOX_HIGH, INBOX_LOW = INBOX_LIMIT // 2, INBOX_LIMIT // 8   # received batches, for backpressure
 
 
 class Worker:
@@ -304,11 +305,12 @@ class Worker:
         timers(self, now)
 
     def _check_backpressure(self) -> None:
+        inbox = len(self.transfer.inbox)
         if self._overloaded:
-            if all(len(q) <= self.low for q in self.queues.values()):
+            if inbox <= INBOX_LOW and all(len(q) <= self.low for q in self.queues.values()):
                 self._overloaded = False
                 self.transfer.broadcast_throttle(False)
-        elif any(len(q) > self.high for q in self.queues.values()):
+        elif inbox > INBOX_HIGH or any(len(q) > self.high for q in self.queues.values()):
             self._overloaded = True
             self.transfer.broadcast_throttle(True)
         self.throttled = self._overloaded or any(self.transfer.remote_throttle.values())

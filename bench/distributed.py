@@ -1,0 +1,166 @@
+"""Distributed word count on a real cluster on this machine.
+
+    python -m bench.distributed [--seconds 6] [--transports zmq nng grpc]
+
+Starts a ZooKeeper (Debian's package), a nimbus and one or two supervisors as processes on
+127.0.0.1, submits ``bench/topologies/dwc.py`` with two workers (on one supervisor, or one on
+each of two), and reads the count bolts' executed totals from the worker beats: the figure is
+words/s over ``--seconds`` of steady state after a warm-up. Also reports submit -> first tuple
+(the first spout's first emit). Every case starts a fresh cluster.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
+
+HERE = Path(__file__).resolve().parent
+TARGET = str(HERE / "topologies" / "dwc.py")
+
+
+class Cluster:
+    def __init__(self, tmp: Path, zk: DevZooKeeper, supervisors: int, transport: str) -> None:
+        self.tmp = tmp
+        self.conf = {"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk.port,
+                     "storm.zookeeper.root": f"/bench-{time.time_ns()}",
+                     "nimbus.seeds": [f"127.0.0.1:{free_port()}"],
+                     "nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
+                     "task.heartbeat.frequency.secs": 1, "storm.local.hostname": "127.0.0.1",
+                     "squall.transport": transport, "worker.log.level": "WARNING"}
+        self.file = tmp / "squall.yaml"
+        self.file.write_text(yaml.safe_dump(self.conf))
+        self.procs: list[subprocess.Popen[bytes]] = []
+        port = int(self.conf["nimbus.seeds"][0].split(":")[1])
+        self._spawn("nimbus", {"nimbus.port": port})
+        slots = 2 if supervisors == 1 else 1
+        for i in range(supervisors):
+            self._spawn("supervisor", {"supervisor.slots.ports":
+                                       [free_port() for _ in range(slots)]}, f"sup{i}")
+
+    def _spawn(self, kind: str, extra: dict[str, Any], name: str | None = None) -> None:
+        local = self.tmp / (name or kind)
+        local.mkdir()
+        args = [sys.executable, "-m", "squall.cli.main", "--config", str(self.file),
+                "-c", f"storm.local.dir={local}"]
+        for k, v in extra.items():
+            args += ["-c", f"{k}={yaml.safe_dump(v, default_flow_style=True).strip()}"
+                     .replace("\n...", "")]
+        log = open(self.tmp / f"{name or kind}.log", "ab")
+        self.procs.append(subprocess.Popen(args + [kind], stdout=log, stderr=log,
+                                           start_new_session=True))
+
+    def squall(self, *args: str) -> None:
+        subprocess.run([sys.executable, "-m", "squall.cli.main", "--config", str(self.file),
+                        *args], check=True, capture_output=True, timeout=120)
+
+    def client(self) -> Any:
+        from squall.daemon.nimbus_client import NimbusClient
+        return NimbusClient(self.conf)
+
+    def close(self) -> None:
+        import signal
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+        # workers run in their own process groups: the supervisors stop them on SIGTERM
+        # only when told; make sure nothing is left behind
+        subprocess.run(["pkill", "-f", f"squall.daemon.worker_main.*{self.tmp}"], check=False)
+
+
+def wait_for(cond: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise SystemExit(f"bench: timed out waiting for {what}")
+
+
+def supervisors_up(client: Any) -> int:
+    from squall.errors import SquallError
+    try:
+        return len(client.cluster_info().supervisors)
+    except SquallError:
+        return 0
+
+
+def counted(client: Any) -> int:
+    try:
+        info = client.topology_info("wc")
+    except Exception:
+        return 0
+    return int(info.get("components", {}).get("count", {}).get("executed", 0))
+
+
+def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, batch: bool,
+             seconds: float) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="squall-bench-") as d:
+        tmp = Path(os.environ.get("SQUALL_BENCH_KEEP") or d)
+        tmp.mkdir(parents=True, exist_ok=True)
+        cluster = Cluster(tmp, zk, supervisors, transport)
+        try:
+            client = cluster.client()
+            wait_for(lambda: supervisors_up(client) == supervisors, 60, "supervisors")
+            marker = tmp / "first-tuple"
+            t0 = time.time()
+            cluster.squall("submit", TARGET +
+                           (":batch_topology" if batch else ":topology"), "--name", "wc",
+                           "-c", "topology.workers=2", "-c", f"bench.tracked={acking}",
+                           "-c", f"bench.marker={marker}",
+                           "-c", "topology.max.spout.pending=" + ("5000" if acking else "null"),
+                           "-c", f"topology.acker.executors={2 if acking else 0}")
+            wait_for(marker.exists, 60, "the first tuple")
+            first = float(marker.read_text()) - t0
+            wait_for(lambda: counted(client) > 0, 30, "counts in the beats")
+            time.sleep(3)                                    # warm-up
+            c1, t1 = counted(client), time.monotonic()
+            time.sleep(seconds)
+            c2, t2 = counted(client), time.monotonic()
+            return (c2 - c1) / (t2 - t1), first
+        finally:
+            cluster.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.distributed")
+    p.add_argument("--seconds", type=float, default=6.0)
+    p.add_argument("--transports", nargs="+", default=["zmq"])
+    p.add_argument("--quick", action="store_true", help="only 2 supervisors, per-tuple")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="squall-bench-zk-") as zdir:
+        with DevZooKeeper(zdir) as zk:
+            print("distributed word count, 2 workers, words/s over "
+                  f"{args.seconds:g} s of steady state (beats every 1 s)")
+            print(f"  {'transport':<9} {'supervisors':<11} {'form':<9} {'acking':<6} "
+                  f"{'words/s':>12} {'first tuple s':>14}")
+            for transport in args.transports:
+                cases = [(2, False, False)] if args.quick else [
+                    (s, a, b) for s in (1, 2) for b in (False, True) for a in (False, True)]
+                if transport != args.transports[0]:
+                    cases = [(2, False, False), (2, True, False)]
+                for sups, acking, batch in cases:
+                    rate, first = run_case(zk, sups, transport, acking, batch, args.seconds)
+                    print(f"  {transport:<9} {sups:<11} {'batch' if batch else 'per-tuple':<9} "
+                          f"{'on' if acking else 'off':<6} {rate:>12,.0f} {first:>14.2f}",
+                          flush=True)
+
+
+if __name__ == "__main__":
+    main()
