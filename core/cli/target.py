@@ -36,14 +36,19 @@ def load_module(path: str) -> Any:
             raise TopologyError(f"cannot import {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        runner = lambda: spec.loader.exec_module(module)  # type: ignore[union-attr]
+        loader = spec.loader
+
+        def runner() -> Any:
+            loader.exec_module(module)
+            return module
     else:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
-        runner = lambda: importlib.import_module(path)
+
+        def runner() -> Any:
+            return importlib.import_module(path)
     try:
-        result = runner()
-        return module if result is None else result
+        return runner()
     except SyntaxError as exc:
         raise TopologyError(f"syntax error in {exc.filename}, line {exc.lineno}: "
                             f"{exc.msg}") from exc

@@ -206,7 +206,7 @@ class DevZooKeeper:
         proc = self._proc
         return 0 if proc is None else proc.wait()
 
-    def __enter__(self) -> DevZooKeeper:  # noqa: PYI034 - start() returns self
+    def __enter__(self) -> DevZooKeeper:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -29,7 +29,7 @@ Key = tuple[str, int]
 
 
 class Transfer:
-    def __init__(self, worker: "Worker") -> None:
+    def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.transport = worker.transport
         self.serializer = worker.serializer

@@ -84,7 +84,7 @@ def zk_conf(zookeeper: DevZooKeeper, request: pytest.FixtureRequest) -> Iterator
         client = _kazoo(zookeeper.hosts)
         try:
             client.delete(root, recursive=True)
-        except Exception as exc:  # noqa: BLE001 - cleanup is best effort
+        except Exception as exc:
             log.debug("could not delete test chroot %s: %r", root, exc)
         finally:
             client.stop()
