@@ -164,7 +164,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
     def line(values: Sequence[str]) -> str:
         return "  " + "  ".join(v.rjust(w) if num else v.ljust(w)
-                                for v, w, num in zip(values, widths, numeric)).rstrip()
+                                for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]),
                       *(line(r) for r in cells)])

@@ -23,9 +23,12 @@ scan); set ``spark.source.columns`` to build topologies without starting Spark.
 Partitions and tuple ids: task ``i`` of ``n`` reads the DataFrame's partitions ``p`` with
 ``p % n == i``, one partition at a time, and emits each row with ``tup_id=(p, r)`` (partition,
 0-based row index within it). Rows stay in memory until acked; a failed row is re-emitted
-with the same id. When its partitions are read and nothing waits for replay, ``next_tuple``
-returns without emitting. Values are Arrow's Python conversions (``datetime``, ``Decimal``...):
-with a remote serializer, cast such columns in ``spark.source.query`` if it cannot carry them.
+with the same id. With acking off (``topology.acker.executors: 0``) rows are emitted without
+a tuple id: nothing can fail, so nothing is kept (and ``ack`` is not called). When its
+partitions are read and nothing waits for replay, ``next_tuple`` returns without emitting.
+
+Values are Arrow's Python conversions (``datetime``, ``Decimal``...): with a remote
+serializer, cast such columns in ``spark.source.query`` if it cannot carry them.
 Rows come in partition order; re-reading a source gives the same ids only if Spark splits it
 the same way (true for files; not for sources whose partitioning is random).
 """
@@ -94,6 +97,7 @@ class SparkSpout(Spout):
                                 f"got {batch!r}")
         self.emit_batch = batch
         self.max_pending = int(conf.get("topology.max.spout.pending") or 0)
+        self.tracking = conf.get("topology.acker.executors", None) != 0
         self.reader = PartitionReader(self.spark, fetch, mine, name=context.component_id)
         self.inflight: dict[tuple[int, int], tuple[Any, ...]] = {}
         self.replay: collections.deque[tuple[int, int]] = collections.deque()
@@ -131,11 +135,15 @@ class SparkSpout(Spout):
             return
         chunk, pos, part, base = self.chunk, self.chunk_pos, self.chunk_part, self.chunk_base
         end = min(len(chunk), pos + budget)
-        for i in range(pos, end):
-            values = chunk[i]
-            tup_id = (part, base + i)
-            inflight[tup_id] = values
-            emit(values, tup_id=tup_id)
+        if self.tracking:
+            for i in range(pos, end):
+                values = chunk[i]
+                tup_id = (part, base + i)
+                inflight[tup_id] = values
+                emit(values, tup_id=tup_id)
+        else:                              # no ackers: nothing can fail, nothing to keep
+            for values in chunk[pos:end]:
+                emit(values)
         self.chunk_pos = end
         self.rows_read.incr(end - pos)
 
