@@ -24,6 +24,7 @@ def topology_info(nimbus: Nimbus, tid: str, base: dict[str, Any]) -> dict[str, A
     beats = state.worker_beats(tid)
     components: dict[str, dict[str, Any]] = {}
     executors = []
+    windows: dict[str, list[Any]] = {}
     for key, (node, port) in sorted(enp.items()):
         beat = beats.get(beat_key(str(node), int(port))) or {}
         st = (beat.get("executors") or {}).get(key)
@@ -37,8 +38,13 @@ def topology_info(nimbus: Nimbus, tid: str, base: dict[str, Any]) -> dict[str, A
             **dict.fromkeys(COUNTERS, 0)})
         comp["executors"] += 1
         comp["tasks"] += len(st.get("tasks") or ())
+        if st.get("windows"):
+            windows.setdefault(st.get("component", "?"), []).append(st["windows"])
         for counter in COUNTERS:
             comp[counter] += int(st.get(counter) or 0)
+    from squall.metrics.stats import aggregate
+    for comp_id, snaps in windows.items():
+        components[comp_id]["windows"] = aggregate(snaps)
     loaded = nimbus.topology_of(tid)
     launch = float(base.get("launch_time") or time.time())
     return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),

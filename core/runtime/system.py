@@ -35,18 +35,13 @@ def add_system_components(topology: Topology, conf: dict[str, Any]) -> Topology:
     if ackers:
         extra.append(ComponentSpec(id=ACKER, kind="acker", cls=None, ref="", parallelism=ackers,
                                    num_tasks=ackers))
-    for i, entry in enumerate(conf.get("topology.metrics.consumer.register") or []):
-        entry = entry if isinstance(entry, dict) else {"class": entry}
-        name = str(entry.get("class"))
-        drivers.check("squall.metrics_consumers", name)
-        n = int(entry.get("parallelism.hint") or 1)
-        from squall.metrics.consumer_bolt import MetricsConsumerBolt
+    from squall.metrics.consumer_bolt import MetricsConsumerBolt, consumer_components
+    for cid, config, parallelism in consumer_components(conf):
+        drivers.check("squall.metrics_consumers", config["squall.metrics.consumer"]["class"])
         extra.append(ComponentSpec(
-            id=f"{METRICS_PREFIX}{name}" + (f"_{i}" if i else ""), kind="bolt",
-            cls=MetricsConsumerBolt, ref="squall.metrics.consumer_bolt:MetricsConsumerBolt",
-            parallelism=n, num_tasks=n,
-            config={"squall.metrics.consumer": {"class": name,
-                                                "argument": entry.get("argument")}}))
+            id=cid, kind="bolt", cls=MetricsConsumerBolt,
+            ref="squall.metrics.consumer_bolt:MetricsConsumerBolt",
+            parallelism=parallelism, num_tasks=parallelism, config=config))
     return topology.with_components(extra) if extra else topology
 
 

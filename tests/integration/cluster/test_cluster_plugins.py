@@ -87,3 +87,28 @@ def test_multidim_rebalance_mid_stream_loses_nothing(squall_cluster, wordcount):
     wait_until(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(total)), 90,
                message="sentences lost across the rebalance\n" + c.logs_tail())
     assert c.listed() == {"wc": "active"}
+
+
+def test_metrics_consumer_and_stats_windows_on_a_cluster(squall_cluster, wordcount, tmp_path):
+    c = squall_cluster
+    c.start_nimbus()
+    c.start_supervisor("sup1")
+    c.wait_ready(supervisors=1)
+    log = tmp_path / "metrics.log"
+    c.squall("submit", c.wordcount_target, "--name", "wc", "-c", f"test.sentences={TOTAL}",
+             "-c", "topology.builtin.metrics.bucket.size.secs=1",
+             "-c", "topology.metrics.consumer.register=[{class: log, argument: {file: "
+                   f"'{log}'}}}}]")
+    _exact(c, wordcount, TOTAL)
+
+    def counted() -> int:
+        lines = log.read_text().splitlines() if log.exists() else []
+        return sum(int(float(line.split("\t")[-1])) for line in lines
+                   if ":count\t__execute-count\t" in line)
+    # the consumer task received every count bolt's executed tuples as data points
+    wait_until(lambda: counted() >= sum(wordcount.expected_counts(TOTAL).values()), 30,
+               message="metrics consumer did not see the counts\n" + c.logs_tail())
+    info = wait_until(lambda: (c.client().topology_info("wc")["components"]["count"]
+                               .get("windows")), 20, message="no stats windows in the info")
+    assert set(info) == {"600", "10800", "86400", ":all-time"}
+    assert info[":all-time"]["executed"] >= sum(wordcount.expected_counts(TOTAL).values())
