@@ -12,13 +12,13 @@ Spark session (``spark.master``, default ``local[*]``) in the worker; its fields
 """
 from __future__ import annotations
 
-import collections
 import os
 import tempfile
 from pathlib import Path
 
-from squall import Bolt, TopologyBuilder
+from squall import TopologyBuilder
 from squall.plugins.spark import SparkSpout
+from wordcount import SplitSentence, WordCount   # examples/wordcount.py, shipped alongside
 
 BASE = Path(tempfile.gettempdir()) / "squall-spark-wordcount"
 LINES = [
@@ -42,26 +42,6 @@ def sample_dataset(path: Path, rows: int = 30_000, files: int = 4) -> Path:
         pq.write_table(pa.table({"line_no": range(f * per_file, (f + 1) * per_file),
                                  "sentence": sentences}), path / f"part-{f}.parquet")
     return path
-
-
-class SplitSentence(Bolt):
-    outputs = ["word"]
-
-    def process(self, tup):
-        for word in tup.values[0].split():
-            self.emit([word])
-
-
-class WordCount(Bolt):
-    outputs = ["word", "count"]
-
-    def initialize(self, conf, context):
-        self.counts = collections.Counter()
-
-    def process(self, tup):
-        word = tup.values[0]
-        self.counts[word] += 1
-        self.emit([word, self.counts[word]])
 
 
 def build(source: str | None = None, metrics_dir: str | None = None):

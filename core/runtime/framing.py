@@ -26,6 +26,8 @@ from __future__ import annotations
 import functools
 import logging
 import struct
+from collections.abc import Iterable
+from typing import Any
 from itertools import accumulate
 
 from squall.errors import TransportError
@@ -111,6 +113,24 @@ def decode(frame: bytes | bytearray | memoryview) -> list[tuple[int, bytes]]:
     ends = list(accumulate(lengths, initial=pos))
     return list(zip(tasks, [buf[a:b] for a, b in zip(ends, ends[1:], strict=False)],
                     strict=True))
+
+
+def decode_frames(frames: Iterable[tuple[bytes, Any]], garbage: GarbageLog
+                  ) -> list[tuple[int, bytes]]:
+    """Decode ``(frame, peer)`` pairs into one message list; invalid frames are logged once
+    per peer through ``garbage`` and skipped."""
+    out: list[tuple[int, bytes]] = []
+    for frame, peer in frames:
+        try:
+            batch = decode(frame)
+        except FrameError as exc:
+            garbage.dropped(peer, exc)
+            continue
+        if out:
+            out.extend(batch)
+        else:
+            out = batch
+    return out
 
 
 @functools.lru_cache(maxsize=256)

@@ -36,7 +36,7 @@ import grpc
 from squall.errors import ConfigError, TransportError
 from squall.plugins.transport_grpc._proto import transport_pb2 as pb
 from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
-from squall.runtime.framing import FrameError, GarbageLog, decode, encode
+from squall.runtime.framing import GarbageLog, decode_frames, encode
 from squall.spi.transport import Connection, Message, Transport
 
 __all__ = ["GrpcTransport"]
@@ -86,18 +86,7 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
             taken = list(self._frames)
             self._frames.clear()
             self._cond.notify_all()      # wake stream threads waiting for room
-        out: list[Message] = []
-        for frame, peer in taken:
-            try:
-                batch = decode(frame)
-            except FrameError as exc:
-                self.garbage.dropped(peer, exc)
-                continue
-            if out:
-                out.extend(batch)
-            else:
-                out = batch
-        return out
+        return decode_frames(taken, self.garbage)
 
     def close(self) -> None:
         with self._cond:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 import pynng
 
 from squall.errors import ConfigError, TransportError
-from squall.runtime.framing import FrameError, GarbageLog, decode, encode
+from squall.runtime.framing import GarbageLog, decode_frames, encode
 from squall.spi.transport import Connection, Message, Transport
 
 __all__ = ["NngTransport"]
@@ -71,18 +71,7 @@ class NngReceiver(Connection):
             if self._closed:
                 return []
             raise TransportError(f"nng receive failed on port {self.port}: {exc}") from exc
-        out: list[Message] = []
-        for frame in frames:
-            try:
-                batch = decode(frame)
-            except FrameError as exc:
-                self.garbage.dropped(None, exc)
-                continue
-            if out:
-                out.extend(batch)
-            else:
-                out = batch
-        return out
+        return decode_frames(((frame, None) for frame in frames), self.garbage)
 
     def close(self) -> None:
         self._closed = True
