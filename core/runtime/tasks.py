@@ -144,6 +144,9 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     acking = worker.acking
     rand = _fast
     T = Tuple
+    acker_tasks = worker.acker_tasks
+    n_ackers = len(acker_tasks)
+    init_src = worker.system_source(ACK_INIT) if acking else None
     singles: dict[str, tuple[Callable[[tuple], int], Source]] = {}
     for name, routes in ts.routes.items():
         if len(routes) == 1 and routes[0].one is not None and not routes[0].direct:
@@ -161,7 +164,28 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             values = tuple(values)
         if spout:
             if tup_id is not None:
-                return _emit_general(ts, values, stream, anchors, tup_id, None, False, True)
+                if not acking:
+                    return _emit_general(ts, values, stream, anchors, tup_id, None, False, True)
+                # a tracked tuple to one task: its edge is the whole tree's initial XOR
+                ts.emitted += 1
+                root = rand(64)
+                edge = rand(64)
+                t = single[0](values)
+                tup = T(values, src_task, single[1], edge, (root,))
+                q = queues_get(t)
+                if q is not None:
+                    q.append(tup)
+                else:
+                    remote(ts, t, tup)
+                ts.pending_new[root] = (tup_id, worker.now)  # type: ignore[attr-defined]
+                a = acker_tasks[root % n_ackers]
+                init = T((root, edge, src_task), src_task, init_src)
+                q = queues_get(a)
+                if q is not None:
+                    q.append(init)
+                else:
+                    remote(ts, a, init)
+                return None
             anchor = None
         elif not acking:
             anchor = None
