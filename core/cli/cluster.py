@@ -144,34 +144,30 @@ def cmd_list(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     return 0
 
 
-def cmd_kill(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+def _call_nimbus(conf: dict[str, Any], call: Any, done: str) -> int:
+    """Run ``call(client)`` against the nimbus leader, then print ``done``."""
     client = _client(conf)
     try:
-        client.kill_topology(args.name, args.wait)
+        call(client)
     finally:
         client.close()
-    print(f"killing topology {args.name!r}")
+    print(done)
     return 0
+
+
+def cmd_kill(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    return _call_nimbus(conf, lambda c: c.kill_topology(args.name, args.wait),
+                        f"killing topology {args.name!r}")
 
 
 def cmd_activate(args: argparse.Namespace, conf: dict[str, Any]) -> int:
-    client = _client(conf)
-    try:
-        client.activate(args.name)
-    finally:
-        client.close()
-    print(f"activated topology {args.name!r}")
-    return 0
+    return _call_nimbus(conf, lambda c: c.activate(args.name),
+                        f"activated topology {args.name!r}")
 
 
 def cmd_deactivate(args: argparse.Namespace, conf: dict[str, Any]) -> int:
-    client = _client(conf)
-    try:
-        client.deactivate(args.name)
-    finally:
-        client.close()
-    print(f"deactivated topology {args.name!r}")
-    return 0
+    return _call_nimbus(conf, lambda c: c.deactivate(args.name),
+                        f"deactivated topology {args.name!r}")
 
 
 def parse_executors(items: list[str]) -> dict[str, int]:

@@ -55,10 +55,14 @@ class _Running:
 
 
 def assign_even(topology: Topology, num_workers: int) -> list[list[tuple[int, int]]]:
-    """Deal the sorted executors round-robin over ``num_workers`` workers."""
-    slots: list[list[tuple[int, int]]] = [[] for _ in range(max(1, num_workers))]
-    for i, ex in enumerate(sorted(topology.all_executors())):
-        slots[i % len(slots)].append(ex)
+    """Executor ranges per worker, spread like the even scheduler (``assign_local``)."""
+    from squall.scheduling.local import assign_local
+    from squall.scheduling.model import details_from_topology
+    n = max(1, num_workers)
+    placed = assign_local(details_from_topology("local", "local", {}, topology, n), n)
+    slots: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for ex, index in sorted(placed.items()):
+        slots[index].append((ex.start_task, ex.end_task))
     return [s for s in slots if s]
 
 

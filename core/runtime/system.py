@@ -61,29 +61,26 @@ def timers(worker: Worker, now: float) -> None:
     if now >= state.get("fold", 0.0):
         state["fold"] = now + 1.0
         fold_stats(worker)
-    for ex in worker.executors:
-        if ex.kind != "bolt":
-            continue
-        freq = ex.tasks[0].conf.get("topology.tick.tuple.freq.secs")
-        if not freq:
-            continue
-        due = state.get(("tick", ex.range))
-        if due is None:
+    plan = state.get("plan")
+    if plan is None:   # what needs timers never changes during a worker's life: work it out once
+        ticking = [(ex, freq) for ex in worker.executors if ex.kind == "bolt"
+                   for freq in [ex.tasks[0].conf.get("topology.tick.tuple.freq.secs")] if freq]
+        consumers = [c for c in worker.topology.components if c.startswith(METRICS_PREFIX)]
+        bucket = float(worker.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
+        plan = state["plan"] = (ticking, consumers, bucket)
+        for ex, freq in ticking:
             state[("tick", ex.range)] = now + float(freq)
-        elif now >= due:
+        state["metrics"] = now + bucket
+    ticking, consumers, bucket = plan
+    for ex, freq in ticking:
+        if now >= state[("tick", ex.range)]:
             state[("tick", ex.range)] = now + float(freq)
             for ts in ex.tasks:
                 ts.ticks += 1
                 ts.queue.append(Tuple((freq,), 0, worker.tick_source))
-    consumers = [c for c in worker.topology.components if c.startswith(METRICS_PREFIX)]
-    if consumers:
-        bucket = float(worker.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
-        due = state.get("metrics")
-        if due is None:
-            state["metrics"] = now + bucket
-        elif now >= due:
-            state["metrics"] = now + bucket
-            _send_metrics(worker, consumers, bucket, state)
+    if consumers and now >= state["metrics"]:
+        state["metrics"] = now + bucket
+        _send_metrics(worker, consumers, bucket, state)
 
 
 def _send_metrics(worker: Worker, consumers: list[str], bucket: float,

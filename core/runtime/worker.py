@@ -15,7 +15,7 @@ import time
 from collections import deque
 from typing import Any
 
-from squall import drivers
+from squall import config, drivers
 from squall.api.context import TopologyContext
 from squall.api.topology import ACKER, Topology
 from squall.api.tuple import TICK_STREAM, Source, Tuple
@@ -114,7 +114,7 @@ class Worker:
             spec = topo.components[cid]
             group = []
             for task in range(start, end + 1):
-                conf = component_conf(self.conf, spec.config)
+                conf = config.component_conf(self.conf, spec.config)
                 ts = TaskState(self, cid, task, instantiate(spec, conf), conf)
                 self.tasks[task] = ts
                 self.queues[task] = ts.queue
@@ -372,11 +372,3 @@ class Worker:
         if self._recv_thread is not None:
             self._recv_thread.join(timeout)
         self._alive = False
-
-
-def component_conf(conf: dict[str, Any], component_config: dict[str, Any]) -> dict[str, Any]:
-    """Topology conf < per-component config < command-line overrides."""
-    if not component_config:
-        return conf
-    from squall import config
-    return config.component_conf(conf, component_config)
