@@ -43,7 +43,7 @@ from squall.daemon.supervisor_local import (
 )
 from squall.daemon.worker_main import my_executors, supervisor_conf_path
 from squall.errors import SquallError
-from squall.state.cluster_state import SUPERVISORS, ClusterState
+from squall.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +83,9 @@ class Supervisor:
             self.resources = default_supervisor_resources(self.conf)
         except ImportError:
             self.resources = {}
-        # a node left by our previous life still belongs to its (dying) session: replace it,
-        # or it would vanish with that session while we run
-        self.state.store.delete(f"{SUPERVISORS}/{self.id}")
+        # a node left by our previous life still belongs to its (dying) session: the ephemeral
+        # put takes it over atomically, so nimbus never sees this supervisor missing (it would
+        # reassign our workers away) and the old session's expiry cannot remove it
         self.register()
         self.store.add_reconnect_listener(self._on_reconnect)
         self.adopt()

@@ -87,8 +87,11 @@ class StateStore(ABC):
 
     @abstractmethod
     def put(self, path: str, data: bytes, *, ephemeral: bool = False) -> None:
-        """Create or overwrite a node, creating parents. ``ephemeral`` only matters when the
-        node is created; overwriting keeps the node's kind."""
+        """Create or overwrite a node, creating parents. Overwriting keeps the node's kind,
+        with one exception: an ephemeral ``put`` on an ephemeral node owned by another session
+        takes the node over in one atomic step (readers see the old or the new node, never
+        none), so it then lives as long as this store's session. A restarted daemon uses that
+        to replace the registration its previous life left behind."""
 
     @abstractmethod
     def get(self, path: str, watch: WatchCallback | None = None) -> bytes | None:

@@ -40,12 +40,17 @@ def read_children(c: Any, path: str, watch: Any, t: float) -> tuple[list[str], A
 
 
 def put(c: Any, path: str, data: bytes, ephemeral: bool, t: float) -> bool:
-    """Set or create ``path``; True when it created an ephemeral node."""
+    """Set or create ``path``; True when it created (or took over) an ephemeral node."""
     from kazoo.exceptions import NodeExistsError, NoNodeError
     while True:
         try:
-            c.set_async(path, data).get(timeout=t)
-            return False
+            stat = c.set_async(path, data).get(timeout=t)
+            owner = stat.ephemeralOwner
+            if not ephemeral or owner == 0 or owner == c.client_id[0]:
+                return False
+            if _take_over(c, path, data, stat.version, t):
+                return True
+            continue  # changed meanwhile: go round again
         except NoNodeError:
             pass
         try:
@@ -53,6 +58,16 @@ def put(c: Any, path: str, data: bytes, ephemeral: bool, t: float) -> bool:
             return ephemeral
         except NodeExistsError:
             continue  # created meanwhile: overwrite it
+
+
+def _take_over(c: Any, path: str, data: bytes, version: int, t: float) -> bool:
+    """Replace another session's ephemeral node by ours in one transaction; False when the
+    node changed or vanished first."""
+    tx = c.transaction()
+    tx.delete(path, version=version)
+    tx.create(path, data, ephemeral=True)
+    results = tx.commit_async().get(timeout=t)
+    return not any(isinstance(r, Exception) for r in results)
 
 
 def delete(c: Any, path: str, recursive: bool, t: float) -> None:

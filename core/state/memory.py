@@ -94,6 +94,8 @@ class MemoryServer:
             node = self._nodes.get(path)
             if node is not None:
                 node.data = data
+                if ephemeral and node.owner is not None and node.owner is not client:
+                    node.owner = client      # taken over, atomically under the lock
                 self._trigger(self._data_watches, path, fired)
             else:
                 parent = parent_of(path)

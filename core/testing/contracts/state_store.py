@@ -170,6 +170,19 @@ class StateStoreContract:
         owner.close()
         assert other.get("/stays") == b"2"
 
+    def test_ephemeral_put_takes_over_another_sessions_node(self, store_factory: Factory,
+                                                          other: StateStore) -> None:
+        old_life = store_factory()
+        old_life.put("/sup/s1", b"old", ephemeral=True)
+        new_life = store_factory()
+        new_life.put("/sup/s1", b"new", ephemeral=True)
+        assert other.get("/sup/s1") == b"new"
+        old_life.close()               # the old session's end no longer removes the node
+        assert other.get("/sup/s1") == b"new"
+        assert other.children("/sup") == ["s1"]
+        new_life.close()
+        wait_until(lambda: not other.exists("/sup/s1"))
+
     # -- watches
     def test_data_watch_fires_once(self, store: StateStore, other: StateStore) -> None:
         rec = _Recorder()
