@@ -1,22 +1,27 @@
 """The gRPC transport (entry point ``grpc``), defined by ``transport.proto`` next to this file.
 
 * ``bind`` starts a gRPC server on ``127.0.0.1:<port>`` serving ``Transfer.Stream`` (a
-  client-streaming call of ``Batch`` messages, each holding one frame of
-  :mod:`squall.runtime.framing`). Each inbound stream runs in a server thread that appends the
-  frames to a bounded inbox; when it is full that thread waits, so HTTP/2 flow control slows
-  the sender down rather than memory growing.
-* ``connect`` opens a channel and ONE stream per connection, fed by a background thread from
-  a bounded queue (``squall.transport.send.buffer.messages`` batches, default 10000). ``send``
-  only encodes and queues: it raises :class:`~squall.errors.TransportError` when the queue is
-  full (peer slow or gone) or the connection is closed. A broken stream is reopened (the
-  channel redials within 50 ms .. 1 s); the batch in flight when a receiver dies may be lost.
+  bidirectional call: ``Batch`` messages in, each holding one frame of
+  :mod:`squall.runtime.framing`, and ``Ack`` messages out). Each inbound stream runs in a
+  server thread that appends the frames to a bounded inbox and acknowledges them; when the
+  inbox is full that thread waits, so HTTP/2 flow control slows the sender down rather than
+  memory growing.
+* ``connect`` opens a channel and ONE stream per connection, fed by a background thread.
+  ``send`` only encodes and adds the batch to the connection's window of unacknowledged
+  batches (``squall.transport.send.buffer.messages`` batches, default 10000); it raises
+  :class:`~squall.errors.TransportError` when the window is full (peer slow or gone) or the
+  connection is closed. A batch leaves the window when the receiver acknowledges it. A broken
+  stream is reopened (the channel redials within 50 ms .. 1 s) and starts by sending the
+  whole window again, oldest first; the receiver drops what it already holds, so a receiver
+  restart loses nothing that ``send`` accepted and delivers nothing twice.
 * ``recv`` waits on a condition variable (the GIL is released) and returns every queued
   message. Invalid frames are logged once per peer and dropped.
 
-Options (``squall.transport.grpc.*``): ``max.message.mb`` (256), ``tls.enabled`` (false),
-``tls.cert.file`` + ``tls.key.file`` (PEM, needed to bind), ``tls.ca.file`` (PEM root for
-connecting) and ``tls.server.name`` (override of the name checked in the server certificate;
-by default the host dialed, IP addresses included).
+Options (``squall.transport.grpc.*``): ``max.message.mb`` (256), ``linger.ms`` (1000: how long
+``close`` waits for the window to be acknowledged), ``tls.enabled`` (false), ``tls.cert.file``
++ ``tls.key.file`` (PEM, needed to bind), ``tls.ca.file`` (PEM root for connecting) and
+``tls.server.name`` (override of the name checked in the server certificate; by default the
+host dialed, IP addresses included).
 
 Threading: every method of a connection may be called from any thread; ``close`` wakes a
 waiting ``recv`` at once.
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import collections
 import logging
-import queue
+import os
 import threading
 from concurrent import futures
 from typing import Any
@@ -42,7 +47,7 @@ from squall.spi.transport import Connection, Message, Transport
 __all__ = ["GrpcTransport"]
 
 log = logging.getLogger(__name__)
-_STOP = object()
+_CLOSE_GRACE = 0.2
 _BACKOFF = {"grpc.initial_reconnect_backoff_ms": 50, "grpc.min_reconnect_backoff_ms": 50,
             "grpc.max_reconnect_backoff_ms": 1000}
 
@@ -57,22 +62,32 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
         self._frames: collections.deque[tuple[bytes, str]] = collections.deque()
         self._cond = threading.Condition()
         self._closed = False
+        self._held: dict[bytes, int] = {}     # sender session -> highest seq held
         self.garbage = GarbageLog(log, "grpc receiver")
 
     def Stream(self, request_iterator: Iterator[pb.Batch],
-               context: grpc.ServicerContext) -> pb.Summary:
-        """Server thread, one per inbound stream: move frames into the inbox."""
-        peer, count, cond, frames = context.peer(), 0, self._cond, self._frames
+               context: grpc.ServicerContext) -> Iterator[pb.Ack]:
+        """Server thread, one per inbound stream: move frames into the inbox, acknowledge."""
+        peer, cond, frames, held = context.peer(), self._cond, self._frames, self._held
         for batch in request_iterator:
+            session, seq = batch.session, batch.seq
             with cond:
-                while len(frames) >= self._limit and not self._closed:
-                    cond.wait(0.5)
-                if self._closed:
-                    context.abort(grpc.StatusCode.UNAVAILABLE, "receiver closed")
-                frames.append((batch.frame, peer))
-                cond.notify()
-            count += 1
-        return pb.Summary(batches=count)
+                fresh = not seq or seq > held.get(session, 0)   # seq 0: not numbered
+                if fresh:
+                    while len(frames) >= self._limit and not self._closed:
+                        cond.wait(0.5)
+                    if self._closed:
+                        context.abort(grpc.StatusCode.UNAVAILABLE, "receiver closed")
+                    if seq:
+                        held[session] = seq
+            # the ack goes out before recv() can see the frame: a batch this receiver has
+            # delivered is never in its sender's window any more, so never sent again
+            yield pb.Ack(seq=seq)
+            if fresh:
+                with cond:
+                    if not self._closed:
+                        frames.append((batch.frame, peer))
+                        cond.notify()
 
     def send(self, messages: list[Message]) -> None:
         raise TransportError("a bound (receiving) connection cannot send")
@@ -96,18 +111,26 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
             self._frames.clear()
             self._cond.notify_all()
         if self.server is not None:
-            self.server.stop(grace=0).wait(5)
+            # a short grace lets acks already written reach their senders, so they do not
+            # send batches this receiver delivered to whoever binds the port next
+            self.server.stop(grace=_CLOSE_GRACE).wait(5)
 
 
 class GrpcSender(Connection):
-    """One channel and one stream to a receiver, fed by a background thread."""
+    """One channel and one stream to a receiver, fed by a background thread from the window
+    of unacknowledged batches."""
 
     def __init__(self, channel: grpc.Channel, address: str, port: int, limit: int,
                  linger: float) -> None:
         self.port = port
         self._channel, self._address, self._linger = channel, address, linger
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=limit)
+        self._limit = limit
+        self._session = os.urandom(8)
+        self._window: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._next_seq = 1
+        self._cond = threading.Condition()
         self._closed = threading.Event()
+        self._done = False                 # the stream may end once the window is empty
         self._stub = pb_grpc.TransferStub(channel)
         self._thread = threading.Thread(target=self._run, name=f"squall-grpc-send-{address}",
                                         daemon=True)
@@ -117,30 +140,50 @@ class GrpcSender(Connection):
         if self._closed.is_set():
             raise TransportError(f"send on a closed connection to {self._address}")
         frame = encode(messages)
-        try:
-            self._queue.put_nowait(frame)
-        except queue.Full as exc:
-            raise TransportError(
-                f"send queue to {self._address} is full (peer slow or gone)") from exc
+        with self._cond:
+            if len(self._window) >= self._limit:
+                raise TransportError(
+                    f"send window to {self._address} is full (peer slow or gone)")
+            self._window.append((self._next_seq, frame))
+            self._next_seq += 1
+            self._cond.notify_all()
 
     def _batches(self) -> Iterator[pb.Batch]:
-        get, closed = self._queue.get, self._closed
+        """One stream's requests: the window from its oldest batch on, then what comes."""
+        cond, window, session = self._cond, self._window, self._session
+        with cond:
+            cursor = window[0][0] if window else self._next_seq
         while True:
-            try:
-                frame = get(timeout=0.2)
-            except queue.Empty:
-                if closed.is_set():
-                    return
-                continue
-            if frame is _STOP:
-                return
-            yield pb.Batch(frame=frame)
+            with cond:
+                while True:
+                    if window and cursor < window[0][0]:
+                        cursor = window[0][0]           # acknowledged meanwhile
+                    if window and cursor - window[0][0] < len(window):
+                        seq, frame = window[cursor - window[0][0]]
+                        break
+                    if self._done and not window:
+                        return
+                    cond.wait(0.2)
+            cursor = seq + 1
+            yield pb.Batch(frame=frame, session=session, seq=seq)
+
+    def _acked(self, seq: int) -> None:
+        with self._cond:
+            window = self._window
+            while window and window[0][0] <= seq:
+                window.popleft()
+            if not window:
+                self._cond.notify_all()
 
     def _run(self) -> None:
         """Sender thread: keep one stream open while the connection lives."""
-        while not self._closed.is_set() or not self._queue.empty():
+        while True:
+            with self._cond:
+                if self._done and not self._window:
+                    return
             try:
-                self._stub.Stream(self._batches(), wait_for_ready=True)
+                for ack in self._stub.Stream(self._batches(), wait_for_ready=True):
+                    self._acked(ack.seq)
             except grpc.RpcError as exc:
                 if self._closed.is_set() and exc.code() == grpc.StatusCode.CANCELLED:
                     return
@@ -155,14 +198,13 @@ class GrpcSender(Connection):
     def close(self) -> None:
         if self._closed.is_set():
             return
-        pending = not self._queue.empty()
         self._closed.set()
-        try:
-            self._queue.put_nowait(_STOP)
-        except queue.Full:
-            pass
-        # queued batches get a short linger to flush; an idle stream just ends
-        self._thread.join(self._linger if pending else 0.2)
+        with self._cond:
+            self._done = True
+            pending = bool(self._window)
+            self._cond.notify_all()
+        # unacknowledged batches get a short linger to reach the peer; an idle stream just ends
+        self._thread.join(self._linger if pending else 0.5)
         self._channel.close()
 
 

@@ -1,17 +1,21 @@
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar
+from typing import ClassVar as _ClassVar, Optional as _Optional
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Batch(_message.Message):
-    __slots__ = ("frame",)
+    __slots__ = ("frame", "session", "seq")
     FRAME_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
     frame: bytes
-    def __init__(self, frame: bytes | None = ...) -> None: ...
+    session: bytes
+    seq: int
+    def __init__(self, frame: _Optional[bytes] = ..., session: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
 
-class Summary(_message.Message):
-    __slots__ = ("batches",)
-    BATCHES_FIELD_NUMBER: _ClassVar[int]
-    batches: int
-    def __init__(self, batches: int | None = ...) -> None: ...
+class Ack(_message.Message):
+    __slots__ = ("seq",)
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    def __init__(self, seq: _Optional[int] = ...) -> None: ...

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from squall.plugins.transport_grpc._proto import transport_pb2 as transport__pb2  # squall: package import
+from squall.plugins.transport_grpc._proto import transport_pb2 as transport__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -34,10 +34,10 @@ class TransferStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.Stream = channel.stream_unary(
+        self.Stream = channel.stream_stream(
                 '/squall.transport.v1.Transfer/Stream',
                 request_serializer=transport__pb2.Batch.SerializeToString,
-                response_deserializer=transport__pb2.Summary.FromString,
+                response_deserializer=transport__pb2.Ack.FromString,
                 _registered_method=True)
 
 
@@ -53,10 +53,10 @@ class TransferServicer:
 
 def add_TransferServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'Stream': grpc.stream_unary_rpc_method_handler(
+            'Stream': grpc.stream_stream_rpc_method_handler(
                     servicer.Stream,
                     request_deserializer=transport__pb2.Batch.FromString,
-                    response_serializer=transport__pb2.Summary.SerializeToString,
+                    response_serializer=transport__pb2.Ack.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -80,12 +80,12 @@ class Transfer:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.stream_unary(
+        return grpc.experimental.stream_stream(
             request_iterator,
             target,
             '/squall.transport.v1.Transfer/Stream',
             transport__pb2.Batch.SerializeToString,
-            transport__pb2.Summary.FromString,
+            transport__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
