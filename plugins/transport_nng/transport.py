@@ -1,34 +1,64 @@
-"""The nng transport (entry point ``nng``), on pynng's Push0/Pull0 sockets.
+"""The nng transport (entry point ``nng``), on pynng's Pair1 sockets with acknowledgements.
 
-* ``bind`` listens with a Pull0 socket on ``tcp://127.0.0.1:<port>`` (``tls+tcp://`` with TLS).
-* ``connect`` dials with a Push0 socket asynchronously; nng redials by itself (50 ms .. 1 s).
-* One ``send`` = one nng message holding one frame of :mod:`squall.runtime.framing`, sent
-  non-blocking; when the socket's buffer of ``send.buffer`` batches is full (peer slow or gone)
-  it raises :class:`~squall.errors.TransportError`.
-* ``recv`` blocks inside nng (the GIL is released) and returns everything already queued.
-  Invalid frames are logged (once per receiver: Pull0 does not say which peer sent a message)
-  and dropped. Messages up to 256 MiB are accepted.
+* ``bind`` listens with a polyamorous Pair1 socket on ``tcp://127.0.0.1:<port>``
+  (``tls+tcp://`` with TLS). Only Pair1 peers get in: nng refuses other protocols (Push0...).
+* ``connect`` dials with a Pair1 socket asynchronously; nng redials by itself (50 ms .. 1 s).
+* Every sending connection is a *session* (8 random bytes) that numbers its batches 1, 2, 3...
+  One ``send`` = one nng message: a 25-byte header ``"!B8sQQ"`` (kind ``S``, session, sequence
+  number, lowest sequence number not yet acknowledged) then one frame of
+  :mod:`squall.runtime.framing`.
+* The receiver delivers each session's batches strictly in sequence: the one after the last it
+  delivered or, for a session it does not know yet (a new sender, or this receiver was
+  restarted), the one whose number is the header's "lowest not yet acknowledged". Anything
+  else (a duplicate, or a batch after a gap) is dropped without a word. After each ``recv`` it
+  answers every session it heard from with one cumulative ack ``"!B8sQ"`` (kind ``A``,
+  session, highest delivered) on that peer's pipe only.
+* The sender keeps every batch not yet acknowledged, at most ``send.buffer`` of them (the
+  window). ``send`` never blocks: it raises :class:`~squall.errors.TransportError` when the
+  window is full (peer slow or gone) and then keeps nothing of that batch. A batch ``send``
+  accepted is delivered once, in order, as soon as a receiver listens on that port again:
+  when nng cannot take it yet (nobody connected, its own buffer full) it stays in the window
+  and a small background thread per connection retries; after every reconnection that thread
+  re-sends the whole window in order, and the receiver's sequence rule drops the copies it
+  already delivered and anything nng still had queued from before the reconnection.
+* The one way to see a batch twice: a receiver delivered it and died before its ack reached
+  the sender. To make that rare, ``recv`` acks before returning and a receiver's ``close``
+  waits up to 50 ms after its last ack so nng can put it on the wire.
+* ``recv`` blocks inside nng (the GIL is released) and returns everything already queued (nng
+  queues up to 64 messages ahead of it). It reads messages through pynng's cffi layer
+  (``pynng._nng``) to learn each one's pipe in fewer GIL-releasing calls than ``recv_msg``.
+  Messages that are not ours are logged (once per peer) and dropped; a bare squall frame from
+  a Pair1 peer (first byte ``0xA7``) is delivered as it is, unsequenced and unacknowledged.
+  Messages up to 256 MiB are accepted; ``send`` refuses a batch that would not fit.
 
 Options (``squall.transport.nng.*``): ``send.buffer`` (batches; defaults to
-``squall.transport.send.buffer.messages`` when that is set, else 1024; nng caps it at 8192),
+``squall.transport.send.buffer.messages`` when that is set, else 1024; capped at 8192),
 ``tls.enabled`` (false), ``tls.cert.file`` + ``tls.key.file`` (PEM, needed to bind),
 ``tls.ca.file`` (PEM the server certificate must chain to, needed to connect) and
 ``tls.server.name`` (the name checked in the server certificate; default ``localhost``: nng's
 mbedTLS checks DNS names, not IP addresses).
 
 Threading: nng sockets are thread-safe; ``close`` from another thread wakes a waiting ``recv``.
+A sender's window is guarded by a lock shared by ``send`` and its background thread; nng's
+pipe callback only sets a flag and wakes that thread.
 """
 from __future__ import annotations
 
 import logging
+import os
+import struct
 import threading
+import time
+from collections import deque
 from typing import Any
 from collections.abc import Mapping
 
 import pynng
+from pynng._nng import ffi as _ffi, lib as _lib
+from pynng.exceptions import check_err
 
 from squall.errors import ConfigError, TransportError
-from squall.runtime.framing import GarbageLog, decode_frames, encode
+from squall.runtime.framing import MAGIC, FrameError, GarbageLog, decode, encode
 from squall.spi.transport import Connection, Message, Transport
 
 __all__ = ["NngTransport"]
@@ -36,16 +66,40 @@ __all__ = ["NngTransport"]
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 256 << 20
 _NNG_MAX_BUFFER = 8192
+#: data message header: kind, session, sequence number, lowest unacknowledged sequence number
+_DATA = struct.Struct("!B8sQQ")
+#: acknowledgement: kind, session, highest sequence number delivered
+_ACK = struct.Struct("!B8sQ")
+_KIND_DATA, _KIND_ACK = ord("S"), ord("A")
+_MAGIC_BYTE = bytes([MAGIC])
+#: the largest frame ``send`` accepts (the receiver refuses messages over MAX_MESSAGE)
+_MAX_FRAME = MAX_MESSAGE - _DATA.size - 64
+#: how long a receiver's ``close`` lets nng flush the acks it just sent
+_ACK_LINGER = 0.05
+#: acks a sender's socket queues before its pipe stops reading (acks are 17 bytes)
+_ACK_QUEUE = 1024
+#: messages a receiver's socket queues ahead of ``recv`` (more than 1 saves nng a thread hop
+#: per message; each may be up to MAX_MESSAGE, so keep it modest)
+_RECV_QUEUE = 64
+#: a receiver forgets sessions whose peer is gone once it knows more than this many
+_SESSIONS = 1024
+#: the background thread retries a batch nng refused after 1 ms, backing off to this
+_RETRY_MAX = 0.05
 
 
 class NngReceiver(Connection):
-    """A listening Pull0 socket. ``recv`` from one thread; ``close`` from any thread."""
+    """A listening polyamorous Pair1 socket. ``recv`` from one thread; ``close`` from any."""
 
-    def __init__(self, sock: pynng.Pull0, port: int) -> None:
+    def __init__(self, sock: pynng.Pair1, port: int) -> None:
         self.port = port
         self._sock = sock
         self._timeout_ms: int | None = None
         self._closed = False
+        self._last_ack = 0.0
+        #: session -> (highest sequence number delivered, id of the pipe it last came on)
+        self._sessions: dict[bytes, tuple[int, int]] = {}
+        self._prune_at = _SESSIONS
+        self._peers: dict[int, str] = {}
         self.garbage = GarbageLog(log, f"nng receiver on port {port}")
 
     def send(self, messages: list[Message]) -> None:
@@ -59,10 +113,10 @@ class NngReceiver(Connection):
         try:
             if ms != self._timeout_ms:
                 sock.recv_timeout = self._timeout_ms = ms
-            frames = [_recv(sock, True)]
+            received = [_recv_raw(sock, True)]
             while True:
                 try:
-                    frames.append(_recv(sock, False))
+                    received.append(_recv_raw(sock, False))
                 except pynng.TryAgain:
                     break
         except (pynng.Timeout, pynng.TryAgain, pynng.Closed):
@@ -71,51 +125,244 @@ class NngReceiver(Connection):
             if self._closed:
                 return []
             raise TransportError(f"nng receive failed on port {self.port}: {exc}") from exc
-        return decode_frames(((frame, None) for frame in frames), self.garbage)
+        return self._accept(received)
+
+    def _accept(self, received: list[tuple[bytes, int]]) -> list[Message]:
+        """Deliver what is next in each session, ack every session heard from."""
+        out: list[Message] = []
+        sessions = self._sessions
+        acks: dict[bytes, tuple[int, int]] = {}
+        for data, pipe in received:
+            if len(data) >= _DATA.size and data[0] == _KIND_DATA:
+                _, session, seq, floor = _DATA.unpack_from(data)
+                state = sessions.get(session)
+                last = state[0] if state is not None else 0
+                if state is None or floor > last + 1:
+                    # new to this receiver (or acked elsewhere past what it delivered): the
+                    # session starts at its first unacknowledged batch; a copy that went out
+                    # before the sender's reconnection is dropped (it is resent in order)
+                    if seq != floor or seq < 1:
+                        continue
+                    last = seq - 1
+                if seq == last + 1:
+                    try:
+                        batch = decode(data[_DATA.size:])
+                    except FrameError as exc:
+                        self._garbage(pipe, exc)
+                        continue
+                    last = seq
+                    if state is None and len(sessions) >= self._prune_at:
+                        self._prune()
+                    sessions[session] = (seq, pipe)
+                    if out:
+                        out.extend(batch)
+                    else:
+                        out = batch
+                acks[session] = (pipe, last)
+            elif data[:1] == _MAGIC_BYTE:   # a bare frame: deliver as it is
+                try:
+                    out.extend(decode(data))
+                except FrameError as exc:
+                    self._garbage(pipe, exc)
+            else:
+                self._garbage(pipe, FrameError(f"not a squall nng message ({len(data)} bytes)"))
+        if acks:
+            sock = self._sock
+            for session, (pipe, last) in acks.items():
+                _send_raw(sock, pipe, _ACK.pack(_KIND_ACK, session, last))
+            self._last_ack = time.monotonic()
+        return out
+
+    def _garbage(self, pipe: int, exc: FrameError) -> None:
+        peer = self._peers.get(pipe)   # name a peer the same way even once its pipe closed
+        if peer is None:
+            known = {p.id: p for p in self._sock.pipes}.get(pipe)
+            try:
+                peer = f"{known.remote_address} (pipe {pipe})" if known else f"pipe {pipe}"
+            except pynng.NNGException:
+                peer = f"pipe {pipe}"
+            if len(self._peers) < 1000:
+                self._peers[pipe] = peer
+        self.garbage.dropped(peer, exc)
+
+    def _prune(self) -> None:
+        """Forget sessions whose pipe is gone (a peer that comes back is a new session)."""
+        live = {pipe.id for pipe in self._sock.pipes}
+        for session in [s for s, (_, pipe) in self._sessions.items() if pipe not in live]:
+            del self._sessions[session]
+        self._prune_at = max(_SESSIONS, 2 * len(self._sessions))
 
     def close(self) -> None:
-        self._closed = True
+        if not self._closed:
+            self._closed = True
+            linger = self._last_ack + _ACK_LINGER - time.monotonic()
+            if linger > 0:          # let nng put the last acks on the wire
+                threading.Event().wait(min(linger, _ACK_LINGER))
         self._sock.close()
 
 
-def _recv(sock: pynng.Pull0, block: bool) -> bytes:
+def _recv_raw(sock: pynng.Socket, block: bool) -> tuple[bytes, int]:
+    """One message and the id of the pipe it came on, in fewer C calls than ``recv_msg``."""
+    msg_p = _ffi.new("nng_msg **")
+    check_err(_lib.nng_recvmsg(sock.socket, msg_p, 0 if block else _lib.NNG_FLAG_NONBLOCK))
+    msg = msg_p[0]
     try:
-        return bytes(sock.recv(block=block))
-    except RuntimeError:        # pynng 0.9 fails to unpack an empty message: not ours anyway
-        return b""
+        size = _lib.nng_msg_len(msg)
+        data = _ffi.buffer(_lib.nng_msg_body(msg), size)[:] if size else b""
+        return data, _lib.nng_msg_get_pipe(msg).id
+    finally:
+        _lib.nng_msg_free(msg)
+
+
+def _send_raw(sock: pynng.Socket, pipe: int, data: bytes) -> None:
+    """Send ``data`` to one pipe, non-blocking; dropped if nng cannot take it now."""
+    msg_p = _ffi.new("nng_msg **")
+    if _lib.nng_msg_alloc(msg_p, 0):
+        return
+    msg = msg_p[0]
+    target = _ffi.new("nng_pipe *")
+    target.id = pipe
+    if (_lib.nng_msg_append(msg, data, len(data))
+            or _lib.nng_msg_set_pipe(msg, target[0])
+            or _lib.nng_sendmsg(sock.socket, msg, _lib.NNG_FLAG_NONBLOCK)):
+        _lib.nng_msg_free(msg)
 
 
 class NngSender(Connection):
-    """A dialing Push0 socket; ``send`` never blocks."""
+    """A dialing Pair1 socket with a window of unacknowledged batches; ``send`` never blocks."""
 
-    def __init__(self, sock: pynng.Push0, address: str, port: int) -> None:
+    def __init__(self, sock: pynng.Pair1, address: str, port: int, window: int) -> None:
         self.port = port
         self._sock, self._address = sock, address
+        self._limit = window
+        self._drain_every = max(1, min(window // 4, 16))
+        self._until_drain = self._drain_every
+        self._session = os.urandom(8)
+        self._seq = 0           # last sequence number given out
+        self._acked = 0         # highest sequence number the receiver acknowledged
+        #: (seq, frame) not acknowledged yet, oldest first; the first ``_sent`` were handed to
+        #: nng since the last reconnection, the rest wait for room in nng's queue
+        self._window: deque[tuple[int, bytes]] = deque()
+        self._sent = 0
+        self._connects = 0
+        self._rewind = False
         self._closed = False
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        sock.add_post_pipe_connect_cb(self._on_connect)
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"squall-nng-sender-{address}")
+        self._thread.start()
 
     def send(self, messages: list[Message]) -> None:
         if self._closed:
             raise TransportError(f"send on a closed connection to {self._address}")
         frame = encode(messages)
-        try:
-            self._sock.send(frame, block=False)
-        except pynng.TryAgain as exc:
-            raise TransportError(
-                f"send buffer to {self._address} is full (peer slow or gone)") from exc
-        except pynng.NNGException as exc:
-            raise TransportError(f"nng send to {self._address} failed: {exc}") from exc
+        if len(frame) > _MAX_FRAME:
+            raise TransportError(f"batch of {len(frame)} bytes is over nng's {MAX_MESSAGE} "
+                                 "byte message limit")
+        with self._lock:
+            if self._closed:
+                raise TransportError(f"send on a closed connection to {self._address}")
+            window = self._window
+            try:
+                self._until_drain -= 1
+                if self._until_drain <= 0 or len(window) >= self._limit:
+                    self._until_drain = self._drain_every
+                    self._drain_acks()
+                if len(window) >= self._limit:
+                    raise TransportError(
+                        f"send buffer to {self._address} is full (peer slow or gone)")
+                self._seq += 1
+                window.append((self._seq, frame))
+                if not self._pump():
+                    self._wake.set()        # the background thread retries
+            except pynng.NNGException as exc:
+                raise TransportError(f"nng send to {self._address} failed: {exc}") from exc
+
+    def _drain_acks(self) -> None:
+        """Take every ack nng has queued; drop the acknowledged batches from the window."""
+        sock, session, acked = self._sock, self._session, self._acked
+        while True:
+            try:
+                data = sock.recv(block=False)
+            except pynng.TryAgain:
+                break
+            except RuntimeError:    # pynng 0.9 fails to unpack an empty message: not ours
+                continue
+            if len(data) == _ACK.size and data[0] == _KIND_ACK:
+                _, to, seq = _ACK.unpack(data)
+                if to == session and acked < seq <= self._seq:
+                    acked = seq
+        if acked > self._acked:
+            self._acked = acked
+            window, done = self._window, 0
+            while window and window[0][0] <= acked:
+                window.popleft()
+                done += 1
+            self._sent = max(0, self._sent - done)
+
+    def _pump(self) -> bool:
+        """Hand nng the batches it has not taken yet, in order; False if it refused one."""
+        if self._rewind:            # a new pipe: whatever went to the old one may be lost
+            self._rewind = False
+            self._drain_acks()
+            self._sent = 0
+        window, sock, head = self._window, self._sock, _DATA.pack
+        floor = self._acked + 1
+        while self._sent < len(window):
+            seq, frame = window[self._sent]
+            try:
+                sock.send(head(_KIND_DATA, self._session, seq, floor) + frame, block=False)
+            except pynng.TryAgain:
+                return False
+            self._sent += 1
+        return True
+
+    def _on_connect(self, pipe: pynng.Pipe) -> None:
+        # nng's thread: only flag and wake. Nothing can be lost before the first pipe.
+        self._connects += 1
+        if self._connects > 1:
+            self._rewind = True
+            self._wake.set()
+
+    def _run(self) -> None:
+        delay: float | None = None
+        warned = False
+        while True:
+            self._wake.wait(delay)
+            self._wake.clear()
+            with self._lock:
+                if self._closed:
+                    return
+                try:
+                    if self._window:
+                        self._drain_acks()
+                    done = self._pump()
+                except pynng.Closed:
+                    return
+                except pynng.NNGException as exc:
+                    (log.debug if warned else log.warning)(
+                        "nng sender to %s cannot resend: %s", self._address, exc)
+                    warned, done = True, False
+            delay = None if done else min(2 * delay, _RETRY_MAX) if delay else 0.001
 
     def recv(self, timeout: float | None = None) -> list[Message]:
         raise TransportError("a connecting (sending) connection cannot receive")
 
     def close(self) -> None:
-        if not self._closed:
+        with self._lock:
+            if self._closed:
+                return
             self._closed = True
             self._sock.close()
+        self._wake.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(5)
 
 
 class NngTransport(Transport):
-    """nng Push0/Pull0 transport; see the module docstring for options and threading."""
+    """nng Pair1 transport with acks; see the module docstring for options and threading."""
 
     name = "nng"
 
@@ -158,7 +405,8 @@ class NngTransport(Transport):
         return conn
 
     def bind(self, topology_id: str, port: int) -> Connection:
-        sock = pynng.Pull0(recv_max_size=MAX_MESSAGE)
+        sock = pynng.Pair1(polyamorous=True, recv_max_size=MAX_MESSAGE,
+                           recv_buffer_size=_RECV_QUEUE, send_buffer_size=_ACK_QUEUE)
         try:
             if self.tls:
                 sock.tls_config = self._tls_config(server=True)
@@ -174,20 +422,22 @@ class NngTransport(Transport):
         return self._track(NngReceiver(sock, bound))
 
     def connect(self, topology_id: str, host: str, port: int) -> Connection:
-        sock = pynng.Push0(send_buffer_size=self.send_buffer, reconnect_time_min=50,
-                           reconnect_time_max=1000)
+        sock = pynng.Pair1(send_buffer_size=self.send_buffer, recv_buffer_size=_ACK_QUEUE,
+                           recv_max_size=4096, reconnect_time_min=50, reconnect_time_max=1000)
         address = f"{self.scheme}://{host}:{port}"
         try:
             if self.tls:
                 sock.tls_config = self._tls_config(server=False)
-            sock.dial(address, block=False)
         except ConfigError:
             sock.close()
             raise
+        sender = NngSender(sock, address, port, self.send_buffer)
+        try:
+            sock.dial(address, block=False)
         except pynng.NNGException as exc:
-            sock.close()
+            sender.close()
             raise TransportError(f"nng cannot dial {address}: {exc}") from exc
-        return self._track(NngSender(sock, address, port))
+        return self._track(sender)
 
     def close(self) -> None:
         with self._lock:

@@ -23,7 +23,7 @@ HERE = Path(__file__).parent
 THIRD_PARTY = "echo"
 #: what each transport may not do (anything not listed: full contract)
 IN_PROCESS = {"local"}
-LOSSY_RESTART = {"nng"}    # no acknowledgements: a batch in flight may be lost
+LOSSY_RESTART: set[str] = set()    # transports whose in-flight batches a restart may lose
 
 
 def _builtin_names() -> list[str]:

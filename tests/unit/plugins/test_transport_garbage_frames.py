@@ -31,7 +31,8 @@ def _raw_zmq(port: int) -> None:
 
 
 def _raw_nng(port: int) -> None:
-    with pynng.Push0(dial=f"tcp://127.0.0.1:{port}") as sock:
+    # the receiver is a Pair1 listener; a bare frame (no sequence header) is taken as it is
+    with pynng.Pair1(dial=f"tcp://127.0.0.1:{port}", send_timeout=10000) as sock:
         for frame in [*JUNK, encode(GOOD)]:
             sock.send(frame)
 
