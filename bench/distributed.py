@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.distributed")
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--transports", nargs="+", default=["zmq"])
-    p.add_argument("--quick", action="store_true", help="only 2 supervisors, per-tuple")
+    p.add_argument("--quick", action="store_true", help="only 2 supervisors, per-tuple, acking off and on")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="squall-bench-zk-") as zdir:
         with DevZooKeeper(zdir) as zk:
@@ -151,9 +151,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {'transport':<9} {'supervisors':<11} {'form':<9} {'acking':<6} "
                   f"{'words/s':>12} {'first tuple s':>14}")
             for transport in args.transports:
-                cases = [(2, False, False)] if args.quick else [
-                    (s, a, b) for s in (1, 2) for b in (False, True) for a in (False, True)]
-                if transport != args.transports[0]:
+                cases = [(s, a, b) for s in (1, 2) for b in (False, True) for a in (False, True)]
+                if args.quick or transport != args.transports[0]:
                     cases = [(2, False, False), (2, True, False)]
                 for sups, acking, batch in cases:
                     rate, first = run_case(zk, sups, transport, acking, batch, args.seconds)

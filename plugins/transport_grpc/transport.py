@@ -3,7 +3,8 @@
 * ``bind`` starts a gRPC server on ``127.0.0.1:<port>`` serving ``Transfer.Stream`` (a
   bidirectional call: ``Batch`` messages in, each holding one frame of
   :mod:`squall.runtime.framing`, and ``Ack`` messages out). Each inbound stream runs in a
-  server thread that appends the frames to a bounded inbox and acknowledges them; when the
+  server thread that appends the frames to a bounded inbox and acknowledges them, one
+  cumulative ack for all the batches that arrived meanwhile; when the
   inbox is full that thread waits, so HTTP/2 flow control slows the sender down rather than
   memory growing.
 * ``connect`` opens a channel and ONE stream per connection, fed by a background thread.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import queue
 import threading
 from concurrent import futures
 from typing import Any
@@ -48,6 +50,7 @@ __all__ = ["GrpcTransport"]
 
 log = logging.getLogger(__name__)
 _CLOSE_GRACE = 0.2
+_END = object()
 _BACKOFF = {"grpc.initial_reconnect_backoff_ms": 50, "grpc.min_reconnect_backoff_ms": 50,
             "grpc.max_reconnect_backoff_ms": 1000}
 
@@ -67,26 +70,54 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
 
     def Stream(self, request_iterator: Iterator[pb.Batch],
                context: grpc.ServicerContext) -> Iterator[pb.Ack]:
-        """Server thread, one per inbound stream: move frames into the inbox, acknowledge."""
+        """Server thread, one per inbound stream: move frames into the inbox, acknowledge.
+
+        A helper thread reads the stream, so this one can take every batch that already
+        arrived and answer them with one cumulative ack."""
         peer, cond, frames, held = context.peer(), self._cond, self._frames, self._held
-        for batch in request_iterator:
-            session, seq = batch.session, batch.seq
-            with cond:
-                fresh = not seq or seq > held.get(session, 0)   # seq 0: not numbered
-                if fresh:
-                    while len(frames) >= self._limit and not self._closed:
-                        cond.wait(0.5)
-                    if self._closed:
-                        context.abort(grpc.StatusCode.UNAVAILABLE, "receiver closed")
-                    if seq:
-                        held[session] = seq
-            # the ack goes out before recv() can see the frame: a batch this receiver has
+        arrived: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+        def pump() -> None:
+            try:
+                for batch in request_iterator:
+                    arrived.put(batch)
+            except Exception:  # the call ended (cancelled, peer gone): so does the stream
+                pass
+            arrived.put(_END)
+
+        threading.Thread(target=pump, name="squall-grpc-recv-pump", daemon=True).start()
+        ended = False
+        while not ended:
+            batch = arrived.get()
+            if batch is _END:
+                return
+            top, fresh = 0, []
+            while True:
+                session, seq = batch.session, batch.seq
+                with cond:
+                    if not seq or seq > held.get(session, 0):   # seq 0: not numbered
+                        while len(frames) >= self._limit and not self._closed:
+                            cond.wait(0.5)
+                        if self._closed:
+                            context.abort(grpc.StatusCode.UNAVAILABLE, "receiver closed")
+                        if seq:
+                            held[session] = seq
+                        fresh.append(batch.frame)
+                top = max(top, seq)
+                try:
+                    batch = arrived.get_nowait()
+                except queue.Empty:
+                    break
+                if batch is _END:
+                    ended = True
+                    break
+            # the ack goes out before recv() can see the frames: a batch this receiver has
             # delivered is never in its sender's window any more, so never sent again
-            yield pb.Ack(seq=seq)
+            yield pb.Ack(seq=top)
             if fresh:
                 with cond:
                     if not self._closed:
-                        frames.append((batch.frame, peer))
+                        frames.extend((frame, peer) for frame in fresh)
                         cond.notify()
 
     def send(self, messages: list[Message]) -> None:

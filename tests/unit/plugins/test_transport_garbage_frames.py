@@ -41,7 +41,8 @@ def _raw_grpc(port: int) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.TransferStub(channel)
         acks = list(stub.Stream(iter([pb.Batch(frame=f) for f in [*JUNK, encode(GOOD)]])))
-        assert len(acks) == 4       # unnumbered batches (seq 0) are taken and acknowledged
+        # unnumbered batches (seq 0) are taken and acknowledged (acks may be coalesced)
+        assert 1 <= len(acks) <= 4 and {a.seq for a in acks} == {0}
 
 
 @pytest.mark.parametrize("cls, raw", [(ZmqTransport, _raw_zmq), (NngTransport, _raw_nng),
