@@ -55,11 +55,23 @@ def ensure_zookeeper_installed() -> str:
     return os.pathsep.join(jars)
 
 
+#: ports ``free_port`` handed out in this process: nobody may have bound them yet
+_handed_out: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A TCP port on ``host`` that was free a moment ago and not handed out before.
+
+    The kernel may offer a released port again at once, so two calls made before either
+    port is bound (a nimbus port, then a supervisor's slot ports) could otherwise collide.
+    """
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str:

@@ -13,11 +13,12 @@ class WaitTimeout(TimeoutError, AssertionError):
 
 
 def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: float = 0.01,
-               message: str | None = None) -> T:
+               message: str | Callable[[], str] | None = None) -> T:
     """Call ``condition`` until it returns something truthy and return that value.
 
     Raises :class:`WaitTimeout` (a TimeoutError and an AssertionError) with ``message`` after
-    ``timeout`` seconds. Never use a bare sleep
+    ``timeout`` seconds; a callable ``message`` is called then, so it can describe the state at
+    the deadline (logs written while waiting, say). Never use a bare sleep
     to wait for another thread: poll the observable condition with this instead.
     """
     deadline = time.monotonic() + timeout
@@ -26,5 +27,7 @@ def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: floa
         if value:
             return value
         if time.monotonic() >= deadline:
+            if callable(message):
+                message = message()
             raise WaitTimeout(message or f"condition not met within {timeout:g}s")
         time.sleep(interval)

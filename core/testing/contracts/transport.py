@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from squall.daemon.dev_zookeeper import free_port
 from squall.errors import TransportError
 from squall.spi.transport import Connection, Message, Transport
 
@@ -59,13 +60,6 @@ def wait_until(cond: Callable[[], Any], timeout: float = 10.0, interval: float =
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         threading.Event().wait(interval)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def rss_bytes() -> int:

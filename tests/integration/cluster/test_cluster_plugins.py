@@ -14,10 +14,10 @@ TOTAL = 200
 
 def _exact(c, wordcount, total: int, timeout: float = 60) -> None:
     wait_until(lambda: sorted(wordcount.read_acks(c.out_dir)) == list(range(total)), timeout,
-               message="not every sentence was acked\n" + c.logs_tail())
+               message=lambda: "not every sentence was acked\n" + c.logs_tail())
     expected = wordcount.expected_counts(total)
     wait_until(lambda: wordcount.read_counts(c.out_dir) == expected, 20,
-               message=f"counts differ: {wordcount.read_counts(c.out_dir)}\n{c.logs_tail()}")
+               message=lambda: f"counts differ: {wordcount.read_counts(c.out_dir)}\n{c.logs_tail()}")
 
 
 @pytest.mark.parametrize("transport", ["zmq", "nng", "grpc"])
@@ -30,7 +30,7 @@ def test_wordcount_over_each_transport(squall_cluster, wordcount, transport):
     c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
              "-c", f"squall.transport={transport}", "-c", f"test.sentences={TOTAL}")
     slots = wait_until(lambda: len(c.worker_slots("wc")) == 2 and c.worker_slots("wc"), 30,
-                       message="no assignment on 2 workers\n" + c.logs_tail())
+                       message=lambda: "no assignment on 2 workers\n" + c.logs_tail())
     assert len({node for node, _ in slots}) == 2      # tuples cross between processes
     _exact(c, wordcount, TOTAL)
     logs = "".join(p.read_text(errors="replace") for d in c.daemons
@@ -50,7 +50,7 @@ def test_multidim_pending_until_capacity_then_rebalance(squall_cluster, wordcoun
              "-c", f"test.sentences={TOTAL}")
     tid = wait_until(lambda: c.state.find_topology_id("wc"), 10)
     storm = wait_until(lambda: (c.state.get_storm(tid) or {}).get("status") == "pending"
-                       and c.state.get_storm(tid), 20, message="not pending\n" + c.logs_tail())
+                       and c.state.get_storm(tid), 20, message=lambda: "not pending\n" + c.logs_tail())
     assert "memory" in storm["status_reason"]
     assert c.listed() == {"wc": "pending"}
     assert not c.assignment("wc") or not c.assignment("wc").get("executor_node_port")
@@ -60,7 +60,7 @@ def test_multidim_pending_until_capacity_then_rebalance(squall_cluster, wordcoun
                                          "supervisor.cpu.slots": 16,
                                          "supervisor.net.slots": 16})
     wait_until(lambda: (c.state.get_storm(tid) or {}).get("status") == "active", 30,
-               message="never scheduled\n" + c.logs_tail())
+               message=lambda: "never scheduled\n" + c.logs_tail())
     _exact(c, wordcount, TOTAL)
 
 
@@ -76,16 +76,16 @@ def test_multidim_rebalance_mid_stream_loses_nothing(squall_cluster, wordcount):
     c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
              "-c", f"test.sentences={total}", "-c", "test.emit.per.sec=40")
     wait_until(lambda: len(wordcount.read_acks(c.out_dir)) > 20, 30,
-               message="no acks\n" + c.logs_tail())
+               message=lambda: "no acks\n" + c.logs_tail())
     assert len(set(wordcount.read_acks(c.out_dir))) < total     # still emitting
     c.squall("rebalance", "wc", "--workers", "1", "--executors", "split=1", "--wait", "1")
     tid = c.state.find_topology_id("wc")
     wait_until(lambda: len(c.worker_slots("wc")) == 1
                and (c.state.get_storm(tid) or {}).get("component_executors", {})
-               .get("split") == 1, 40, message="rebalance did not apply\n" + c.logs_tail())
+               .get("split") == 1, 40, message=lambda: "rebalance did not apply\n" + c.logs_tail())
     # every sentence emitted before, during and after the move is acked: nothing is lost
     wait_until(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(total)), 90,
-               message="sentences lost across the rebalance\n" + c.logs_tail())
+               message=lambda: "sentences lost across the rebalance\n" + c.logs_tail())
     assert c.listed() == {"wc": "active"}
 
 
@@ -107,7 +107,7 @@ def test_metrics_consumer_and_stats_windows_on_a_cluster(squall_cluster, wordcou
                    if ":count\t__execute-count\t" in line)
     # the consumer task received every count bolt's executed tuples as data points
     wait_until(lambda: counted() >= sum(wordcount.expected_counts(TOTAL).values()), 30,
-               message="metrics consumer did not see the counts\n" + c.logs_tail())
+               message=lambda: "metrics consumer did not see the counts\n" + c.logs_tail())
     executed = sum(wordcount.expected_counts(TOTAL).values())
 
     def windows() -> dict | None:

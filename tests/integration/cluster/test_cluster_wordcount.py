@@ -24,14 +24,14 @@ def test_wordcount_runs_exactly_across_two_supervisors_and_two_workers(squall_cl
 
     # two workers, one on each supervisor
     slots = wait_until(lambda: len(c.worker_slots("wc")) == 2 and c.worker_slots("wc"), 30,
-                       message="no assignment on 2 workers\n" + c.logs_tail())
+                       message=lambda: "no assignment on 2 workers\n" + c.logs_tail())
     assert len({node for node, _ in slots}) == 2
 
     expected = wordcount.expected_counts(TOTAL)
     wait_until(lambda: sorted(wordcount.read_acks(c.out_dir)) == list(range(TOTAL)), 60,
-               message="not every sentence was acked\n" + c.logs_tail())
+               message=lambda: "not every sentence was acked\n" + c.logs_tail())
     wait_until(lambda: wordcount.read_counts(c.out_dir) == expected, 20,
-               message=f"counts differ: {wordcount.read_counts(c.out_dir)}\n{c.logs_tail()}")
+               message=lambda: f"counts differ: {wordcount.read_counts(c.out_dir)}\n{c.logs_tail()}")
     assert sorted(wordcount.read_acks(c.out_dir)) == list(range(TOTAL))   # acked exactly once
 
     # -- the ZooKeeper layout (API.md section 9) ------------------------------------------
