@@ -13,12 +13,15 @@ import argparse
 import statistics
 import threading
 import time
+from collections import Counter
+from operator import itemgetter
 from typing import Any
 
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
 from squall.api.topology import Topology
 
 SENTENCE = "the quick brown fox jumps over the lazy dog again"
+_first = itemgetter(0)
 _done = threading.Event()
 _state: dict[str, Any] = {}
 
@@ -29,15 +32,21 @@ class BenchSpout(Spout):
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.n = conf["bench.sentences"]
         self.tracked = conf["bench.tracked"]
+        self.many = conf["bench.spout.many"]
         self.i = 0
 
     def next_tuple(self) -> None:
         i = self.i
         if i < self.n:
-            self.i = i + 1
             if self.tracked:
+                self.i = i + 1
                 self.emit((SENTENCE,), tup_id=i)
+            elif self.many:         # batch form, untracked: up to 100 sentences per call
+                k = min(100, self.n - i)
+                self.i = i + k
+                self.emit_many([(SENTENCE,)] * k)
             else:
+                self.i = i + 1
                 self.emit((SENTENCE,))
 
     def ack(self, tup_id: Any) -> None:
@@ -69,18 +78,17 @@ class SplitBatch(Bolt):
     def process_batch(self, tuples: list[Any]) -> None:
         emit_many = self.emit_many
         for tup in tuples:
-            emit_many([(w,) for w in tup.values[0].split()], anchors=(tup,))
+            emit_many(list(zip(tup.values[0].split())), anchors=(tup,))
 
 
 class CountBatch(Bolt):
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        self.counts: dict[str, int] = {}
+    lazy_batch = True           # read the batch's values without a Tuple per word
 
-    def process_batch(self, tuples: list[Any]) -> None:
-        counts = self.counts
-        for tup in tuples:
-            w = tup.values[0]
-            counts[w] = counts.get(w, 0) + 1
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def process_batch(self, tuples: Any) -> None:
+        self.counts.update(map(_first, tuples.values))
         _state["words"] += len(tuples)
 
 
@@ -98,7 +106,7 @@ def run_once(n: int, batch: bool, acking: bool,
     sentence acked)."""
     _state.update(words=0, acked=0)
     target = n * 10
-    topo_conf = {"bench.sentences": n, "bench.tracked": acking,
+    topo_conf = {"bench.sentences": n, "bench.tracked": acking, "bench.spout.many": batch,
                  "topology.acker.executors": 1 if acking else 0,
                  "topology.max.spout.pending": 2000 if acking else None, **(conf or {})}
     with LocalCluster() as cluster:

@@ -8,7 +8,7 @@ from typing import Any
 
 from squall.api.component import Bolt, Component, Spout
 from squall.api.context import TopologyContext
-from squall.api.tuple import Stream, Tuple
+from squall.api.tuple import Stream, Tuple, TupleBatch
 from squall.errors import (
     ConfigError, PluginLoadError, PluginNotFoundError, SchedulingError, SerializationError,
     SquallError, StateError, TopologyError, TransportError,
@@ -27,7 +27,7 @@ __all__ = [
     "ReducedMetric", "Scheduler", "SchedulingError", "SerializationError", "Serializer", "Spout",
     "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
-    "hookimpl", "hookspec", "__version__",
+    "TupleBatch", "hookimpl", "hookspec", "__version__",
 ]
 
 # Heavier pieces load on first use so `import squall` stays light.

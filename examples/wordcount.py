@@ -72,15 +72,15 @@ class SplitSentenceBatch(Bolt):
 
 
 class WordCountBatch(Bolt):
+    """lazy_batch: the batch arrives as a TupleBatch; reading a column builds no Tuples."""
     outputs = ["word", "count"]
+    lazy_batch = True
 
     def initialize(self, conf, context):
         self.counts = collections.Counter()
 
     def process_batch(self, tuples):
-        counts = self.counts
-        for tup in tuples:
-            counts[tup.values[0]] += 1
+        self.counts.update(tuples.column("word"))
 
 
 def build(split=SplitSentence, count=WordCount, parallelism=2):

@@ -76,6 +76,11 @@ class Bolt(Component):
     auto_ack: ClassVar[bool] = True
     auto_anchor: ClassVar[bool] = True
     auto_fail: ClassVar[bool] = True
+    #: ``process_batch`` bolts only: receive a :class:`~squall.api.tuple.TupleBatch` (a
+    #: read-only sequence whose Tuples are built when read, with ``values`` and ``column()``
+    #: for reading without them) instead of a list of Tuple. Untracked tuples emitted to it
+    #: with ``emit_many`` in the same worker then travel as one queue entry per call.
+    lazy_batch: ClassVar[bool] = False
 
     def process(self, tup: Tuple) -> None:
         """Handle one tuple. With ``auto_ack`` it is acked when this returns; an exception

@@ -58,10 +58,15 @@ class ShuffleGrouping(Grouping):
         targets = list(target_tasks)
         random.shuffle(targets)
         self.target_tasks = sorted(targets)
-        self._next = itertools.cycle(targets).__next__
+        self._cycle = itertools.cycle(targets)
+        self._next = self._cycle.__next__
 
     def choose_one(self, values: Sequence[Any]) -> int:
         return self._next()
+
+    def choose_many(self, values_list: Sequence[Sequence[Any]]) -> list[int]:
+        """``choose_one`` for each of ``values_list``, in one call."""
+        return list(itertools.islice(self._cycle, len(values_list)))
 
     def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
         return [self._next()]
@@ -93,14 +98,34 @@ class FieldsGrouping(Grouping):
                         t = cache[v] = targets[_crc32(v.encode()) % n]
                     return t
                 return targets[_crc32(encode_value(v)) % n]
+
+            def choose_many(values_list: Sequence[Sequence[Any]]) -> list[int]:
+                if n == 1:
+                    return targets * len(values_list)
+                try:
+                    chosen = [cache_get(values[i]) for values in values_list]
+                except TypeError:           # an unhashable value: not a cached str
+                    chosen = [None]
+                if None in chosen:
+                    return [choose_one(values) for values in values_list]
+                return chosen  # type: ignore[return-value]
         else:
             def choose_one(values: Sequence[Any]) -> int:
                 return targets[fields_hash([values[i] for i in indexes]) % n]
+
+            def choose_many(values_list: Sequence[Sequence[Any]]) -> list[int]:
+                if n == 1:
+                    return targets * len(values_list)
+                return [choose_one(values) for values in values_list]
         self.choose_one = choose_one  # type: ignore[method-assign]
+        self.choose_many = choose_many  # type: ignore[method-assign]
 
     def choose_one(self, values: Sequence[Any]) -> int:
         return self.target_tasks[fields_hash([values[i] for i in self.indexes])
                                  % len(self.target_tasks)]
+
+    def choose_many(self, values_list: Sequence[Sequence[Any]]) -> list[int]:
+        return [self.choose_one(values) for values in values_list]
 
     def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
         return [self.choose_one(values)]
@@ -139,6 +164,9 @@ class GlobalGrouping(Grouping):
 
     def choose_one(self, values: Sequence[Any]) -> int:
         return self.target_tasks[0]
+
+    def choose_many(self, values_list: Sequence[Sequence[Any]]) -> list[int]:
+        return self.target_tasks * len(values_list)
 
     def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
         return self.target_tasks

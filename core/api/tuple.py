@@ -1,11 +1,13 @@
 """Tuples and streams."""
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 TICK_STREAM = "__tick"
 SYSTEM_COMPONENT = "__system"
+_rand64 = random.Random(random.SystemRandom().getrandbits(64)).getrandbits
 
 
 class Stream:
@@ -88,3 +90,112 @@ class Tuple:
     def __repr__(self) -> str:
         return (f"Tuple(component={self.component!r}, stream={self.stream!r}, task={self.task}, "
                 f"id={self.id}, values={tuple(self.values)!r})")
+
+
+class TupleRun:
+    """Tuples of one ``emit_many`` call (or several untracked ones), queued as one entry.
+
+    Internal: only ``emit_many`` makes them, and only for the tasks of ``lazy_batch`` bolts in
+    the same worker, so the receiving bolt can read their values without a :class:`Tuple`
+    per item. Anchored runs share the anchor's ``roots`` and one random ``edge`` stands for
+    the whole run in the acker's XOR; when Tuples are built, ``edge`` is split into one id
+    per tuple whose XOR is ``edge`` again, so acking them one by one or the run at once
+    gives the acker the same value.
+    """
+
+    __slots__ = ("edge", "roots", "src", "task", "values")
+
+    def __init__(self, values: list[tuple[Any, ...]], task: int, src: Source,
+                 roots: tuple[int, ...] | None = None, edge: int = 0) -> None:
+        self.values = values
+        self.task = task
+        self.src = src
+        self.roots = roots
+        self.edge = edge
+
+    def tuples(self) -> list[Tuple]:
+        task, src, roots = self.task, self.src, self.roots
+        if roots is None:
+            return [Tuple(v, task, src) for v in self.values]
+        ids = [_rand64(64) for _ in range(len(self.values) - 1)]
+        last = self.edge
+        for i in ids:
+            last ^= i
+        ids.append(last)
+        return [Tuple(v, task, src, i, roots) for v, i in zip(self.values, ids)]
+
+
+class TupleBatch(Sequence[Tuple]):
+    """What ``process_batch`` receives in a bolt that sets ``lazy_batch = True``.
+
+    A read-only sequence of :class:`Tuple` (``len``, indexing, slicing, iteration) whose
+    ``Tuple`` objects are built only when the bolt reads them. ``values`` lists every tuple's
+    values in order and ``column(field)`` one field of every tuple, without building any:
+    the fast way to consume a big batch.
+    """
+
+    __slots__ = ("_n", "_parts", "_tuples")
+
+    def __init__(self, parts: list[Tuple | TupleRun], n: int) -> None:
+        self._parts = parts
+        self._n = n
+        self._tuples: list[Tuple] | None = None
+
+    def _list(self) -> list[Tuple]:
+        tuples = self._tuples
+        if tuples is None:
+            tuples = []
+            for part in self._parts:
+                if part.__class__ is TupleRun:
+                    tuples.extend(part.tuples())  # type: ignore[union-attr]
+                else:
+                    tuples.append(part)  # type: ignore[arg-type]
+            self._tuples = tuples
+        return tuples
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> Tuple: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Tuple]: ...
+
+    def __getitem__(self, index: int | slice) -> Tuple | list[Tuple]:
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[Tuple]:
+        return iter(self._list())
+
+    @property
+    def values(self) -> list[tuple[Any, ...]]:
+        """Every tuple's values, in order (one list; do not modify it)."""
+        parts = self._parts
+        if len(parts) == 1 and parts[0].__class__ is TupleRun:
+            return parts[0].values
+        out: list[tuple[Any, ...]] = []
+        for part in parts:
+            if part.__class__ is TupleRun:
+                out.extend(part.values)
+            else:
+                out.append(part.values)
+        return out
+
+    def column(self, field: str) -> list[Any]:
+        """The value of ``field`` in every tuple, in order; KeyError if a tuple lacks it."""
+        out: list[Any] = []
+        for part in self._parts:
+            try:
+                i = part.src.index[field]
+            except KeyError:
+                raise KeyError(f"stream {part.src.component}:{part.src.stream} has no field "
+                               f"{field!r}; fields: {list(part.src.fields)}") from None
+            if part.__class__ is TupleRun:
+                out.extend([v[i] for v in part.values])
+            else:
+                out.append(part.values[i])
+        return out
+
+    def __repr__(self) -> str:
+        return f"TupleBatch({self._n} tuples)"

@@ -10,7 +10,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from squall.api.tuple import Tuple
+from squall.api.tuple import Tuple, TupleBatch, TupleRun
 from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ class BoltExecutor(Executor):
         bolt = tasks[0].instance
         cls = type(bolt)
         self.batch_mode = hasattr(cls, "process_batch") and not _overrides(cls, "process")
+        #: process_batch takes a TupleBatch; its queues may hold TupleRun entries
+        self.lazy = self.batch_mode and bool(getattr(cls, "lazy_batch", False))
         self.auto_ack = bool(getattr(cls, "auto_ack", True))
         self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
         self.auto_fail = bool(getattr(cls, "auto_fail", True))
@@ -65,9 +67,11 @@ class BoltExecutor(Executor):
             n = len(q)
             if not n:
                 continue
-            n = min(n, batch)
             t0 = _perf()
-            if self.batch_mode:
+            if self.lazy:
+                n = self._run_lazy(ts, q, batch)
+            elif self.batch_mode:
+                n = min(n, batch)
                 if n == len(q):
                     tuples = list(q)
                     q.clear()
@@ -75,6 +79,7 @@ class BoltExecutor(Executor):
                     tuples = [q.popleft() for _ in range(n)]
                 self._run_batch(ts, tuples)
             else:
+                n = min(n, batch)
                 self._run_tuples(ts, q, n)
             ts.exec_ms += (_perf() - t0) * 1000.0
             ts.exec_n += n
@@ -115,6 +120,59 @@ class BoltExecutor(Executor):
                 plain += 1
         if auto_ack:
             ts.acked += plain
+
+    def _run_lazy(self, ts: TaskState, q: Any, batch: int) -> int:
+        """Run up to ``batch`` queue entries as one TupleBatch; returns the tuples taken."""
+        extra = ts.run_extra
+        if len(q) <= batch:
+            parts: list[Any] = list(q)
+            q.clear()
+            ts.run_extra = 0
+        else:
+            parts = [q.popleft() for _ in range(batch)]
+            if extra:
+                extra = sum(len(p.values) - 1 for p in parts if p.__class__ is TupleRun)
+                ts.run_extra -= extra
+        n = size = len(parts) + extra    # size: tuples for process_batch, without ticks
+        tick_src = self.tick_src
+        if ts.ticks and any(p.src is tick_src for p in parts):
+            ts.ticks = 0
+            for p in parts:
+                if p.src is tick_src:
+                    self._tick(ts, p)
+                    size -= 1
+            parts = [p for p in parts if p.src is not tick_src]
+            if not parts:
+                return n
+        batch_view = TupleBatch(parts, size)
+        worker = self.worker
+        try:
+            ts.instance.process_batch(batch_view)
+        except Exception as exc:
+            worker.report_error(ts, exc)
+            if self.auto_fail:
+                for p in parts:
+                    if p.__class__ is TupleRun:
+                        worker.fail_roots(ts, p.roots, len(p.values))
+                    else:
+                        worker.fail_tuple(ts, p)
+            return n
+        if self.auto_ack:
+            if not worker.acking:
+                ts.acked += size
+                return n
+            ack = worker.ack_tuple
+            built = batch_view._tuples
+            if built is not None:       # the bolt read Tuples: ack those (their ids)
+                for t in built:
+                    ack(ts, t)
+                return n
+            for p in parts:
+                if p.__class__ is TupleRun:
+                    worker.ack_run(ts, p)
+                else:
+                    ack(ts, p)
+        return n
 
     def _run_batch(self, ts: TaskState, tuples: list[Tuple]) -> None:
         tick_src = self.tick_src
@@ -201,6 +259,7 @@ class SpoutExecutor(Executor):
             if ts.idle_until > now:    # type: ignore[attr-defined]
                 continue
             next_tuple = ts.instance.next_tuple
+            limit = ts.emitted + batch      # a pass emits about one batch per task
             for _ in range(batch):
                 if max_pending and self.pending(ts) >= max_pending:
                     break
@@ -215,6 +274,8 @@ class SpoutExecutor(Executor):
                     ts.idle_until = now + self.idle_secs  # type: ignore[attr-defined]
                     break
                 done += 1
+                if ts.emitted >= limit:
+                    break
             worker.run_deferred_acks(ts)
         return done
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api import groupings as g
 from squall.api.topology import Input
-from squall.api.tuple import Source, Tuple
+from squall.api.tuple import Source, Tuple, TupleRun
 from squall.errors import TopologyError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ METRICS_STREAM = "__metrics"
 class Route:
     """One subscriber of one stream, as seen by one emitting task."""
 
-    __slots__ = ("component", "direct", "many", "one", "targets")
+    __slots__ = ("component", "direct", "many", "one", "one_each", "targets")
 
     def __init__(self, component: str, grouping: Any, direct: bool, targets: list[int]) -> None:
         self.component = component
@@ -38,6 +38,8 @@ class Route:
         self.targets = targets
         self.one = getattr(grouping, "choose_one", None) if grouping is not None else None
         self.many = grouping.choose_tasks if grouping is not None else None
+        #: ``choose_one`` for a whole list at once, where the grouping has it
+        self.one_each = getattr(grouping, "choose_many", None) if self.one is not None else None
 
 
 def make_grouping(inp: Input, source_fields: Sequence[str]) -> Any:
@@ -82,6 +84,7 @@ class TaskState:
         self.sources: dict[str, Source] = {}
         self.current: Tuple | None = None
         self.ticks = 0               # tick tuples queued since the last batch (batch bolts)
+        self.run_extra = 0           # tuples in queued TupleRuns beyond one per run
         # counters, folded into stats on a timer
         self.emitted = 0
         self.transferred = 0
@@ -148,10 +151,14 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     n_ackers = len(acker_tasks)
     init_src = worker.system_source(ACK_INIT) if acking else None
     singles: dict[str, tuple[Callable[[tuple], int], Source]] = {}
+    manys: dict[str, Callable[[Sequence[Sequence[Any]]], list[int]]] = {}
     for name, routes in ts.routes.items():
         if len(routes) == 1 and routes[0].one is not None and not routes[0].direct:
             singles[name] = (routes[0].one, ts.sources[name])
+            manys[name] = _choose_many(routes[0])
     singles_get = singles.get
+    lazy_get = worker.lazy_tasks.get
+    run_cap = worker.batch_size
 
     def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
              tup_id: Any = None, direct_task: int | None = None,
@@ -217,11 +224,11 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,
                   anchors: Any = None) -> None:
         single = singles_get(stream)
-        if single is None or spout:
+        if single is None:
             for values in values_list:
                 emit(values, stream, anchors=anchors)
             return
-        if not acking:
+        if spout or not acking:     # a spout's emit_many is untracked (no tup_id)
             anchor = None
         elif anchors is None:
             anchor = ts.current
@@ -233,13 +240,39 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             for values in values_list:
                 emit(values, stream, anchors=anchors)
             return
-        choose, src = single
-        ts.emitted += len(values_list)
+        src = single[1]
+        n = len(values_list)
+        if not n:
+            return
+        ts.emitted += n
+        targets = manys[stream](values_list)
+        first = targets[0]
+        if targets.count(first) == n and (lazy := lazy_get(first)) is not None:
+            # all for one lazy_batch task in this worker: one queue entry, no Tuple per item
+            vals = list(values_list)
+            if _TUPLES_ONLY != set(map(type, vals)):
+                vals = [v if v.__class__ is tuple else tuple(v) for v in vals]
+            q = lazy.queue
+            if anchor is None:
+                last = q[-1] if q else None
+                if (last.__class__ is TupleRun and last.roots is None  # type: ignore[union-attr]
+                        and last.src is src and last.task == src_task  # type: ignore[union-attr]
+                        and len(last.values) < run_cap):  # type: ignore[union-attr]
+                    last.values.extend(vals)  # type: ignore[union-attr]
+                    lazy.run_extra += n
+                    return
+                q.append(TupleRun(vals, src_task, src))
+            else:
+                # one random edge for the whole run; TupleBatch splits it if it builds Tuples
+                edge = rand(64)
+                anchor.ackval ^= edge
+                q.append(TupleRun(vals, src_task, src, anchor.roots, edge))
+            lazy.run_extra += n - 1
+            return
         if anchor is None:
-            for values in values_list:
+            for values, t in zip(values_list, targets):
                 if values.__class__ is not tuple:
                     values = tuple(values)
-                t = choose(values)
                 q = queues_get(t)
                 if q is not None:
                     q.append(T(values, src_task, src))
@@ -248,12 +281,11 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             return
         roots = anchor.roots
         xor = 0
-        for values in values_list:
+        for values, t in zip(values_list, targets):
             if values.__class__ is not tuple:
                 values = tuple(values)
             edge = rand(64)
             xor ^= edge
-            t = choose(values)
             q = queues_get(t)
             if q is not None:
                 q.append(T(values, src_task, src, edge, roots))
@@ -263,6 +295,20 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
 
     emit.many = emit_many  # type: ignore[attr-defined]
     return emit
+
+
+_TUPLES_ONLY = {tuple}
+
+
+def _choose_many(route: Route) -> Callable[[Sequence[Sequence[Any]]], list[int]]:
+    """The grouping's ``choose_many`` (every task at once), or ``choose_one`` per item."""
+    if route.one_each is not None:
+        return route.one_each
+    one = route.one
+
+    def choose_many(values_list: Sequence[Sequence[Any]]) -> list[int]:
+        return [one(values) for values in values_list]  # type: ignore[misc]
+    return choose_many
 
 
 def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: Any,

@@ -18,7 +18,7 @@ from typing import Any
 from squall import config, drivers
 from squall.api.context import TopologyContext
 from squall.api.topology import ACKER, Topology
-from squall.api.tuple import TICK_STREAM, Source, Tuple
+from squall.api.tuple import TICK_STREAM, Source, Tuple, TupleRun
 from squall.runtime import errors as error_log
 from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor
 from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
@@ -60,6 +60,8 @@ class Worker:
         self.acker_tasks = topology.tasks(ACKER)
         self.acking = bool(self.acker_tasks)
         self.queues: dict[int, deque[Tuple]] = {}
+        #: the tasks of ``lazy_batch`` bolts, whose queues also take TupleRun entries
+        self.lazy_tasks: dict[int, TaskState] = {}
         self.tasks: dict[int, TaskState] = {}
         self.executors: list[Executor] = []
         self.now = time.monotonic()
@@ -121,6 +123,8 @@ class Worker:
                 group.append(ts)
             cls = {"spout": SpoutExecutor, "acker": AckerExecutor}.get(spec.kind, BoltExecutor)
             self.executors.append(cls(self, cid, group))
+        self.lazy_tasks = {ts.task: ts for ex in self.executors
+                           if getattr(ex, "lazy", False) for ts in ex.tasks}
         for ex in self.executors:
             for ts in ex.tasks:
                 ts.executor = ex  # type: ignore[attr-defined]
@@ -200,6 +204,16 @@ class Worker:
             for r, e in roots.items():  # type: ignore[attr-defined]
                 acks[r] = acks.get(r, 0) ^ e ^ tup.ackval
 
+    def ack_run(self, ts: TaskState, run: TupleRun) -> None:
+        """Ack every tuple of a TupleRun whose Tuples were never built: one XOR per root."""
+        ts.acked += len(run.values)
+        roots = run.roots
+        if roots:
+            acks = self._acks
+            edge = run.edge
+            for r in roots:
+                acks[r] = acks.get(r, 0) ^ edge
+
     def flush_acks(self) -> None:
         acks = self._acks
         tasks = self.acker_tasks
@@ -227,6 +241,16 @@ class Worker:
         src = self._sys[ACK_FAIL]
         for r in roots:
             self.deliver(ts, self.acker_tasks[r % n], Tuple((r, 0), 0, src))  # type: ignore
+
+    def fail_roots(self, ts: TaskState, roots: tuple[int, ...] | None, count: int) -> None:
+        """Fail ``count`` tuples that share ``roots`` (a TupleRun): each tree fails once."""
+        ts.failed += count
+        if not roots or not self.acker_tasks:
+            return
+        n = len(self.acker_tasks)
+        src = self._sys[ACK_FAIL]
+        for r in roots:
+            self.deliver(ts, self.acker_tasks[r % n], Tuple((r, 0), 0, src))
 
     def track_spout_tuple(self, ts: TaskState, root: int, xor: int, tup_id: Any,
                           stream: str, values: tuple) -> None:

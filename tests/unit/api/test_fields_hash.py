@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from squall.api.groupings import (
-    FieldsGrouping, PartialKeyGrouping, fields_hash,
+    FieldsGrouping, GlobalGrouping, PartialKeyGrouping, ShuffleGrouping, fields_hash,
 )
 from squall.testing.contracts.grouping import DeterministicGrouping, GroupingContract
 
@@ -71,6 +71,31 @@ def test_partial_key_uses_at_most_two_tasks_per_key_and_balances() -> None:
         load.update(task)
     assert all(1 <= len(tasks) <= 2 for tasks in per_key.values())
     assert len(per_key["hot"]) == 2, "the hot key should be split over its two candidates"
+
+
+def test_choose_many_agrees_with_choose_one_item_by_item() -> None:
+    rows = [["cow", 1], ["moon", 2], ["cow", 3], [7, 4], [["un", "hashable"], 5], [None, 6],
+            ["", 7]] * 3
+    for fields, targets in ((["w"], [4, 2, 9]), (["w", "n"], [1, 2, 3]), (["w"], [5])):
+        g = FieldsGrouping(fields, ["w", "n"])
+        g.prepare(None, ("src", "default"), targets)
+        assert g.choose_many(rows) == [g.choose_one(r) for r in rows]
+        strings = [r for r in rows if r[0].__class__ is str]
+        assert g.choose_many(strings) == [g.choose_one(r) for r in strings]   # cached now
+    pk = PartialKeyGrouping(["w"], ["w", "n"])
+    pk.prepare(None, ("src", "default"), [1, 2, 3])
+    assert set(pk.choose_many(rows)) <= {1, 2, 3} and len(pk.choose_many(rows)) == len(rows)
+    gl = GlobalGrouping()
+    gl.prepare(None, ("src", "default"), [8, 3, 5])
+    assert gl.choose_many(rows) == [3] * len(rows)
+
+
+def test_shuffle_choose_many_continues_the_same_round_robin() -> None:
+    g = ShuffleGrouping()
+    g.prepare(None, ("src", "default"), [1, 2, 3])
+    picks = g.choose_many([[0]] * 5) + [g.choose_one([0])] + g.choose_many([[0]] * 6)
+    assert Counter(picks) == {1: 4, 2: 4, 3: 4}
+    assert picks[:3] == picks[3:6] == picks[6:9] == picks[9:]
 
 
 class TestFieldsGroupingContract(DeterministicGrouping, GroupingContract):
