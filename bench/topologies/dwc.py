@@ -1,12 +1,15 @@
 """The distributed word-count benchmark topology (submitted by ``python -m bench.distributed``).
 
-Conf: ``bench.tracked`` (spout tuples carry ids: acking on), ``bench.batch`` (process_batch
-bolts), ``bench.marker`` (a file the first spout task writes the time of its first emit to).
+``topology`` is the per-tuple form, ``batch_topology`` the batch form (``process_batch`` bolts,
+the count a ``lazy_batch`` bolt, the spout emitting 100 sentences per call when untracked).
+Conf: ``bench.tracked`` (spout tuples carry ids: acking on), ``bench.marker`` (a file the
+first spout task writes the time of its first emit to).
 """
 from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 
 from squall import Bolt, Spout, TopologyBuilder
 
@@ -15,6 +18,7 @@ SENTENCE = ("the quick brown fox jumps over the lazy dog again",)
 
 class Sentences(Spout):
     outputs = ["sentence"]
+    many = False        # untracked: emit 100 sentences per call with emit_many
 
     def initialize(self, conf, context):
         self.tracked = bool(conf.get("bench.tracked"))
@@ -30,8 +34,14 @@ class Sentences(Spout):
         self.i += 1
         if self.tracked:
             self.emit(SENTENCE, tup_id=self.i)
+        elif self.many:     # batch form, untracked: 100 sentences per call
+            self.emit_many([SENTENCE] * 100)
         else:
             self.emit(SENTENCE)
+
+
+class SentencesBatch(Sentences):
+    many = True
 
 
 class Split(Bolt):
@@ -62,19 +72,18 @@ class SplitBatch(Bolt):
 
 
 class CountBatch(Bolt):
+    lazy_batch = True           # read the words without a Tuple each
+
     def initialize(self, conf, context):
-        self.counts = {}
+        self.counts = Counter()
 
     def process_batch(self, tuples):
-        counts = self.counts
-        for tup in tuples:
-            w = tup.values[0]
-            counts[w] = counts.get(w, 0) + 1
+        self.counts.update(tuples.column("word"))
 
 
 def build(batch=False):
     b = TopologyBuilder()
-    b.set_spout("sentences", Sentences, parallelism=2)
+    b.set_spout("sentences", SentencesBatch if batch else Sentences, parallelism=2)
     b.set_bolt("split", SplitBatch if batch else Split, parallelism=2).shuffle_grouping(
         "sentences")
     b.set_bolt("count", CountBatch if batch else Count, parallelism=2).fields_grouping(

@@ -1,4 +1,7 @@
-"""``squall demo``: word count on a LocalCluster with a live view, then the result."""
+"""``squall demo``: word count on a LocalCluster with a live view, then the result.
+
+``squall demo --duration S`` runs for S seconds (default 8); ``--duration 1`` is a quick check.
+"""
 from __future__ import annotations
 
 import collections
@@ -82,7 +85,7 @@ def run_demo(conf: dict[str, Any], duration: float = 8.0, out: Any = None) -> in
     live = out.isatty() if hasattr(out, "isatty") else False
     _counts.clear()
     topo_conf = {"topology.max.spout.pending": 2000, **conf.get("squall.cli.overrides", {})}
-    print(f"squall demo: word count on a LocalCluster for {duration:.0f} s "
+    print(f"squall demo: word count on a LocalCluster for {duration:g} s "
           "(sentences -> split -> count by word, acking on)", file=out)
     with LocalCluster(conf) as cluster:
         cluster.submit_topology("demo", topo_conf, demo_topology())

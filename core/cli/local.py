@@ -1,13 +1,32 @@
 """``squall local TARGET``: run a topology in a LocalCluster in this process."""
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 from squall.cli.target import load_target, split_target
+from squall.errors import SquallError, TopologyError
+
+log = logging.getLogger(__name__)
+
+
+def _submit(cluster: Any, name: str, topology: Any) -> None:
+    """Submit, turning an exception from the user's components (an ``initialize`` that raises,
+    say) into one TopologyError naming where it was raised; ``-v`` logs the traceback."""
+    try:
+        cluster.submit_topology(name, {}, topology)
+    except SquallError:
+        raise
+    except Exception as exc:
+        log.debug("starting topology %r failed", name, exc_info=True)
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise TopologyError(f"topology {name!r} failed to start: {type(exc).__name__}: {exc} "
+                            f"({frame.filename}, line {frame.lineno})") from exc
 
 
 def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
@@ -19,7 +38,7 @@ def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
     previous = signal.signal(signal.SIGTERM, lambda *a: stop.set())
     try:
         with LocalCluster(conf) as cluster:
-            cluster.submit_topology(name, {}, topology)
+            _submit(cluster, name, topology)
             print(f"running {name!r} locally" + (f" for {duration:g} s" if duration else
                                                   " (Ctrl-C to stop)"), file=sys.stderr)
             deadline = None if duration is None else time.monotonic() + duration

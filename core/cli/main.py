@@ -31,6 +31,23 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
                         default=False if top else argparse.SUPPRESS, help="log at DEBUG")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors as one line (``squall local: error: ...``), exit status 2."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    return value
+
+
 class _SubParsers:
     """Wraps argparse's subparsers so every subcommand also takes the global options."""
 
@@ -44,18 +61,19 @@ class _SubParsers:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="squall", description="squall: a distributed stream processor")
     _global_options(parser, top=True)
     sub = _SubParsers(parser.add_subparsers(dest="command", metavar="COMMAND"))
 
     p = sub.add_parser("demo", help="run a word-count topology locally with a live view")
-    p.add_argument("--duration", type=float, default=8.0, help="seconds to run (default 8)")
+    p.add_argument("--duration", type=_positive_seconds, default=8.0, metavar="S",
+                   help="seconds to run (default 8; e.g. --duration 1 for a quick check)")
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("local", help="run a topology in this process")
     p.add_argument("target", help="path/to/file.py:attr or package.module:attr")
-    p.add_argument("--duration", type=float, default=None,
+    p.add_argument("--duration", type=_positive_seconds, default=None, metavar="S",
                    help="seconds to run (default: until Ctrl-C)")
     p.add_argument("--name", default=None, help="topology name (default: the attribute)")
     p.set_defaults(func=_cmd_local)

@@ -16,8 +16,9 @@ from squall.errors import SquallError, TopologyError
 def split_target(target: str) -> tuple[str, str]:
     path, sep, attr = target.rpartition(":")
     if not sep or not path or not attr:
+        hint = f" (e.g. '{target}:topology')" if not sep and target else ""
         raise TopologyError(f"target {target!r} must look like path/to/file.py:attr or "
-                            "package.module:attr")
+                            f"package.module:attr{hint}")
     return path, attr
 
 

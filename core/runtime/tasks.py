@@ -157,8 +157,42 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             singles[name] = (routes[0].one, ts.sources[name])
             manys[name] = _choose_many(routes[0])
     singles_get = singles.get
-    lazy_get = worker.lazy_tasks.get
+    lazy_tasks = worker.lazy_tasks
+    lazy_get = lazy_tasks.get
     run_cap = worker.batch_size
+    send_run = worker.transfer.send_run
+    #: streams with a target that takes runs (a lazy_batch task here, or any remote task)
+    run_streams = {name for name, routes in ts.routes.items() if name in singles and any(
+        t in lazy_tasks or t not in worker.queues for t in routes[0].targets)}
+
+    def to_run(t: int, vals: list[Any], src: Source, anchor: Tuple | None) -> bool:
+        """Queue ``vals`` for task ``t`` as one TupleRun; False if ``t`` takes no runs."""
+        lazy = lazy_get(t)
+        if lazy is None and queues_get(t) is not None:
+            return False
+        if _TUPLES_ONLY != set(map(type, vals)):
+            vals = [v if v.__class__ is tuple else tuple(v) for v in vals]
+        if anchor is None:
+            run = TupleRun(vals, src_task, src)
+        else:
+            # one random edge for the whole run; TupleRun.tuples() splits it if needed
+            edge = rand(64)
+            anchor.ackval ^= edge
+            run = TupleRun(vals, src_task, src, anchor.roots, edge)
+        if lazy is None:
+            send_run(ts, t, run)
+            return True
+        q = lazy.queue
+        if anchor is None and q:
+            last = q[-1]
+            if (last.__class__ is TupleRun and last.roots is None and last.src is src
+                    and last.task == src_task and len(last.values) < run_cap):
+                last.values.extend(vals)
+                lazy.run_extra += len(vals)
+                return True
+        q.append(run)
+        lazy.run_extra += len(vals) - 1
+        return True
 
     def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
              tup_id: Any = None, direct_task: int | None = None,
@@ -246,29 +280,23 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             return
         ts.emitted += n
         targets = manys[stream](values_list)
-        first = targets[0]
-        if targets.count(first) == n and (lazy := lazy_get(first)) is not None:
-            # all for one lazy_batch task in this worker: one queue entry, no Tuple per item
-            vals = list(values_list)
-            if _TUPLES_ONLY != set(map(type, vals)):
-                vals = [v if v.__class__ is tuple else tuple(v) for v in vals]
-            q = lazy.queue
-            if anchor is None:
-                last = q[-1] if q else None
-                if (last.__class__ is TupleRun and last.roots is None  # type: ignore[union-attr]
-                        and last.src is src and last.task == src_task  # type: ignore[union-attr]
-                        and len(last.values) < run_cap):  # type: ignore[union-attr]
-                    last.values.extend(vals)  # type: ignore[union-attr]
-                    lazy.run_extra += n
+        if stream in run_streams:
+            first = targets[0]
+            if targets.count(first) == n:
+                if to_run(first, list(values_list), src, anchor):
                     return
-                q.append(TupleRun(vals, src_task, src))
             else:
-                # one random edge for the whole run; TupleBatch splits it if it builds Tuples
-                edge = rand(64)
-                anchor.ackval ^= edge
-                q.append(TupleRun(vals, src_task, src, anchor.roots, edge))
-            lazy.run_extra += n - 1
-            return
+                buckets: dict[int, list[Any]] = {}
+                for values, t in zip(values_list, targets):
+                    bucket = buckets.get(t)
+                    if bucket is None:
+                        buckets[t] = [values]
+                    else:
+                        bucket.append(values)
+                for t, vals in buckets.items():
+                    if not to_run(t, vals, src, anchor):
+                        _emit_each(t, vals, src, anchor)
+                return
         if anchor is None:
             for values, t in zip(values_list, targets):
                 if values.__class__ is not tuple:
@@ -291,6 +319,22 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 q.append(T(values, src_task, src, edge, roots))
             else:
                 remote(ts, t, T(values, src_task, src, edge, roots))
+        anchor.ackval ^= xor
+
+    def _emit_each(t: int, vals: list[Any], src: Source, anchor: Tuple | None) -> None:
+        q = queues_get(t)
+        if anchor is None:
+            for values in vals:
+                q.append(T(values if values.__class__ is tuple else tuple(values),
+                           src_task, src))
+            return
+        roots = anchor.roots
+        xor = 0
+        for values in vals:
+            edge = rand(64)
+            xor ^= edge
+            q.append(T(values if values.__class__ is tuple else tuple(values),
+                       src_task, src, edge, roots))
         anchor.ackval ^= xor
 
     emit.many = emit_many  # type: ignore[attr-defined]

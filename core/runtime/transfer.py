@@ -3,7 +3,9 @@
 Tuples for a remote task join the outbox of that task's worker; an outbox is serialized once
 and handed to the transport when it is full or when the loop finishes an iteration. The wire
 form of a batch is a list of entries ``[dest_task, src_task, stream, values, id, roots]``;
-``dest_task == 0`` marks a worker-to-worker control entry (backpressure). Anything that cannot
+``dest_task == 0`` marks a worker-to-worker control entry (backpressure), and a negative
+``dest_task`` a run: the tuples one ``emit_many`` sent to task ``-dest_task``, as
+``[-dest_task, src_task, stream, [values, ...], edge, roots]`` (see ``TupleRun``). Anything that cannot
 be delivered fails back to the acker so spouts replay it. Everything except :meth:`recv_loop`
 runs on the worker's loop thread.
 """
@@ -14,7 +16,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from squall.api.tuple import Tuple
+from squall.api.tuple import Tuple, TupleRun
 from squall.errors import SquallError, TransportError
 from squall.runtime.tasks import ACK_FAIL, TaskState
 
@@ -55,6 +57,18 @@ class Transfer:
         if len(out) >= self.batch_size:
             self.flush(self.task_to_worker[task], out)
 
+    def send_run(self, ts: TaskState | None, task: int, run: TupleRun) -> None:
+        """Queue a TupleRun for a remote task: one wire entry for all its tuples."""
+        out = self.outbox_of_task.get(task)
+        if out is None:
+            self.undeliverable([(task, run)], f"no worker is assigned task {task}")
+            return
+        out.append((task, run))
+        if ts is not None:
+            ts.transferred += len(run.values)
+        if len(out) >= self.batch_size:
+            self.flush(self.task_to_worker[task], out)
+
     def flush_all(self) -> None:
         for key, out in self.outboxes.items():
             if out:
@@ -66,7 +80,10 @@ class Transfer:
     def flush(self, key: Key, out: list[tuple[int, Tuple]]) -> None:
         batch = out[:]
         out.clear()
-        entries = [[task, t.task, t.src.stream, t.values, t.id, t.roots] for task, t in batch]
+        entries = [[task, t.task, t.src.stream, t.values, t.id, t.roots]
+                   if t.__class__ is not TupleRun else
+                   [-task, t.task, t.src.stream, t.values, t.edge, t.roots]  # type: ignore
+                   for task, t in batch]
         self.send_entries(key, entries, batch)
 
     def send_entries(self, key: Key, entries: list[Any], batch: list[tuple[int, Tuple]]) -> None:
@@ -142,11 +159,17 @@ class Transfer:
             try:
                 entries = loads(payload)
                 for dest, src_task, stream, values, tid, roots in entries:
-                    if dest == CONTROL:
-                        self.control(src_task, stream, values)
-                        continue
                     if roots is not None and roots.__class__ is list:
                         roots = tuple(roots)
+                    if dest <= CONTROL:
+                        if dest == CONTROL:
+                            self.control(src_task, stream, values)
+                        else:
+                            self._run_arrived(-dest, TupleRun(
+                                list(map(tuple, values)), src_task,
+                                source(comp_of.get(src_task, "__system"), stream), roots,
+                                tid or 0))
+                        continue
                     tup = Tuple(tuple(values), src_task,
                                 source(comp_of.get(src_task, "__system"), stream), tid, roots)
                     q = queues.get(dest)
@@ -157,6 +180,18 @@ class Transfer:
             except Exception as exc:
                 log.warning("worker %d dropped a malformed batch of %d bytes: %s", worker.port,
                             len(payload) if isinstance(payload, (bytes, bytearray)) else -1, exc)
+
+    def _run_arrived(self, dest: int, run: TupleRun) -> None:
+        lazy = self.worker.lazy_tasks.get(dest)
+        if lazy is not None:
+            lazy.queue.append(run)
+            lazy.run_extra += len(run.values) - 1
+            return
+        q = self.worker.queues.get(dest)
+        if q is not None:
+            q.extend(run.tuples())
+        else:
+            self.send_run(None, dest, run)
 
     def control(self, kind: Any, who: Any, on: Any) -> None:
         if kind == "throttle":

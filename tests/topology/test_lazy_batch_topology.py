@@ -106,6 +106,22 @@ def test_values_without_tuples_count_exactly_and_ack_every_line(ackers: int) -> 
     assert max(SEEN) > 7     # runs arrive whole, not one tuple per call
 
 
+@pytest.mark.parametrize("counter", [CountValues, CountTuples])
+@pytest.mark.parametrize("ackers", [0, 2])
+def test_emit_many_across_workers_counts_exactly(counter: type[Bolt], ackers: int) -> None:
+    """Two workers over the local transport: emit_many's runs for remote tasks travel as run
+    entries and arrive as runs (lazy bolt) or as Tuples (per-tuple bolt), counts exact."""
+    b = TopologyBuilder()
+    b.set_spout("lines", Lines, 2)
+    b.set_bolt("split", SplitMany, 2).shuffle_grouping("lines")
+    b.set_bolt("count", counter, 3).fields_grouping("split", ["word"])
+    result = complete_topology(b.create_topology(), {"lines": LINES},
+                               conf={"topology.workers": 2, "topology.acker.executors": ackers})
+    assert COUNTS == _expected()
+    if ackers:
+        assert result.acked == set(range(len(LINES))) and not result.failed
+
+
 def test_tuples_built_from_runs_keep_the_xor_tree_exact() -> None:
     b = TopologyBuilder()
     b.set_spout("lines", Lines)
