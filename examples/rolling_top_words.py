@@ -1,8 +1,9 @@
 """Rolling top words: a tick-driven sliding window of counts, ranked per window.
 
-Every ``rolling.emit.secs`` each counter emits the counts of the last ``rolling.window.secs``
-seconds (a ring of slots advanced by tick tuples); intermediate rankers keep a top-N of their
-share of the words and a global ranker merges them.
+On every tick (``topology.tick.tuple.freq.secs``) each counter emits the counts of the last
+``rolling.window.secs`` seconds (a ring of slots advanced by tick tuples), and a count of 0 for
+a word that has left the window; intermediate rankers keep a top-N (``rolling.top.n``) of their
+share of the words and a global ranker merges their latest rankings.
 
     squall local examples/rolling_top_words.py:topology --duration 10
 """
@@ -53,36 +54,52 @@ class RollingCount(Bolt):
     outputs = ["word", "count"]
 
     def initialize(self, conf, context):
-        window = int(conf.get("rolling.window.secs", 9))
-        emit_every = int(conf.get("topology.tick.tuple.freq.secs") or 3)
-        self.window = SlidingWindow(max(1, window // emit_every))
+        window = float(conf.get("rolling.window.secs", 9))
+        emit_every = float(conf.get("topology.tick.tuple.freq.secs") or 3)   # may be fractional
+        self.window = SlidingWindow(max(1, round(window / emit_every)))
+        self.last = set()            # words emitted on the previous tick
 
     def process(self, tup):
         self.window.incr(tup.values[0])
 
     def process_tick(self, tup):
-        for word, count in self.window.totals().items():
+        totals = self.window.totals()
+        for word in sorted(self.last - totals.keys()):
+            self.emit([word, 0])     # left the window: rankers drop it
+        for word, count in totals.items():
             self.emit([word, count])
+        self.last = set(totals)
         self.window.advance()
 
 
 class Ranker(Bolt):
-    """Keeps the top N (word, count) pairs; emits its ranking on every tick."""
+    """Keeps the top N (word, count) pairs; emits its ranking on every tick.
+
+    Fed by counters it keeps each word's latest count (dropping words whose count fell to 0);
+    fed by other rankers it keeps each one's latest ranking (a word is ranked by one of them
+    only, as they are fields-grouped by word) and merges them."""
     outputs = ["rankings"]
 
     def initialize(self, conf, context):
         self.top_n = int(conf.get("rolling.top.n", 5))
-        self.latest = {}
+        self.counts = {}             # word -> latest count, from counters
+        self.rankings = {}           # task -> latest ranking, from rankers
 
     def process(self, tup):
-        if tup.stream == "default" and "rankings" in tup.fields:
-            for word, count in tup.values[0]:
-                self.latest[word] = count
+        if "rankings" in tup.fields:
+            self.rankings[tup.task] = tup.values[0]
         else:
-            self.latest[tup.values[0]] = tup.values[1]
+            word, count = tup.values
+            if count:
+                self.counts[word] = count
+            else:
+                self.counts.pop(word, None)
 
     def process_tick(self, tup):
-        ranked = sorted(self.latest.items(), key=lambda kv: (-kv[1], kv[0]))[:self.top_n]
+        merged = dict(self.counts)
+        for ranking in self.rankings.values():
+            merged.update((word, count) for word, count in ranking)
+        ranked = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:self.top_n]
         self.emit([ranked])
 
 

@@ -80,7 +80,11 @@ class WordCountBatch(Bolt):
         self.counts = collections.Counter()
 
     def process_batch(self, tuples):
-        self.counts.update(tuples.column("word"))
+        words = tuples.column("word")
+        counts = self.counts
+        counts.update(words)
+        # one (word, count) per distinct word of the batch: its count after this batch
+        self.emit_many([(w, counts[w]) for w in dict.fromkeys(words)])
 
 
 def build(split=SplitSentence, count=WordCount, parallelism=2):

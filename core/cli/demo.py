@@ -122,6 +122,8 @@ def run_demo(conf: dict[str, Any], duration: float = 8.0, out: Any = None) -> in
     if live:
         out.write("\n" * (len(info) + 1))
     t0, w0 = words_start or (start, 0)
+    if end - t0 < 0.25:   # too short a run to leave the first half second out of the rate
+        t0, w0 = start, 0
     rate = (words - w0) / max(end - t0, 1e-9)
     print("\ntop words:", file=out)
     for word, n in _counts.most_common(10):

@@ -122,6 +122,29 @@ def _cmd_config(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     return 0
 
 
+class _ConfigWarningsOnce(logging.Filter):
+    """Passes each distinct ``squall.config`` warning once: ``demo`` and ``local`` validate the
+    conf, then LocalCluster validates the topology's again, which would repeat every warning."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        self.seen.add(message)
+        return True
+
+
+def _config_warnings_once() -> None:
+    config_log = logging.getLogger(config.__name__)
+    for old in [f for f in config_log.filters if isinstance(f, _ConfigWarningsOnce)]:
+        config_log.removeFilter(old)
+    config_log.addFilter(_ConfigWarningsOnce())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
@@ -134,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
+        if args.command in ("demo", "local"):   # they validate again in LocalCluster
+            _config_warnings_once()
         conf = config.load_config(args.config, args.overrides or ())
         config.validate(conf)
         return int(args.func(args, conf) or 0)

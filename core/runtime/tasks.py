@@ -337,8 +337,38 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                        src_task, src, edge, roots))
         anchor.ackval ^= xor
 
-    emit.many = emit_many  # type: ignore[attr-defined]
-    return emit
+    default = singles.get("default")
+    if spout or acking or default is None:
+        emit.many = emit_many  # type: ignore[attr-defined]
+        return emit
+    # a bolt in a topology without ackers, emitting on a default stream with one
+    # single-target subscriber: the commonest hot path, with nothing else to check
+    general = emit
+    choose0, src0 = default
+    targets0 = ts.routes["default"][0].targets
+    if len(targets0) == 1:          # one task to choose from: every grouping picks it
+        only = targets0[0]
+        choose0 = lambda values: only  # noqa: E731
+
+    def emit_default(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
+                     tup_id: Any = None, direct_task: int | None = None,
+                     need_task_ids: bool = False) -> list[int] | None:
+        if stream != "default" or direct_task is not None or need_task_ids:
+            return general(values, stream, anchors=anchors, tup_id=tup_id,
+                           direct_task=direct_task, need_task_ids=need_task_ids)
+        if values.__class__ is not tuple:
+            values = tuple(values)
+        ts.emitted += 1
+        t = choose0(values)
+        q = queues_get(t)
+        if q is not None:
+            q.append(T(values, src_task, src0))
+        else:
+            remote(ts, t, T(values, src_task, src0))
+        return None
+
+    emit_default.many = emit_many  # type: ignore[attr-defined]
+    return emit_default
 
 
 _TUPLES_ONLY = {tuple}

@@ -244,3 +244,37 @@ def test_spout_direct_emit_and_misuse_errors(cluster: LocalCluster) -> None:
     assert "99999" in errors[1]
     assert "not declared direct" in errors[2]
     assert "'nope'" in errors[3]
+
+
+class Relay(Bolt):
+    """Forwards each word twice on the default stream (once asking for the task ids) and
+    once on a named stream."""
+
+    outputs = [Stream(["word", "n"]), Stream(["word"], name="side")]
+
+    def process(self, tup: Any) -> None:
+        got = self.emit(tup.values, need_task_ids=True)
+        self.emit(list(tup.values))
+        self.emit([tup["word"]], "side")
+        with LOCK:
+            RETURNED.append((tup["word"], got))
+
+
+@pytest.mark.parametrize("sink_tasks", [1, 3])
+def test_bolt_without_ackers_routes_default_and_named_streams(sink_tasks: int) -> None:
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("relay", Relay, 2).shuffle_grouping("words")
+    b.set_bolt("sink", Record, sink_tasks).fields_grouping("relay", ["word"])
+    b.set_bolt("side", Record).shuffle_grouping("relay", "side")
+    topo = b.create_topology()
+    complete_topology(topo, {"words": rows(90)}, conf={"topology.acker.executors": 0})
+    sink = topo.tasks("sink")
+    got = received("sink")
+    assert sum(len(v) for v in got.values()) == 180
+    for task, values in got.items():
+        assert all(sink[fields_hash([w]) % len(sink)] == task for w, _ in values)
+    assert all(ids == [sink[fields_hash([w]) % len(sink)]] for w, ids in RETURNED)
+    assert len(RETURNED) == 90
+    assert sorted(v for vs in received("side").values() for v in vs) == sorted(
+        (f"w{i % 10}",) for i in range(90))

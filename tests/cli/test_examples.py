@@ -1,0 +1,189 @@
+"""The topologies in examples/, run in-process on known input, with their real output checked.
+
+The examples are files, not a package: they are imported by path.
+"""
+from __future__ import annotations
+
+import collections
+import importlib.util
+import logging
+import random
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from squall import LocalCluster, Spout
+from squall.testing import complete_topology, wait_until
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def load_example(name: str) -> ModuleType:
+    module_name = f"squall_example_{name}"
+    spec = importlib.util.spec_from_file_location(module_name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+wordcount = load_example("wordcount")
+exclamation = load_example("exclamation")
+rolling = load_example("rolling_top_words")
+
+SENTENCES = [*wordcount.LINES, *wordcount.LINES, "and and the war", "a"]
+WORDS = collections.Counter(w for s in SENTENCES for w in s.split())
+
+
+# -- word count ------------------------------------------------------------------------------------
+
+def test_wordcount_per_tuple_emits_a_running_count_for_every_word():
+    result = complete_topology(wordcount.topology,
+                               sources={"sentences": [[s] for s in SENTENCES]}, timeout=20)
+    assert result.acked == set(range(len(SENTENCES))) and not result.failed
+    assert collections.Counter(w for (w,) in result.tuples("split")) == WORDS
+    running: dict[str, list[int]] = collections.defaultdict(list)
+    for word, count in result.tuples("count"):
+        running[word].append(count)
+    # one task counts each word (fields grouping), so its counts run 1, 2, ... n in emit order
+    assert running == {w: list(range(1, n + 1)) for w, n in WORDS.items()}
+
+
+BATCH_COUNTS: dict[int, collections.Counter[str]] = {}
+BATCH_LOCK = threading.Lock()
+
+
+class RecordingWordCountBatch(wordcount.WordCountBatch):
+    """The example's batch counter, publishing a copy of its counts after every batch."""
+
+    def process_batch(self, tuples: Any) -> None:
+        super().process_batch(tuples)
+        with BATCH_LOCK:
+            BATCH_COUNTS[self.context.task_id] = collections.Counter(self.counts)
+
+
+def test_wordcount_batch_form_counts_every_word_exactly():
+    shipped = wordcount.batch_topology.components
+    assert shipped["split"].cls is wordcount.SplitSentenceBatch
+    assert shipped["count"].cls is wordcount.WordCountBatch
+    BATCH_COUNTS.clear()
+    topology = wordcount.build(wordcount.SplitSentenceBatch, RecordingWordCountBatch)
+    result = complete_topology(topology, sources={"sentences": [[s] for s in SENTENCES]},
+                               timeout=20)
+    assert result.acked == set(range(len(SENTENCES))) and not result.failed
+    assert collections.Counter(w for (w,) in result.tuples("split")) == WORDS
+    with BATCH_LOCK:
+        per_task = dict(BATCH_COUNTS)
+    assert len(per_task) == 2, per_task            # both count tasks got words
+    a, b = per_task.values()
+    assert not set(a) & set(b), "a word was counted by two tasks"
+    assert a + b == WORDS
+
+
+def test_wordcount_spout_stops_after_the_configured_number_of_sentences():
+    spout = wordcount.SentenceSpout()
+    emitted: list[tuple[list[Any], Any]] = []
+    spout.emit = lambda values, stream="default", **kw: emitted.append((values, kw["tup_id"]))
+    spout.initialize({"wordcount.sentences": 4}, None)
+    for _ in range(10):
+        spout.next_tuple()
+    lines = wordcount.LINES
+    assert emitted == [([lines[0]], 0), ([lines[1]], 1), ([lines[2]], 2), ([lines[0]], 3)]
+    spout.ack(0)
+    spout.fail(2)                                    # a failed line is replayed with its id
+    assert emitted[-1] == ([lines[2]], 2) and sorted(spout.pending) == [1, 2, 3]
+
+
+# -- exclamation -----------------------------------------------------------------------------------
+
+def test_exclamation_appends_three_then_six_bangs():
+    words = [*exclamation.WORDS, "nathan", "x"]
+    result = complete_topology(exclamation.topology, sources={"word": [[w] for w in words]},
+                               timeout=20)
+    assert result.acked == set(range(len(words))) and not result.failed
+    assert sorted(result.tuples("exclaim1")) == sorted((w + "!!!",) for w in words)
+    assert sorted(result.tuples("exclaim2")) == sorted((w + "!!!!!!",) for w in words)
+
+
+# -- rolling top words -----------------------------------------------------------------------------
+
+def test_sliding_window_forgets_a_slot_per_advance():
+    window = rolling.SlidingWindow(3)
+    window.incr("a")
+    window.advance()
+    window.incr("a")
+    window.incr("b")
+    assert window.totals() == {"a": 2, "b": 1}
+    window.advance()
+    assert window.totals() == {"a": 2, "b": 1}
+    window.advance()                                 # the first "a" leaves the window
+    assert window.totals() == {"a": 1, "b": 1}
+    window.advance()
+    assert window.totals() == {}
+
+
+FEED: collections.deque[str] = collections.deque()
+
+
+class FeedWords(Spout):
+    """Emits the words the test puts in FEED (shared by every task), then idles."""
+    outputs = ["word"]
+
+    def next_tuple(self) -> None:
+        try:
+            word = FEED.popleft()
+        except IndexError:
+            return
+        self.emit([word])
+
+
+def feed(counts: dict[str, int]) -> None:
+    words = [w for w, n in counts.items() for _ in range(n)]
+    random.Random(len(FEED)).shuffle(words)
+    FEED.extend(words)
+
+
+def test_rolling_top_words_ranks_a_sliding_window_on_ticks(monkeypatch, caplog):
+    """The example's topology (its spout swapped for one fed by the test), ticking every 0.25 s
+    over a 1.5 s window: the report logs the exact top 5, then forgets words that left."""
+    FEED.clear()
+    monkeypatch.setattr(rolling, "RandomWords", FeedWords)
+    topology = rolling.build(emit_secs=0.25)
+    caplog.set_level(logging.INFO, logger="squall.component.Report")
+
+    def reports(since: int = 0) -> list[str]:
+        return [r.getMessage() for r in list(caplog.records)[since:]
+                if r.name == "squall.component.Report"]
+
+    def seen(expected: str, since: int) -> Any:
+        return lambda: expected in reports(since)
+
+    def state() -> str:
+        return "reports so far: " + repr(reports()[-5:])
+
+    with LocalCluster() as cluster:
+        cluster.submit_topology("rolling", {"rolling.window.secs": 1.5}, topology)
+        feed({"storm": 6, "squall": 5, "gale": 4, "breeze": 3, "tempest": 2, "zephyr": 1})
+        wait_until(seen("top words: storm=6, squall=5, gale=4, breeze=3, tempest=2", 0),
+                   timeout=10, message=state)
+        # new words: the old ones leave the window and the rankings (gale is 7, not 4 + 7)
+        mark = len(caplog.records)
+        feed({"gale": 7, "hurricane": 2})
+        wait_until(seen("top words: gale=7, hurricane=2", mark), timeout=10, message=state)
+        mark = len(caplog.records)
+        wait_until(seen("top words: ", mark), timeout=10, message=state)   # all gone
+        info = cluster.get_topology_info("rolling")
+    assert not any(info["errors"].values()), info["errors"]
+
+
+@pytest.mark.parametrize("freq", [0.5, 2, None])
+def test_rolling_counter_window_slots_follow_the_tick_frequency(freq):
+    counter = rolling.RollingCount()
+    conf = {"rolling.window.secs": 3, "topology.tick.tuple.freq.secs": freq}
+    counter.initialize(conf, None)
+    assert len(counter.window.slots) == {0.5: 6, 2: 2, None: 1}[freq]
