@@ -103,7 +103,7 @@ def _send_metrics(worker: Worker, consumers: list[str], bucket: float,
             if n - pn:
                 for name in names:
                     points.append([name, (total - ptotal) / (n - pn)])
-        points.append(["__receive", {"population": len(ts.queue),
+        points.append(["__receive", {"population": len(ts.queue) + ts.run_extra,
                                      "capacity": worker.high}])
         registry = ts.__dict__.get("metrics")
         if registry is not None:
@@ -166,6 +166,6 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
             del total[key]
         if stats is not None:
             total["windows"] = stats.snapshot(time.time())
-    total["queued"] = sum(len(ts.queue) for ts in ex.tasks)
+    total["queued"] = sum(len(ts.queue) + ts.run_extra for ts in ex.tasks)
     total["uptime_secs"] = int(time.time() - ex.start_time)
     return total

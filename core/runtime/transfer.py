@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 CONTROL = 0          # destination "task" of worker-to-worker control entries
 INBOX_LIMIT = 256    # received batches waiting for the loop before the receive thread pauses
 DISPATCH_BATCHES = 32  # received batches the loop decodes per pass, so executors get turns
+DISPATCH_TUPLES = 3200  # ... and tuples (runs hold many): backpressure is checked in between
 Key = tuple[str, int]
 
 
@@ -154,10 +155,14 @@ class Transfer:
         queues = worker.queues
         source = worker.source
         comp_of = worker.topology.task_to_component
+        budget = DISPATCH_TUPLES
         for _ in range(min(len(inbox), DISPATCH_BATCHES)):
+            if budget <= 0:
+                break
             payload = inbox.popleft()
             try:
                 entries = loads(payload)
+                budget -= len(entries)
                 for dest, src_task, stream, values, tid, roots in entries:
                     if roots is not None and roots.__class__ is list:
                         roots = tuple(roots)
@@ -165,6 +170,7 @@ class Transfer:
                         if dest == CONTROL:
                             self.control(src_task, stream, values)
                         else:
+                            budget -= len(values) - 1
                             self._run_arrived(-dest, TupleRun(
                                 list(map(tuple, values)), src_task,
                                 source(comp_of.get(src_task, "__system"), stream), roots,

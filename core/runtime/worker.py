@@ -67,6 +67,7 @@ class Worker:
         self.now = time.monotonic()
         self.throttled = False
         self._overloaded = False
+        self.hold_inbox = False
         self._sources: dict[tuple[str, str], Source] = {}
         self.tick_source = Source("__system", TICK_STREAM, ("freq",))
         self._sys = {s: Source("__system", s, ("root", "value", "task"))
@@ -300,7 +301,7 @@ class Worker:
                 self.now = now = monotonic()
                 while self._commands:
                     self._commands.popleft()()
-                if inbox:
+                if inbox and not self.hold_inbox:
                     transfer.dispatch_inbox()
                     self._check_backpressure()     # tell senders before a slow batch runs
                 done = 0
@@ -330,11 +331,21 @@ class Worker:
 
     def _check_backpressure(self) -> None:
         inbox = len(self.transfer.inbox)
+        # queued tuples, not entries: a lazy_batch task's TupleRun entries hold many
+        lazy = self.lazy_tasks
+        high = self.high
+        full = (any(len(q) > high for q in self.queues.values())
+                or any(len(t.queue) + t.run_extra > high for t in lazy.values()))
+        # while a queue is over the high watermark, received batches wait in the inbox (and
+        # then in the transport): what the senders had in flight before they heard the
+        # throttle does not all land in the queues at once
+        self.hold_inbox = full
         if self._overloaded:
-            if inbox <= INBOX_LOW and all(len(q) <= self.low for q in self.queues.values()):
+            if (inbox <= INBOX_LOW and all(len(q) <= self.low for q in self.queues.values())
+                    and all(len(t.queue) + t.run_extra <= self.low for t in lazy.values())):
                 self._overloaded = False
                 self.transfer.broadcast_throttle(False)
-        elif inbox > INBOX_HIGH or any(len(q) > self.high for q in self.queues.values()):
+        elif inbox > INBOX_HIGH or full:
             self._overloaded = True
             self.transfer.broadcast_throttle(True)
         self.throttled = self._overloaded or any(self.transfer.remote_throttle.values())
@@ -373,7 +384,8 @@ class Worker:
                    for ts in ex.tasks)
 
     def queued(self) -> int:
-        return sum(len(q) for q in self.queues.values()) + self.transfer.pending()
+        return (sum(len(q) for q in self.queues.values()) + self.transfer.pending()
+                + sum(t.run_extra for t in self.lazy_tasks.values()))
 
     def stats(self) -> dict[str, Any]:
         from squall.runtime.system import executor_stats

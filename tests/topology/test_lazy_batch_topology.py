@@ -207,3 +207,35 @@ def test_tuples_built_from_an_anchored_run_xor_to_its_edge() -> None:
         total ^= t.id
         assert t.roots == (11, 12) and t.task == 2
     assert total == run.edge and len({t.id for t in tuples}) == 7
+
+
+class Slow(Bolt):
+    """A lazy bolt slower than its spout: its queue fills until backpressure stops the spout."""
+
+    lazy_batch = True
+
+    def process_batch(self, tuples: TupleBatch) -> None:
+        sum(range(20_000))
+        with LOCK:
+            SEEN.append(len(tuples.values))
+
+
+def test_backpressure_counts_the_tuples_in_runs_not_the_entries(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("lines", Endless)
+    b.set_bolt("slow", Slow).shuffle_grouping("lines")
+    # two workers: the spout's loop runs apart from the slow bolt's, and only backpressure
+    # (the bolt's worker telling the spout's to stop) bounds what piles up in front of it
+    cluster.submit_topology("bp", {"topology.acker.executors": 0, "topology.workers": 2,
+                                   "topology.executor.receive.buffer.size": 2000,
+                                   "topology.max.spout.pending": None}, b.create_topology())
+    worker = next(w for w in cluster.workers("bp") if w.lazy_tasks)
+    seen: list[int] = []
+
+    def watched() -> bool:
+        seen.append(worker.queued())
+        return len(SEEN) > 300
+    wait_until(watched, timeout=30)
+    # the high watermark is 1,800 tuples; one pass takes in at most 3,200 more from the wire
+    assert max(seen) <= 6000, max(seen)
+    assert max(seen) >= 1000           # the queue did fill: the spout really was faster
