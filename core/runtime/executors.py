@@ -95,6 +95,21 @@ class BoltExecutor(Executor):
         auto_anchor = self.auto_anchor
         ack = self.worker.ack_tuple
         plain = 0            # untracked tuples processed without error (acked in bulk)
+        if not self.worker.acking:
+            for _ in range(n):
+                tup = popleft()
+                if tup.src is tick_src:
+                    self._tick(ts, tup)
+                    continue
+                try:
+                    process(tup)
+                except Exception as exc:
+                    self._failed(ts, tup, exc)
+                    continue
+                plain += 1
+            if auto_ack:
+                ts.acked += plain
+            return
         for _ in range(n):
             tup = popleft()
             if tup.roots:

@@ -346,9 +346,22 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     general = emit
     choose0, src0 = default
     targets0 = ts.routes["default"][0].targets
-    if len(targets0) == 1:          # one task to choose from: every grouping picks it
-        only = targets0[0]
-        choose0 = lambda values: only  # noqa: E731
+    if len(targets0) == 1 and queues_get(targets0[0]) is not None:
+        # one task to choose from, in this worker: every grouping picks it
+        q0 = queues_get(targets0[0])
+
+        def emit_one(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
+                     tup_id: Any = None, direct_task: int | None = None,
+                     need_task_ids: bool = False) -> list[int] | None:
+            if stream != "default" or direct_task is not None or need_task_ids:
+                return general(values, stream, anchors=anchors, tup_id=tup_id,
+                               direct_task=direct_task, need_task_ids=need_task_ids)
+            ts.emitted += 1
+            q0.append(T(values if values.__class__ is tuple else tuple(values), src_task, src0))
+            return None
+
+        emit_one.many = emit_many  # type: ignore[attr-defined]
+        return emit_one
 
     def emit_default(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
                      tup_id: Any = None, direct_task: int | None = None,
