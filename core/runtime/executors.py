@@ -110,9 +110,12 @@ class BoltExecutor(Executor):
             if auto_ack:
                 ts.acked += plain
             return
+        acks = self.worker._acks
+        acks_get = acks.get
         for _ in range(n):
             tup = popleft()
-            if tup.roots:
+            roots = tup.roots
+            if roots:
                 if auto_anchor:
                     ts.current = tup
                 try:
@@ -123,7 +126,13 @@ class BoltExecutor(Executor):
                     continue
                 ts.current = None
                 if auto_ack:
-                    ack(ts, tup)
+                    if roots.__class__ is tuple:    # Worker.ack_tuple, inlined
+                        v = tup.id ^ tup.ackval
+                        for r in roots:
+                            acks[r] = acks_get(r, 0) ^ v
+                        plain += 1
+                    else:
+                        ack(ts, tup)
             elif tup.src is tick_src:
                 self._tick(ts, tup)
             else:

@@ -152,10 +152,15 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     init_src = worker.system_source(ACK_INIT) if acking else None
     singles: dict[str, tuple[Callable[[tuple], int], Source]] = {}
     manys: dict[str, Callable[[Sequence[Sequence[Any]]], list[int]]] = {}
+    #: streams whose one subscriber has one task, in this worker: its queue (no choosing)
+    fixed: dict[str, Any] = {}
     for name, routes in ts.routes.items():
         if len(routes) == 1 and routes[0].one is not None and not routes[0].direct:
             singles[name] = (routes[0].one, ts.sources[name])
             manys[name] = _choose_many(routes[0])
+            if len(routes[0].targets) == 1:
+                fixed[name] = queues_get(routes[0].targets[0])
+    fixed_get = fixed.get
     singles_get = singles.get
     lazy_tasks = worker.lazy_tasks
     lazy_get = lazy_tasks.get
@@ -241,13 +246,17 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         else:
             return _emit_general(ts, values, stream, anchors, None, None, False, False)
         ts.emitted += 1
-        t = single[0](values)
         if anchor is None:
             tup = T(values, src_task, single[1])
         else:
             edge = rand(64)
             anchor.ackval ^= edge
             tup = T(values, src_task, single[1], edge, anchor.roots)
+        q = fixed_get(stream)
+        if q is not None:
+            q.append(tup)
+            return None
+        t = single[0](values)
         q = queues_get(t)
         if q is not None:
             q.append(tup)
