@@ -302,10 +302,13 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                         buckets[t] = [values]
                     else:
                         bucket.append(values)
-                for t, vals in buckets.items():
-                    if not to_run(t, vals, src, anchor):
-                        _emit_each(t, vals, src, anchor)
-                return
+                rest = [(t, vals) for t, vals in buckets.items()
+                        if not to_run(t, vals, src, anchor)]
+                if not rest:
+                    return
+                # local tasks of bolts without lazy_batch: one Tuple each, below
+                values_list = [values for _, vals in rest for values in vals]
+                targets = [t for t, vals in rest for _ in vals]
         if anchor is None:
             for values, t in zip(values_list, targets):
                 if values.__class__ is not tuple:
@@ -328,22 +331,6 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 q.append(T(values, src_task, src, edge, roots))
             else:
                 remote(ts, t, T(values, src_task, src, edge, roots))
-        anchor.ackval ^= xor
-
-    def _emit_each(t: int, vals: list[Any], src: Source, anchor: Tuple | None) -> None:
-        q = queues_get(t)
-        if anchor is None:
-            for values in vals:
-                q.append(T(values if values.__class__ is tuple else tuple(values),
-                           src_task, src))
-            return
-        roots = anchor.roots
-        xor = 0
-        for values in vals:
-            edge = rand(64)
-            xor ^= edge
-            q.append(T(values if values.__class__ is tuple else tuple(values),
-                       src_task, src, edge, roots))
         anchor.ackval ^= xor
 
     default = singles.get("default")

@@ -60,15 +60,9 @@ class Transfer:
 
     def send_run(self, ts: TaskState | None, task: int, run: TupleRun) -> None:
         """Queue a TupleRun for a remote task: one wire entry for all its tuples."""
-        out = self.outbox_of_task.get(task)
-        if out is None:
-            self.undeliverable([(task, run)], f"no worker is assigned task {task}")
-            return
-        out.append((task, run))
-        if ts is not None:
-            ts.transferred += len(run.values)
-        if len(out) >= self.batch_size:
-            self.flush(self.task_to_worker[task], out)
+        if ts is not None and task in self.outbox_of_task:
+            ts.transferred += len(run.values) - 1     # send_remote counts the entry as one
+        self.send_remote(ts, task, run)  # type: ignore[arg-type]
 
     def flush_all(self) -> None:
         for key, out in self.outboxes.items():

@@ -233,25 +233,19 @@ class Worker:
         acks.clear()
 
     def fail_tuple(self, ts: TaskState | None, tup: Tuple) -> None:
+        self.fail_roots(ts, tup.roots, 1)
+
+    def fail_roots(self, ts: TaskState | None, roots: Any, count: int) -> None:
+        """Fail ``count`` tuples that share ``roots`` (one Tuple, or a TupleRun): each tree
+        fails once."""
         if ts is not None:
-            ts.failed += 1
-        roots = tup.roots
+            ts.failed += count
         if not roots or not self.acker_tasks:
             return
         n = len(self.acker_tasks)
         src = self._sys[ACK_FAIL]
         for r in roots:
             self.deliver(ts, self.acker_tasks[r % n], Tuple((r, 0), 0, src))  # type: ignore
-
-    def fail_roots(self, ts: TaskState, roots: tuple[int, ...] | None, count: int) -> None:
-        """Fail ``count`` tuples that share ``roots`` (a TupleRun): each tree fails once."""
-        ts.failed += count
-        if not roots or not self.acker_tasks:
-            return
-        n = len(self.acker_tasks)
-        src = self._sys[ACK_FAIL]
-        for r in roots:
-            self.deliver(ts, self.acker_tasks[r % n], Tuple((r, 0), 0, src))
 
     def track_spout_tuple(self, ts: TaskState, root: int, xor: int, tup_id: Any,
                           stream: str, values: tuple) -> None:
