@@ -110,7 +110,7 @@ def counted(client: Any) -> int:
 
 
 def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, batch: bool,
-             seconds: float) -> tuple[float, float]:
+             seconds: float, extra: list[str] = ()) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as d:
         tmp = Path(os.environ.get("SQUALL_BENCH_KEEP") or d)
         tmp.mkdir(parents=True, exist_ok=True)
@@ -125,7 +125,8 @@ def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, b
                            "-c", "topology.workers=2", "-c", f"bench.tracked={acking}",
                            "-c", f"bench.marker={marker}",
                            "-c", "topology.max.spout.pending=" + ("5000" if acking else "null"),
-                           "-c", f"topology.acker.executors={2 if acking else 0}")
+                           "-c", f"topology.acker.executors={2 if acking else 0}",
+                           *[a for kv in extra for a in ("-c", kv)])
             wait_for(marker.exists, 60, "the first tuple")
             first = float(marker.read_text()) - t0
             wait_for(lambda: counted(client) > 0, 30, "counts in the beats")
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--transports", nargs="+", default=["zmq"])
     p.add_argument("--quick", action="store_true", help="only 2 supervisors, per-tuple, acking off and on")
+    p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="topology config for every case (repeatable)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="squall-bench-zk-") as zdir:
         with DevZooKeeper(zdir) as zk:
@@ -155,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
                 if args.quick or transport != args.transports[0]:
                     cases = [(2, False, False), (2, True, False)]
                 for sups, acking, batch in cases:
-                    rate, first = run_case(zk, sups, transport, acking, batch, args.seconds)
+                    rate, first = run_case(zk, sups, transport, acking, batch, args.seconds,
+                                           args.conf)
                     print(f"  {transport:<9} {sups:<11} {'batch' if batch else 'per-tuple':<9} "
                           f"{'on' if acking else 'off':<6} {rate:>12,.0f} {first:>14.2f}",
                           flush=True)

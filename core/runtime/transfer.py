@@ -4,9 +4,18 @@ Tuples for a remote task join the outbox of that task's worker; an outbox is ser
 and handed to the transport when it is full or when the loop finishes an iteration. The wire
 form of a batch is a list of entries ``[dest_task, src_task, stream, values, id, roots]``;
 ``dest_task == 0`` marks a worker-to-worker control entry (backpressure), and a negative
-``dest_task`` a run: the tuples one ``emit_many`` sent to task ``-dest_task``, as
-``[-dest_task, src_task, stream, [values, ...], edge, roots]`` (see ``TupleRun``). Anything that cannot
-be delivered fails back to the acker so spouts replay it. Everything except :meth:`recv_loop`
+``dest_task`` a run of tuples for task ``-dest_task`` from one source task on one stream,
+stored by column:
+
+* ``[-dest, src_task, stream, [values, ...], edge, roots]`` with an int ``edge``: a
+  ``TupleRun`` (one ``emit_many`` call: shared ``roots``, one edge for the run), or, with
+  ``edge`` 0 and ``roots`` None, consecutive untracked tuples;
+* ``[-dest, src_task, stream, [values, ...], [id, ...], [roots, ...]]``: consecutive tracked
+  tuples, each with its own id and roots.
+
+Individual tuples are folded into runs as they are queued (:meth:`Transfer.send_remote`), so a
+batch of single emits costs the serializer one list per tuple instead of an entry each.
+Anything that cannot be delivered fails back to the acker so spouts replay it. Everything except :meth:`recv_loop`
 runs on the worker's loop thread.
 """
 from __future__ import annotations
@@ -31,6 +40,20 @@ DISPATCH_TUPLES = 3200  # ... and tuples (runs hold many): backpressure is check
 Key = tuple[str, int]
 
 
+class _Run:
+    """Outbound: tuples from one source task on one stream for one remote task, in the order
+    they were emitted, sent as one wire run (``ids``/``roots`` are None when untracked)."""
+
+    __slots__ = ("ids", "roots", "src", "task", "values")
+
+    def __init__(self, task: int, src: Any, tracked: bool) -> None:
+        self.task = task
+        self.src = src
+        self.values: list[Any] = []
+        self.ids: list[Any] | None = [] if tracked else None
+        self.roots: list[Any] | None = [] if tracked else None
+
+
 class Transfer:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
@@ -38,8 +61,11 @@ class Transfer:
         self.serializer = worker.serializer
         self.batch_size = worker.batch_size
         self.task_to_worker: dict[int, Key] = {}
-        self.outbox_of_task: dict[int, list[tuple[int, Tuple]]] = {}
-        self.outboxes: dict[Key, list[tuple[int, Tuple]]] = {}
+        self.outbox_of_task: dict[int, list[tuple[int, Any]]] = {}
+        self.outboxes: dict[Key, list[tuple[int, Any]]] = {}
+        # the run each remote task's tuples are being folded into, until its outbox is sent
+        self.open_of_task: dict[int, dict[int, _Run]] = {}
+        self.open_of_key: dict[Key, dict[int, _Run]] = {}
         self.conns: dict[Key, Any] = {}
         self.inbox: deque[bytes] = deque()
         self.remote_throttle: dict[str, bool] = {}
@@ -48,15 +74,37 @@ class Transfer:
 
     # -- outbound ------------------------------------------------------------------------------
     def send_remote(self, ts: TaskState | None, task: int, tup: Tuple) -> None:
-        out = self.outbox_of_task.get(task)
-        if out is None:
+        opened = self.open_of_task.get(task)
+        if opened is None:
             self.undeliverable([(task, tup)], f"no worker is assigned task {task}")
             return
-        out.append((task, tup))
         if ts is not None:
             ts.transferred += 1
-        if len(out) >= self.batch_size:
-            self.flush(self.task_to_worker[task], out)
+        run = opened.get(task)
+        if tup.__class__ is not Tuple:          # a TupleRun: its own entry, order kept
+            if run is not None:
+                del opened[task]
+            out = self.outbox_of_task[task]
+            out.append((task, tup))
+            if len(out) >= self.batch_size:
+                self.flush(self.task_to_worker[task], out)
+            return
+        tid = tup.id
+        if tid is None and tup.roots is None:
+            if run is None or run.ids is not None or run.task != tup.task \
+                    or run.src is not tup.src:
+                run = opened[task] = _Run(tup.task, tup.src, False)
+                self.outbox_of_task[task].append((task, run))
+            run.values.append(tup.values)
+        else:
+            if run is None or run.ids is None or run.task != tup.task or run.src is not tup.src:
+                run = opened[task] = _Run(tup.task, tup.src, True)
+                self.outbox_of_task[task].append((task, run))
+            run.values.append(tup.values)
+            run.ids.append(tid)                 # type: ignore[union-attr]
+            run.roots.append(tup.roots)         # type: ignore[union-attr]
+        if len(run.values) >= self.batch_size:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
 
     def send_run(self, ts: TaskState | None, task: int, run: TupleRun) -> None:
         """Queue a TupleRun for a remote task: one wire entry for all its tuples."""
@@ -72,12 +120,16 @@ class Transfer:
     def pending(self) -> int:
         return len(self.inbox) + sum(len(o) for o in self.outboxes.values())
 
-    def flush(self, key: Key, out: list[tuple[int, Tuple]]) -> None:
+    def flush(self, key: Key, out: list[tuple[int, Any]]) -> None:
         batch = out[:]
         out.clear()
-        entries = [[task, t.task, t.src.stream, t.values, t.id, t.roots]
-                   if t.__class__ is not TupleRun else
-                   [-task, t.task, t.src.stream, t.values, t.edge, t.roots]  # type: ignore
+        opened = self.open_of_key.get(key)
+        if opened:
+            opened.clear()
+        entries = [[-task, t.task, t.src.stream, t.values,
+                    0 if t.ids is None else t.ids, t.roots]
+                   if t.__class__ is _Run else
+                   [-task, t.task, t.src.stream, t.values, t.edge, t.roots]
                    for task, t in batch]
         self.send_entries(key, entries, batch)
 
@@ -90,21 +142,28 @@ class Transfer:
         except SquallError as exc:
             self.undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}")
 
-    def undeliverable(self, batch: list[tuple[int, Tuple]], why: str) -> None:
+    def undeliverable(self, batch: list[tuple[int, Any]], why: str) -> None:
         """Fail tracked tuples back to their acker so the spouts replay them."""
         self.send_failures += 1
+        count = sum(1 if t.__class__ is Tuple else len(t.values) for _, t in batch)
         if self.send_failures == 1 or self.send_failures % 1000 == 0:
-            log.warning("%s; %d tuple(s) failed back for replay", why, len(batch))
+            log.warning("%s; %d tuple(s) failed back for replay", why, count)
         worker = self.worker
         ackers = worker.acker_tasks
         fail_src = worker.system_source(ACK_FAIL)
+        failed: set[int] = set()
         for _, tup in batch:
-            if not tup.roots or tup.src.stream.startswith("__ack"):
+            if tup.src.stream.startswith("__ack"):
                 continue
-            for r in tup.roots:
-                task = ackers[r % len(ackers)]
-                if task in worker.queues or task in self.outbox_of_task:
-                    worker.deliver(None, task, Tuple((r, 0), 0, fail_src))  # type: ignore[arg-type]
+            if tup.__class__ is _Run:
+                for roots in tup.roots or ():
+                    failed.update(roots or ())
+            elif tup.roots:
+                failed.update(tup.roots)
+        for r in failed:        # a tree fails once, however many of its tuples were here
+            task = ackers[r % len(ackers)]
+            if task in worker.queues or task in self.outbox_of_task:
+                worker.deliver(None, task, Tuple((r, 0), 0, fail_src))  # type: ignore[arg-type]
 
     def broadcast_throttle(self, on: bool) -> None:
         me = f"{self.worker.host}:{self.worker.port}"
@@ -158,18 +217,22 @@ class Transfer:
                 entries = loads(payload)
                 budget -= len(entries)
                 for dest, src_task, stream, values, tid, roots in entries:
-                    if roots is not None and roots.__class__ is list:
-                        roots = tuple(roots)
                     if dest <= CONTROL:
                         if dest == CONTROL:
                             self.control(src_task, stream, values)
+                            continue
+                        budget -= len(values) - 1
+                        src = source(comp_of.get(src_task, "__system"), stream)
+                        if tid.__class__ is list:       # tracked tuples, by column
+                            self._tracked_arrived(-dest, src_task, src, values, tid, roots)
                         else:
-                            budget -= len(values) - 1
+                            if roots is not None and roots.__class__ is list:
+                                roots = tuple(roots)
                             self._run_arrived(-dest, TupleRun(
-                                list(map(tuple, values)), src_task,
-                                source(comp_of.get(src_task, "__system"), stream), roots,
-                                tid or 0))
+                                list(map(tuple, values)), src_task, src, roots, tid or 0))
                         continue
+                    if roots is not None and roots.__class__ is list:
+                        roots = tuple(roots)
                     tup = Tuple(tuple(values), src_task,
                                 source(comp_of.get(src_task, "__system"), stream), tid, roots)
                     q = queues.get(dest)
@@ -193,6 +256,21 @@ class Transfer:
         else:
             self.send_run(None, dest, run)
 
+    def _tracked_arrived(self, dest: int, src_task: int, src: Any, values: list[Any],
+                         ids: list[Any], roots: list[Any]) -> None:
+        if not len(values) == len(ids) == len(roots):
+            raise ValueError(f"run for task {dest}: {len(values)} values, {len(ids)} ids, "
+                             f"{len(roots)} roots")
+        tuples = [Tuple(tuple(v), src_task, src, i,
+                        tuple(r) if r.__class__ is list else r)
+                  for v, i, r in zip(values, ids, roots)]
+        q = self.worker.queues.get(dest)
+        if q is not None:
+            q.extend(tuples)
+        else:
+            for tup in tuples:
+                self.send_remote(None, dest, tup)
+
     def control(self, kind: Any, who: Any, on: Any) -> None:
         if kind == "throttle":
             self.remote_throttle[str(who)] = bool(on)
@@ -208,9 +286,14 @@ class Transfer:
             self.outboxes.setdefault(key, [])
         self.outbox_of_task = {t: self.outboxes[w] for t, w in self.task_to_worker.items()
                                if w in keys and t not in mine}
+        for key in keys:
+            self.open_of_key.setdefault(key, {})
+        self.open_of_task = {t: self.open_of_key[w] for t, w in self.task_to_worker.items()
+                             if w in keys and t not in mine}
         for key in list(self.outboxes):
             if key not in keys:
                 stale = self.outboxes.pop(key)
+                self.open_of_key.pop(key, None)
                 self.undeliverable(stale, f"worker {key[0]}:{key[1]} is no longer assigned")
                 conn = self.conns.pop(key, None)
                 if conn is not None:
