@@ -109,8 +109,24 @@ def counted(client: Any) -> int:
     return int(info.get("components", {}).get("count", {}).get("executed", 0))
 
 
+def workers_cpu(tmp: Path) -> float:
+    """CPU seconds (user + system) the cluster's worker processes have used so far."""
+    pids = subprocess.run(["pgrep", "-f", f"squall.daemon.worker_main.*{tmp}"],
+                          capture_output=True, text=True).stdout.split()
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick   # utime, stime
+    return total
+
+
 def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, batch: bool,
-             seconds: float, extra: list[str] = ()) -> tuple[float, float]:
+             seconds: float, extra: list[str] = ()) -> tuple[float, float, float]:
+    """(words/s, submit -> first tuple s, words per CPU second of the worker processes)"""
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as d:
         tmp = Path(os.environ.get("SQUALL_BENCH_KEEP") or d)
         tmp.mkdir(parents=True, exist_ok=True)
@@ -131,10 +147,10 @@ def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, b
             first = float(marker.read_text()) - t0
             wait_for(lambda: counted(client) > 0, 30, "counts in the beats")
             time.sleep(3)                                    # warm-up
-            c1, t1 = counted(client), time.monotonic()
+            c1, t1, cpu1 = counted(client), time.monotonic(), workers_cpu(tmp)
             time.sleep(seconds)
-            c2, t2 = counted(client), time.monotonic()
-            return (c2 - c1) / (t2 - t1), first
+            c2, t2, cpu2 = counted(client), time.monotonic(), workers_cpu(tmp)
+            return (c2 - c1) / (t2 - t1), first, (c2 - c1) / max(cpu2 - cpu1, 1e-9)
         finally:
             cluster.close()
 
@@ -144,6 +160,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--transports", nargs="+", default=["zmq"])
     p.add_argument("--quick", action="store_true", help="only 2 supervisors, per-tuple, acking off and on")
+    p.add_argument("--cases", nargs="+", metavar="SUPS-FORM-ACKING",
+                   help="only these cases, e.g. 2-per-tuple-on 1-batch-off")
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config for every case (repeatable)")
     args = p.parse_args(argv)
@@ -152,16 +170,21 @@ def main(argv: list[str] | None = None) -> None:
             print("distributed word count, 2 workers, words/s over "
                   f"{args.seconds:g} s of steady state (beats every 1 s)")
             print(f"  {'transport':<9} {'supervisors':<11} {'form':<9} {'acking':<6} "
-                  f"{'words/s':>12} {'first tuple s':>14}")
+                  f"{'words/s':>12} {'first tuple s':>14} {'words/CPU s':>12}")
             for transport in args.transports:
                 cases = [(s, a, b) for s in (1, 2) for b in (False, True) for a in (False, True)]
                 if args.quick or transport != args.transports[0]:
                     cases = [(2, False, False), (2, True, False)]
+                if args.cases:
+                    cases = [(s, a, b) for s, a, b in cases
+                             if f"{s}-{'batch' if b else 'per-tuple'}-{'on' if a else 'off'}"
+                             in args.cases]
                 for sups, acking, batch in cases:
-                    rate, first = run_case(zk, sups, transport, acking, batch, args.seconds,
+                    rate, first, per_cpu = run_case(zk, sups, transport, acking, batch, args.seconds,
                                            args.conf)
                     print(f"  {transport:<9} {sups:<11} {'batch' if batch else 'per-tuple':<9} "
-                          f"{'on' if acking else 'off':<6} {rate:>12,.0f} {first:>14.2f}",
+                          f"{'on' if acking else 'off':<6} {rate:>12,.0f} {first:>14.2f} "
+                          f"{per_cpu:>12,.0f}",
                           flush=True)
 
 

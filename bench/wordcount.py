@@ -17,6 +17,8 @@ from collections import Counter
 from operator import itemgetter
 from typing import Any
 
+import yaml
+
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
 from squall.api.topology import Topology
 
@@ -137,12 +139,19 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.wordcount")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--sizes", type=int, nargs=2, default=(20_000, 120_000))
+    p.add_argument("--cases", nargs="+", metavar="FORM-ACKING",
+                   help="e.g. per-tuple-off batch-on (default: all four)")
+    p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="topology config for every run, a YAML value (repeatable)")
     args = p.parse_args(argv)
+    conf = {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in args.conf)}
     print(f"word count, local mode, 1 worker; marginal words/s between {args.sizes[0]:,} and "
           f"{args.sizes[1]:,} sentences of 10 words; median of {args.runs}")
     print(f"  {'form':<10} {'acking':<7} {'wall words/s':>14} {'CPU words/s':>14}   wall runs")
     for form, batch, acking in CASES:
-        runs = [marginal(tuple(args.sizes), batch, acking) for _ in range(args.runs)]
+        if args.cases and f"{form}-{'on' if acking else 'off'}" not in args.cases:
+            continue
+        runs = [marginal(tuple(args.sizes), batch, acking, conf=conf) for _ in range(args.runs)]
         wall = [r[0] for r in runs]
         cpu = [r[1] for r in runs]
         print(f"  {form:<10} {'on' if acking else 'off':<7} {statistics.median(wall):>14,.0f} "

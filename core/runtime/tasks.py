@@ -143,6 +143,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     worker = ts.worker
     queues_get = worker.queues.get
     remote = worker.send_remote
+    remote_values = worker.transfer.send_values
     src_task = ts.task
     acking = worker.acking
     rand = _fast
@@ -317,7 +318,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 if q is not None:
                     q.append(T(values, src_task, src))
                 else:
-                    remote(ts, t, T(values, src_task, src))
+                    remote_values(ts, t, values, src_task, src)
             return
         roots = anchor.roots
         xor = 0
@@ -373,7 +374,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         if q is not None:
             q.append(T(values, src_task, src0))
         else:
-            remote(ts, t, T(values, src_task, src0))
+            remote_values(ts, t, values, src_task, src0)
         return None
 
     emit_default.many = emit_many  # type: ignore[attr-defined]

@@ -11,7 +11,8 @@ stored by column:
   ``TupleRun`` (one ``emit_many`` call: shared ``roots``, one edge for the run), or, with
   ``edge`` 0 and ``roots`` None, consecutive untracked tuples;
 * ``[-dest, src_task, stream, [values, ...], [id, ...], [roots, ...]]``: consecutive tracked
-  tuples, each with its own id and roots.
+  tuples, each with its own id and roots; a roots entry ``0`` means "the same roots as the
+  tuple before" (a bolt's emits anchored to one input share them).
 
 Individual tuples are folded into runs as they are queued (:meth:`Transfer.send_remote`), so a
 batch of single emits costs the serializer one list per tuple instead of an entry each.
@@ -37,6 +38,9 @@ CONTROL = 0          # destination "task" of worker-to-worker control entries
 INBOX_LIMIT = 256    # received batches waiting for the loop before the receive thread pauses
 DISPATCH_BATCHES = 32  # received batches the loop decodes per pass, so executors get turns
 DISPATCH_TUPLES = 3200  # ... and tuples (runs hold many): backpressure is checked in between
+#: a run of single tuples for one remote task is sent once it holds this many batches' worth
+#: (``topology.transfer.batch.size`` tuples each): runs are cheap to grow, sends are not
+RUN_BATCHES = 10
 Key = tuple[str, int]
 
 
@@ -44,7 +48,7 @@ class _Run:
     """Outbound: tuples from one source task on one stream for one remote task, in the order
     they were emitted, sent as one wire run (``ids``/``roots`` are None when untracked)."""
 
-    __slots__ = ("ids", "roots", "src", "task", "values")
+    __slots__ = ("ids", "last_roots", "roots", "src", "task", "values")
 
     def __init__(self, task: int, src: Any, tracked: bool) -> None:
         self.task = task
@@ -52,6 +56,7 @@ class _Run:
         self.values: list[Any] = []
         self.ids: list[Any] | None = [] if tracked else None
         self.roots: list[Any] | None = [] if tracked else None
+        self.last_roots: Any = None
 
 
 class Transfer:
@@ -60,6 +65,8 @@ class Transfer:
         self.transport = worker.transport
         self.serializer = worker.serializer
         self.batch_size = worker.batch_size
+        # a run is sent once it holds this many tuples (else when the loop ends its pass)
+        self.run_cap = RUN_BATCHES * worker.batch_size
         self.task_to_worker: dict[int, Key] = {}
         self.outbox_of_task: dict[int, list[tuple[int, Any]]] = {}
         self.outboxes: dict[Key, list[tuple[int, Any]]] = {}
@@ -102,8 +109,28 @@ class Transfer:
                 self.outbox_of_task[task].append((task, run))
             run.values.append(tup.values)
             run.ids.append(tid)                 # type: ignore[union-attr]
-            run.roots.append(tup.roots)         # type: ignore[union-attr]
-        if len(run.values) >= self.batch_size:
+            roots = tup.roots
+            if roots is run.last_roots and len(run.values) > 1:
+                run.roots.append(0)             # type: ignore[union-attr]  # same as before
+            else:
+                run.roots.append(roots)         # type: ignore[union-attr]
+                run.last_roots = roots
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def send_values(self, ts: TaskState | None, task: int, values: tuple[Any, ...],
+                    src_task: int, src: Any) -> None:
+        """``send_remote`` of an untracked tuple, without building it when it joins an open
+        run (the common case: a bolt's emits to the same remote task)."""
+        opened = self.open_of_task.get(task)
+        run = opened.get(task) if opened is not None else None
+        if run is None or run.ids is not None or run.task != src_task or run.src is not src:
+            self.send_remote(ts, task, Tuple(values, src_task, src))
+            return
+        if ts is not None:
+            ts.transferred += 1
+        run.values.append(values)
+        if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
 
     def send_run(self, ts: TaskState | None, task: int, run: TupleRun) -> None:
@@ -261,9 +288,18 @@ class Transfer:
         if not len(values) == len(ids) == len(roots):
             raise ValueError(f"run for task {dest}: {len(values)} values, {len(ids)} ids, "
                              f"{len(roots)} roots")
-        tuples = [Tuple(tuple(v), src_task, src, i,
-                        tuple(r) if r.__class__ is list else r)
-                  for v, i, r in zip(values, ids, roots)]
+        if roots and roots[0].__class__ is int:
+            raise ValueError(f"run for task {dest}: the first tuple's roots refer back")
+        tuples = []
+        append = tuples.append
+        prev = None
+        for v, i, r in zip(values, ids, roots):
+            c = r.__class__
+            if c is list:
+                prev = tuple(r)
+            elif c is not int:          # 0: the same roots as the tuple before
+                prev = r
+            append(Tuple(tuple(v), src_task, src, i, prev))
         q = self.worker.queues.get(dest)
         if q is not None:
             q.extend(tuples)

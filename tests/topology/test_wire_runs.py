@@ -1,0 +1,168 @@
+"""Tuples crossing workers travel as runs (one wire entry per source task, stream and
+destination task): order, ids and roots survive, failures fail the right trees, and a
+malformed run is dropped with a warning while the worker goes on."""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from typing import Any
+
+import msgpack
+
+from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall.runtime.local_transport import LocalTransport
+from squall.testing import complete_topology, wait_until
+
+LOCK = threading.Lock()
+SEEN: dict[tuple[int, int], list[tuple[int, bool]]] = defaultdict(list)
+PORTS: dict[int, int] = {}
+TOPOLOGY: list[str] = []
+FAILED_ONCE: set[str] = set()
+ACKED: list[int] = []
+FAILED: list[int] = []
+
+
+def _reset() -> None:
+    SEEN.clear()
+    PORTS.clear()
+    TOPOLOGY.clear()
+    FAILED_ONCE.clear()
+    ACKED.clear()
+    FAILED.clear()
+
+
+class Numbers(Spout):
+    """Emits 0..n-1 on its own; every third number is untracked (no tup_id)."""
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.n, self.i = conf["test.numbers"], 0
+        PORTS[context.task_id] = context.this_worker_port
+
+    def next_tuple(self) -> None:
+        if self.i < self.n:
+            i, self.i = self.i, self.i + 1
+            self.emit([i], tup_id=None if i % 3 == 0 else i)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class Record(Bolt):
+    """Records (source task, own task) -> [(number, tracked)] in arrival order."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.task_id
+        PORTS[self.task] = context.this_worker_port
+        TOPOLOGY.append(context.topology_id)
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            SEEN[(tup.task, self.task)].append((tup["n"], tup.roots is not None))
+
+
+def test_runs_keep_order_and_tracking_per_source_and_destination(cluster: LocalCluster) -> None:
+    _reset()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 2)
+    b.set_bolt("record", Record, 2).all_grouping("numbers")
+    n = 3000
+    cluster.submit_topology("order", {"topology.workers": 2, "topology.acker.executors": 1,
+                                      "test.numbers": n, "topology.max.spout.pending": None},
+                            b.create_topology())
+    tracked = sorted(i for i in range(n) if i % 3)
+    wait_until(lambda: len(SEEN) == 4 and all(len(v) >= n for v in SEEN.values())
+               and len(ACKED) >= 2 * len(tracked), 60,
+               message=lambda: f"deliveries {[len(v) for v in SEEN.values()]}, acked {len(ACKED)}")
+    spouts = [t for t in PORTS if t not in {d for _, d in SEEN}]
+    assert len(set(PORTS.values())) == 2, f"tasks all in one worker: {PORTS}"
+    assert {PORTS[s] for s in spouts} == set(PORTS.values()), "need a spout task per worker"
+    for (src, dest), got in SEEN.items():
+        # every number from every spout task, in the order it was emitted, tracked as emitted
+        assert got == [(i, i % 3 != 0) for i in range(n)], (src, dest, got[:10])
+    assert [(s, d) for s, d in SEEN if PORTS[s] != PORTS[d]], "no tuple crossed workers"
+    # each spout task's tracked numbers acked once each, nothing failed
+    assert sorted(ACKED) == sorted(tracked * 2) and not FAILED
+
+
+class Sentences(Spout):        # replaced by complete_topology's fixed tuples
+    outputs = ["line"]
+
+
+class Split(Bolt):
+    outputs = ["word"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        PORTS[context.task_id] = context.this_worker_port
+
+    def process(self, tup: Any) -> None:
+        for w in tup["line"].split():       # anchored to tup: the words share its roots
+            self.emit([w])
+
+
+class FailSome(Bolt):
+    """Fails the first arrival of every word that starts with 'x'; acks everything else."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        PORTS[context.task_id] = context.this_worker_port
+        self.task = context.task_id
+
+    def process(self, tup: Any) -> None:
+        w = tup["word"]
+        with LOCK:
+            SEEN[(0, self.task)].append((len(w), True))
+            first = w.startswith("x") and w not in FAILED_ONCE
+            FAILED_ONCE.add(w)
+        if first:
+            raise ValueError(f"failing {w} once")
+
+
+def test_a_failed_word_fails_only_its_own_sentence_across_workers() -> None:
+    _reset()
+    lines = [f"a b c d e{i} f g h" for i in range(200)]
+    bad = {17, 99, 150}
+    for i in bad:
+        lines[i] = f"a b x{i} d e f g h"
+    b = TopologyBuilder()
+    b.set_spout("sentences", Sentences, 1)
+    b.set_bolt("split", Split, 2).shuffle_grouping("sentences")
+    b.set_bolt("sink", FailSome, 2).fields_grouping("split", ["word"])
+    result = complete_topology(
+        b.create_topology(), {"sentences": [[line] for line in lines]},
+        conf={"topology.workers": 2, "topology.acker.executors": 2,
+              "topology.max.spout.pending": None}, timeout=60)
+    assert len(set(PORTS.values())) == 2, f"tasks all in one worker: {PORTS}"
+    # the mock spout of complete_topology replays nothing: each bad sentence fails once,
+    # every other sentence (sharing runs with the bad ones) is acked
+    assert result.failed == bad
+    assert result.acked == set(range(200)) - bad
+
+
+def test_a_malformed_run_is_dropped_and_the_worker_goes_on(caplog: Any) -> None:
+    _reset()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 1)
+    b.set_bolt("record", Record, 2).all_grouping("numbers")
+    with LocalCluster() as cluster, caplog.at_level(logging.WARNING):
+        cluster.submit_topology("runs", {"topology.workers": 2, "topology.acker.executors": 0,
+                                         "test.numbers": 10**9}, b.create_topology())
+        wait_until(lambda: len(SEEN) == 2 and all(len(v) > 100 for v in SEEN.values()), 30,
+                   message="both record tasks receiving")
+        (src, dest), = [(s, d) for s, d in SEEN if PORTS[d] != PORTS[s]] or [(0, 0)]
+        assert dest, f"no record task in the other worker: {PORTS}"
+        bad = [[-dest, src, "default", [[1], [2]], [5], [[7], 0]],      # 2 values, 1 id
+               [-dest, src, "default", [[1]], [5], [0]]]                # roots refer back
+        conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", PORTS[dest])
+        for entries in bad:
+            conn.send([(0, msgpack.packb(entries))])
+        wait_until(lambda: sum("malformed batch" in r.getMessage() for r in caplog.records)
+                   >= 2, 10, message=lambda: f"no warning for the malformed runs: {caplog.text}")
+        before = len(SEEN[(src, dest)])
+        wait_until(lambda: len(SEEN[(src, dest)]) > before + 100, 10,
+                   message="the worker stopped delivering after the malformed runs")
