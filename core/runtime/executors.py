@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _perf = time.perf_counter
+#: how long one pass over a bolt's queue may run when it takes more than one batch
+PASS_SECONDS = 0.005
 
 
 class Executor:
@@ -71,7 +73,7 @@ class BoltExecutor(Executor):
             if self.lazy:
                 n = self._run_lazy(ts, q, batch)
             elif self.batch_mode:
-                n = min(n, batch)
+                n = n if n <= batch else max(batch, min(n >> 1, ts.pass_cap))
                 if n == len(q):
                     tuples = list(q)
                     q.clear()
@@ -79,9 +81,14 @@ class BoltExecutor(Executor):
                     tuples = [q.popleft() for _ in range(n)]
                 self._run_batch(ts, tuples)
             else:
-                n = min(n, batch)
+                n = n if n <= batch else max(batch, min(n >> 1, ts.pass_cap))
                 self._run_tuples(ts, q, n)
-            ts.exec_ms += (_perf() - t0) * 1000.0
+            spent = _perf() - t0
+            # a long queue is taken half at a time (a bolt that gets more per input than it
+            # gets passes - a split - keeps up without tripping backpressure), but a pass
+            # never takes much more than PASS_SECONDS of this bolt's measured time per tuple
+            ts.pass_cap = int(PASS_SECONDS * n / spent) if spent > 0 else n << 1
+            ts.exec_ms += spent * 1000.0
             ts.exec_n += n
             ts.executed += n
             done += n

@@ -85,6 +85,7 @@ class TaskState:
         self.current: Tuple | None = None
         self.ticks = 0               # tick tuples queued since the last batch (batch bolts)
         self.run_extra = 0           # tuples in queued TupleRuns beyond one per run
+        self.pass_cap = 0            # most tuples one pass may take (set from measured cost)
         # counters, folded into stats on a timer
         self.emitted = 0
         self.transferred = 0
