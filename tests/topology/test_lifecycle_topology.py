@@ -299,3 +299,63 @@ def test_config_precedence() -> None:
     assert other["app.t"] == "topology-built" and other["app.cl"] == "cluster"
     assert own["topology.name"] == "conf" and own["topology.message.timeout.secs"] == 30
     assert CONFS["numbers"]["app.n"] == 1 and "app.n" not in other
+
+
+# -- how much of a queue one pass takes ---------------------------------------------------------
+
+PASS_TIMES: dict[str, list[float]] = {"probe": [], "slow": []}
+
+
+class Burst(Spout):
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.left = conf["test.burst"]
+
+    def next_tuple(self) -> None:
+        while self.left:                 # the whole burst in one call: one long queue
+            self.left -= 1
+            self.emit([self.left])
+
+
+class Ticker(Spout):
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        self.emit([0])
+
+
+class SlowWork(Bolt):
+    def process(self, tup: Any) -> None:
+        time.sleep(0.002)                 # simulates 2 ms of work per tuple (not a wait)
+        PASS_TIMES["slow"].append(time.monotonic())
+
+
+class Probe(Bolt):
+    def process(self, tup: Any) -> None:
+        PASS_TIMES["probe"].append(time.monotonic())
+
+
+def test_a_slow_bolt_with_a_long_queue_does_not_hold_the_worker(cluster: LocalCluster) -> None:
+    """A pass over a long queue takes only a few milliseconds' worth of a slow bolt's tuples,
+    so the other executors of the worker keep their turns."""
+    for times in PASS_TIMES.values():
+        times.clear()
+    burst = 600
+    b = TopologyBuilder()
+    b.set_spout("burst", Burst)
+    b.set_spout("ticker", Ticker)
+    b.set_bolt("slow", SlowWork).shuffle_grouping("burst")
+    b.set_bolt("probe", Probe).shuffle_grouping("ticker")
+    cluster.submit_topology("pass", {"test.burst": burst, "topology.acker.executors": 0,
+                                     "topology.transfer.batch.size": 5,
+                                     "topology.executor.receive.buffer.size": 1_000_000},
+                            b.create_topology())
+    wait_until(lambda: len(PASS_TIMES["slow"]) >= burst, 30,
+               message=lambda: f"slow bolt processed {len(PASS_TIMES['slow'])} of {burst}")
+    start, end = PASS_TIMES["slow"][0], PASS_TIMES["slow"][-1]
+    probe = [t for t in PASS_TIMES["probe"] if start <= t <= end]
+    gaps = [b - a for a, b in zip(probe, probe[1:])]
+    assert probe and max(gaps) < 0.4, (
+        f"the probe bolt waited {max(gaps, default=end - start):.3f} s for a turn while the "
+        f"slow bolt worked through its queue ({end - start:.2f} s)")
