@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -125,7 +126,7 @@ def workers_cpu(tmp: Path) -> float:
 
 
 def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, batch: bool,
-             seconds: float, extra: list[str] = ()) -> tuple[float, float, float]:
+             seconds: float, extra: Sequence[str] = ()) -> tuple[float, float, float]:
     """(words/s, submit -> first tuple s, words per CPU second of the worker processes)"""
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as d:
         tmp = Path(os.environ.get("SQUALL_BENCH_KEEP") or d)

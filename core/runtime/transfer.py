@@ -44,6 +44,9 @@ RUN_BATCHES = 10
 Key = tuple[str, int]
 
 
+_NOTHING = object()
+
+
 class _Run:
     """Outbound: tuples from one source task on one stream for one remote task, in the order
     they were emitted, sent as one wire run (``ids``/``roots`` are None when untracked)."""
@@ -56,7 +59,7 @@ class _Run:
         self.values: list[Any] = []
         self.ids: list[Any] | None = [] if tracked else None
         self.roots: list[Any] | None = [] if tracked else None
-        self.last_roots: Any = None
+        self.last_roots: Any = _NOTHING      # the roots the last non-0 roots entry holds
 
 
 class Transfer:
@@ -110,7 +113,7 @@ class Transfer:
             run.values.append(tup.values)
             run.ids.append(tid)                 # type: ignore[union-attr]
             roots = tup.roots
-            if roots is run.last_roots and len(run.values) > 1:
+            if roots is run.last_roots:
                 run.roots.append(0)             # type: ignore[union-attr]  # same as before
             else:
                 run.roots.append(roots)         # type: ignore[union-attr]
