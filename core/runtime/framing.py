@@ -41,6 +41,10 @@ __all__ = [
     "GarbageLog",
     "decode",
     "encode",
+    "SINGLE_HEAD",
+    "single",
+    "single_head",
+    "single_task",
     "frame_length",
 ]
 
@@ -50,24 +54,30 @@ HEADER = struct.Struct("<BBHIQ")
 #: a sanity bound on ``count`` so a garbage header cannot make the decoder allocate gigabytes
 MAX_MESSAGES = 1 << 24
 _ONE = struct.Struct("<BBHIQiI")  # header + a single (task id, length) pair: the batch-of-1 path
+_ONE_HEAD = HEADER.pack(MAGIC, VERSION, 0, 1, 0)[:8]     # magic, version, reserved, count 1
+_ONE_TAIL = struct.Struct("<QiI").pack                  # length, task id, payload length
+#: bytes before the payload in a one-message frame
+SINGLE_HEAD = _ONE.size
 
 
 class FrameError(TransportError):
     """Bytes that are not a valid squall frame (wrong magic/version, inconsistent lengths)."""
 
 
-def encode(messages: list[tuple[int, bytes]]) -> bytes:
-    """Encode a batch into one frame. Raises FrameError for a bad task id or payload type."""
+def encode(messages: list[tuple[int, bytes]], prefix: bytes = b"") -> bytes:
+    """Encode a batch into one frame, after ``prefix`` (a transport's own header, joined in
+    the same copy). Raises FrameError for a bad task id or payload type."""
     n = len(messages)
     try:
         if n == 1:
             task, payload = messages[0]
             size = len(payload)
-            return _ONE.pack(MAGIC, VERSION, 0, 1, _ONE.size + size, task, size) + payload
+            return b"".join((prefix, _ONE_HEAD, _ONE_TAIL(_ONE.size + size, task, size),
+                             payload))
         task_ids, payloads = zip(*messages, strict=True) if n else ((), ())
         lengths = list(map(len, payloads))
         total = HEADER.size + 8 * n + sum(lengths)
-        parts = [HEADER.pack(MAGIC, VERSION, 0, n, total), _ids(n).pack(*task_ids),
+        parts = [prefix, HEADER.pack(MAGIC, VERSION, 0, n, total), _ids(n).pack(*task_ids),
                  _lens(n).pack(*lengths)]
         parts.extend(payloads)
         return b"".join(parts)
@@ -90,25 +100,55 @@ def frame_length(header: bytes) -> int:
     return int(total)
 
 
-def decode(frame: bytes | bytearray | memoryview) -> list[tuple[int, bytes]]:
-    """Decode one frame into ``[(task_id, payload), ...]``; raises FrameError if invalid."""
-    size = len(frame)
-    total = frame_length(bytes(frame[:HEADER.size]))
+def single(frame: bytes) -> tuple[int, bytes] | None:
+    """The one ``(task_id, payload)`` of a valid one-message frame, else None (then use
+    :func:`decode`, which also says what is wrong). The receive fast path."""
+    task = single_task(frame, len(frame))
+    return None if task is None else (task, frame[_ONE.size:])
+
+
+def single_task(head: bytes, size: int) -> int | None:
+    """The task id if ``head`` (a frame's first :data:`SINGLE_HEAD` bytes or more) starts a
+    valid one-message frame of ``size`` bytes in all; else None. Lets a transport copy only
+    the payload out of a frame it holds in its own buffer."""
+    if size >= _ONE.size and len(head) >= _ONE.size:
+        magic, version, _, count, total, task, length = _ONE.unpack_from(head)
+        if (count == 1 and magic == MAGIC and version == VERSION and total == size
+                and _ONE.size + length == size):
+            return int(task)
+    return None
+
+
+def single_head(task: int, size: int) -> bytes:
+    """The :data:`SINGLE_HEAD` bytes that start a one-message frame of a ``size``-byte payload
+    (for a transport that sends header and payload without joining them first)."""
+    try:
+        return _ONE_HEAD + _ONE_TAIL(_ONE.size + size, task, size)
+    except struct.error as exc:
+        raise FrameError(f"cannot frame task id {task!r}: {exc}") from exc
+
+
+def decode(frame: bytes | bytearray | memoryview, offset: int = 0) -> list[tuple[int, bytes]]:
+    """Decode the frame that starts ``offset`` bytes into ``frame`` (and runs to its end) into
+    ``[(task_id, payload), ...]``; raises FrameError if invalid."""
+    buf = frame if frame.__class__ is bytes else bytes(frame)
+    size = len(buf) - offset
+    if size >= _ONE.size:
+        magic, version, _, count, total, task, length = _ONE.unpack_from(buf, offset)
+        if count == 1 and magic == MAGIC and version == VERSION and total == size:
+            # the common case (one message per frame, as workers send): one struct call
+            if _ONE.size + length != size:
+                raise FrameError("payload length does not match frame length")
+            return [(task, buf[offset + _ONE.size:])]
+    total = frame_length(buf[offset:offset + HEADER.size])
     if total != size:
         raise FrameError(f"frame length {size} does not match header {total}")
-    count = HEADER.unpack_from(frame)[3]
-    buf = frame if isinstance(frame, bytes) else bytes(frame)
-    if count == 1:
-        task, length = struct.unpack_from("<iI", buf, HEADER.size)
-        start = HEADER.size + 8
-        if start + length != size:
-            raise FrameError("payload length does not match frame length")
-        return [(task, buf[start:])]
-    off = HEADER.size
+    count = HEADER.unpack_from(buf, offset)[3]
+    off = offset + HEADER.size
     tasks = _ids(count).unpack_from(buf, off)
     lengths = _lens(count).unpack_from(buf, off + 4 * count)
     pos = off + 8 * count
-    if pos + sum(lengths) != size:
+    if pos - offset + sum(lengths) != size:
         raise FrameError("payload lengths do not add up to the frame length")
     ends = list(accumulate(lengths, initial=pos))
     return list(zip(tasks, [buf[a:b] for a, b in zip(ends, ends[1:], strict=False)],

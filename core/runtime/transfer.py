@@ -16,8 +16,8 @@ stored by column:
 
 Individual tuples are folded into runs as they are queued (:meth:`Transfer.send_remote`), so a
 batch of single emits costs the serializer one list per tuple instead of an entry each.
-Anything that cannot be delivered fails back to the acker so spouts replay it. Everything except :meth:`recv_loop`
-runs on the worker's loop thread.
+Anything that cannot be delivered fails back to the acker so spouts replay it. Everything
+except :meth:`recv_loop` runs on the worker's loop thread.
 """
 from __future__ import annotations
 

@@ -3,10 +3,12 @@
 * ``bind`` starts a gRPC server on ``127.0.0.1:<port>`` serving ``Transfer.Stream`` (a
   bidirectional call: ``Batch`` messages in, each holding one frame of
   :mod:`squall.runtime.framing`, and ``Ack`` messages out). Each inbound stream runs in a
-  server thread that appends the frames to a bounded inbox and acknowledges them, one
-  cumulative ack for all the batches that arrived meanwhile; when the
-  inbox is full that thread waits, so HTTP/2 flow control slows the sender down rather than
-  memory growing.
+  server thread that appends the frames to a bounded inbox; when the inbox is full that
+  thread waits, so HTTP/2 flow control slows the sender down rather than memory growing.
+  Batches are acknowledged once ``recv`` delivered them: one cumulative ack per sender
+  covers every batch delivered until the stream was idle for 2 ms (or 32 ``recv`` calls).
+  A batch resent after a broken stream that the receiver already holds is dropped (and
+  acknowledged at once if it was delivered).
 * ``connect`` opens a channel and ONE stream per connection, fed by a background thread.
   ``send`` only encodes and adds the batch to the connection's window of unacknowledged
   batches (``squall.transport.send.buffer.messages`` batches, default 10000); it raises
@@ -14,7 +16,9 @@
   connection is closed. A batch leaves the window when the receiver acknowledges it. A broken
   stream is reopened (the channel redials within 50 ms .. 1 s) and starts by sending the
   whole window again, oldest first; the receiver drops what it already holds, so a receiver
-  restart loses nothing that ``send`` accepted and delivers nothing twice.
+  restart loses nothing that ``send`` accepted. The one way to see a batch twice: a receiver
+  delivered it and died before its ack reached the sender (``close`` waits briefly for the
+  acks of what ``recv`` returned to go out).
 * ``recv`` waits on a condition variable (the GIL is released) and returns every queued
   message. Invalid frames are logged once per peer and dropped.
 
@@ -51,8 +55,25 @@ __all__ = ["GrpcTransport"]
 log = logging.getLogger(__name__)
 _CLOSE_GRACE = 0.2
 _END = object()
+_ACK = object()
+_ACK_NOW = object()
+#: a stream acknowledges what recv delivered once it owes this many recv calls' worth, or
+#: when nothing else happened for _ACK_DELAY seconds
+_ACK_EVERY = 32
+_ACK_DELAY = 0.002
 _BACKOFF = {"grpc.initial_reconnect_backoff_ms": 50, "grpc.min_reconnect_backoff_ms": 50,
             "grpc.max_reconnect_backoff_ms": 1000}
+
+
+class _Session:
+    """What a receiver knows of one sender session: the highest batch it holds (in its inbox
+    or delivered), the highest ``recv`` delivered, and the stream that answers for it now."""
+
+    __slots__ = ("held", "delivered", "stream")
+
+    def __init__(self, stream: queue.SimpleQueue[Any]) -> None:
+        self.held = self.delivered = 0
+        self.stream = stream
 
 
 class GrpcReceiver(Connection, pb_grpc.TransferServicer):
@@ -62,63 +83,77 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
         self.port = 0
         self.server: grpc.Server | None = None
         self._limit = limit
-        self._frames: collections.deque[tuple[bytes, str]] = collections.deque()
+        #: (frame, peer, session id, seq) in arrival order
+        self._frames: collections.deque[tuple[bytes, str, bytes, int]] = collections.deque()
         self._cond = threading.Condition()
         self._closed = False
-        self._held: dict[bytes, int] = {}     # sender session -> highest seq held
+        self._sessions: dict[bytes, _Session] = {}
         self.garbage = GarbageLog(log, "grpc receiver")
 
     def Stream(self, request_iterator: Iterator[pb.Batch],
                context: grpc.ServicerContext) -> Iterator[pb.Ack]:
-        """Server thread, one per inbound stream: move frames into the inbox, acknowledge.
+        """One inbound stream: a reader thread moves its batches into the inbox; this server
+        thread writes the acknowledgements of what ``recv`` delivered.
 
-        A helper thread reads the stream, so this one can take every batch that already
-        arrived and answer them with one cumulative ack."""
-        peer, cond, frames, held = context.peer(), self._cond, self._frames, self._held
-        arrived: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        ``recv`` puts an ``_ACK`` in ``events`` when it delivered batches of a session this
+        stream answers for; acks owed wait up to ``_ACK_DELAY`` for more deliveries, so one
+        cumulative ack covers many batches."""
+        peer, cond, frames, sessions = context.peer(), self._cond, self._frames, self._sessions
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        mine: dict[bytes, _Session] = {}       # sessions heard on this stream (under cond)
 
-        def pump() -> None:
+        def read() -> None:
             try:
                 for batch in request_iterator:
-                    arrived.put(batch)
-            except Exception:  # the call ended (cancelled, peer gone): so does the stream
-                pass
-            arrived.put(_END)
-
-        threading.Thread(target=pump, name="squall-grpc-recv-pump", daemon=True).start()
-        ended = False
-        while not ended:
-            batch = arrived.get()
-            if batch is _END:
-                return
-            top, fresh = 0, []
-            while True:
-                session, seq = batch.session, batch.seq
-                with cond:
-                    if not seq or seq > held.get(session, 0):   # seq 0: not numbered
+                    sid, seq = batch.session, batch.seq
+                    with cond:
+                        state = None
+                        if seq:                    # seq 0: not numbered, never acknowledged
+                            state = sessions.get(sid)
+                            if state is None:
+                                state = sessions[sid] = _Session(events)
+                            state.stream = events  # acks for this session go out here now
+                            mine[sid] = state
+                            if seq <= state.held:
+                                # a resend of what this receiver holds: what was delivered
+                                # is acknowledged at once, the rest when recv takes it
+                                events.put(_ACK_NOW)
+                                continue
                         while len(frames) >= self._limit and not self._closed:
                             cond.wait(0.5)
                         if self._closed:
-                            context.abort(grpc.StatusCode.UNAVAILABLE, "receiver closed")
-                        if seq:
-                            held[session] = seq
-                        fresh.append(batch.frame)
-                top = max(top, seq)
-                try:
-                    batch = arrived.get_nowait()
-                except queue.Empty:
-                    break
-                if batch is _END:
-                    ended = True
-                    break
-            # the ack goes out before recv() can see the frames: a batch this receiver has
-            # delivered is never in its sender's window any more, so never sent again
-            yield pb.Ack(seq=top)
-            if fresh:
-                with cond:
-                    if not self._closed:
-                        frames.extend((frame, peer) for frame in fresh)
+                            break
+                        if state is not None:
+                            state.held = seq
+                        frames.append((batch.frame, peer, sid, seq))
                         cond.notify()
+            except Exception:  # the call ended (cancelled, peer gone): so does the stream
+                pass
+            events.put(_END)
+
+        threading.Thread(target=read, name="squall-grpc-recv-read", daemon=True).start()
+        acked: dict[bytes, int] = {}           # what this stream acknowledged, per session
+        owed = 0                               # recv calls since the last acknowledgement
+        while True:
+            try:
+                event = events.get(timeout=_ACK_DELAY) if owed else events.get()
+            except queue.Empty:
+                event = _ACK_NOW
+            if event is _END:
+                if self._closed:
+                    context.abort(grpc.StatusCode.UNAVAILABLE, "receiver closed")
+                return
+            if event is _ACK:
+                owed += 1
+                if owed < _ACK_EVERY:
+                    continue
+            owed = 0
+            with cond:
+                due = [(sid, state.delivered) for sid, state in mine.items()
+                       if state.delivered > acked.get(sid, 0)]
+            for sid, seq in due:
+                acked[sid] = seq
+                yield pb.Ack(seq=seq)
 
     def send(self, messages: list[Message]) -> None:
         raise TransportError("a bound (receiving) connection cannot send")
@@ -132,7 +167,18 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
             taken = list(self._frames)
             self._frames.clear()
             self._cond.notify_all()      # wake stream threads waiting for room
-        return decode_frames(taken, self.garbage)
+            # what is delivered now is acknowledged by the stream that answers for it
+            streams = set()
+            sessions = self._sessions
+            for _, _, sid, seq in taken:
+                if seq:
+                    state = sessions[sid]
+                    if seq > state.delivered:
+                        state.delivered = seq
+                        streams.add(state.stream)
+        for stream in streams:
+            stream.put(_ACK)
+        return decode_frames([(frame, peer) for frame, peer, _, _ in taken], self.garbage)
 
     def close(self) -> None:
         with self._cond:

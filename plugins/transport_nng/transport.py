@@ -6,13 +6,16 @@
 * Every sending connection is a *session* (8 random bytes) that numbers its batches 1, 2, 3...
   One ``send`` = one nng message: a 25-byte header ``"!B8sQQ"`` (kind ``S``, session, sequence
   number, lowest sequence number not yet acknowledged) then one frame of
-  :mod:`squall.runtime.framing`.
+  :mod:`squall.runtime.framing`. A one-message batch (what workers send) is copied once on
+  each side, like a bare nng message: the sender writes header and payload straight into
+  nng's buffer, the receiver copies the payload straight out of it.
 * The receiver delivers each session's batches strictly in sequence: the one after the last it
   delivered or, for a session it does not know yet (a new sender, or this receiver was
   restarted), the one whose number is the header's "lowest not yet acknowledged". Anything
-  else (a duplicate, or a batch after a gap) is dropped without a word. After each ``recv`` it
-  answers every session it heard from with one cumulative ack ``"!B8sQ"`` (kind ``A``,
-  session, highest delivered) on that peer's pipe only.
+  else (a duplicate, or a batch after a gap) is dropped without a word. It answers every
+  session it delivered from with one cumulative ack ``"!B8sQ"`` (kind ``A``, session, highest
+  delivered) on that peer's pipe only, at most every 2 ms while batches keep coming, and at
+  the latest 2 ms after the last one (a ``recv`` waiting with acks owed sends them then).
 * The sender keeps every batch not yet acknowledged, at most ``send.buffer`` of them (the
   window). ``send`` never blocks: it raises :class:`~squall.errors.TransportError` when the
   window is full (peer slow or gone) and then keeps nothing of that batch. A batch ``send``
@@ -22,8 +25,8 @@
   re-sends the whole window in order, and the receiver's sequence rule drops the copies it
   already delivered and anything nng still had queued from before the reconnection.
 * The one way to see a batch twice: a receiver delivered it and died before its ack reached
-  the sender. To make that rare, ``recv`` acks before returning and a receiver's ``close``
-  waits up to 50 ms after its last ack so nng can put it on the wire.
+  the sender. To make that rare, acks go out within 2 ms of delivery, and a receiver's
+  ``close`` sends the acks it owes and waits up to 50 ms so nng can put them on the wire.
 * ``recv`` blocks inside nng (the GIL is released) and returns everything already queued (nng
   queues up to 64 messages ahead of it). It reads messages through pynng's cffi layer
   (``pynng._nng``) to learn each one's pipe in fewer GIL-releasing calls than ``recv_msg``.
@@ -58,7 +61,16 @@ from pynng._nng import ffi as _ffi, lib as _lib
 from pynng.exceptions import check_err
 
 from squall.errors import ConfigError, TransportError
-from squall.runtime.framing import MAGIC, FrameError, GarbageLog, decode, encode
+from squall.runtime.framing import (
+    MAGIC,
+    SINGLE_HEAD,
+    FrameError,
+    GarbageLog,
+    decode,
+    encode,
+    single_head,
+    single_task,
+)
 from squall.spi.transport import Connection, Message, Transport
 
 __all__ = ["NngTransport"]
@@ -71,9 +83,17 @@ _DATA = struct.Struct("!B8sQQ")
 #: acknowledgement: kind, session, highest sequence number delivered
 _ACK = struct.Struct("!B8sQ")
 _KIND_DATA, _KIND_ACK = ord("S"), ord("A")
+_KIND_DATA_BYTE = b"S"
+#: payloads from this size on are copied into nng's buffer without joining them to their
+#: header first: below it, the two extra calls into nng cost more than the copy saves
+_SPLIT = 16 * 1024
+#: bytes before the payload of a data message holding a one-message frame
+_HEADS = _DATA.size + SINGLE_HEAD
 _MAGIC_BYTE = bytes([MAGIC])
 #: the largest frame ``send`` accepts (the receiver refuses messages over MAX_MESSAGE)
 _MAX_FRAME = MAX_MESSAGE - _DATA.size - 64
+#: acks owed wait this long (ms) for more batches, so one ack covers many
+_ACK_DELAY_MS = 2
 #: how long a receiver's ``close`` lets nng flush the acks it just sent
 _ACK_LINGER = 0.05
 #: acks a sender's socket queues before its pipe stops reading (acks are 17 bytes)
@@ -96,6 +116,8 @@ class NngReceiver(Connection):
         self._timeout_ms: int | None = None
         self._closed = False
         self._last_ack = 0.0
+        #: session -> (pipe, highest delivered): acks not sent yet
+        self._owed: dict[bytes, tuple[int, int]] = {}
         #: session -> (highest sequence number delivered, id of the pipe it last came on)
         self._sessions: dict[bytes, tuple[int, int]] = {}
         self._prune_at = _SESSIONS
@@ -108,18 +130,30 @@ class NngReceiver(Connection):
     def recv(self, timeout: float | None = None) -> list[Message]:
         if self._closed:
             return []
-        sock = self._sock
         ms = -1 if timeout is None else max(0, int(timeout * 1000))
         try:
-            if ms != self._timeout_ms:
-                sock.recv_timeout = self._timeout_ms = ms
-            received = [_recv_raw(sock, True)]
+            first = None
+            if self._owed:
+                # acks are owed: wait a moment for more batches before sending them
+                brief = _ACK_DELAY_MS if ms < 0 else min(ms, _ACK_DELAY_MS)
+                first = self._wait(brief)
+                if first is None:
+                    self._send_acks()
+                    if ms == brief:
+                        return []
+                    ms = ms - brief if ms > 0 else ms
+            if first is None:
+                first = self._wait(ms)
+                if first is None:
+                    return []
+            received = [first]
+            sock = self._sock
             while True:
                 try:
                     received.append(_recv_raw(sock, False))
                 except pynng.TryAgain:
                     break
-        except (pynng.Timeout, pynng.TryAgain, pynng.Closed):
+        except (pynng.TryAgain, pynng.Closed):
             return []
         except pynng.NNGException as exc:
             if self._closed:
@@ -127,12 +161,30 @@ class NngReceiver(Connection):
             raise TransportError(f"nng receive failed on port {self.port}: {exc}") from exc
         return self._accept(received)
 
-    def _accept(self, received: list[tuple[bytes, int]]) -> list[Message]:
+    def _wait(self, ms: int) -> tuple[bytes, int, tuple[int, bytes] | None] | None:
+        """The next message, waiting up to ``ms`` (-1: for ever); None on timeout."""
+        if ms != self._timeout_ms:
+            self._sock.recv_timeout = self._timeout_ms = ms
+        try:
+            return _recv_raw(self._sock, True)
+        except pynng.Timeout:
+            return None
+
+    def _send_acks(self) -> None:
+        """One cumulative ack per session owed one, on the pipe it last came on."""
+        owed, self._owed = self._owed, {}
+        sock = self._sock
+        for session, (pipe, last) in owed.items():
+            _send_raw(sock, pipe, _ACK.pack(_KIND_ACK, session, last))
+        self._last_ack = time.monotonic()
+
+    def _accept(self, received: list[tuple[bytes, int, tuple[int, bytes] | None]]
+                ) -> list[Message]:
         """Deliver what is next in each session, ack every session heard from."""
         out: list[Message] = []
         sessions = self._sessions
         acks: dict[bytes, tuple[int, int]] = {}
-        for data, pipe in received:
+        for data, pipe, one in received:
             if len(data) >= _DATA.size and data[0] == _KIND_DATA:
                 _, session, seq, floor = _DATA.unpack_from(data)
                 state = sessions.get(session)
@@ -145,11 +197,14 @@ class NngReceiver(Connection):
                         continue
                     last = seq - 1
                 if seq == last + 1:
-                    try:
-                        batch = decode(data[_DATA.size:])
-                    except FrameError as exc:
-                        self._garbage(pipe, exc)
-                        continue
+                    if one is not None:
+                        batch = [one]
+                    else:
+                        try:
+                            batch = decode(data, _DATA.size)
+                        except FrameError as exc:
+                            self._garbage(pipe, exc)
+                            continue
                     last = seq
                     if state is None and len(sessions) >= self._prune_at:
                         self._prune()
@@ -167,10 +222,9 @@ class NngReceiver(Connection):
             else:
                 self._garbage(pipe, FrameError(f"not a squall nng message ({len(data)} bytes)"))
         if acks:
-            sock = self._sock
-            for session, (pipe, last) in acks.items():
-                _send_raw(sock, pipe, _ACK.pack(_KIND_ACK, session, last))
-            self._last_ack = time.monotonic()
+            self._owed.update(acks)
+            if time.monotonic() - self._last_ack >= _ACK_DELAY_MS / 1000:
+                self._send_acks()
         return out
 
     def _garbage(self, pipe: int, exc: FrameError) -> None:
@@ -195,23 +249,61 @@ class NngReceiver(Connection):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._owed:
+                try:
+                    self._send_acks()
+                except pynng.NNGException:
+                    pass
             linger = self._last_ack + _ACK_LINGER - time.monotonic()
             if linger > 0:          # let nng put the last acks on the wire
                 threading.Event().wait(min(linger, _ACK_LINGER))
         self._sock.close()
 
 
-def _recv_raw(sock: pynng.Socket, block: bool) -> tuple[bytes, int]:
-    """One message and the id of the pipe it came on, in fewer C calls than ``recv_msg``."""
+def _recv_raw(sock: pynng.Socket, block: bool
+              ) -> tuple[bytes, int, tuple[int, bytes] | None]:
+    """One message as ``(data, pipe id, one)``, in fewer C calls than ``recv_msg``.
+
+    For a data message holding a one-message frame (what workers send) only the headers are
+    copied into ``data`` and ``one`` is ``(task id, payload)``, the payload copied straight out
+    of nng's buffer; otherwise ``data`` is the whole message and ``one`` is None."""
     msg_p = _ffi.new("nng_msg **")
     check_err(_lib.nng_recvmsg(sock.socket, msg_p, 0 if block else _lib.NNG_FLAG_NONBLOCK))
     msg = msg_p[0]
     try:
         size = _lib.nng_msg_len(msg)
-        data = _ffi.buffer(_lib.nng_msg_body(msg), size)[:] if size else b""
-        return data, _lib.nng_msg_get_pipe(msg).id
+        if not size:
+            return b"", _lib.nng_msg_get_pipe(msg).id, None
+        body = _ffi.cast("char *", _lib.nng_msg_body(msg))
+        pipe = _lib.nng_msg_get_pipe(msg).id
+        if size >= _HEADS and body[0] == _KIND_DATA_BYTE:
+            head = _ffi.buffer(body, _HEADS)[:]
+            task = single_task(head[_DATA.size:], size - _DATA.size)
+            if task is not None:
+                return head, pipe, (task, _ffi.buffer(body + _HEADS, size - _HEADS)[:])
+        return _ffi.buffer(body, size)[:], pipe, None
     finally:
         _lib.nng_msg_free(msg)
+
+
+def _send_parts(sock: pynng.Socket, parts: tuple[bytes, ...]) -> bool:
+    """Send ``parts`` as one message, non-blocking, copying them straight into nng's buffer;
+    False if nng cannot take it now."""
+    size = sum(map(len, parts))
+    msg_p = _ffi.new("nng_msg **")
+    check_err(_lib.nng_msg_alloc(msg_p, size))
+    msg = msg_p[0]
+    body, pos = _ffi.cast("char *", _lib.nng_msg_body(msg)), 0
+    for part in parts:
+        _ffi.memmove(body + pos, part, len(part))
+        pos += len(part)
+    rv = _lib.nng_sendmsg(sock.socket, msg, _lib.NNG_FLAG_NONBLOCK)
+    if rv:                              # nng did not take the message: it is still ours
+        _lib.nng_msg_free(msg)
+        if rv == _lib.NNG_EAGAIN:
+            return False
+        check_err(rv)
+    return True
 
 
 def _send_raw(sock: pynng.Socket, pipe: int, data: bytes) -> None:
@@ -240,9 +332,9 @@ class NngSender(Connection):
         self._session = os.urandom(8)
         self._seq = 0           # last sequence number given out
         self._acked = 0         # highest sequence number the receiver acknowledged
-        #: (seq, frame) not acknowledged yet, oldest first; the first ``_sent`` were handed to
+        #: (seq, frame parts) not acknowledged yet, oldest first; the first ``_sent`` were handed to
         #: nng since the last reconnection, the rest wait for room in nng's queue
-        self._window: deque[tuple[int, bytes]] = deque()
+        self._window: deque[tuple[int, tuple[bytes, ...]]] = deque()
         self._sent = 0
         self._connects = 0
         self._rewind = False
@@ -257,10 +349,6 @@ class NngSender(Connection):
     def send(self, messages: list[Message]) -> None:
         if self._closed:
             raise TransportError(f"send on a closed connection to {self._address}")
-        frame = encode(messages)
-        if len(frame) > _MAX_FRAME:
-            raise TransportError(f"batch of {len(frame)} bytes is over nng's {MAX_MESSAGE} "
-                                 "byte message limit")
         with self._lock:
             if self._closed:
                 raise TransportError(f"send on a closed connection to {self._address}")
@@ -273,8 +361,20 @@ class NngSender(Connection):
                 if len(window) >= self._limit:
                     raise TransportError(
                         f"send buffer to {self._address} is full (peer slow or gone)")
-                self._seq += 1
-                window.append((self._seq, frame))
+                seq = self._seq + 1
+                one = messages[0] if len(messages) == 1 else None
+                if (one.__class__ is tuple and len(one) == 2 and one[1].__class__ is bytes
+                        and len(one[1]) >= _SPLIT):
+                    # a large payload goes to nng without being joined to its header here
+                    parts: tuple[bytes, ...] = (single_head(one[0], len(one[1])), one[1])
+                else:
+                    parts = (encode(messages),)
+                size = sum(map(len, parts))
+                if size > _MAX_FRAME:
+                    raise TransportError(f"batch of {size} bytes is over nng's "
+                                         f"{MAX_MESSAGE} byte message limit")
+                self._seq = seq
+                window.append((seq, parts))
                 if not self._pump():
                     self._wake.set()        # the background thread retries
             except pynng.NNGException as exc:
@@ -309,12 +409,15 @@ class NngSender(Connection):
             self._drain_acks()
             self._sent = 0
         window, sock, head = self._window, self._sock, _DATA.pack
-        floor = self._acked + 1
+        session, floor = self._session, self._acked + 1
         while self._sent < len(window):
-            seq, frame = window[self._sent]
-            try:
-                sock.send(head(_KIND_DATA, self._session, seq, floor) + frame, block=False)
-            except pynng.TryAgain:
+            seq, parts = window[self._sent]
+            if len(parts) == 1:     # small: one join here, then one call into nng
+                try:
+                    sock.send(head(_KIND_DATA, session, seq, floor) + parts[0], block=False)
+                except pynng.TryAgain:
+                    return False
+            elif not _send_parts(sock, (head(_KIND_DATA, session, seq, floor), *parts)):
                 return False
             self._sent += 1
         return True

@@ -23,6 +23,7 @@ The checks only use the public :class:`~squall.Transport` / :class:`~squall.Conn
   the receiver died (acker timeouts replay those), never any later one;
 * with a small buffer (``squall.transport.send.buffer.messages``) and a peer that is gone or
   never reads, ``send`` returns quickly or raises TransportError, and memory stays bounded;
+  with a buffer of 4 and a peer that reads, batches keep flowing (never refused for good);
 * close is idempotent, ``recv`` after close returns ``[]`` promptly (and a blocked ``recv``
   wakes up), ``send`` after close raises TransportError;
 * a batch that is not ``list[tuple[int, bytes]]`` makes ``send`` raise TransportError, and
@@ -245,6 +246,41 @@ class TransportContract:
         assert raised > 0, "3000 x 64 KiB never hit a bound"
         assert rss_bytes() - start_rss < 150 * MiB
         sender.close()
+
+    def test_small_buffer_keeps_flowing_while_the_receiver_reads(
+            self, make: Callable[..., Transport]) -> None:
+        """A buffer of 4 batches and a receiver that keeps reading: the sender may be told to
+        wait now and then, never for good (whatever the transport keeps for a peer is
+        released as the peer takes it, without more traffic to carry the news)."""
+        transport = make({"squall.transport.send.buffer.messages": 4})
+        receiver = transport.bind(TOPOLOGY, 0)
+        sender = transport.connect(TOPOLOGY, self.host, receiver.port)
+        got: list[Message] = []
+        stop = threading.Event()
+
+        def read() -> None:
+            while not stop.is_set() and len(got) < 200:
+                got.extend(receiver.recv(0.5))
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        sent = [(1, _seq(1, i)) for i in range(200)]
+        try:
+            for msg in sent:
+                deadline = time.monotonic() + 10
+                while True:
+                    try:
+                        sender.send([msg])
+                        break
+                    except TransportError:
+                        assert time.monotonic() < deadline, (
+                            f"send still refused after 10 s with {len(got)} of 200 received")
+                        threading.Event().wait(0.001)
+            wait_until(lambda: len(got) >= 200)
+        finally:
+            stop.set()
+            reader.join(5)
+        assert got == sent
 
     # -- close -------------------------------------------------------------------------------
 

@@ -41,8 +41,9 @@ def _raw_grpc(port: int) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.TransferStub(channel)
         acks = list(stub.Stream(iter([pb.Batch(frame=f) for f in [*JUNK, encode(GOOD)]])))
-        # unnumbered batches (seq 0) are taken and acknowledged (acks may be coalesced)
-        assert 1 <= len(acks) <= 4 and {a.seq for a in acks} == {0}
+        # unnumbered batches (seq 0) are taken; there is nothing to acknowledge, and the
+        # stream ends cleanly once the client is done
+        assert acks == []
 
 
 @pytest.mark.parametrize("cls, raw", [(ZmqTransport, _raw_zmq), (NngTransport, _raw_nng),

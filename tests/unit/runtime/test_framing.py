@@ -6,7 +6,18 @@ import logging
 import pytest
 
 from squall import TransportError
-from squall.runtime.framing import HEADER, FrameError, GarbageLog, decode, encode, frame_length
+from squall.runtime.framing import (
+    HEADER,
+    SINGLE_HEAD,
+    FrameError,
+    GarbageLog,
+    decode,
+    encode,
+    frame_length,
+    single,
+    single_head,
+    single_task,
+)
 
 
 @pytest.mark.parametrize("batch", [
@@ -18,6 +29,31 @@ def test_round_trip(batch: list[tuple[int, bytes]]) -> None:
     assert frame_length(frame[:HEADER.size]) == len(frame)
     assert decode(frame) == batch
     assert decode(memoryview(frame)) == batch
+
+
+@pytest.mark.parametrize("batch", [[(7, b"payload")], [(0, b"")], [(1, b"a"), (2, b"bc")]])
+def test_a_transport_header_before_the_frame(batch: list[tuple[int, bytes]]) -> None:
+    prefix = b"HDR\x00\x01"
+    data = encode(batch, prefix)
+    assert data.startswith(prefix) and data[len(prefix):] == encode(batch)
+    assert decode(data, len(prefix)) == batch
+
+
+def test_one_message_fast_paths_agree_with_decode() -> None:
+    frame = encode([(42, b"x" * 1000)])
+    assert single(frame) == (42, b"x" * 1000) == tuple(decode(frame)[0])
+    assert single_task(frame[:SINGLE_HEAD], len(frame)) == 42
+    assert single_head(42, 1000) + b"x" * 1000 == frame
+    # not a one-message frame, or not a frame at all: None, and decode tells what is wrong
+    two = encode([(1, b"a"), (2, b"b")])
+    assert single(two) is None and decode(two) == [(1, b"a"), (2, b"b")]
+    for junk in (frame[:-1], frame + b"x", b"\x00" * 40, b"", frame[:SINGLE_HEAD]):
+        assert single(junk) is None
+        with pytest.raises(FrameError):
+            decode(junk)
+    assert single_task(frame[:SINGLE_HEAD], len(frame) + 1) is None
+    with pytest.raises(FrameError):
+        single_head(2**40, 1)
 
 
 @pytest.mark.parametrize("bad", [[(1, "text")], [(1, "a"), (2, b"")], [("t", b"")],
