@@ -319,6 +319,8 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
         if not isinstance(entry, str) and not (isinstance(entry, dict) and "class" in entry):
             raise ConfigError("each topology.metrics.consumer.register entry must be a name or "
                               f"a mapping with a 'class' key, got {entry!r}")
+    from squall.runtime.gc_tuning import thresholds
+    thresholds(conf)
     drivers.validate_conf(dict(conf))
     if warn:
         for msg in warnings:

@@ -101,6 +101,12 @@ class WorkerProcess:
         conf = {**sup_conf, **tconf}
         self.conf = conf
         logging.getLogger().setLevel(str(conf.get("worker.log.level") or "INFO").upper())
+        from squall.errors import ConfigError
+        from squall.runtime import gc_tuning
+        try:
+            gc_tuning.apply(conf)
+        except ConfigError as exc:      # the worker runs on with the interpreter's defaults
+            log.error("%s", exc)
         pid_dir = self.worker_dir / "pids"
         pid_dir.mkdir(parents=True, exist_ok=True)
         (pid_dir / str(os.getpid())).touch()

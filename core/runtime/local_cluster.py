@@ -23,6 +23,7 @@ from typing import Any
 from squall import drivers
 from squall.api.topology import Topology
 from squall.errors import AlreadyAliveError, NotAliveError, TopologyError
+from squall.runtime import gc_tuning
 from squall.runtime.system import add_system_components, executor_stats
 from squall.runtime.worker import Worker
 
@@ -77,6 +78,7 @@ class LocalCluster:
         self.conf = base_conf(conf)
         self._on_worker_start = on_worker_start
         drivers.validate_conf(self.conf)
+        self._restore_gc = gc_tuning.apply(self.conf)
         self._topologies: dict[str, _Running] = {}
         self._lock = threading.RLock()
         self._store = drivers.driver("state", {**self.conf, "squall.state": "memory"})
@@ -103,6 +105,7 @@ class LocalCluster:
         if self._monitor.is_alive() and threading.current_thread() is not self._monitor:
             self._monitor.join(5)
         self._store.close()
+        self._restore_gc()
 
     def submit_topology(self, name: str, conf: dict[str, Any] | None, topology: Topology) -> str:
         """Start ``topology`` under ``name``; returns the topology id."""
