@@ -45,6 +45,7 @@ __all__ = [
     "single",
     "single_head",
     "single_task",
+    "split_frames",
     "frame_length",
 ]
 
@@ -153,6 +154,21 @@ def decode(frame: bytes | bytearray | memoryview, offset: int = 0) -> list[tuple
     ends = list(accumulate(lengths, initial=pos))
     return list(zip(tasks, [buf[a:b] for a, b in zip(ends, ends[1:], strict=False)],
                     strict=True))
+
+
+def split_frames(buf: bytes, count: int) -> list[bytes]:
+    """The ``count`` frames stored back to back in ``buf``; FrameError unless they fill it
+    exactly."""
+    frames, pos, size = [], 0, len(buf)
+    for _ in range(count):
+        total = frame_length(buf[pos:pos + HEADER.size])
+        if pos + total > size:
+            raise FrameError(f"frame of {total} bytes runs past the end ({size - pos} left)")
+        frames.append(buf[pos:pos + total])
+        pos += total
+    if pos != size:
+        raise FrameError(f"{size - pos} bytes after {count} frames")
+    return frames
 
 
 def decode_frames(frames: Iterable[tuple[bytes, Any]], garbage: GarbageLog

@@ -1,7 +1,7 @@
 """The gRPC transport (entry point ``grpc``), defined by ``transport.proto`` next to this file.
 
 * ``bind`` starts a gRPC server on ``127.0.0.1:<port>`` serving ``Transfer.Stream`` (a
-  bidirectional call: ``Batch`` messages in, each holding one frame of
+  bidirectional call: ``Batch`` messages in, each holding one or more frames of
   :mod:`squall.runtime.framing`, and ``Ack`` messages out). Each inbound stream runs in a
   server thread that appends the frames to a bounded inbox; when the inbox is full that
   thread waits, so HTTP/2 flow control slows the sender down rather than memory growing.
@@ -13,12 +13,13 @@
   ``send`` only encodes and adds the batch to the connection's window of unacknowledged
   batches (``squall.transport.send.buffer.messages`` batches, default 10000); it raises
   :class:`~squall.errors.TransportError` when the window is full (peer slow or gone) or the
-  connection is closed. A batch leaves the window when the receiver acknowledges it. A broken
-  stream is reopened (the channel redials within 50 ms .. 1 s) and starts by sending the
-  whole window again, oldest first; the receiver drops what it already holds, so a receiver
-  restart loses nothing that ``send`` accepted. The one way to see a batch twice: a receiver
-  delivered it and died before its ack reached the sender (``close`` waits briefly for the
-  acks of what ``recv`` returned to go out).
+  connection is closed. The batches that queue up while the stream is busy go out together
+  in one gRPC message (up to 64 of them, 4 MiB). A batch leaves the window when the receiver
+  acknowledges it. A broken stream is reopened (the channel redials within 50 ms .. 1 s) and
+  starts by sending the whole window again, oldest first; the receiver drops what it already
+  holds, so a receiver restart loses nothing that ``send`` accepted. The one way to see a
+  batch twice: a receiver delivered it and died before its ack reached the sender (``close``
+  waits briefly for the acks of what ``recv`` returned to go out).
 * ``recv`` waits on a condition variable (the GIL is released) and returns every queued
   message. Invalid frames are logged once per peer and dropped.
 
@@ -47,7 +48,7 @@ import grpc
 from squall.errors import ConfigError, TransportError
 from squall.plugins.transport_grpc._proto import transport_pb2 as pb
 from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
-from squall.runtime.framing import GarbageLog, decode_frames, encode
+from squall.runtime.framing import FrameError, GarbageLog, decode_frames, encode, split_frames
 from squall.spi.transport import Connection, Message, Transport
 
 __all__ = ["GrpcTransport"]
@@ -61,6 +62,8 @@ _ACK_NOW = object()
 #: when nothing else happened for _ACK_DELAY seconds
 _ACK_EVERY = 32
 _ACK_DELAY = 0.002
+#: at most this many queued batches go as one gRPC message
+_MERGE = 64
 _BACKOFF = {"grpc.initial_reconnect_backoff_ms": 50, "grpc.min_reconnect_backoff_ms": 50,
             "grpc.max_reconnect_backoff_ms": 1000}
 
@@ -105,31 +108,42 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
         def read() -> None:
             try:
                 for batch in request_iterator:
-                    sid, seq = batch.session, batch.seq
+                    sid, last, count = batch.session, batch.seq, batch.count or 1
+                    if count == 1:
+                        parts = [(batch.frame, last)]
+                    else:
+                        try:
+                            parts = list(zip(split_frames(batch.frame, count),
+                                             range(last - count + 1, last + 1), strict=True))
+                        except FrameError as exc:
+                            self.garbage.dropped(peer, exc)
+                            continue
                     with cond:
                         state = None
-                        if seq:                    # seq 0: not numbered, never acknowledged
+                        if last:                   # seq 0: not numbered, never acknowledged
                             state = sessions.get(sid)
                             if state is None:
                                 state = sessions[sid] = _Session(events)
                             state.stream = events  # acks for this session go out here now
                             mine[sid] = state
-                            if seq <= state.held:
+                        for frame, seq in parts:
+                            if state is not None and seq <= state.held:
                                 # a resend of what this receiver holds: what was delivered
                                 # is acknowledged at once, the rest when recv takes it
                                 events.put(_ACK_NOW)
                                 continue
-                        while len(frames) >= self._limit and not self._closed:
-                            cond.wait(0.5)
-                        if self._closed:
-                            break
-                        if state is not None:
-                            state.held = seq
-                        frames.append((batch.frame, peer, sid, seq))
+                            while len(frames) >= self._limit and not self._closed:
+                                cond.wait(0.5)
+                            if self._closed:
+                                return
+                            if state is not None:
+                                state.held = seq
+                            frames.append((frame, peer, sid, seq))
                         cond.notify()
             except Exception:  # the call ended (cancelled, peer gone): so does the stream
                 pass
-            events.put(_END)
+            finally:
+                events.put(_END)
 
         threading.Thread(target=read, name="squall-grpc-recv-read", daemon=True).start()
         acked: dict[bytes, int] = {}           # what this stream acknowledged, per session
@@ -198,10 +212,11 @@ class GrpcSender(Connection):
     of unacknowledged batches."""
 
     def __init__(self, channel: grpc.Channel, address: str, port: int, limit: int,
-                 linger: float) -> None:
+                 linger: float, merge_bytes: int = 4 << 20) -> None:
         self.port = port
         self._channel, self._address, self._linger = channel, address, linger
         self._limit = limit
+        self._merge_bytes = merge_bytes
         self._session = os.urandom(8)
         self._window: collections.deque[tuple[int, bytes]] = collections.deque()
         self._next_seq = 1
@@ -235,14 +250,28 @@ class GrpcSender(Connection):
                 while True:
                     if window and cursor < window[0][0]:
                         cursor = window[0][0]           # acknowledged meanwhile
-                    if window and cursor - window[0][0] < len(window):
-                        seq, frame = window[cursor - window[0][0]]
+                    at = cursor - window[0][0] if window else 0
+                    if window and at < len(window):
+                        # everything that queued up while the stream was busy goes as one
+                        # message (up to _MERGE frames, _MERGE_BYTES bytes)
+                        seq, frame = window[at]
+                        merged, size = [frame], len(frame)
+                        for more in range(at + 1, min(len(window), at + _MERGE)):
+                            seq2, frame2 = window[more]
+                            if size + len(frame2) > self._merge_bytes:
+                                break
+                            merged.append(frame2)
+                            seq, size = seq2, size + len(frame2)
                         break
                     if self._done and not window:
                         return
                     cond.wait(0.2)
             cursor = seq + 1
-            yield pb.Batch(frame=frame, session=session, seq=seq)
+            if len(merged) == 1:
+                yield pb.Batch(frame=frame, session=session, seq=seq)
+            else:
+                yield pb.Batch(frame=b"".join(merged), session=session, seq=seq,
+                               count=len(merged))
 
     def _acked(self, seq: int) -> None:
         with self._cond:
@@ -294,6 +323,7 @@ class GrpcTransport(Transport):
         super().__init__(conf)
         self.limit = int(self.conf.get("squall.transport.send.buffer.messages") or 10000)
         size = int(float(self.option("max.message.mb", 256)) * (1 << 20))
+        self.max_message = size
         self.options = [("grpc.max_send_message_length", size),
                         ("grpc.max_receive_message_length", size)]
         self.tls = bool(self.option("tls.enabled", False))
@@ -350,7 +380,8 @@ class GrpcTransport(Transport):
             channel = grpc.secure_channel(address, creds, options=options)
         else:
             channel = grpc.insecure_channel(address, options=options)
-        return self._track(GrpcSender(channel, address, port, max(1, self.limit), self.linger))
+        return self._track(GrpcSender(channel, address, port, max(1, self.limit), self.linger,
+                                      min(4 << 20, self.max_message // 2)))
 
     def close(self) -> None:
         with self._lock:

@@ -5,14 +5,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Batch(_message.Message):
-    __slots__ = ("frame", "session", "seq")
+    __slots__ = ("frame", "session", "seq", "count")
     FRAME_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
     frame: bytes
     session: bytes
     seq: int
-    def __init__(self, frame: _Optional[bytes] = ..., session: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
+    count: int
+    def __init__(self, frame: _Optional[bytes] = ..., session: _Optional[bytes] = ..., seq: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
 class Ack(_message.Message):
     __slots__ = ("seq",)
