@@ -1,6 +1,6 @@
 """The cluster subcommands of ``squall``: daemons and topology management.
 
-``nimbus``, ``supervisor``, ``dev-zookeeper`` run in the foreground until SIGTERM / Ctrl-C;
+``nimbus``, ``supervisor``, ``ui``, ``dev-zookeeper`` run in the foreground until SIGTERM / Ctrl-C;
 ``submit``, ``list``, ``kill``, ``activate``, ``deactivate``, ``rebalance`` talk to the nimbus
 leader (found through ``nimbus.seeds``). Each handler is ``func(args, conf) -> int``; user
 mistakes raise :class:`~squall.errors.SquallError` subclasses (printed as one line by
@@ -26,6 +26,11 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("supervisor", help="run a supervisor (launches workers)")
     p.set_defaults(func=cmd_supervisor)
+
+    p = subparsers.add_parser("ui", help="serve a web page and a JSON API about the cluster")
+    p.add_argument("--host", default=None, help="address to bind (default: ui.host)")
+    p.add_argument("--port", type=int, default=None, help="port (default: ui.port)")
+    p.set_defaults(func=cmd_ui)
 
     p = subparsers.add_parser("dev-zookeeper", help="run a single-node ZooKeeper for development")
     p.add_argument("--port", type=int, default=2181, help="client port (0: a free one)")
@@ -86,6 +91,11 @@ def cmd_nimbus(args: argparse.Namespace, conf: dict[str, Any]) -> int:
 def cmd_supervisor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.supervisor import Supervisor
     return _run_daemon(Supervisor(conf))
+
+
+def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.daemon.ui import UiServer
+    return _run_daemon(UiServer(conf, host=args.host, port=args.port))
 
 
 def cmd_dev_zookeeper(args: argparse.Namespace, conf: dict[str, Any]) -> int:
