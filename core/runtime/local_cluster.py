@@ -78,7 +78,7 @@ class LocalCluster:
         self.conf = base_conf(conf)
         self._on_worker_start = on_worker_start
         drivers.validate_conf(self.conf)
-        self._restore_gc = gc_tuning.apply(self.conf)
+        gc_tuning.thresholds(self.conf)             # a bad value fails here, before anything runs
         self._topologies: dict[str, _Running] = {}
         self._lock = threading.RLock()
         self._store = drivers.driver("state", {**self.conf, "squall.state": "memory"})
@@ -89,6 +89,7 @@ class LocalCluster:
         self._monitor = threading.Thread(target=self._monitor_loop, daemon=True,
                                          name="squall-local-monitor")
         self._monitor.start()
+        self._restore_gc = gc_tuning.apply(self.conf)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def __enter__(self) -> LocalCluster:

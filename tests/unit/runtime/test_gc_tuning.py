@@ -32,4 +32,6 @@ def test_bad_thresholds_are_one_config_error(bad: object) -> None:
         validate({**defaults(), "worker.gc.thresholds": bad}, warn=False)
     with pytest.raises(ConfigError, match="worker.gc.thresholds"):
         gc_tuning.apply({"worker.gc.thresholds": bad})
+    with pytest.raises(ConfigError, match="worker.gc.thresholds"):
+        LocalCluster({"worker.gc.thresholds": bad})
     assert gc.get_threshold() == before
