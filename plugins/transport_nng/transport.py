@@ -167,7 +167,7 @@ class NngReceiver(Connection):
             self._sock.recv_timeout = self._timeout_ms = ms
         try:
             return _recv_raw(self._sock, True)
-        except pynng.Timeout:
+        except (pynng.Timeout, pynng.TryAgain):     # (a zero timeout may say either)
             return None
 
     def _send_acks(self) -> None:
