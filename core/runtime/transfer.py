@@ -91,7 +91,17 @@ class Transfer:
         if ts is not None:
             ts.transferred += 1
         run = opened.get(task)
-        if tup.__class__ is not Tuple:          # a TupleRun: its own entry, order kept
+        if tup.__class__ is not Tuple:          # a TupleRun
+            if tup.roots is None:               # untracked: its values join the open run
+                if run is None or run.ids is not None or run.task != tup.task \
+                        or run.src is not tup.src:
+                    run = opened[task] = _Run(tup.task, tup.src, False)
+                    self.outbox_of_task[task].append((task, run))
+                run.values.extend(tup.values)
+                if len(run.values) >= self.run_cap:
+                    self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+                return
+            # tracked: its own entry (one edge for the whole run), order kept
             if run is not None:
                 del opened[task]
             out = self.outbox_of_task[task]

@@ -91,6 +91,78 @@ def test_runs_keep_order_and_tracking_per_source_and_destination(cluster: LocalC
     assert sorted(ACKED) == sorted(tracked * 2) and not FAILED
 
 
+FAN_IN: dict[int, list[int]] = defaultdict(list)
+
+
+class Fan(Bolt):
+    """Re-emits each number: even ones as three tuples in one emit_many, odd ones alone."""
+    outputs = ["n", "k", "s"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.task_id
+        PORTS[self.task] = context.this_worker_port
+
+    def process(self, tup: Any) -> None:
+        i, s = tup["n"], tup.task       # the two spout tasks both emit 0..n-1
+        with LOCK:
+            FAN_IN[self.task].append((s, i))
+        if i % 2:
+            self.emit([i, 0, s])
+        else:
+            self.emit_many([[i, 0, s], [i, 1, s], [i, 2, s]])
+
+
+class RecordFan(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.task_id
+        PORTS[self.task] = context.this_worker_port
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            SEEN[(tup.task, self.task)].append((tup["s"], tup["n"], tup["k"],
+                                                tup.roots is not None))
+
+
+def test_emit_many_and_single_emits_keep_their_order_across_workers(
+        cluster: LocalCluster) -> None:
+    _reset()
+    FAN_IN.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 2)
+    b.set_bolt("fan", Fan, 2).shuffle_grouping("numbers")
+    b.set_bolt("record", RecordFan, 2).shuffle_grouping("fan")
+    n = 3000
+    cluster.submit_topology("fan", {"topology.workers": 2, "topology.acker.executors": 1,
+                                    "test.numbers": n, "topology.max.spout.pending": None},
+                            b.create_topology())
+    tracked = sorted(i for i in range(n) if i % 3)
+
+    def expected(fan_task: int) -> list[tuple[int, int, int, bool]]:
+        return [(s, i, k, i % 3 != 0) for s, i in FAN_IN[fan_task]
+                for k in ((0,) if i % 2 else (0, 1, 2))]
+
+    def delivered(src: int) -> int:
+        return sum(len(got) for (s, _), got in SEEN.items() if s == src)
+
+    wait_until(lambda: len(ACKED) >= 2 * len(tracked) and len(FAN_IN) == 2
+               and all(delivered(src) >= len(expected(src)) for src in FAN_IN), 60,
+               message=lambda: f"acked {len(ACKED)}, deliveries "
+                               f"{[len(v) for v in SEEN.values()]}")
+    assert len(set(PORTS.values())) == 2, f"tasks all in one worker: {PORTS}"
+    assert [(s, d) for s, d in SEEN if PORTS[s] != PORTS[d]], "no tuple crossed workers"
+    for src in FAN_IN:
+        want = expected(src)
+        where = {e: i for i, e in enumerate(want)}
+        mine = [(d, got) for (s, d), got in SEEN.items() if s == src]
+        # each destination got part of what this fan task emitted, in emitted order, with its
+        # tracking; together exactly all of it
+        for dest, got in mine:
+            positions = [where[e] for e in got]
+            assert positions == sorted(positions), (src, dest, got[:12])
+        assert sorted(e for _, got in mine for e in got) == sorted(want)
+    assert sorted(ACKED) == sorted(tracked * 2) and not FAILED
+
+
 class Sentences(Spout):        # replaced by complete_topology's fixed tuples
     outputs = ["line"]
 
