@@ -1,11 +1,16 @@
 """Local word count of this tree against an earlier commit, in pairs, in one sitting.
 
     python -m bench.compare REF [--pairs 5] [--cases per-tuple-off per-tuple-on batch-off batch-on]
+                                [-c KEY=VALUE ...] [--ref-conf KEY=VALUE ...]
 
 Checks REF out in a temporary git worktree and runs ``bench.wordcount.marginal`` alternately
 with REF's code and this tree's, each run in a fresh process, so both see the same host load.
 Prints the medians and the per-pair ratios (this tree / REF) of words per CPU second. On a
 noisy shared host the paired ratios say more than two medians taken at different times.
+
+REF ``.`` compares this tree with itself under two configurations: ``-c`` applies to "this
+tree", ``--ref-conf`` to REF (e.g. ``python -m bench.compare . --ref-conf
+worker.gc.thresholds=[700,10,10]``). Either conf goes to the cluster and the topology.
 """
 from __future__ import annotations
 
@@ -17,44 +22,68 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {"per-tuple-off": (False, False), "per-tuple-on": (False, True),
          "batch-off": (True, False), "batch-on": (True, True)}
 RUN = ("import json, sys\nfrom bench.wordcount import marginal\n"
-       "print(json.dumps(marginal((20000, 120000), {batch}, {acking})))\n")
+       "kw = {{'conf': json.loads(sys.argv[1])}} if sys.argv[1] != '{{}}' else {{}}\n"
+       "print(json.dumps(marginal((20000, 120000), {batch}, {acking}, **kw)))\n")
 
 
-def _run(tree: Path, pythonpath: str, batch: bool, acking: bool) -> tuple[float, float]:
+def _run(tree: Path, pythonpath: str, batch: bool, acking: bool,
+         conf: dict[str, Any]) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=pythonpath)
-    out = subprocess.run([sys.executable, "-c", RUN.format(batch=batch, acking=acking)],
+    out = subprocess.run([sys.executable, "-c", RUN.format(batch=batch, acking=acking),
+                          json.dumps(conf)],
                          cwd=tree, env=env, capture_output=True, text=True, check=True)
     wall, cpu = json.loads(out.stdout.strip().splitlines()[-1])
     return wall, cpu
 
 
+def _conf(items: list[str]) -> dict[str, Any]:
+    return {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in items)}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.compare")
-    p.add_argument("ref", help="a git commit or branch to compare this tree against")
+    p.add_argument("ref", help="a git commit or branch to compare this tree against "
+                               "('.': this tree, under --ref-conf)")
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
+    p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="conf for this tree's runs (a YAML value; repeatable)")
+    p.add_argument("--ref-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="conf for REF's runs (repeatable)")
     args = p.parse_args(argv)
+    conf, ref_conf = _conf(args.conf), _conf(args.ref_conf)
     with tempfile.TemporaryDirectory(prefix="squall-compare-") as tmp:
-        old = Path(tmp) / "tree"
-        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(old), args.ref],
-                       cwd=ROOT, check=True)
+        old = ROOT if args.ref == "." else Path(tmp) / "tree"
+        if args.ref != ".":
+            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(old), args.ref],
+                           cwd=ROOT, check=True)
         try:
-            shim = Path(tmp) / "path"
-            shim.mkdir()
-            (shim / "squall").symlink_to(old / "core")     # `import squall` -> REF's core/
-            trees = {args.ref: (old, f"{shim}{os.pathsep}{old}"), "this tree": (ROOT, str(ROOT))}
+            if args.ref == ".":
+                ref_path = str(ROOT)
+            else:
+                shim = Path(tmp) / "path"
+                shim.mkdir()
+                (shim / "squall").symlink_to(old / "core")     # `import squall` -> REF's core/
+                # REF's plugins too (the installed package maps squall.plugins to this tree's)
+                if not (old / "core" / "plugins").exists():
+                    (old / "core" / "plugins").symlink_to(old / "plugins")
+                ref_path = f"{shim}{os.pathsep}{old}"
+            trees = {args.ref: (old, ref_path, ref_conf), "this tree": (ROOT, str(ROOT), conf)}
             print(f"word count, marginal words/s, {args.pairs} pairs run alternately")
             for case in args.cases:
                 batch, acking = CASES[case]
                 runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
                 for _ in range(args.pairs):
-                    for name, (tree, path) in trees.items():
-                        runs[name].append(_run(tree, path, batch, acking))
+                    for name, (tree, path, c) in trees.items():
+                        runs[name].append(_run(tree, path, batch, acking, c))
                 ratios = [b[1] / a[1] for a, b in zip(runs[args.ref], runs["this tree"])]
                 for name, got in runs.items():
                     print(f"  {case:<14} {name:<12} wall {statistics.median(r[0] for r in got):>12,.0f}"
@@ -63,8 +92,9 @@ def main(argv: list[str] | None = None) -> None:
                       + ", ".join(f"{r:.2f}" for r in ratios)
                       + f"; median {statistics.median(ratios):.2f}", flush=True)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
-                           check=False)
+            if args.ref != ".":
+                subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
+                               check=False)
 
 
 if __name__ == "__main__":

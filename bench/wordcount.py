@@ -111,7 +111,8 @@ def run_once(n: int, batch: bool, acking: bool,
     topo_conf = {"bench.sentences": n, "bench.tracked": acking, "bench.spout.many": batch,
                  "topology.acker.executors": 1 if acking else 0,
                  "topology.max.spout.pending": 2000 if acking else None, **(conf or {})}
-    with LocalCluster() as cluster:
+    # the same conf for the cluster: process-wide keys (worker.gc.thresholds) are read there
+    with LocalCluster(dict(conf or {})) as cluster:
         t0, c0 = time.perf_counter(), time.process_time()
         cluster.submit_topology("bench", topo_conf, topology(batch))
         while _state["words"] < target or (acking and _state["acked"] < n):
