@@ -14,12 +14,14 @@
   batches (``squall.transport.send.buffer.messages`` batches, default 10000); it raises
   :class:`~squall.errors.TransportError` when the window is full (peer slow or gone) or the
   connection is closed. The batches that queue up while the stream is busy go out together
-  in one gRPC message (up to 64 of them, 4 MiB). A batch leaves the window when the receiver
-  acknowledges it. A broken stream is reopened (the channel redials within 50 ms .. 1 s) and
-  starts by sending the whole window again, oldest first; the receiver drops what it already
-  holds, so a receiver restart loses nothing that ``send`` accepted. The one way to see a
-  batch twice: a receiver delivered it and died before its ack reached the sender (``close``
-  waits briefly for the acks of what ``recv`` returned to go out).
+  in one gRPC message (up to 64 of them, 4 MiB), to a receiver whose stream headers say it
+  splits them (``squall-merges: 1``); any other gets one batch per message. A batch leaves
+  the window when the receiver acknowledges it. A broken stream is reopened (the channel
+  redials within 50 ms .. 1 s) and starts by sending the whole window again, oldest first;
+  the receiver drops what it already holds, so a receiver restart loses nothing that
+  ``send`` accepted. The one way to see a batch twice: a receiver delivered it and died
+  before its ack reached the sender (``close`` waits briefly for the acks of what ``recv``
+  returned to go out).
 * ``recv`` waits on a condition variable (the GIL is released) and returns every queued
   message. Invalid frames are logged once per peer and dropped.
 
@@ -64,6 +66,8 @@ _ACK_EVERY = 32
 _ACK_DELAY = 0.002
 #: at most this many queued batches go as one gRPC message
 _MERGE = 64
+#: header a receiver sends when its stream starts: it splits merged messages (Batch.count)
+_MERGES_KEY = "squall-merges"
 _BACKOFF = {"grpc.initial_reconnect_backoff_ms": 50, "grpc.min_reconnect_backoff_ms": 50,
             "grpc.max_reconnect_backoff_ms": 1000}
 
@@ -101,6 +105,7 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
         ``recv`` puts an ``_ACK`` in ``events`` when it delivered batches of a session this
         stream answers for; acks owed wait up to ``_ACK_DELAY`` for more deliveries, so one
         cumulative ack covers many batches."""
+        context.send_initial_metadata(((_MERGES_KEY, "1"),))    # see GrpcSender._run
         peer, cond, frames, sessions = context.peer(), self._cond, self._frames, self._sessions
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         mine: dict[bytes, _Session] = {}       # sessions heard on this stream (under cond)
@@ -217,6 +222,7 @@ class GrpcSender(Connection):
         self._channel, self._address, self._linger = channel, address, linger
         self._limit = limit
         self._merge_bytes = merge_bytes
+        self._peer_merges = False
         self._session = os.urandom(8)
         self._window: collections.deque[tuple[int, bytes]] = collections.deque()
         self._next_seq = 1
@@ -256,7 +262,8 @@ class GrpcSender(Connection):
                         # message (up to _MERGE frames, _MERGE_BYTES bytes)
                         seq, frame = window[at]
                         merged, size = [frame], len(frame)
-                        for more in range(at + 1, min(len(window), at + _MERGE)):
+                        upto = min(len(window), at + _MERGE) if self._peer_merges else 0
+                        for more in range(at + 1, upto):
                             seq2, frame2 = window[more]
                             if size + len(frame2) > self._merge_bytes:
                                 break
@@ -288,7 +295,13 @@ class GrpcSender(Connection):
                 if self._done and not self._window:
                     return
             try:
-                for ack in self._stub.Stream(self._batches(), wait_for_ready=True):
+                self._peer_merges = False     # until this stream's receiver says it splits
+                call = self._stub.Stream(self._batches(), wait_for_ready=True)
+                # the receiver's headers (sent as its stream starts) say whether it splits
+                # merged messages; one that does not still gets every batch on its own
+                headers = dict(call.initial_metadata() or ())
+                self._peer_merges = headers.get(_MERGES_KEY) == "1"
+                for ack in call:
                     self._acked(ack.seq)
             except grpc.RpcError as exc:
                 if self._closed.is_set() and exc.code() == grpc.StatusCode.CANCELLED:

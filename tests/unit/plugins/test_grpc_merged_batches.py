@@ -67,3 +67,36 @@ def test_a_busy_sender_merges_what_queued_up_and_order_holds(
             sender.send([msg])
         assert collect(receiver, len(sent)) == sent
     assert merged and max(merged) > 1      # some gRPC messages carried several batches
+
+
+def test_a_receiver_that_does_not_split_gets_one_batch_per_message() -> None:
+    """A receiver whose stream headers do not say it splits merged messages (one from an
+    earlier squall) gets every batch in a message of its own, in order."""
+    from concurrent import futures
+
+    from squall.runtime.framing import decode
+    got: list[tuple[int, bytes]] = []
+
+    class Earlier(pb_grpc.TransferServicer):
+        def Stream(self, request_iterator, context):  # type: ignore[no-untyped-def]
+            for batch in request_iterator:
+                got.append((batch.count, batch.frame))
+                yield pb.Ack(seq=batch.seq)
+
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    pb_grpc.add_TransferServicer_to_server(Earlier(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with GrpcTransport({}) as transport:
+            sender = transport.connect("merge-topo", "127.0.0.1", port)
+            sent = [(i % 7, b"%d" % i) for i in range(3000)]
+            for msg in sent:
+                sender.send([msg])
+            from squall.testing import wait_until
+            wait_until(lambda: len(got) >= len(sent), 30,
+                       message=lambda: f"{len(got)} of {len(sent)} batches arrived")
+        assert {count for count, _ in got} <= {0, 1}
+        assert [m for _, frame in got for m in decode(frame)] == sent
+    finally:
+        server.stop(0)
