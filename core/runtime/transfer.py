@@ -81,6 +81,8 @@ class Transfer:
         self.remote_throttle: dict[str, bool] = {}
         self.send_failures = 0
         self.recv_conn: Any = None
+        #: batches handed to the transport / taken from it (complete_topology's quiet check)
+        self.sent_batches = self.received_batches = 0
 
     # -- outbound ------------------------------------------------------------------------------
     def send_remote(self, ts: TaskState | None, task: int, tup: Tuple) -> None:
@@ -179,6 +181,7 @@ class Transfer:
             if conn is None:
                 conn = self.conns[key] = self.transport.connect(self.worker.topology_id, *key)
             conn.send([(0, self.serializer.dumps(entries))])
+            self.sent_batches += 1
         except SquallError as exc:
             self.undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}")
 
@@ -235,6 +238,7 @@ class Transfer:
                 continue
             if msgs:
                 self.inbox.extend(payload for _, payload in msgs)
+                self.received_batches += len(msgs)
                 worker.wake()
                 # bounded memory: stop taking from the transport while the loop is behind, so
                 # its buffers (and then the senders') fill and backpressure reaches the spouts

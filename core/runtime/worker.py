@@ -59,6 +59,9 @@ class Worker:
         self.low = int(cap * float(conf.get("topology.backpressure.low.watermark", 0.4)))
         self.acker_tasks = topology.tasks(ACKER)
         self.acking = bool(self.acker_tasks)
+        #: loop passes completed, and the last one that dispatched or ran anything (for
+        #: squall.testing.complete_topology's "quiet" check)
+        self.passes = self.last_busy_pass = 0
         self.queues: dict[int, deque[Tuple]] = {}
         #: the tasks of ``lazy_batch`` bolts, whose queues also take TupleRun entries
         self.lazy_tasks: dict[int, TaskState] = {}
@@ -295,7 +298,8 @@ class Worker:
                 self.now = now = monotonic()
                 while self._commands:
                     self._commands.popleft()()
-                if inbox and not self.hold_inbox:
+                busy = bool(inbox) and not self.hold_inbox
+                if busy:
                     transfer.dispatch_inbox()
                     self._check_backpressure()     # tell senders before a slow batch runs
                 done = 0
@@ -308,6 +312,9 @@ class Worker:
                     next_timer = now + 0.005
                     self._timers(now)
                 self._check_backpressure()
+                self.passes += 1
+                if done or busy:
+                    self.last_busy_pass = self.passes
                 if not done and not inbox and not self._commands:
                     self._wake.wait(0.001)
                     self._wake.clear()

@@ -132,6 +132,28 @@ def _capture(run: _Run, worker: Any) -> None:
         ts.instance.emit_many = emit_many
 
 
+def _quiet(workers: list[Any], timeout: float) -> bool:
+    """Nothing queued, nothing between workers, and every worker then completed two loop
+    passes without work: a batch on the wire or a bolt in the middle of a pass is seen."""
+    def idle() -> tuple[list[int], int, int] | None:
+        if any(w.queued() for w in workers):
+            return None
+        sent = sum(w.transfer.sent_batches for w in workers)
+        got = sum(w.transfer.received_batches for w in workers)
+        return ([w.passes for w in workers], sent, got) if sent == got else None
+
+    first = idle()
+    if first is None:
+        return False
+    passes = first[0]
+    wait_until(lambda: all(not w.running or w.passes >= p + 2
+                           for w, p in zip(workers, passes)), timeout,
+               message="worker loops to go round")
+    second = idle()
+    return (second is not None and second[1:] == first[1:]
+            and all(w.last_busy_pass <= p for w, p in zip(workers, passes)))
+
+
 def complete_topology(topology: Topology, sources: dict[str, Sequence[Sequence[Any]]],
                       conf: dict[str, Any] | None = None, timeout: float = 30) -> CompletedTopology:
     """Run ``topology`` in a LocalCluster with the named spouts replaced by fixed tuples.
@@ -156,7 +178,7 @@ def complete_topology(topology: Topology, sources: dict[str, Sequence[Sequence[A
             cluster.submit_topology(run_id, dict(conf or {}), patched)
             workers = cluster.workers(run_id)
             wait_until(run.done, timeout, message="every source tuple acked or failed")
-            wait_until(lambda: all(w.queued() == 0 for w in workers), timeout,
+            wait_until(lambda: _quiet(workers, timeout), timeout,
                        message="the topology to go quiet")
             cluster.kill_topology(run_id)
         return CompletedTopology(run)
