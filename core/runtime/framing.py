@@ -134,13 +134,9 @@ def decode(frame: bytes | bytearray | memoryview, offset: int = 0) -> list[tuple
     ``[(task_id, payload), ...]``; raises FrameError if invalid."""
     buf = frame if frame.__class__ is bytes else bytes(frame)
     size = len(buf) - offset
-    if size >= _ONE.size:
-        magic, version, _, count, total, task, length = _ONE.unpack_from(buf, offset)
-        if count == 1 and magic == MAGIC and version == VERSION and total == size:
-            # the common case (one message per frame, as workers send): one struct call
-            if _ONE.size + length != size:
-                raise FrameError("payload length does not match frame length")
-            return [(task, buf[offset + _ONE.size:])]
+    task = single_task(buf[offset:offset + _ONE.size], size)
+    if task is not None:        # the common case: one message per frame, as workers send
+        return [(task, buf[offset + _ONE.size:])]
     total = frame_length(buf[offset:offset + HEADER.size])
     if total != size:
         raise FrameError(f"frame length {size} does not match header {total}")

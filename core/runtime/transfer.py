@@ -93,17 +93,9 @@ class Transfer:
         if ts is not None:
             ts.transferred += 1
         run = opened.get(task)
-        if tup.__class__ is not Tuple:          # a TupleRun
-            if tup.roots is None:               # untracked: its values join the open run
-                if run is None or run.ids is not None or run.task != tup.task \
-                        or run.src is not tup.src:
-                    run = opened[task] = _Run(tup.task, tup.src, False)
-                    self.outbox_of_task[task].append((task, run))
-                run.values.extend(tup.values)
-                if len(run.values) >= self.run_cap:
-                    self.flush(self.task_to_worker[task], self.outbox_of_task[task])
-                return
-            # tracked: its own entry (one edge for the whole run), order kept
+        cls = tup.__class__
+        if cls is not Tuple and tup.roots is not None:
+            # a tracked TupleRun: its own entry (one edge for the whole run), order kept
             if run is not None:
                 del opened[task]
             out = self.outbox_of_task[task]
@@ -111,19 +103,20 @@ class Transfer:
             if len(out) >= self.batch_size:
                 self.flush(self.task_to_worker[task], out)
             return
-        tid = tup.id
-        if tid is None and tup.roots is None:
+        if cls is not Tuple or (tup.id is None and tup.roots is None):
+            # untracked: a single tuple's values, or an untracked TupleRun's, join the open run
             if run is None or run.ids is not None or run.task != tup.task \
                     or run.src is not tup.src:
-                run = opened[task] = _Run(tup.task, tup.src, False)
-                self.outbox_of_task[task].append((task, run))
-            run.values.append(tup.values)
+                run = self._open(opened, task, tup.task, tup.src, False)
+            if cls is Tuple:
+                run.values.append(tup.values)
+            else:
+                run.values.extend(tup.values)
         else:
             if run is None or run.ids is None or run.task != tup.task or run.src is not tup.src:
-                run = opened[task] = _Run(tup.task, tup.src, True)
-                self.outbox_of_task[task].append((task, run))
+                run = self._open(opened, task, tup.task, tup.src, True)
             run.values.append(tup.values)
-            run.ids.append(tid)                 # type: ignore[union-attr]
+            run.ids.append(tup.id)              # type: ignore[union-attr]
             roots = tup.roots
             if roots is run.last_roots:
                 run.roots.append(0)             # type: ignore[union-attr]  # same as before
@@ -132,6 +125,13 @@ class Transfer:
                 run.last_roots = roots
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def _open(self, opened: dict[int, _Run], task: int, src_task: int, src: Any,
+              tracked: bool) -> _Run:
+        """Start the run ``task``'s next tuples join, at the end of its outbox."""
+        run = opened[task] = _Run(src_task, src, tracked)
+        self.outbox_of_task[task].append((task, run))
+        return run
 
     def send_values(self, ts: TaskState | None, task: int, values: tuple[Any, ...],
                     src_task: int, src: Any) -> None:

@@ -54,12 +54,19 @@ class Numbers(Spout):
             FAILED.append(tup_id)
 
 
-class Record(Bolt):
-    """Records (source task, own task) -> [(number, tracked)] in arrival order."""
+class Placed(Bolt):
+    """Records its task's worker port (and keeps its task id) for the placement checks."""
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.task = context.task_id
         PORTS[self.task] = context.this_worker_port
+
+
+class Record(Placed):
+    """Records (source task, own task) -> [(number, tracked)] in arrival order."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        super().initialize(conf, context)
         TOPOLOGY.append(context.topology_id)
 
     def process(self, tup: Any) -> None:
@@ -94,13 +101,9 @@ def test_runs_keep_order_and_tracking_per_source_and_destination(cluster: LocalC
 FAN_IN: dict[int, list[int]] = defaultdict(list)
 
 
-class Fan(Bolt):
+class Fan(Placed):
     """Re-emits each number: even ones as three tuples in one emit_many, odd ones alone."""
     outputs = ["n", "k", "s"]
-
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        self.task = context.task_id
-        PORTS[self.task] = context.this_worker_port
 
     def process(self, tup: Any) -> None:
         i, s = tup["n"], tup.task       # the two spout tasks both emit 0..n-1
@@ -112,11 +115,7 @@ class Fan(Bolt):
             self.emit_many([[i, 0, s], [i, 1, s], [i, 2, s]])
 
 
-class RecordFan(Bolt):
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        self.task = context.task_id
-        PORTS[self.task] = context.this_worker_port
-
+class RecordFan(Placed):
     def process(self, tup: Any) -> None:
         with LOCK:
             SEEN[(tup.task, self.task)].append((tup["s"], tup["n"], tup["k"],
@@ -167,23 +166,16 @@ class Sentences(Spout):        # replaced by complete_topology's fixed tuples
     outputs = ["line"]
 
 
-class Split(Bolt):
+class Split(Placed):
     outputs = ["word"]
-
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        PORTS[context.task_id] = context.this_worker_port
 
     def process(self, tup: Any) -> None:
         for w in tup["line"].split():       # anchored to tup: the words share its roots
             self.emit([w])
 
 
-class FailSome(Bolt):
+class FailSome(Placed):
     """Fails the first arrival of every word that starts with 'x'; acks everything else."""
-
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        PORTS[context.task_id] = context.this_worker_port
-        self.task = context.task_id
 
     def process(self, tup: Any) -> None:
         w = tup["word"]
