@@ -38,7 +38,7 @@ def test_wordcount_over_each_transport(squall_cluster, wordcount, transport):
     assert "failed back for replay" not in logs
 
 
-def test_multidim_pending_until_capacity_then_rebalance(squall_cluster, wordcount):
+def test_multidim_pending_until_capacity_then_exact_counts(squall_cluster, wordcount):
     c = squall_cluster
     c.start_nimbus(overrides={"squall.scheduler": "multidim"})
     # a supervisor with memory for one executor only: the topology cannot fit
