@@ -57,6 +57,7 @@ MAX_MESSAGES = 1 << 24
 _ONE = struct.Struct("<BBHIQiI")  # header + a single (task id, length) pair: the batch-of-1 path
 _ONE_HEAD = HEADER.pack(MAGIC, VERSION, 0, 1, 0)[:8]     # magic, version, reserved, count 1
 _ONE_TAIL = struct.Struct("<QiI").pack                  # length, task id, payload length
+_ONE_REST = struct.Struct("<QiI").unpack_from           # the same three, read back
 #: bytes before the payload in a one-message frame
 SINGLE_HEAD = _ONE.size
 
@@ -104,18 +105,20 @@ def frame_length(header: bytes) -> int:
 def single(frame: bytes) -> tuple[int, bytes] | None:
     """The one ``(task_id, payload)`` of a valid one-message frame, else None (then use
     :func:`decode`, which also says what is wrong). The receive fast path."""
-    task = single_task(frame, len(frame))
-    return None if task is None else (task, frame[_ONE.size:])
+    if frame.startswith(_ONE_HEAD) and len(frame) >= _ONE.size:
+        total, task, length = _ONE_REST(frame, 8)
+        if total == len(frame) == length + _ONE.size:
+            return task, frame[_ONE.size:]
+    return None
 
 
 def single_task(head: bytes, size: int) -> int | None:
     """The task id if ``head`` (a frame's first :data:`SINGLE_HEAD` bytes or more) starts a
     valid one-message frame of ``size`` bytes in all; else None. Lets a transport copy only
     the payload out of a frame it holds in its own buffer."""
-    if size >= _ONE.size and len(head) >= _ONE.size:
-        magic, version, _, count, total, task, length = _ONE.unpack_from(head)
-        if (count == 1 and magic == MAGIC and version == VERSION and total == size
-                and _ONE.size + length == size):
+    if head.startswith(_ONE_HEAD) and len(head) >= _ONE.size:
+        total, task, length = _ONE_REST(head, 8)
+        if total == size == length + _ONE.size:
             return int(task)
     return None
 

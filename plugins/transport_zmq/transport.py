@@ -134,19 +134,19 @@ class ZmqSender(Connection):
     def __init__(self, sock: zmq.Socket, address: str, port: int) -> None:
         self.port = port
         self._sock, self._address = sock, address
+        self._send = sock.send
 
     def send(self, messages: list[Message]) -> None:
-        sock = self._sock
-        if sock.closed:
-            raise TransportError(f"send on a closed connection to {self._address}")
         frame = encode(messages)
         try:
-            sock.send(frame, zmq.NOBLOCK, len(frame) < _COPY_THRESHOLD)
+            self._send(frame, zmq.NOBLOCK, len(frame) < _COPY_THRESHOLD)
         except zmq.Again as exc:
             raise TransportError(
                 f"send buffer to {self._address} is full (hwm reached: peer slow or gone)"
             ) from exc
         except zmq.ZMQError as exc:
+            if self._sock.closed:       # checked here, not before every send
+                raise TransportError(f"send on a closed connection to {self._address}") from exc
             raise TransportError(f"zmq send to {self._address} failed: {exc}") from exc
 
     def recv(self, timeout: float | None = None) -> list[Message]:
