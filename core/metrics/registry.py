@@ -2,9 +2,10 @@
 
 The executor keeps one :class:`MetricRegistry` per task, passes :meth:`MetricRegistry.register`
 as ``register_metric`` to the task's :class:`squall.TopologyContext`, and every
-``bucket_secs`` calls :meth:`MetricRegistry.collect` to get the data points to send to the
-metrics consumers (with :func:`squall.metrics.consumer_bolt.metrics_values`). Everything runs on
-the task's executor thread; no locks.
+``bucket_secs`` (one timer per distinct size in the worker) calls
+:meth:`MetricRegistry.collect` to get the data points of that size to send to the metrics
+consumers, with ``interval_secs`` set to the size. Everything runs on the task's executor
+thread; no locks.
 """
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ class MetricRegistry:
 
     ``default_bucket_secs`` is ``topology.builtin.metrics.bucket.size.secs``.
     """
+
+    #: registrations in this process so far: the worker's metrics timers look for new bucket
+    #: sizes when it changes
+    registrations = 0
 
     def __init__(self, default_bucket_secs: int = 60) -> None:
         self.default_bucket_secs = default_bucket_secs
@@ -55,6 +60,7 @@ class MetricRegistry:
         if any(name in metrics for metrics in self._buckets.values()):
             raise TopologyError(f"metric {name!r} was registered twice by the same task")
         self._buckets.setdefault(int(secs), {})[name] = metric
+        MetricRegistry.registrations += 1
         return metric
 
     def bucket_sizes(self) -> list[int]:

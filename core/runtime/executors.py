@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 _perf = time.perf_counter
 #: how long one pass over a bolt's queue may run when it takes more than one batch
 PASS_SECONDS = 0.005
+#: most tuples of one task sampled for process latency and not acked yet (bolts acking
+#: explicitly); samples older than the message timeout are dropped by the stats timer
+MAX_SAMPLES = 64
 
 
 class Executor:
@@ -64,12 +67,22 @@ class BoltExecutor(Executor):
     def run_once(self) -> int:
         done = 0
         batch = self.batch
+        auto_ack = self.auto_ack
         for ts in self.tasks:
             q = ts.queue
             n = len(q)
             if not n:
                 continue
             t0 = _perf()
+            if auto_ack:
+                acked = ts.acked
+            else:
+                # process latency of bolts that ack themselves: the pass's first tuple is
+                # sampled (a dict entry per pass, none per tuple); its ack closes the sample
+                head = q[0]
+                if head.__class__ is Tuple and head.src is not self.tick_src \
+                        and len(ts.samples) < MAX_SAMPLES:
+                    ts.samples[id(head)] = (head, t0)
             if self.lazy:
                 n = self._run_lazy(ts, q, batch)
             elif self.batch_mode:
@@ -91,8 +104,43 @@ class BoltExecutor(Executor):
             ts.exec_ms += spent * 1000.0
             ts.exec_n += n
             ts.executed += n
+            if auto_ack:
+                # the pass's acks reach the acker when it ends: each tuple acked in it was
+                # processed from the pass's start to its end
+                acked = ts.acked - acked
+                if acked:
+                    ts.proc_ms += spent * 1000.0 * acked
+                    ts.proc_n += acked
             done += n
         return done
+
+    def ack_function(self, ts: TaskState) -> Any:
+        """The ``ack`` a bolt task calls: acks ``tup`` (counted even when it is untracked, as
+        auto_ack does) and, when ``tup`` was sampled at the start of its pass, adds the time
+        since then to the task's process latency."""
+        ack_tuple = self.worker.ack_tuple
+        samples = ts.samples
+
+        def ack(tup: Tuple) -> None:
+            if samples:
+                sample = samples.pop(id(tup), None)   # the entry holds tup: its id is unique
+                if sample is not None:
+                    ts.proc_ms += (_perf() - sample[1]) * 1000.0
+                    ts.proc_n += 1
+            if tup.roots:
+                ack_tuple(ts, tup)
+            else:
+                ts.acked += 1
+        return ack
+
+    def drop_stale_samples(self, max_age: float) -> None:
+        """Forget process-latency samples of tuples not acked within ``max_age`` seconds
+        (failed, or never acked); called on the stats timer."""
+        oldest = _perf() - max_age
+        for ts in self.tasks:
+            if ts.samples:
+                for key in [k for k, (_, t0) in ts.samples.items() if t0 < oldest]:
+                    del ts.samples[key]
 
     def _run_tuples(self, ts: TaskState, q: Any, n: int) -> None:
         popleft = q.popleft

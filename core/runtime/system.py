@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from squall import drivers
 from squall.api.topology import ACKER, ComponentSpec, Topology
 from squall.api.tuple import Tuple
+from squall.metrics.registry import MetricRegistry
 from squall.runtime.tasks import METRICS_STREAM
 
 if TYPE_CHECKING:
@@ -66,11 +67,13 @@ def timers(worker: Worker, now: float) -> None:
         ticking = [(ex, freq) for ex in worker.executors if ex.kind == "bolt"
                    for freq in [ex.tasks[0].conf.get("topology.tick.tuple.freq.secs")] if freq]
         consumers = [c for c in worker.topology.components if c.startswith(METRICS_PREFIX)]
-        bucket = float(worker.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
+        bucket = int(worker.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
         plan = state["plan"] = (ticking, consumers, bucket)
         for ex, freq in ticking:
             state[("tick", ex.range)] = now + float(freq)
-        state["metrics"] = now + bucket
+        #: bucket size -> when its data points are next sent (built-in ones: ``bucket``)
+        state["due"] = {bucket: now + bucket}
+        state["registrations"] = -1
     ticking, consumers, bucket = plan
     for ex, freq in ticking:
         if now >= state[("tick", ex.range)]:
@@ -78,43 +81,56 @@ def timers(worker: Worker, now: float) -> None:
             for ts in ex.tasks:
                 ts.ticks += 1
                 ts.queue.append(Tuple((freq,), 0, worker.tick_source))
-    if consumers and now >= state["metrics"]:
-        state["metrics"] = now + bucket
-        _send_metrics(worker, consumers, bucket, state)
+    if not consumers:
+        return
+    due = state["due"]
+    if state["registrations"] != MetricRegistry.registrations:
+        # a user metric with a bucket size of its own gets a timer of its own
+        state["registrations"] = MetricRegistry.registrations
+        for ts in worker.tasks.values():
+            registry = ts.__dict__.get("metrics")
+            if registry is not None:
+                for size in registry.bucket_sizes():
+                    due.setdefault(size, now + size)
+    for size, when in due.items():
+        if now >= when:
+            due[size] = when + size if when + size > now else now + size
+            _send_metrics(worker, consumers, size, size == bucket, state)
 
 
-def _send_metrics(worker: Worker, consumers: list[str], bucket: float,
+def _send_metrics(worker: Worker, consumers: list[str], size: int, builtin: bool,
                   state: dict[Any, Any]) -> None:
-    now = time.monotonic()
+    """Send every task's data points of one bucket size: the built-in metrics (when ``size``
+    is ``topology.builtin.metrics.bucket.size.secs``) and the user metrics of that size."""
     last = state.setdefault("metrics_last", {})
     stamp = time.time()
     for ts in list(worker.tasks.values()):
         if ts.component_id.startswith("__"):
             continue
-        counts = ts.counters()
-        prev = last.get(ts.task, {})
         points: list[list[Any]] = []
-        for key, name in BUILTIN_METRICS.items():
-            points.append([name, counts[key] - prev.get(key, 0)])
-        for key, names in (("execute_ms", ("__execute-latency", "__process-latency")),
-                           ("complete_ms", ("__complete-latency",))):
-            total, n = counts[key]
-            ptotal, pn = prev.get(key, (0.0, 0))
-            if n - pn:
-                for name in names:
+        if builtin:
+            counts = ts.counters()
+            prev = last.get(ts.task, {})
+            for key, name in BUILTIN_METRICS.items():
+                points.append([name, counts[key] - prev.get(key, 0)])
+            for key, name in (("execute_ms", "__execute-latency"),
+                              ("process_ms", "__process-latency"),
+                              ("complete_ms", "__complete-latency")):
+                total, n = counts[key]
+                ptotal, pn = prev.get(key, (0.0, 0))
+                if n - pn:
                     points.append([name, (total - ptotal) / (n - pn)])
-        points.append(["__receive", {"population": len(ts.queue) + ts.run_extra,
-                                     "capacity": worker.high}])
+            points.append(["__receive", {"population": len(ts.queue) + ts.run_extra,
+                                         "capacity": worker.high}])
+            last[ts.task] = counts
         registry = ts.__dict__.get("metrics")
         if registry is not None:
-            for size in registry.bucket_sizes():
-                if size == int(bucket) or state.setdefault(("due", ts.task, size), 0) <= now:
-                    state[("due", ts.task, size)] = now + size
-                    points.extend([p.name, p.value] for p in registry.collect(size))
-        last[ts.task] = counts
+            points.extend([p.name, p.value] for p in registry.collect(size))
+        if not points:
+            continue
         info = {"topology": worker.topology_id, "component": ts.component_id, "task": ts.task,
                 "worker_host": worker.host, "worker_port": worker.port, "timestamp": stamp,
-                "interval_secs": bucket}
+                "interval_secs": size}
         for cid in consumers:
             tasks = worker.topology.tasks(cid)
             target = tasks[ts.task % len(tasks)]
@@ -126,6 +142,7 @@ def fold_stats(worker: Worker) -> None:
     """Fold each executor's counters since the last fold into its windowed stats."""
     from squall.metrics.stats import WindowedStats
     stamp = time.time()
+    max_age = float(worker.conf.get("topology.message.timeout.secs") or 30)
     for ex in worker.executors:
         stats = ex.__dict__.get("windows")
         if stats is None:
@@ -135,35 +152,36 @@ def fold_stats(worker: Worker) -> None:
         prev = ex.last_fold  # type: ignore[attr-defined]
         counts = {k: cur[k] - prev.get(k, 0) for k in BUILTIN_METRICS}
         lat = {}
-        for name, key in (("execute", "exec"), ("process", "exec"), ("complete", "complete")):
-            total, n = cur[f"_{key}_total"], cur[f"_{key}_n"]
-            ptotal, pn = prev.get(f"_{key}_total", 0.0), prev.get(f"_{key}_n", 0)
+        for name in ("execute", "process", "complete"):
+            total, n = cur[f"_{name}_total"], cur[f"_{name}_n"]
+            ptotal, pn = prev.get(f"_{name}_total", 0.0), prev.get(f"_{name}_n", 0)
             if n - pn:
                 lat[name] = (total - ptotal, n - pn)
         stats.add(counts, lat, stamp)
         ex.last_fold = cur  # type: ignore[attr-defined]
+        if ex.kind == "bolt":
+            ex.drop_stale_samples(max_age)  # type: ignore[attr-defined]
 
 
 def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
     """Counters of one executor, summed over its tasks (read from any thread)."""
     total: dict[str, Any] = {"component": ex.component_id, "kind": ex.kind,
                              "tasks": [ts.task for ts in ex.tasks]}
-    exec_ms = exec_n = comp_ms = comp_n = 0.0
+    sums = {"execute": [0.0, 0], "process": [0.0, 0], "complete": [0.0, 0]}
     for ts in ex.tasks:
         for key in BUILTIN_METRICS:
             total[key] = total.get(key, 0) + getattr(ts, key)
-        exec_ms += ts.exec_ms
-        exec_n += ts.exec_n
-        comp_ms += ts.complete_ms
-        comp_n += ts.complete_n
-    total["execute_latency_ms"] = exec_ms / exec_n if exec_n else 0.0
-    total["complete_latency_ms"] = comp_ms / comp_n if comp_n else 0.0
-    total.update(_exec_total=exec_ms, _exec_n=exec_n, _complete_total=comp_ms,
-                 _complete_n=comp_n)
+        for name, ms, n in (("execute", ts.exec_ms, ts.exec_n),
+                            ("process", ts.proc_ms, ts.proc_n),
+                            ("complete", ts.complete_ms, ts.complete_n)):
+            sums[name][0] += ms
+            sums[name][1] += n
+    for name, (ms, n) in sums.items():
+        total[f"{name}_latency_ms"] = ms / n if n else 0.0
+        if not windows:
+            total[f"_{name}_total"], total[f"_{name}_n"] = ms, n
     stats = ex.__dict__.get("windows")
     if windows:
-        for key in ("_exec_total", "_exec_n", "_complete_total", "_complete_n"):
-            del total[key]
         if stats is not None:
             total["windows"] = stats.snapshot(time.time())
     total["queued"] = sum(len(ts.queue) + ts.run_extra for ts in ex.tasks)

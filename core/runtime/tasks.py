@@ -88,14 +88,26 @@ class TaskState:
         self.pass_cap = 0            # most tuples one pass may take (set from measured cost)
         # counters, folded into stats on a timer
         self.emitted = 0
-        self.transferred = 0
+        #: transferred = emitted + transfer_extra: an emit to one task (every fast path) is
+        #: counted once, by ``emitted``; the general path adds its targets beyond one here
+        self.transfer_extra = 0
         self.acked = 0
         self.failed = 0
         self.executed = 0
         self.exec_ms = 0.0
         self.exec_n = 0
+        #: process latency: (ms, samples); see BoltExecutor.run_once and ack_function
+        self.proc_ms = 0.0
+        self.proc_n = 0
+        #: tuples of a bolt without auto_ack sampled for process latency: id -> (tuple, start)
+        self.samples: dict[int, tuple[Any, float]] = {}
         self.complete_ms = 0.0
         self.complete_n = 0
+
+    @property
+    def transferred(self) -> int:
+        """Tuples sent to tasks by this task's emits (one per target task, local or remote)."""
+        return self.emitted + self.transfer_extra
 
     def build_routes(self, context: Any) -> None:
         topo = self.worker.topology
@@ -115,6 +127,7 @@ class TaskState:
         return {"emitted": self.emitted, "transferred": self.transferred, "acked": self.acked,
                 "failed": self.failed, "executed": self.executed,
                 "execute_ms": (self.exec_ms, self.exec_n),
+                "process_ms": (self.proc_ms, self.proc_n),
                 "complete_ms": (self.complete_ms, self.complete_n)}
 
 
@@ -427,11 +440,14 @@ def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: An
                               _fast)
     if spout and tup_id is not None:
         worker.ack_untracked(ts, tup_id)
+    n = 0
     for route in routes:
         for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
             worker.deliver(ts, t, Tuple(values, ts.task, src))
+            n += 1
             if sent is not None:
                 sent.append(t)
+    ts.transfer_extra += n - 1
     return sent
 
 
@@ -442,13 +458,16 @@ def _emit_spout_tracked(ts: TaskState, values: tuple, stream: str, src: Source,
     rand = _fast
     root = rand(64)
     xor = 0
+    n = 0
     for route in routes:
         for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
             edge = rand(64)
             xor ^= edge
             worker.deliver(ts, t, Tuple(values, ts.task, src, edge, (root,)))
+            n += 1
             if sent is not None:
                 sent.append(t)
+    ts.transfer_extra += n - 1
     worker.track_spout_tuple(ts, root, xor, tup_id, stream, values)
     return sent
 
@@ -464,8 +483,10 @@ def _emit_anchored(ts: TaskState, values: tuple, stream: str, src: Source,
         if a.roots:
             tracked.append(a)
     worker = ts.worker
+    n = 0
     for route in routes:
         for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            n += 1
             if not tracked:
                 tup = Tuple(values, ts.task, src)
             elif len(tracked) == 1:
@@ -485,4 +506,5 @@ def _emit_anchored(ts: TaskState, values: tuple, stream: str, src: Source,
             worker.deliver(ts, t, tup)
             if sent is not None:
                 sent.append(t)
+    ts.transfer_extra += n - 1
     return sent

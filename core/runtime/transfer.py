@@ -90,8 +90,6 @@ class Transfer:
         if opened is None:
             self.undeliverable([(task, tup)], f"no worker is assigned task {task}")
             return
-        if ts is not None:
-            ts.transferred += 1
         run = opened.get(task)
         cls = tup.__class__
         if cls is not Tuple and tup.roots is not None:
@@ -142,16 +140,12 @@ class Transfer:
         if run is None or run.ids is not None or run.task != src_task or run.src is not src:
             self.send_remote(ts, task, Tuple(values, src_task, src))
             return
-        if ts is not None:
-            ts.transferred += 1
         run.values.append(values)
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
 
     def send_run(self, ts: TaskState | None, task: int, run: TupleRun) -> None:
         """Queue a TupleRun for a remote task: one wire entry for all its tuples."""
-        if ts is not None and task in self.outbox_of_task:
-            ts.transferred += len(run.values) - 1     # send_remote counts the entry as one
         self.send_remote(ts, task, run)  # type: ignore[arg-type]
 
     def flush_all(self) -> None:

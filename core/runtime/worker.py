@@ -168,7 +168,7 @@ class Worker:
         inst.emit_many = inst.emit.many
         inst.report_error = lambda e, _ts=ts: self.report_error(_ts, e, user=True)
         if ex.kind == "bolt":
-            inst.ack = lambda tup, _ts=ts: self.ack_tuple(_ts, tup) if tup.roots else None
+            inst.ack = ex.ack_function(ts)  # type: ignore[attr-defined]
             inst.fail = lambda tup, _ts=ts: self.fail_tuple(_ts, tup)
         else:
             ts.deferred = []  # type: ignore[attr-defined]
