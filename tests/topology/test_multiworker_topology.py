@@ -208,6 +208,7 @@ def test_metrics_consumer_receives_builtin_metrics(cluster: LocalCluster,
     wait_until(lambda: points().get(("quiet", "__ack-count"), 0) >= 500, timeout=10)
     got = points()
     assert got[("fast", "__emit-count")] == 500
+    assert got[("fast", "__transfer-count")] == 500     # one target task per emit, local ones
     assert got[("fast", "__ack-count")] == 500
     assert got[("quiet", "__execute-count")] == 500
     names = {name for _, name in got}

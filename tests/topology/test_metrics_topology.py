@@ -1,0 +1,283 @@
+"""Metrics in a LocalCluster: built-in counts and latencies, user metrics with their own bucket
+sizes, and the stats windows of ``get_topology_info``. Data points are read through a
+recording metrics consumer registered like any other."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, ClassVar
+
+import pytest
+
+from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall import drivers
+from squall.metrics import CountMetric, MeanReducer, ReducedMetric
+from squall.spi.metrics import DataPoint, MetricsConsumer, TaskInfo
+from squall.testing import wait_until
+
+
+class Recording(MetricsConsumer):
+    """Keeps every ``(task_info, data_points)`` it is handed, in arrival order."""
+
+    lock = threading.Lock()
+    calls: ClassVar[list[tuple[TaskInfo, list[DataPoint]]]] = []
+
+    def handle(self, task_info: TaskInfo, data_points: list[DataPoint]) -> None:
+        with Recording.lock:
+            Recording.calls.append((task_info, list(data_points)))
+
+    @classmethod
+    def points(cls, component: str, name: str) -> list[tuple[TaskInfo, Any]]:
+        with cls.lock:
+            return [(info, p.value) for info, points in cls.calls if info.component == component
+                    for p in points if p.name == name]
+
+    @classmethod
+    def total(cls, component: str, name: str) -> float:
+        return sum(value for _, value in cls.points(component, name))
+
+
+@pytest.fixture(autouse=True)
+def recording(monkeypatch: pytest.MonkeyPatch) -> type[Recording]:
+    """``recording`` is a metrics consumer name for the test's duration."""
+    real_check, real_load = drivers.check, drivers.load
+
+    def check(group: str, name: str) -> None:
+        if (group, name) != ("squall.metrics_consumers", "recording"):
+            real_check(group, name)
+
+    def load(group: str, name: str) -> Any:
+        if (group, name) == ("squall.metrics_consumers", "recording"):
+            return Recording
+        return real_load(group, name)
+
+    monkeypatch.setattr(drivers, "check", check)
+    monkeypatch.setattr(drivers, "load", load)
+    Recording.calls.clear()
+    return Recording
+
+
+def conf(bucket: int = 1, **extra: Any) -> dict[str, Any]:
+    return {"topology.metrics.consumer.register": ["recording"],
+            "topology.builtin.metrics.bucket.size.secs": bucket, **extra}
+
+
+class Numbers(Spout):
+    """Emits ``app.n`` tracked tuples ``(i, key)``, or without end when ``app.n`` is 0, at most
+    one per ``app.every`` seconds."""
+
+    outputs = ["i", "key"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+        self.n = int(conf.get("app.n", 0))
+        self.every = float(conf.get("app.every", 0))
+        self.next = 0.0
+
+    def next_tuple(self) -> None:
+        if self.n and self.i >= self.n:
+            return
+        if self.every:
+            now = time.perf_counter()
+            if now < self.next:
+                return
+            self.next = now + self.every
+        self.emit([self.i, f"k{self.i % 7}"], tup_id=self.i)
+        self.i += 1
+
+
+class Sink(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+# -- __process-latency -------------------------------------------------------------------------
+HOLD_MS = 60.0
+
+
+class Holder(Bolt):
+    """Acks each tuple itself, once it has held it ``HOLD_MS``: its process latency is at
+    least that, its execute latency is what ``process`` takes (next to nothing)."""
+
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.held: deque[tuple[float, Any]] = deque()
+
+    def process(self, tup: Any) -> None:
+        now = time.perf_counter()
+        self.held.append((now, tup))
+        while self.held and (now - self.held[0][0]) * 1000.0 >= HOLD_MS:
+            self.ack(self.held.popleft()[1])
+
+
+def test_process_latency_is_receive_to_ack_and_execute_latency_stays_small(
+        cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.every": 0.002})
+    b.set_bolt("holder", Holder).shuffle_grouping("numbers")
+    b.set_bolt("sink", Sink).shuffle_grouping("numbers")
+    cluster.submit_topology("latency", conf(), b.create_topology())
+
+    def reported() -> bool:
+        return (len(Recording.points("holder", "__process-latency")) >= 2
+                and len(Recording.points("sink", "__process-latency")) >= 2)
+    wait_until(reported, timeout=20, message=lambda: f"got {Recording.calls[-3:]}")
+    for _, value in Recording.points("holder", "__process-latency")[1:]:
+        assert value >= HOLD_MS, value
+    for _, value in Recording.points("holder", "__execute-latency"):
+        assert value < HOLD_MS / 6, value
+    # acked automatically at the end of each pass: from the pass's start to its end, which
+    # is at least the execute latency and, for a bolt that does nothing, far below HOLD_MS
+    sink = Recording.points("sink", "__process-latency")
+    assert all(0 < value < HOLD_MS / 6 for _, value in sink), sink
+    stats = cluster.get_topology_info("latency")["executors"]
+    holder = next(e for e in stats if e["component"] == "holder")
+    assert holder["process_latency_ms"] >= HOLD_MS * 0.9
+    assert holder["execute_latency_ms"] < HOLD_MS / 6
+    assert holder["acked"] > 0
+
+
+# -- __transfer-count ----------------------------------------------------------------------------
+class Relay(Bolt):
+    outputs = ["i", "key"]
+
+    def process(self, tup: Any) -> None:
+        self.emit(tup.values)
+
+
+@pytest.mark.parametrize(("workers", "ackers"), [(1, None), (2, None), (1, 0)])
+def test_transfer_count_is_one_per_target_task_local_or_remote(
+        cluster: LocalCluster, workers: int, ackers: int | None) -> None:
+    n = 300
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": n})
+    # every tuple to the one task of "keyed" and to each of the 3 tasks of "everyone"
+    b.set_bolt("keyed", Relay).fields_grouping("numbers", ["key"])
+    b.set_bolt("everyone", Sink, 3).all_grouping("numbers")
+    b.set_bolt("relay", Relay).global_grouping("keyed")     # one target per emit
+    # every tuple to one task of "last" and to both tasks of "echo"; "last" emits to nobody
+    b.set_bolt("last", Relay, 2).shuffle_grouping("relay")
+    b.set_bolt("echo", Sink, 2).all_grouping("relay")
+    cluster.submit_topology("transfers", conf(**{"topology.workers": workers,
+                                                 "topology.acker.executors": ackers}),
+                            b.create_topology())
+
+    def components() -> dict[str, Any] | None:
+        info = cluster.get_topology_info("transfers")["components"]
+        return info if (info["last"]["executed"] == n and info["echo"]["executed"] == 2 * n
+                        and info["numbers"]["acked"] == n) else None
+    info = wait_until(components, timeout=30)
+    assert (info["numbers"]["emitted"], info["numbers"]["transferred"]) == (n, 4 * n)
+    assert (info["keyed"]["emitted"], info["keyed"]["transferred"]) == (n, n)
+    assert (info["relay"]["emitted"], info["relay"]["transferred"]) == (n, 3 * n)
+    assert (info["last"]["emitted"], info["last"]["transferred"]) == (n, 0)
+    assert info["everyone"]["executed"] == 3 * n
+    # the consumer's sums reach the same exact values (each worker sends on its own timer)
+    expected = {"numbers": (n, 4 * n), "keyed": (n, n), "relay": (n, 3 * n), "last": (n, 0),
+                "everyone": (0, 0)}
+
+    def reported() -> dict[str, tuple[float, float]]:
+        return {c: (Recording.total(c, "__emit-count"), Recording.total(c, "__transfer-count"))
+                for c in expected}
+    wait_until(lambda: reported() == expected and
+               Recording.total("everyone", "__execute-count") == 3 * n, timeout=10,
+               message=lambda: f"consumer sums {reported()}, expected {expected}")
+
+
+# -- user metrics --------------------------------------------------------------------------------
+class SumReducer:
+    def init(self) -> int:
+        return 0
+
+    def reduce(self, acc: int, value: int) -> int:
+        return acc + value
+
+    def extract(self, acc: int) -> int:
+        return acc
+
+
+class Measured(Bolt):
+    """Registers user metrics in ``initialize`` and updates them per tuple."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.seen = context.register_metric("seen", CountMetric())
+        self.total = context.register_metric("total", ReducedMetric(SumReducer()))
+        self.width = context.register_metric("width", ReducedMetric(MeanReducer()))
+        self.fast = context.register_metric("every-1s", CountMetric(), 1)
+        self.slow = context.register_metric("every-2s", CountMetric(), 2)
+
+    def process(self, tup: Any) -> None:
+        self.seen.incr()
+        self.total.update(tup["i"])
+        self.width.update(len(tup["key"]))
+        self.fast.incr()
+        self.slow.incr(2)
+
+
+def test_user_metrics_from_initialize_reach_the_consumer_exactly(cluster: LocalCluster) -> None:
+    n = 200
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": n})
+    b.set_bolt("measured", Measured, 2).shuffle_grouping("numbers")
+    cluster.submit_topology("user", conf(), b.create_topology())
+    wait_until(lambda: Recording.total("measured", "seen") == n, timeout=15,
+               message=lambda: f"seen: {Recording.points('measured', 'seen')}")
+    wait_until(lambda: Recording.total("measured", "total") == sum(range(n)), timeout=5)
+    widths = Recording.points("measured", "width")
+    assert widths and all(value == 2.0 for _, value in widths), widths   # "k0".."k6"
+    # a bucket without updates reports nothing for the mean (None is left out), 0 for counts
+    assert all(info.interval_secs == 1 for info, _ in Recording.points("measured", "seen"))
+    wait_until(lambda: Recording.total("measured", "every-2s") == 2 * n, timeout=10)
+
+
+def test_each_bucket_size_has_its_own_timer_and_interval(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.every": 0.01})
+    b.set_bolt("measured", Measured).shuffle_grouping("numbers")
+    # built-in metrics every 60 s: whatever arrives within the test came from the 1 s and
+    # 2 s timers of the user metrics
+    cluster.submit_topology("buckets", conf(bucket=60), b.create_topology())
+    wait_until(lambda: len(Recording.points("measured", "every-2s")) >= 3, timeout=15,
+               message=lambda: f"got {[(i.interval_secs, p) for i, p in Recording.calls]}")
+    fast = Recording.points("measured", "every-1s")
+    slow = Recording.points("measured", "every-2s")
+    assert {info.interval_secs for info, _ in fast} == {1}
+    assert {info.interval_secs for info, _ in slow} == {2}
+    assert len(fast) >= 4
+    for reports, secs in ((fast, 1.0), (slow, 2.0)):
+        stamps = [info.timestamp for info, _ in reports]
+        gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+        assert all(secs * 0.6 < gap < secs * 1.4 for gap in gaps), (secs, gaps)
+    with Recording.lock:
+        for info, points in Recording.calls:
+            names = {p.name for p in points}
+            assert names <= ({"every-1s"} if info.interval_secs == 1 else {"every-2s"}), names
+            assert not any(name.startswith("__") for name in names)
+
+
+# -- stats windows -------------------------------------------------------------------------------
+def test_stats_windows_in_topology_info_have_exact_counts(cluster: LocalCluster) -> None:
+    n = 300
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": n})
+    b.set_bolt("sink", Sink, 2).shuffle_grouping("numbers")
+    cluster.submit_topology("windows", {}, b.create_topology())
+
+    def windows() -> dict[str, Any] | None:
+        comps = cluster.get_topology_info("windows")["components"]
+        spout, sink = comps["numbers"].get("windows"), comps["sink"].get("windows")
+        if spout and sink and spout[":all-time"]["acked"] == n \
+                and sink[":all-time"]["executed"] == n:
+            return {"numbers": spout, "sink": sink}
+        return None
+    got = wait_until(windows, timeout=20)
+    for window in ("600", "10800", "86400", ":all-time"):
+        spout, sink = got["numbers"][window], got["sink"][window]
+        assert (spout["emitted"], spout["transferred"], spout["acked"], spout["failed"]) == \
+            (n, n, n, 0), (window, spout)
+        assert (sink["executed"], sink["acked"], sink["emitted"], sink["failed"]) == \
+            (n, n, 0, 0), (window, sink)
+        assert spout["complete_latency_ms"] > 0 and sink["execute_latency_ms"] > 0
+        assert sink["process_latency_ms"] >= sink["execute_latency_ms"]
