@@ -28,7 +28,7 @@ from typing import Any
 from squall import drivers
 from squall.api.topology import Topology
 from squall.daemon import packaging
-from squall.daemon.nimbus_schedule import BeatTracker, schedule_pass
+from squall.daemon.nimbus_schedule import BeatTracker, rebalance_shortfall, schedule_pass
 from squall.errors import (
     AlreadyAliveError,
     NotAliveError,
@@ -70,7 +70,8 @@ class Nimbus:
         self.lock = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._fresh: set[str] = set()
+        #: topologies rebalanced since the last scheduling pass -> their shape before
+        self._fresh: dict[str, dict[str, Any]] = {}
         self._topologies: dict[str, tuple[dict[str, Any], Topology]] = {}
         self._threads: list[threading.Thread] = []
         self.server: Any = None
@@ -311,7 +312,11 @@ class Nimbus:
 
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: dict[str, int] | None = None) -> None:
-        """Deactivate, wait, re-place with new parallelism / workers, restore the status."""
+        """Deactivate, wait, re-place with new parallelism / workers, restore the status.
+
+        The scheduler keeps the surviving placement and moves as few executors as it can. A
+        rebalance of a running topology that would not fit on the cluster as it is now is
+        refused with a TopologyError naming the shortfall (the topology keeps running)."""
         self.require_leader()
         with self.lock:
             tid, base = self._live(name)
@@ -327,12 +332,19 @@ class Nimbus:
                 raise TopologyError("rebalance: workers must be >= 1")
             if wait_secs is None:
                 wait_secs = float(conf.get("topology.message.timeout.secs") or 30)
+            previous = "inactive" if base.get("status") == "inactive" else "active"
+            shape = {"status": previous,
+                     "num_workers": int(num_workers or base.get("num_workers") or 1),
+                     "component_executors": {c: s.parallelism
+                                             for c, s in sorted(changed.components.items())}}
+            short = rebalance_shortfall(self, tid, shape)
+            if short is not None:    # refuse rather than stop a running topology
+                raise TopologyError(f"rebalance of {name!r} does not fit: {short}; the topology "
+                                    "keeps running as it is")
             self.state.update_storm(tid, status="rebalancing", rebalance={
                 "due": time.time() + max(0.0, float(wait_secs)),
-                "previous": "inactive" if base.get("status") == "inactive" else "active",
-                "num_workers": int(num_workers or base.get("num_workers") or 1),
-                "component_executors": {c: s.parallelism
-                                        for c, s in sorted(changed.components.items())}})
+                "previous": previous, "num_workers": shape["num_workers"],
+                "component_executors": shape["component_executors"]})
         self._wake.set()
 
     # -- periodic work (monitor thread) -------------------------------------------------------
@@ -376,7 +388,8 @@ class Nimbus:
                 self.state.update_storm(tid, status=plan["previous"], rebalance=None,
                                         num_workers=plan["num_workers"],
                                         component_executors=plan["component_executors"])
-                self._fresh.add(tid)
+                self._fresh[tid] = {"num_workers": base.get("num_workers"),
+                                    "component_executors": base.get("component_executors")}
                 log.info("rebalancing topology %s", tid)
 
     def _clean_orphans(self) -> None:

@@ -6,6 +6,12 @@ less than ``nimbus.task.launch.secs`` ago, or its worker's beat lists it and cha
 ``nimbus.task.timeout.secs``. Dead executors, and those on supervisors that are gone, lose their
 slots; the configured scheduler places them again and the changed assignments are written.
 
+After a rebalance the surviving placement is handed to the scheduler (executors whose task
+range is unchanged keep their slots) with the topology marked ``rebalanced``, so it moves as few
+executors as it can. A rebalance that cannot be placed never takes a running topology down:
+:func:`rebalance_shortfall` lets ``Nimbus.rebalance`` refuse it up front, and if capacity went
+away during the wait the topology keeps its old shape and placement (see :func:`schedule_pass`).
+
 Runs on nimbus's monitor thread only (the leader's), under nimbus's lock.
 """
 from __future__ import annotations
@@ -103,12 +109,21 @@ def alive_assignment(nimbus: Nimbus, topology_id: str, assignment: Mapping[str, 
     return SchedulerAssignment(topology_id, keep)
 
 
-def schedule_pass(nimbus: Nimbus, fresh: set[str]) -> None:
-    """One pass over every topology; ``fresh`` topologies are placed from scratch
-    (a rebalance) and removed from the set."""
+#: ``status_reason`` prefix of a rebalance that could not be placed (kept until the next one).
+NOT_APPLIED = "rebalance not applied: "
+
+
+def _build(nimbus: Nimbus, rebalanced: set[str],
+           shapes: Mapping[str, Mapping[str, Any]] | None = None,
+           ) -> tuple[Topologies, Cluster, dict[str, Any], dict[str, Any]]:
+    """The inputs of one pass. ``rebalanced`` topologies are marked so the scheduler reshapes
+    their surviving placement; ``shapes`` overrides storm records (a rebalance tried ahead)."""
     state = nimbus.state
     supervisors = supervisor_details(state.supervisors())
     storms = state.storms()
+    for tid, shape in (shapes or {}).items():
+        if tid in storms:
+            storms[tid] = {**storms[tid], **shape}
     stored = state.assignments()
     details = []
     existing: dict[str, SchedulerAssignment] = {}
@@ -118,9 +133,8 @@ def schedule_pass(nimbus: Nimbus, fresh: set[str]) -> None:
         base = storms.get(tid)
         if base is None:
             continue
-        if tid in fresh and base.get("status") in SCHEDULABLE:
-            continue
         if base.get("status") in SCHEDULABLE:
+            # after a rebalance too: executors whose task range is unchanged keep their slots
             existing[tid] = alive_assignment(nimbus, tid, assignment, beats)
         else:   # killed / rebalancing: keep the slots occupied as they are
             existing[tid] = SchedulerAssignment.from_executor_node_port(
@@ -137,21 +151,91 @@ def schedule_pass(nimbus: Nimbus, fresh: set[str]) -> None:
             details.append(details_from_topology(
                 tid, str(base.get("name")), conf, topology,
                 int(base.get("num_workers") or conf.get("topology.workers") or 1),
-                float(base.get("launch_time") or 0)))
+                float(base.get("launch_time") or 0), rebalanced=tid in rebalanced))
         except Exception as exc:  # one bad topology must not stop the others
             log.error("cannot schedule topology %s: %s", tid, exc)
     topologies = Topologies(details)
-    cluster = Cluster(supervisors, existing, topologies)
+    return topologies, Cluster(supervisors, existing, topologies), storms, stored
+
+
+def _shortfall(cluster: Cluster, topology: Any) -> str | None:
+    """Why ``topology`` is not fully placed in ``cluster`` (None when it is)."""
+    status = cluster.get_status(topology.id)
+    if status is not None and status.status == "pending":
+        return status.reason or "it does not fit"
+    missing = cluster.unassigned_executors(topology)
+    if missing:
+        return f"{len(missing)} of {len(topology.executors)} executors have no slot"
+    return None
+
+
+def _fully_assigned(nimbus: Nimbus, tid: str, shape: Mapping[str, Any],
+                    assignment: Mapping[str, Any] | None) -> bool:
+    """Whether ``assignment`` places every executor of ``tid`` in the shape ``shape``."""
+    loaded = nimbus.topology_of(tid)
+    if loaded is None or not assignment:
+        return False
+    topology = loaded[1].with_parallelism(shape.get("component_executors") or {})
+    placed = assignment.get("executor_node_port") or {}
+    return all(str(ExecutorDetails(*e)) in placed for e in topology.executor_component())
+
+
+def rebalance_shortfall(nimbus: Nimbus, tid: str, shape: Mapping[str, Any]) -> str | None:
+    """Try a rebalance of running topology ``tid`` to ``shape`` (``num_workers``,
+    ``component_executors``, ``status``) on the cluster as it is now, without writing
+    anything. Returns why it would not be fully placed, or None when it fits (or when the
+    topology is not fully running now, so there is nothing to keep)."""
+    base = nimbus.state.get_storm(tid) or {}
+    if not _fully_assigned(nimbus, tid, base, nimbus.state.get_assignment(tid)):
+        return None
+    topologies, cluster, _storms, _stored = _build(nimbus, {tid}, {tid: shape})
+    topology = topologies.get(tid)
+    if topology is None:
+        return None
+    try:
+        nimbus.scheduler.schedule(topologies, cluster)
+    except Exception:  # a scheduler bug: let the pass after the wait deal with it
+        log.exception("the %s scheduler failed trying a rebalance of %s",
+                      nimbus.conf.get("squall.scheduler"), tid)
+        return None
+    return _shortfall(cluster, topology)
+
+
+def schedule_pass(nimbus: Nimbus, fresh: dict[str, Mapping[str, Any]]) -> None:
+    """One pass over every topology. ``fresh`` maps each topology rebalanced since the last
+    pass to its shape before (``num_workers``, ``component_executors``); the scheduler
+    reshapes its surviving placement. A rebalanced topology that was running and cannot be
+    placed in its new shape gets its old shape back (it keeps running where it was, the
+    status reason says why) and the pass is made again. Placed ones leave ``fresh``."""
+    topologies, cluster, storms, stored = _build(nimbus, set(fresh))
     try:
         nimbus.scheduler.schedule(topologies, cluster)
     except Exception:  # a scheduler bug is logged, nimbus keeps running
         log.exception("the %s scheduler failed", nimbus.conf.get("squall.scheduler"))
         return
+    reverted = False
+    for tid in sorted(fresh):
+        topology = topologies.get(tid)
+        why = _shortfall(cluster, topology) if topology is not None else None
+        if why is None:
+            continue
+        before = fresh.pop(tid)
+        if not _fully_assigned(nimbus, tid, before, stored.get(tid)):
+            continue        # nothing was running in the old shape: keep the new one, pending
+        log.warning("rebalance of topology %s not applied, it keeps its placement: %s",
+                    tid, why)
+        nimbus.state.update_storm(tid, num_workers=before.get("num_workers"),
+                                  component_executors=before.get("component_executors"),
+                                  status_reason=NOT_APPLIED + why)
+        reverted = True
+    if reverted:
+        schedule_pass(nimbus, fresh)
+        return
     for topology in topologies:
         tid = topology.id
-        fresh.discard(tid)
+        rebalanced = fresh.pop(tid, None) is not None
         _write_assignment(nimbus, tid, cluster, stored.get(tid))
-        _write_status(nimbus, tid, cluster, storms[tid], topology)
+        _write_status(nimbus, tid, cluster, storms[tid], topology, rebalanced)
 
 
 def _write_assignment(nimbus: Nimbus, tid: str, cluster: Cluster,
@@ -176,7 +260,7 @@ def _write_assignment(nimbus: Nimbus, tid: str, cluster: Cluster,
 
 
 def _write_status(nimbus: Nimbus, tid: str, cluster: Cluster, base: Mapping[str, Any],
-                  topology: Any) -> None:
+                  topology: Any, rebalanced: bool = False) -> None:
     reported = cluster.get_status(tid)
     status = base.get("status")
     if reported is not None and reported.status == "pending":
@@ -186,5 +270,6 @@ def _write_status(nimbus: Nimbus, tid: str, cluster: Cluster, base: Mapping[str,
     elif not cluster.unassigned_executors(topology):
         if status == "pending":
             nimbus.state.update_storm(tid, status="active", status_reason="")
-        elif base.get("status_reason"):
+        elif base.get("status_reason") and (
+                rebalanced or not str(base["status_reason"]).startswith(NOT_APPLIED)):
             nimbus.state.update_storm(tid, status_reason="")

@@ -129,6 +129,24 @@ class SchedulerAssignment:
             on_slot.add(e)
         self._worker_resources[slot] = self._worker_resources.get(slot, Resources()) + resources
 
+    def _remove(self, executors: Iterable[ExecutorDetails]) -> list[WorkerSlot]:
+        """Take ``executors`` (all placed) off their workers (the caller adjusts the workers'
+        resources with :meth:`_set_worker_resources`). Returns the slots left empty."""
+        emptied = []
+        for e in executors:
+            slot = self._executor_to_slot.pop(e)
+            on_slot = self._slot_executors[slot]
+            on_slot.discard(e)
+            if not on_slot:
+                del self._slot_executors[slot]
+                self._worker_resources.pop(slot, None)
+                emptied.append(slot)
+        return emptied
+
+    def _set_worker_resources(self, slot: WorkerSlot, resources: Resources) -> None:
+        if slot in self._slot_executors:
+            self._worker_resources[slot] = resources
+
     def _remove_slot(self, slot: WorkerSlot) -> set[ExecutorDetails]:
         executors = self._slot_executors.pop(slot, set())
         for e in executors:

@@ -233,6 +233,38 @@ class Cluster:
         self._used[slot.node_id] = self._used[slot.node_id] - res
         return sorted(executors)
 
+    def unassign(self, topology_id: str, executors: Iterable[ExecutorDetails]) -> None:
+        """Take ``executors`` of ``topology_id`` off their workers (they become unassigned, so
+        a scheduler can move a few executors instead of freeing whole workers); a worker left
+        with no executor frees its slot. Executors not placed are ignored. Raises
+        :class:`SchedulingError` when ``topology_id`` is not being scheduled (its executors'
+        needs are unknown)."""
+        topology = self._topologies.get(topology_id)
+        assignment = self._assignments.get(topology_id)
+        if topology is None:
+            raise SchedulingError(f"topology {topology_id} is not being scheduled")
+        if assignment is None:
+            return
+        by_slot: dict[WorkerSlot, list[ExecutorDetails]] = {}
+        for e in {ExecutorDetails(*e) for e in executors}:
+            slot = assignment.slot_of(e)
+            if slot is not None:
+                by_slot.setdefault(slot, []).append(e)
+        for slot, moved in sorted(by_slot.items()):
+            freed = Resources()
+            for e in moved:
+                freed = freed + topology.resources_for(e)
+            before = assignment.worker_resources.get(slot, Resources())
+            if assignment._remove(moved):       # the worker is empty: its slot is free
+                self._used[slot.node_id] = self._used[slot.node_id] - before
+                del self._slot_owner[slot]
+                self._free_ports[slot.node_id].add(slot.port)
+            else:
+                self._used[slot.node_id] = self._used[slot.node_id] - freed
+                assignment._set_worker_resources(slot, before - freed)
+        if not len(assignment):
+            del self._assignments[topology_id]
+
     def free_topology(self, topology_id: str) -> None:
         """Free every slot of ``topology_id`` (e.g. before rescheduling it from scratch)."""
         assignment = self._assignments.get(topology_id)
@@ -253,12 +285,14 @@ class Cluster:
         return len(assignment.slots()) if assignment is not None else 0
 
     def needs_scheduling(self, topology: TopologyDetails) -> bool:
-        """True when some executor has no slot, or the topology has fewer workers than it
-        asked for and a slot is free (Storm's rule, so a grown cluster spreads it out)."""
+        """True when some executor has no slot, the topology has more workers than it asked
+        for (a rebalance to fewer workers), or fewer workers than it asked for and a slot is
+        free (Storm's rule, so a grown cluster spreads it out)."""
         if self.unassigned_executors(topology):
             return True
-        wanted = min(topology.num_workers, len(topology.executors))
-        return self.assigned_worker_count(topology.id) < wanted and self.available_slot_count() > 0
+        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        have = self.assigned_worker_count(topology.id)
+        return have > wanted or (have < wanted and self.available_slot_count() > 0)
 
     # -- results -------------------------------------------------------------------------------
 

@@ -8,6 +8,11 @@ dealt over the new slots in task order, so each component's executors spread acr
 nodes. When the topology already has its workers, homeless executors join them instead. A
 topology that gets no slot at all is reported ``pending``. Resources are ignored.
 
+After a rebalance (see :mod:`squall.scheduling.rebalance`) the surviving placement is kept:
+with fewer workers the workers with the fewest executors are freed and their executors join
+the rest; with more workers each new worker takes only its share of executors from the most
+loaded ones; executors of a component whose count changed join the least loaded workers.
+
 The same input always yields the same assignment.
 """
 from __future__ import annotations
@@ -22,6 +27,7 @@ from squall.scheduling.cluster import (
     TopologyDetails,
     WorkerSlot,
 )
+from squall.scheduling.rebalance import join_least_loaded, spread, surplus_workers
 from squall.spi.scheduler import Scheduler
 
 __all__ = ["EvenScheduler", "deal", "first_free_slots", "sort_slots"]
@@ -89,23 +95,73 @@ class EvenScheduler(Scheduler):
 
     def schedule_topology(self, topology: TopologyDetails, cluster: Cluster) -> None:
         """Place ``topology``'s homeless executors (see the module docstring)."""
+        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        assignment = cluster.get_assignment(topology.id)
+        if assignment is not None and len(assignment.slots()) > wanted:
+            self._shrink(topology, cluster, wanted)
+            return
+        if topology.rebalanced:
+            self._grow(topology, cluster, wanted)
+            return
         unassigned = cluster.unassigned_executors(topology)
         if not unassigned:
             return  # fewer workers than asked for; a rebalance spreads it out
-        assignment = cluster.get_assignment(topology.id)
         alive = assignment.slots() if assignment is not None else []
-        wanted = max(1, min(topology.num_workers, len(topology.executors)))
         targets = first_free_slots(cluster, max(0, wanted - len(alive)))
         if not targets:
             targets = self._least_loaded(alive, assignment)
         if not targets:
-            cluster.set_status(topology.id, "pending",
-                               f"needs {wanted} more worker slots (have 0 free, need {wanted})")
-            log.info("topology %s pending: no free worker slot", topology.id)
+            self._pending(topology, cluster, wanted)
             return
         for slot, hand in zip(targets, deal(unassigned, len(targets))):
             if hand:
                 cluster.assign(slot, topology.id, hand)
+
+    @staticmethod
+    def _pending(topology: TopologyDetails, cluster: Cluster, wanted: int) -> None:
+        cluster.set_status(topology.id, "pending",
+                           f"needs {wanted} more worker slots (have 0 free, need {wanted})")
+        log.info("topology %s pending: no free worker slot", topology.id)
+
+    @staticmethod
+    def _placed(cluster: Cluster, topology_id: str) -> dict[WorkerSlot, list[ExecutorDetails]]:
+        assignment = cluster.get_assignment(topology_id)
+        if assignment is None:
+            return {}
+        return {s: assignment.executors_on(s) for s in assignment.slots()}
+
+    def _shrink(self, topology: TopologyDetails, cluster: Cluster, wanted: int) -> None:
+        """More workers than asked for (a rebalance): free the workers with the fewest
+        executors; theirs and any homeless executors join the least loaded of the rest."""
+        placed = self._placed(cluster, topology.id)
+        for slot in surplus_workers(placed, wanted):
+            cluster.free_slot(slot)
+            del placed[slot]
+        homeless = cluster.unassigned_executors(topology)
+        loads = {s: len(es) for s, es in placed.items()}
+        for slot, executors in join_least_loaded(loads, homeless).items():
+            cluster.assign(slot, topology.id, executors)
+
+    def _grow(self, topology: TopologyDetails, cluster: Cluster, wanted: int) -> None:
+        """The pass after a rebalance with at most ``wanted`` workers: new workers take only
+        their share of executors from the existing ones; homeless executors fill the gaps."""
+        placed = self._placed(cluster, topology.id)
+        homeless = cluster.unassigned_executors(topology)
+        new = first_free_slots(cluster, max(0, wanted - len(placed)))
+        if new:
+            taken, hands, added = spread(placed, homeless, len(new), topology.executors)
+            cluster.unassign(topology.id, taken)
+            for slot, hand in zip(new, hands):
+                if hand:
+                    cluster.assign(slot, topology.id, hand)
+            for slot, executors in added.items():
+                cluster.assign(slot, topology.id, executors)
+        elif placed:
+            loads = {s: len(es) for s, es in placed.items()}
+            for slot, executors in join_least_loaded(loads, homeless).items():
+                cluster.assign(slot, topology.id, executors)
+        elif homeless:
+            self._pending(topology, cluster, wanted)
 
     @staticmethod
     def _least_loaded(slots: list[WorkerSlot], assignment: Any) -> list[WorkerSlot]:

@@ -104,6 +104,12 @@ class TopologyDetails:
         listed needs the ``topology.component.*`` defaults from ``conf`` (see
         :func:`squall.scheduling.resources.component_resources`).
       launch_time: seconds since the epoch; older topologies are scheduled first.
+      rebalanced: True in the first pass after ``squall rebalance`` changed this topology's
+        workers or executors. Its surviving placement is in the cluster (executors whose task
+        range did not change keep their slots); the scheduler should bring the worker count to
+        ``num_workers`` moving as few executors as it can (see
+        :mod:`squall.scheduling.rebalance`). False in every other pass, where a topology with
+        fewer workers than asked keeps them (only homeless executors are placed).
     """
 
     id: str
@@ -113,6 +119,7 @@ class TopologyDetails:
     executors: Mapping[ExecutorDetails, str]
     component_resources: Mapping[str, Resources] = field(default_factory=dict)
     launch_time: float = 0.0
+    rebalanced: bool = False
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -161,7 +168,7 @@ class TopologyDetails:
 
     def __repr__(self) -> str:
         return (f"TopologyDetails(id={self.id!r}, num_workers={self.num_workers}, "
-                f"executors={len(self.executors)})")
+                f"executors={len(self.executors)}{', rebalanced' if self.rebalanced else ''})")
 
 
 class Topologies:
@@ -220,7 +227,8 @@ class SupervisorDetails:
 
 
 def details_from_topology(topology_id: str, name: str, conf: Mapping[str, Any], topology: Any,
-                          num_workers: int, launch_time: float = 0.0) -> TopologyDetails:
+                          num_workers: int, launch_time: float = 0.0,
+                          rebalanced: bool = False) -> TopologyDetails:
     """Build :class:`TopologyDetails` from a :class:`squall.api.topology.Topology`.
 
     Uses ``topology.executor_component()`` (``{(start, end): component}``, system components
@@ -235,4 +243,5 @@ def details_from_topology(topology_id: str, name: str, conf: Mapping[str, Any], 
         if asked:
             wanted[cid] = component_resources(conf, **{k: asked.get(k) for k in (
                 "cpu", "memory_mb", "net", "disk")})
-    return TopologyDetails(topology_id, name, conf, num_workers, executors, wanted, launch_time)
+    return TopologyDetails(topology_id, name, conf, num_workers, executors, wanted, launch_time,
+                           rebalanced)

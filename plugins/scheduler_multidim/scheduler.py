@@ -13,6 +13,11 @@ One pass (``schedule``), on nimbus's scheduling thread:
    preferring nodes the topology does not use yet (spreading the component over nodes). When
    the topology already has all its workers, homeless executors join its least loaded worker
    whose supervisor has room.
+   After a rebalance (``TopologyDetails.rebalanced``) or with more workers than asked for, the
+   surviving placement is reshaped with the fewest moves (:mod:`squall.scheduling.rebalance`):
+   surplus workers (fewest executors first) are freed and their executors join the least
+   loaded remaining workers with room; new workers take only their share of executors from
+   the most loaded ones; a changed component's executors join the least loaded workers.
 3. A topology is placed entirely or not at all: if something does not fit, nothing new is
    placed for it and it is reported ``pending`` with a reason naming the dimension and the
    shortfall, e.g. ``needs 3 more memory slots (have 5, need 8)``. The next pass tries again,
@@ -27,6 +32,7 @@ import logging
 from squall.plugins.scheduler_multidim.pool import Pool
 from squall.scheduling.cluster import Cluster, ExecutorDetails, Topologies, TopologyDetails
 from squall.scheduling.model import WorkerSlot
+from squall.scheduling.rebalance import spread, surplus_workers
 from squall.scheduling.resources import DIMENSIONS, Resources
 from squall.spi.scheduler import Scheduler
 
@@ -54,7 +60,7 @@ class MultiDimScheduler(Scheduler):
         pool = Pool(cluster)
         open_view = pool.view(s.id for s in cluster.supervisors() if s.host not in reserved)
         for topology in topologies:
-            if not cluster.unassigned_executors(topology):
+            if not self._needs_work(topology, cluster):
                 continue
             hosts = set(topology.isolated_hosts)
             view = open_view if not hosts else pool.view(
@@ -94,12 +100,23 @@ class MultiDimScheduler(Scheduler):
 
     # -- step 2 --------------------------------------------------------------------------------
 
+    @staticmethod
+    def _needs_work(topology: TopologyDetails, cluster: Cluster) -> bool:
+        if cluster.unassigned_executors(topology):
+            return True
+        have = cluster.assigned_worker_count(topology.id)
+        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        return have > wanted or (topology.rebalanced and have < wanted)
+
     def _schedule_topology(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
                            view: tuple[str, ...]) -> None:
         homeless = cluster.unassigned_executors(topology)
         assignment = cluster.get_assignment(topology.id)
         existing = assignment.slots() if assignment is not None else []
         wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        if existing and (topology.rebalanced or len(existing) > wanted):
+            self._reshape(topology, cluster, pool, view, wanted)
+            return
         new_workers = min(max(0, wanted - len(existing)), len(homeless))
         pool.checkpoint()
         try:
@@ -117,6 +134,83 @@ class MultiDimScheduler(Scheduler):
         pool.commit()
         for slot, executors in plan:
             cluster.assign(slot, topology.id, executors)
+
+    def _reshape(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
+                 view: tuple[str, ...], wanted: int) -> None:
+        """After a rebalance, or with more workers than asked for: keep the surviving
+        placement and move as few executors as fit (:mod:`squall.scheduling.rebalance`).
+        All or nothing: if something does not fit, the placement stays as it is and the
+        topology is reported ``pending``."""
+        assignment = cluster.get_assignment(topology.id)
+        placed = {s: assignment.executors_on(s) for s in assignment.slots()}  # type: ignore[union-attr]
+        homeless = cluster.unassigned_executors(topology)
+        pool.checkpoint()
+        freed = surplus_workers(placed, wanted)
+        for slot in freed:
+            pool.release(slot.node_id, assignment.worker_resources[slot], slot.port)  # type: ignore[union-attr]
+            homeless.extend(placed.pop(slot))
+        moved = len(homeless) - len(cluster.unassigned_executors(topology))
+        homeless.sort()
+        new_workers = wanted - len(placed) if topology.rebalanced else 0
+        taken: list[ExecutorDetails] = []
+        try:
+            if new_workers > 0:
+                taken, hands, added = spread(placed, homeless, new_workers, topology.executors)
+                for e in taken:
+                    pool.release(assignment.slot_of(e).node_id,  # type: ignore[union-attr]
+                                 topology.resources_for(e), None)
+                plan = self._plan_hands(topology, hands, list(placed), pool, view)
+                plan += self._plan_add(topology, added, pool)
+            else:
+                loads = {s: len(es) for s, es in placed.items()}
+                plan = self._plan_join_loads(topology, homeless, loads, pool)
+        except _NoRoom as exc:
+            pool.rollback()
+            moving = sorted(homeless + taken)
+            reason = self._reason(topology, moving, max(0, new_workers), exc.demand,
+                                  list(placed), pool, view)
+            cluster.set_status(topology.id, "pending", reason)
+            log.info("topology %s cannot be reshaped to %d workers: %s", topology.id,
+                     wanted, reason)
+            return
+        pool.commit()
+        for slot in freed:
+            cluster.free_slot(slot)
+        cluster.unassign(topology.id, taken)
+        for slot, executors in plan:
+            cluster.assign(slot, topology.id, executors)
+        log.info("topology %s reshaped to %d workers: %d executors moved", topology.id,
+                 wanted, moved + len(taken))
+
+    def _plan_hands(self, topology: TopologyDetails, hands: list[list[ExecutorDetails]],
+                    existing: list[WorkerSlot], pool: Pool, view: tuple[str, ...],
+                    ) -> list[tuple[WorkerSlot, list[ExecutorDetails]]]:
+        """A new worker for each non-empty hand, the largest first, each on the roomiest
+        supervisor that fits it (nodes the topology does not use yet preferred)."""
+        hands = [h for h in hands if h]
+        demands = [self._demand(topology, hand) for hand in hands]
+        order = sorted(range(len(hands)), key=lambda i: (_size(demands[i]), -i), reverse=True)
+        used_nodes = {slot.node_id for slot in existing}
+        plan = []
+        for i in order:
+            sid = pool.find(view, demands[i], used_nodes)
+            if sid is None:
+                raise _NoRoom(demands[i])
+            port = pool.take(sid, demands[i], new_worker=True)
+            used_nodes.add(sid)
+            plan.append((WorkerSlot(sid, port), hands[i]))  # type: ignore[arg-type]
+        return plan
+
+    def _plan_add(self, topology: TopologyDetails,
+                  added: dict[WorkerSlot, list[ExecutorDetails]], pool: Pool,
+                  ) -> list[tuple[WorkerSlot, list[ExecutorDetails]]]:
+        """Executors joining existing workers (below their share) whose supervisors have room."""
+        for slot, executors in added.items():
+            need = self._demand(topology, executors)
+            if not pool.fits(slot.node_id, need):
+                raise _NoRoom(need)
+            pool.take(slot.node_id, need, new_worker=False)
+        return sorted(added.items())
 
     def _plan_new(self, topology: TopologyDetails, homeless: list[ExecutorDetails], n: int,
                   existing: list[WorkerSlot], pool: Pool, view: tuple[str, ...],
@@ -141,6 +235,14 @@ class MultiDimScheduler(Scheduler):
                    cluster: Cluster, pool: Pool) -> list[tuple[WorkerSlot, list[ExecutorDetails]]]:
         assignment = cluster.get_assignment(topology.id)
         load = {slot: len(assignment.executors_on(slot)) for slot in assignment.slots()}  # type: ignore[union-attr]
+        return self._plan_join_loads(topology, homeless, load, pool)
+
+    @staticmethod
+    def _plan_join_loads(topology: TopologyDetails, homeless: list[ExecutorDetails],
+                         loads: dict[WorkerSlot, int], pool: Pool,
+                         ) -> list[tuple[WorkerSlot, list[ExecutorDetails]]]:
+        """Each homeless executor to the least loaded worker whose supervisor has room."""
+        load = dict(loads)
         added: dict[WorkerSlot, list[ExecutorDetails]] = {}
         for e in homeless:
             need = topology.resources_for(e)
