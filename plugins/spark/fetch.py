@@ -15,21 +15,27 @@ Two ways to compute one partition:
 - *filter* (fallback when those internals are missing, e.g. Spark Connect): the DataFrame
   filtered on ``spark_partition_id() == p`` collected as Arrow; correct but each job scans
   every partition of the source.
+
+A failed read is retried from the first row not yet handed to the spout, with a bounded
+backoff (:class:`RetryPolicy`, the ``spark.source.retry.*`` keys): rows already handed out keep
+their ids, and no row is skipped or handed out twice by the reader.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from squall.errors import SquallError
+from squall.errors import TopologyError
 
 from squall.plugins.spark.session import first_line
 
-__all__ = ["Chunk", "PartitionReader", "plan"]
+__all__ = ["RETRY_KEYS", "Chunk", "PartitionReader", "RetryPolicy", "plan", "retry_policy"]
 
 log = logging.getLogger(__name__)
 _ids = itertools.count(1)
@@ -37,11 +43,6 @@ _ids = itertools.count(1)
 #: one chunk of rows: (partition, index of its first row in the partition, rows)
 Chunk = tuple[int, int, list[tuple[Any, ...]]]
 _DONE = object()
-
-
-class _Failure:
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
 
 
 def plan(df: Any) -> tuple[int, Callable[[int], Iterator[Any]], str]:
@@ -104,18 +105,81 @@ def batch_rows(batch: Any) -> list[tuple[Any, ...]]:
     return list(zip(*[column.to_pylist() for column in batch.columns], strict=True))
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a :class:`PartitionReader` retries a partition whose read failed.
+
+    The ``n``-th consecutive failure of one partition waits ``min_secs * 2 ** (n - 1)`` seconds,
+    at most ``max_secs``; from the ``report_after``-th on, every failure is also queued for the
+    component's error reporting and the wait is ``max_secs``. Reading rows of the partition
+    resets the count."""
+
+    min_secs: float = 0.5
+    max_secs: float = 30.0
+    report_after: int = 5
+
+    def delay(self, failures: int) -> float:
+        if failures >= self.report_after:
+            return self.max_secs
+        return min(self.max_secs, self.min_secs * 2.0 ** min(failures - 1, 60))
+
+
+#: component config keys of the retry policy -> RetryPolicy field
+RETRY_KEYS = {"spark.source.retry.backoff.min.secs": "min_secs",
+              "spark.source.retry.backoff.max.secs": "max_secs",
+              "spark.source.retry.report.after": "report_after"}
+
+
+def retry_policy(conf: Mapping[str, Any], component: str = "spark spout") -> RetryPolicy:
+    """The :class:`RetryPolicy` of ``conf``'s ``spark.source.retry.*`` keys (defaults for the
+    missing ones); raises TopologyError naming a bad key."""
+    values: dict[str, Any] = {}
+    for key, attr in RETRY_KEYS.items():
+        value = conf.get(key)
+        if value is None:
+            continue
+        if attr == "report_after":
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+            want = "a positive integer"
+        else:
+            ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and 0 <= value < float("inf"))
+            want = "a number of seconds >= 0"
+        if not ok:
+            raise TopologyError(f"{component}: {key} must be {want}, got {value!r}")
+        values[attr] = value
+    policy = RetryPolicy(**values)
+    if policy.min_secs > policy.max_secs:
+        raise TopologyError(f"{component}: spark.source.retry.backoff.min.secs "
+                            f"({policy.min_secs}) is above spark.source.retry.backoff.max.secs "
+                            f"({policy.max_secs})")
+    return policy
+
+
 class PartitionReader:
     """Reads ``partitions`` of a planned DataFrame on a daemon thread; see the module doc.
 
-    :meth:`poll` and :meth:`close` are called from the spout's executor thread; the reading
-    thread only talks to it through the queue. A Spark failure is re-raised by :meth:`poll`
-    as :class:`squall.SquallError` once, after which the reader counts as exhausted."""
+    :meth:`poll`, :meth:`take_errors` and :meth:`close` are called from the spout's executor
+    thread; the reading thread only talks to it through the queue and :attr:`errors`.
+
+    A failed read of a partition (a Spark job failure, a lost connection...) is retried from
+    the first row not yet handed out, after the :class:`RetryPolicy`'s backoff; each failure
+    logs one error line, and from the policy's ``report_after``-th consecutive failure on its
+    message is also queued in :attr:`errors` for the spout to report. Rows are never skipped:
+    the reader only counts as exhausted once every partition was read to its end."""
 
     def __init__(self, spark: Any, fetch: Callable[[int], Iterator[Any]],
-                 partitions: list[int], *, prefetch: int = 2, name: str = "spark-spout") -> None:
+                 partitions: list[int], *, prefetch: int = 2, name: str = "spark-spout",
+                 retry: RetryPolicy | None = None, label: str | None = None) -> None:
         self._spark = spark
         self._fetch = fetch
         self.partitions = list(partitions)
+        self.retry = retry or RetryPolicy()
+        self.label = label or name      # names the reader in failure messages
+        #: messages of failures to report (appended by the reading thread)
+        self.errors: collections.deque[str] = collections.deque()
+        #: failed reads so far, every partition together
+        self.failures = 0
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, prefetch))
         self._stop = threading.Event()
         self._group = f"squall-{name}-{next(_ids)}"
@@ -126,7 +190,7 @@ class PartitionReader:
             self._thread.start()
 
     def poll(self) -> Chunk | None:
-        """The next chunk if one is ready, else None; never blocks."""
+        """The next chunk if one is ready, else None; never blocks or raises."""
         if self.exhausted:
             return None
         try:
@@ -136,11 +200,14 @@ class PartitionReader:
         if item is _DONE:
             self.exhausted = True
             return None
-        if isinstance(item, _Failure):
-            self.exhausted = True
-            raise SquallError(f"reading Spark partitions failed: {first_line(item.exc)}"
-                              ) from item.exc
         return item  # type: ignore[no-any-return]
+
+    def take_errors(self) -> list[str]:
+        """The failure messages queued for reporting since the last call."""
+        taken = []
+        while self.errors:
+            taken.append(self.errors.popleft())
+        return taken
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop reading: cancel the running Spark job and wait up to ``timeout`` seconds."""
@@ -165,24 +232,50 @@ class PartitionReader:
 
     def _run(self) -> None:
         try:
+            self._spark.sparkContext.setJobGroup(self._group, "squall spark spout",
+                                                 interruptOnCancel=True)
+        except Exception:
+            log.debug("setJobGroup failed", exc_info=True)
+        for p in self.partitions:
+            if not self._read(p):
+                return
+        self._put(_DONE)
+
+    def _read(self, p: int) -> bool:
+        """Hand out every row of partition ``p``, retrying failed reads; False once stopped."""
+        handed = 0           # rows of p already queued: a retry starts after them
+        failures = 0         # consecutive failed reads of p
+        while True:
             try:
-                self._spark.sparkContext.setJobGroup(self._group, "squall spark spout",
-                                                     interruptOnCancel=True)
-            except Exception:
-                log.debug("setJobGroup failed", exc_info=True)
-            for p in self.partitions:
-                index = 0
+                seen = 0     # rows of p this attempt has fetched so far
                 for batch in self._fetch(p):
                     if self._stop.is_set():
-                        return
-                    if not batch.num_rows:
+                        return False
+                    n = batch.num_rows
+                    if seen + n <= handed:       # empty, or handed out by an earlier attempt
+                        seen += n
                         continue
+                    if seen < handed:
+                        batch = batch.slice(handed - seen)
                     rows = batch_rows(batch)
-                    if not self._put((p, index, rows)):
-                        return
-                    index += len(rows)
-            self._put(_DONE)
-        except Exception as exc:   # handed to the executor thread, raised from poll()
-            if not self._stop.is_set():
-                log.debug("Spark partition reader failed", exc_info=True)
-                self._put(_Failure(exc))
+                    if not self._put((p, handed, rows)):
+                        return False
+                    handed += len(rows)
+                    seen = handed
+                    failures = 0
+                return True
+            except Exception as exc:
+                if self._stop.is_set():           # close() cancelled the job
+                    return False
+                failures += 1
+                self.failures += 1
+                delay = self.retry.delay(failures)
+                message = (f"{self.label}: reading Spark partition {p} failed ({failures} in a "
+                           f"row, {handed} of its rows already emitted); retrying in "
+                           f"{delay:g} s: {first_line(exc)}")
+                log.error("%s", message)
+                log.debug("Spark partition %d read failure", p, exc_info=True)
+                if failures >= self.retry.report_after:
+                    self.errors.append(message)
+                if self._stop.wait(delay):
+                    return False

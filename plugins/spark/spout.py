@@ -15,6 +15,13 @@ Configuration (component config; see :mod:`squall.plugins.spark.source` for the 
 - ``spark.spout.emit.batch`` (default 500): the most rows one ``next_tuple`` call emits.
 - ``spark.spout.fetch`` (default ``auto``): ``filter`` forces the slower public-API way of
   reading one partition (see :mod:`squall.plugins.spark.fetch`).
+- ``spark.source.retry.backoff.min.secs`` (default 0.5), ``spark.source.retry.backoff.max.secs``
+  (default 30), ``spark.source.retry.report.after`` (default 5): when reading a partition fails
+  (a Spark job failure, a lost executor...), the task logs one error line and reads the
+  partition again from its first row not yet emitted, after a backoff doubling from min to max
+  per consecutive failure; from the ``report.after``-th consecutive failure of one partition
+  on, each failure is also reported as the component's error and retried every max seconds.
+  Rows are never dropped: the spout keeps retrying until the partition is read.
 
 Output fields: ``spark.source.columns`` if set. Otherwise :meth:`SparkSpout.declare_outputs`
 starts a local Spark session *at build time* and reads the source's schema (schema only, no
@@ -70,12 +77,13 @@ class SparkSpout(Spout):
         return list(load_dataframe(spark, spec).columns)
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        from squall.plugins.spark.fetch import PartitionReader, _filter_plan, plan
+        from squall.plugins.spark.fetch import PartitionReader, _filter_plan, plan, retry_policy
         from squall.plugins.spark.session import get_session
 
         self.context = context
         name = f"spout {context.component_id!r}"
         spec: SourceSpec = parse_source(conf, name)
+        retry = retry_policy(conf, name)
         fields = _declared_fields(context)
         self.spark = get_session(conf.get("spark.master"), conf.get("spark.conf"),
                                  app_name=f"squall-{context.topology_name}")
@@ -98,7 +106,9 @@ class SparkSpout(Spout):
         self.emit_batch = batch
         self.max_pending = int(conf.get("topology.max.spout.pending") or 0)
         self.tracking = conf.get("topology.acker.executors", None) != 0
-        self.reader = PartitionReader(self.spark, fetch, mine, name=context.component_id)
+        self.reader = PartitionReader(self.spark, fetch, mine, retry=retry,
+                                      name=context.component_id,
+                                      label=f"{name} task {context.task_id}")
         self.inflight: dict[tuple[int, int], tuple[Any, ...]] = {}
         self.replay: collections.deque[tuple[int, int]] = collections.deque()
         self.chunk: list[tuple[Any, ...]] = []
@@ -115,6 +125,9 @@ class SparkSpout(Spout):
                 and not self.replay)
 
     def next_tuple(self) -> None:
+        if self.reader.errors:             # the reader keeps failing: report it, go on
+            for message in self.reader.take_errors():
+                self.report_error(message)
         budget = self.emit_batch
         if self.max_pending:
             budget = min(budget, self.max_pending - len(self.inflight))
@@ -148,7 +161,7 @@ class SparkSpout(Spout):
         self.rows_read.incr(end - pos)
 
     def _next_chunk(self) -> bool:
-        item = self.reader.poll()          # raises SquallError once if Spark failed
+        item = self.reader.poll()
         if item is None:
             return False
         self.chunk_part, self.chunk_base, self.chunk = item

@@ -7,10 +7,14 @@
 - ``parquet_dir`` (session scope): a Parquet dataset of 3,000 rows (``id``, ``word``,
   ``score``) written as 6 files, so reading it gives several partitions; ``parquet_rows``
   (session scope) lists them.
+- ``flaky_fetch``: ``flaky_fetch(fails)`` makes the SparkSpouts initialized afterwards (in
+  this process) read through a :class:`FlakyFetch` that fails each partition's first
+  ``fails`` reads.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import collections
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +70,53 @@ def parquet_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           "score": [r[2] for r in part]})
         pq.write_table(table, path / f"part-{f}.parquet")
     return path
+
+
+class FlakyFetch:
+    """Wraps the spout's partition fetch to inject Spark failures.
+
+    Each partition is served in pieces of 97 rows (odd attempts) or 61 rows (even attempts), so
+    a retry's batches do not line up with what was already handed out. The first ``fails``
+    attempts of every partition fail: partition 0 before its first row, the others after
+    ``2 * attempt`` pieces (or at their end if they are shorter). :attr:`RETRY` is a fast
+    retry policy for tests."""
+
+    RETRY = {"spark.source.retry.backoff.min.secs": 0.001,
+             "spark.source.retry.backoff.max.secs": 0.01,
+             "spark.source.retry.report.after": 2}
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, fails: int) -> None:
+        import squall.plugins.spark.fetch as fetch_module
+        self.fails = fails
+        self.attempts: collections.Counter[int] = collections.Counter()
+        self.raised = 0
+        real = fetch_module.plan
+
+        def plan(df: Any) -> Any:
+            count, fetch, method = real(df)
+            return count, lambda p: self.fetch(fetch, p), method
+        monkeypatch.setattr(fetch_module, "plan", plan)
+
+    def fetch(self, fetch: Any, p: int) -> Any:
+        self.attempts[p] += 1
+        attempt = self.attempts[p]
+        failing = attempt <= self.fails
+        limit = 0 if p == 0 else 2 * attempt
+        piece, given = (97 if attempt % 2 else 61), 0
+        for batch in fetch(p):
+            for start in range(0, batch.num_rows, piece):
+                if failing and given >= limit:
+                    self.fail(p, attempt)
+                yield batch.slice(start, piece)
+                given += 1
+        if failing:
+            self.fail(p, attempt)
+
+    def fail(self, p: int, attempt: int) -> None:
+        self.raised += 1
+        raise RuntimeError(f"injected failure {attempt} of partition {p}")
+
+
+@pytest.fixture
+def flaky_fetch(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], FlakyFetch]:
+    return lambda fails: FlakyFetch(monkeypatch, fails)

@@ -1,6 +1,7 @@
 """SparkSpout driven directly (no topology): split, replay, sources, errors."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +9,7 @@ import pytest
 
 from squall import TopologyContext, TopologyError
 from squall.plugins.spark import SparkSpout
+from squall.plugins.spark.fetch import RetryPolicy, retry_policy
 from squall.testing import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration,
@@ -25,8 +27,10 @@ class Driven:
             task_to_component=dict.fromkeys(ids, "rows"), this_worker_port=None,
             outputs={"default": fields})
         self.emitted: list[tuple[Any, Any]] = []
+        self.errors: list[str] = []
         self.spout = SparkSpout()
         self.spout.emit = self._emit  # type: ignore[method-assign]
+        self.spout.report_error = lambda e: self.errors.append(str(e))  # type: ignore
         self.spout.initialize({"spark.master": "local[2]", **config}, self.context)
 
     def _emit(self, values: Any, stream: str = "default", *, tup_id: Any = None,
@@ -178,3 +182,67 @@ def test_missing_path_bad_format_bad_column_are_clear_errors(spark: Any, parquet
     with pytest.raises(TopologyError, match=r"\['nope'\] not in"):
         Driven(parquet(parquet_dir, **{"spark.source.columns": ["id", "nope"]}),
                fields=("id", "nope"))
+
+
+def test_failed_reads_resume_after_the_rows_handed_out(spark: Any, parquet_dir: Path,
+                                                       parquet_rows: list[Any],
+                                                       flaky_fetch: Any,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    clean = Driven(parquet(parquet_dir))
+    try:
+        expected = dict(clean.drain())
+    finally:
+        clean.close()
+    flaky = flaky_fetch(3)
+    caplog.set_level(logging.ERROR, logger="squall.plugins.spark.fetch")
+    d = Driven(parquet(parquet_dir, **flaky.RETRY))
+    try:
+        emitted = d.drain()
+    finally:
+        d.close()
+    assert len(flaky.attempts) > 1 and set(flaky.attempts.values()) == {4}
+    ids = [t for t, _ in emitted]
+    assert len(ids) == len(set(ids)) == len(parquet_rows)        # every row exactly once
+    assert dict(emitted) == expected                             # each id locates the same row
+    # one error line per failure, naming the partition and the injected cause
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(lines) == flaky.raised
+    assert all("\n" not in x and "retrying in" in x for x in lines)
+    assert sum("partition 0 failed" in x and "injected failure" in x for x in lines) == 3
+    # partition 0 failed 3 times in a row without progress: failures 2 and 3 were reported
+    zero = [e for e in d.errors if "partition 0 failed" in e]
+    assert len(zero) == 2 and "3 in a row" in zero[-1]
+
+
+def test_a_partition_that_keeps_failing_is_reported_and_retried_at_max_backoff(
+        spark: Any, parquet_dir: Path, parquet_rows: list[Any],
+        flaky_fetch: Any) -> None:
+    flaky = flaky_fetch(8)
+    d = Driven(parquet(parquet_dir, **{**flaky.RETRY, "spark.source.retry.report.after": 3,
+                                       "spark.source.retry.backoff.max.secs": 0.05}))
+    try:
+        wait_until(lambda: (d.spout.next_tuple(), len(d.errors) >= 2)[1], 30, interval=0.001,
+                   message="the spout reported the failing partition")
+        emitted = d.drain()
+    finally:
+        d.close()
+    assert flaky.attempts[0] == 9
+    zero = [e for e in d.errors if "partition 0 failed" in e]
+    assert len(zero) == 8 - 3 + 1                                 # every failure from the 3rd
+    assert "retrying in 0.05 s" in zero[-1]
+    assert sorted(v for _, v in emitted) == parquet_rows
+
+
+def test_retry_policy_backs_off_and_checks_its_keys() -> None:
+    policy = retry_policy({"spark.source.retry.backoff.min.secs": 1,
+                           "spark.source.retry.backoff.max.secs": 5,
+                           "spark.source.retry.report.after": 4})
+    assert [policy.delay(n) for n in range(1, 7)] == [1, 2, 4, 5, 5, 5]
+    assert retry_policy({}) == RetryPolicy(0.5, 30.0, 5)
+    with pytest.raises(TopologyError, match="report.after must be a positive integer"):
+        retry_policy({"spark.source.retry.report.after": 0})
+    with pytest.raises(TopologyError, match="max.secs must be a number"):
+        retry_policy({"spark.source.retry.backoff.max.secs": "soon"})
+    with pytest.raises(TopologyError, match="is above"):
+        retry_policy({"spark.source.retry.backoff.min.secs": 9,
+                      "spark.source.retry.backoff.max.secs": 2})

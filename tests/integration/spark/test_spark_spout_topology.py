@@ -50,7 +50,8 @@ class Collect(Bolt):
             _seen[tuple(tup.values)] += 1
 
 
-def run(parquet_dir: Path, spouts: int, conf: dict[str, Any], expected: int) -> None:
+def run(parquet_dir: Path, spouts: int, conf: dict[str, Any], expected: int) -> dict[str, Any]:
+    """Run the topology until ``expected`` rows are acked; return its topology info."""
     with _lock:
         _seen.clear(), _acked.clear(), _failed.clear()
     b = TopologyBuilder()
@@ -62,7 +63,9 @@ def run(parquet_dir: Path, spouts: int, conf: dict[str, Any], expected: int) -> 
         cluster.submit_topology("spark-rows", {"topology.max.spout.pending": 500, **conf},
                                 b.create_topology())
         wait_until(lambda: len(_acked) >= expected, 60, message="every row acked")
+        info = cluster.get_topology_info("spark-rows")
         cluster.kill_topology("spark-rows")
+    return info  # type: ignore[no-any-return]
 
 
 def test_every_row_processed_exactly_once(spark: Any, parquet_dir: Path,
@@ -80,3 +83,18 @@ def test_failed_rows_are_replayed_until_acked(spark: Any, parquet_dir: Path,
     assert sorted(_seen) == [(i, w) for i, w, _ in parquet_rows]
     assert set(_seen.values()) == {1}                  # each failed row processed once, later
     assert sum(_failed.values()) == len(parquet_rows) // 10
+
+
+def test_rows_are_delivered_when_spark_reads_fail(spark: Any, parquet_dir: Path,
+                                                  parquet_rows: list[Any],
+                                                  flaky_fetch: Any) -> None:
+    """Every partition's first 3 reads fail (partition 0 before any row, the others midway):
+    the spout tasks retry and every row is still delivered and acked, and partition 0's
+    repeated failures show up as the spout's errors."""
+    flaky = flaky_fetch(3)
+    info = run(parquet_dir, 2, flaky.RETRY, len(parquet_rows))
+    assert {flaky.attempts[p] for p, _ in _acked} == {4}       # partitions holding rows
+    assert sorted(_seen) == [(i, w) for i, w, _ in parquet_rows]     # at least once
+    assert len(_acked) == len(parquet_rows)
+    errors = [e["error"] for e in info["errors"].get("rows", [])]
+    assert any("partition 0 failed" in e and "injected failure" in e for e in errors), errors
