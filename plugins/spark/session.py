@@ -17,6 +17,9 @@ __all__ = ["SESSION_DEFAULTS", "first_line", "get_session"]
 
 log = logging.getLogger(__name__)
 
+#: masters asked for while another session was running (warned about once each)
+_ignored_masters: set[str] = set()
+
 #: settings squall applies to a session it creates (a ``spark.conf`` mapping overrides them)
 SESSION_DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -30,7 +33,9 @@ def get_session(master: str | None = None, settings: Mapping[str, Any] | None = 
 
     ``settings`` are extra Spark settings (``{"spark.driver.host": "127.0.0.1", ...}``) used
     only when a session is created; an existing session is returned as it is (its master wins,
-    as with ``SparkSession.builder.getOrCreate``). Blocks while the driver JVM starts (seconds).
+    as with ``SparkSession.builder.getOrCreate``; a different ``master`` asked for is logged as
+    one warning line per master, naming the master in use). Blocks while the driver JVM starts
+    (seconds).
     Raises PluginLoadError if pyspark is missing and ConfigError if the session cannot start.
     """
     try:
@@ -40,7 +45,13 @@ def get_session(master: str | None = None, settings: Mapping[str, Any] | None = 
         raise PluginLoadError("the Spark plugin needs pyspark: pip install 'squall[spark]'"
                               ) from exc
     if SparkContext._active_spark_context is not None:   # this process already runs a driver
-        return SparkSession.builder.getOrCreate()
+        session = SparkSession.builder.getOrCreate()
+        in_use = session.sparkContext.master
+        if master and master != in_use and master not in _ignored_masters:
+            _ignored_masters.add(master)
+            log.warning("spark.master %r is not used: this process already runs a Spark "
+                        "session on %s, which squall's Spark components share", master, in_use)
+        return session
     if settings is not None and not isinstance(settings, Mapping):
         raise ConfigError(f"spark.conf must be a mapping of Spark settings, got {settings!r}")
     builder = SparkSession.builder.master(master or "local[*]").appName(app_name)

@@ -152,6 +152,21 @@ def test_json_with_selected_columns_in_order(spark: Any, tmp_path: Path) -> None
         d.close()
 
 
+def test_orc_source(spark: Any, tmp_path: Path, parquet_rows: list[Any]) -> None:
+    path = tmp_path / "numbers.orc"
+    spark.createDataFrame(parquet_rows[:700], "id long, word string, score double") \
+        .repartition(3).write.orc(str(path))
+    config = {"spark.source.format": "orc", "spark.source.path": str(path)}
+    assert SparkSpout.declare_outputs(config) == ["id", "word", "score"]
+    d = Driven(config)
+    try:
+        emitted = d.drain()
+    finally:
+        d.close()
+    assert sorted(v for _, v in emitted) == parquet_rows[:700]
+    assert len({t for t, _ in emitted}) == 700
+
+
 def test_table_and_query_sources(spark: Any, parquet_dir: Path,
                                  parquet_rows: list[Any]) -> None:
     spark.read.parquet(str(parquet_dir)).createOrReplaceTempView("numbers")
