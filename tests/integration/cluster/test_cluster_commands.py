@@ -62,6 +62,11 @@ def test_list_deactivate_activate_rebalance_kill(squall_cluster, wordcount):
     assert c.listed() == {"wc": "active"}
     after = acks()
     c.wait(lambda: acks() > after + 20, 30, "no acks after the rebalance")
+    # a word is counted (durably) before its sentence is acked, and never twice, across the move
+    acked = set(wordcount.read_acks(c.out_dir))
+    counted = wordcount.counted_words(c.out_dir)
+    assert max(counted.values()) == 1
+    assert {k for k in wordcount.expected_words(max(acked) + 1) if k[0] in acked} <= set(counted)
     bad = c.squall("rebalance", "wc", "--executors", "nosuch=2", check=False)
     assert bad.returncode == 2 and "nosuch" in bad.stderr
 

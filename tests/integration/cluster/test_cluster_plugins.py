@@ -86,6 +86,9 @@ def test_multidim_rebalance_mid_stream_loses_nothing(squall_cluster, wordcount):
     # every sentence emitted before, during and after the move is acked: nothing is lost
     wait_until(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(total)), 90,
                message=lambda: "sentences lost across the rebalance\n" + c.logs_tail())
+    # counts are durable before their tuples are acked: every word counted, none twice
+    assert max(wordcount.counted_words(c.out_dir).values()) == 1
+    assert wordcount.read_counts(c.out_dir) == wordcount.expected_counts(total)
     assert c.listed() == {"wc": "active"}
 
 
