@@ -85,8 +85,10 @@ def spread(placed: Mapping[WorkerSlot, Sequence[ExecutorDetails]],
     under = [s for s in sorted(placed) if share[s] > len(placed[s])]
     given: list[list[ExecutorDetails]] = [[] for _ in room]
     i = 0
-    for e in sorted([*homeless, *taken]):
-        while room[i % len(room)] == 0:
+    for e in sorted([*homeless, *taken]):    # the shares add up to exactly these executors
+        for _ in range(len(room)):
+            if room[i % len(room)]:
+                break
             i += 1
         room[i % len(room)] -= 1
         given[i % len(room)].append(e)

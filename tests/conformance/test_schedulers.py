@@ -13,6 +13,8 @@ from squall.testing.contracts.scheduler import SchedulerContract
 
 HERE = Path(__file__).parent
 GROUP = "squall.schedulers"
+#: the built-in schedulers, which also promise the fewest moves on rebalance
+BUILTIN = ("even", "multidim")
 
 
 def _contract_for(name: str) -> type:
@@ -23,6 +25,7 @@ def _contract_for(name: str) -> type:
 
     return type(f"TestScheduler_{name}", (SchedulerContract,), {
         "resource_aware": bool(getattr(cls, "resource_aware", False)),
+        "reshapes_on_rebalance": name in BUILTIN,
         "scheduler_factory": scheduler_factory,
     })
 
@@ -33,8 +36,8 @@ for _name in drivers.names(GROUP):
 
 
 def test_builtin_schedulers_are_registered() -> None:
-    assert {"even", "multidim"} <= set(drivers.names(GROUP))
-    for name in ("even", "multidim"):
+    assert set(BUILTIN) <= set(drivers.names(GROUP))
+    for name in BUILTIN:
         assert issubclass(drivers.load(GROUP, name), Scheduler)
 
 

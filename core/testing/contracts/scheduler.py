@@ -14,8 +14,10 @@ The checks are plain functions too (:func:`check_placement`), and :func:`make_su
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from squall.scheduling.cluster import (
@@ -29,8 +31,8 @@ from squall.scheduling.cluster import (
 from squall.scheduling.resources import Resources
 from squall.spi.scheduler import Scheduler
 
-__all__ = ["SchedulerContract", "check_placement", "make_supervisors", "make_topology",
-           "placements"]
+__all__ = ["SchedulerContract", "check_placement", "make_supervisors", "make_topology", "moves",
+           "placements", "rebalanced"]
 
 ROOMY = Resources(cpu=16, memory=32, net=16, disk=4)
 REASON = re.compile(r"needs \d+ more \w+ slots")
@@ -88,6 +90,29 @@ def check_placement(topologies: Topologies, cluster: Cluster, resource_aware: bo
             assert used.fits_in(sup.resources), f"{sid} over capacity: uses {used} of {sup.resources}"
 
 
+def rebalanced(topology: TopologyDetails, num_workers: int | None = None,
+               components: Mapping[str, int] | None = None) -> TopologyDetails:
+    """``topology`` as nimbus hands it over after ``squall rebalance``: marked ``rebalanced``,
+    with ``num_workers`` and (for :func:`make_topology` topologies, one task per executor
+    before) ``components`` (component id -> new executor count, tasks unchanged) applied."""
+    executors = dict(topology.executors)
+    for comp, count in (components or {}).items():
+        mine = sorted(e for e, c in executors.items() if c == comp)
+        for e in mine:
+            del executors[e]
+        for e in split_tasks(mine[0].start_task, mine[-1].end_task - mine[0].start_task + 1,
+                             count):
+            executors[e] = comp
+    return replace(topology, num_workers=topology.num_workers if num_workers is None
+                   else num_workers, executors=executors, rebalanced=True)
+
+
+def moves(before: Cluster, after: Cluster, topology_id: str) -> int:
+    """How many executors present in both placements changed slot."""
+    old, new = placements(before).get(topology_id, {}), placements(after).get(topology_id, {})
+    return sum(1 for e, slot in old.items() if e in new and new[e] != slot)
+
+
 def _fully_placed(cluster: Cluster, topology: TopologyDetails) -> bool:
     assignment = cluster.get_assignment(topology.id)
     return assignment is not None and sorted(assignment.executors()) == sorted(topology.executors)
@@ -99,6 +124,10 @@ class SchedulerContract:
     #: Check per-dimension capacity and expect ``pending`` (not a partial placement) when a
     #: topology asks for more workers than there are slots.
     resource_aware: bool = False
+    #: Promise that after a rebalance the worker count becomes ``num_workers`` with the fewest
+    #: moves (``even`` and ``multidim`` do). Without it a scheduler only has to keep every
+    #: executor placed once and leave unchanged executors where they are.
+    reshapes_on_rebalance: bool = False
 
     def scheduler_factory(self, conf: Mapping[str, Any]) -> Scheduler:
         raise NotImplementedError("override scheduler_factory(conf) to return your scheduler")
@@ -190,3 +219,51 @@ class SchedulerContract:
             assert cluster.get_assignment(top.id) is None
         else:
             assert _fully_placed(cluster, top)
+
+    # -- rebalance: the surviving placement is handed over, the topology marked rebalanced ----
+
+    def _placed_wc(self, workers: int) -> tuple[TopologyDetails, Cluster]:
+        top = make_topology("wc-1", {"spout": 2, "split": 4, "count": 4}, workers)
+        return top, self.run(make_supervisors(4), [top])
+
+    def test_rebalance_of_one_component_moves_no_other_executor(self) -> None:
+        top, before = self._placed_wc(2)
+        changed = rebalanced(top, components={"split": 2})
+        after = self.run(make_supervisors(4), [changed], before.assignments())
+        assert _fully_placed(after, changed)
+        old, new = placements(before)[top.id], placements(after)[top.id]
+        kept = [e for e in old if e in new]
+        assert len(kept) == 6          # spout and count did not change
+        assert all(new[e] == old[e] for e in kept), "an unchanged executor moved"
+
+    def test_rebalance_to_more_or_fewer_workers_keeps_every_executor_placed(self) -> None:
+        top, before = self._placed_wc(2)
+        for n in (3, 1, 4):
+            wanted = rebalanced(top, n)
+            after = self.run(make_supervisors(4), [wanted], before.assignments())
+            again = self.run(make_supervisors(4), [wanted], before.assignments())
+            assert _fully_placed(after, wanted), f"not fully placed after a rebalance to {n}"
+            assert placements(after) == placements(again), "not deterministic"
+
+    def test_rebalance_grows_moving_only_the_new_workers_share(self) -> None:
+        if not self.reshapes_on_rebalance:
+            return
+        top, before = self._placed_wc(2)
+        for n in (3, 4):
+            after = self.run(make_supervisors(4), [rebalanced(top, n)], before.assignments())
+            assert after.assigned_worker_count(top.id) == n
+            share = math.ceil(len(top.executors) / n)
+            assert moves(before, after, top.id) <= (n - 2) * share, f"too many moves for {n}"
+
+    def test_rebalance_shrinks_moving_only_the_freed_workers_executors(self) -> None:
+        if not self.reshapes_on_rebalance:
+            return
+        top, before = self._placed_wc(4)           # 10 executors on 4 workers: 3, 3, 2, 2
+        for n in (3, 2, 1):
+            after = self.run(make_supervisors(4), [rebalanced(top, n)], before.assignments())
+            assert after.assigned_worker_count(top.id) == n
+            assignment = before.get_assignment(top.id)
+            sizes = sorted(len(assignment.executors_on(s)) for s in assignment.slots())  # type: ignore[union-attr]
+            assert moves(before, after, top.id) == sum(sizes[:4 - n]), f"moves for {n}"
+            kept = {s for s in after.get_assignment(top.id).slots()}  # type: ignore[union-attr]
+            assert kept <= set(assignment.slots()), "a new worker was started"  # type: ignore[union-attr]
