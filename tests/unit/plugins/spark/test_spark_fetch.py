@@ -1,16 +1,14 @@
 """PartitionReader without Spark: order, bounded hand-over, failures, close."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
-import pytest
-
-from squall import SquallError
-from squall.plugins.spark.fetch import PartitionReader, batch_rows
+from squall.plugins.spark.fetch import PartitionReader, RetryPolicy, batch_rows
 from squall.testing import wait_until
 
 
@@ -61,15 +59,68 @@ def test_no_partitions_is_exhausted_at_once() -> None:
     assert PartitionReader(fake_spark(), batches, []).exhausted
 
 
-def test_a_spark_failure_is_raised_once_then_exhausted() -> None:
-    def broken(p: int) -> Iterator[pa.RecordBatch]:
-        yield from batches(p)
-        raise RuntimeError("Path does not exist: file:/gone\n\tat org.apache...")
+def flaky(fails: int, after: int = 1) -> Any:
+    """``batches`` that fail the first ``fails`` reads of each partition after ``after``
+    batches (``after`` 0: before any); every failure is counted in ``attempts``."""
+    attempts: dict[int, int] = {}
 
-    reader = PartitionReader(fake_spark(), broken, [0])
-    with pytest.raises(SquallError, match="reading Spark partitions failed: Path does not"):
-        drain(reader)
-    assert reader.exhausted and reader.poll() is None
+    def fetch(p: int) -> Iterator[pa.RecordBatch]:
+        attempts[p] = attempts.get(p, 0) + 1
+        for i, batch in enumerate(batches(p)):
+            if attempts[p] <= fails and i == after:
+                raise RuntimeError(f"Job aborted: lost executor {attempts[p]}\n\tat org.apache")
+            yield batch
+    fetch.attempts = attempts  # type: ignore[attr-defined]
+    return fetch
+
+
+FAST = RetryPolicy(min_secs=0.001, max_secs=0.005, report_after=3)
+
+
+def test_a_failed_read_resumes_after_the_rows_handed_out(caplog: Any) -> None:
+    fetch = flaky(fails=2, after=1)
+    caplog.set_level(logging.ERROR, logger="squall.plugins.spark.fetch")
+    reader = PartitionReader(fake_spark(), fetch, [1, 3], retry=FAST, label="spout 'rows' task 7")
+    chunks = drain(reader)
+    # every row exactly once, at its offset, although each partition was read three times
+    assert [(p, start, len(rows)) for p, start, rows in chunks] == [
+        (1, 0, 3), (1, 3, 3), (3, 0, 3), (3, 3, 3)]
+    assert fetch.attempts == {1: 3, 3: 3}
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == ("spout 'rows' task 7: reading Spark partition 1 failed (1 in a row, 3 "
+                        "of its rows already emitted); retrying in 0.001 s: Job aborted: lost "
+                        "executor 1")
+    assert len(lines) == 4 and reader.failures == 4
+    assert reader.take_errors() == []               # 2 in a row is below report_after
+
+
+def test_a_partition_failing_again_and_again_is_reported_and_never_dropped() -> None:
+    fetch = flaky(fails=6, after=0)
+    reader = PartitionReader(fake_spark(), fetch, [0, 1], retry=FAST)
+    chunks = drain(reader)
+    assert [(p, start) for p, start, _ in chunks] == [(0, 0), (0, 3), (1, 0), (1, 3)]
+    errors = reader.take_errors()
+    # from the 3rd failure in a row on, each one is queued for the component's error report
+    assert [e.split("(")[1].split(" in a row")[0] for e in errors] == ["3", "4", "5", "6"] * 2
+    assert all("retrying in 0.005 s" in e for e in errors)
+
+
+def test_backoff_doubles_up_to_the_max_and_stays_there_once_reported() -> None:
+    policy = RetryPolicy(min_secs=0.5, max_secs=3, report_after=5)
+    assert [policy.delay(n) for n in range(1, 8)] == [0.5, 1, 2, 3, 3, 3, 3]
+    assert RetryPolicy(min_secs=0.1, max_secs=9, report_after=2).delay(2) == 9
+
+
+def test_close_during_a_backoff_stops_the_reader() -> None:
+    def down(p: int) -> Iterator[pa.RecordBatch]:
+        raise RuntimeError("cluster down")
+        yield
+
+    reader = PartitionReader(fake_spark(), down, [0],
+                             retry=RetryPolicy(min_secs=60, max_secs=60, report_after=1))
+    wait_until(lambda: reader.failures == 1, 5)
+    reader.close(timeout=5)
+    assert not reader._thread.is_alive() and not reader.exhausted
 
 
 def test_the_reader_holds_only_a_few_chunks_and_close_stops_it() -> None:
