@@ -23,8 +23,12 @@ into place, so readers (``spark.read.parquet(DIR)``) never see a half-written fi
 =============  ==============================  =============================================
 
 Writing uses pyarrow only (no Spark session in the workers). Points are buffered and written
-at the end of a ``handle`` call once ``flush.secs`` (default 0: every call) have passed since
-the last write or ``flush.points`` (default 10,000) are buffered, and always in ``cleanup``.
+at the end of a ``handle`` call once ``flush.secs`` have passed since the last write or
+``flush.points`` (default 10,000) are buffered, and always in ``cleanup`` (so a topology's
+last points reach the dataset when it is killed). ``flush.secs`` defaults to the topology's
+``topology.builtin.metrics.bucket.size.secs``: every task sends its points once per bucket,
+so a consumer task writes about one file per date per bucket, whatever the number of tasks
+(``flush.secs: 0`` writes one file per ``handle`` call, i.e. per task and bucket).
 """
 from __future__ import annotations
 
@@ -80,7 +84,7 @@ class SparkMetricsConsumer(MetricsConsumer):
 
     def __init__(self) -> None:
         self.path: Path | None = None
-        self.flush_secs = 0.0
+        self.flush_secs = 60.0
         self.flush_points = 10_000
         self._rows: dict[str, list[list[Any]]] = {}
         self._buffered = 0
@@ -96,12 +100,17 @@ class SparkMetricsConsumer(MetricsConsumer):
         if unknown:
             raise ConfigError(f"the 'spark' metrics consumer does not know {sorted(unknown)}; "
                               f"it takes {sorted(_ARGS)}")
+        bucket = conf.get("topology.builtin.metrics.bucket.size.secs") or 60
         try:
-            self.flush_secs = float(argument.get("flush.secs", 0))
+            self.flush_secs = float(argument.get("flush.secs", bucket))
             self.flush_points = int(argument.get("flush.points", 10_000))
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"the 'spark' metrics consumer: bad flush setting: {exc}"
                               ) from exc
+        if self.flush_secs < 0 or self.flush_points < 1:
+            raise ConfigError("the 'spark' metrics consumer: flush.secs must be >= 0 and "
+                              f"flush.points >= 1, got {self.flush_secs} and "
+                              f"{self.flush_points}")
         self.path = Path(str(argument["path"]))
         try:
             self.path.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ import collections
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from squall import Bolt, DataPoint, LocalCluster, Spout, SquallError, TaskInfo, TopologyBuilder
 from squall.plugins.spark.report import report
-from squall.plugins.spark.sink import SparkMetricsConsumer
+from squall.plugins.spark.sink import SparkMetricsConsumer, flatten
 from squall.testing import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration,
@@ -140,3 +141,41 @@ def test_topology_metrics_reach_the_dataset(spark: Any, tmp_path: Path) -> None:
         wait_until(lambda: executed() >= 200, 30, interval=0.2,
                    message="the count bolt's executions in the metrics dataset")
     assert "count" in report(tmp_path, spark=spark)
+
+
+def test_a_topology_s_points_all_reach_the_dataset_in_few_files(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the default flush (once per 1 s bucket), the consumer writes a file per bucket, not
+    per task and bucket, and the points still buffered when the topology is killed are written
+    by cleanup: the dataset holds every point the consumer was handed."""
+    handled: list[int] = []
+    cleaned = threading.Event()
+    real_handle, real_cleanup = SparkMetricsConsumer.handle, SparkMetricsConsumer.cleanup
+
+    def handle(self: SparkMetricsConsumer, task_info: TaskInfo, points: list[DataPoint]) -> None:
+        with _lock:
+            handled.append(sum(1 for p in points for _ in flatten(p.name, p.value)))
+        real_handle(self, task_info, points)
+
+    def cleanup(self: SparkMetricsConsumer) -> None:
+        real_cleanup(self)
+        cleaned.set()
+    monkeypatch.setattr(SparkMetricsConsumer, "handle", handle)
+    monkeypatch.setattr(SparkMetricsConsumer, "cleanup", cleanup)
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("count", Count, parallelism=2).shuffle_grouping("words")
+    conf = {"topology.builtin.metrics.bucket.size.secs": 1,
+            "topology.metrics.consumer.register": [{"class": "spark",
+                                                    "argument": {"path": str(tmp_path)}}]}
+    start = time.monotonic()
+    with LocalCluster() as cluster:
+        cluster.submit_topology("metered", conf, b.create_topology())
+        wait_until(lambda: len(handled) >= 30, 60, message="30 metrics handle calls")
+        cluster.kill_topology("metered")
+    elapsed = time.monotonic() - start
+    wait_until(cleaned.is_set, 10, message="the consumer's cleanup")
+    files = list(tmp_path.rglob("*.parquet"))
+    assert spark.read.parquet(str(tmp_path)).count() == sum(handled)
+    assert len(files) <= elapsed + 2                     # about one per second (+ a new date)
+    assert len(files) < len(handled) / 2, (len(files), len(handled))

@@ -64,9 +64,43 @@ def test_flush_thresholds_buffer_points_until_cleanup(tmp_path: Path) -> None:
     assert pq.read_table(tmp_path).num_rows == 4
 
 
+def test_by_default_points_are_written_once_per_metrics_bucket(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twenty tasks report every 10 s bucket: one file per bucket, not one per task."""
+    import time
+
+    import squall.plugins.spark.sink as sink_module
+    clock = [1000.0]
+    monkeypatch.setattr(sink_module, "time", SimpleNamespace(monotonic=lambda: clock[0],
+                                                             time=time.time))
+    sink = SparkMetricsConsumer()
+    sink.prepare({"topology.builtin.metrics.bucket.size.secs": 10}, {"path": str(tmp_path)},
+                 None)
+    for bucket in range(1, 7):
+        clock[0] = 1000.0 + 10.5 * bucket
+        for task in range(20):
+            clock[0] += 0.01
+            sink.handle(info(task=task, stamp=STAMP + 10 * bucket), [DataPoint("n", task)])
+    assert len(list(tmp_path.rglob("*.parquet"))) == 6
+    sink.cleanup()                                      # the last bucket's points too
+    assert len(list(tmp_path.rglob("*.parquet"))) == 7
+    assert pq.read_table(tmp_path).num_rows == 6 * 20
+
+
+def test_flush_secs_zero_writes_every_call(tmp_path: Path) -> None:
+    sink = SparkMetricsConsumer()
+    sink.prepare({"topology.builtin.metrics.bucket.size.secs": 10},
+                 {"path": str(tmp_path), "flush.secs": 0}, None)
+    for task in range(3):
+        sink.handle(info(task=task), [DataPoint("n", task)])
+    assert len(list(tmp_path.rglob("*.parquet"))) == 3
+
+
 @pytest.mark.parametrize("argument, message", [
     (None, "needs argument"), ({"dir": "x"}, "needs argument"),
     ({"path": "x", "bogus": 1}, "does not know"), ({"path": "x", "flush.secs": "soon"}, "flush"),
+    ({"path": "x", "flush.secs": -1}, "flush.secs must be >= 0"),
+    ({"path": "x", "flush.points": 0}, "flush.points >= 1"),
 ])
 def test_bad_arguments_are_config_errors(tmp_path: Path, argument: object, message: str,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
