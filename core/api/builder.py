@@ -21,7 +21,8 @@ from squall import drivers
 from squall.api.component import Bolt, Spout
 from squall.api.topology import ComponentSpec, Input, Topology, class_ref
 from squall.api.tuple import Stream
-from squall.errors import PluginNotFoundError, TopologyError
+from squall.errors import ConfigError, PluginNotFoundError, TopologyError
+from squall.scheduling.resources import check_request
 from squall.spi.grouping import Grouping
 
 
@@ -67,14 +68,14 @@ class _Declarer:
 
     def set_resources(self, cpu: float | None = None, memory_mb: float | None = None,
                       net: float | None = None, disk: float | None = None) -> _Declarer:
-        for name, value in (("cpu", cpu), ("memory_mb", memory_mb), ("net", net),
-                            ("disk", disk)):
-            if value is None:
-                continue
-            if not isinstance(value, (int, float)) or value < 0:
-                raise TopologyError(f"component {self._spec.id!r}: resource {name} must be a "
-                                    f"non-negative number, got {value!r}")
-            self._spec.resources[name] = value
+        asked = {"cpu": cpu, "memory_mb": memory_mb, "net": net, "disk": disk}
+        try:
+            check_request(asked)
+        except ConfigError as exc:
+            raise TopologyError(f"component {self._spec.id!r}: {exc}") from None
+        for name, value in asked.items():
+            if value is not None:
+                self._spec.resources[name] = value
         return self
 
 

@@ -115,9 +115,10 @@ NOT_APPLIED = "rebalance not applied: "
 
 def _build(nimbus: Nimbus, rebalanced: set[str],
            shapes: Mapping[str, Mapping[str, Any]] | None = None,
-           ) -> tuple[Topologies, Cluster, dict[str, Any], dict[str, Any]]:
+           ) -> tuple[Topologies, Cluster, dict[str, Any], dict[str, Any], dict[str, str]]:
     """The inputs of one pass. ``rebalanced`` topologies are marked so the scheduler reshapes
-    their surviving placement; ``shapes`` overrides storm records (a rebalance tried ahead)."""
+    their surviving placement; ``shapes`` overrides storm records (a rebalance tried ahead).
+    Also returns why topologies that cannot be scheduled at all were left out."""
     state = nimbus.state
     supervisors = supervisor_details(state.supervisors())
     storms = state.storms()
@@ -126,6 +127,7 @@ def _build(nimbus: Nimbus, rebalanced: set[str],
             storms[tid] = {**storms[tid], **shape}
     stored = state.assignments()
     details = []
+    errors: dict[str, str] = {}
     existing: dict[str, SchedulerAssignment] = {}
     for tid, assignment in stored.items():
         beats = state.worker_beats(tid)
@@ -154,8 +156,9 @@ def _build(nimbus: Nimbus, rebalanced: set[str],
                 float(base.get("launch_time") or 0), rebalanced=tid in rebalanced))
         except Exception as exc:  # one bad topology must not stop the others
             log.error("cannot schedule topology %s: %s", tid, exc)
+            errors[tid] = f"cannot be scheduled: {exc}"
     topologies = Topologies(details)
-    return topologies, Cluster(supervisors, existing, topologies), storms, stored
+    return topologies, Cluster(supervisors, existing, topologies), storms, stored, errors
 
 
 def _shortfall(cluster: Cluster, topology: Any) -> str | None:
@@ -188,7 +191,9 @@ def rebalance_shortfall(nimbus: Nimbus, tid: str, shape: Mapping[str, Any]) -> s
     base = nimbus.state.get_storm(tid) or {}
     if not _fully_assigned(nimbus, tid, base, nimbus.state.get_assignment(tid)):
         return None
-    topologies, cluster, _storms, _stored = _build(nimbus, {tid}, {tid: shape})
+    topologies, cluster, _storms, _stored, errors = _build(nimbus, {tid}, {tid: shape})
+    if tid in errors:
+        return errors[tid]
     topology = topologies.get(tid)
     if topology is None:
         return None
@@ -207,7 +212,10 @@ def schedule_pass(nimbus: Nimbus, fresh: dict[str, Mapping[str, Any]]) -> None:
     reshapes its surviving placement. A rebalanced topology that was running and cannot be
     placed in its new shape gets its old shape back (it keeps running where it was, the
     status reason says why) and the pass is made again. Placed ones leave ``fresh``."""
-    topologies, cluster, storms, stored = _build(nimbus, set(fresh))
+    topologies, cluster, storms, stored, errors = _build(nimbus, set(fresh))
+    for tid, reason in errors.items():    # never silently unplaced: the status says why
+        if storms[tid].get("status_reason") != reason:
+            nimbus.state.update_storm(tid, status_reason=reason)
     try:
         nimbus.scheduler.schedule(topologies, cluster)
     except Exception:  # a scheduler bug is logged, nimbus keeps running

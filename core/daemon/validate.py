@@ -2,7 +2,8 @@
 
 ``python -m squall.daemon.validate DIR`` loads ``DIR``'s conf, topology and code the way a worker
 will (code dir on ``sys.path``, every component class imported), checks each class is a
-component of the right kind, runs the ``squall_validate_topology`` hooks, and exits 0. On a
+component of the right kind, checks each component's resources (``set_resources`` values and
+the ``topology.component.*`` defaults), runs the ``squall_validate_topology`` hooks, and exits 0. On a
 problem it prints one line ``squall-validate: <message>`` on stderr and exits 1. A user's bad code
 (missing module, syntax error, a module raising at import) can therefore never affect nimbus.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from typing import Any
 
 PREFIX = "squall-validate: "
 
@@ -21,6 +23,7 @@ def check(directory: str) -> None:
     from squall.errors import TopologyError
 
     conf, topology = load_topology(directory)
+    check_resources(conf, topology)
     for cid, spec in sorted(topology.components.items()):
         if spec.kind == "acker" or cid.startswith("__"):
             continue
@@ -32,6 +35,20 @@ def check(directory: str) -> None:
                                 f"subclass")
     from squall.plugin_manager import get_plugin_manager
     get_plugin_manager().hook.squall_validate_topology(topology=topology, conf=conf)
+
+
+def check_resources(conf: Any, topology: Any) -> None:
+    """Raise TopologyError naming the first component whose ``set_resources`` values (or the
+    ``topology.component.*`` defaults standing in for them) no scheduler could use."""
+    from squall.errors import ConfigError, TopologyError
+    from squall.scheduling.resources import check_request, component_resources
+    for cid, spec in sorted(topology.components.items()):
+        asked = dict(getattr(spec, "resources", None) or {})
+        try:
+            check_request(asked)
+            component_resources(conf, **asked)
+        except ConfigError as exc:
+            raise TopologyError(f"component {cid!r}: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

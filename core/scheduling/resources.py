@@ -27,8 +27,8 @@ from typing import Any
 from squall.errors import ConfigError
 
 __all__ = [
-    "DIMENSIONS", "MEMORY_SLOT_MB", "ZERO", "Resources", "component_resources",
-    "default_supervisor_resources",
+    "DIMENSIONS", "MEMORY_SLOT_MB", "REQUEST_KEYS", "ZERO", "Resources", "check_request",
+    "component_resources", "default_supervisor_resources",
 ]
 
 log = logging.getLogger(__name__)
@@ -57,17 +57,16 @@ class Resources:
                      net: float | None = None, disk: float | None = None) -> Resources:
         """Slots for a ``set_resources`` request: fractions round up, memory to 1024 MiB slots.
 
-        ``None`` counts as 0. Raises :class:`ConfigError` for a negative or non-numeric value.
+        ``None`` counts as 0. Raises :class:`ConfigError` for a value :func:`check_request`
+        rejects.
         """
+        check_request({"cpu": cpu, "memory_mb": memory_mb, "net": net, "disk": disk})
         values = {"cpu": cpu, "memory": memory_mb, "net": net, "disk": disk}
         slots = {}
         for dim, value in values.items():
             if value is None:
                 slots[dim] = 0
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                what = "memory_mb" if dim == "memory" else dim
-                raise ConfigError(f"resource {what} must be a non-negative number, got {value!r}")
             slots[dim] = math.ceil(value / MEMORY_SLOT_MB) if dim == "memory" else math.ceil(value)
         return cls(**slots)
 
@@ -122,6 +121,34 @@ class Resources:
 
 
 ZERO = Resources()
+
+#: The keyword arguments of ``set_resources`` (and the keys of a component's ``resources``).
+REQUEST_KEYS: tuple[str, ...] = ("cpu", "memory_mb", "net", "disk")
+#: The most one executor may ask for in one dimension (cpu / net / disk slots, memory MiB).
+MAX_REQUEST = 2 ** 40
+
+
+def check_request(resources: Mapping[str, Any]) -> None:
+    """Check a ``set_resources`` request: keys among :data:`REQUEST_KEYS`, each value ``None``
+    or a finite, non-negative int or float (not a bool) below :data:`MAX_REQUEST`. Raises
+    :class:`ConfigError` with one line naming the first bad key or value.
+
+    >>> check_request({"cpu": True})
+    Traceback (most recent call last):
+    ...
+    squall.errors.ConfigError: resource cpu must be a non-negative number, got True
+    """
+    for key, value in resources.items():
+        if key not in REQUEST_KEYS:
+            raise ConfigError(f"unknown resource {key!r}; resources are "
+                              f"{', '.join(REQUEST_KEYS)}")
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"resource {key} must be a non-negative number, got {value!r}")
+        if value >= MAX_REQUEST:
+            raise ConfigError(f"resource {key} is too large: {value!r}")
 
 
 def component_resources(conf: Mapping[str, Any], cpu: float | None = None,

@@ -174,3 +174,14 @@ def test_capacity_lost_during_the_wait_keeps_the_old_shape_and_placement(tmp_pat
     h.rebalance(num_workers=3)
     assert len(set(h.placement().values())) == 3 and h.storm()["status_reason"] == ""
     h.nimbus.store.close()
+
+
+def test_a_topology_whose_resources_cannot_be_read_says_so_in_its_status(tmp_path):
+    h = Harness("even", tmp_path)
+    h.supervisor("s1")
+    h.nimbus._topologies[TID][1].components["split"].resources["cpu"] = True  # past submit
+    h.schedule()
+    assert h.placement() == {}
+    assert h.storm()["status_reason"] == ("cannot be scheduled: resource cpu must be a "
+                                          "non-negative number, got True")
+    h.nimbus.store.close()
