@@ -255,9 +255,13 @@ def _write_assignment(nimbus: Nimbus, tid: str, cluster: Cluster,
         return
     old_starts = (old or {}).get("executor_start_time_secs") or {}
     now = int(time.time())
+    # a worker whose executor set changes is restarted by its supervisor: its executors start
+    # again (so they get the launch grace), even those that kept their slot
+    before, after = _worker_sets(old_enp), _worker_sets(new["executor_node_port"])
     starts = {}
     for key, slot in new["executor_node_port"].items():
-        same = old_enp.get(key) == slot and key in old_starts
+        same = (old_enp.get(key) == slot and key in old_starts
+                and before.get(tuple(slot)) == after[tuple(slot)])
         starts[key] = old_starts[key] if same else now
     record = {"code_dir": str(nimbus.stormdist / tid), **new,
               "executor_start_time_secs": starts}
@@ -265,6 +269,13 @@ def _write_assignment(nimbus: Nimbus, tid: str, cluster: Cluster,
     log.info("topology %s assigned: %d executors on %d workers", tid,
              len(new["executor_node_port"]),
              len({tuple(v) for v in new["executor_node_port"].values()}))
+
+
+def _worker_sets(executor_node_port: Mapping[str, Any]) -> dict[tuple[Any, ...], frozenset[str]]:
+    out: dict[tuple[Any, ...], set[str]] = {}
+    for key, slot in executor_node_port.items():
+        out.setdefault(tuple(slot), set()).add(key)
+    return {slot: frozenset(keys) for slot, keys in out.items()}
 
 
 def _write_status(nimbus: Nimbus, tid: str, cluster: Cluster, base: Mapping[str, Any],

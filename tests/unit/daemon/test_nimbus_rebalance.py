@@ -3,6 +3,7 @@ the fewest moves by either scheduler, and a rebalance that cannot be placed neve
 running topology down (refused up front, or the old shape kept if capacity went away)."""
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -185,3 +186,24 @@ def test_a_topology_whose_resources_cannot_be_read_says_so_in_its_status(tmp_pat
     assert h.storm()["status_reason"] == ("cannot be scheduled: resource cpu must be a "
                                           "non-negative number, got True")
     h.nimbus.store.close()
+
+
+def test_only_executors_of_untouched_workers_keep_their_start_time(cluster):
+    cluster.rebalance(num_workers=3)
+    record = cluster.state.get_assignment(TID)
+    early = int(time.time()) - 50                   # still within the launch grace
+    record["executor_start_time_secs"] = {k: early for k in record["executor_node_port"]}
+    cluster.state.set_assignment(TID, record)
+    before = cluster.placement()
+    cluster.rebalance(num_workers=4)                 # 4, 3, 3 -> 3, 3, 2, 2
+    after = cluster.placement()
+    starts = cluster.state.get_assignment(TID)["executor_start_time_secs"]
+
+    def on(placement, slot):
+        return {k for k, v in placement.items() if v == slot}
+
+    untouched = {slot for slot in set(before.values()) if on(before, slot) == on(after, slot)}
+    assert len(untouched) == 1 and _moved(before, after) == 2
+    for key, slot in after.items():
+        # a worker whose executors changed is restarted: all of its executors start again
+        assert (starts[key] == early) == (slot in untouched), key
