@@ -166,9 +166,15 @@ class MultiDimScheduler(Scheduler):
                 plan = self._plan_join_loads(topology, homeless, loads, pool)
         except _NoRoom as exc:
             pool.rollback()
-            moving = sorted(homeless + taken)
-            reason = self._reason(topology, moving, max(0, new_workers), exc.demand,
-                                  list(placed), pool, view)
+            ports = pool.totals(view, need_port=True)[1]
+            if new_workers > ports:     # the new workers have no port: resources are moot
+                reason = (f"needs {new_workers - ports} more worker slots (have {ports}, "
+                          f"need {new_workers})")
+                if topology.isolated_hosts:
+                    reason += " on isolated hosts " + ", ".join(topology.isolated_hosts)
+            else:
+                reason = self._reason(topology, sorted(homeless + taken), max(0, new_workers),
+                                      exc.demand, list(placed), pool, view)
             cluster.set_status(topology.id, "pending", reason)
             log.info("topology %s cannot be reshaped to %d workers: %s", topology.id,
                      wanted, reason)

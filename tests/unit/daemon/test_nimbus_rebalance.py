@@ -168,7 +168,7 @@ def test_capacity_lost_during_the_wait_keeps_the_old_shape_and_placement(tmp_pat
     assert h.placement() == before
     assert storm["status"] == "active" and storm["num_workers"] == 2
     assert storm["component_executors"]["count"] == 4
-    assert storm["status_reason"].startswith(NOT_APPLIED + "needs 2 more cpu slots")
+    assert storm["status_reason"] == NOT_APPLIED + "needs 1 more worker slots (have 0, need 1)"
     h.schedule()                                        # the reason stays until a rebalance
     assert h.storm()["status_reason"].startswith(NOT_APPLIED)
     h.supervisor(spare, ports=1)
