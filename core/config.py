@@ -51,9 +51,10 @@ _NUM = (int, float)
 NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["topology.acker.executors", "topology.max.spout.pending",
                      "topology.max.task.parallelism"], (int,)),
-    **dict.fromkeys(["topology.tick.tuple.freq.secs", "supervisor.cpu.slots",
-                     "supervisor.memory.slots", "supervisor.net.slots", "supervisor.disk.slots"],
-                    _NUM),
+    "topology.tick.tuple.freq.secs": _NUM,
+    # whole slots only, as the supervisor reads them (checked again by validate)
+    **dict.fromkeys(["supervisor.cpu.slots", "supervisor.memory.slots", "supervisor.net.slots",
+                     "supervisor.disk.slots"], (int,)),
     **dict.fromkeys(["storm.local.hostname", "topology.name",
                      "squall.transport.zmq.curve.server.secret.key",
                      "squall.transport.zmq.curve.server.public.key"], (str,)),
@@ -294,10 +295,13 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     Known keys (those with a default) must have the default's type (ints pass for floats; a
     null default accepts anything unless :data:`NULLABLE_TYPES` names the type). An unknown
     key under one of :data:`NAMESPACES` is a warning with a did-you-mean; other keys are the
-    user's own. Then every driver name is checked (no driver is imported). Raises ConfigError
-    (PluginNotFoundError for an unknown driver) on the first problem.
+    user's own. ``supervisor.<dim>.slots`` must be null or a non-negative int, as the
+    supervisor requires. Then every driver name is checked (no driver is imported). Raises
+    ConfigError (PluginNotFoundError for an unknown driver) on the first problem.
     """
     known = defaults() if known is None else known
+    from squall.scheduling.resources import check_supervisor_slots
+    check_supervisor_slots(conf)      # the supervisor's own check and message
     warnings: list[str] = []
     for key, value in conf.items():
         if not isinstance(key, str):

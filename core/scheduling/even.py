@@ -6,7 +6,9 @@ has fewer free slots); new slots are taken round-robin across supervisors (the s
 the most free slots first, ties by id, then port order), and the executors without a slot are
 dealt over the new slots in task order, so each component's executors spread across workers and
 nodes. When the topology already has its workers, homeless executors join them instead. A
-topology that gets no slot at all is reported ``pending``. Resources are ignored.
+topology that gets no slot at all is reported ``pending``. Resources are ignored, and so is
+``topology.isolated.hosts`` (host isolation needs ``multidim``): a topology that sets it gets one
+warning in nimbus's log.
 
 After a rebalance (see :mod:`squall.scheduling.rebalance`) the surviving placement is kept:
 with fewer workers the workers with the fewest executors are freed and their executors join
@@ -87,9 +89,15 @@ class EvenScheduler(Scheduler):
 
     def __init__(self, conf: Any = None) -> None:
         super().__init__(conf)
+        self._warned_isolation: set[str] = set()   # topology ids warned about isolated hosts
 
     def schedule(self, topologies: Topologies, cluster: Cluster) -> None:
         for topology in topologies:
+            if topology.isolated_hosts and topology.id not in self._warned_isolation:
+                self._warned_isolation.add(topology.id)
+                log.warning("topology %s sets topology.isolated.hosts (%s) but the even "
+                            "scheduler ignores it: host isolation needs squall.scheduler: "
+                            "multidim", topology.id, ", ".join(topology.isolated_hosts))
             if cluster.needs_scheduling(topology):
                 self.schedule_topology(topology, cluster)
 

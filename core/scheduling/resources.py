@@ -27,8 +27,9 @@ from typing import Any
 from squall.errors import ConfigError
 
 __all__ = [
-    "DIMENSIONS", "MEMORY_SLOT_MB", "REQUEST_KEYS", "ZERO", "Resources", "check_request",
-    "component_resources", "default_supervisor_resources",
+    "DIMENSIONS", "MEMORY_SLOT_MB", "REQUEST_KEYS", "SUPERVISOR_SLOT_KEYS", "ZERO", "Resources",
+    "check_request", "check_supervisor_slots", "component_resources",
+    "default_supervisor_resources", "disk_dir_count",
 ]
 
 log = logging.getLogger(__name__)
@@ -179,34 +180,56 @@ def _physical_memory_mb() -> int:
         return 4096
 
 
+#: The supervisor keys that override its advertised capacity (null: derived from the machine).
+SUPERVISOR_SLOT_KEYS: tuple[str, ...] = tuple(f"supervisor.{dim}.slots" for dim in DIMENSIONS)
+
+
+def check_supervisor_slots(conf: Mapping[str, Any]) -> None:
+    """Check the :data:`SUPERVISOR_SLOT_KEYS` of ``conf``: each null or a non-negative int
+    (not a bool, not a fraction). Raises :class:`ConfigError` with one line naming the first
+    bad key; config validation and the supervisor use the same check.
+
+    >>> check_supervisor_slots({"supervisor.cpu.slots": 1.5})
+    Traceback (most recent call last):
+    ...
+    squall.errors.ConfigError: supervisor.cpu.slots must be a non-negative integer or null, got 1.5
+    """
+    for key in SUPERVISOR_SLOT_KEYS:
+        value = conf.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{key} must be a non-negative integer or null, got {value!r}")
+
+
+def disk_dir_count(dirs: Any) -> int:
+    """How many distinct directories ``supervisor.disk.dirs`` names: each entry expanded
+    (``~``) and made absolute and normal, so ``/d1``, ``/d1/`` and ``/x/../d1`` count once;
+    empty entries are ignored."""
+    return len({os.path.abspath(os.path.expanduser(str(d))) for d in dirs or () if str(d).strip()})
+
+
 def default_supervisor_resources(conf: Mapping[str, Any]) -> dict[str, int]:
     """The slots a supervisor advertises in ``/supervisors/<id>`` under ``resources``.
 
     Called once by the supervisor daemon at start-up (any thread; reads ``/proc``-level
     facts only, never blocks). Each ``supervisor.<dim>.slots`` key that is set wins; unset
     (null) ones default as in JStorm: cpu = cores x 2 - 1, memory = physical memory / 1024 MiB,
-    net = min(cpu, memory), disk = one per ``supervisor.disk.dirs`` entry.
-    Raises :class:`ConfigError` for a negative or non-integer setting.
+    net = min(cpu, memory), disk = one per distinct ``supervisor.disk.dirs`` directory
+    (:func:`disk_dir_count`). Raises :class:`ConfigError` for a setting
+    :func:`check_supervisor_slots` rejects.
     """
-    def configured(dim: str) -> int | None:
-        value = conf.get(f"supervisor.{dim}.slots")
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(
-                f"supervisor.{dim}.slots must be a non-negative integer, got {value!r}")
-        return value
-
-    cpu = configured("cpu")
+    check_supervisor_slots(conf)
+    cpu = conf.get("supervisor.cpu.slots")
     if cpu is None:
         cpu = max(1, (os.cpu_count() or 1) * 2 - 1)
-    memory = configured("memory")
+    memory = conf.get("supervisor.memory.slots")
     if memory is None:
         memory = max(1, _physical_memory_mb() // MEMORY_SLOT_MB)
-    net = configured("net")
+    net = conf.get("supervisor.net.slots")
     if net is None:
         net = min(cpu, memory)
-    disk = configured("disk")
+    disk = conf.get("supervisor.disk.slots")
     if disk is None:
-        disk = len(conf.get("supervisor.disk.dirs") or [])
+        disk = disk_dir_count(conf.get("supervisor.disk.dirs"))
     return {"cpu": cpu, "memory": memory, "net": net, "disk": disk}

@@ -20,7 +20,8 @@ One pass (``schedule``), on nimbus's scheduling thread:
    the most loaded ones; a changed component's executors join the least loaded workers.
 3. A topology is placed entirely or not at all: if something does not fit, nothing new is
    placed for it and it is reported ``pending`` with a reason naming the dimension and the
-   shortfall, e.g. ``needs 3 more memory slots (have 5, need 8)``. The next pass tries again,
+   shortfall, e.g. ``needs 3 more memory slots (have 5, need 8)``, or, for an isolated
+   topology none of whose hosts has a live supervisor, says so. The next pass tries again,
    so it starts when a supervisor with room joins.
 
 Deterministic: every choice is ordered by values and ids.
@@ -127,7 +128,7 @@ class MultiDimScheduler(Scheduler):
         except _NoRoom as exc:
             pool.rollback()
             reason = self._reason(topology, homeless, new_workers, exc.demand, existing,
-                                  pool, view)
+                                  pool, view, cluster)
             cluster.set_status(topology.id, "pending", reason)
             log.info("topology %s pending: %s", topology.id, reason)
             return
@@ -167,14 +168,12 @@ class MultiDimScheduler(Scheduler):
         except _NoRoom as exc:
             pool.rollback()
             ports = pool.totals(view, need_port=True)[1]
-            if new_workers > ports:     # the new workers have no port: resources are moot
+            if new_workers > ports and view:   # the new workers have no port: resources are moot
                 reason = (f"needs {new_workers - ports} more worker slots (have {ports}, "
-                          f"need {new_workers})")
-                if topology.isolated_hosts:
-                    reason += " on isolated hosts " + ", ".join(topology.isolated_hosts)
+                          f"need {new_workers})") + self._isolation_note(topology, cluster, view)
             else:
                 reason = self._reason(topology, sorted(homeless + taken), max(0, new_workers),
-                                      exc.demand, list(placed), pool, view)
+                                      exc.demand, list(placed), pool, view, cluster)
             cluster.set_status(topology.id, "pending", reason)
             log.info("topology %s cannot be reshaped to %d workers: %s", topology.id,
                      wanted, reason)
@@ -272,7 +271,11 @@ class MultiDimScheduler(Scheduler):
 
     def _reason(self, topology: TopologyDetails, homeless: list[ExecutorDetails],
                 new_workers: int, failed: Resources, existing: list[WorkerSlot], pool: Pool,
-                view: tuple[str, ...]) -> str:
+                view: tuple[str, ...], cluster: Cluster) -> str:
+        if topology.isolated_hosts and not view:
+            return ("no live supervisor runs on its isolated hosts "
+                    f"{', '.join(topology.isolated_hosts)} (topology.isolated.hosts is matched "
+                    "against each supervisor's storm.local.hostname)")
         where = view if new_workers else tuple(sorted({s.node_id for s in existing}))
         have, ports = pool.totals(where, need_port=bool(new_workers))
         need = self._demand(topology, homeless)
@@ -290,10 +293,21 @@ class MultiDimScheduler(Scheduler):
             if not parts:
                 parts.append(f"no single supervisor has room for a worker needing {failed} "
                              f"(most free per dimension: {largest})")
-        reason = "; ".join(parts)
-        if topology.isolated_hosts:
-            reason += " on isolated hosts " + ", ".join(topology.isolated_hosts)
-        return reason
+        return "; ".join(parts) + self._isolation_note(topology, cluster, view)
+
+    @staticmethod
+    def _isolation_note(topology: TopologyDetails, cluster: Cluster,
+                        view: tuple[str, ...]) -> str:
+        """For an isolated topology, `` on isolated hosts a, b`` and which of them have no
+        live supervisor; empty for a topology that may run anywhere."""
+        if not topology.isolated_hosts:
+            return ""
+        note = " on isolated hosts " + ", ".join(topology.isolated_hosts)
+        live = {cluster.get_supervisor(sid).host for sid in view}  # type: ignore[union-attr]
+        dead = [h for h in topology.isolated_hosts if h not in live]
+        if dead:
+            note += f" (no live supervisor on {', '.join(dead)})"
+        return note
 
 
 def _size(r: Resources) -> tuple[int, ...]:

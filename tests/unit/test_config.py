@@ -202,6 +202,20 @@ def test_values_of_the_right_type_pass(key, value):
     assert config.validate({key: value}) == []
 
 
+@pytest.mark.parametrize("key", ["supervisor.cpu.slots", "supervisor.memory.slots",
+                                 "supervisor.net.slots", "supervisor.disk.slots"])
+@pytest.mark.parametrize("value", [1.5, 4.0, -1, True, "2"])
+def test_supervisor_slots_must_be_whole_and_non_negative_as_the_supervisor_reads_them(key, value):
+    from squall.scheduling.resources import default_supervisor_resources
+    with pytest.raises(ConfigError) as info:
+        config.validate({key: value})
+    assert str(info.value) == f"{key} must be a non-negative integer or null, got {value!r}"
+    assert "\n" not in str(info.value)
+    with pytest.raises(ConfigError) as at_start:        # the supervisor says the same
+        default_supervisor_resources({key: value})
+    assert str(at_start.value) == str(info.value)
+
+
 def test_unknown_key_in_a_known_namespace_warns_with_did_you_mean(caplog):
     with caplog.at_level(logging.WARNING, logger="squall.config"):
         warnings = config.validate({"topology.worker": 2, "my.own.key": 1, "spark.source.x": 1})

@@ -115,12 +115,24 @@ def test_isolated_topology_runs_only_on_its_hosts_and_keeps_them() -> None:
     assert cluster.unassigned_executors(other) == []
 
 
-def test_isolated_hosts_that_are_not_alive_leave_it_pending() -> None:
-    iso = make_topology("iso-1", {"a": 2}, 1, conf={"topology.isolated.hosts": ["nowhere"]})
+def test_isolated_hosts_without_a_live_supervisor_say_so() -> None:
+    iso = make_topology("iso-1", {"a": 2}, 1,
+                        conf={"topology.isolated.hosts": ["nowhere", "gone"]})
     cluster = run(make_supervisors(2), [iso])
-    assert reason(cluster, "iso-1") == ("needs 2 more cpu slots (have 0, need 2); needs 2 more "
-                                        "memory slots (have 0, need 2); needs 2 more net slots "
-                                        "(have 0, need 2) on isolated hosts nowhere")
+    assert reason(cluster, "iso-1") == (
+        "no live supervisor runs on its isolated hosts gone, nowhere (topology.isolated.hosts "
+        "is matched against each supervisor's storm.local.hostname)")
+    assert cluster.get_assignment("iso-1") is None and cluster.used_slots() == []
+
+
+def test_isolated_hosts_partly_alive_name_the_dead_ones() -> None:
+    iso = make_topology("iso-1", {"a": 2}, 1,
+                        conf={"topology.isolated.hosts": ["host001", "gone"]})
+    sups = [sup("sup000", R(8, 8, 8, 0), host="host000"), sup("sup001", R(1, 8, 8, 0),
+                                                                   host="host001")]
+    cluster = run(sups, [iso])
+    assert reason(cluster, "iso-1") == ("needs 1 more cpu slots (have 1, need 2) on isolated "
+                                        "hosts gone, host001 (no live supervisor on gone)")
 
 
 def test_rescheduling_keeps_placements() -> None:

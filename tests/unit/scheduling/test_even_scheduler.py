@@ -1,7 +1,10 @@
 """The even scheduler: Storm's slot-only round-robin placement."""
 from __future__ import annotations
 
+import logging
 from collections import Counter
+
+import pytest
 
 from squall.scheduling.cluster import Cluster, Resources, Topologies, WorkerSlot
 from squall.scheduling.even import EvenScheduler, first_free_slots, sort_slots
@@ -80,3 +83,22 @@ def test_same_input_same_output_regardless_of_input_order() -> None:
     tops = [make_topology(f"t{i}-{i}", {"a": 5, "b": 7}, 3, launch_time=i) for i in range(5)]
     sups = make_supervisors(6)
     assert placements(run(sups, tops)) == placements(run(list(reversed(sups)), tops[::-1]))
+
+
+def test_isolated_hosts_are_ignored_with_one_warning_per_topology(
+        caplog: pytest.LogCaptureFixture) -> None:
+    iso = make_topology("iso-1", {"a": 4}, 2, conf={"topology.isolated.hosts": ["host001"]})
+    plain = make_topology("plain-2", {"a": 2}, 1)
+    scheduler = EvenScheduler({})
+    sups = make_supervisors(3)
+    cluster = None
+    with caplog.at_level(logging.WARNING, logger="squall.scheduling.even"):
+        for _ in range(3):                              # three scheduling passes
+            tops = Topologies([iso, plain])
+            existing = cluster.assignments() if cluster is not None else None
+            cluster = Cluster(sups, existing, tops)
+            scheduler.schedule(tops, cluster)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["topology iso-1 sets topology.isolated.hosts (host001) but the even "
+                        "scheduler ignores it: host isolation needs squall.scheduler: multidim"]
+    assert cluster is not None and len(cluster.get_assignment("iso-1").nodes()) == 2  # type: ignore[union-attr]

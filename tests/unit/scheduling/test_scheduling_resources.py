@@ -67,3 +67,23 @@ def test_supervisor_settings_win() -> None:
     assert default_supervisor_resources(conf) == {"cpu": 10, "memory": 20, "net": 10, "disk": 5}
     with pytest.raises(ConfigError, match="supervisor.cpu.slots"):
         default_supervisor_resources({"supervisor.cpu.slots": -2})
+
+
+def test_disk_slots_count_distinct_directories(monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    dirs = ["/data/d1", "/data/d1/", "/data//d1", "/data/x/../d1", "/data/d2", "d3",
+            "./d3", str(tmp_path / "d3"), "~/d4", str(tmp_path / "home" / "d4"), ""]
+    assert default_supervisor_resources({"supervisor.disk.dirs": dirs})["disk"] == 4
+    assert default_supervisor_resources({"supervisor.disk.dirs": None})["disk"] == 0
+    assert default_supervisor_resources({"supervisor.disk.dirs": dirs,
+                                         "supervisor.disk.slots": 7})["disk"] == 7
+
+
+@pytest.mark.parametrize("value", [1.5, 2.0, -1, True, "3"])
+def test_supervisor_rejects_fractional_negative_or_bool_slots(value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        default_supervisor_resources({"supervisor.memory.slots": value})
+    assert str(info.value) == (f"supervisor.memory.slots must be a non-negative integer or "
+                               f"null, got {value!r}")
