@@ -47,13 +47,10 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _cmd_report(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     """Print the report; SquallError (missing DIR, no data) reaches the CLI's error line."""
-    from pathlib import Path
-
-    from squall.errors import SquallError
-    if not Path(args.dir).is_dir():      # before starting a JVM
-        raise SquallError(f"metrics directory {args.dir!r} does not exist")
-    from squall.plugins.spark.report import report
+    from squall.plugins.spark.report import check_dataset, report
     from squall.plugins.spark.session import get_session
+
+    check_dataset(args.dir)              # before starting a JVM: a wrong DIR fails in one line
 
     settings = {"spark.ui.enabled": False, "spark.sql.session.timeZone": "UTC",
                 **(conf.get("spark.conf") or {})}

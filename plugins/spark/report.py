@@ -19,7 +19,7 @@ from typing import Any
 
 from squall.errors import SquallError
 
-__all__ = ["BUCKETS", "format_table", "report"]
+__all__ = ["BUCKETS", "check_dataset", "format_table", "report"]
 
 BUCKETS = ("second", "minute", "hour", "day")
 _COUNTS = {"emitted": "__emit-count", "executed": "__execute-count", "acked": "__ack-count",
@@ -36,13 +36,9 @@ def report(dir: str | Path, spark: Any = None, bucket: str = "minute") -> str:
     Uses ``spark`` if given, else the process's session or a new local one (``local[*]``,
     stopped before returning). Blocks while Spark runs the queries. Raises SquallError for a
     missing directory, one without metrics data, or an unknown ``bucket``."""
-    path = Path(dir)
     if bucket not in BUCKETS:
         raise SquallError(f"unknown time bucket {bucket!r}; choose one of {', '.join(BUCKETS)}")
-    if not path.is_dir():
-        raise SquallError(f"metrics directory {str(path)!r} does not exist")
-    if not any(path.rglob("*.parquet")):
-        raise SquallError(f"no metrics data under {str(path)!r} (no Parquet files)")
+    path = check_dataset(dir)
     own = None
     if spark is None:
         from pyspark import SparkContext
@@ -58,6 +54,20 @@ def report(dir: str | Path, spark: Any = None, bucket: str = "minute") -> str:
     finally:
         if own is not None:
             own.stop()
+
+
+def check_dataset(dir: str | Path) -> Path:
+    """``dir`` as a Path if it holds Parquet data files; checked without Spark, so a command
+    can fail fast before starting a session. Files under hidden or ``_`` names (a sink's file
+    being written, Spark's ``_SUCCESS``) do not count, as Spark skips them. Raises SquallError
+    for a missing directory or one without data files."""
+    path = Path(dir)
+    if not path.is_dir():
+        raise SquallError(f"metrics directory {str(path)!r} does not exist")
+    for found in path.rglob("*.parquet"):
+        if not any(part.startswith((".", "_")) for part in found.relative_to(path).parts):
+            return path
+    raise SquallError(f"no metrics data under {str(path)!r} (no Parquet files)")
 
 
 def _report(spark: Any, path: Path, bucket: str) -> str:

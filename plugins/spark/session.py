@@ -8,6 +8,7 @@ the function, never when ``squall.plugins.spark`` is imported.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,8 +69,25 @@ def get_session(master: str | None = None, settings: Mapping[str, Any] | None = 
     return session
 
 
+#: Py4J's own first line ("An error occurred while calling o31.load."): says nothing
+_PY4J_CALL = "An error occurred while calling"
+#: a JVM stack frame ("at org.apache.spark.sql...(File.scala:12)")
+_FRAME = re.compile(r"^at [\w$.<>/]+\(")
+#: a Java exception class before the message (": org.apache.spark.SparkException: ...")
+_JAVA_CLASS = re.compile(r"^(?::\s*)?(?:Caused by:\s*)?(?:[a-zA-Z_$][\w$]*\.)+"
+                         r"([A-Z][\w$]*(?:Exception|Error))(?::\s*|$)")
+#: Spark's error class at the start of a message ("[DATA_SOURCE_NOT_FOUND] Failed to ...")
+_ERROR_CLASS = re.compile(r"^\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\]")
+
+
 def first_line(exc: BaseException) -> str:
-    """The first meaningful line of a (often very long) Spark / py4j error message."""
+    """The meaningful line of a (often very long) Spark / Py4J error message.
+
+    Spark's own message with its error class (``[DATA_SOURCE_NOT_FOUND] Failed to find the
+    data source: delta. ...``) if any line has one, else the first line that is neither Py4J's
+    ``An error occurred while calling ...`` nor a JVM stack frame. A leading Java exception
+    class is dropped before an error class and shortened to its simple name otherwise
+    (``FileNotFoundException: ...``). At most 300 characters."""
     text = str(exc)
     get_message = getattr(exc, "getMessage", None)
     if callable(get_message):
@@ -77,8 +95,18 @@ def first_line(exc: BaseException) -> str:
             text = str(get_message()) or text
         except Exception:   # a py4j error whose JVM side is gone: keep str(exc)
             pass
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line[:300]
-    return type(exc).__name__
+    lines = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(_PY4J_CALL) or _FRAME.match(line):
+            continue
+        java = _JAVA_CLASS.match(line)
+        if java:
+            rest = line[java.end():].strip()
+            line = rest if _ERROR_CLASS.match(rest) else (
+                f"{java.group(1)}: {rest}" if rest else java.group(1))
+        lines.append(line)
+    if not lines:
+        return type(exc).__name__
+    best = next((line for line in lines if _ERROR_CLASS.match(line)), lines[0])
+    return best[:300]

@@ -6,7 +6,9 @@ Component config keys (exactly one of path, table or query):
   ``spark.source.path`` (a path or glob Spark understands; a list of paths is accepted);
 - ``spark.source.table``: a table or view name known to the session's catalog;
 - ``spark.source.query``: a Spark SQL query;
-- ``spark.source.options``: reader options (``{"header": true, "inferSchema": true}``);
+- ``spark.source.options``: reader options (``{"header": true, "inferSchema": true}``) of a
+  path or a data source table; a query or a view has no reader of its own, so options with
+  either are an error;
 - ``spark.source.columns``: the emitted fields, in order (default: every column).
 
 :func:`parse_source` checks the shape without Spark; :func:`load_dataframe` builds the
@@ -80,6 +82,11 @@ def parse_source(config: Mapping[str, Any], component: str = "spark spout") -> S
     if not isinstance(options, Mapping):
         raise TopologyError(f"{component}: spark.source.options must be a mapping of reader "
                             f"options, got {options!r}")
+    if options and kind == "query":
+        raise TopologyError(f"{component}: spark.source.options do not apply to "
+                            "spark.source.query (a query has no reader); read the files in the "
+                            "query itself, e.g. FROM parquet.`/data/events`, or use "
+                            "spark.source.format and spark.source.path")
     columns = config.get("spark.source.columns")
     if columns is not None:
         if (isinstance(columns, str) or not isinstance(columns, Sequence) or not columns
@@ -111,11 +118,49 @@ def _check_local_path(component: str, path: str) -> None:
         raise TopologyError(f"{component}: spark.source.path {path!r} does not exist")
 
 
+def _is_view(spark: Any, name: str) -> bool:
+    """Whether ``name`` is a view (temporary or not) in ``spark``'s catalog; False if it is
+    unknown (reading it then reports that)."""
+    try:
+        table = spark.catalog.getTable(name)
+    except Exception:   # unknown name, or a catalog that cannot say: leave it to the read
+        return False
+    return bool(table.isTemporary) or str(table.tableType).upper() in ("VIEW", "TEMPORARY")
+
+
+def _format_hint(spec: SourceSpec, reason: str) -> str:
+    """What to do when Spark does not know the source's format: for ``delta``, how to add
+    Delta Lake to the sessions squall starts."""
+    if spec.kind != "path" or "DATA_SOURCE_NOT_FOUND" not in reason:
+        return ""
+    if str(spec.format).lower() != "delta":
+        return ""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        release = version("delta-spark")
+    except PackageNotFoundError:
+        release = "VERSION"
+    try:       # Spark 4 is built with Scala 2.13, Spark 3 (by default) with 2.12
+        scala = "2.13" if int(version("pyspark").split(".")[0]) >= 4 else "2.12"
+    except (PackageNotFoundError, ValueError):
+        scala = "2.13"
+    return ("; the delta format needs Delta Lake: pip install delta-spark (the release made "
+            "for your Spark version) and, in spark.conf, spark.jars.packages: "
+            f"io.delta:delta-spark_{scala}:{release} (or spark.jars with its jar files), "
+            "spark.sql.extensions: io.delta.sql.DeltaSparkSessionExtension, "
+            "spark.sql.catalog.spark_catalog: org.apache.spark.sql.delta.catalog.DeltaCatalog")
+
+
 def load_dataframe(spark: Any, spec: SourceSpec, component: str = "spark spout") -> Any:
     """Build the DataFrame ``spec`` describes on ``spark`` (columns selected in order).
 
     Blocks while Spark lists files and infers the schema. Raises TopologyError for a missing
-    path, an unknown format, a bad query, an unknown table or column."""
+    path, an unknown format, a bad query, an unknown table or column, and for reader options
+    on a view (a view is a stored query: Spark would ignore them)."""
+    if spec.kind == "table" and spec.options and _is_view(spark, str(spec.target)):
+        raise TopologyError(f"{component}: spark.source.options do not apply to "
+                            f"{spec.describe()}, a view (Spark ignores reader options there); "
+                            "set them where the view is defined")
     try:
         if spec.kind == "path":
             reader = spark.read.format(spec.format)
@@ -129,8 +174,9 @@ def load_dataframe(spark: Any, spec: SourceSpec, component: str = "spark spout")
         else:
             df = spark.sql(spec.target)
     except Exception as exc:   # AnalysisException, Py4JJavaError, ...: one line for the user
-        raise TopologyError(f"{component}: cannot read {spec.describe()}: "
-                            f"{first_line(exc)}") from exc
+        reason = first_line(exc)
+        raise TopologyError(f"{component}: cannot read {spec.describe()}: {reason}"
+                            f"{_format_hint(spec, reason)}") from exc
     if spec.columns is not None:
         missing = [c for c in spec.columns if c not in df.columns]
         if missing:

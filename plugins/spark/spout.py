@@ -23,6 +23,20 @@ Configuration (component config; see :mod:`squall.plugins.spark.source` for the 
   on, each failure is also reported as the component's error and retried every max seconds.
   Rows are never dropped: the spout keeps retrying until the partition is read.
 
+Tables and queries across processes: a spout task reads through the SparkSession of its own
+worker process, which squall creates there with ``spark.master`` and ``spark.conf``. In a
+``LocalCluster`` that is the submitting process's session, so its temporary views and tables
+are there; on a cluster each worker is a separate process with its own session, where a
+temporary view of the submitting process does not exist, and neither does a table saved with
+Spark's default in-memory catalog (its files are under ``spark.sql.warehouse.dir``, but the
+catalog entry lived in the session that wrote it). There, ``spark.source.table`` needs a
+catalog every worker's session reaches, set through ``spark.conf``: a Hive metastore service
+(``spark.sql.catalogImplementation: hive``, ``spark.hadoop.hive.metastore.uris:
+thrift://...``) or a catalog plugin (``spark.sql.catalog.NAME: ...``). A
+``spark.source.query`` runs in each worker's session too; it can read files directly
+(``SELECT * FROM parquet.`/data/events` ``) without any catalog. ``spark.source.options``
+applies to a path or a data source table; with a query or a view it is an error.
+
 Output fields: ``spark.source.columns`` if set. Otherwise :meth:`SparkSpout.declare_outputs`
 starts a local Spark session *at build time* and reads the source's schema (schema only, no
 scan); set ``spark.source.columns`` to build topologies without starting Spark.

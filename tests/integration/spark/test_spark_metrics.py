@@ -80,6 +80,12 @@ def test_report_errors(spark: Any, tmp_path: Path) -> None:
         report(tmp_path, spark=spark)
     with pytest.raises(SquallError, match="unknown time bucket"):
         report(tmp_path, spark=spark, bucket="fortnight")
+    # files Spark skips are no data: one being written by the sink, Spark's markers
+    (tmp_path / "date=2026-11-24").mkdir()
+    (tmp_path / "date=2026-11-24" / ".part-1.parquet").write_bytes(b"PAR1")
+    (tmp_path / "_SUCCESS").write_bytes(b"")
+    with pytest.raises(SquallError, match="no metrics data"):
+        report(tmp_path, spark=spark)
 
 
 def test_cli_prints_the_report_and_one_line_errors(tmp_path: Path) -> None:
@@ -96,6 +102,20 @@ def test_cli_prints_the_report_and_one_line_errors(tmp_path: Path) -> None:
     assert missing.stderr.strip().splitlines()[-1] == (
         f"squall: error: metrics directory '{tmp_path / 'nope'}' does not exist")
     assert "Traceback" not in missing.stderr
+
+
+def test_cli_on_a_directory_without_data_is_one_line_before_spark_starts(tmp_path: Path) -> None:
+    squall = Path(sys.executable).with_name("squall")
+    empty = tmp_path / "metrics"
+    (empty / "date=2026-11-24").mkdir(parents=True)
+    (empty / "date=2026-11-24" / ".part-1.parquet.tmp").write_bytes(b"")   # still being written
+    done = subprocess.run([str(squall), "metrics", "report", str(empty)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert done.stdout == ""
+    # one line and nothing else: no JVM started, so none of Spark's start-up logging
+    assert done.stderr.splitlines() == [
+        f"squall: error: no metrics data under '{empty}' (no Parquet files)"], done.stderr
 
 
 _words: collections.Counter[str] = collections.Counter()

@@ -185,18 +185,72 @@ def test_table_and_query_sources(spark: Any, parquet_dir: Path,
         d.close()
 
 
+def test_reader_options_apply_to_a_table_and_are_an_error_for_a_view_or_query(
+        spark: Any, tmp_path: Path) -> None:
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "csv" / "a.csv").write_text("word,n\nalpha,1\nbeta,2\n")
+    spark.sql(f"CREATE TABLE words_csv (word STRING, n STRING) USING csv "
+              f"LOCATION '{tmp_path / 'csv'}'")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW words_view AS SELECT * FROM words_csv")
+    try:
+        d = Driven({"spark.source.table": "words_csv", "spark.source.options": {"header": True}},
+                   fields=("word", "n"))
+        try:                   # the header line is a header, not a row
+            assert sorted(v for _, v in d.drain()) == [("alpha", "1"), ("beta", "2")]
+        finally:
+            d.close()
+        assert _error({"spark.source.table": "words_view",
+                       "spark.source.options": {"header": True}}) == (
+            "spark spout: spark.source.options do not apply to table 'words_view', a view "
+            "(Spark ignores reader options there); set them where the view is defined")
+        assert _error({"spark.source.query": "SELECT * FROM words_csv",
+                       "spark.source.options": {"header": True}}).startswith(
+            "spark spout: spark.source.options do not apply to spark.source.query")
+    finally:
+        spark.sql("DROP VIEW IF EXISTS words_view")
+        spark.sql("DROP TABLE IF EXISTS words_csv")
+
+
+def _error(config: dict[str, Any]) -> str:
+    with pytest.raises(TopologyError) as info:
+        SparkSpout.declare_outputs(config)
+    message = str(info.value)
+    assert "\n" not in message and "An error occurred while calling" not in message, message
+    return message
+
+
 def test_missing_path_bad_format_bad_column_are_clear_errors(spark: Any, parquet_dir: Path,
                                                              tmp_path: Path) -> None:
-    with pytest.raises(TopologyError, match="does not exist"):
-        SparkSpout.declare_outputs(parquet(tmp_path / "nope"))
-    with pytest.raises(TopologyError, match="cannot read nosuchformat source"):
-        SparkSpout.declare_outputs({"spark.source.format": "nosuchformat",
-                                    "spark.source.path": str(parquet_dir)})
-    with pytest.raises(TopologyError, match="cannot read query"):
-        SparkSpout.declare_outputs({"spark.source.query": "SELECT * FROM no_such_table"})
+    assert _error(parquet(tmp_path / "nope")) == (
+        f"spark spout: spark.source.path '{tmp_path / 'nope'}' does not exist")
+    # Spark's reason, with its error class, not Py4J's "An error occurred while calling o31.load."
+    assert _error({"spark.source.format": "nosuchformat",
+                   "spark.source.path": str(parquet_dir)}).startswith(
+        f"spark spout: cannot read nosuchformat source '{parquet_dir}': [DATA_SOURCE_NOT_FOUND] "
+        "Failed to find the data source: nosuchformat.")
+    assert _error({"spark.source.query": "SELECT * FROM no_such_table"}).startswith(
+        "spark spout: cannot read query 'SELECT * FROM no_such_table': [TABLE_OR_VIEW_NOT_FOUND] "
+        "The table or view `no_such_table` cannot be found.")
+    assert _error({"spark.source.table": "no_such_table"}).startswith(
+        "spark spout: cannot read table 'no_such_table': [TABLE_OR_VIEW_NOT_FOUND]")
     with pytest.raises(TopologyError, match=r"\['nope'\] not in"):
         Driven(parquet(parquet_dir, **{"spark.source.columns": ["id", "nope"]}),
                fields=("id", "nope"))
+
+
+def test_a_delta_source_without_delta_lake_says_what_to_install(spark: Any,
+                                                               parquet_dir: Path) -> None:
+    message = _error({"spark.source.format": "delta", "spark.source.path": str(parquet_dir)})
+    assert message.startswith(f"spark spout: cannot read delta source '{parquet_dir}': "
+                              "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: delta.")
+    for part in ("pip install delta-spark", "spark.jars.packages: io.delta:delta-spark_2.13:",
+                 "spark.sql.extensions: io.delta.sql.DeltaSparkSessionExtension",
+                 "spark.sql.catalog.spark_catalog: "
+                 "org.apache.spark.sql.delta.catalog.DeltaCatalog"):
+        assert part in message, message
+    # the hint is for delta only: another unknown format gets Spark's reason alone
+    assert "delta-spark" not in _error({"spark.source.format": "nosuchformat",
+                                        "spark.source.path": str(parquet_dir)})
 
 
 def test_failed_reads_resume_after_the_rows_handed_out(spark: Any, parquet_dir: Path,

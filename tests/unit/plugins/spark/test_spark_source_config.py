@@ -32,6 +32,9 @@ def test_columns_given_means_no_spark_at_build_time(tmp_path: Path) -> None:
     ({"spark.source.table": "t", "spark.source.columns": "a,b"}, "non-empty list"),
     ({"spark.source.table": "t", "spark.source.columns": ["a", "a"]}, "repeats"),
     ({"spark.source.query": 42}, "must be a string"),
+    ({"spark.source.query": "SELECT 1", "spark.source.options": {"header": True}},
+     r"^spark spout: spark.source.options do not apply to spark.source.query .*"
+     r"FROM parquet.`/data/events`"),
 ])
 def test_bad_source_configs_are_topology_errors(config: dict, message: str) -> None:
     with pytest.raises(TopologyError, match=message):
