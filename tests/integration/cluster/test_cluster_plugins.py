@@ -1,6 +1,6 @@
 """The pluggable parts on a real cluster: word count over every network transport, and the
 multi-dimensional scheduler (pending with a reason, scheduled when capacity appears,
-rebalance with exact results)."""
+rebalance with exact results). Metrics consumers: test_cluster_metrics.py."""
 from __future__ import annotations
 
 import pytest
@@ -90,33 +90,3 @@ def test_multidim_rebalance_mid_stream_loses_nothing(squall_cluster, wordcount):
     assert max(wordcount.counted_words(c.out_dir).values()) == 1
     assert wordcount.read_counts(c.out_dir) == wordcount.expected_counts(total)
     assert c.listed() == {"wc": "active"}
-
-
-def test_metrics_consumer_and_stats_windows_on_a_cluster(squall_cluster, wordcount, tmp_path):
-    c = squall_cluster
-    c.start_nimbus()
-    c.start_supervisor("sup1")
-    c.wait_ready(supervisors=1)
-    log = tmp_path / "metrics.log"
-    c.squall("submit", c.wordcount_target, "--name", "wc", "-c", f"test.sentences={TOTAL}",
-             "-c", "topology.builtin.metrics.bucket.size.secs=1",
-             "-c", "topology.metrics.consumer.register=[{class: log, argument: {file: "
-                   f"'{log}'}}}}]")
-    _exact(c, wordcount, TOTAL)
-
-    def counted() -> int:
-        lines = log.read_text().splitlines() if log.exists() else []
-        return sum(int(float(line.split("\t")[-1])) for line in lines
-                   if ":count\t__execute-count\t" in line)
-    # the consumer task received every count bolt's executed tuples as data points
-    wait_until(lambda: counted() >= sum(wordcount.expected_counts(TOTAL).values()), 30,
-               message=lambda: "metrics consumer did not see the counts\n" + c.logs_tail())
-    executed = sum(wordcount.expected_counts(TOTAL).values())
-
-    def windows() -> dict | None:
-        # stats are folded each second and reach nimbus with the next executor beat
-        got = c.client().topology_info("wc")["components"]["count"].get("windows")
-        return got if got and got[":all-time"]["executed"] >= executed else None
-    info = wait_until(windows, 30, message="the stats windows never showed the executed tuples")
-    assert set(info) == {"600", "10800", "86400", ":all-time"}
-    assert info["600"]["executed"] >= executed
