@@ -1,7 +1,9 @@
 """Moving tuples between workers: outbound batches, the receive thread, inbound dispatch.
 
 Tuples for a remote task join the outbox of that task's worker; an outbox is serialized once
-and handed to the transport when it is full or when the loop finishes an iteration. The wire
+and handed to the transport when it is full, when the loop has nothing else to do, or once it
+has waited ``topology.batch.flush.interval.millis`` (a busy loop's short passes would
+otherwise send a small batch each; 0 sends at the end of every pass). The wire
 form of a batch is a list of entries ``[dest_task, src_task, stream, values, id, roots]``;
 ``dest_task == 0`` marks a worker-to-worker control entry (backpressure), and a negative
 ``dest_task`` a run of tuples for task ``-dest_task`` from one source task on one stream,
@@ -83,6 +85,10 @@ class Transfer:
         self.recv_conn: Any = None
         #: batches handed to the transport / taken from it (complete_topology's quiet check)
         self.sent_batches = self.received_batches = 0
+        interval = worker.conf.get("topology.batch.flush.interval.millis")
+        self.flush_interval = max(0.0, float(interval or 0)) / 1000.0
+        #: outboxes holding entries: when flush_all first saw them so (loop clock)
+        self.waiting_since: dict[Key, float] = {}
 
     # -- outbound ------------------------------------------------------------------------------
     def send_remote(self, ts: TaskState | None, task: int, tup: Tuple) -> None:
@@ -148,10 +154,23 @@ class Transfer:
         """Queue a TupleRun for a remote task: one wire entry for all its tuples."""
         self.send_remote(ts, task, run)  # type: ignore[arg-type]
 
-    def flush_all(self) -> None:
+    def flush_all(self, now: float | None = None) -> None:
+        """Send every outbox that holds entries (``now`` None), or only those that have waited
+        ``flush_interval`` since a call with ``now`` first saw them holding some."""
+        interval = self.flush_interval
+        if now is None or not interval:
+            for key, out in self.outboxes.items():
+                if out:
+                    self.flush(key, out)
+            return
+        waiting = self.waiting_since
         for key, out in self.outboxes.items():
             if out:
-                self.flush(key, out)
+                since = waiting.get(key)
+                if since is None:
+                    waiting[key] = now
+                elif now - since >= interval:
+                    self.flush(key, out)
 
     def pending(self) -> int:
         return len(self.inbox) + sum(len(o) for o in self.outboxes.values())
@@ -159,6 +178,7 @@ class Transfer:
     def flush(self, key: Key, out: list[tuple[int, Any]]) -> None:
         batch = out[:]
         out.clear()
+        self.waiting_since.pop(key, None)
         opened = self.open_of_key.get(key)
         if opened:
             opened.clear()
@@ -341,6 +361,7 @@ class Transfer:
             if key not in keys:
                 stale = self.outboxes.pop(key)
                 self.open_of_key.pop(key, None)
+                self.waiting_since.pop(key, None)
                 self.undeliverable(stale, f"worker {key[0]}:{key[1]} is no longer assigned")
                 conn = self.conns.pop(key, None)
                 if conn is not None:

@@ -307,7 +307,7 @@ class Worker:
                     done += ex.run_once()
                     if self._acks:
                         self.flush_acks()
-                transfer.flush_all()
+                transfer.flush_all(now)
                 if now >= next_timer:
                     next_timer = now + 0.005
                     self._timers(now)
@@ -316,6 +316,7 @@ class Worker:
                 if done or busy:
                     self.last_busy_pass = self.passes
                 if not done and not inbox and not self._commands:
+                    transfer.flush_all()       # nothing else to do: send what waits
                     self._wake.wait(0.001)
                     self._wake.clear()
         except BaseException:
