@@ -186,12 +186,11 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         t in lazy_tasks or t not in worker.queues for t in routes[0].targets)}
 
     def to_run(t: int, vals: list[Any], src: Source, anchor: Tuple | None) -> bool:
-        """Queue ``vals`` for task ``t`` as one TupleRun; False if ``t`` takes no runs."""
+        """Queue ``vals`` (tuples) for task ``t`` as one TupleRun; False if ``t`` takes no
+        runs."""
         lazy = lazy_get(t)
         if lazy is None and queues_get(t) is not None:
             return False
-        if _TUPLES_ONLY != set(map(type, vals)):
-            vals = [v if v.__class__ is tuple else tuple(v) for v in vals]
         if anchor is None:
             run = TupleRun(vals, src_task, src)
         else:
@@ -305,6 +304,8 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         ts.emitted += n
         targets = manys[stream](values_list)
         if stream in run_streams:
+            if list(map(type, values_list)).count(tuple) != n:     # runs hold tuples
+                values_list = [v if v.__class__ is tuple else tuple(v) for v in values_list]
             first = targets[0]
             if targets.count(first) == n:
                 if to_run(first, list(values_list), src, anchor):
@@ -393,9 +394,6 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
 
     emit_default.many = emit_many  # type: ignore[attr-defined]
     return emit_default
-
-
-_TUPLES_ONLY = {tuple}
 
 
 def _choose_many(route: Route) -> Callable[[Sequence[Sequence[Any]]], list[int]]:

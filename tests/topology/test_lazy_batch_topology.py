@@ -240,3 +240,36 @@ def test_backpressure_counts_the_tuples_in_runs_not_the_entries(cluster: LocalCl
     # takes in at most 3,200 tuples from it
     assert max(seen) <= 8000, max(seen)
     assert max(seen) >= 1000           # the queue did fill: the spout really was faster
+
+
+class SplitLists(Bolt):
+    """Emits each word as a list (``[w]``) with one emit_many per line, to two count tasks."""
+
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        self.emit_many([[w] for w in tup["line"].split()])
+
+
+class Shapes(Bolt):
+    """Records the type of each tuple's values, read both ways."""
+
+    lazy_batch = True
+
+    def process_batch(self, tuples: TupleBatch) -> None:
+        with LOCK:
+            SEEN.extend(type(v) for v in tuples.values)
+            SEEN.extend(type(t.values) for t in tuples)
+            COUNTS.update(tuples.column("word"))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_values_emitted_as_lists_arrive_as_tuples(workers: int) -> None:
+    b = TopologyBuilder()
+    b.set_spout("lines", Lines)
+    b.set_bolt("split", SplitLists).shuffle_grouping("lines")
+    b.set_bolt("count", Shapes, 2).fields_grouping("split", ["word"])
+    complete_topology(b.create_topology(), {"lines": LINES},
+                      conf={"topology.workers": workers, "topology.acker.executors": 0})
+    assert COUNTS == _expected()
+    assert set(SEEN) == {tuple}
