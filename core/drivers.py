@@ -43,7 +43,9 @@ def _entry_points(group: str) -> dict[str, metadata.EntryPoint]:
 def refresh() -> None:
     """Forget cached entry points (after installing a plugin at run time)."""
     _entry_points.cache_clear()
-    metadata.distributions.cache_clear() if hasattr(metadata.distributions, "cache_clear") else None
+    clear = getattr(metadata.distributions, "cache_clear", None)
+    if clear is not None:
+        clear()
     _load.cache_clear()
 
 

@@ -179,7 +179,7 @@ class TupleBatch(Sequence[Tuple]):
             if part.__class__ is TupleRun:
                 out.extend(part.values)
             else:
-                out.append(part.values)
+                out.append(part.values)  # type: ignore[arg-type]  # a Tuple's: a tuple
         return out
 
     def column(self, field: str) -> list[Any]:

@@ -145,6 +145,7 @@ def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None
                             "which is not declared direct=True")
     if route.one is not None:
         return (route.one(values),)
+    assert route.many is not None      # only direct routes have no grouping
     return route.many(src_task, values)
 
 

@@ -321,7 +321,7 @@ class Transfer:
                              f"{len(roots)} roots")
         if roots and roots[0].__class__ is int:
             raise ValueError(f"run for task {dest}: the first tuple's roots refer back")
-        tuples = []
+        tuples: list[Tuple] = []
         append = tuples.append
         prev = None
         for v, i, r in zip(values, ids, roots):

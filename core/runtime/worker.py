@@ -375,7 +375,11 @@ class Worker:
             fn()
             return
         done = threading.Event()
-        self._commands.append(lambda: (fn(), done.set()))
+
+        def run() -> None:
+            fn()
+            done.set()
+        self._commands.append(run)
         self._wake.set()
         done.wait(timeout)
 
