@@ -30,6 +30,7 @@ import threading
 import time
 from concurrent import futures
 from collections.abc import Callable
+from typing import NamedTuple
 
 from squall.errors import TransportError
 
@@ -77,7 +78,14 @@ def _send(send: Sender, messages: list[tuple[int, bytes]]) -> None:
             time.sleep(0.0005)        # buffer full: let the receiver catch up
 
 
-def _measure(send: Sender, receive: Callable[[], int], work: Workload, seconds: float) -> float:
+class Rate(NamedTuple):
+    """Units per second of wall time, and per second of this process's CPU time (every thread,
+    the libraries' own I/O threads included)."""
+    wall: float
+    cpu: float
+
+
+def _measure(send: Sender, receive: Callable[[], int], work: Workload, seconds: float) -> Rate:
     """Units per second for about ``seconds`` of sending ``work``, once one batch went through
     (connection set-up is not timed)."""
     batch, messages = work.batch, work.messages
@@ -98,7 +106,7 @@ def _measure(send: Sender, receive: Callable[[], int], work: Workload, seconds: 
         done.set()
 
     thread = threading.Thread(target=receiver, daemon=True)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     thread.start()
     stop, sent = start + seconds, 0
     while True:
@@ -110,13 +118,14 @@ def _measure(send: Sender, receive: Callable[[], int], work: Workload, seconds: 
     total[0] = sent * batch
     if not done.wait(120):
         raise RuntimeError(f"only {arrived[0]} of {total[0]} arrived")
-    return sent * batch / (time.perf_counter() - start)
+    units = sent * batch
+    return Rate(units / (time.perf_counter() - start), units / (time.process_time() - cpu))
 
 
-def squall_case(name: str) -> Callable[[Workload, float], float]:
+def squall_case(name: str) -> Callable[[Workload, float], Rate]:
     from squall import drivers
 
-    def run(work: Workload, seconds: float) -> float:
+    def run(work: Workload, seconds: float) -> Rate:
         transport = drivers.load("squall.transports", name)(CONF)
         per = work.per_message
         try:
@@ -128,7 +137,7 @@ def squall_case(name: str) -> Callable[[Workload, float], float]:
     return run
 
 
-def raw_zmq(work: Workload, seconds: float) -> float:
+def raw_zmq(work: Workload, seconds: float) -> Rate:
     blob, batch = work.blob, work.batch
     import zmq
     # a context (so an I/O thread) per end, as the transport has and as two workers would
@@ -165,7 +174,7 @@ def raw_zmq(work: Workload, seconds: float) -> float:
         ctx2.term()
 
 
-def raw_nng(work: Workload, seconds: float) -> float:
+def raw_nng(work: Workload, seconds: float) -> Rate:
     blob, batch = work.blob, work.batch
     import pynng
     # the socket type and queue sizes the nng transport uses (Pair1 moves large messages
@@ -196,7 +205,7 @@ def raw_nng(work: Workload, seconds: float) -> float:
         pull.close()
 
 
-def raw_grpc(work: Workload, seconds: float) -> float:
+def raw_grpc(work: Workload, seconds: float) -> Rate:
     blob, batch = work.blob, work.batch
     import queue
 
@@ -249,7 +258,7 @@ def raw_grpc(work: Workload, seconds: float) -> float:
         server.stop(0)
 
 
-Case = Callable[[Workload, float], float]
+Case = Callable[[Workload, float], Rate]
 CASES: list[tuple[str, Case, Case | None]] = [
     ("local", squall_case("local"), None),
     ("zmq", squall_case("zmq"), raw_zmq),
@@ -274,27 +283,32 @@ def main() -> None:
         print(f"\nform: {form}" + (" (one serialized batch per send, as workers send)"
                                    if form == "tuples" else " (one Connection message each)"))
         print(f"{'transport':<10}{'batch':>6}{unit + '/s':>12}{'MB/s':>8}"
-              f"{'raw ' + unit + '/s':>14}{'raw MB/s':>9}{'ratio':>7}")
+              f"{'raw ' + unit + '/s':>14}{'raw MB/s':>9}{'ratio':>7}{'CPU ratio':>10}")
         for name, case, raw in CASES:
             if name not in args.transports:
                 continue
             for batch in args.batches:
                 work = Workload(form, batch)
-                rates, raws, ratios = [], [], []
+                rates, raws, ratios, cpu_ratios = [], [], [], []
                 for _ in range(args.runs):
-                    rates.append(case(work, args.seconds))
+                    mine = case(work, args.seconds)
+                    rates.append(mine.wall)
                     if raw is not None:
-                        raws.append(raw(work, args.seconds))
-                        ratios.append(rates[-1] / raws[-1])
+                        theirs = raw(work, args.seconds)
+                        raws.append(theirs.wall)
+                        ratios.append(mine.wall / theirs.wall)
+                        cpu_ratios.append(mine.cpu / theirs.cpu)
                 rate = statistics.median(rates)
                 size = work.unit_bytes / 1e6
                 line = f"{name:<10}{batch:>6}{rate:>12,.0f}{rate * size:>8.1f}"
                 if raws:
                     raw_rate = statistics.median(raws)
                     line += (f"{raw_rate:>14,.0f}{raw_rate * size:>9.1f}"
-                             f"{statistics.median(ratios):>7.0%}")
+                             f"{statistics.median(ratios):>7.0%}"
+                             f"{statistics.median(cpu_ratios):>10.0%}")
                     if args.runs > 1:
-                        line += "  (" + " ".join(f"{r:.0%}" for r in ratios) + ")"
+                        line += ("  (" + " ".join(f"{r:.0%}" for r in ratios) + "; CPU "
+                                 + " ".join(f"{r:.0%}" for r in cpu_ratios) + ")")
                 print(line, flush=True)
 
 

@@ -2,7 +2,8 @@
 
     python -m bench.wordcount [--runs 5] [--sizes 20000 100000]
 
-N sentences of 10 words each; the figure is the *marginal* rate between two sizes,
+N sentences of 10 words each (``-c bench.parallelism=2``: two split and two count tasks instead
+of one each, so every emit chooses its task); the figure is the *marginal* rate between two sizes,
 (words2 - words1) / (t2 - t1), which cancels start-up and shut-down. Forms: per-tuple bolts and
 batch (``process_batch``) bolts, acking off (``topology.acker.executors: 0``) and on. Prints the
 median of ``--runs`` runs per case.
@@ -94,11 +95,15 @@ class CountBatch(Bolt):
         _state["words"] += len(tuples)
 
 
-def topology(batch: bool) -> Topology:
+def topology(batch: bool, parallelism: int = 1) -> Topology:
+    """One spout task; ``parallelism`` split and count tasks (with more than one, every emit
+    goes through its grouping's choice, as in a cluster)."""
     b = TopologyBuilder()
     b.set_spout("sentences", BenchSpout)
-    b.set_bolt("split", SplitBatch if batch else Split).shuffle_grouping("sentences")
-    b.set_bolt("count", CountBatch if batch else Count).fields_grouping("split", ["word"])
+    b.set_bolt("split", SplitBatch if batch else Split, parallelism).shuffle_grouping(
+        "sentences")
+    b.set_bolt("count", CountBatch if batch else Count, parallelism).fields_grouping(
+        "split", ["word"])
     return b.create_topology()
 
 
@@ -114,7 +119,8 @@ def run_once(n: int, batch: bool, acking: bool,
     # the same conf for the cluster: process-wide keys (worker.gc.thresholds) are read there
     with LocalCluster(dict(conf or {})) as cluster:
         t0, c0 = time.perf_counter(), time.process_time()
-        cluster.submit_topology("bench", topo_conf, topology(batch))
+        parallelism = int(topo_conf.get("bench.parallelism") or 1)
+        cluster.submit_topology("bench", topo_conf, topology(batch, parallelism))
         while _state["words"] < target or (acking and _state["acked"] < n):
             time.sleep(0.002)
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
