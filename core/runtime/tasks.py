@@ -24,13 +24,15 @@ _rand64 = random.SystemRandom().getrandbits  # seeds only; per-tuple ids use the
 _fast = random.Random(_rand64(64)).getrandbits
 
 ACK_INIT, ACK_ACK, ACK_FAIL = "__ack_init", "__ack_ack", "__ack_fail"
+#: str keys an emitter remembers the local queue of (fields grouping on one field)
+KEYED_QUEUES = 65536
 METRICS_STREAM = "__metrics"
 
 
 class Route:
     """One subscriber of one stream, as seen by one emitting task."""
 
-    __slots__ = ("component", "direct", "many", "one", "one_each", "targets")
+    __slots__ = ("component", "direct", "key_index", "many", "one", "one_each", "targets")
 
     def __init__(self, component: str, grouping: Any, direct: bool, targets: list[int]) -> None:
         self.component = component
@@ -40,6 +42,11 @@ class Route:
         self.many = grouping.choose_tasks if grouping is not None else None
         #: ``choose_one`` for a whole list at once, where the grouping has it
         self.one_each = getattr(grouping, "choose_many", None) if self.one is not None else None
+        #: the field a plain one-field fields grouping reads (its task depends on that value
+        #: alone), else None
+        self.key_index: int | None = (
+            grouping.indexes[0] if type(grouping) is g.FieldsGrouping
+            and len(grouping.indexes) == 1 else None)
 
 
 def make_grouping(inp: Input, source_fields: Sequence[str]) -> Any:
@@ -170,13 +177,19 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     manys: dict[str, Callable[[Sequence[Sequence[Any]]], list[int]]] = {}
     #: streams whose one subscriber has one task, in this worker: its queue (no choosing)
     fixed: dict[str, Any] = {}
+    #: streams whose one subscriber is fields-grouped on one field: (that field's index, str
+    #: key -> its task's queue in this worker, or its task id in another worker)
+    keyed_of: dict[str, tuple[int, dict[str, Any]]] = {}
     for name, routes in ts.routes.items():
         if len(routes) == 1 and routes[0].one is not None and not routes[0].direct:
             singles[name] = (routes[0].one, ts.sources[name])
             manys[name] = _choose_many(routes[0])
             if len(routes[0].targets) == 1:
                 fixed[name] = queues_get(routes[0].targets[0])
+            elif routes[0].key_index is not None:
+                keyed_of[name] = (routes[0].key_index, {})
     fixed_get = fixed.get
+    keyed_get_of = keyed_of.get
     singles_get = singles.get
     lazy_tasks = worker.lazy_tasks
     lazy_get = lazy_tasks.get
@@ -271,8 +284,24 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         if q is not None:
             q.append(tup)
             return None
-        t = single[0](values)
-        q = queues_get(t)
+        keyed = keyed_get_of(stream)
+        if keyed is not None:       # see emit_keyed below
+            k = values[keyed[0]]
+            if k.__class__ is str:
+                q = keyed[1].get(k)
+                if q is not None:
+                    if q.__class__ is int:
+                        remote(ts, q, tup)
+                    else:
+                        q.append(tup)
+                    return None
+            t = single[0](values)
+            q = queues_get(t)
+            if k.__class__ is str and len(keyed[1]) < KEYED_QUEUES:
+                keyed[1][k] = t if q is None else q
+        else:
+            t = single[0](values)
+            q = queues_get(t)
         if q is not None:
             q.append(tup)
         else:
@@ -375,6 +404,44 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
 
         emit_one.many = emit_many  # type: ignore[attr-defined]
         return emit_one
+
+    if "default" in keyed_of:
+        # a fields grouping on one field: a str key seen before finds its task's queue (a task
+        # in this worker) or its task id (another worker's) in one lookup; other keys go
+        # through the grouping
+        key, keyed = keyed_of["default"]
+        keyed_get = keyed.get
+
+        def emit_keyed(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
+                       tup_id: Any = None, direct_task: int | None = None,
+                       need_task_ids: bool = False) -> list[int] | None:
+            if stream != "default" or direct_task is not None or need_task_ids:
+                return general(values, stream, anchors=anchors, tup_id=tup_id,
+                               direct_task=direct_task, need_task_ids=need_task_ids)
+            if values.__class__ is not tuple:
+                values = tuple(values)
+            ts.emitted += 1
+            k = values[key]
+            if k.__class__ is str:
+                q = keyed_get(k)
+                if q is not None:
+                    if q.__class__ is int:
+                        remote_values(ts, q, values, src_task, src0)
+                    else:
+                        q.append(T(values, src_task, src0))
+                    return None
+            t = choose0(values)
+            q = queues_get(t)
+            if k.__class__ is str and len(keyed) < KEYED_QUEUES:
+                keyed[k] = t if q is None else q
+            if q is not None:
+                q.append(T(values, src_task, src0))
+            else:
+                remote_values(ts, t, values, src_task, src0)
+            return None
+
+        emit_keyed.many = emit_many  # type: ignore[attr-defined]
+        return emit_keyed
 
     def emit_default(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
                      tup_id: Any = None, direct_task: int | None = None,

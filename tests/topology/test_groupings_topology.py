@@ -278,3 +278,52 @@ def test_bolt_without_ackers_routes_default_and_named_streams(sink_tasks: int) -
     assert len(RETURNED) == 90
     assert sorted(v for vs in received("side").values() for v in vs) == sorted(
         (f"w{i % 10}",) for i in range(90))
+
+
+KEYS: list[Any] = ["a", 1, True, 1.0, "b", b"a", None, 0, False, "", "a"]
+
+
+class KeyRelay(Bolt):
+    """Forwards each input's key, anchored (when acking), to a fields-grouped sink."""
+
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        self.emit([KEYS[tup["n"] % len(KEYS)]])
+
+
+class KeyRecord(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.task_id
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            SEEN.append(("sink", self.task, (tup["word"],)))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("ackers", [0, 1])
+def test_fields_grouping_from_a_bolt_follows_the_stable_hash_for_every_key_type(
+        workers: int, ackers: int) -> None:
+    """Equal keys of different types (1, True, 1.0) hash differently and each goes where the
+    stable hash says, however often it repeats, with or without ackers, local or remote."""
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("relay", KeyRelay, 2).shuffle_grouping("words")
+    b.set_bolt("sink", KeyRecord, 3).fields_grouping("relay", ["word"])
+    topo = b.create_topology()
+    n = 220
+    result = complete_topology(topo, {"words": rows(n)},
+                               conf={"topology.acker.executors": ackers,
+                                     "topology.workers": workers})
+    if ackers:
+        assert result.acked == set(range(n)) and not result.failed
+    sink = topo.tasks("sink")
+    got = received("sink")
+    assert sum(len(v) for v in got.values()) == n
+    seen_types = set()
+    for task, values in got.items():
+        for (key,) in values:
+            seen_types.add((type(key), key))
+            assert task == sink[fields_hash([key]) % len(sink)], (key, task)
+    assert {t for t, _ in seen_types} == {str, int, bool, float, bytes, type(None)}
