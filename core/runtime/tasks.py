@@ -172,7 +172,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     T = Tuple
     acker_tasks = worker.acker_tasks
     n_ackers = len(acker_tasks)
-    init_src = worker.system_source(ACK_INIT) if acking else None
+    init_tree = worker.init_tree
     singles: dict[str, tuple[Callable[[tuple], int], Source]] = {}
     manys: dict[str, Callable[[Sequence[Sequence[Any]]], list[int]]] = {}
     #: streams whose one subscriber has one task, in this worker: its queue (no choosing)
@@ -252,13 +252,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 else:
                     remote(ts, t, tup)
                 ts.pending_new[root] = (tup_id, worker.now)  # type: ignore[attr-defined]
-                a = acker_tasks[root % n_ackers]
-                init = T((root, edge, src_task), src_task, init_src)
-                q = queues_get(a)
-                if q is not None:
-                    q.append(init)
-                else:
-                    remote(ts, a, init)
+                init_tree(ts, acker_tasks[root % n_ackers], root, edge)
                 return None
             anchor = None
         elif not acking:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Tuple, TupleRun
 from squall.errors import SquallError, TransportError
-from squall.runtime.tasks import ACK_FAIL, TaskState
+from squall.runtime.tasks import TaskState
 
 if TYPE_CHECKING:
     from squall.runtime.worker import Worker
@@ -207,7 +207,6 @@ class Transfer:
             log.warning("%s; %d tuple(s) failed back for replay", why, count)
         worker = self.worker
         ackers = worker.acker_tasks
-        fail_src = worker.system_source(ACK_FAIL)
         failed: set[int] = set()
         for _, tup in batch:
             if tup.src.stream.startswith("__ack"):
@@ -220,7 +219,7 @@ class Transfer:
         for r in failed:        # a tree fails once, however many of its tuples were here
             task = ackers[r % len(ackers)]
             if task in worker.queues or task in self.outbox_of_task:
-                worker.deliver(None, task, Tuple((r, 0), 0, fail_src))  # type: ignore[arg-type]
+                worker.fail_tree(task, r)
 
     def broadcast_throttle(self, on: bool) -> None:
         me = f"{self.worker.host}:{self.worker.port}"

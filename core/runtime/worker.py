@@ -76,6 +76,7 @@ class Worker:
         self._sys = {s: Source("__system", s, ("root", "value", "task"))
                      for s in (ACK_INIT, ACK_ACK, ACK_FAIL)}
         self._acks: dict[int, int] = {}
+        self.local_ackers: dict[int, TaskState] = {}
         self._commands: deque[Any] = deque()
         self._wake = threading.Event()
         self.running = False
@@ -129,6 +130,9 @@ class Worker:
             self.executors.append(cls(self, cid, group))
         self.lazy_tasks = {ts.task: ts for ex in self.executors
                            if getattr(ex, "lazy", False) for ts in ex.tasks}
+        #: acker tasks in this worker: their acker is fed directly, not through their queue
+        self.local_ackers = {ts.task: ts for ex in self.executors if ex.kind == "acker"
+                             for ts in ex.tasks}
         for ex in self.executors:
             for ts in ex.tasks:
                 ts.executor = ex  # type: ignore[attr-defined]
@@ -219,21 +223,52 @@ class Worker:
                 acks[r] = acks.get(r, 0) ^ edge
 
     def flush_acks(self) -> None:
+        """Send the folded acks: an acker task in this worker gets them straight (its
+        :class:`squall.Acker` called here, on the loop thread, as its executor would), one in
+        another worker as ack tuples."""
         acks = self._acks
         tasks = self.acker_tasks
         n = len(tasks)
         src = self._sys[ACK_ACK]
-        queues_get = self.queues.get
+        local = self.local_ackers.get
         for r, v in acks.items():
             if v:
                 t = tasks[r % n]
-                tup = Tuple((r, v), 0, src)
-                q = queues_get(t)
-                if q is not None:
-                    q.append(tup)
+                ats = local(t)
+                if ats is not None:
+                    ats.executed += 1
+                    res = ats.instance.ack(r, v)
+                    if res is not None:
+                        self.complete_tree(ats, r, res[0], res[1])
                 else:
-                    self.send_remote(None, t, tup)
+                    self.send_remote(None, t, Tuple((r, v), 0, src))
         acks.clear()
+
+    def fail_tree(self, acker_task: int, root: int) -> None:
+        """Fail tree ``root`` at ``acker_task`` (straight to its acker in this worker, else as
+        a fail tuple). At once, not folded like acks: the acks a pass folds for the same tree
+        reach the acker after the fail, as they did when it was sent."""
+        ats = self.local_ackers.get(acker_task)
+        if ats is None:
+            self.send_remote(None, acker_task, Tuple((root, 0), 0, self._sys[ACK_FAIL]))
+            return
+        ats.executed += 1
+        res = ats.instance.fail(root)
+        if res is not None:
+            self.complete_tree(ats, root, res[0], res[1])
+
+    def init_tree(self, ts: TaskState, acker_task: int, root: int, xor: int) -> None:
+        """Tell ``acker_task`` that spout task ``ts`` started tree ``root`` with edges
+        ``xor``: straight to its acker in this worker, else as an init tuple."""
+        ats = self.local_ackers.get(acker_task)
+        if ats is None:
+            self.deliver(ts, acker_task, Tuple((root, xor, ts.task), ts.task,
+                                               self._sys[ACK_INIT]))
+            return
+        ats.executed += 1
+        res = ats.instance.init(root, xor, ts.task)
+        if res is not None:
+            self.complete_tree(ats, root, res[0], res[1])
 
     def fail_tuple(self, ts: TaskState | None, tup: Tuple) -> None:
         self.fail_roots(ts, tup.roots, 1)
@@ -246,15 +281,13 @@ class Worker:
         if not roots or not self.acker_tasks:
             return
         n = len(self.acker_tasks)
-        src = self._sys[ACK_FAIL]
         for r in roots:
-            self.deliver(ts, self.acker_tasks[r % n], Tuple((r, 0), 0, src))  # type: ignore
+            self.fail_tree(self.acker_tasks[r % n], r)
 
     def track_spout_tuple(self, ts: TaskState, root: int, xor: int, tup_id: Any,
                           stream: str, values: tuple) -> None:
         ts.executor.track(ts, root, tup_id)  # type: ignore[attr-defined]
-        task = self.acker_tasks[root % len(self.acker_tasks)]
-        self.deliver(ts, task, Tuple((root, xor, ts.task), ts.task, self._sys[ACK_INIT]))
+        self.init_tree(ts, self.acker_tasks[root % len(self.acker_tasks)], root, xor)
 
     def complete_tree(self, ts: TaskState, root: int, spout_task: int, ok: bool) -> None:
         src = self._sys[ACK_ACK if ok else ACK_FAIL]

@@ -376,3 +376,28 @@ def test_max_spout_pending(cluster: LocalCluster, where: str) -> None:
     submit(cluster, "pending", b, conf)
     wait_until(lambda: len(ACKED) == 60)
     assert NOTES["max"] == 5 and FAILED == []
+
+
+class Pass(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_acker_counts_every_init_and_ack_it_handles(workers: int) -> None:
+    """Inits and acks reach an acker in the same worker without its queue, and in another
+    worker as tuples: either way every tree completes and the __acker component's executed
+    count includes each init and each folded ack."""
+    n = 50
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": n})
+    b.set_bolt("pass", Pass, 2).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        submit(cluster, "acker-counts", b, {"topology.workers": workers,
+                                            "topology.acker.executors": workers})
+        wait_until(lambda: len(ACKED) == n, message=lambda: f"acked {len(ACKED)} of {n}")
+        wait_until(lambda: cluster.get_topology_info("acker-counts")["components"]["__acker"]
+                   ["executed"] >= 2 * n,
+                   message=lambda: str(cluster.get_topology_info("acker-counts")["components"]
+                                       ["__acker"]))
+    assert sorted(ACKED) == list(range(n)) and not FAILED
