@@ -1,0 +1,139 @@
+"""The general emit path: what ``make_emit``'s fast paths hand over.
+
+Several subscribers, direct streams, ``need_task_ids``, several anchors and tracked spout
+tuples without a one-target shortcut all come here (see :func:`squall.runtime.tasks.make_emit`).
+Runs on the worker's loop thread.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from squall.api.tuple import Source, Tuple
+from squall.errors import TopologyError
+
+if TYPE_CHECKING:
+    from squall.runtime.tasks import Route, TaskState
+
+_rand64 = random.SystemRandom().getrandbits  # seeds only; per-tuple ids use the fast PRNG below
+_fast = random.Random(_rand64(64)).getrandbits
+
+
+def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None,
+             stream: str, owner: str) -> Sequence[int]:
+    if route.direct:
+        if direct_task is None:
+            raise TopologyError(f"component {owner!r}: stream {stream!r} is direct; emit with "
+                                "direct_task=")
+        # several components may subscribe to one direct stream: only the one owning
+        # direct_task gets the tuple (_emit_general checks that one does)
+        return (direct_task,) if direct_task in route.targets else ()
+    if direct_task is not None:
+        raise TopologyError(f"component {owner!r}: direct_task given on stream {stream!r}, "
+                            "which is not declared direct=True")
+    if route.one is not None:
+        return (route.one(values),)
+    assert route.many is not None      # only direct routes have no grouping
+    return route.many(src_task, values)
+
+
+def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: Any,
+                  tup_id: Any, direct_task: int | None, need_task_ids: bool,
+                  spout: bool) -> list[int] | None:
+    routes = ts.routes.get(stream)
+    if routes is None:
+        raise TopologyError(f"component {ts.component_id!r} emitted on undeclared stream "
+                            f"{stream!r}; declared: {', '.join(sorted(ts.routes)) or 'none'}")
+    if direct_task is not None and routes and routes[0].direct and not any(
+            direct_task in r.targets for r in routes):
+        raise TopologyError(f"component {ts.component_id!r}: direct_task {direct_task} is not "
+                            f"a task of a component subscribed to stream {stream!r} ("
+                            + ", ".join(f"{r.component}: {r.targets}" for r in routes) + ")")
+    if values.__class__ is not tuple:
+        values = tuple(values)
+    worker = ts.worker
+    src = ts.sources[stream]
+    ts.emitted += 1
+    sent: list[int] | None = [] if need_task_ids else None
+    if spout:
+        tracked = tup_id is not None
+    else:
+        tracked = ts.current is not None if anchors is None else bool(anchors)
+    if worker.acking and tracked:
+        if spout:
+            return _emit_spout_tracked(ts, values, stream, src, routes, tup_id, direct_task,
+                                       sent)
+        anchor_list = (ts.current,) if anchors is None else anchors
+        return _emit_anchored(ts, values, stream, src, routes, anchor_list, direct_task, sent,
+                              _fast)
+    if spout and tup_id is not None:
+        worker.ack_untracked(ts, tup_id)
+    n = 0
+    for route in routes:
+        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            worker.deliver(ts, t, Tuple(values, ts.task, src))
+            n += 1
+            if sent is not None:
+                sent.append(t)
+    ts.transfer_extra += n - 1
+    return sent
+
+
+def _emit_spout_tracked(ts: TaskState, values: tuple, stream: str, src: Source,
+                        routes: list[Route], tup_id: Any, direct_task: int | None,
+                        sent: list[int] | None) -> list[int] | None:
+    worker = ts.worker
+    rand = _fast
+    root = rand(64)
+    xor = 0
+    n = 0
+    for route in routes:
+        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            edge = rand(64)
+            xor ^= edge
+            worker.deliver(ts, t, Tuple(values, ts.task, src, edge, (root,)))
+            n += 1
+            if sent is not None:
+                sent.append(t)
+    ts.transfer_extra += n - 1
+    worker.track_spout_tuple(ts, root, xor, tup_id, stream, values)
+    return sent
+
+
+def _emit_anchored(ts: TaskState, values: tuple, stream: str, src: Source,
+                   routes: list[Route], anchors: Sequence[Tuple], direct_task: int | None,
+                   sent: list[int] | None, rand: Callable[[int], int]) -> list[int] | None:
+    tracked = []
+    for a in anchors:
+        if not isinstance(a, Tuple):
+            raise TopologyError(f"component {ts.component_id!r}: anchors must be Tuples "
+                                f"received by this bolt, got {type(a).__name__}")
+        if a.roots:
+            tracked.append(a)
+    worker = ts.worker
+    n = 0
+    for route in routes:
+        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            n += 1
+            if not tracked:
+                tup = Tuple(values, ts.task, src)
+            elif len(tracked) == 1:
+                a = tracked[0]
+                edge = rand(64)
+                a.ackval ^= edge
+                tup = Tuple(values, ts.task, src, edge, a.roots)
+            else:
+                per_root: dict[int, int] = {}
+                edge = 0
+                for a in tracked:
+                    edge = rand(64)
+                    a.ackval ^= edge
+                    for r in a.roots:
+                        per_root[r] = per_root.get(r, 0) ^ edge
+                tup = Tuple(values, ts.task, src, edge, per_root)  # type: ignore[arg-type]
+            worker.deliver(ts, t, tup)
+            if sent is not None:
+                sent.append(t)
+    ts.transfer_extra += n - 1
+    return sent
