@@ -378,43 +378,11 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         emit_one.many = emit_many  # type: ignore[attr-defined]
         return emit_one
 
-    if "default" in keyed_of:
-        # a fields grouping on one field: a str key seen before finds its task's queue (a task
-        # in this worker) or its task id (another worker's) in one lookup; other keys go
-        # through the grouping
-        key, keyed = keyed_of["default"]
-        keyed_get = keyed.get
-
-        def emit_keyed(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
-                       tup_id: Any = None, direct_task: int | None = None,
-                       need_task_ids: bool = False) -> list[int] | None:
-            if stream != "default" or direct_task is not None or need_task_ids:
-                return general(values, stream, anchors=anchors, tup_id=tup_id,
-                               direct_task=direct_task, need_task_ids=need_task_ids)
-            if values.__class__ is not tuple:
-                values = tuple(values)
-            ts.emitted += 1
-            k = values[key]
-            if k.__class__ is str:
-                q = keyed_get(k)
-                if q is not None:
-                    if q.__class__ is int:
-                        remote_values(ts, q, values, src_task, src0)
-                    else:
-                        q.append(T(values, src_task, src0))
-                    return None
-            t = choose0(values)
-            q = queues_get(t)
-            if k.__class__ is str and len(keyed) < KEYED_QUEUES:
-                keyed[k] = t if q is None else q
-            if q is not None:
-                q.append(T(values, src_task, src0))
-            else:
-                remote_values(ts, t, values, src_task, src0)
-            return None
-
-        emit_keyed.many = emit_many  # type: ignore[attr-defined]
-        return emit_keyed
+    # a fields grouping on one field: a str key seen before finds its task's queue (a task in
+    # this worker) or its task id (another worker's) in one lookup; other keys, and other
+    # groupings, choose through the grouping
+    key, keyed = keyed_of.get("default", (None, {}))
+    keyed_get = keyed.get
 
     def emit_default(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
                      tup_id: Any = None, direct_task: int | None = None,
@@ -425,8 +393,21 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         if values.__class__ is not tuple:
             values = tuple(values)
         ts.emitted += 1
+        k = None
+        if key is not None:
+            k = values[key]
+            if k.__class__ is str:
+                q = keyed_get(k)
+                if q is not None:
+                    if q.__class__ is int:
+                        remote_values(ts, q, values, src_task, src0)
+                    else:
+                        q.append(T(values, src_task, src0))
+                    return None
         t = choose0(values)
         q = queues_get(t)
+        if k.__class__ is str and len(keyed) < KEYED_QUEUES:
+            keyed[k] = t if q is None else q
         if q is not None:
             q.append(T(values, src_task, src0))
         else:
