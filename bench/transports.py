@@ -16,7 +16,9 @@ Two forms, batch sizes 1, 100 and 1000:
   pynng Pair1 (the socket the nng transport uses), a gRPC bidirectional stream of the
   transport's own ``.proto``. Like ``Connection.recv``, a raw receive hands back what arrived
   as a list of ``bytes`` (until the fifth sitting of 2026-11-23 it dropped each message as soon
-  as the library returned it, sparing itself the buffers a caller has to keep).
+  as the library returned it, sparing itself the buffers a caller has to keep). The raw zmq
+  receive takes everything queued, the plain loop; since 2026-11-24 the zmq transport stops a
+  receive at 256 KiB, and ``--raw-drain-bytes 262144`` makes the raw row do the same.
 * ``messages`` (the Connection API per message): a batch of 50-byte payloads each with its own
   task id. Here the raw row joins the payloads into one blob, so it skips the per-message work
   (framing, one bytes object and one tuple per message on receipt): an upper bound, not an
@@ -39,6 +41,9 @@ BATCHES = (1, 100, 1000)
 CONF = {"squall.transport.send.buffer.messages": 2000, "squall.transport.zmq.hwm": 2000,
         "squall.transport.nng.send.buffer": 2000}
 
+#: the raw zmq receive stops after this many bytes (``--raw-drain-bytes``; default: it takes
+#: everything queued, the plain loop)
+RAW_DRAIN_BYTES = 1 << 62
 Sender = Callable[[list[tuple[int, bytes]]], None]
 
 
@@ -159,11 +164,14 @@ def raw_zmq(work: Workload, seconds: float) -> Rate:
         got: list[bytes] = []       # handed to the caller, as Connection.recv does
         if poller.poll(500):
             recv, keep = pull.recv, got.append
-            while True:
+            left = RAW_DRAIN_BYTES
+            while left > 0:
                 try:
-                    keep(recv(zmq.NOBLOCK))
+                    frame = recv(zmq.NOBLOCK)
                 except zmq.Again:
                     break
+                keep(frame)
+                left -= len(frame)
         return len(got) * batch
     try:
         return _measure(send, receive, work, seconds)
@@ -276,7 +284,13 @@ def main() -> None:
     parser.add_argument("--transports", nargs="+", default=[c[0] for c in CASES])
     parser.add_argument("--batches", nargs="+", type=int, default=list(BATCHES),
                         choices=BATCHES)
+    parser.add_argument("--raw-drain-bytes", type=int, default=None,
+                        help="raw zmq: end a receive once it took this many bytes, as the zmq "
+                             "transport does at 262144 (default: take everything queued)")
     args = parser.parse_args()
+    global RAW_DRAIN_BYTES
+    if args.raw_drain_bytes:
+        RAW_DRAIN_BYTES = args.raw_drain_bytes
     forms = ("tuples", "messages") if args.form == "both" else (args.form,)
     for form in forms:
         unit = "tuples" if form == "tuples" else "msgs"

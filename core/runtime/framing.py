@@ -58,6 +58,7 @@ _ONE = struct.Struct("<BBHIQiI")  # header + a single (task id, length) pair: th
 _ONE_HEAD = HEADER.pack(MAGIC, VERSION, 0, 1, 0)[:8]     # magic, version, reserved, count 1
 _ONE_TAIL = struct.Struct("<QiI").pack                  # length, task id, payload length
 _ONE_REST = struct.Struct("<QiI").unpack_from           # the same three, read back
+_ONE_ALL = struct.Struct("<8sQiI").unpack_from          # first eight bytes and the three
 #: bytes before the payload in a one-message frame
 SINGLE_HEAD = _ONE.size
 
@@ -74,8 +75,12 @@ def encode(messages: list[tuple[int, bytes]], prefix: bytes = b"") -> bytes:
         if n == 1:
             task, payload = messages[0]
             size = len(payload)
-            return b"".join((prefix, _ONE_HEAD, _ONE_TAIL(_ONE.size + size, task, size),
-                             payload))
+            if prefix:
+                return b"".join((prefix, _ONE_HEAD, _ONE_TAIL(SINGLE_HEAD + size, task, size),
+                                 payload))
+            # two concatenations cost half of one join of a fresh tuple (the payload is
+            # copied once either way)
+            return _ONE_HEAD + _ONE_TAIL(SINGLE_HEAD + size, task, size) + payload
         task_ids, payloads = zip(*messages, strict=True) if n else ((), ())
         lengths = list(map(len, payloads))
         total = HEADER.size + 8 * n + sum(lengths)
@@ -105,10 +110,12 @@ def frame_length(header: bytes) -> int:
 def single(frame: bytes) -> tuple[int, bytes] | None:
     """The one ``(task_id, payload)`` of a valid one-message frame, else None (then use
     :func:`decode`, which also says what is wrong). The receive fast path."""
-    if frame.startswith(_ONE_HEAD) and len(frame) >= _ONE.size:
-        total, task, length = _ONE_REST(frame, 8)
-        if total == len(frame) == length + _ONE.size:
-            return task, frame[_ONE.size:]
+    try:
+        head, total, task, length = _ONE_ALL(frame)
+    except struct.error:        # shorter than a one-message frame's header
+        return None
+    if head == _ONE_HEAD and total == len(frame) == length + SINGLE_HEAD:
+        return task, frame[SINGLE_HEAD:]
     return None
 
 
@@ -116,10 +123,12 @@ def single_task(head: bytes, size: int) -> int | None:
     """The task id if ``head`` (a frame's first :data:`SINGLE_HEAD` bytes or more) starts a
     valid one-message frame of ``size`` bytes in all; else None. Lets a transport copy only
     the payload out of a frame it holds in its own buffer."""
-    if head.startswith(_ONE_HEAD) and len(head) >= _ONE.size:
-        total, task, length = _ONE_REST(head, 8)
-        if total == size == length + _ONE.size:
-            return int(task)
+    try:
+        first, total, task, length = _ONE_ALL(head)
+    except struct.error:
+        return None
+    if first == _ONE_HEAD and total == size == length + SINGLE_HEAD:
+        return int(task)
     return None
 
 
