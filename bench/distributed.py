@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -166,6 +167,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config for every case (repeatable)")
     args = p.parse_args(argv)
+    # a SIGTERM (a `kill` or `timeout`) unwinds like Ctrl-C, so the cluster and ZooKeeper
+    # this run started are stopped instead of left running
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="squall-bench-zk-") as zdir:
         with DevZooKeeper(zdir) as zk:
             print("distributed word count, 2 workers, words/s over "

@@ -43,7 +43,7 @@ CONF = {"squall.transport.send.buffer.messages": 2000, "squall.transport.zmq.hwm
 
 #: the raw zmq receive stops after this many bytes (``--raw-drain-bytes``; default: it takes
 #: everything queued, the plain loop)
-RAW_DRAIN_BYTES = 1 << 62
+RAW_DRAIN_BYTES: int | None = None
 Sender = Callable[[list[tuple[int, bytes]]], None]
 
 
@@ -164,14 +164,21 @@ def raw_zmq(work: Workload, seconds: float) -> Rate:
         got: list[bytes] = []       # handed to the caller, as Connection.recv does
         if poller.poll(500):
             recv, keep = pull.recv, got.append
-            left = RAW_DRAIN_BYTES
-            while left > 0:
-                try:
-                    frame = recv(zmq.NOBLOCK)
-                except zmq.Again:
-                    break
-                keep(frame)
-                left -= len(frame)
+            if RAW_DRAIN_BYTES is None:         # the plain loop
+                while True:
+                    try:
+                        keep(recv(zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
+            else:
+                left = RAW_DRAIN_BYTES
+                while left > 0:
+                    try:
+                        frame = recv(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    keep(frame)
+                    left -= len(frame)
         return len(got) * batch
     try:
         return _measure(send, receive, work, seconds)
