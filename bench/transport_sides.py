@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import zmq
 
@@ -80,11 +81,16 @@ def send_side(raw: bool, blob: bytes, batches: int) -> float:
         child.wait(120)
         return cpu / batches * 1e6
     finally:
-        if raw:
-            push.close(0)
-            ctx.term()
-        elif transport is not None:
-            transport.close()
+        _release(push if raw else None, transport)
+
+
+def _release(sock: zmq.Socket | None, transport: Any) -> None:
+    """Close a bare socket and its context, or a transport."""
+    if sock is not None:
+        sock.close(0)
+        sock.context.term()
+    if transport is not None:
+        transport.close()
 
 
 def _retry(send: Callable[[list[tuple[int, bytes]]], None],
@@ -136,11 +142,7 @@ def receive_side(raw: bool, blob: bytes, batches: int, tmp: str) -> tuple[float,
         child.wait(120)
         return cpu / batches * 1e6, batches / calls
     finally:
-        if raw:
-            pull.close(0)
-            ctx.term()
-        elif transport is not None:
-            transport.close()
+        _release(pull if raw else None, transport)
 
 
 def main() -> None:
