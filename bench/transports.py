@@ -296,8 +296,7 @@ def main() -> None:
                              "transport does at 262144 (default: take everything queued)")
     args = parser.parse_args()
     global RAW_DRAIN_BYTES
-    if args.raw_drain_bytes:
-        RAW_DRAIN_BYTES = args.raw_drain_bytes
+    RAW_DRAIN_BYTES = args.raw_drain_bytes
     forms = ("tuples", "messages") if args.form == "both" else (args.form,)
     for form in forms:
         unit = "tuples" if form == "tuples" else "msgs"

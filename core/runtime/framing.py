@@ -57,8 +57,7 @@ MAX_MESSAGES = 1 << 24
 _ONE = struct.Struct("<BBHIQiI")  # header + a single (task id, length) pair: the batch-of-1 path
 _ONE_HEAD = HEADER.pack(MAGIC, VERSION, 0, 1, 0)[:8]     # magic, version, reserved, count 1
 _ONE_TAIL = struct.Struct("<QiI").pack                  # length, task id, payload length
-_ONE_REST = struct.Struct("<QiI").unpack_from           # the same three, read back
-_ONE_ALL = struct.Struct("<8sQiI").unpack_from          # first eight bytes and the three
+_ONE_ALL = struct.Struct("<8sQiI").unpack_from          # the first eight bytes and those three
 #: bytes before the payload in a one-message frame
 SINGLE_HEAD = _ONE.size
 
@@ -136,7 +135,7 @@ def single_head(task: int, size: int) -> bytes:
     """The :data:`SINGLE_HEAD` bytes that start a one-message frame of a ``size``-byte payload
     (for a transport that sends header and payload without joining them first)."""
     try:
-        return _ONE_HEAD + _ONE_TAIL(_ONE.size + size, task, size)
+        return _ONE_HEAD + _ONE_TAIL(SINGLE_HEAD + size, task, size)
     except struct.error as exc:
         raise FrameError(f"cannot frame task id {task!r}: {exc}") from exc
 
@@ -146,9 +145,9 @@ def decode(frame: bytes | bytearray | memoryview, offset: int = 0) -> list[tuple
     ``[(task_id, payload), ...]``; raises FrameError if invalid."""
     buf = frame if frame.__class__ is bytes else bytes(frame)
     size = len(buf) - offset
-    task = single_task(buf[offset:offset + _ONE.size], size)
+    task = single_task(buf[offset:offset + SINGLE_HEAD], size)
     if task is not None:        # the common case: one message per frame, as workers send
-        return [(task, buf[offset + _ONE.size:])]
+        return [(task, buf[offset + SINGLE_HEAD:])]
     total = frame_length(buf[offset:offset + HEADER.size])
     if total != size:
         raise FrameError(f"frame length {size} does not match header {total}")
