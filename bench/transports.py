@@ -1,6 +1,7 @@
 """Transport throughput over loopback, next to the raw library measured the same way.
 
-Run: ``.venv/bin/python -m bench.transports [--seconds S] [--form tuples|messages|both]``.
+Run: ``.venv/bin/python -m bench.transports [--seconds S] [--form tuples|messages|both]``;
+``--latency N`` times N single batches through an idle connection instead.
 
 One sender thread calls ``send`` as fast as it can (retrying when the bounded buffer reports
 TransportError) and one receiver thread calls ``recv`` until everything arrived; the figure is
@@ -140,6 +141,28 @@ def squall_case(name: str) -> Callable[[Workload, float], Rate]:
         finally:
             transport.close()
     return run
+
+
+def latency(name: str, work: Workload, count: int) -> list[float]:
+    """Seconds from ``send`` of one batch until ``recv`` returned it, ``count`` times in a
+    row, sender and receiver driven by one thread: the time one batch takes through an
+    idle connection."""
+    from squall import drivers
+    transport = drivers.load("squall.transports", name)(CONF)
+    try:
+        receiver = transport.bind("bench", 0)
+        sender = transport.connect("bench", "127.0.0.1", receiver.port)
+        times = []
+        for i in range(count + 1):          # the first one waits for the connection
+            start = time.perf_counter()
+            sender.send(work.messages)
+            while not receiver.recv(30):
+                pass
+            if i:
+                times.append(time.perf_counter() - start)
+        return times
+    finally:
+        transport.close()
 
 
 def raw_zmq(work: Workload, seconds: float) -> Rate:
@@ -294,7 +317,21 @@ def main() -> None:
     parser.add_argument("--raw-drain-bytes", type=int, default=None,
                         help="raw zmq: end a receive once it took this many bytes, as the zmq "
                              "transport does at 262144 (default: take everything queued)")
+    parser.add_argument("--latency", type=int, default=0, metavar="N",
+                        help="instead: N sends of one batch, each received before the next, "
+                             "and the time each took (p50 / p90 / p99)")
     args = parser.parse_args()
+    if args.latency:
+        print(f"one batch through an idle connection, {args.latency} times; microseconds")
+        print(f"{'transport':<10}{'batch':>6}{'p50':>8}{'p90':>8}{'p99':>8}")
+        for name, _, _ in CASES:
+            if name in args.transports:
+                for batch in args.batches:
+                    times = sorted(latency(name, Workload(args.form if args.form != "both"
+                                                          else "tuples", batch), args.latency))
+                    p50, p90, p99 = (times[int(len(times) * q)] * 1e6 for q in (.5, .9, .99))
+                    print(f"{name:<10}{batch:>6}{p50:>8.0f}{p90:>8.0f}{p99:>8.0f}", flush=True)
+        return
     global RAW_DRAIN_BYTES
     RAW_DRAIN_BYTES = args.raw_drain_bytes
     forms = ("tuples", "messages") if args.form == "both" else (args.form,)

@@ -4,26 +4,32 @@
   (``tls+tcp://`` with TLS). Only Pair1 peers get in: nng refuses other protocols (Push0...).
 * ``connect`` dials with a Pair1 socket asynchronously; nng redials by itself (50 ms .. 1 s).
 * Every sending connection is a *session* (8 random bytes) that numbers its batches 1, 2, 3...
-  One ``send`` = one nng message: a 25-byte header ``"!B8sQQ"`` (kind ``S``, session, sequence
-  number, lowest sequence number not yet acknowledged) then one frame of
-  :mod:`squall.runtime.framing`. A one-message batch (what workers send) is copied once on
-  each side, like a bare nng message: the sender writes header and payload straight into
-  nng's buffer, the receiver copies the payload straight out of it.
+  A data message carries one batch: a 25-byte header ``"!B8sQQ"`` (kind ``S``, session,
+  sequence number, lowest sequence number not yet acknowledged) then one frame of
+  :mod:`squall.runtime.framing`; or, merged, several consecutive batches: a 29-byte header
+  ``"!B8sQQI"`` (kind ``M``, session, sequence number of the first, lowest not yet
+  acknowledged, count) then their frames back to back. A one-message frame (what workers
+  send) is copied once on each side: the receiver copies each payload straight out of
+  nng's buffer.
 * The receiver delivers each session's batches strictly in sequence: the one after the last it
   delivered or, for a session it does not know yet (a new sender, or this receiver was
   restarted), the one whose number is the header's "lowest not yet acknowledged". Anything
-  else (a duplicate, or a batch after a gap) is dropped without a word. It answers every
-  session it delivered from with one cumulative ack ``"!B8sQ"`` (kind ``A``, session, highest
-  delivered) on that peer's pipe only, at most every 2 ms while batches keep coming, and at
-  the latest 2 ms after the last one (a ``recv`` waiting with acks owed sends them then).
+  else (a duplicate, or a batch after a gap) is dropped without a word; of a merged message
+  it keeps the batches after the last one delivered. It answers every session it delivered
+  from with one cumulative ack ``"!B8sQ"`` (kind ``A``, session, highest delivered) on that
+  peer's pipe only, at most every 2 ms while batches keep coming, and at the latest 2 ms
+  after the last one (a ``recv`` waiting with acks owed sends them then).
 * The sender keeps every batch not yet acknowledged, at most ``send.buffer`` of them (the
   window). ``send`` never blocks: it raises :class:`~squall.errors.TransportError` when the
-  window is full (peer slow or gone) and then keeps nothing of that batch. A batch ``send``
-  accepted is delivered once, in order, as soon as a receiver listens on that port again:
-  when nng cannot take it yet (nobody connected, its own buffer full) it stays in the window
-  and a small background thread per connection retries; after every reconnection that thread
-  re-sends the whole window in order, and the receiver's sequence rule drops the copies it
-  already delivered and anything nng still had queued from before the reconnection.
+  window is full (peer slow or gone) and then keeps nothing of that batch. When nothing else
+  is waiting, ``send`` hands its batch to nng at once if nng's short queue (4 messages) has
+  room. Otherwise the batch waits in the window for a background thread per connection,
+  which hands nng what queued up merged (up to 64 batches, 256 KiB) as soon as nng takes
+  it: a connection busier than nng makes fewer, larger messages. A batch ``send`` accepted
+  is delivered once, in order, as soon as a receiver listens on that port again: after
+  every reconnection that thread re-sends the whole window in order, and the receiver's
+  sequence rule drops the copies it already delivered and anything nng still had queued
+  from before the reconnection.
 * The one way to see a batch twice: a receiver delivered it and died before its ack reached
   the sender. To make that rare, acks go out within 2 ms of delivery, and a receiver's
   ``close`` sends the acks it owes and waits up to 50 ms so nng can put them on the wire.
@@ -43,8 +49,9 @@ Options (``squall.transport.nng.*``): ``send.buffer`` (batches; defaults to
 mbedTLS checks DNS names, not IP addresses).
 
 Threading: nng sockets are thread-safe; ``close`` from another thread wakes a waiting ``recv``.
-A sender's window is guarded by a lock shared by ``send`` and its background thread; nng's
-pipe callback only sets a flag and wakes that thread.
+A sender's window is guarded by a lock shared by ``send`` and its background thread, which
+waits for room in nng without holding it; nng's pipe callback only sets a flag and wakes
+that thread.
 """
 from __future__ import annotations
 
@@ -66,12 +73,15 @@ from squall.runtime.framing import (
     decode,
     encode,
     single_head,
+    split_frames,
 )
 from squall.plugins.transport_nng.wire import (
     _ACK,
     _DATA,
     _KIND_ACK,
     _KIND_DATA,
+    _KIND_MERGED,
+    _MERGED,
     _recv_raw,
     _send_parts,
     _send_raw,
@@ -83,10 +93,6 @@ __all__ = ["NngTransport"]
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 256 << 20
 _NNG_MAX_BUFFER = 8192
-#: payloads from this size on are copied into nng's buffer without joining them to their
-#: header first: below it, the two extra calls into nng cost more than the copy saves
-_SPLIT = 16 * 1024
-_MAGIC_BYTE = bytes([MAGIC])
 #: the largest frame ``send`` accepts (the receiver refuses messages over MAX_MESSAGE)
 _MAX_FRAME = MAX_MESSAGE - _DATA.size - 64
 #: acks owed wait this long (ms) for more batches, so one ack covers many
@@ -100,8 +106,29 @@ _ACK_QUEUE = 1024
 _RECV_QUEUE = 64
 #: a receiver forgets sessions whose peer is gone once it knows more than this many
 _SESSIONS = 1024
-#: the background thread retries a batch nng refused after 1 ms, backing off to this
-_RETRY_MAX = 0.05
+#: messages nng queues ahead of the connection (the batches ``send`` queues behind them wait
+#: in the window and go out merged, so a busy connection makes fewer, larger nng messages)
+_NNG_QUEUE = 4
+#: at most this many batches, and this many bytes, go out merged in one nng message
+_MERGE = 64
+_MERGE_BYTES = 256 << 10
+#: a payload from this size on (one that would fill a merged message alone) is copied into
+#: nng's buffer without being joined to its header first
+_SPLIT = _MERGE_BYTES
+#: the sender thread's wait for room in nng's queue (ms): then it checks for close and
+#: reconnection and waits again
+_SEND_WAIT_MS = 100
+#: after an unexpected nng error the sender thread tries again this much later (s)
+_RETRY = 0.05
+
+
+def _unmerge(data: bytes, count: int, skip: int) -> list[Message]:
+    """The messages of a merged data message's batches after the first ``skip``; FrameError
+    if any of its ``count`` frames is invalid (then none is delivered)."""
+    out: list[Message] = []
+    for frame in split_frames(data[_MERGED.size:], count)[skip:]:
+        out.extend(decode(frame))
+    return out
 
 
 class NngReceiver(Connection):
@@ -158,7 +185,7 @@ class NngReceiver(Connection):
             raise TransportError(f"nng receive failed on port {self.port}: {exc}") from exc
         return self._accept(received)
 
-    def _wait(self, ms: int) -> tuple[bytes, int, tuple[int, bytes] | None] | None:
+    def _wait(self, ms: int) -> tuple[bytes, int, Any] | None:
         """The next message, waiting up to ``ms`` (-1: for ever); None on timeout."""
         if ms != self._timeout_ms:
             self._sock.recv_timeout = self._timeout_ms = ms
@@ -175,49 +202,58 @@ class NngReceiver(Connection):
             _send_raw(sock, pipe, _ACK.pack(_KIND_ACK, session, last))
         self._last_ack = time.monotonic()
 
-    def _accept(self, received: list[tuple[bytes, int, tuple[int, bytes] | None]]
+    def _accept(self, received: list[tuple[bytes, int, Any]]
                 ) -> list[Message]:
         """Deliver what is next in each session, ack every session heard from."""
         out: list[Message] = []
         sessions = self._sessions
         acks: dict[bytes, tuple[int, int]] = {}
         for data, pipe, one in received:
-            if len(data) >= _DATA.size and data[0] == _KIND_DATA:
+            kind = data[0] if data else -1
+            if kind == _KIND_DATA and len(data) >= _DATA.size:
                 _, session, seq, floor = _DATA.unpack_from(data)
-                state = sessions.get(session)
-                last = state[0] if state is not None else 0
-                if state is None or floor > last + 1:
-                    # new to this receiver (or acked elsewhere past what it delivered): the
-                    # session starts at its first unacknowledged batch; a copy that went out
-                    # before the sender's reconnection is dropped (it is resent in order)
-                    if seq != floor or seq < 1:
-                        continue
-                    last = seq - 1
-                if seq == last + 1:
-                    if one is not None:
-                        batch = [one]
-                    else:
-                        try:
-                            batch = decode(data, _DATA.size)
-                        except FrameError as exc:
-                            self._garbage(pipe, exc)
-                            continue
-                    last = seq
-                    if state is None and len(sessions) >= self._prune_at:
-                        self._prune()
-                    sessions[session] = (seq, pipe)
-                    if out:
-                        out.extend(batch)
-                    else:
-                        out = batch
-                acks[session] = (pipe, last)
-            elif data[:1] == _MAGIC_BYTE:   # a bare frame: deliver as it is
+                count = 1
+            elif kind == _KIND_MERGED and len(data) >= _MERGED.size:
+                _, session, seq, floor, count = _MERGED.unpack_from(data)
+            elif kind == MAGIC:             # a bare frame: deliver as it is
                 try:
                     out.extend(decode(data))
                 except FrameError as exc:
                     self._garbage(pipe, exc)
+                continue
             else:
                 self._garbage(pipe, FrameError(f"not a squall nng message ({len(data)} bytes)"))
+                continue
+            state = sessions.get(session)
+            last = state[0] if state is not None else 0
+            if state is None or floor > last + 1:
+                # new to this receiver (or acked elsewhere past what it delivered): the
+                # session starts at its first unacknowledged batch; a copy that went out
+                # before the sender's reconnection is dropped (it is resent in order)
+                if seq != floor or seq < 1:
+                    continue
+                last = seq - 1
+            skip = last + 1 - seq           # batches of this message delivered already
+            if 0 <= skip < count:
+                try:
+                    if one is not None:
+                        batch = [one] if kind == _KIND_DATA else [m for f in one[skip:] for m in f]
+                    elif count == 1:
+                        batch = decode(data, _DATA.size)
+                    else:
+                        batch = _unmerge(data, count, skip)
+                except FrameError as exc:
+                    self._garbage(pipe, exc)
+                    continue
+                last = seq + count - 1
+                if state is None and len(sessions) >= self._prune_at:
+                    self._prune()
+                sessions[session] = (last, pipe)
+                if out:
+                    out.extend(batch)
+                else:
+                    out = batch
+            acks[session] = (pipe, last)
         if acks:
             self._owed.update(acks)
             if time.monotonic() - self._last_ack >= _ACK_DELAY_MS / 1000:
@@ -258,7 +294,8 @@ class NngReceiver(Connection):
 
 
 class NngSender(Connection):
-    """A dialing Pair1 socket with a window of unacknowledged batches; ``send`` never blocks."""
+    """A dialing Pair1 socket fed by a background thread from a window of unacknowledged
+    batches; ``send`` never blocks."""
 
     def __init__(self, sock: pynng.Pair1, address: str, port: int, window: int) -> None:
         self.port = port
@@ -270,11 +307,12 @@ class NngSender(Connection):
         self._seq = 0           # last sequence number given out
         self._acked = 0         # highest sequence number the receiver acknowledged
         #: (seq, frame parts) not acknowledged yet, oldest first; the first ``_sent`` were handed to
-        #: nng since the last reconnection, the rest wait for room in nng's queue
+        #: nng since the last reconnection, the rest wait for the sender thread
         self._window: deque[tuple[int, tuple[bytes, ...]]] = deque()
         self._sent = 0
         self._connects = 0
         self._rewind = False
+        self._busy = False      # the sender thread has batches to hand nng (no need to wake it)
         self._closed = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -286,6 +324,17 @@ class NngSender(Connection):
     def send(self, messages: list[Message]) -> None:
         if self._closed:
             raise TransportError(f"send on a closed connection to {self._address}")
+        one = messages[0] if len(messages) == 1 else None
+        if (one.__class__ is tuple and len(one) == 2 and one[1].__class__ is bytes
+                and len(one[1]) >= _SPLIT):
+            # a large payload goes to nng without being joined to its header here
+            parts: tuple[bytes, ...] = (single_head(one[0], len(one[1])), one[1])
+        else:
+            parts = (encode(messages),)
+        size = sum(map(len, parts))
+        if size > _MAX_FRAME:
+            raise TransportError(f"batch of {size} bytes is over nng's "
+                                 f"{MAX_MESSAGE} byte message limit")
         with self._lock:
             if self._closed:
                 raise TransportError(f"send on a closed connection to {self._address}")
@@ -298,22 +347,21 @@ class NngSender(Connection):
                 if len(window) >= self._limit:
                     raise TransportError(
                         f"send buffer to {self._address} is full (peer slow or gone)")
-                seq = self._seq + 1
-                one = messages[0] if len(messages) == 1 else None
-                if (one.__class__ is tuple and len(one) == 2 and one[1].__class__ is bytes
-                        and len(one[1]) >= _SPLIT):
-                    # a large payload goes to nng without being joined to its header here
-                    parts: tuple[bytes, ...] = (single_head(one[0], len(one[1])), one[1])
-                else:
-                    parts = (encode(messages),)
-                size = sum(map(len, parts))
-                if size > _MAX_FRAME:
-                    raise TransportError(f"batch of {size} bytes is over nng's "
-                                         f"{MAX_MESSAGE} byte message limit")
-                self._seq = seq
+                self._seq = seq = self._seq + 1
                 window.append((seq, parts))
-                if not self._pump():
-                    self._wake.set()        # the background thread retries
+                if self._busy:              # the sender thread will merge it with the rest
+                    return
+                if self._sent == len(window) - 1 and len(parts) == 1 and not self._rewind:
+                    # nothing else waiting: straight to nng if it has room (no thread hop)
+                    try:
+                        self._sock.send(_DATA.pack(_KIND_DATA, self._session, seq,
+                                                   self._acked + 1) + parts[0], block=False)
+                        self._sent += 1
+                        return
+                    except pynng.NNGException:  # no room (or worse): the thread sees to it
+                        pass
+                self._busy = True
+                self._wake.set()
             except pynng.NNGException as exc:
                 raise TransportError(f"nng send to {self._address} failed: {exc}") from exc
 
@@ -339,25 +387,34 @@ class NngSender(Connection):
                 done += 1
             self._sent = max(0, self._sent - done)
 
-    def _pump(self) -> bool:
-        """Hand nng the batches it has not taken yet, in order; False if it refused one."""
+    def _next(self) -> tuple[int, tuple[bytes, ...]] | None:
+        """The next nng message to send, as (its first sequence number, its parts): every
+        batch waiting in the window up to _MERGE of them and _MERGE_BYTES, or one large one;
+        None when nng has them all. Called with the lock held."""
         if self._rewind:            # a new pipe: whatever went to the old one may be lost
             self._rewind = False
             self._drain_acks()
             self._sent = 0
-        window, sock, head = self._window, self._sock, _DATA.pack
+        window, at = self._window, self._sent
+        if at >= len(window):
+            return None
+        seq, parts = window[at]
         session, floor = self._session, self._acked + 1
-        while self._sent < len(window):
-            seq, parts = window[self._sent]
-            if len(parts) == 1:     # small: one join here, then one call into nng
-                try:
-                    sock.send(head(_KIND_DATA, session, seq, floor) + parts[0], block=False)
-                except pynng.TryAgain:
-                    return False
-            elif not _send_parts(sock, (head(_KIND_DATA, session, seq, floor), *parts)):
-                return False
-            self._sent += 1
-        return True
+        end = min(len(window), at + _MERGE)
+        if len(parts) > 1 or at + 1 == end:     # a large batch, or the only one waiting
+            self._sent = at + 1
+            return seq, (_DATA.pack(_KIND_DATA, session, seq, floor), *parts)
+        frames, size = [parts[0]], len(parts[0])
+        for i in range(at + 1, end):
+            more = window[i][1]
+            if len(more) > 1 or size + len(more[0]) > _MERGE_BYTES:
+                break
+            frames.append(more[0])
+            size += len(more[0])
+        self._sent = at + len(frames)
+        if len(frames) == 1:
+            return seq, (_DATA.pack(_KIND_DATA, session, seq, floor), frames[0])
+        return seq, (_MERGED.pack(_KIND_MERGED, session, seq, floor, len(frames)), *frames)
 
     def _on_connect(self, pipe: pynng.Pipe) -> None:
         # nng's thread: only flag and wake. Nothing can be lost before the first pipe.
@@ -367,25 +424,50 @@ class NngSender(Connection):
             self._wake.set()
 
     def _run(self) -> None:
-        delay: float | None = None
-        warned = False
+        """Hand nng what ``send`` queued, merged, waiting for room in nng's short queue (the
+        batches that queue up meanwhile go out together in the next message)."""
+        sock, delay, warned = self._sock, None, False
         while True:
             self._wake.wait(delay)
             self._wake.clear()
-            with self._lock:
-                if self._closed:
-                    return
+            delay = None
+            while True:
+                with self._lock:
+                    if self._closed:
+                        return
+                    try:
+                        job = self._next()
+                    except pynng.Closed:
+                        return
+                    except pynng.NNGException as exc:
+                        job, delay = None, _RETRY
+                        (log.debug if warned else log.warning)(
+                            "nng sender to %s cannot read acks: %s", self._address, exc)
+                        warned = True
+                    if job is None:
+                        self._busy = delay is not None      # a retry is due: stay busy
+                        break
+                seq, parts = job
                 try:
-                    if self._window:
-                        self._drain_acks()
-                    done = self._pump()
+                    if len(parts) == 3 and len(parts[2]) >= _SPLIT:
+                        _send_parts(sock, parts)            # one large batch: not joined
+                    else:
+                        sock.send(b"".join(parts))          # waits for room, up to a timeout
+                    continue
                 except pynng.Closed:
                     return
+                except pynng.Timeout:       # nobody listening, or nng's queue still full
+                    pass
                 except pynng.NNGException as exc:
                     (log.debug if warned else log.warning)(
-                        "nng sender to %s cannot resend: %s", self._address, exc)
-                    warned, done = True, False
-            delay = None if done else min(2 * delay, _RETRY_MAX) if delay else 0.001
+                        "nng sender to %s cannot send: %s", self._address, exc)
+                    warned, delay = True, _RETRY
+                with self._lock:            # nng did not take it: hand it over again
+                    window = self._window
+                    if window:
+                        self._sent = min(self._sent, max(0, seq - window[0][0]))
+                if delay is not None:
+                    break
 
     def recv(self, timeout: float | None = None) -> list[Message]:
         raise TransportError("a connecting (sending) connection cannot receive")
@@ -462,8 +544,9 @@ class NngTransport(Transport):
         return self._track(NngReceiver(sock, bound))
 
     def connect(self, topology_id: str, host: str, port: int) -> Connection:
-        sock = pynng.Pair1(send_buffer_size=self.send_buffer, recv_buffer_size=_ACK_QUEUE,
-                           recv_max_size=4096, reconnect_time_min=50, reconnect_time_max=1000)
+        sock = pynng.Pair1(send_buffer_size=_NNG_QUEUE, recv_buffer_size=_ACK_QUEUE,
+                           send_timeout=_SEND_WAIT_MS, recv_max_size=4096,
+                           reconnect_time_min=50, reconnect_time_max=1000)
         address = f"{self.scheme}://{host}:{port}"
         try:
             if self.tls:

@@ -7,30 +7,35 @@ pynng's ``Socket`` methods make (each C call through cffi releases and retakes t
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pynng
 from pynng._nng import ffi as _ffi, lib as _lib
 from pynng.exceptions import check_err
 
-from squall.runtime.framing import SINGLE_HEAD, single_task
+from squall.runtime.framing import SINGLE_HEAD, FrameError, decode, frame_length, single_task
 
 #: data message header: kind, session, sequence number, lowest unacknowledged sequence number
 _DATA = struct.Struct("!B8sQQ")
+#: merged data message header: kind, session, sequence number of its first batch, lowest
+#: unacknowledged sequence number, number of batches (their frames follow back to back)
+_MERGED = struct.Struct("!B8sQQI")
 #: acknowledgement: kind, session, highest sequence number delivered
 _ACK = struct.Struct("!B8sQ")
-_KIND_DATA, _KIND_ACK = ord("S"), ord("A")
-_KIND_DATA_BYTE = b"S"
+_KIND_DATA, _KIND_MERGED, _KIND_ACK = ord("S"), ord("M"), ord("A")
+_KIND_DATA_BYTE, _KIND_MERGED_BYTE = b"S", b"M"
 #: bytes before the payload of a data message holding a one-message frame
 _HEADS = _DATA.size + SINGLE_HEAD
 
 
-def _recv_raw(sock: pynng.Socket, block: bool
-              ) -> tuple[bytes, int, tuple[int, bytes] | None]:
-    """One message as ``(data, pipe id, one)``, in fewer C calls than ``recv_msg``.
+def _recv_raw(sock: pynng.Socket, block: bool) -> tuple[bytes, int, Any]:
+    """One message as ``(data, pipe id, decoded)``, in fewer C calls than ``recv_msg``.
 
-    For a data message holding a one-message frame (what workers send) only the headers are
-    copied into ``data`` and ``one`` is ``(task id, payload)``, the payload copied straight out
-    of nng's buffer; otherwise ``data`` is the whole message and ``one`` is None."""
+    Workers send one-message frames, and those are copied straight out of nng's buffer:
+    for a data message holding one, ``data`` is just the headers and ``decoded`` is its
+    ``(task id, payload)``; for a merged data message whose frames are all valid, ``data``
+    is its header and ``decoded`` holds each frame's messages, one list per frame.
+    Otherwise ``data`` is the whole message and ``decoded`` is None."""
     msg_p = _ffi.new("nng_msg **")
     check_err(_lib.nng_recvmsg(sock.socket, msg_p, 0 if block else _lib.NNG_FLAG_NONBLOCK))
     msg = msg_p[0]
@@ -40,19 +45,49 @@ def _recv_raw(sock: pynng.Socket, block: bool
             return b"", _lib.nng_msg_get_pipe(msg).id, None
         body = _ffi.cast("char *", _lib.nng_msg_body(msg))
         pipe = _lib.nng_msg_get_pipe(msg).id
-        if size >= _HEADS and body[0] == _KIND_DATA_BYTE:
+        kind = body[0]
+        if size >= _HEADS and kind == _KIND_DATA_BYTE:
             head = _ffi.buffer(body, _HEADS)[:]
             task = single_task(head[_DATA.size:], size - _DATA.size)
             if task is not None:
                 return head, pipe, (task, _ffi.buffer(body + _HEADS, size - _HEADS)[:])
+        elif size >= _MERGED.size and kind == _KIND_MERGED_BYTE:
+            buf = _ffi.buffer(body, size)
+            head = buf[:_MERGED.size]
+            frames = _frames(buf, size, _MERGED.unpack(head)[4])
+            if frames is not None:
+                return head, pipe, frames
         return _ffi.buffer(body, size)[:], pipe, None
     finally:
         _lib.nng_msg_free(msg)
 
 
-def _send_parts(sock: pynng.Socket, parts: tuple[bytes, ...]) -> bool:
-    """Send ``parts`` as one message, non-blocking, copying them straight into nng's buffer;
-    False if nng cannot take it now."""
+def _frames(buf: Any, size: int, count: int) -> list[list[tuple[int, bytes]]] | None:
+    """The messages of each of the ``count`` frames that fill a merged message's ``buf``
+    after its header, payloads of one-message frames copied once; None if they do not fill
+    it exactly or one is invalid (the caller's full decode then says why)."""
+    out = []
+    pos = _MERGED.size
+    try:
+        for _ in range(count):
+            head = buf[pos:pos + SINGLE_HEAD]
+            end = pos + frame_length(head)
+            if end > size:
+                return None
+            task = single_task(head, end - pos)
+            if task is not None:
+                out.append([(task, buf[pos + SINGLE_HEAD:end])])
+            else:
+                out.append(decode(buf[pos:end]))
+            pos = end
+    except FrameError:
+        return None
+    return out if pos == size else None
+
+
+def _send_parts(sock: pynng.Socket, parts: tuple[bytes, ...]) -> None:
+    """Send ``parts`` as one message, copying them straight into nng's buffer; waits up to
+    the socket's send timeout for room (then raises :class:`pynng.Timeout`)."""
     size = sum(map(len, parts))
     msg_p = _ffi.new("nng_msg **")
     check_err(_lib.nng_msg_alloc(msg_p, size))
@@ -61,13 +96,10 @@ def _send_parts(sock: pynng.Socket, parts: tuple[bytes, ...]) -> bool:
     for part in parts:
         _ffi.memmove(body + pos, part, len(part))
         pos += len(part)
-    rv = _lib.nng_sendmsg(sock.socket, msg, _lib.NNG_FLAG_NONBLOCK)
+    rv = _lib.nng_sendmsg(sock.socket, msg, 0)
     if rv:                              # nng did not take the message: it is still ours
         _lib.nng_msg_free(msg)
-        if rv == _lib.NNG_EAGAIN:
-            return False
         check_err(rv)
-    return True
 
 
 def _send_raw(sock: pynng.Socket, pipe: int, data: bytes) -> None:
