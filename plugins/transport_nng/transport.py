@@ -73,7 +73,6 @@ from squall.runtime.framing import (
     decode,
     encode,
     single_head,
-    split_frames,
 )
 from squall.plugins.transport_nng.wire import (
     _ACK,
@@ -82,6 +81,7 @@ from squall.plugins.transport_nng.wire import (
     _KIND_DATA,
     _KIND_MERGED,
     _MERGED,
+    _frames,
     _recv_raw,
     _send_parts,
     _send_raw,
@@ -120,15 +120,6 @@ _SPLIT = _MERGE_BYTES
 _SEND_WAIT_MS = 100
 #: after an unexpected nng error the sender thread tries again this much later (s)
 _RETRY = 0.05
-
-
-def _unmerge(data: bytes, count: int, skip: int) -> list[Message]:
-    """The messages of a merged data message's batches after the first ``skip``; FrameError
-    if any of its ``count`` frames is invalid (then none is delivered)."""
-    out: list[Message] = []
-    for frame in split_frames(data[_MERGED.size:], count)[skip:]:
-        out.extend(decode(frame))
-    return out
 
 
 class NngReceiver(Connection):
@@ -236,12 +227,12 @@ class NngReceiver(Connection):
             skip = last + 1 - seq           # batches of this message delivered already
             if 0 <= skip < count:
                 try:
-                    if one is not None:
-                        batch = [one] if kind == _KIND_DATA else [m for f in one[skip:] for m in f]
-                    elif count == 1:
-                        batch = decode(data, _DATA.size)
+                    # (what was not decoded on receipt is decoded here, or says why not)
+                    if kind == _KIND_DATA:
+                        batch = [one] if one is not None else decode(data, _DATA.size)
                     else:
-                        batch = _unmerge(data, count, skip)
+                        frames = one if one is not None else _frames(data, len(data), count)
+                        batch = [m for frame in frames[skip:] for m in frame]
                 except FrameError as exc:
                     self._garbage(pipe, exc)
                     continue

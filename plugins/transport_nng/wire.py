@@ -1,8 +1,9 @@
 """The nng transport's wire headers, and messages moved through pynng's cffi layer.
 
 ``transport.py`` holds the protocol (sessions, windows, acks); this module holds the bytes of
-its two headers and the three calls that read or write an nng message with fewer C calls than
-pynng's ``Socket`` methods make (each C call through cffi releases and retakes the GIL).
+its three headers, the split of a merged data message into its batches, and the three calls
+that read or write an nng message with fewer C calls than pynng's ``Socket`` methods make
+(each C call through cffi releases and retakes the GIL).
 """
 from __future__ import annotations
 
@@ -54,35 +55,35 @@ def _recv_raw(sock: pynng.Socket, block: bool) -> tuple[bytes, int, Any]:
         elif size >= _MERGED.size and kind == _KIND_MERGED_BYTE:
             buf = _ffi.buffer(body, size)
             head = buf[:_MERGED.size]
-            frames = _frames(buf, size, _MERGED.unpack(head)[4])
-            if frames is not None:
-                return head, pipe, frames
+            try:
+                return head, pipe, _frames(buf, size, _MERGED.unpack(head)[4])
+            except FrameError:      # the caller decodes the copy again and logs why
+                pass
         return _ffi.buffer(body, size)[:], pipe, None
     finally:
         _lib.nng_msg_free(msg)
 
 
-def _frames(buf: Any, size: int, count: int) -> list[list[tuple[int, bytes]]] | None:
+def _frames(buf: Any, size: int, count: int) -> list[list[tuple[int, bytes]]]:
     """The messages of each of the ``count`` frames that fill a merged message's ``buf``
-    after its header, payloads of one-message frames copied once; None if they do not fill
-    it exactly or one is invalid (the caller's full decode then says why)."""
+    (``bytes``, or a cffi buffer over nng's) after its header, one list per frame, the
+    payloads of one-message frames copied once; FrameError unless they fill it exactly."""
     out = []
     pos = _MERGED.size
-    try:
-        for _ in range(count):
-            head = buf[pos:pos + SINGLE_HEAD]
-            end = pos + frame_length(head)
-            if end > size:
-                return None
-            task = single_task(head, end - pos)
-            if task is not None:
-                out.append([(task, buf[pos + SINGLE_HEAD:end])])
-            else:
-                out.append(decode(buf[pos:end]))
-            pos = end
-    except FrameError:
-        return None
-    return out if pos == size else None
+    for _ in range(count):
+        head = buf[pos:pos + SINGLE_HEAD]
+        end = pos + frame_length(head)
+        if end > size:
+            raise FrameError(f"frame of {end - pos} bytes runs past the end ({size - pos} left)")
+        task = single_task(head, end - pos)
+        if task is not None:
+            out.append([(task, buf[pos + SINGLE_HEAD:end])])
+        else:
+            out.append(decode(buf[pos:end]))
+        pos = end
+    if pos != size:
+        raise FrameError(f"{size - pos} bytes after {count} frames")
+    return out
 
 
 def _send_parts(sock: pynng.Socket, parts: tuple[bytes, ...]) -> None:
