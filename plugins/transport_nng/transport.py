@@ -304,6 +304,7 @@ class NngSender(Connection):
         self._connects = 0
         self._rewind = False
         self._busy = False      # the sender thread has batches to hand nng (no need to wake it)
+        self._warned = False    # an nng error was logged at WARNING (later ones at DEBUG)
         self._closed = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -391,21 +392,20 @@ class NngSender(Connection):
             return None
         seq, parts = window[at]
         session, floor = self._session, self._acked + 1
-        end = min(len(window), at + _MERGE)
-        if len(parts) > 1 or at + 1 == end:     # a large batch, or the only one waiting
-            self._sent = at + 1
-            return seq, (_DATA.pack(_KIND_DATA, session, seq, floor), *parts)
-        frames, size = [parts[0]], len(parts[0])
-        for i in range(at + 1, end):
-            more = window[i][1]
-            if len(more) > 1 or size + len(more[0]) > _MERGE_BYTES:
-                break
-            frames.append(more[0])
-            size += len(more[0])
-        self._sent = at + len(frames)
-        if len(frames) == 1:
-            return seq, (_DATA.pack(_KIND_DATA, session, seq, floor), frames[0])
-        return seq, (_MERGED.pack(_KIND_MERGED, session, seq, floor, len(frames)), *frames)
+        if len(parts) == 1:         # small: merge it with the small ones queued behind it
+            frames, size = [parts[0]], len(parts[0])
+            for i in range(at + 1, min(len(window), at + _MERGE)):
+                more = window[i][1]
+                if len(more) > 1 or size + len(more[0]) > _MERGE_BYTES:
+                    break
+                frames.append(more[0])
+                size += len(more[0])
+            if len(frames) > 1:
+                self._sent = at + len(frames)
+                return seq, (_MERGED.pack(_KIND_MERGED, session, seq, floor, len(frames)),
+                             *frames)
+        self._sent = at + 1
+        return seq, (_DATA.pack(_KIND_DATA, session, seq, floor), *parts)
 
     def _on_connect(self, pipe: pynng.Pipe) -> None:
         # nng's thread: only flag and wake. Nothing can be lost before the first pipe.
@@ -415,50 +415,62 @@ class NngSender(Connection):
             self._wake.set()
 
     def _run(self) -> None:
-        """Hand nng what ``send`` queued, merged, waiting for room in nng's short queue (the
-        batches that queue up meanwhile go out together in the next message)."""
-        sock, delay, warned = self._sock, None, False
-        while True:
+        delay: float | None = None
+        while not self._closed:
             self._wake.wait(delay)
             self._wake.clear()
-            delay = None
-            while True:
-                with self._lock:
-                    if self._closed:
-                        return
-                    try:
-                        job = self._next()
-                    except pynng.Closed:
-                        return
-                    except pynng.NNGException as exc:
-                        job, delay = None, _RETRY
-                        (log.debug if warned else log.warning)(
-                            "nng sender to %s cannot read acks: %s", self._address, exc)
-                        warned = True
-                    if job is None:
-                        self._busy = delay is not None      # a retry is due: stay busy
-                        break
-                seq, parts = job
+            try:
+                delay = self._hand_over()
+            except pynng.Closed:
+                return
+
+    def _hand_over(self) -> float | None:
+        """Hand nng what ``send`` queued, merged, waiting for room in nng's short queue (the
+        batches that queue up meanwhile go out together in the next message). Returns None
+        once nng has everything (or the connection closed), or how long to wait before
+        trying again after an unexpected nng error."""
+        sock = self._sock
+        while True:
+            with self._lock:
+                if self._closed:
+                    return None
                 try:
-                    if len(parts) == 3 and len(parts[2]) >= _SPLIT:
-                        _send_parts(sock, parts)            # one large batch: not joined
-                    else:
-                        sock.send(b"".join(parts))          # waits for room, up to a timeout
-                    continue
+                    job = self._next()
                 except pynng.Closed:
-                    return
-                except pynng.Timeout:       # nobody listening, or nng's queue still full
-                    pass
+                    raise
                 except pynng.NNGException as exc:
-                    (log.debug if warned else log.warning)(
-                        "nng sender to %s cannot send: %s", self._address, exc)
-                    warned, delay = True, _RETRY
-                with self._lock:            # nng did not take it: hand it over again
-                    window = self._window
-                    if window:
-                        self._sent = min(self._sent, max(0, seq - window[0][0]))
-                if delay is not None:
-                    break
+                    self._warn("cannot read acks", exc)
+                    self._busy = True       # a retry is due: send() need not wake us
+                    return _RETRY
+                if job is None:
+                    self._busy = False
+                    return None
+            seq, parts = job
+            delay = None
+            try:
+                if len(parts[-1]) >= _SPLIT:        # a payload too large to join
+                    _send_parts(sock, parts)
+                else:
+                    sock.send(b"".join(parts))      # waits for room, up to a timeout
+                continue
+            except pynng.Timeout:           # nobody listening, or nng's queue still full
+                pass
+            except pynng.Closed:
+                raise
+            except pynng.NNGException as exc:
+                self._warn("cannot send", exc)
+                delay = _RETRY
+            with self._lock:                # nng did not take it: hand it over again
+                window = self._window
+                if window:
+                    self._sent = min(self._sent, max(0, seq - window[0][0]))
+            if delay is not None:
+                return delay
+
+    def _warn(self, what: str, exc: Exception) -> None:
+        (log.debug if self._warned else log.warning)(
+            "nng sender to %s %s: %s", self._address, what, exc)
+        self._warned = True
 
     def recv(self, timeout: float | None = None) -> list[Message]:
         raise TransportError("a connecting (sending) connection cannot receive")
