@@ -16,6 +16,8 @@ from pynng.exceptions import check_err
 
 from squall.runtime.framing import SINGLE_HEAD, FrameError, decode, frame_length, single_task
 
+#: the largest message a receiver accepts
+MAX_MESSAGE = 256 << 20
 #: data message header: kind, session, sequence number, lowest unacknowledged sequence number
 _DATA = struct.Struct("!B8sQQ")
 #: merged data message header: kind, session, sequence number of its first batch, lowest
