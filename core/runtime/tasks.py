@@ -145,6 +145,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     queues_get = worker.queues.get
     remote = worker.send_remote
     remote_values = worker.transfer.send_values
+    remote_tracked = worker.transfer.send_tracked
     src_task = ts.task
     acking = worker.acking
     rand = _fast
@@ -247,38 +248,41 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         else:
             return _emit_general(ts, values, stream, anchors, None, None, False, False)
         ts.emitted += 1
+        src = single[1]
         if anchor is None:
-            tup = T(values, src_task, single[1])
+            edge = roots = None
         else:
             edge = rand(64)
             anchor.ackval ^= edge
-            tup = T(values, src_task, single[1], edge, anchor.roots)
+            roots = anchor.roots
+        # the target: its queue in this worker, or its task id in another (a Tuple is built
+        # only for a local queue; a remote one takes the values into its open run)
         q = fixed_get(stream)
-        if q is not None:
-            q.append(tup)
-            return None
-        keyed = keyed_get_of(stream)
-        if keyed is not None:       # see emit_keyed below
-            k = values[keyed[0]]
-            if k.__class__ is str:
-                q = keyed[1].get(k)
-                if q is not None:
-                    if q.__class__ is int:
-                        remote(ts, q, tup)
-                    else:
-                        q.append(tup)
-                    return None
-            t = single[0](values)
-            q = queues_get(t)
-            if k.__class__ is str and len(keyed[1]) < KEYED_QUEUES:
-                keyed[1][k] = t if q is None else q
-        else:
-            t = single[0](values)
-            q = queues_get(t)
-        if q is not None:
-            q.append(tup)
-        else:
-            remote(ts, t, tup)
+        if q is None:
+            keyed = keyed_get_of(stream)
+            if keyed is not None:       # see emit_default below
+                k = values[keyed[0]]
+                if k.__class__ is str:
+                    q = keyed[1].get(k)
+                if q is None:
+                    t = single[0](values)
+                    q = queues_get(t)
+                    if q is None:
+                        q = t
+                    if k.__class__ is str and len(keyed[1]) < KEYED_QUEUES:
+                        keyed[1][k] = q
+            else:
+                t = single[0](values)
+                q = queues_get(t)
+                if q is None:
+                    q = t
+            if q.__class__ is int:
+                if roots is None:
+                    remote_values(ts, q, values, src_task, src)
+                else:
+                    remote_tracked(ts, q, values, src_task, src, edge, roots)
+                return None
+        q.append(T(values, src_task, src, edge, roots))
         return None
 
     def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,

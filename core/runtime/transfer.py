@@ -150,6 +150,25 @@ class Transfer:
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
 
+    def send_tracked(self, ts: TaskState | None, task: int, values: tuple[Any, ...],
+                     src_task: int, src: Any, tid: int, roots: tuple[int, ...]) -> None:
+        """``send_remote`` of a tracked tuple, without building it when it joins an open
+        tracked run (a bolt's anchored emits to the same remote task)."""
+        opened = self.open_of_task.get(task)
+        run = opened.get(task) if opened is not None else None
+        if run is None or run.ids is None or run.task != src_task or run.src is not src:
+            self.send_remote(ts, task, Tuple(values, src_task, src, tid, roots))
+            return
+        run.values.append(values)
+        run.ids.append(tid)
+        if roots is run.last_roots:
+            run.roots.append(0)             # type: ignore[union-attr]  # same as before
+        else:
+            run.roots.append(roots)         # type: ignore[union-attr]
+            run.last_roots = roots
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
     def send_run(self, ts: TaskState | None, task: int, run: TupleRun) -> None:
         """Queue a TupleRun for a remote task: one wire entry for all its tuples."""
         self.send_remote(ts, task, run)  # type: ignore[arg-type]

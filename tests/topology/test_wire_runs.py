@@ -162,6 +162,52 @@ def test_emit_many_and_single_emits_keep_their_order_across_workers(
     assert sorted(ACKED) == sorted(tracked * 2) and not FAILED
 
 
+class Burst(Placed):
+    """Emits 250 tuples per input, each anchored to it (tracked when the input is)."""
+    outputs = ["n", "k", "s"]
+
+    def process(self, tup: Any) -> None:
+        i, s = tup["n"], tup.task
+        with LOCK:
+            FAN_IN[self.task].append((s, i))
+        for k in range(250):
+            self.emit([i, k, s])
+
+
+def test_anchored_emits_past_a_runs_cap_arrive_once_in_order_and_ack(
+        cluster: LocalCluster) -> None:
+    # a batch size of 10 caps a run at 100 tuples: each input's 250 anchored emits to a task
+    # in the other worker fill runs that are sent in the middle of the bolt's pass
+    _reset()
+    FAN_IN.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 2)
+    b.set_bolt("burst", Burst, 2).shuffle_grouping("numbers")
+    b.set_bolt("record", RecordFan, 2).shuffle_grouping("burst")
+    n = 60
+    cluster.submit_topology("burst", {"topology.workers": 2, "topology.acker.executors": 2,
+                                      "topology.transfer.batch.size": 10,
+                                      "test.numbers": n, "topology.max.spout.pending": None},
+                            b.create_topology())
+    tracked = sorted(i for i in range(n) if i % 3)
+    wait_until(lambda: len(ACKED) >= 2 * len(tracked)
+               and sum(len(v) for v in SEEN.values()) >= 2 * n * 250, 60,
+               message=lambda: f"acked {len(ACKED)}, delivered "
+                               f"{sum(len(v) for v in SEEN.values())}")
+    crossed = [(s, d) for s, d in SEEN if PORTS[s] != PORTS[d]]
+    assert crossed, f"no tuple crossed workers: {PORTS}"
+    for src in FAN_IN:
+        want = [(s, i, k, i % 3 != 0) for s, i in FAN_IN[src] for k in range(250)]
+        where = {e: i for i, e in enumerate(want)}
+        mine = [got for (s, _), got in SEEN.items() if s == src]
+        for got in mine:            # each destination's share in emitted order
+            positions = [where[e] for e in got]
+            assert positions == sorted(positions), (src, got[:12])
+        assert sorted(e for got in mine for e in got) == sorted(want)
+    assert max(len(SEEN[pair]) for pair in crossed) > 100, "no run reached its cap"
+    assert sorted(ACKED) == sorted(tracked * 2) and not FAILED
+
+
 class Sentences(Spout):        # replaced by complete_topology's fixed tuples
     outputs = ["line"]
 
