@@ -168,9 +168,12 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 fixed[name] = queues_get(routes[0].targets[0])
             elif routes[0].key_index is not None:
                 keyed_of[name] = (routes[0].key_index, {})
-    fixed_get = fixed.get
-    keyed_get_of = keyed_of.get
     singles_get = singles.get
+    #: what emit needs of a stream in one lookup: (choose_one, source, the fixed queue or
+    #: None, the keyed entry or None)
+    plans = {name: (one, src, fixed.get(name), keyed_of.get(name))
+             for name, (one, src) in singles.items()}
+    plans_get = plans.get
     lazy_tasks = worker.lazy_tasks
     lazy_get = lazy_tasks.get
     run_cap = worker.batch_size
@@ -210,10 +213,11 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
              tup_id: Any = None, direct_task: int | None = None,
              need_task_ids: bool = False) -> list[int] | None:
-        single = singles_get(stream)
-        if single is None or direct_task is not None or need_task_ids:
+        plan = plans_get(stream)
+        if plan is None or direct_task is not None or need_task_ids:
             return _emit_general(ts, values, stream, anchors, tup_id, direct_task,
                                  need_task_ids, spout)
+        choose, src, q, keyed = plan
         if values.__class__ is not tuple:
             values = tuple(values)
         if spout:
@@ -224,13 +228,12 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 ts.emitted += 1
                 root = rand(64)
                 edge = rand(64)
-                t = single[0](values)
-                tup = T(values, src_task, single[1], edge, (root,))
+                t = choose(values)
                 q = queues_get(t)
                 if q is not None:
-                    q.append(tup)
+                    q.append(T(values, src_task, src, edge, (root,)))
                 else:
-                    remote(ts, t, tup)
+                    remote_tracked(ts, t, values, src_task, src, edge, (root,))
                 ts.pending_new[root] = (tup_id, worker.now)  # type: ignore[attr-defined]
                 init_tree(ts, acker_tasks[root % n_ackers], root, edge)
                 return None
@@ -248,7 +251,6 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         else:
             return _emit_general(ts, values, stream, anchors, None, None, False, False)
         ts.emitted += 1
-        src = single[1]
         if anchor is None:
             edge = roots = None
         else:
@@ -257,22 +259,20 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             roots = anchor.roots
         # the target: its queue in this worker, or its task id in another (a Tuple is built
         # only for a local queue; a remote one takes the values into its open run)
-        q = fixed_get(stream)
         if q is None:
-            keyed = keyed_get_of(stream)
             if keyed is not None:       # see emit_default below
                 k = values[keyed[0]]
                 if k.__class__ is str:
                     q = keyed[1].get(k)
                 if q is None:
-                    t = single[0](values)
+                    t = choose(values)
                     q = queues_get(t)
                     if q is None:
                         q = t
                     if k.__class__ is str and len(keyed[1]) < KEYED_QUEUES:
                         keyed[1][k] = q
             else:
-                t = single[0](values)
+                t = choose(values)
                 q = queues_get(t)
                 if q is None:
                     q = t

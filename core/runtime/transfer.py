@@ -284,6 +284,7 @@ class Transfer:
         queues = worker.queues
         source = worker.source
         comp_of = worker.topology.task_to_component
+        local_ackers = worker.local_ackers
         budget = DISPATCH_TUPLES
         for _ in range(min(len(inbox), DISPATCH_BATCHES)):
             if budget <= 0:
@@ -301,6 +302,8 @@ class Transfer:
                         src = source(comp_of.get(src_task, "__system"), stream)
                         if tid.__class__ is list:       # tracked tuples, by column
                             self._tracked_arrived(-dest, src_task, src, values, tid, roots)
+                        elif roots is None and -dest in local_ackers:
+                            worker.acker_values(local_ackers[-dest], src, values)
                         else:
                             if roots is not None and roots.__class__ is list:
                                 roots = tuple(roots)

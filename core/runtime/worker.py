@@ -196,6 +196,41 @@ class Worker:
         else:
             self.send_remote(ts, task, tup)
 
+    def deliver_system(self, ts: TaskState | None, task: int, values: tuple[Any, ...],
+                       src_task: int, stream: str) -> None:
+        """Deliver an untracked tuple of a system stream; one for another worker joins its
+        open run as values, without a Tuple."""
+        q = self.queues.get(task)
+        if q is not None:
+            q.append(Tuple(values, src_task, self._sys[stream]))
+        else:
+            self.transfer.send_values(ts, task, values, src_task, self._sys[stream])
+
+    def acker_values(self, ats: TaskState, src: Any, values: list[Any]) -> None:
+        """Apply a run of system tuples that arrived for the acker task ``ats`` of this worker
+        straight to its :class:`squall.Acker`, as :meth:`flush_acks` does for this worker's own
+        acks (none is built as a Tuple or queued: the acker's queue holds nothing they could
+        overtake)."""
+        acker = ats.instance
+        complete = self.complete_tree
+        sys_src = self._sys
+        if src is sys_src[ACK_ACK]:
+            for v in values:
+                res = acker.ack(v[0], v[1])
+                if res is not None:
+                    complete(ats, v[0], res[0], res[1])
+        elif src is sys_src[ACK_INIT]:
+            for v in values:
+                res = acker.init(v[0], v[1], v[2])
+                if res is not None:
+                    complete(ats, v[0], res[0], res[1])
+        elif src is sys_src[ACK_FAIL]:
+            for v in values:
+                res = acker.fail(v[0])
+                if res is not None:
+                    complete(ats, v[0], res[0], res[1])
+        ats.executed += len(values)
+
     def ack_tuple(self, ts: TaskState, tup: Tuple) -> None:
         """Ack ``tup``: its XOR contribution is folded per root and sent to the acker once
         per executor batch (XOR is associative, so the acker sees the same totals)."""
@@ -231,6 +266,7 @@ class Worker:
         n = len(tasks)
         src = self._sys[ACK_ACK]
         local = self.local_ackers.get
+        send_values = self.transfer.send_values
         for r, v in acks.items():
             if v:
                 t = tasks[r % n]
@@ -241,7 +277,7 @@ class Worker:
                     if res is not None:
                         self.complete_tree(ats, r, res[0], res[1])
                 else:
-                    self.send_remote(None, t, Tuple((r, v), 0, src))
+                    send_values(None, t, (r, v), 0, src)
         acks.clear()
 
     def fail_tree(self, acker_task: int, root: int) -> None:
@@ -250,7 +286,7 @@ class Worker:
         reach the acker after the fail, as they did when it was sent."""
         ats = self.local_ackers.get(acker_task)
         if ats is None:
-            self.send_remote(None, acker_task, Tuple((root, 0), 0, self._sys[ACK_FAIL]))
+            self.deliver_system(None, acker_task, (root, 0), 0, ACK_FAIL)
             return
         ats.executed += 1
         res = ats.instance.fail(root)
@@ -262,8 +298,7 @@ class Worker:
         ``xor``: straight to its acker in this worker, else as an init tuple."""
         ats = self.local_ackers.get(acker_task)
         if ats is None:
-            self.deliver(ts, acker_task, Tuple((root, xor, ts.task), ts.task,
-                                               self._sys[ACK_INIT]))
+            self.deliver_system(ts, acker_task, (root, xor, ts.task), ts.task, ACK_INIT)
             return
         ats.executed += 1
         res = ats.instance.init(root, xor, ts.task)
@@ -290,8 +325,7 @@ class Worker:
         self.init_tree(ts, self.acker_tasks[root % len(self.acker_tasks)], root, xor)
 
     def complete_tree(self, ts: TaskState, root: int, spout_task: int, ok: bool) -> None:
-        src = self._sys[ACK_ACK if ok else ACK_FAIL]
-        self.deliver(ts, spout_task, Tuple((root,), ts.task, src))
+        self.deliver_system(ts, spout_task, (root,), ts.task, ACK_ACK if ok else ACK_FAIL)
 
     def ack_untracked(self, ts: TaskState, tup_id: Any) -> None:
         ts.deferred.append(tup_id)  # type: ignore[attr-defined]
