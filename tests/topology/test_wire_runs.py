@@ -269,10 +269,37 @@ def test_a_malformed_run_is_dropped_and_the_worker_goes_on(caplog: Any) -> None:
         bad = [[-dest, src, "default", [[1], [2]], [5], [[7], 0]],      # 2 values, 1 id
                [-dest, src, "default", [[1]], [5], [0]]]                # roots refer back
         conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", PORTS[dest])
-        for entries in bad:
-            conn.send([(0, msgpack.packb(entries))])
+        for entry in bad:               # a batch of one entry each
+            conn.send([(0, msgpack.packb([entry]))])
         wait_until(lambda: sum("malformed batch" in r.getMessage() for r in caplog.records)
                    >= 2, 10, message=lambda: f"no warning for the malformed runs: {caplog.text}")
         before = len(SEEN[(src, dest)])
         wait_until(lambda: len(SEEN[(src, dest)]) > before + 100, 10,
                    message="the worker stopped delivering after the malformed runs")
+
+
+def test_a_malformed_run_for_an_acker_is_dropped_and_acking_goes_on(caplog: Any) -> None:
+    # runs for an acker task are applied straight to its Acker when they arrive: a bad one
+    # is logged and dropped like any other malformed batch, and trees keep completing
+    _reset()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 1)
+    b.set_bolt("record", Record, 2).shuffle_grouping("numbers")
+    with LocalCluster() as cluster, caplog.at_level(logging.WARNING):
+        cluster.submit_topology("acks", {"topology.workers": 2, "topology.acker.executors": 2,
+                                         "topology.max.spout.pending": 200,
+                                         "test.numbers": 10**9}, b.create_topology())
+        wait_until(lambda: len(ACKED) > 100, 30, message=lambda: f"acked {len(ACKED)}")
+        worker = next(w for w in cluster.workers("acks") if w.local_ackers)
+        acker = next(iter(worker.local_ackers))
+        bad = [[-acker, 0, "__ack_ack", [[1, "x"]], 0, None],     # an edge that is not an int
+               [-acker, 0, "__ack_init", [[1, 2]], 0, None]]      # an init without its task
+        conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", worker.port)
+        for entry in bad:               # a batch of one entry each
+            conn.send([(0, msgpack.packb([entry]))])
+        wait_until(lambda: sum("malformed batch" in r.getMessage() for r in caplog.records)
+                   >= 2, 10, message=lambda: f"no warning for the malformed runs: {caplog.text}")
+        before = len(ACKED)
+        wait_until(lambda: len(ACKED) > before + 100, 10,
+                   message="trees stopped completing after the malformed acker runs")
+        assert not FAILED
