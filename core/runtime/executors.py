@@ -313,6 +313,7 @@ class SpoutExecutor(Executor):
         self.timeouts = bool(conf.get("topology.enable.message.timeouts", True))
         self.next_rotate = time.monotonic() + self.timeout
         self.active = False
+        self.malformed = 0           # completions from the network that were not one
         for ts in tasks:
             ts.pending_new = {}      # type: ignore[attr-defined]
             ts.pending_old = {}      # type: ignore[attr-defined]
@@ -362,8 +363,15 @@ class SpoutExecutor(Executor):
         ts.pending_new[root] = (tup_id, self.worker.now)  # type: ignore[attr-defined]
 
     def _completion(self, ts: TaskState, tup: Tuple) -> None:
-        root = tup.values[0]
-        entry = ts.pending_new.pop(root, None)  # type: ignore[attr-defined]
+        try:
+            root = tup.values[0]
+            entry = ts.pending_new.pop(root, None)  # type: ignore[attr-defined]
+        except (IndexError, TypeError):     # not an acker's completion: from the network
+            self.malformed += 1
+            if self.malformed == 1 or self.malformed % 1000 == 0:
+                log.warning("spout task %d dropped a malformed completion %.80r (%d so far)",
+                            ts.task, tup.values, self.malformed)
+            return
         if entry is None:
             entry = ts.pending_old.pop(root, None)  # type: ignore[attr-defined]
             if entry is None:

@@ -303,3 +303,28 @@ def test_a_malformed_run_for_an_acker_is_dropped_and_acking_goes_on(caplog: Any)
         wait_until(lambda: len(ACKED) > before + 100, 10,
                    message="trees stopped completing after the malformed acker runs")
         assert not FAILED
+
+
+def test_a_malformed_completion_for_a_spout_is_dropped_and_the_spout_goes_on(
+        caplog: Any) -> None:
+    _reset()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 2)
+    b.set_bolt("record", Record, 2).shuffle_grouping("numbers")
+    with LocalCluster() as cluster, caplog.at_level(logging.WARNING):
+        cluster.submit_topology("done", {"topology.workers": 2, "topology.acker.executors": 2,
+                                         "topology.max.spout.pending": 200,
+                                         "test.numbers": 10**9}, b.create_topology())
+        wait_until(lambda: len(ACKED) > 100, 30, message=lambda: f"acked {len(ACKED)}")
+        spout = min(t for t in PORTS if t not in {d for _, d in SEEN})
+        bad = [[-spout, 0, "__ack_ack", [[]], 0, None],           # no root
+               [-spout, 0, "__ack_fail", [[[1, 2]]], 0, None]]    # a root that is a list
+        conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", PORTS[spout])
+        for entry in bad:
+            conn.send([(0, msgpack.packb([entry]))])
+        wait_until(lambda: "malformed completion" in caplog.text, 10,
+                   message=lambda: f"no warning for the malformed completions: {caplog.text}")
+        before = len(ACKED)
+        wait_until(lambda: len(ACKED) > before + 100, 10,
+                   message="the spout stopped after the malformed completions")
+        assert "loop died" not in caplog.text and not FAILED
