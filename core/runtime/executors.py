@@ -432,6 +432,7 @@ class AckerExecutor(Executor):
         conf = tasks[0].conf
         self.timeout = float(conf.get("topology.message.timeout.secs", 30))
         self.next_rotate = time.monotonic() + self.timeout
+        self.malformed = 0
 
     def run_once(self) -> int:
         done = 0
@@ -446,13 +447,20 @@ class AckerExecutor(Executor):
                 tup = q.popleft()
                 v = tup.values
                 src = tup.src
-                if src is ack_src:
-                    res = acker.ack(v[0], v[1])
-                elif src is init_src:
-                    res = acker.init(v[0], v[1], v[2])
-                elif src is fail_src:
-                    res = acker.fail(v[0])
-                else:
+                try:
+                    if src is ack_src:
+                        res = acker.ack(v[0], v[1])
+                    elif src is init_src:
+                        res = acker.init(v[0], v[1], v[2])
+                    elif src is fail_src:
+                        res = acker.fail(v[0])
+                    else:
+                        continue
+                except Exception as exc:    # not a system tuple's shape: from the network
+                    self.malformed += 1
+                    if self.malformed == 1 or self.malformed % 1000 == 0:
+                        log.warning("acker task %d dropped a malformed %s tuple %.80r: %s "
+                                    "(%d so far)", ts.task, src.stream, v, exc, self.malformed)
                     continue
                 if res is not None:
                     complete(ts, v[0], res[0], res[1])

@@ -49,6 +49,22 @@ Key = tuple[str, int]
 _NOTHING = object()
 
 
+def _roots(roots: Any) -> tuple[int, ...] | None:
+    """A received roots entry as root ids (None: untracked); ValueError if it is not one."""
+    if roots is None:
+        return None
+    if roots.__class__ in (list, tuple) and list(map(type, roots)).count(int) == len(roots):
+        return tuple(roots)
+    raise ValueError(f"roots {roots!r:.60} are not a list of ints")
+
+
+def _id(tid: Any) -> int | None:
+    """A received tuple id or run edge (None: untracked); ValueError if it is not an int."""
+    if tid is None or tid.__class__ is int:
+        return tid
+    raise ValueError(f"id {tid!r:.60} is not an int")
+
+
 class _Run:
     """Outbound: tuples from one source task on one stream for one remote task, in the order
     they were emitted, sent as one wire run (``ids``/``roots`` are None when untracked)."""
@@ -305,13 +321,14 @@ class Transfer:
                         elif roots is None and -dest in local_ackers:
                             worker.acker_values(local_ackers[-dest], src, values)
                         else:
-                            if roots is not None and roots.__class__ is list:
-                                roots = tuple(roots)
                             self._run_arrived(-dest, TupleRun(
-                                list(map(tuple, values)), src_task, src, roots, tid or 0))
+                                list(map(tuple, values)), src_task, src, _roots(roots),
+                                _id(tid) or 0))
                         continue
-                    if roots is not None and roots.__class__ is list:
-                        roots = tuple(roots)
+                    roots = _roots(roots)
+                    tid = _id(tid)
+                    if roots and tid is None:
+                        raise ValueError(f"a tuple for task {dest} with roots but no id")
                     tup = Tuple(tuple(values), src_task,
                                 source(comp_of.get(src_task, "__system"), stream), tid, roots)
                     q = queues.get(dest)
@@ -342,15 +359,14 @@ class Transfer:
                              f"{len(roots)} roots")
         if roots and roots[0].__class__ is int:
             raise ValueError(f"run for task {dest}: the first tuple's roots refer back")
+        if list(map(type, ids)).count(int) != len(ids):
+            raise ValueError(f"run for task {dest}: an id that is not an int")
         tuples: list[Tuple] = []
         append = tuples.append
         prev = None
         for v, i, r in zip(values, ids, roots):
-            c = r.__class__
-            if c is list:
-                prev = tuple(r)
-            elif c is not int:          # 0: the same roots as the tuple before
-                prev = r
+            if r.__class__ is not int:      # 0: the same roots as the tuple before
+                prev = _roots(r)
             append(Tuple(tuple(v), src_task, src, i, prev))
         q = self.worker.queues.get(dest)
         if q is not None:

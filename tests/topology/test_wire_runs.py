@@ -4,6 +4,7 @@ malformed run is dropped with a warning while the worker goes on."""
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections import defaultdict
 from typing import Any
@@ -328,3 +329,65 @@ def test_a_malformed_completion_for_a_spout_is_dropped_and_the_spout_goes_on(
         wait_until(lambda: len(ACKED) > before + 100, 10,
                    message="the spout stopped after the malformed completions")
         assert "loop died" not in caplog.text and not FAILED
+
+
+class LazyReader(Placed):
+    lazy_batch = True
+
+    def process_batch(self, tuples: Any) -> None:
+        list(tuples.column("n"))
+
+
+class BatchReader(Placed):
+    def process_batch(self, tuples: Any) -> None:
+        [t["n"] for t in tuples]
+
+
+def _junk(rng: random.Random) -> Any:
+    return rng.choice([None, 0, -1, 2**64 - 1, True, "x", [], [1, "a"], [[2]], {"a": 1}])
+
+
+def _random_entry(rng: random.Random, tasks: list[int]) -> list[Any]:
+    """A wire entry with every field drawn from plausible and implausible values."""
+    n = rng.randrange(4)
+    values = [rng.choice([[_junk(rng)], [_junk(rng), _junk(rng)], [_junk(rng)] * 3,
+                          _junk(rng)]) for _ in range(n)]
+    tid = rng.choice([0, None, rng.getrandbits(64), [_junk(rng) for _ in range(n)],
+                      [rng.getrandbits(64) for _ in range(n)], _junk(rng)])
+    roots = rng.choice([None, [rng.choice([[1], [2, 3], 0, _junk(rng)]) for _ in range(n)],
+                        [rng.getrandbits(64)], _junk(rng)])
+    stream = rng.choice(["default", "__ack_ack", "__ack_init", "__ack_fail", "__tick", "nope",
+                         5])
+    return [rng.choice(tasks) * rng.choice([1, -1]), rng.choice(tasks), stream,
+            values if rng.random() < 0.8 else _junk(rng), tid, roots]
+
+
+def test_random_entries_on_a_workers_port_never_stop_it(caplog: Any) -> None:
+    # well-formed msgpack, nonsense entries: for spouts, ackers, per-tuple, batch and
+    # lazy_batch bolts, of every stream; each is dropped (or reaches a bolt as data) and the
+    # workers go on completing trees
+    _reset()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 2)
+    b.set_bolt("record", Record, 2).shuffle_grouping("numbers")
+    b.set_bolt("lazy", LazyReader, 2).shuffle_grouping("numbers")
+    b.set_bolt("batch", BatchReader, 2).shuffle_grouping("numbers")
+    rng = random.Random(11)
+    with LocalCluster() as cluster, caplog.at_level(logging.WARNING):
+        cluster.submit_topology("fuzz", {"topology.workers": 2, "topology.acker.executors": 2,
+                                         "topology.max.spout.pending": 200,
+                                         "test.numbers": 10**9}, b.create_topology())
+        wait_until(lambda: len(ACKED) > 100, 30, message=lambda: f"acked {len(ACKED)}")
+        tasks = list(range(12))
+        for port in set(PORTS.values()):
+            conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", port)
+            for _ in range(1500):
+                batch = [_random_entry(rng, tasks) for _ in range(rng.randrange(1, 4))]
+                conn.send([(0, msgpack.packb(batch))])
+        before = len(ACKED)
+        wait_until(lambda: len(ACKED) > before + 300, 20,
+                   message=lambda: f"trees stopped completing: {caplog.text[-2000:]}")
+        assert "malformed" in caplog.text
+        assert "loop died" not in caplog.text, caplog.text[-3000:]
+        assert len(cluster.workers("fuzz")) == 2 and all(
+            w.is_alive() for w in cluster.workers("fuzz"))
