@@ -210,12 +210,13 @@ def test_tuples_built_from_an_anchored_run_xor_to_its_edge() -> None:
 
 
 class Slow(Bolt):
-    """A lazy bolt slower than its spout: its queue fills until backpressure stops the spout."""
+    """A lazy bolt slower than its spout: its queue fills until backpressure stops the spout.
+    Its cost is per tuple (about 10 µs each), so taking larger batches does not let it catch up."""
 
     lazy_batch = True
 
     def process_batch(self, tuples: TupleBatch) -> None:
-        sum(range(20_000))
+        sum(range(1000 * len(tuples.values)))
         with LOCK:
             SEEN.append(len(tuples.values))
 
@@ -230,16 +231,32 @@ def test_backpressure_counts_the_tuples_in_runs_not_the_entries(cluster: LocalCl
                                    "topology.executor.receive.buffer.size": 2000,
                                    "topology.max.spout.pending": None}, b.create_topology())
     worker = next(w for w in cluster.workers("bp") if w.lazy_tasks)
+    spouts = next(w for w in cluster.workers("bp") if not w.lazy_tasks)
     seen: list[int] = []
 
-    def watched() -> bool:
+    def throttled() -> bool:
         seen.append(worker.queued())
-        return len(SEEN) > 300
-    wait_until(watched, timeout=30)
-    # the wire stops feeding the queue at twice the 1,800-tuple high watermark, and one pass
-    # takes in at most 3,200 tuples from it
+        return spouts.throttled and len(SEEN) > 20
+    wait_until(throttled, timeout=30)     # the bolt is slower: its worker throttles the spout
+    passes = len(SEEN)
+    # and what waits stays bounded while the bolt goes on: the wire stops feeding the queue
+    # at twice the 1,800-tuple high watermark, and one pass takes in at most 3,200 tuples
+    wait_until(lambda: seen.append(worker.queued()) or len(SEEN) > passes + 20, timeout=30)
     assert max(seen) <= 8000, max(seen)
-    assert max(seen) >= 1000           # the queue did fill: the spout really was faster
+
+    # one run of 1,900 tuples is one queue entry, and it alone is over the high watermark
+    cluster.deactivate("bp")
+    wait_until(lambda: worker.queued() == 0 and not worker.throttled, timeout=30)
+    task = next(iter(worker.lazy_tasks))
+    src = worker.source("lines", "default")
+    overloaded: list[bool] = []
+
+    def one_run() -> None:
+        worker.transfer._run_arrived(task, TupleRun([("x",)] * 1900, 1, src, None, 0))
+        worker._check_backpressure()
+        overloaded.append(worker._overloaded)
+    worker._call(one_run)
+    assert overloaded == [True]
 
 
 class SplitLists(Bolt):
