@@ -111,23 +111,74 @@ def counted(client: Any) -> int:
     return int(info.get("components", {}).get("count", {}).get("executed", 0))
 
 
-def workers_cpu(tmp: Path) -> float:
-    """CPU seconds (user + system) the cluster's worker processes have used so far."""
+def workers_cpu(tmp: Path) -> dict[str, float]:
+    """CPU seconds (user + system) each of the cluster's worker processes has used so far,
+    by pid."""
     pids = subprocess.run(["pgrep", "-f", f"squall.daemon.worker_main.*{tmp}"],
                           capture_output=True, text=True).stdout.split()
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    cpu = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / tick   # utime, stime
-    return total
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick   # utime, stime
+    return cpu
+
+
+def threads_cpu(pids: Sequence[str]) -> dict[str, float]:
+    """CPU seconds of each thread of the given processes, by "pid/name tid"."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                stat = (task / "stat").read_text()
+            except OSError:
+                continue
+            name = stat[stat.index("(") + 1:stat.rindex(")")]
+            fields = stat.rsplit(")", 1)[1].split()
+            out[f"{pid}/{name} {task.name}"] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def executed(client: Any) -> dict[tuple[str, str], float]:
+    """(worker, component or worker counter) -> tuples its executors have executed (bolts)
+    or emitted (spouts), or the worker's own counter (loop passes, batches sent, ...)."""
+    try:
+        info = client.topology_info("wc")
+    except Exception:
+        return {}
+    out: dict[tuple[str, str], float] = {}
+    for ex in info.get("executors", []):
+        key = (ex.get("worker", "?"), ex.get("component", "?"))
+        n = ex.get("emitted" if ex.get("kind") == "spout" else "executed") or 0
+        out[key] = out.get(key, 0) + int(n)
+    for w in info.get("workers", []):
+        for name, n in w.items():
+            if name not in ("worker", "host", "uptime_secs"):
+                out[(w["worker"], name)] = n
+    return out
+
+
+def detail(cpu1: dict[str, float], cpu2: dict[str, float], ex1: dict[tuple[str, str], float],
+           ex2: dict[tuple[str, str], float], seconds: float) -> str:
+    """Per worker process: its share of a core, and per worker (port) what each component's
+    executors did, and its own counters, per second over the measured window."""
+    lines = [f"      pid {pid}: {(cpu2[pid] - cpu1.get(pid, 0.0)) / seconds:.0%} of a core"
+             for pid in sorted(cpu2) if "/" not in pid]
+    lines += [f"        thread {t}: {(cpu2[t] - cpu1.get(t, 0.0)) / seconds:.0%}"
+              for t in sorted(cpu2) if "/" in t and cpu2[t] - cpu1.get(t, 0.0) > 0.01 * seconds]
+    for key in sorted(ex2):
+        lines.append(f"      {key[0].rsplit(':', 1)[-1]} {key[1]:<16} "
+                     f"{(ex2[key] - ex1.get(key, 0)) / seconds:>12,.{2 if key[1] == 'overloaded_secs' else 0}f}/s")
+    return "\n".join(lines)
 
 
 def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, batch: bool,
-             seconds: float, extra: Sequence[str] = ()) -> tuple[float, float, float]:
+             seconds: float, extra: Sequence[str] = (),
+             show_detail: bool = False) -> tuple[float, float, float]:
     """(words/s, submit -> first tuple s, words per CPU second of the worker processes)"""
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as d:
         tmp = Path(os.environ.get("SQUALL_BENCH_KEEP") or d)
@@ -149,10 +200,16 @@ def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, b
             first = float(marker.read_text()) - t0
             wait_for(lambda: counted(client) > 0, 30, "counts in the beats")
             time.sleep(3)                                    # warm-up
-            c1, t1, cpu1 = counted(client), time.monotonic(), workers_cpu(tmp)
+            c1, t1, cpu1, ex1 = counted(client), time.monotonic(), workers_cpu(tmp), executed(client)
+            th1 = threads_cpu(list(cpu1)) if show_detail else {}
             time.sleep(seconds)
-            c2, t2, cpu2 = counted(client), time.monotonic(), workers_cpu(tmp)
-            return (c2 - c1) / (t2 - t1), first, (c2 - c1) / max(cpu2 - cpu1, 1e-9)
+            c2, t2, cpu2, ex2 = counted(client), time.monotonic(), workers_cpu(tmp), executed(client)
+            used = sum(cpu2.values()) - sum(cpu1.values())
+            if show_detail:
+                cpu1.update(th1)
+                cpu2.update(threads_cpu(list(cpu1)))
+                print(detail(cpu1, cpu2, ex1, ex2, t2 - t1), flush=True)
+            return (c2 - c1) / (t2 - t1), first, (c2 - c1) / max(used, 1e-9)
         finally:
             cluster.close()
 
@@ -166,6 +223,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="only these cases, e.g. 2-per-tuple-on 1-batch-off")
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config for every case (repeatable)")
+    p.add_argument("--detail", action="store_true",
+                   help="also print each worker's CPU and each component's rate per worker")
     args = p.parse_args(argv)
     # a SIGTERM (a `kill` or `timeout`) unwinds like Ctrl-C, so the cluster and ZooKeeper
     # this run started are stopped instead of left running
@@ -186,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
                              in args.cases]
                 for sups, acking, batch in cases:
                     rate, first, per_cpu = run_case(zk, sups, transport, acking, batch, args.seconds,
-                                           args.conf)
+                                           args.conf, args.detail)
                     print(f"  {transport:<9} {sups:<11} {'batch' if batch else 'per-tuple':<9} "
                           f"{'on' if acking else 'off':<6} {rate:>12,.0f} {first:>14.2f} "
                           f"{per_cpu:>12,.0f}",

@@ -53,15 +53,20 @@ def count(sentences: int, batch: bool, acking: bool, conf: dict[str, Any],
             shim.mkdir()
             (shim / "squall").symlink_to(tree / "core")      # `import squall` -> tree's core/
             plugins = tree / "core" / "plugins"
-            if not plugins.exists():
+            made = not plugins.exists()
+            if made:                                         # removed below: the tree stays clean
                 plugins.symlink_to(tree / "plugins")
             paths.insert(0, str(shim))
         env["PYTHONPATH"] = os.pathsep.join(paths)
-        out = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out",
-             sys.executable, "-c", RUN.format(batch=batch, acking=acking), str(sentences),
-             json.dumps(conf)],
-            env=env, cwd=ROOT, capture_output=True, text=True, check=True)
+        try:
+            out = subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out",
+                 sys.executable, "-c", RUN.format(batch=batch, acking=acking), str(sentences),
+                 json.dumps(conf)],
+                env=env, cwd=ROOT, capture_output=True, text=True, check=True)
+        finally:
+            if tree is not None and made:
+                plugins.unlink()
     found = _COLLECTED.search(out.stderr)
     if found is None:
         raise RuntimeError(f"valgrind printed no instruction count:\n{out.stderr[-2000:]}")

@@ -325,6 +325,8 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
                               f"a mapping with a 'class' key, got {entry!r}")
     from squall.runtime.gc_tuning import thresholds
     thresholds(conf)
+    from squall.runtime.load import bounds
+    bounds(conf)
     drivers.validate_conf(dict(conf))
     if warn:
         for msg in warnings:

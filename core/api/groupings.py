@@ -72,6 +72,118 @@ class ShuffleGrouping(Grouping):
         return [self._next()]
 
 
+#: locality of a target task as an emitter sees it (:meth:`LoadMapping.scope`)
+WORKER_LOCAL, HOST_LOCAL, EVERYWHERE = 0, 1, 2
+
+
+class LoadMapping:
+    """What a worker knows of its target tasks at one refresh: each task's load (0 idle, 1
+    saturated; 0 when unknown) and its locality relative to the emitter (``WORKER_LOCAL``,
+    ``HOST_LOCAL`` or ``EVERYWHERE``)."""
+
+    __slots__ = ("loads", "scopes")
+
+    def __init__(self, loads: dict[int, float], scopes: dict[int, int]) -> None:
+        self.loads = loads
+        self.scopes = scopes
+
+    def get(self, task: int) -> float:
+        return self.loads.get(task, 0.0)
+
+    def scope(self, task: int) -> int:
+        return self.scopes.get(task, EVERYWHERE)
+
+
+class LoadAwareShuffleGrouping(ShuffleGrouping):
+    """Shuffle that steers by load and prefers near targets (the default ``shuffle``).
+
+    Between refreshes it is a cycle over a precomputed sequence of targets, as cheap per tuple
+    as plain shuffle. On each refresh (``refresh_load``, from the worker every
+    ``LOAD_INTERVAL`` seconds) it first picks a scope: the targets in the emitter's worker,
+    then those on its host, then all; it widens while the scope's mean load is above
+    ``higher`` and narrows again once the narrower scope's mean is below ``lower``. Within the
+    scope each target has a weight (1..``MAX_WEIGHT``): targets within ``SLACK`` of the least
+    loaded gain ``GROW``, the others lose ``SHRINK`` (congestion is answered fast, recovery is
+    gradual), and the sequence gives each target a share in proportion to its weight, spread
+    evenly. Equal loads give plain round-robin. Before the first refresh, and with every load
+    unknown, all targets share evenly.
+    """
+
+    MAX_WEIGHT = 100
+    GROW, SHRINK, SLACK = 2, 10, 0.05
+    RING = 1000
+
+    def __init__(self, higher: float = 0.8, lower: float = 0.2) -> None:
+        self.higher = float(higher)
+        self.lower = float(lower)
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        super().prepare(context, stream, target_tasks)
+        self.weights = {t: self.MAX_WEIGHT for t in self.target_tasks}
+        self._phase = {t: random.random() for t in self.target_tasks}
+        self.scope = -1                 # none chosen yet: all targets, evenly
+        self.shares: dict[int, float] = {t: 1 / len(self.target_tasks)
+                                         for t in self.target_tasks}
+
+    def _in_scope(self, load: LoadMapping, scope: int) -> list[int]:
+        return [t for t in self.target_tasks if load.scope(t) <= scope]
+
+    def refresh_load(self, load: LoadMapping) -> None:
+        scope = self.scope
+        if scope < 0:
+            scope = min(load.scope(t) for t in self.target_tasks)
+        inside = self._in_scope(load, scope)
+        while not inside:               # assignment changed: nothing left this near
+            scope += 1
+            inside = self._in_scope(load, scope)
+        mean = sum(load.get(t) for t in inside) / len(inside)
+        if mean > self.higher and scope < EVERYWHERE:
+            wider = scope + 1
+            while wider < EVERYWHERE and len(self._in_scope(load, wider)) == len(inside):
+                wider += 1
+            scope, inside = wider, self._in_scope(load, wider)
+        elif scope > 0:
+            narrower = scope - 1
+            while narrower > 0 and len(self._in_scope(load, narrower)) == len(inside):
+                narrower -= 1
+            near = self._in_scope(load, narrower)
+            if near and len(near) < len(inside) and \
+                    sum(load.get(t) for t in near) / len(near) < self.lower:
+                scope, inside = narrower, near
+        if scope != self.scope:
+            for t in self.weights:
+                self.weights[t] = self.MAX_WEIGHT
+            self.scope = scope
+        least = min(load.get(t) for t in inside)
+        weights = self.weights
+        for t in inside:
+            if load.get(t) <= least + self.SLACK:
+                weights[t] = min(self.MAX_WEIGHT, weights[t] + self.GROW)
+            else:
+                weights[t] = max(1, weights[t] - self.SHRINK)
+        total = sum(weights[t] for t in inside)
+        self.shares = {t: weights[t] / total for t in inside}
+        self._set_ring(self._spread(self.shares))
+
+    def _spread(self, shares: dict[int, float]) -> list[int]:
+        """A sequence holding each target about ``share * RING`` times, evenly spaced (each
+        target's slots are offset by a random phase so emitters do not move in step)."""
+        if len(set(shares.values())) == 1:
+            return list(shares)             # equal shares: one round of each
+        slots = []
+        phase = self._phase
+        for t, share in shares.items():
+            n = max(1, round(share * self.RING))
+            slots.extend(((k + phase[t]) / n, t) for k in range(n))
+        slots.sort()
+        return [t for _, t in slots]
+
+    def _set_ring(self, ring: list[int]) -> None:
+        random_start = random.randrange(len(ring))
+        self._cycle = itertools.cycle(ring[random_start:] + ring[:random_start])
+        self._next = self._cycle.__next__
+
+
 class FieldsGrouping(Grouping):
     """The same selected field values always reach the same task."""
 

@@ -25,6 +25,14 @@ def topology_info(nimbus: Nimbus, tid: str, base: dict[str, Any]) -> dict[str, A
     components: dict[str, dict[str, Any]] = {}
     executors = []
     windows: dict[str, list[Any]] = {}
+    workers = []
+    for node, port in sorted({(str(n), int(p)) for n, p in enp.values()}):
+        beat = beats.get(beat_key(node, port)) or {}
+        if beat:
+            workers.append({"worker": f"{node}:{port}",
+                            "host": (assignment.get("node_host") or {}).get(node, ""),
+                            "uptime_secs": beat.get("uptime_secs", 0),
+                            **(beat.get("worker") or {})})
     for key, (node, port) in sorted(enp.items()):
         beat = beats.get(beat_key(str(node), int(port))) or {}
         st = (beat.get("executors") or {}).get(key)
@@ -53,5 +61,5 @@ def topology_info(nimbus: Nimbus, tid: str, base: dict[str, Any]) -> dict[str, A
             "num_workers": len({tuple(v) for v in enp.values()}),
             "num_executors": len(enp),
             "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
-            "components": components, "executors": executors,
+            "components": components, "executors": executors, "workers": workers,
             "errors": state.errors(tid)}

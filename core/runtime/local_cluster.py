@@ -319,6 +319,9 @@ class LocalCluster:
                 "num_workers": len(run.workers), "num_executors": len(executors),
                 "num_tasks": len(run.topology.all_tasks()), "components": components,
                 "executors": executors,
+                "workers": [{"worker": w.port, "host": "localhost",
+                             "uptime_secs": int(time.time() - w.start_time), **w.counters()}
+                            for w in run.workers],
                 "errors": {c: e[-10:] for c, e in errors.items()}}
 
     def topologies(self) -> list[str]:

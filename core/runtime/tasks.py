@@ -8,7 +8,7 @@ a tuple to a task in the same worker is a grouping choice, one :class:`Tuple` al
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.api import groupings as g
@@ -29,10 +29,12 @@ METRICS_STREAM = "__metrics"
 class Route:
     """One subscriber of one stream, as seen by one emitting task."""
 
-    __slots__ = ("component", "direct", "key_index", "many", "one", "one_each", "targets")
+    __slots__ = ("component", "direct", "grouping", "key_index", "many", "one", "one_each",
+                 "targets")
 
     def __init__(self, component: str, grouping: Any, direct: bool, targets: list[int]) -> None:
         self.component = component
+        self.grouping = grouping
         self.direct = direct
         self.targets = targets
         self.one = getattr(grouping, "choose_one", None) if grouping is not None else None
@@ -46,10 +48,15 @@ class Route:
             and len(grouping.indexes) == 1 else None)
 
 
-def make_grouping(inp: Input, source_fields: Sequence[str]) -> Any:
+def make_grouping(inp: Input, source_fields: Sequence[str],
+                  conf: Mapping[str, Any] | None = None) -> Any:
     kind = inp.grouping
     if kind == "shuffle":
-        return g.ShuffleGrouping()
+        conf = conf or {}
+        if conf.get("topology.disable.loadaware.messaging"):
+            return g.ShuffleGrouping()
+        from squall.runtime.load import bounds
+        return g.LoadAwareShuffleGrouping(*bounds(conf))
     if kind == "fields":
         return g.FieldsGrouping(inp.fields, source_fields)
     if kind == "partial_key":
@@ -120,7 +127,7 @@ class TaskState:
             self.sources[name] = self.worker.source(self.component_id, name)
             routes = []
             for sub_id, inp in topo.subscribers(self.component_id, name):
-                grouping = make_grouping(inp, stream.fields)
+                grouping = make_grouping(inp, stream.fields, self.conf)
                 targets = topo.tasks(sub_id)
                 if grouping is not None:
                     grouping.prepare(context, (self.component_id, name), targets)

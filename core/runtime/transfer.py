@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Tuple, TupleRun
 from squall.errors import SquallError, TransportError
+from squall.runtime.load import parse_report
 from squall.runtime.tasks import TaskState
 
 if TYPE_CHECKING:
@@ -97,10 +98,13 @@ class Transfer:
         self.conns: dict[Key, Any] = {}
         self.inbox: deque[bytes] = deque()
         self.remote_throttle: dict[str, bool] = {}
+        #: other workers' tasks -> their last reported load (squall.runtime.load)
+        self.remote_load: dict[int, float] = {}
         self.send_failures = 0
         self.recv_conn: Any = None
         #: batches handed to the transport / taken from it (complete_topology's quiet check)
         self.sent_batches = self.received_batches = 0
+        self.sent_bytes = 0
         interval = worker.conf.get("topology.batch.flush.interval.millis")
         self.flush_interval = max(0.0, float(interval or 0)) / 1000.0
         #: outboxes holding entries: when flush_all first saw them so (loop clock)
@@ -229,8 +233,10 @@ class Transfer:
         try:
             if conn is None:
                 conn = self.conns[key] = self.transport.connect(self.worker.topology_id, *key)
-            conn.send([(0, self.serializer.dumps(entries))])
+            payload = self.serializer.dumps(entries)
+            conn.send([(0, payload)])
             self.sent_batches += 1
+            self.sent_bytes += len(payload)
         except SquallError as exc:
             self.undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}")
 
@@ -257,11 +263,14 @@ class Transfer:
                 worker.fail_tree(task, r)
 
     def broadcast_throttle(self, on: bool) -> None:
+        self.broadcast_control("throttle", on)
+
+    def broadcast_control(self, kind: str, value: Any) -> None:
+        """Tell every other worker of the topology (not only those sent to so far) something
+        about this one, in the six-element entry shape dispatch_inbox unpacks."""
         me = f"{self.worker.host}:{self.worker.port}"
-        # every other worker of the topology (not only those we have sent to so far), in the
-        # six-element entry shape dispatch_inbox unpacks
         for key in list(self.outboxes):
-            self.send_entries(key, [[CONTROL, "throttle", me, on, None, None]], [])
+            self.send_entries(key, [[CONTROL, kind, me, value, None, None]], [])
 
     # -- inbound -------------------------------------------------------------------------------
     def bind(self) -> int:
@@ -378,12 +387,22 @@ class Transfer:
     def control(self, kind: Any, who: Any, on: Any) -> None:
         if kind == "throttle":
             self.remote_throttle[str(who)] = bool(on)
+        elif kind == "load":
+            try:
+                self.remote_load.update(parse_report(on))
+            except ValueError as exc:
+                log.warning("worker %d ignored a load report from %.60r: %s", self.worker.port,
+                            who, exc)
 
     # -- assignment ----------------------------------------------------------------------------
     def set_assignment(self, task_to_worker: dict[int, tuple[str, int]]) -> None:
         worker = self.worker
         me = (worker.host, worker.port)
+        before = self.task_to_worker
         self.task_to_worker = {int(t): (str(h), int(p)) for t, (h, p) in task_to_worker.items()}
+        # a task that moved is measured afresh by its new worker
+        self.remote_load = {t: v for t, v in self.remote_load.items()
+                            if self.task_to_worker.get(t) == before.get(t)}
         mine = set(worker.local_task_ids)
         keys = {w for t, w in self.task_to_worker.items() if t not in mine and w != me}
         for key in keys:

@@ -22,6 +22,7 @@ from squall.api.tuple import TICK_STREAM, Source, Tuple, TupleRun
 from squall.runtime import errors as error_log
 from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor
 from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
+from squall.runtime.load import LoadTracker
 from squall.runtime.transfer import INBOX_LIMIT, Transfer
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ class Worker:
         #: loop passes completed, and the last one that dispatched or ran anything (for
         #: squall.testing.complete_topology's "quiet" check)
         self.passes = self.last_busy_pass = 0
+        #: passes that found nothing to do and waited for work (up to 1 ms each)
+        self.idle_waits = 0
         self.queues: dict[int, deque[Tuple]] = {}
         #: the tasks of ``lazy_batch`` bolts, whose queues also take TupleRun entries
         self.lazy_tasks: dict[int, TaskState] = {}
@@ -70,6 +73,10 @@ class Worker:
         self.now = time.monotonic()
         self.throttled = False
         self._overloaded = False
+        #: seconds this worker has spent overloaded (throttling the spouts) before the current
+        #: spell, which began at ``overloaded_since`` (the loop clock): squall.runtime.load
+        self.overloaded_secs = 0.0
+        self.overloaded_since = 0.0
         self.hold_inbox = False
         self._sources: dict[tuple[str, str], Source] = {}
         self.tick_source = Source("__system", TICK_STREAM, ("freq",))
@@ -152,6 +159,9 @@ class Worker:
             for ts in ex.tasks:
                 if ex.kind != "acker":
                     ts.instance.initialize(ts.conf, ts.context)  # type: ignore[attr-defined]
+        # load-aware groupings start from their nearest targets, evenly
+        self.load = LoadTracker(self)
+        self.load.refresh({})
         self.running = True
         if self.transport is not None:
             self.port = self.transfer.bind()
@@ -384,6 +394,7 @@ class Worker:
                     self.last_busy_pass = self.passes
                 if not done and not inbox and not self._commands:
                     transfer.flush_all()       # nothing else to do: send what waits
+                    self.idle_waits += 1
                     self._wake.wait(0.001)
                     self._wake.clear()
         except BaseException:
@@ -395,6 +406,7 @@ class Worker:
     def _timers(self, now: float) -> None:
         for ex in self.executors:
             ex.on_timer(now)
+        self.load.tick(now)
         from squall.runtime.system import timers
         timers(self, now)
 
@@ -416,9 +428,11 @@ class Worker:
             if (inbox <= INBOX_LOW and all(len(q) <= self.low for q in self.queues.values())
                     and all(len(t.queue) + t.run_extra <= self.low for t in lazy.values())):
                 self._overloaded = False
+                self.overloaded_secs += self.now - self.overloaded_since
                 self.transfer.broadcast_throttle(False)
         elif inbox > INBOX_HIGH or full:
             self._overloaded = True
+            self.overloaded_since = self.now
             self.transfer.broadcast_throttle(True)
         self.throttled = self._overloaded or any(self.transfer.remote_throttle.values())
 
@@ -467,7 +481,24 @@ class Worker:
         from squall.runtime.system import executor_stats
         return {"executors": {f"[{ex.range[0]}, {ex.range[1]}]": executor_stats(ex)
                               for ex in self.executors},
-                "uptime_secs": int(time.time() - self.start_time), "time_secs": int(time.time())}
+                "uptime_secs": int(time.time() - self.start_time), "time_secs": int(time.time()),
+                "worker": self.counters()}
+
+    def overloaded_total(self) -> float:
+        """Seconds this worker has spent overloaded so far (the current spell included)."""
+        if self._overloaded:
+            return self.overloaded_secs + max(0.0, self.now - self.overloaded_since)
+        return self.overloaded_secs
+
+    def counters(self) -> dict[str, Any]:
+        """The worker's own totals since it started: loop passes, passes that waited idle,
+        seconds overloaded (throttling the spouts), batches (and their bytes) sent to other
+        workers, batches received from them."""
+        t = self.transfer
+        return {"loop_passes": self.passes, "idle_waits": self.idle_waits,
+                "overloaded_secs": round(self.overloaded_total(), 3),
+                "sent_batches": t.sent_batches, "sent_bytes": t.sent_bytes,
+                "received_batches": t.received_batches}
 
     # -- shutdown ------------------------------------------------------------------------------
     def shutdown(self, timeout: float = 10.0) -> None:

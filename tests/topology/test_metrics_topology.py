@@ -174,6 +174,18 @@ def test_transfer_count_is_one_per_target_task_local_or_remote(
     assert (info["relay"]["emitted"], info["relay"]["transferred"]) == (n, 3 * n)
     assert (info["last"]["emitted"], info["last"]["transferred"]) == (n, 0)
     assert info["everyone"]["executed"] == 3 * n
+    # each worker's own counters: its loop ran, and batches crossed only between two workers
+    workers_info = cluster.get_topology_info("transfers")["workers"]
+    assert len(workers_info) == workers
+    for w in workers_info:
+        assert w["loop_passes"] > 0 and w["loop_passes"] >= w["idle_waits"]
+        if workers == 1:
+            assert (w["sent_batches"], w["sent_bytes"], w["received_batches"]) == (0, 0, 0)
+        else:
+            assert w["sent_batches"] > 0 and w["sent_bytes"] > w["sent_batches"]
+    if workers == 2:
+        assert sum(w["received_batches"] for w in workers_info) == \
+            sum(w["sent_batches"] for w in workers_info)
     # the consumer's sums reach the same exact values (each worker sends on its own timer)
     expected = {"numbers": (n, 4 * n), "keyed": (n, n), "relay": (n, 3 * n), "last": (n, 0),
                 "everyone": (0, 0)}

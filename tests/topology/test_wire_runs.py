@@ -132,7 +132,10 @@ def test_emit_many_and_single_emits_keep_their_order_across_workers(
     b.set_bolt("fan", Fan, 2).shuffle_grouping("numbers")
     b.set_bolt("record", RecordFan, 2).shuffle_grouping("fan")
     n = 3000
+    # plain round-robin shuffle: half of each emit crosses to the other worker (load-aware
+    # shuffle would keep everything in the emitter's worker)
     cluster.submit_topology("fan", {"topology.workers": 2, "topology.acker.executors": 1,
+                                    "topology.disable.loadaware.messaging": True,
                                     "test.numbers": n, "topology.max.spout.pending": None},
                             b.create_topology())
     tracked = sorted(i for i in range(n) if i % 3)
@@ -188,6 +191,7 @@ def test_anchored_emits_past_a_runs_cap_arrive_once_in_order_and_ack(
     n = 60
     cluster.submit_topology("burst", {"topology.workers": 2, "topology.acker.executors": 2,
                                       "topology.transfer.batch.size": 10,
+                                      "topology.disable.loadaware.messaging": True,
                                       "test.numbers": n, "topology.max.spout.pending": None},
                             b.create_topology())
     tracked = sorted(i for i in range(n) if i % 3)
@@ -391,3 +395,29 @@ def test_random_entries_on_a_workers_port_never_stop_it(caplog: Any) -> None:
         assert "loop died" not in caplog.text, caplog.text[-3000:]
         assert len(cluster.workers("fuzz")) == 2 and all(
             w.is_alive() for w in cluster.workers("fuzz"))
+
+
+def test_a_malformed_load_report_is_ignored_and_a_good_one_is_believed(caplog: Any) -> None:
+    # load reports are control entries between workers (squall.runtime.load): a report of
+    # the wrong shape is one warning and changes nothing; the worker goes on delivering
+    _reset()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 2)
+    b.set_bolt("record", Record, 2).shuffle_grouping("numbers")
+    with LocalCluster() as cluster, caplog.at_level(logging.WARNING):
+        cluster.submit_topology("loads", {"topology.workers": 2, "topology.acker.executors": 0,
+                                          "test.numbers": 10**9}, b.create_topology())
+        wait_until(lambda: len(SEEN) == 2, 30, message="both record tasks receiving")
+        worker = cluster.workers("loads")[0]
+        conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", worker.port)
+        for report in ("garbage", [[999, 7.5]], [["999", 0.5]], {"999": 0.5}):
+            conn.send([(0, msgpack.packb([[0, "load", "127.0.0.1:1", report, None, None]]))])
+        conn.send([(0, msgpack.packb([[0, "load", "127.0.0.1:1", [[999, 0.75]], None, None]]))])
+        wait_until(lambda: worker.transfer.remote_load.get(999) == 0.75, 10,
+                   message=lambda: f"the good report was not taken: {worker.transfer.remote_load}")
+        warnings = [r.getMessage() for r in caplog.records if "load report" in r.getMessage()]
+        assert len(warnings) == 4, warnings
+        busy = {key: len(v) for key, v in SEEN.items()}
+        wait_until(lambda: all(len(SEEN[key]) > n + 100 for key, n in busy.items()), 10,
+                   message="the workers stopped delivering after the load reports")
+        assert "loop died" not in caplog.text

@@ -73,3 +73,9 @@ def test_wordcount_runs_exactly_across_two_supervisors_and_two_workers(squall_cl
     # executor stats reach nimbus with the workers' next beats
     c.wait(lambda: c.client().topology_info("wc")["components"]["count"]["executed"]
            >= sum(expected.values()), 20, "nimbus's stats never showed every word executed")
+    # and each worker's own counters: both loops ran, and batches crossed between them
+    workers_info = c.client().topology_info("wc")["workers"]
+    assert sorted(w["worker"] for w in workers_info) == sorted(f"{n}:{p}" for n, p in slots)
+    for w in workers_info:
+        assert w["host"] == "127.0.0.1" and w["loop_passes"] > 0
+        assert w["sent_batches"] > 0 and w["received_batches"] > 0

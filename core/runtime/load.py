@@ -1,0 +1,163 @@
+"""How loaded a worker's tasks are, told to the other workers, and fed to load-aware groupings.
+
+A task's load is the larger of its worker's pressure (the share of the last interval the
+worker spent overloaded, throttling the spouts: one loop runs all of a worker's executors, so a
+worker that cannot keep up is slow for every task in it, however short that task's own queue)
+and how full the task's inbound queue is against the backpressure high watermark. (Not the
+share of time the loop was busy: a worker with a spout always has work.) Every ``LOAD_INTERVAL`` seconds a worker measures the
+loads of its tasks that some load-aware grouping chooses among, sends them to the other
+workers (a control entry, only when one moved by ``RESEND_DELTA`` or ``RESEND_SECS`` passed),
+and calls ``refresh_load`` on the groupings of its own emitting tasks with what it knows of
+every target (its own measures, the others' last reports) and where each target runs.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from squall.api.groupings import EVERYWHERE, HOST_LOCAL, WORKER_LOCAL, LoadMapping
+from squall.errors import ConfigError
+
+if TYPE_CHECKING:
+    from squall.runtime.worker import Worker
+
+log = logging.getLogger("squall.worker")
+
+LOAD_INTERVAL = 0.5     # seconds between measures / refreshes
+RESEND_DELTA = 0.05     # a task's load moved this much since it was last sent: send now
+RESEND_SECS = 2.0       # ... and at least this often while anyone listens
+
+DISABLE_KEY = "topology.disable.loadaware.messaging"
+HIGHER_KEY = "topology.localityaware.higher.bound"
+LOWER_KEY = "topology.localityaware.lower.bound"
+
+
+def bounds(conf: Mapping[str, Any]) -> tuple[float, float]:
+    """(higher, lower) locality bounds; ConfigError unless 0 <= lower <= higher <= 1."""
+    higher = conf.get(HIGHER_KEY, 0.8)
+    lower = conf.get(LOWER_KEY, 0.2)
+    for key, v in ((HIGHER_KEY, higher), (LOWER_KEY, lower)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ConfigError(f"config key {key!r} must be a number from 0 to 1, got {v!r}")
+    if lower > higher:
+        raise ConfigError(f"config key {LOWER_KEY!r} ({lower}) must not exceed "
+                          f"{HIGHER_KEY!r} ({higher})")
+    return float(higher), float(lower)
+
+
+def watched_components(topology: Any, conf: Mapping[str, Any]) -> set[str]:
+    """Components some subscriber reaches through a grouping that may steer by load (a
+    shuffle unless ``topology.disable.loadaware.messaging``; any custom grouping)."""
+    kinds = ("custom",) if conf.get(DISABLE_KEY) else ("shuffle", "custom")
+    return {comp_id for comp_id, spec in topology.components.items()
+            for inp in getattr(spec, "inputs", ()) if inp.grouping in kinds}
+
+
+class LoadTracker:
+    """One worker's side of load-aware messaging (driven by the worker's loop)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.groupings = [r.grouping for ts in worker.tasks.values()
+                          for routes in ts.routes.values() for r in routes
+                          if callable(getattr(r.grouping, "refresh_load", None))]
+        watched = watched_components(worker.topology, worker.conf)
+        #: this worker's tasks that some grouping (here or elsewhere) chooses among
+        self.watched = [ts for ts in worker.tasks.values() if ts.component_id in watched]
+        self.next_at = 0.0
+        self.last_overloaded = worker.overloaded_total()
+        self.last_at: float | None = None
+        #: share of the last interval this worker spent overloaded
+        self.pressure = 0.0
+        self.sent: dict[int, float] = {}
+        self.sent_at = -RESEND_SECS
+        self.sent_peers: frozenset[Any] = frozenset()
+        self._scopes_for: Any = None
+        self.scopes: dict[int, int] = {}
+        self.failed: set[int] = set()      # groupings whose refresh_load raised (reported once)
+
+    def tick(self, now: float) -> None:
+        if now < self.next_at:
+            return
+        self.next_at = now + LOAD_INTERVAL
+        if not self.watched and not self.groupings:
+            return
+        worker = self.worker
+        overloaded = worker.overloaded_total()
+        if self.last_at is not None and now > self.last_at:
+            self.pressure = min(1.0, max(0.0, (overloaded - self.last_overloaded)
+                                         / (now - self.last_at)))
+        self.last_at, self.last_overloaded = now, overloaded
+        mine = self.measure()
+        self.send(mine, now)
+        if self.groupings:
+            self.refresh(mine)
+
+    def measure(self) -> dict[int, float]:
+        high = max(1, self.worker.high)
+        pressure = self.pressure
+        return {ts.task: max(pressure, min(1.0, (len(ts.queue) + ts.run_extra) / high))
+                for ts in self.watched}
+
+    def send(self, mine: dict[int, float], now: float) -> None:
+        transfer = self.worker.transfer
+        if not mine or transfer.transport is None:
+            return
+        peers = frozenset(transfer.outboxes)
+        if not peers:
+            return
+        sent = self.sent
+        if (peers == self.sent_peers and now - self.sent_at < RESEND_SECS
+                and all(abs(v - sent.get(t, -1.0)) < RESEND_DELTA for t, v in mine.items())):
+            return
+        self.sent, self.sent_at, self.sent_peers = dict(mine), now, peers
+        transfer.broadcast_control("load", [[t, round(v, 3)] for t, v in mine.items()])
+
+    def refresh(self, mine: dict[int, float]) -> None:
+        loads = dict(self.worker.transfer.remote_load)
+        loads.update(mine)
+        mapping = LoadMapping(loads, self.locality())
+        for g in self.groupings:
+            try:
+                g.refresh_load(mapping)
+            except Exception as exc:
+                if id(g) not in self.failed:
+                    self.failed.add(id(g))
+                    log.warning("worker %s: %s.refresh_load failed (its choices stay as they "
+                                "were): %r", self.worker.port, type(g).__name__, exc)
+
+    def locality(self) -> dict[int, int]:
+        """Task -> WORKER_LOCAL / HOST_LOCAL / EVERYWHERE, recomputed when the assignment
+        changes."""
+        worker = self.worker
+        assignment = worker.transfer.task_to_worker
+        if assignment is not self._scopes_for:
+            self._scopes_for = assignment
+            local = set(worker.queues)
+            self.scopes = {
+                t: WORKER_LOCAL if t in local else
+                HOST_LOCAL if str(host) == str(worker.host) else EVERYWHERE
+                for t, (host, _port) in assignment.items()}
+            for t in local:
+                self.scopes[t] = WORKER_LOCAL
+        return self.scopes
+
+
+def parse_report(value: Any) -> dict[int, float]:
+    """A peer's load report ``[[task, load], ...]``; ValueError if it is anything else."""
+    if not isinstance(value, list):
+        raise ValueError(f"a load report must be a list of [task, load] pairs, got {value!r:.80}")
+    out = {}
+    for pair in value:
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                or pair[0].__class__ is not int or isinstance(pair[1], bool)
+                or not isinstance(pair[1], (int, float)) or not 0 <= pair[1] <= 1):
+            raise ValueError(f"a load report entry must be [task id, load from 0 to 1], got "
+                             f"{pair!r:.80}")
+        out[pair[0]] = float(pair[1])
+    return out
+
+
+__all__ = ["EVERYWHERE", "HOST_LOCAL", "LOAD_INTERVAL", "LoadTracker", "WORKER_LOCAL", "bounds",
+           "parse_report", "watched_components"]
