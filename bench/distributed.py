@@ -116,31 +116,26 @@ def workers_cpu(tmp: Path) -> dict[str, float]:
     by pid."""
     pids = subprocess.run(["pgrep", "-f", f"squall.daemon.worker_main.*{tmp}"],
                           capture_output=True, text=True).stdout.split()
-    tick = os.sysconf("SC_CLK_TCK")
-    cpu = {}
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick   # utime, stime
-    return cpu
+    return {pid: cpu for pid in pids for cpu, _ in [_stat(Path(f"/proc/{pid}/stat"))]
+            if cpu is not None}
 
 
 def threads_cpu(pids: Sequence[str]) -> dict[str, float]:
     """CPU seconds of each thread of the given processes, by "pid/name tid"."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for pid in pids:
-        for task in Path(f"/proc/{pid}/task").glob("*"):
-            try:
-                stat = (task / "stat").read_text()
-            except OSError:
-                continue
-            name = stat[stat.index("(") + 1:stat.rindex(")")]
-            fields = stat.rsplit(")", 1)[1].split()
-            out[f"{pid}/{name} {task.name}"] = (int(fields[11]) + int(fields[12])) / tick
-    return out
+    return {f"{pid}/{name} {task.name}": cpu for pid in pids
+            for task in Path(f"/proc/{pid}/task").glob("*")
+            for cpu, name in [_stat(task / "stat")] if cpu is not None}
+
+
+def _stat(path: Path) -> tuple[float | None, str]:
+    """(CPU seconds, user + system; the name) from a /proc stat file; None if it is gone."""
+    try:
+        stat = path.read_text()
+    except OSError:
+        return None, ""
+    fields = stat.rsplit(")", 1)[1].split()
+    return ((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
+            stat[stat.index("(") + 1:stat.rindex(")")])
 
 
 def executed(client: Any) -> dict[tuple[str, str], float]:
@@ -162,17 +157,23 @@ def executed(client: Any) -> dict[tuple[str, str], float]:
     return out
 
 
-def detail(cpu1: dict[str, float], cpu2: dict[str, float], ex1: dict[tuple[str, str], float],
-           ex2: dict[tuple[str, str], float], seconds: float) -> str:
-    """Per worker process: its share of a core, and per worker (port) what each component's
-    executors did, and its own counters, per second over the measured window."""
-    lines = [f"      pid {pid}: {(cpu2[pid] - cpu1.get(pid, 0.0)) / seconds:.0%} of a core"
-             for pid in sorted(cpu2) if "/" not in pid]
-    lines += [f"        thread {t}: {(cpu2[t] - cpu1.get(t, 0.0)) / seconds:.0%}"
-              for t in sorted(cpu2) if "/" in t and cpu2[t] - cpu1.get(t, 0.0) > 0.01 * seconds]
-    for key in sorted(ex2):
+def detail(cpu: tuple[dict[str, float], dict[str, float]],
+           threads: tuple[dict[str, float], dict[str, float]],
+           done: tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]],
+           seconds: float) -> str:
+    """Per worker process its share of a core (and each thread's above 1 %), and per worker
+    (port) what each component's executors did and its own counters, per second over the
+    measured window; each argument is (before, after)."""
+    def rate(pair: tuple[dict[Any, float], dict[Any, float]], key: Any) -> float:
+        return (pair[1][key] - pair[0].get(key, 0.0)) / seconds
+
+    lines = [f"      pid {pid}: {rate(cpu, pid):.0%} of a core" for pid in sorted(cpu[1])]
+    lines += [f"        thread {t}: {rate(threads, t):.0%}" for t in sorted(threads[1])
+              if rate(threads, t) > 0.01]
+    for key in sorted(done[1]):
+        digits = 2 if key[1] == "overloaded_secs" else 0
         lines.append(f"      {key[0].rsplit(':', 1)[-1]} {key[1]:<16} "
-                     f"{(ex2[key] - ex1.get(key, 0)) / seconds:>12,.{2 if key[1] == 'overloaded_secs' else 0}f}/s")
+                     f"{rate(done, key):>12,.{digits}f}/s")
     return "\n".join(lines)
 
 
@@ -206,9 +207,8 @@ def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, b
             c2, t2, cpu2, ex2 = counted(client), time.monotonic(), workers_cpu(tmp), executed(client)
             used = sum(cpu2.values()) - sum(cpu1.values())
             if show_detail:
-                cpu1.update(th1)
-                cpu2.update(threads_cpu(list(cpu1)))
-                print(detail(cpu1, cpu2, ex1, ex2, t2 - t1), flush=True)
+                print(detail((cpu1, cpu2), (th1, threads_cpu(list(cpu1))), (ex1, ex2), t2 - t1),
+                      flush=True)
             return (c2 - c1) / (t2 - t1), first, (c2 - c1) / max(used, 1e-9)
         finally:
             cluster.close()

@@ -125,31 +125,27 @@ class LoadAwareShuffleGrouping(ShuffleGrouping):
         self.shares: dict[int, float] = {t: 1 / len(self.target_tasks)
                                          for t in self.target_tasks}
 
-    def _in_scope(self, load: LoadMapping, scope: int) -> list[int]:
-        return [t for t in self.target_tasks if load.scope(t) <= scope]
-
     def refresh_load(self, load: LoadMapping) -> None:
-        scope = self.scope
-        if scope < 0:
-            scope = min(load.scope(t) for t in self.target_tasks)
-        inside = self._in_scope(load, scope)
-        while not inside:               # assignment changed: nothing left this near
-            scope += 1
-            inside = self._in_scope(load, scope)
-        mean = sum(load.get(t) for t in inside) / len(inside)
-        if mean > self.higher and scope < EVERYWHERE:
-            wider = scope + 1
-            while wider < EVERYWHERE and len(self._in_scope(load, wider)) == len(inside):
-                wider += 1
-            scope, inside = wider, self._in_scope(load, wider)
-        elif scope > 0:
-            narrower = scope - 1
-            while narrower > 0 and len(self._in_scope(load, narrower)) == len(inside):
-                narrower -= 1
-            near = self._in_scope(load, narrower)
-            if near and len(near) < len(inside) and \
-                    sum(load.get(t) for t in near) / len(near) < self.lower:
-                scope, inside = narrower, near
+        # the scopes that hold targets, nearest first; the current one is the widest of them
+        # not beyond the last choice (the nearest, at first or when the assignment moved
+        # every target that was that near)
+        levels = sorted({load.scope(t) for t in self.target_tasks})
+        i = max(0, sum(level <= self.scope for level in levels) - 1)
+
+        def reach(level: int) -> list[int]:
+            return [t for t in self.target_tasks if load.scope(t) <= level]
+
+        def mean(tasks: list[int]) -> float:
+            return sum(load.get(t) for t in tasks) / len(tasks)
+
+        inside = reach(levels[i])
+        if mean(inside) > self.higher and i + 1 < len(levels):
+            i += 1
+            inside = reach(levels[i])
+        elif i > 0 and mean(reach(levels[i - 1])) < self.lower:
+            i -= 1
+            inside = reach(levels[i])
+        scope = levels[i]
         if scope != self.scope:
             for t in self.weights:
                 self.weights[t] = self.MAX_WEIGHT

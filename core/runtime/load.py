@@ -4,11 +4,13 @@ A task's load is the larger of its worker's pressure (the share of the last inte
 worker spent overloaded, throttling the spouts: one loop runs all of a worker's executors, so a
 worker that cannot keep up is slow for every task in it, however short that task's own queue)
 and how full the task's inbound queue is against the backpressure high watermark. (Not the
-share of time the loop was busy: a worker with a spout always has work.) Every ``LOAD_INTERVAL`` seconds a worker measures the
-loads of its tasks that some load-aware grouping chooses among, sends them to the other
-workers (a control entry, only when one moved by ``RESEND_DELTA`` or ``RESEND_SECS`` passed),
-and calls ``refresh_load`` on the groupings of its own emitting tasks with what it knows of
-every target (its own measures, the others' last reports) and where each target runs.
+share of time the loop was busy: a worker with a spout always has work.)
+
+Every ``LOAD_INTERVAL`` seconds a worker measures the loads of its tasks that some load-aware
+grouping chooses among, sends them to the other workers (a control entry, only when one moved
+by ``RESEND_DELTA`` or ``RESEND_SECS`` passed), and calls ``refresh_load`` on the groupings of
+its own emitting tasks with what it knows of every target (its own measures, the others' last
+reports) and where each target runs.
 """
 from __future__ import annotations
 
@@ -134,13 +136,9 @@ class LoadTracker:
         assignment = worker.transfer.task_to_worker
         if assignment is not self._scopes_for:
             self._scopes_for = assignment
-            local = set(worker.queues)
-            self.scopes = {
-                t: WORKER_LOCAL if t in local else
-                HOST_LOCAL if str(host) == str(worker.host) else EVERYWHERE
-                for t, (host, _port) in assignment.items()}
-            for t in local:
-                self.scopes[t] = WORKER_LOCAL
+            self.scopes = {t: HOST_LOCAL if str(host) == str(worker.host) else EVERYWHERE
+                           for t, (host, _port) in assignment.items()}
+            self.scopes.update(dict.fromkeys(worker.queues, WORKER_LOCAL))
         return self.scopes
 
 

@@ -15,6 +15,7 @@ from squall.api import groupings as g
 from squall.api.topology import Input
 from squall.api.tuple import Source, Tuple, TupleRun
 from squall.errors import TopologyError
+from squall.runtime.load import DISABLE_KEY, bounds
 from squall.runtime.emit_general import _emit_general, _fast
 
 if TYPE_CHECKING:
@@ -53,9 +54,8 @@ def make_grouping(inp: Input, source_fields: Sequence[str],
     kind = inp.grouping
     if kind == "shuffle":
         conf = conf or {}
-        if conf.get("topology.disable.loadaware.messaging"):
+        if conf.get(DISABLE_KEY):
             return g.ShuffleGrouping()
-        from squall.runtime.load import bounds
         return g.LoadAwareShuffleGrouping(*bounds(conf))
     if kind == "fields":
         return g.FieldsGrouping(inp.fields, source_fields)

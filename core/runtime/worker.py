@@ -21,8 +21,8 @@ from squall.api.topology import ACKER, Topology
 from squall.api.tuple import TICK_STREAM, Source, Tuple, TupleRun
 from squall.runtime import errors as error_log
 from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor
-from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
 from squall.runtime.load import LoadTracker
+from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
 from squall.runtime.transfer import INBOX_LIMIT, Transfer
 
 log = logging.getLogger(__name__)
