@@ -6,16 +6,20 @@ Starts a ZooKeeper (Debian's package), a nimbus and one or two supervisors as pr
 127.0.0.1, submits ``bench/topologies/dwc.py`` with two workers (on one supervisor, or one on
 each of two), and reads the count bolts' executed totals from the worker beats: the figure is
 words/s over ``--seconds`` of steady state after a warm-up. Also reports submit -> first tuple
-(the first spout's first emit). Every case starts a fresh cluster.
+(the first spout's first emit). Every case starts a fresh cluster. Rates are taken between
+two beats of each worker (a ZooKeeper watch sees each beat as it is written), so the window
+is exact to within milliseconds whatever the beat interval.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from collections.abc import Sequence
@@ -103,6 +107,78 @@ def supervisors_up(client: Any) -> int:
         return 0
 
 
+class Beats:
+    """Every worker beat of one topology as it is written: a ZooKeeper watch on each
+    ``/workerbeats/<topology-id>/<node>-<port>`` records when the new value arrived (this
+    process's monotonic clock) with the value. Rates are taken between two beats of the same
+    worker, so the window is the worker's own beat interval to within the watch's delay
+    (milliseconds), not the up to one beat interval a value read at an arbitrary moment is
+    old (±1 s of a 6 s window)."""
+
+    def __init__(self, conf: dict[str, Any], topology_id: str) -> None:
+        from kazoo.client import KazooClient
+        self.zk = KazooClient(hosts=f"127.0.0.1:{conf['storm.zookeeper.port']}")
+        self.zk.start(timeout=30)
+        self.base = f"{conf['storm.zookeeper.root']}/workerbeats/{topology_id}"
+        self.cond = threading.Condition()
+        self.latest: dict[str, tuple[float, dict[str, Any]]] = {}
+        self.watched: set[str] = set()
+        self.zk.ensure_path(self.base)
+        self.zk.ChildrenWatch(self.base, self._children)
+
+    def _children(self, names: list[str]) -> None:
+        for name in names:
+            if name not in self.watched:
+                self.watched.add(name)
+                self.zk.DataWatch(f"{self.base}/{name}", self._watcher(name))
+
+    def _watcher(self, name: str) -> Any:
+        def beat(data: bytes | None, _stat: Any) -> None:
+            if data:
+                with self.cond:
+                    self.latest[name] = (time.monotonic(), json.loads(data))
+                    self.cond.notify_all()
+        return beat
+
+    def next(self, workers: int, timeout: float = 30) -> dict[str, tuple[float, dict[str, Any]]]:
+        """Each of ``workers`` workers' first beat written after this call."""
+        with self.cond:
+            seen = dict(self.latest)
+            if not self.cond.wait_for(
+                    lambda: sum(1 for k, v in self.latest.items() if seen.get(k) is not v)
+                    >= workers, timeout):
+                raise SystemExit("bench: timed out waiting for worker beats")
+            return {k: v for k, v in self.latest.items() if seen.get(k) is not v}
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+
+def beat_totals(beat: dict[str, Any]) -> dict[str, float]:
+    """A beat's executed (bolts) or emitted (spouts) totals by component, and the worker's
+    own counters."""
+    out: dict[str, float] = {}
+    for ex in (beat.get("executors") or {}).values():
+        n = ex.get("emitted" if ex.get("kind") == "spout" else "executed") or 0
+        out[ex.get("component", "?")] = out.get(ex.get("component", "?"), 0) + n
+    out.update(beat.get("worker") or {})
+    return out
+
+
+def beat_rates(before: dict[str, tuple[float, dict[str, Any]]],
+               after: dict[str, tuple[float, dict[str, Any]]]) -> dict[tuple[str, str], float]:
+    """(worker, component or counter) -> per second between each worker's two beats."""
+    out = {}
+    for name, (t2, b2) in after.items():
+        t1, b1 = before[name]
+        a, b = beat_totals(b1), beat_totals(b2)
+        for key, n in b.items():
+            if isinstance(n, (int, float)):
+                out[(name, key)] = (n - a.get(key, 0)) / (t2 - t1)
+    return out
+
+
 def counted(client: Any) -> int:
     try:
         info = client.topology_info("wc")
@@ -138,42 +214,22 @@ def _stat(path: Path) -> tuple[float | None, str]:
             stat[stat.index("(") + 1:stat.rindex(")")])
 
 
-def executed(client: Any) -> dict[tuple[str, str], float]:
-    """(worker, component or worker counter) -> tuples its executors have executed (bolts)
-    or emitted (spouts), or the worker's own counter (loop passes, batches sent, ...)."""
-    try:
-        info = client.topology_info("wc")
-    except Exception:
-        return {}
-    out: dict[tuple[str, str], float] = {}
-    for ex in info.get("executors", []):
-        key = (ex.get("worker", "?"), ex.get("component", "?"))
-        n = ex.get("emitted" if ex.get("kind") == "spout" else "executed") or 0
-        out[key] = out.get(key, 0) + int(n)
-    for w in info.get("workers", []):
-        for name, n in w.items():
-            if name not in ("worker", "host", "uptime_secs"):
-                out[(w["worker"], name)] = n
-    return out
-
-
 def detail(cpu: tuple[dict[str, float], dict[str, float]],
            threads: tuple[dict[str, float], dict[str, float]],
-           done: tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]],
-           seconds: float) -> str:
+           rates: dict[tuple[str, str], float], seconds: float) -> str:
     """Per worker process its share of a core (and each thread's above 1 %), and per worker
-    (port) what each component's executors did and its own counters, per second over the
-    measured window; each argument is (before, after)."""
+    (``<node>-<port>``) what each component's executors did and its own counters, per second;
+    ``cpu`` and ``threads`` are (before, after) over ``seconds``."""
     def rate(pair: tuple[dict[Any, float], dict[Any, float]], key: Any) -> float:
         return (pair[1][key] - pair[0].get(key, 0.0)) / seconds
 
     lines = [f"      pid {pid}: {rate(cpu, pid):.0%} of a core" for pid in sorted(cpu[1])]
     lines += [f"        thread {t}: {rate(threads, t):.0%}" for t in sorted(threads[1])
               if rate(threads, t) > 0.01]
-    for key in sorted(done[1]):
+    for key in sorted(rates):
         digits = 2 if key[1] == "overloaded_secs" else 0
-        lines.append(f"      {key[0].rsplit(':', 1)[-1]} {key[1]:<16} "
-                     f"{rate(done, key):>12,.{digits}f}/s")
+        lines.append(f"      {key[0].rsplit('-', 1)[-1]} {key[1]:<16} "
+                     f"{rates[key]:>12,.{digits}f}/s")
     return "\n".join(lines)
 
 
@@ -185,6 +241,7 @@ def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, b
         tmp = Path(os.environ.get("SQUALL_BENCH_KEEP") or d)
         tmp.mkdir(parents=True, exist_ok=True)
         cluster = Cluster(tmp, zk, supervisors, transport)
+        beats = None
         try:
             client = cluster.client()
             wait_for(lambda: supervisors_up(client) == supervisors, 60, "supervisors")
@@ -199,18 +256,25 @@ def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, b
                            *[a for kv in extra for a in ("-c", kv)])
             wait_for(marker.exists, 60, "the first tuple")
             first = float(marker.read_text()) - t0
+            beats = Beats(cluster.conf, client.topology_info("wc")["id"])
             wait_for(lambda: counted(client) > 0, 30, "counts in the beats")
             time.sleep(3)                                    # warm-up
-            c1, t1, cpu1, ex1 = counted(client), time.monotonic(), workers_cpu(tmp), executed(client)
+            b1 = beats.next(2)
+            t1, cpu1 = time.monotonic(), workers_cpu(tmp)
             th1 = threads_cpu(list(cpu1)) if show_detail else {}
             time.sleep(seconds)
-            c2, t2, cpu2, ex2 = counted(client), time.monotonic(), workers_cpu(tmp), executed(client)
+            b2 = beats.next(2)
+            t2, cpu2 = time.monotonic(), workers_cpu(tmp)
+            rates = beat_rates(b1, b2)
+            words = sum(n for (_, key), n in rates.items() if key == "count")
             used = sum(cpu2.values()) - sum(cpu1.values())
             if show_detail:
-                print(detail((cpu1, cpu2), (th1, threads_cpu(list(cpu1))), (ex1, ex2), t2 - t1),
+                print(detail((cpu1, cpu2), (th1, threads_cpu(list(cpu1))), rates, t2 - t1),
                       flush=True)
-            return (c2 - c1) / (t2 - t1), first, (c2 - c1) / max(used, 1e-9)
+            return words, first, words * (t2 - t1) / max(used, 1e-9)
         finally:
+            if beats is not None:
+                beats.close()
             cluster.close()
 
 
@@ -232,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="squall-bench-zk-") as zdir:
         with DevZooKeeper(zdir) as zk:
             print("distributed word count, 2 workers, words/s over "
-                  f"{args.seconds:g} s of steady state (beats every 1 s)")
+                  f"{args.seconds:g} s of steady state, between beats")
             print(f"  {'transport':<9} {'supervisors':<11} {'form':<9} {'acking':<6} "
                   f"{'words/s':>12} {'first tuple s':>14} {'words/CPU s':>12}")
             for transport in args.transports:
