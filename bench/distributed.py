@@ -13,6 +13,7 @@ is exact to within milliseconds whatever the beat interval.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from bench.tree import tree_env
 from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
 
 HERE = Path(__file__).resolve().parent
@@ -34,8 +36,10 @@ TARGET = str(HERE / "topologies" / "dwc.py")
 
 
 class Cluster:
-    def __init__(self, tmp: Path, zk: DevZooKeeper, supervisors: int, transport: str) -> None:
+    def __init__(self, tmp: Path, zk: DevZooKeeper, supervisors: int, transport: str,
+                 env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
+        self.env = env
         self.conf = {"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk.port,
                      "storm.zookeeper.root": f"/bench-{time.time_ns()}",
                      "nimbus.seeds": [f"127.0.0.1:{free_port()}"],
@@ -62,11 +66,11 @@ class Cluster:
                      .replace("\n...", "")]
         log = open(self.tmp / f"{name or kind}.log", "ab")
         self.procs.append(subprocess.Popen(args + [kind], stdout=log, stderr=log,
-                                           start_new_session=True))
+                                           start_new_session=True, env=self.env))
 
     def squall(self, *args: str) -> None:
         subprocess.run([sys.executable, "-m", "squall.cli.main", "--config", str(self.file),
-                        *args], check=True, capture_output=True, timeout=120)
+                        *args], check=True, capture_output=True, timeout=120, env=self.env)
 
     def client(self) -> Any:
         from squall.daemon.nimbus_client import NimbusClient
@@ -235,12 +239,13 @@ def detail(cpu: tuple[dict[str, float], dict[str, float]],
 
 def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, batch: bool,
              seconds: float, extra: Sequence[str] = (),
-             show_detail: bool = False) -> tuple[float, float, float]:
+             show_detail: bool = False,
+             env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """(words/s, submit -> first tuple s, words per CPU second of the worker processes)"""
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as d:
         tmp = Path(os.environ.get("SQUALL_BENCH_KEEP") or d)
         tmp.mkdir(parents=True, exist_ok=True)
-        cluster = Cluster(tmp, zk, supervisors, transport)
+        cluster = Cluster(tmp, zk, supervisors, transport, env)
         beats = None
         try:
             client = cluster.client()
@@ -289,31 +294,59 @@ def main(argv: list[str] | None = None) -> None:
                    help="topology config for every case (repeatable)")
     p.add_argument("--detail", action="store_true",
                    help="also print each worker's CPU and each component's rate per worker")
+    p.add_argument("--tree", type=Path,
+                   help="run the cluster on this checkout's core/ and plugins/ (for example "
+                        "a git worktree of an earlier commit)")
+    p.add_argument("--against", type=Path, metavar="TREE",
+                   help="run each case twice at the same time, on this checkout (or --tree) "
+                        "and on TREE, each its own cluster, and print the ratio of their "
+                        "words per CPU second: both share the host's cores and its noise")
     args = p.parse_args(argv)
     # a SIGTERM (a `kill` or `timeout`) unwinds like Ctrl-C, so the cluster and ZooKeeper
     # this run started are stopped instead of left running
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with tempfile.TemporaryDirectory(prefix="squall-bench-zk-") as zdir:
-        with DevZooKeeper(zdir) as zk:
-            print("distributed word count, 2 workers, words/s over "
-                  f"{args.seconds:g} s of steady state, between beats")
-            print(f"  {'transport':<9} {'supervisors':<11} {'form':<9} {'acking':<6} "
-                  f"{'words/s':>12} {'first tuple s':>14} {'words/CPU s':>12}")
-            for transport in args.transports:
-                cases = [(s, a, b) for s in (1, 2) for b in (False, True) for a in (False, True)]
-                if args.quick or transport != args.transports[0]:
-                    cases = [(2, False, False), (2, True, False)]
-                if args.cases:
-                    cases = [(s, a, b) for s, a, b in cases
-                             if f"{s}-{'batch' if b else 'per-tuple'}-{'on' if a else 'off'}"
-                             in args.cases]
-                for sups, acking, batch in cases:
-                    rate, first, per_cpu = run_case(zk, sups, transport, acking, batch, args.seconds,
-                                           args.conf, args.detail)
-                    print(f"  {transport:<9} {sups:<11} {'batch' if batch else 'per-tuple':<9} "
-                          f"{'on' if acking else 'off':<6} {rate:>12,.0f} {first:>14.2f} "
-                          f"{per_cpu:>12,.0f}",
-                          flush=True)
+    with contextlib.ExitStack() as stack:
+        zdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="squall-bench-zk-"))
+        env = stack.enter_context(tree_env(args.tree))
+        other = stack.enter_context(tree_env(args.against)) if args.against else None
+        zk = stack.enter_context(DevZooKeeper(zdir))
+        print("distributed word count, 2 workers, words/s over "
+              f"{args.seconds:g} s of steady state, between beats"
+              + (f"; paired with {args.against} at the same time" if other else ""))
+        print(f"  {'transport':<9} {'supervisors':<11} {'form':<9} {'acking':<6} "
+              f"{'words/s':>12} {'first tuple s':>14} {'words/CPU s':>12}"
+              + (f" {'against':>12} {'ratio':>6}" if other else ""))
+        for transport in args.transports:
+            cases = [(s, a, b) for s in (1, 2) for b in (False, True) for a in (False, True)]
+            if args.quick or transport != args.transports[0]:
+                cases = [(2, False, False), (2, True, False)]
+            if args.cases:
+                cases = [(s, a, b) for s, a, b in cases
+                         if f"{s}-{'batch' if b else 'per-tuple'}-{'on' if a else 'off'}"
+                         in args.cases]
+            for sups, acking, batch in cases:
+                def case(e: dict[str, str], show: bool) -> tuple[float, float, float]:
+                    return run_case(zk, sups, transport, acking, batch, args.seconds,
+                                    args.conf, show, e)
+                row = (f"  {transport:<9} {sups:<11} {'batch' if batch else 'per-tuple':<9} "
+                       f"{'on' if acking else 'off':<6}")
+                if other is None:
+                    rate, first, per_cpu = case(env, args.detail)
+                    print(f"{row} {rate:>12,.0f} {first:>14.2f} {per_cpu:>12,.0f}", flush=True)
+                    continue
+                results: dict[str, tuple[float, float, float]] = {}
+                threads = [threading.Thread(target=lambda k=k, e=e: results.__setitem__(
+                    k, case(e, False))) for k, e in (("this", env), ("other", other))]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                if len(results) < 2:
+                    raise SystemExit("bench: a paired run failed (see above)")
+                rate, first, per_cpu = results["this"]
+                print(f"{row} {rate:>12,.0f} {first:>14.2f} {per_cpu:>12,.0f} "
+                      f"{results['other'][2]:>12,.0f} {per_cpu / results['other'][2]:>6.2f}",
+                      flush=True)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -34,7 +33,8 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.tree import ROOT, tree_env
+
 CASES = {"per-tuple-off": (False, False), "per-tuple-on": (False, True),
          "batch-off": (True, False), "batch-on": (True, True)}
 RUN = ("import json, sys\nfrom bench.wordcount import run_once\n"
@@ -45,28 +45,14 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 def count(sentences: int, batch: bool, acking: bool, conf: dict[str, Any],
           tree: Path | None) -> int:
     """Instructions valgrind counted for one run of ``sentences`` sentences."""
-    env = dict(os.environ, PYTHONHASHSEED="0")     # the same dict layouts in every run
-    paths = [str(ROOT)]
-    with tempfile.TemporaryDirectory(prefix="squall-instr-") as tmp:
-        if tree is not None:
-            shim = Path(tmp) / "shim"
-            shim.mkdir()
-            (shim / "squall").symlink_to(tree / "core")      # `import squall` -> tree's core/
-            plugins = tree / "core" / "plugins"
-            made = not plugins.exists()
-            if made:                                         # removed below: the tree stays clean
-                plugins.symlink_to(tree / "plugins")
-            paths.insert(0, str(shim))
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        try:
-            out = subprocess.run(
-                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out",
-                 sys.executable, "-c", RUN.format(batch=batch, acking=acking), str(sentences),
-                 json.dumps(conf)],
-                env=env, cwd=ROOT, capture_output=True, text=True, check=True)
-        finally:
-            if tree is not None and made:
-                plugins.unlink()
+    # PYTHONHASHSEED: the same dict layouts in every run
+    with tempfile.TemporaryDirectory(prefix="squall-instr-") as tmp, \
+            tree_env(tree, PYTHONHASHSEED="0") as env:
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out",
+             sys.executable, "-c", RUN.format(batch=batch, acking=acking), str(sentences),
+             json.dumps(conf)],
+            env=env, cwd=ROOT, capture_output=True, text=True, check=True)
     found = _COLLECTED.search(out.stderr)
     if found is None:
         raise RuntimeError(f"valgrind printed no instruction count:\n{out.stderr[-2000:]}")
