@@ -185,6 +185,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     lazy_get = lazy_tasks.get
     run_cap = worker.batch_size
     send_run = worker.transfer.send_run
+    send_anchored = worker.transfer.send_anchored
     #: streams with a target that takes runs (a lazy_batch task here, or any remote task)
     run_streams = {name for name, routes in ts.routes.items() if name in singles and any(
         t in lazy_tasks or t not in worker.queues for t in routes[0].targets)}
@@ -193,8 +194,17 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         """Queue ``vals`` (tuples) for task ``t`` as one TupleRun; False if ``t`` takes no
         runs."""
         lazy = lazy_get(t)
-        if lazy is None and queues_get(t) is not None:
-            return False
+        if lazy is None:
+            if queues_get(t) is not None:
+                return False
+            # another worker's task
+            if anchor is None:
+                send_run(ts, t, TupleRun(vals, src_task, src))
+            else:
+                edge = rand(64)
+                anchor.ackval ^= edge
+                send_anchored(t, vals, src_task, src, edge, anchor.roots)
+            return True
         if anchor is None:
             run = TupleRun(vals, src_task, src)
         else:
@@ -202,9 +212,6 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             edge = rand(64)
             anchor.ackval ^= edge
             run = TupleRun(vals, src_task, src, anchor.roots, edge)
-        if lazy is None:
-            send_run(ts, t, run)
-            return True
         q = lazy.queue
         if anchor is None and q:
             last = q[-1]

@@ -14,7 +14,11 @@ stored by column:
   ``edge`` 0 and ``roots`` None, consecutive untracked tuples;
 * ``[-dest, src_task, stream, [values, ...], [id, ...], [roots, ...]]``: consecutive tracked
   tuples, each with its own id and roots; a roots entry ``0`` means "the same roots as the
-  tuple before" (a bolt's emits anchored to one input share them).
+  tuple before" (a bolt's emits anchored to one input share them);
+* ``[-dest, src_task, stream, [values, ...], [[edge, count], ...], [roots, ...]]``: consecutive
+  anchored runs (a ``TupleRun`` each: ``emit_many`` calls anchored to one input apiece, as a
+  batch bolt makes them), run after run: each ``[edge, count]`` takes the next ``count``
+  values, with its ``roots`` entry (``0``: the run before's roots).
 
 Individual tuples are folded into runs as they are queued (:meth:`Transfer.send_remote`), so a
 batch of single emits costs the serializer one list per tuple instead of an entry each.
@@ -68,7 +72,9 @@ def _id(tid: Any) -> int | None:
 
 class _Run:
     """Outbound: tuples from one source task on one stream for one remote task, in the order
-    they were emitted, sent as one wire run (``ids``/``roots`` are None when untracked)."""
+    they were emitted, sent as one wire run (``ids``/``roots`` are None when untracked). A
+    run of anchored runs (``ids`` holding ``[edge, count]`` pairs) is kept open under the
+    key ``-task``, so the single-tuple paths, which look up ``task``, never join it."""
 
     __slots__ = ("ids", "last_roots", "roots", "src", "task", "values")
 
@@ -122,6 +128,7 @@ class Transfer:
             # a tracked TupleRun: its own entry (one edge for the whole run), order kept
             if run is not None:
                 del opened[task]
+            opened.pop(-task, None)
             out = self.outbox_of_task[task]
             out.append((task, tup))
             if len(out) >= self.batch_size:
@@ -153,6 +160,7 @@ class Transfer:
     def _open(self, opened: dict[int, _Run], task: int, src_task: int, src: Any,
               tracked: bool) -> _Run:
         """Start the run ``task``'s next tuples join, at the end of its outbox."""
+        opened.pop(-task, None)         # anchored runs after these tuples start a new entry
         run = opened[task] = _Run(src_task, src, tracked)
         self.outbox_of_task[task].append((task, run))
         return run
@@ -185,6 +193,30 @@ class Transfer:
             run.roots.append(0)             # type: ignore[union-attr]  # same as before
         else:
             run.roots.append(roots)         # type: ignore[union-attr]
+            run.last_roots = roots
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def send_anchored(self, task: int, values: list[Any], src_task: int, src: Any, edge: int,
+                      roots: tuple[int, ...]) -> None:
+        """Queue an anchored run (``values`` sharing ``roots`` and one ``edge``) for a remote
+        task without building its TupleRun: consecutive ones from one source task and stream
+        travel as one wire entry, by column."""
+        opened = self.open_of_task.get(task)
+        if opened is None:
+            self.send_remote(None, task, TupleRun(values, src_task, src, roots, edge))
+            return
+        run = opened.get(-task)
+        if run is None or run.task != src_task or run.src is not src:
+            opened.pop(task, None)      # single tuples after this run start a new entry
+            run = opened[-task] = _Run(src_task, src, True)
+            self.outbox_of_task[task].append((task, run))
+        run.values.extend(values)
+        run.ids.append([edge, len(values)])         # type: ignore[union-attr]
+        if roots is run.last_roots:
+            run.roots.append(0)                     # type: ignore[union-attr]
+        else:
+            run.roots.append(roots)                 # type: ignore[union-attr]
             run.last_roots = roots
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
@@ -325,8 +357,12 @@ class Transfer:
                             continue
                         budget -= len(values) - 1
                         src = source(comp_of.get(src_task, "__system"), stream)
-                        if tid.__class__ is list:       # tracked tuples, by column
-                            self._tracked_arrived(-dest, src_task, src, values, tid, roots)
+                        if tid.__class__ is list:       # by column
+                            if tid and tid[0].__class__ is list:    # anchored runs
+                                self._runs_arrived(-dest, src_task, src, values, tid, roots)
+                            else:                                   # tracked tuples
+                                self._tracked_arrived(-dest, src_task, src, values, tid,
+                                                      roots)
                         elif roots is None and -dest in local_ackers:
                             worker.acker_values(local_ackers[-dest], src, values)
                         else:
@@ -360,6 +396,35 @@ class Transfer:
             q.extend(run.tuples())
         else:
             self.send_run(None, dest, run)
+
+    def _runs_arrived(self, dest: int, src_task: int, src: Any, values: list[Any],
+                      pairs: list[Any], roots: list[Any]) -> None:
+        """Anchored runs by column: each ``[edge, count]`` pair takes the next ``count``
+        values; checked whole before any run is delivered."""
+        if roots.__class__ is not list or len(pairs) != len(roots):
+            raise ValueError(f"runs for task {dest}: {len(pairs)} runs, roots {roots!r:.60}")
+        if roots[0].__class__ is int:
+            raise ValueError(f"runs for task {dest}: the first run's roots refer back")
+        total = 0
+        for pair in pairs:
+            if (pair.__class__ is not list or len(pair) != 2 or pair[0].__class__ is not int
+                    or pair[1].__class__ is not int or pair[1] < 1):
+                raise ValueError(f"runs for task {dest}: {pair!r:.60} is not [edge, count]")
+            total += pair[1]
+        if total != len(values):
+            raise ValueError(f"runs for task {dest}: counts add up to {total}, "
+                             f"{len(values)} values")
+        vals = list(map(tuple, values))
+        runs = []
+        at = 0
+        prev = None
+        for (edge, n), r in zip(pairs, roots):
+            if r.__class__ is not int:      # 0: the same roots as the run before
+                prev = _roots(r)
+            runs.append(TupleRun(vals[at:at + n], src_task, src, prev, edge))
+            at += n
+        for run in runs:
+            self._run_arrived(dest, run)
 
     def _tracked_arrived(self, dest: int, src_task: int, src: Any, values: list[Any],
                          ids: list[Any], roots: list[Any]) -> None:

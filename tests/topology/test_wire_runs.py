@@ -259,6 +259,59 @@ def test_a_failed_word_fails_only_its_own_sentence_across_workers() -> None:
     assert result.acked == set(range(200)) - bad
 
 
+class SplitBatch(Placed):
+    """A batch bolt: each line's words in one emit_many anchored to the line."""
+    outputs = ["word"]
+
+    def process_batch(self, tuples: Any) -> None:
+        for tup in tuples:
+            self.emit_many([[w] for w in tup["line"].split()], anchors=[tup])
+
+
+COUNTED: dict[str, int] = defaultdict(int)
+
+
+class LazyCount(Placed):
+    lazy_batch = True
+
+    def process_batch(self, tuples: Any) -> None:
+        with LOCK:
+            for w in tuples.column("word"):
+                COUNTED[w] += 1
+
+
+def test_anchored_runs_of_a_batch_bolt_cross_workers_and_fail_only_their_own_lines() -> None:
+    # a batch bolt's emit_many anchored to each input makes one run per line and target
+    # task; runs for a task in the other worker travel together, by column, and arrive as
+    # the runs they were: a per-tuple bolt failing one word fails that word's line only, and
+    # a lazy_batch bolt counts every word once
+    _reset()
+    COUNTED.clear()
+    lines = [f"a b c d e{i} f g h" for i in range(300)]
+    bad = {17, 99, 150, 151, 152, 298}
+    for i in bad:
+        lines[i] = f"a b x{i} d e f g h"
+    b = TopologyBuilder()
+    b.set_spout("sentences", Sentences, 1)
+    # one subscriber per split component: emit_many makes runs for a stream's only one
+    b.set_bolt("split", SplitBatch, 2).shuffle_grouping("sentences")
+    b.set_bolt("sink", FailSome, 2).fields_grouping("split", ["word"])
+    b.set_bolt("split2", SplitBatch, 2).shuffle_grouping("sentences")
+    b.set_bolt("count", LazyCount, 2).fields_grouping("split2", ["word"])
+    result = complete_topology(
+        b.create_topology(), {"sentences": [[line] for line in lines]},
+        conf={"topology.workers": 2, "topology.acker.executors": 2,
+              "topology.max.spout.pending": None}, timeout=60)
+    assert len(set(PORTS.values())) == 2, f"tasks all in one worker: {PORTS}"
+    assert result.failed == bad
+    assert result.acked == set(range(300)) - bad
+    want: dict[str, int] = defaultdict(int)
+    for line in lines:
+        for w in line.split():
+            want[w] += 1
+    assert COUNTED == want
+
+
 def test_a_malformed_run_is_dropped_and_the_worker_goes_on(caplog: Any) -> None:
     _reset()
     b = TopologyBuilder()
@@ -272,12 +325,17 @@ def test_a_malformed_run_is_dropped_and_the_worker_goes_on(caplog: Any) -> None:
         (src, dest), = [(s, d) for s, d in SEEN if PORTS[d] != PORTS[s]] or [(0, 0)]
         assert dest, f"no record task in the other worker: {PORTS}"
         bad = [[-dest, src, "default", [[1], [2]], [5], [[7], 0]],      # 2 values, 1 id
-               [-dest, src, "default", [[1]], [5], [0]]]                # roots refer back
+               [-dest, src, "default", [[1]], [5], [0]],                # roots refer back
+               # anchored runs by column: counts that do not add up to the values, a
+               # first run whose roots refer back, a pair that is not [edge, count]
+               [-dest, src, "default", [[1], [2]], [[5, 1]], [[7]]],
+               [-dest, src, "default", [[1]], [[5, 1]], [0]],
+               [-dest, src, "default", [[1]], [[5, "1"]], [[7]]]]
         conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", PORTS[dest])
         for entry in bad:               # a batch of one entry each
             conn.send([(0, msgpack.packb([entry]))])
         wait_until(lambda: sum("malformed batch" in r.getMessage() for r in caplog.records)
-                   >= 2, 10, message=lambda: f"no warning for the malformed runs: {caplog.text}")
+                   >= 5, 10, message=lambda: f"no warning for the malformed runs: {caplog.text}")
         before = len(SEEN[(src, dest)])
         wait_until(lambda: len(SEEN[(src, dest)]) > before + 100, 10,
                    message="the worker stopped delivering after the malformed runs")
@@ -357,7 +415,8 @@ def _random_entry(rng: random.Random, tasks: list[int]) -> list[Any]:
     values = [rng.choice([[_junk(rng)], [_junk(rng), _junk(rng)], [_junk(rng)] * 3,
                           _junk(rng)]) for _ in range(n)]
     tid = rng.choice([0, None, rng.getrandbits(64), [_junk(rng) for _ in range(n)],
-                      [rng.getrandbits(64) for _ in range(n)], _junk(rng)])
+                      [rng.getrandbits(64) for _ in range(n)], _junk(rng),
+                      [[rng.getrandbits(64), rng.randrange(-1, 3)] for _ in range(n)]])
     roots = rng.choice([None, [rng.choice([[1], [2, 3], 0, _junk(rng)]) for _ in range(n)],
                         [rng.getrandbits(64)], _junk(rng)])
     stream = rng.choice(["default", "__ack_ack", "__ack_init", "__ack_fail", "__tick", "nope",
