@@ -238,21 +238,31 @@ class FailSome(Placed):
             raise ValueError(f"failing {w} once")
 
 
-def test_a_failed_word_fails_only_its_own_sentence_across_workers() -> None:
-    _reset()
-    lines = [f"a b c d e{i} f g h" for i in range(200)]
-    bad = {17, 99, 150}
+def _lines(n: int, bad: set[int]) -> list[str]:
+    """``n`` lines of 8 words; each line numbered in ``bad`` holds a word FailSome fails."""
+    lines = [f"a b c d e{i} f g h" for i in range(n)]
     for i in bad:
         lines[i] = f"a b x{i} d e f g h"
-    b = TopologyBuilder()
-    b.set_spout("sentences", Sentences, 1)
-    b.set_bolt("split", Split, 2).shuffle_grouping("sentences")
-    b.set_bolt("sink", FailSome, 2).fields_grouping("split", ["word"])
+    return lines
+
+
+def _complete_across_two_workers(b: TopologyBuilder, lines: list[str]) -> Any:
     result = complete_topology(
         b.create_topology(), {"sentences": [[line] for line in lines]},
         conf={"topology.workers": 2, "topology.acker.executors": 2,
               "topology.max.spout.pending": None}, timeout=60)
     assert len(set(PORTS.values())) == 2, f"tasks all in one worker: {PORTS}"
+    return result
+
+
+def test_a_failed_word_fails_only_its_own_sentence_across_workers() -> None:
+    _reset()
+    bad = {17, 99, 150}
+    b = TopologyBuilder()
+    b.set_spout("sentences", Sentences, 1)
+    b.set_bolt("split", Split, 2).shuffle_grouping("sentences")
+    b.set_bolt("sink", FailSome, 2).fields_grouping("split", ["word"])
+    result = _complete_across_two_workers(b, _lines(200, bad))
     # the mock spout of complete_topology replays nothing: each bad sentence fails once,
     # every other sentence (sharing runs with the bad ones) is acked
     assert result.failed == bad
@@ -287,10 +297,8 @@ def test_anchored_runs_of_a_batch_bolt_cross_workers_and_fail_only_their_own_lin
     # a lazy_batch bolt counts every word once
     _reset()
     COUNTED.clear()
-    lines = [f"a b c d e{i} f g h" for i in range(300)]
     bad = {17, 99, 150, 151, 152, 298}
-    for i in bad:
-        lines[i] = f"a b x{i} d e f g h"
+    lines = _lines(300, bad)
     b = TopologyBuilder()
     b.set_spout("sentences", Sentences, 1)
     # one subscriber per split component: emit_many makes runs for a stream's only one
@@ -298,11 +306,7 @@ def test_anchored_runs_of_a_batch_bolt_cross_workers_and_fail_only_their_own_lin
     b.set_bolt("sink", FailSome, 2).fields_grouping("split", ["word"])
     b.set_bolt("split2", SplitBatch, 2).shuffle_grouping("sentences")
     b.set_bolt("count", LazyCount, 2).fields_grouping("split2", ["word"])
-    result = complete_topology(
-        b.create_topology(), {"sentences": [[line] for line in lines]},
-        conf={"topology.workers": 2, "topology.acker.executors": 2,
-              "topology.max.spout.pending": None}, timeout=60)
-    assert len(set(PORTS.values())) == 2, f"tasks all in one worker: {PORTS}"
+    result = _complete_across_two_workers(b, lines)
     assert result.failed == bad
     assert result.acked == set(range(300)) - bad
     want: dict[str, int] = defaultdict(int)
