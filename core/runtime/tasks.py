@@ -194,23 +194,21 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         """Queue ``vals`` (tuples) for task ``t`` as one TupleRun; False if ``t`` takes no
         runs."""
         lazy = lazy_get(t)
-        if lazy is None:
-            if queues_get(t) is not None:
-                return False
-            # another worker's task
+        if lazy is None and queues_get(t) is not None:
+            return False
+        if anchor is not None:
+            # one random edge for the whole run; TupleRun.tuples() splits it if needed
+            edge = rand(64)
+            anchor.ackval ^= edge
+        if lazy is None:            # another worker's task
             if anchor is None:
                 send_run(ts, t, TupleRun(vals, src_task, src))
             else:
-                edge = rand(64)
-                anchor.ackval ^= edge
                 send_anchored(t, vals, src_task, src, edge, anchor.roots)
             return True
         if anchor is None:
             run = TupleRun(vals, src_task, src)
         else:
-            # one random edge for the whole run; TupleRun.tuples() splits it if needed
-            edge = rand(64)
-            anchor.ackval ^= edge
             run = TupleRun(vals, src_task, src, anchor.roots, edge)
         q = lazy.queue
         if anchor is None and q:
