@@ -184,7 +184,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     lazy_tasks = worker.lazy_tasks
     lazy_get = lazy_tasks.get
     run_cap = worker.batch_size
-    send_run = worker.transfer.send_run
+    send_values_run = worker.transfer.send_values_run
     send_anchored = worker.transfer.send_anchored
     #: streams with a target that takes runs (a lazy_batch task here, or any remote task)
     run_streams = {name for name, routes in ts.routes.items() if name in singles and any(
@@ -202,22 +202,22 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             anchor.ackval ^= edge
         if lazy is None:            # another worker's task
             if anchor is None:
-                send_run(ts, t, TupleRun(vals, src_task, src))
+                send_values_run(ts, t, vals, src_task, src)
             else:
                 send_anchored(t, vals, src_task, src, edge, anchor.roots)
             return True
+        q = lazy.queue
         if anchor is None:
+            if q:
+                last = q[-1]
+                if (last.__class__ is TupleRun and last.roots is None and last.src is src
+                        and last.task == src_task and len(last.values) < run_cap):
+                    last.values.extend(vals)
+                    lazy.run_extra += len(vals)
+                    return True
             run = TupleRun(vals, src_task, src)
         else:
             run = TupleRun(vals, src_task, src, anchor.roots, edge)
-        q = lazy.queue
-        if anchor is None and q:
-            last = q[-1]
-            if (last.__class__ is TupleRun and last.roots is None and last.src is src
-                    and last.task == src_task and len(last.values) < run_cap):
-                last.values.extend(vals)
-                lazy.run_extra += len(vals)
-                return True
         q.append(run)
         lazy.run_extra += len(vals) - 1
         return True

@@ -221,6 +221,19 @@ class Transfer:
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
 
+    def send_values_run(self, ts: TaskState | None, task: int, values: list[Any],
+                        src_task: int, src: Any) -> None:
+        """``send_run`` of an untracked run's values, without building its TupleRun when they
+        join an open run (a bolt's consecutive ``emit_many`` calls to the same remote task)."""
+        opened = self.open_of_task.get(task)
+        run = opened.get(task) if opened is not None else None
+        if run is None or run.ids is not None or run.task != src_task or run.src is not src:
+            self.send_remote(ts, task, TupleRun(values, src_task, src))  # type: ignore[arg-type]
+            return
+        run.values.extend(values)
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
     def send_run(self, ts: TaskState | None, task: int, run: TupleRun) -> None:
         """Queue a TupleRun for a remote task: one wire entry for all its tuples."""
         self.send_remote(ts, task, run)  # type: ignore[arg-type]
