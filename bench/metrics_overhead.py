@@ -79,13 +79,13 @@ def direct(n: int, conf: dict) -> tuple[float, float, float, int]:
     system.timers = timed
     BoltExecutor._run_tuples = counted  # type: ignore[method-assign]
     try:
-        wordcount._state.update(words=0, acked=0)
+        wordcount.reset()
         topo_conf = {"bench.sentences": n, "bench.tracked": False, "bench.spout.many": False,
                      "topology.acker.executors": 0, **conf}
         with LocalCluster() as cluster:
             c0 = time.process_time()
             cluster.submit_topology("bench", topo_conf, wordcount.topology(False))
-            while wordcount._state["words"] < n * 10:
+            while wordcount.counted() < n * 10:
                 time.sleep(0.002)
             cpu = time.process_time() - c0
             stats = [system.executor_stats(ex, windows=False)

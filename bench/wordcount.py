@@ -27,6 +27,9 @@ SENTENCE = "the quick brown fox jumps over the lazy dog again"
 _first = itemgetter(0)
 _done = threading.Event()
 _state: dict[str, Any] = {}
+#: the count bolt instances of the current run: each counts its own words (with two workers
+#: in one process, two loop threads would lose updates to one shared counter)
+_counters: list[Any] = []
 
 
 class BenchSpout(Spout):
@@ -68,11 +71,13 @@ class Split(Bolt):
 class Count(Bolt):
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.counts: dict[str, int] = {}
+        self.words = 0
+        _counters.append(self)
 
     def process(self, tup: Any) -> None:
         w = tup.values[0]
         self.counts[w] = self.counts.get(w, 0) + 1
-        _state["words"] += 1
+        self.words += 1
 
 
 class SplitBatch(Bolt):
@@ -89,10 +94,22 @@ class CountBatch(Bolt):
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.counts: Counter[str] = Counter()
+        self.words = 0
+        _counters.append(self)
 
     def process_batch(self, tuples: Any) -> None:
         self.counts.update(map(_first, tuples.values))
-        _state["words"] += len(tuples)
+        self.words += len(tuples)
+
+
+def reset() -> None:
+    _state.update(acked=0)
+    _counters.clear()
+
+
+def counted() -> int:
+    """Words the count bolts of the current run have counted."""
+    return sum(c.words for c in _counters)
 
 
 def topology(batch: bool, parallelism: int = 1) -> Topology:
@@ -111,7 +128,7 @@ def run_once(n: int, batch: bool, acking: bool,
              conf: dict[str, Any] | None = None) -> tuple[float, float]:
     """(wall, process CPU) seconds from submit until every word is counted (and every
     sentence acked)."""
-    _state.update(words=0, acked=0)
+    reset()
     target = n * 10
     topo_conf = {"bench.sentences": n, "bench.tracked": acking, "bench.spout.many": batch,
                  "topology.acker.executors": 1 if acking else 0,
@@ -121,7 +138,7 @@ def run_once(n: int, batch: bool, acking: bool,
         t0, c0 = time.perf_counter(), time.process_time()
         parallelism = int(topo_conf.get("bench.parallelism") or 1)
         cluster.submit_topology("bench", topo_conf, topology(batch, parallelism))
-        while _state["words"] < target or (acking and _state["acked"] < n):
+        while counted() < target or (acking and _state["acked"] < n):
             time.sleep(0.002)
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     return elapsed, cpu
