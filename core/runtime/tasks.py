@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 ACK_INIT, ACK_ACK, ACK_FAIL = "__ack_init", "__ack_ack", "__ack_fail"
 #: str keys an emitter remembers the local queue of (fields grouping on one field)
 KEYED_QUEUES = 65536
+#: untracked ``emit_many`` values a task holds before routing them (see ``make_emit``)
+HOLD_CAP = 1024
 METRICS_STREAM = "__metrics"
 
 
@@ -225,6 +227,8 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
              tup_id: Any = None, direct_task: int | None = None,
              need_task_ids: bool = False) -> list[int] | None:
+        if held:
+            release()
         plan = plans_get(stream)
         if plan is None or direct_task is not None or need_task_ids:
             return _emit_general(ts, values, stream, anchors, tup_id, direct_task,
@@ -297,6 +301,20 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         q.append(T(values, src_task, src, edge, roots))
         return None
 
+    # Untracked emit_many values are held and routed together: a batch bolt's one call per
+    # input (about ten words each in word count) then costs one grouping pass and one run per
+    # target for all its inputs. Held values go out before anything else this task emits
+    # (every emit path calls release first, so each target sees them in emit order), when
+    # HOLD_CAP of them wait, and when the task's executor ends its pass (Worker._loop).
+    held: list[Any] = []
+    held_stream = [""]
+    holding = worker.held_emits
+
+    def release() -> None:
+        if held:
+            route_many(held, held_stream[0], singles[held_stream[0]][1], None)
+            held.clear()
+
     def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,
                   anchors: Any = None) -> None:
         single = singles_get(stream)
@@ -316,15 +334,33 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             for values in values_list:
                 emit(values, stream, anchors=anchors)
             return
-        src = single[1]
         n = len(values_list)
         if not n:
             return
         ts.emitted += n
+        if list(map(type, values_list)).count(tuple) != n:     # runs and held values: tuples
+            values_list = [v if v.__class__ is tuple else tuple(v) for v in values_list]
+        if anchor is None and n < HOLD_CAP:
+            if not held:
+                holding.append(release)
+            elif held_stream[0] != stream:
+                release()
+                holding.append(release)
+            held_stream[0] = stream
+            held.extend(values_list)
+            if len(held) >= HOLD_CAP:
+                release()
+            return
+        if held:
+            release()
+        route_many(values_list, stream, single[1], anchor)
+
+    def route_many(values_list: Sequence[Any], stream: str, src: Source,
+                   anchor: Tuple | None) -> None:
+        """Route ``values_list`` (tuples) to its targets: runs where they take runs."""
+        n = len(values_list)
         targets = manys[stream](values_list)
         if stream in run_streams:
-            if list(map(type, values_list)).count(tuple) != n:     # runs hold tuples
-                values_list = [v if v.__class__ is tuple else tuple(v) for v in values_list]
             first = targets[0]
             if targets.count(first) == n:
                 if to_run(first, list(values_list), src, anchor):
@@ -346,8 +382,6 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 targets = [t for t, vals in rest for _ in vals]
         if anchor is None:
             for values, t in zip(values_list, targets):
-                if values.__class__ is not tuple:
-                    values = tuple(values)
                 q = queues_get(t)
                 if q is not None:
                     q.append(T(values, src_task, src))
@@ -357,8 +391,6 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         roots = anchor.roots
         xor = 0
         for values, t in zip(values_list, targets):
-            if values.__class__ is not tuple:
-                values = tuple(values)
             edge = rand(64)
             xor ^= edge
             q = queues_get(t)
@@ -384,7 +416,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         def emit_one(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
                      tup_id: Any = None, direct_task: int | None = None,
                      need_task_ids: bool = False) -> list[int] | None:
-            if stream != "default" or direct_task is not None or need_task_ids:
+            if stream != "default" or direct_task is not None or need_task_ids or held:
                 return general(values, stream, anchors=anchors, tup_id=tup_id,
                                direct_task=direct_task, need_task_ids=need_task_ids)
             ts.emitted += 1
@@ -403,7 +435,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     def emit_default(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
                      tup_id: Any = None, direct_task: int | None = None,
                      need_task_ids: bool = False) -> list[int] | None:
-        if stream != "default" or direct_task is not None or need_task_ids:
+        if stream != "default" or direct_task is not None or need_task_ids or held:
             return general(values, stream, anchors=anchors, tup_id=tup_id,
                            direct_task=direct_task, need_task_ids=need_task_ids)
         if values.__class__ is not tuple:

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from squall import config, drivers
@@ -70,6 +71,8 @@ class Worker:
         self.lazy_tasks: dict[int, TaskState] = {}
         self.tasks: dict[int, TaskState] = {}
         self.executors: list[Executor] = []
+        #: tasks holding untracked emit_many values (their release functions, see make_emit)
+        self.held_emits: list[Callable[[], None]] = []
         self.now = time.monotonic()
         self.throttled = False
         self._overloaded = False
@@ -380,10 +383,15 @@ class Worker:
                     transfer.dispatch_inbox()
                     self._check_backpressure()     # tell senders before a slow batch runs
                 done = 0
+                held = self.held_emits
                 for ex in executors:
                     done += ex.run_once()
+                    while held:
+                        held.pop()()
                     if self._acks:
                         self.flush_acks()
+                while held:         # emits of commands, of a spout's ack or fail callback
+                    held.pop()()
                 transfer.flush_all(now)
                 if now >= next_timer:
                     next_timer = now + 0.005
@@ -401,6 +409,8 @@ class Worker:
             log.exception("worker %s:%d loop died", self.topology_id, self.port)
             self._alive = False
         finally:
+            while self.held_emits:
+                self.held_emits.pop()()
             self.transfer.flush_all()
 
     def _timers(self, now: float) -> None:
@@ -475,7 +485,7 @@ class Worker:
 
     def queued(self) -> int:
         return (sum(len(q) for q in self.queues.values()) + self.transfer.pending()
-                + sum(t.run_extra for t in self.lazy_tasks.values()))
+                + sum(t.run_extra for t in self.lazy_tasks.values()) + len(self.held_emits))
 
     def stats(self) -> dict[str, Any]:
         from squall.runtime.system import executor_stats
