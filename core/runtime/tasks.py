@@ -306,17 +306,20 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     # target for all its inputs. Held values go out before anything else this task emits
     # (every emit path calls release first, so each target sees them in emit order), when
     # HOLD_CAP of them wait, and when the task's executor ends its pass (Worker._loop).
+    # While held is not empty, release is in worker.held_emits: it is put there when held
+    # fills, and only the loop takes it out, after emptying held.
     held: list[Any] = []
-    held_stream = [""]
+    held_stream = ""
     holding = worker.held_emits
 
     def release() -> None:
         if held:
-            route_many(held, held_stream[0], singles[held_stream[0]][1], None)
+            route_many(held, held_stream, singles[held_stream][1], None)
             held.clear()
 
     def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,
                   anchors: Any = None) -> None:
+        nonlocal held_stream
         single = singles_get(stream)
         if single is None:
             for values in values_list:
@@ -343,10 +346,9 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         if anchor is None and n < HOLD_CAP:
             if not held:
                 holding.append(release)
-            elif held_stream[0] != stream:
-                release()
-                holding.append(release)
-            held_stream[0] = stream
+            elif held_stream != stream:
+                release()               # still registered: the loop has not run since
+            held_stream = stream
             held.extend(values_list)
             if len(held) >= HOLD_CAP:
                 release()

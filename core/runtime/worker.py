@@ -390,7 +390,7 @@ class Worker:
                         held.pop()()
                     if self._acks:
                         self.flush_acks()
-                while held:         # emits of commands, of a spout's ack or fail callback
+                while held:         # anything held since the last executor's release
                     held.pop()()
                 transfer.flush_all(now)
                 if now >= next_timer:
