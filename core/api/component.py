@@ -2,7 +2,8 @@
 
 Components are constructed by the worker with no arguments, one instance per task. The runtime
 installs ``emit`` (and the ack/fail methods of bolts) on each instance before ``initialize``;
-every method of a component is called from its worker's executor loop, one call at a time.
+every method of a component is called from its worker's executor loop, one call at a time, or
+from a thread of its executor's own when the class sets ``dedicated_thread``.
 """
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 class Component:
     #: field names of the default stream (``list[str]``) or a list of :class:`Stream`
     outputs: ClassVar[Sequence[str | Stream]] = ()
+
+    #: run this component's callbacks on a thread of their own, so that a call that blocks
+    #: (a database write, a blocking poll) holds up only this component's tasks instead of
+    #: every executor of its worker. Emits, acks and fails are handed to the worker's loop and
+    #: applied there in call order. Also set per component (or for every component) with
+    #: ``topology.executor.dedicated.thread: true`` in its configuration.
+    dedicated_thread: ClassVar[bool] = False
 
     context: TopologyContext
 
@@ -57,7 +65,8 @@ class Component:
 class Spout(Component):
     def next_tuple(self) -> None:
         """Emit zero or more tuples. Called repeatedly while the spout is active; must not
-        block (return when there is nothing to emit; the runtime backs off briefly)."""
+        block (return when there is nothing to emit; the runtime backs off briefly) unless
+        the spout sets ``dedicated_thread``."""
 
     def ack(self, tup_id: Any) -> None:
         """The tuple tree emitted with ``tup_id`` was fully processed."""

@@ -166,7 +166,7 @@ class LoadAwareShuffleGrouping(ShuffleGrouping):
         target's slots are offset by a random phase so emitters do not move in step)."""
         if len(set(shares.values())) == 1:
             return list(shares)             # equal shares: one round of each
-        slots = []
+        slots: list[tuple[float, int]] = []
         phase = self._phase
         for t, share in shares.items():
             n = max(1, round(share * self.RING))

@@ -20,27 +20,33 @@ _rand64 = random.SystemRandom().getrandbits  # seeds only; per-tuple ids use the
 _fast = random.Random(_rand64(64)).getrandbits
 
 
-def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None,
-             stream: str, owner: str) -> Sequence[int]:
+def _targets_check(route: Route, direct_task: int | None, stream: str, owner: str) -> None:
     if route.direct:
         if direct_task is None:
             raise TopologyError(f"component {owner!r}: stream {stream!r} is direct; emit with "
                                 "direct_task=")
-        # several components may subscribe to one direct stream: only the one owning
-        # direct_task gets the tuple (_emit_general checks that one does)
-        return (direct_task,) if direct_task in route.targets else ()
-    if direct_task is not None:
+    elif direct_task is not None:
         raise TopologyError(f"component {owner!r}: direct_task given on stream {stream!r}, "
                             "which is not declared direct=True")
+
+
+def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None,
+             stream: str, owner: str) -> Sequence[int]:
+    if route.direct or direct_task is not None:
+        _targets_check(route, direct_task, stream, owner)
+        # several components may subscribe to one direct stream: only the one owning
+        # direct_task gets the tuple (_emit_general checks that one does)
+        return (direct_task,) if direct_task is not None and direct_task in route.targets \
+            else ()
     if route.one is not None:
         return (route.one(values),)
     assert route.many is not None      # only direct routes have no grouping
     return route.many(src_task, values)
 
 
-def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: Any,
-                  tup_id: Any, direct_task: int | None, need_task_ids: bool,
-                  spout: bool) -> list[int] | None:
+def _routes(ts: TaskState, stream: str, direct_task: int | None) -> list[Route]:
+    """The routes of ``stream``; raises for an undeclared stream or a direct task that no
+    subscriber of a direct stream has."""
     routes = ts.routes.get(stream)
     if routes is None:
         raise TopologyError(f"component {ts.component_id!r} emitted on undeclared stream "
@@ -50,6 +56,28 @@ def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: An
         raise TopologyError(f"component {ts.component_id!r}: direct_task {direct_task} is not "
                             f"a task of a component subscribed to stream {stream!r} ("
                             + ", ".join(f"{r.component}: {r.targets}" for r in routes) + ")")
+    return routes
+
+
+def check_emit(ts: TaskState, stream: str, direct_task: int | None) -> None:
+    """Raise what an emit on ``stream`` with ``direct_task`` would raise, without emitting:
+    for emits checked in one thread and made in another (squall.runtime.threaded)."""
+    for route in _routes(ts, stream, direct_task):
+        _targets_check(route, direct_task, stream, ts.component_id)
+
+
+def check_anchors(ts: TaskState, anchors: Sequence[Any]) -> None:
+    """Raise what an emit anchored to ``anchors`` would raise for an anchor not a Tuple."""
+    for a in anchors:
+        if not isinstance(a, Tuple):
+            raise TopologyError(f"component {ts.component_id!r}: anchors must be Tuples "
+                                f"received by this bolt, got {type(a).__name__}")
+
+
+def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: Any,
+                  tup_id: Any, direct_task: int | None, need_task_ids: bool,
+                  spout: bool) -> list[int] | None:
+    routes = _routes(ts, stream, direct_task)
     if values.__class__ is not tuple:
         values = tuple(values)
     worker = ts.worker
@@ -104,13 +132,8 @@ def _emit_spout_tracked(ts: TaskState, values: tuple, stream: str, src: Source,
 def _emit_anchored(ts: TaskState, values: tuple, stream: str, src: Source,
                    routes: list[Route], anchors: Sequence[Tuple], direct_task: int | None,
                    sent: list[int] | None, rand: Callable[[int], int]) -> list[int] | None:
-    tracked = []
-    for a in anchors:
-        if not isinstance(a, Tuple):
-            raise TopologyError(f"component {ts.component_id!r}: anchors must be Tuples "
-                                f"received by this bolt, got {type(a).__name__}")
-        if a.roots:
-            tracked.append(a)
+    check_anchors(ts, anchors)
+    tracked = [a for a in anchors if a.roots]
     worker = ts.worker
     n = 0
     for route in routes:

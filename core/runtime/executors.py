@@ -376,16 +376,19 @@ class SpoutExecutor(Executor):
             entry = ts.pending_old.pop(root, None)  # type: ignore[attr-defined]
             if entry is None:
                 return        # already timed out
-        spout = ts.instance
+        if tup.src.stream == ACK_ACK:
+            ts.acked += 1
+            ts.complete_ms += (self.worker.now - entry[1]) * 1000.0
+            ts.complete_n += 1
+            self._call(ts, ts.instance.ack, entry[0])
+        else:
+            ts.failed += 1
+            self._call(ts, ts.instance.fail, entry[0])
+
+    def _call(self, ts: TaskState, fn: Any, *args: Any) -> None:
+        """Call one of the spout's callbacks; an error is reported as the task's."""
         try:
-            if tup.src.stream == ACK_ACK:
-                ts.acked += 1
-                ts.complete_ms += (self.worker.now - entry[1]) * 1000.0
-                ts.complete_n += 1
-                spout.ack(entry[0])
-            else:
-                ts.failed += 1
-                spout.fail(entry[0])
+            fn(*args)
         except Exception as exc:
             self.worker.report_error(ts, exc)
 
@@ -399,20 +402,14 @@ class SpoutExecutor(Executor):
             ts.pending_new = {}                   # type: ignore[attr-defined]
             for tup_id, _ in expired.values():
                 ts.failed += 1
-                try:
-                    ts.instance.fail(tup_id)
-                except Exception as exc:
-                    self.worker.report_error(ts, exc)
+                self._call(ts, ts.instance.fail, tup_id)
 
     def set_active(self, active: bool) -> None:
         if active == self.active:
             return
         self.active = active
         for ts in self.tasks:
-            try:
-                ts.instance.activate() if active else ts.instance.deactivate()
-            except Exception as exc:
-                self.worker.report_error(ts, exc)
+            self._call(ts, ts.instance.activate if active else ts.instance.deactivate)
 
     def stop(self) -> None:
         for ts in self.tasks:

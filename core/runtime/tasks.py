@@ -298,7 +298,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 else:
                     remote_tracked(ts, q, values, src_task, src, edge, roots)
                 return None
-        q.append(T(values, src_task, src, edge, roots))
+        q.append(T(values, src_task, src, edge, roots))  # type: ignore[union-attr]
         return None
 
     # Untracked emit_many values are held and routed together: a batch bolt's one call per

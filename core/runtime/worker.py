@@ -24,6 +24,8 @@ from squall.runtime import errors as error_log
 from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor
 from squall.runtime.load import LoadTracker
 from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
+from squall.runtime.threaded import (Dedicated, hold_switch_interval, release_switch_interval,
+                                     threaded_class, wants_thread)
 from squall.runtime.transfer import INBOX_LIMIT, Transfer
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,14 @@ class Worker:
         self.executors: list[Executor] = []
         #: tasks holding untracked emit_many values (their release functions, see make_emit)
         self.held_emits: list[Callable[[], None]] = []
+        #: executors whose components run on threads of their own (squall.runtime.threaded)
+        self.threaded: list[Dedicated] = []
+        #: until when shutdown waits for components' own threads to leave their calls
+        self.stop_deadline = 0.0
+        #: the loop runs (from start until it has sent its last): threaded components hand
+        #: their calls to it meanwhile, and make them directly before and after
+        self.looping = False
+        self._switch_held = False
         self.now = time.monotonic()
         self.throttled = False
         self._overloaded = False
@@ -137,6 +147,9 @@ class Worker:
                 self.queues[task] = ts.queue
                 group.append(ts)
             cls = {"spout": SpoutExecutor, "acker": AckerExecutor}.get(spec.kind, BoltExecutor)
+            if cls is not AckerExecutor and wants_thread(type(group[0].instance),
+                                                         group[0].conf):
+                cls = threaded_class(cls)
             self.executors.append(cls(self, cid, group))
         self.lazy_tasks = {ts.task: ts for ex in self.executors
                            if getattr(ex, "lazy", False) for ts in ex.tasks}
@@ -166,6 +179,12 @@ class Worker:
         self.load = LoadTracker(self)
         self.load.refresh({})
         self.running = True
+        self.threaded = [ex for ex in self.executors if isinstance(ex, Dedicated)]
+        self.looping = True
+        if self.threaded:
+            self._switch_held = hold_switch_interval(self.conf)
+        for ex in self.threaded:
+            ex.start_thread()
         if self.transport is not None:
             self.port = self.transfer.bind()
             self._recv_thread = threading.Thread(target=self.transfer.recv_loop, daemon=True,
@@ -189,6 +208,8 @@ class Worker:
             inst.fail = lambda tup, _ts=ts: self.fail_tuple(_ts, tup)
         else:
             ts.deferred = []  # type: ignore[attr-defined]
+        if isinstance(ex, Dedicated):
+            ex.install(ts, spout=ex.kind == "spout")
 
     def _metric_registrar(self, ts: TaskState) -> Any:
         from squall.metrics.registry import MetricRegistry
@@ -409,9 +430,12 @@ class Worker:
             log.exception("worker %s:%d loop died", self.topology_id, self.port)
             self._alive = False
         finally:
+            for ex in self.threaded:    # what the components' threads handed over by now
+                ex.apply()
             while self.held_emits:
                 self.held_emits.pop()()
             self.transfer.flush_all()
+            self.looping = False
 
     def _timers(self, now: float) -> None:
         for ex in self.executors:
@@ -455,10 +479,23 @@ class Worker:
     def activate(self) -> None:
         self._call(lambda: [ex.set_active(True) for ex in self.executors
                             if isinstance(ex, SpoutExecutor)])
+        self._settle()
 
-    def deactivate(self) -> None:
+    def deactivate(self, settle: bool = True) -> None:
         self._call(lambda: [ex.set_active(False) for ex in self.executors
                             if isinstance(ex, SpoutExecutor)])
+        if settle:
+            self._settle()
+
+    def _settle(self, timeout: float = 10.0) -> None:
+        """Wait (off the loop thread) until spouts on threads of their own have run their
+        activate/deactivate: a spout blocked in a call delays this by up to ``timeout``."""
+        if threading.current_thread() is self._loop_thread:
+            return
+        deadline = time.monotonic() + timeout
+        for ex in self.threaded:
+            if ex.kind == "spout" and ex.alive:
+                ex.settled.wait(max(0.0, deadline - time.monotonic()))  # type: ignore[attr-defined]
 
     def _call(self, fn: Any, timeout: float = 10.0) -> None:
         """Run ``fn`` on the loop thread and wait for it (or run it here if no loop runs)."""
@@ -485,7 +522,8 @@ class Worker:
 
     def queued(self) -> int:
         return (sum(len(q) for q in self.queues.values()) + self.transfer.pending()
-                + sum(t.run_extra for t in self.lazy_tasks.values()) + len(self.held_emits))
+                + sum(t.run_extra for t in self.lazy_tasks.values()) + len(self.held_emits)
+                + sum(ex.backlog() for ex in self.threaded))
 
     def stats(self) -> dict[str, Any]:
         from squall.runtime.system import executor_stats
@@ -514,13 +552,20 @@ class Worker:
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop spouts, flush and close links, stop the loop, clean up every component."""
         if self.running:
-            self.deactivate()
+            self.deactivate(settle=False)   # the threads' stop, below, waits for them
         self.running = False
+        self.stop_deadline = time.monotonic() + timeout
+        for ex in self.threaded:
+            ex.signal_stop()
         self._wake.set()
         if self._loop_thread is not None:
             self._loop_thread.join(timeout)
+        self.looping = False        # a loop that never started (or died) takes no more calls
         for ex in self.executors:
             ex.stop()
+        if self._switch_held:
+            self._switch_held = False
+            release_switch_interval()
         self.transfer.close()
         if self._recv_thread is not None:
             self._recv_thread.join(timeout)

@@ -6,7 +6,8 @@ sentence tuples in total), ``test.emit.per.sec`` (spout rate per task; 0 = as fa
 - Each spout task emits ``[sentence, i]`` for the sentence ids ``i`` with ``i % n == k`` (n spout
   tasks, k its index), with ``i`` as the tuple id; appends every acked id to ``acks-<task>.txt``
   and replays failed ids; ``activate`` / ``deactivate`` write ``active`` / ``inactive`` to
-  ``spout-<task>.state``. Every instance also appends ``<time> <pid> <event> [id]`` lines to
+  ``spout-<task>.state`` (and the name of the thread ``activate`` ran on to
+  ``spout-<task>.thread``). Every instance also appends ``<time> <pid> <event> [id]`` lines to
   ``events-<task>.log`` (events ``init``, ``activate``, ``deactivate``, ``emit``, ``close``), so
   a test can see when spouts emitted relative to (de)activation, per instance. On (re)start a
   spout skips the ids its ack file already lists, so a restarted worker carries on where the old
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -128,6 +130,9 @@ class RecordingSpout(Spout):
 
     def activate(self):
         (self.dir / f"spout-{self.context.task_id}.state").write_text("active")
+        # the thread the spout's callbacks run on (the worker's loop, or a thread of its own)
+        (self.dir / f"spout-{self.context.task_id}.thread").write_text(
+            threading.current_thread().name)
         self.event("activate")
 
     def deactivate(self):
