@@ -233,8 +233,11 @@ class Dedicated:
             if anchors is not None:
                 check_anchors(ts, anchors)
 
-        def current() -> Any:
-            cur = ts.thread_current  # type: ignore[attr-defined]
+        def anchored(anchors: Any) -> Any:
+            """The anchors as given (a tuple), else the tuple in process if auto-anchoring."""
+            if anchors is not None:
+                return tuple(anchors)
+            cur = ts.thread_current if auto_anchor else None  # type: ignore[attr-defined]
             return (cur,) if cur is not None else None
 
         def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
@@ -245,11 +248,7 @@ class Dedicated:
                                  direct_task=direct_task, need_task_ids=need_task_ids)
             check(stream, direct_task, anchors)
             values = tuple(values)
-            if anchors is None:
-                if auto_anchor:
-                    anchors = current()
-            else:
-                anchors = tuple(anchors)
+            anchors = anchored(anchors)
             if spout:
                 ts.thread_emits += 1  # type: ignore[attr-defined]
                 if tup_id is not None:
@@ -272,11 +271,7 @@ class Dedicated:
             vals = [tuple(v) for v in values_list]
             if not vals:
                 return
-            if anchors is None:
-                if auto_anchor:
-                    anchors = current()
-            else:
-                anchors = tuple(anchors)
+            anchors = anchored(anchors)
             if spout:
                 ts.thread_emits += len(vals)  # type: ignore[attr-defined]
             put(ts, _many, (real_many, vals, stream, anchors), anchors)
