@@ -90,11 +90,22 @@ def _acked() -> int:
         return len(set(SEEN["acked"]))
 
 
-def test_a_blocking_bolt_holds_up_only_itself(gated: LocalCluster) -> None:
+class BlockingByConfig(Blocking):
+    """Blocking, asking for its thread in its component config instead."""
+
+    dedicated_thread = False
+
+
+@pytest.mark.parametrize("asked_by", ["class", "config"])
+def test_a_blocking_bolt_holds_up_only_itself(gated: LocalCluster, asked_by: str) -> None:
     cluster = gated
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers)
-    b.set_bolt("blocking", Blocking).shuffle_grouping("numbers")
+    if asked_by == "class":
+        b.set_bolt("blocking", Blocking).shuffle_grouping("numbers")
+    else:
+        b.set_bolt("blocking", BlockingByConfig).add_config(
+            "topology.executor.dedicated.thread", True).shuffle_grouping("numbers")
     b.set_bolt("tally", Tally).shuffle_grouping("numbers")
     cluster.submit_topology("blocking-bolt", {"topology.workers": 1,
                                               "topology.acker.executors": 1},
