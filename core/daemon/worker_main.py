@@ -209,7 +209,9 @@ class WorkerProcess:
         active = base.get("status") == "active"
         if active != self.active:
             self.active = active
-            (self.worker.activate if active else self.worker.deactivate)()
+            # not waiting for a spout on its own thread, which may be in a blocking call:
+            # this thread writes the heartbeats
+            (self.worker.activate if active else self.worker.deactivate)(settle=False)
             log.info("worker %s:%d %s", self.tid, self.port,
                      "activated" if active else "deactivated")
 

@@ -476,12 +476,16 @@ class Worker:
         self._commands.append(lambda: self.transfer.set_assignment(task_to_worker))
         self._wake.set()
 
-    def activate(self) -> None:
+    def activate(self, settle: bool = True) -> None:
+        """Activate the spouts; with ``settle``, return once spouts on threads of their own
+        have run ``activate`` too (else they run it when their thread gets to it)."""
         self._call(lambda: [ex.set_active(True) for ex in self.executors
                             if isinstance(ex, SpoutExecutor)])
-        self._settle()
+        if settle:
+            self._settle()
 
     def deactivate(self, settle: bool = True) -> None:
+        """Deactivate the spouts; ``settle`` as for :meth:`activate`."""
         self._call(lambda: [ex.set_active(False) for ex in self.executors
                             if isinstance(ex, SpoutExecutor)])
         if settle:

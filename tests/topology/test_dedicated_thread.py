@@ -15,8 +15,6 @@ import pytest
 from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder
 from squall.testing import complete_topology, wait_until
 
-from conftest import info_errors
-
 THREADED = {"topology.executor.dedicated.thread": True}
 LOCK = threading.Lock()
 GATE = threading.Event()          # released at the end of each test that blocks on it
@@ -296,9 +294,11 @@ def test_errors_are_reported_and_their_tuples_fail(cluster: LocalCluster) -> Non
     failed = [i for i in range(40) if i % 2 or i % 10 == 0 or i % 4 == 0]
     assert sorted(SEEN["failed"]) == failed
     assert sorted(SEEN["acked"]) == [i for i in range(40) if i not in failed]
-    errors = wait_until(lambda: [e["error"] for e in info_errors(cluster, "faulty", "faulty")
-                                 if "odd number" in e["error"] or "nope" in e["error"]],
-                        timeout=10)
+    def reported() -> list[str]:
+        errors = cluster.get_topology_info("faulty")["errors"].get("faulty", [])
+        return [e["error"] for e in errors]
+    wait_until(lambda: any("nope" in e for e in reported()), timeout=10)
+    errors = reported()
     assert any("odd number" in e for e in errors)
     assert any("undeclared stream 'nope'" in e for e in errors)
 
