@@ -354,11 +354,24 @@ class Eager(Numbers):
         super().next_tuple()
 
 
-def test_max_spout_pending_holds_on_a_dedicated_thread(gated: LocalCluster) -> None:
+class ThreadedHolder(Holder):
+    """Holder on a thread of its own: its ticks and its own acks go through that thread."""
+
+    dedicated_thread = True
+
+    def process_tick(self, tup: Any) -> None:
+        with LOCK:
+            SEEN["tick threads"].append(threading.current_thread().name)
+        super().process_tick(tup)
+
+
+@pytest.mark.parametrize("holder", [Holder, ThreadedHolder])
+def test_max_spout_pending_holds_on_a_dedicated_thread(gated: LocalCluster,
+                                                       holder: type[Bolt]) -> None:
     cluster = gated
     b = TopologyBuilder()
     b.set_spout("numbers", Eager)
-    b.set_bolt("holder", Holder).shuffle_grouping("numbers")
+    b.set_bolt("holder", holder).shuffle_grouping("numbers")
     cluster.submit_topology("pending", {"topology.workers": 1, "topology.acker.executors": 1,
                                         "topology.max.spout.pending": 5,
                                         "topology.tick.tuple.freq.secs": 0.02},
@@ -372,6 +385,9 @@ def test_max_spout_pending_holds_on_a_dedicated_thread(gated: LocalCluster) -> N
     wait_until(lambda: _acked() == Numbers.N, timeout=60,
                message=lambda: f"{_acked()} of {Numbers.N} acked")
     assert COUNTS["held"] == Numbers.N
+    if holder is ThreadedHolder:
+        assert len(set(SEEN["tick threads"])) == 1
+        assert SEEN["tick threads"][0].startswith("squall-holder-")
 
 
 class Where(Spout):
