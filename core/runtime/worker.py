@@ -25,7 +25,8 @@ from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor, Spou
 from squall.runtime.load import LoadTracker
 from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
 from squall.runtime.threaded import (Dedicated, hold_switch_interval, release_switch_interval,
-                                     threaded_class, wants_thread)
+                                     wants_thread)
+from squall.runtime.threaded_executors import threaded_class
 from squall.runtime.transfer import INBOX_LIMIT, Transfer
 
 log = logging.getLogger(__name__)
