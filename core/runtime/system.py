@@ -14,6 +14,7 @@ from squall.api.topology import ACKER, ComponentSpec, Topology
 from squall.api.tuple import Tuple
 from squall.metrics.registry import MetricRegistry
 from squall.runtime.tasks import METRICS_STREAM
+from squall.runtime.threaded import Dedicated
 
 if TYPE_CHECKING:
     from squall.runtime.executors import Executor
@@ -123,19 +124,40 @@ def _send_metrics(worker: Worker, consumers: list[str], size: int, builtin: bool
             points.append(["__receive", {"population": len(ts.queue) + ts.run_extra,
                                          "capacity": worker.high}])
             last[ts.task] = counts
-        registry = ts.__dict__.get("metrics")
-        if registry is not None:
-            points.extend([p.name, p.value] for p in registry.collect(size))
-        if not points:
-            continue
         info = {"topology": worker.topology_id, "component": ts.component_id, "task": ts.task,
                 "worker_host": worker.host, "worker_port": worker.port, "timestamp": stamp,
                 "interval_secs": size}
-        for cid in consumers:
-            tasks = worker.topology.tasks(cid)
-            target = tasks[ts.task % len(tasks)]
-            worker.deliver(ts, target, Tuple((info, points), ts.task,
-                                             worker.source(ts.component_id, METRICS_STREAM)))
+        registry = ts.__dict__.get("metrics")
+        if registry is not None:
+            ex = ts.executor  # type: ignore[attr-defined]
+            if isinstance(ex, Dedicated) and ex.alive:
+                # the component updates its metrics on a thread of its own: read and reset
+                # them there, between two of its calls, so no update falls in between
+                ex._call(ts, _collect_on_thread, ex, ts, registry, size, info, points, consumers)
+                continue
+            points.extend([p.name, p.value] for p in registry.collect(size))
+        _deliver_points(worker, ts, consumers, info, points)
+
+
+def _collect_on_thread(ex: Dedicated, ts: Any, registry: MetricRegistry, size: int,
+                       info: dict[str, Any], points: list[list[Any]],
+                       consumers: list[str]) -> None:
+    """On a component's own thread: its user metrics' data points join ``points``, which the
+    loop then delivers."""
+    points.extend([p.name, p.value] for p in registry.collect(size))
+    ex.put(ts, _deliver_points, (ex.worker, ts, consumers, info, points))
+
+
+def _deliver_points(worker: Worker, ts: Any, consumers: list[str], info: dict[str, Any],
+                    points: list[list[Any]]) -> None:
+    """Send one task's data points of one bucket to every metrics consumer task."""
+    if not points:
+        return
+    for cid in consumers:
+        tasks = worker.topology.tasks(cid)
+        target = tasks[ts.task % len(tasks)]
+        worker.deliver(ts, target, Tuple((info, points), ts.task,
+                                         worker.source(ts.component_id, METRICS_STREAM)))
 
 
 def fold_stats(worker: Worker) -> None:

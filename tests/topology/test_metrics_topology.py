@@ -228,11 +228,16 @@ class Measured(Bolt):
         self.slow.incr(2)
 
 
-def test_user_metrics_from_initialize_reach_the_consumer_exactly(cluster: LocalCluster) -> None:
+@pytest.mark.parametrize("threaded", [False, True])
+def test_user_metrics_from_initialize_reach_the_consumer_exactly(cluster: LocalCluster,
+                                                                 threaded: bool) -> None:
+    """With ``threaded``, the bolt updates its metrics on a thread of its own, and they are
+    read and reset there."""
     n = 200
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers, config={"app.n": n})
-    b.set_bolt("measured", Measured, 2).shuffle_grouping("numbers")
+    b.set_bolt("measured", Measured, 2, config={
+        "topology.executor.dedicated.thread": threaded}).shuffle_grouping("numbers")
     cluster.submit_topology("user", conf(), b.create_topology())
     wait_until(lambda: Recording.total("measured", "seen") == n, timeout=15,
                message=lambda: f"seen: {Recording.points('measured', 'seen')}")
