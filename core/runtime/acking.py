@@ -155,9 +155,7 @@ class Acking:
         deferred = ts.deferred  # type: ignore[attr-defined]
         if deferred:
             ts.deferred = []  # type: ignore[attr-defined]
+            call = ts.executor._call  # type: ignore[attr-defined]  # on the spout's thread
             for tup_id in deferred:
                 ts.acked += 1
-                try:
-                    ts.instance.ack(tup_id)
-                except Exception as exc:
-                    self.report_error(ts, exc)
+                call(ts, ts.instance.ack, tup_id)

@@ -322,14 +322,19 @@ class SpoutExecutor(Executor):
     def pending(self, ts: TaskState) -> int:
         return len(ts.pending_new) + len(ts.pending_old)  # type: ignore[attr-defined]
 
-    def run_once(self) -> int:
+    def completions(self) -> int:
+        """Hand every queued completion to its spout; returns how many."""
         done = 0
-        worker = self.worker
         for ts in self.tasks:
             q = ts.queue
             while q:
                 self._completion(ts, q.popleft())
                 done += 1
+        return done
+
+    def run_once(self) -> int:
+        done = self.completions()
+        worker = self.worker
         if not self.active or worker.throttled:
             return done
         now = worker.now

@@ -181,6 +181,27 @@ class Dedicated:
             self.room.set()
         return n
 
+    def wait_for(self, ts: TaskState, fn: Callable[..., Any], args: tuple) -> Any:
+        """On the component thread: have the loop call ``fn(*args)`` and return its result
+        (or raise its error)."""
+        done = threading.Event()
+        outcome: list[Any] = [None, None]       # result, error
+
+        def run() -> None:
+            try:
+                outcome[0] = fn(*args)
+            except BaseException as exc:        # handed back to the component's thread
+                outcome[1] = exc
+            finally:
+                done.set()
+        self.put(ts, run, ())
+        while not done.wait(0.1):
+            if not self.worker.running:
+                raise RuntimeError("the worker stopped before the emit was applied")
+        if outcome[1] is not None:
+            raise outcome[1]
+        return outcome[0]
+
     def _call(self, ts: TaskState, fn: Callable[..., Any], *args: Any) -> None:
         """Have the component thread call ``fn(*args)`` (errors are reported as the task's)."""
         self.control.append((ts, fn, args))
@@ -216,7 +237,6 @@ class Dedicated:
         put = self.put
         worker = self.worker
         auto_anchor = not spout and getattr(self, "auto_anchor", False)
-        thread = self
 
         def direct() -> bool:
             """No loop runs (``initialize`` comes before it, ``cleanup`` after it): a call goes
@@ -254,13 +274,14 @@ class Dedicated:
                 ts.thread_emits += 1  # type: ignore[attr-defined]
                 if tup_id is not None:
                     ts.put_tracked += 1  # type: ignore[attr-defined]
-                    return _wait(thread, ts, lambda: _tracked(ts, real_emit, values, stream,
-                                                              tup_id, direct_task,
-                                                              need_task_ids), need_task_ids)
+                    args = (ts, real_emit, values, stream, tup_id, direct_task, need_task_ids)
+                    if need_task_ids:
+                        return self.wait_for(ts, _tracked, args)
+                    put(ts, _tracked, args)
+                    return None
             if need_task_ids:
-                return _wait(thread, ts, lambda: real_emit(
-                    values, stream, anchors=anchors, direct_task=direct_task,
-                    need_task_ids=True), True)
+                return self.wait_for(ts, _one, (real_emit, values, stream, anchors, direct_task,
+                                                True))
             put(ts, _one, (real_emit, values, stream, anchors, direct_task), anchors)
             return None
 
@@ -306,8 +327,9 @@ def _count_acked(ts: TaskState, n: int) -> None:
 
 
 def _one(real_emit: Callable[..., Any], values: tuple, stream: str, anchors: Any,
-         direct_task: int | None) -> None:
-    real_emit(values, stream, anchors=anchors, direct_task=direct_task)
+         direct_task: int | None, need_task_ids: bool = False) -> list[int] | None:
+    return real_emit(values, stream, anchors=anchors, direct_task=direct_task,
+                     need_task_ids=need_task_ids)
 
 
 def _many(real_many: Callable[..., None], vals: list[tuple], stream: str, anchors: Any) -> None:
@@ -321,28 +343,3 @@ def _tracked(ts: TaskState, real_emit: Callable[..., Any], values: tuple, stream
                          need_task_ids=need_task_ids)
     finally:
         ts.applied_tracked += 1  # type: ignore[attr-defined]
-
-
-def _wait(thread: Dedicated, ts: TaskState, fn: Callable[[], Any], wait: bool) -> Any:
-    """Queue ``fn`` for the loop; with ``wait``, return its result (or raise its error)."""
-    if not wait:
-        thread.put(ts, fn, ())
-        return None
-    done = threading.Event()
-    box: list[Any] = []
-
-    def run() -> None:
-        try:
-            box.append(fn())
-        except BaseException as exc:  # handed back to the component's thread
-            box.append(exc)
-            box.append(None)
-        finally:
-            done.set()
-    thread.put(ts, run, ())
-    while not done.wait(0.1):
-        if not thread.worker.running:
-            raise RuntimeError("the worker stopped before the emit was applied")
-    if len(box) == 2:
-        raise box[0]
-    return box[0]

@@ -176,19 +176,10 @@ class ThreadedSpout(Dedicated, SpoutExecutor):
         return ts.put_tracked - ts.applied_tracked  # type: ignore[attr-defined]
 
     def run_once(self) -> int:
-        done = self.apply()
+        done = self.apply() + self.completions()
         worker = self.worker
         for ts in self.tasks:
-            q = ts.queue
-            while q:
-                self._completion(ts, q.popleft())
-                done += 1
-            deferred = ts.deferred  # type: ignore[attr-defined]
-            if deferred:            # untracked emits with a tup_id: acked at once
-                ts.deferred = []    # type: ignore[attr-defined]
-                ts.acked += len(deferred)
-                for tup_id in deferred:
-                    self._call(ts, ts.instance.ack, tup_id)
+            worker.run_deferred_acks(ts)    # untracked emits with a tup_id: acked at once
         if self.parked and self.active and not worker.throttled:
             self.wake_thread.set()
         return done
