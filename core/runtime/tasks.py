@@ -29,6 +29,34 @@ HOLD_CAP = 1024
 METRICS_STREAM = "__metrics"
 
 
+class _Keywords:
+    """The default of the marker parameter that keeps the emit options keyword-only.
+
+    CPython 3.11 fills each keyword-only parameter a call leaves out by looking it up in the
+    function's ``__kwdefaults__`` dict, which made every ``emit(values)`` cost about 650
+    machine instructions more than a call to the same function with positional defaults (a
+    tenth of a word's whole path in word count). So the loop's emit functions take their
+    options as ordinary parameters after ``_kw``: a third positional argument lands in
+    ``_kw`` and is refused, and the options still work only by keyword, as documented.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<keyword arguments only>"
+
+
+KEYWORDS = _Keywords()
+
+
+def positional_options(fn: str = "emit", first: str = "values",
+                       options: str = "anchors, tup_id, direct_task and need_task_ids"
+                       ) -> TypeError:
+    """The error for options passed by position to an emit function."""
+    return TypeError(f"{fn}() takes at most 2 positional arguments ({first} and stream); "
+                     f"pass {options} by keyword")
+
+
 class Route:
     """One subscriber of one stream, as seen by one emitting task."""
 
@@ -224,13 +252,15 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         lazy.run_extra += len(vals) - 1
         return True
 
-    def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
-             tup_id: Any = None, direct_task: int | None = None,
+    def emit(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
+             anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
              need_task_ids: bool = False) -> list[int] | None:
         if held:
             release()
         plan = plans_get(stream)
-        if plan is None or direct_task is not None or need_task_ids:
+        if plan is None or direct_task is not None or need_task_ids or _kw is not KEYWORDS:
+            if _kw is not KEYWORDS:
+                raise positional_options()
             return _emit_general(ts, values, stream, anchors, tup_id, direct_task,
                                  need_task_ids, spout)
         choose, src, q, keyed = plan
@@ -317,9 +347,11 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             route_many(held, held_stream, singles[held_stream][1], None)
             held.clear()
 
-    def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,
-                  anchors: Any = None) -> None:
+    def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default",
+                  _kw: object = KEYWORDS, anchors: Any = None) -> None:
         nonlocal held_stream
+        if _kw is not KEYWORDS:
+            raise positional_options("emit_many", "values_list", "anchors")
         single = singles_get(stream)
         if single is None:
             for values in values_list:
@@ -415,12 +447,12 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         # one task to choose from, in this worker: every grouping picks it
         q0 = queues_get(targets0[0])
 
-        def emit_one(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
-                     tup_id: Any = None, direct_task: int | None = None,
+        def emit_one(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
+                     anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
                      need_task_ids: bool = False) -> list[int] | None:
-            if stream != "default" or direct_task is not None or need_task_ids or held:
-                return general(values, stream, anchors=anchors, tup_id=tup_id,
-                               direct_task=direct_task, need_task_ids=need_task_ids)
+            if (stream != "default" or direct_task is not None or need_task_ids or held
+                    or _kw is not KEYWORDS):
+                return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
             ts.emitted += 1
             q0.append(T(values if values.__class__ is tuple else tuple(values), src_task, src0))
             return None
@@ -434,12 +466,12 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     key, keyed = keyed_of.get("default", (None, {}))
     keyed_get = keyed.get
 
-    def emit_default(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
-                     tup_id: Any = None, direct_task: int | None = None,
+    def emit_default(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
+                     anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
                      need_task_ids: bool = False) -> list[int] | None:
-        if stream != "default" or direct_task is not None or need_task_ids or held:
-            return general(values, stream, anchors=anchors, tup_id=tup_id,
-                           direct_task=direct_task, need_task_ids=need_task_ids)
+        if (stream != "default" or direct_task is not None or need_task_ids or held
+                or _kw is not KEYWORDS):
+            return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
         if values.__class__ is not tuple:
             values = tuple(values)
         ts.emitted += 1

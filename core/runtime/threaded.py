@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from squall.api.tuple import Tuple
 from squall.runtime.emit_general import check_anchors, check_emit
 from squall.runtime.executors import _perf
-from squall.runtime.tasks import TaskState
+from squall.runtime.tasks import KEYWORDS, TaskState, positional_options
 
 if TYPE_CHECKING:
     from squall.runtime.worker import Worker
@@ -261,9 +261,11 @@ class Dedicated:
             cur = ts.thread_current if auto_anchor else None  # type: ignore[attr-defined]
             return (cur,) if cur is not None else None
 
-        def emit(values: Sequence[Any], stream: str = "default", *, anchors: Any = None,
-                 tup_id: Any = None, direct_task: int | None = None,
+        def emit(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
+                 anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
                  need_task_ids: bool = False) -> list[int] | None:
+            if _kw is not KEYWORDS:
+                raise positional_options()
             if direct():
                 return real_emit(values, stream, anchors=anchors, tup_id=tup_id,
                                  direct_task=direct_task, need_task_ids=need_task_ids)
@@ -285,8 +287,10 @@ class Dedicated:
             put(ts, _one, (real_emit, values, stream, anchors, direct_task), anchors)
             return None
 
-        def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,
-                      anchors: Any = None) -> None:
+        def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default",
+                      _kw: object = KEYWORDS, anchors: Any = None) -> None:
+            if _kw is not KEYWORDS:
+                raise positional_options("emit_many", "values_list", "anchors")
             if direct():
                 return real_many(values_list, stream, anchors=anchors)
             check(stream, None, anchors)

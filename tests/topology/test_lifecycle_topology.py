@@ -117,6 +117,54 @@ def test_exception_fails_tuple_reports_error_and_executor_goes_on(cluster: Local
     assert all(w.is_alive() for w in cluster.workers("errors"))
 
 
+class Positional(Bolt):
+    """Passes the emit options by position (refused), then by keyword."""
+
+    outputs = ["n"]
+
+    def process(self, tup: Any) -> None:
+        for call in (lambda: self.emit([tup["n"]], "default", [tup]),
+                     lambda: self.emit([tup["n"]], "default", None, None, None, True),
+                     lambda: self.emit_many([[tup["n"]]], "default", [tup])):
+            try:
+                call()
+            except TypeError as exc:
+                with LOCK:
+                    EVENTS.append(("refused", str(exc)))
+        self.emit([tup["n"]], "default", anchors=[tup])
+
+
+class Sink(Bolt):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            PROCESSED.append(tup["n"])
+
+
+@pytest.mark.parametrize("acking", [False, True])
+@pytest.mark.parametrize("sinks,threaded", [(1, False), (2, False), (2, True)])
+def test_emit_options_are_keyword_only(cluster: LocalCluster, acking: bool, sinks: int,
+                                       threaded: bool) -> None:
+    # every emit path (one local target, a fields grouping over two, the acking path, a
+    # component on its own thread) refuses options passed by position with a TypeError the
+    # component can catch, and goes on
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 10})
+    b.set_bolt("positional", Positional, config={
+        "topology.executor.dedicated.thread": threaded}).shuffle_grouping("numbers")
+    b.set_bolt("sink", Sink, sinks).fields_grouping("positional", ["n"])
+    cluster.submit_topology("kw", {"topology.acker.executors": 1 if acking else 0},
+                            b.create_topology())
+    wait_until(lambda: len(PROCESSED) == 10 and (not acking or len(ACKED) == 10))
+    assert sorted(PROCESSED) == list(range(10))
+    refused = [msg for kind, msg in (e for e in EVENTS if e[0] == "refused")]
+    assert len(refused) == 30
+    assert refused.count("emit() takes at most 2 positional arguments (values and stream); "
+                         "pass anchors, tup_id, direct_task and need_task_ids by keyword") == 20
+    assert refused.count("emit_many() takes at most 2 positional arguments (values_list and "
+                         "stream); pass anchors by keyword") == 10
+    assert not FAILED
+
+
 def test_die_on_error_stops_the_worker(cluster: LocalCluster) -> None:
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers, config={"app.n": 20})
