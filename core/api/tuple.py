@@ -51,6 +51,10 @@ class Tuple:
 
     ``values`` is a tuple; ``tup["field"]`` reads a field by name. ``id`` identifies this tuple
     inside its tuple tree (``None`` when it is not tracked by the acker).
+
+    The runtime's hot paths build Tuples with ``object.__new__`` and set every slot
+    themselves (a Python ``__init__`` call is the dearest part of building one): a slot added
+    here must be set there too (``make_emit``, ``TupleRun.tuples``, ``Transfer``).
     """
 
     __slots__ = ("ackval", "id", "roots", "src", "task", "values")
@@ -114,15 +118,39 @@ class TupleRun:
         self.edge = edge
 
     def tuples(self) -> list[Tuple]:
+        """One Tuple per values (built without ``__init__``, as ``make_emit`` does)."""
         task, src, roots = self.task, self.src, self.roots
         if roots is None:
-            return [Tuple(v, task, src) for v in self.values]
+            out = []
+            append = out.append
+            new = object.__new__
+            for v in self.values:
+                tup = new(Tuple)
+                tup.values = v
+                tup.task = task
+                tup.src = src
+                tup.id = tup.roots = None
+                tup.ackval = 0
+                append(tup)
+            return out
         ids = [_rand64(64) for _ in range(len(self.values) - 1)]
         last = self.edge
         for i in ids:
             last ^= i
         ids.append(last)
-        return [Tuple(v, task, src, i, roots) for v, i in zip(self.values, ids)]
+        out = []
+        append = out.append
+        new = object.__new__
+        for v, i in zip(self.values, ids):
+            tup = new(Tuple)
+            tup.values = v
+            tup.task = task
+            tup.src = src
+            tup.id = i
+            tup.roots = roots
+            tup.ackval = 0
+            append(tup)
+        return out
 
 
 class TupleBatch(Sequence[Tuple]):

@@ -187,6 +187,11 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     acking = worker.acking
     rand = _fast
     T = Tuple
+    # Tuples are built as ``new(T)`` and six slot stores (every slot of Tuple: keep them in
+    # step with Tuple.__slots__). Calling ``T(...)`` runs ``__init__`` through CPython 3.11's
+    # generic slot path, which costs more than the rest of a word's emit: word count per tuple
+    # ran 9 % fewer instructions without it.
+    new = object.__new__
     acker_tasks = worker.acker_tasks
     n_ackers = len(acker_tasks)
     init_tree = worker.init_tree
@@ -277,7 +282,14 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 t = choose(values)
                 q = queues_get(t)
                 if q is not None:
-                    q.append(T(values, src_task, src, edge, (root,)))
+                    tup = new(T)
+                    tup.values = values
+                    tup.task = src_task
+                    tup.src = src
+                    tup.id = edge
+                    tup.roots = (root,)
+                    tup.ackval = 0
+                    q.append(tup)
                 else:
                     remote_tracked(ts, t, values, src_task, src, edge, (root,))
                 ts.pending_new[root] = (tup_id, worker.now)  # type: ignore[attr-defined]
@@ -328,7 +340,14 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                 else:
                     remote_tracked(ts, q, values, src_task, src, edge, roots)
                 return None
-        q.append(T(values, src_task, src, edge, roots))  # type: ignore[union-attr]
+        tup = new(T)
+        tup.values = values
+        tup.task = src_task
+        tup.src = src
+        tup.id = edge
+        tup.roots = roots
+        tup.ackval = 0
+        q.append(tup)  # type: ignore[union-attr]
         return None
 
     # Untracked emit_many values are held and routed together: a batch bolt's one call per
@@ -418,7 +437,13 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             for values, t in zip(values_list, targets):
                 q = queues_get(t)
                 if q is not None:
-                    q.append(T(values, src_task, src))
+                    tup = new(T)
+                    tup.values = values
+                    tup.task = src_task
+                    tup.src = src
+                    tup.id = tup.roots = None
+                    tup.ackval = 0
+                    q.append(tup)
                 else:
                     remote_values(ts, t, values, src_task, src)
             return
@@ -429,7 +454,14 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
             xor ^= edge
             q = queues_get(t)
             if q is not None:
-                q.append(T(values, src_task, src, edge, roots))
+                tup = new(T)
+                tup.values = values
+                tup.task = src_task
+                tup.src = src
+                tup.id = edge
+                tup.roots = roots
+                tup.ackval = 0
+                q.append(tup)
             else:
                 remote(ts, t, T(values, src_task, src, edge, roots))
         anchor.ackval ^= xor
@@ -454,7 +486,13 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                     or _kw is not KEYWORDS):
                 return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
             ts.emitted += 1
-            q0.append(T(values if values.__class__ is tuple else tuple(values), src_task, src0))
+            tup = new(T)
+            tup.values = values if values.__class__ is tuple else tuple(values)
+            tup.task = src_task
+            tup.src = src0
+            tup.id = tup.roots = None
+            tup.ackval = 0
+            q0.append(tup)
             return None
 
         emit_one.many = emit_many  # type: ignore[attr-defined]
@@ -484,14 +522,26 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                     if q.__class__ is int:
                         remote_values(ts, q, values, src_task, src0)
                     else:
-                        q.append(T(values, src_task, src0))
+                        tup = new(T)
+                        tup.values = values
+                        tup.task = src_task
+                        tup.src = src0
+                        tup.id = tup.roots = None
+                        tup.ackval = 0
+                        q.append(tup)
                     return None
         t = choose0(values)
         q = queues_get(t)
         if k.__class__ is str and len(keyed) < KEYED_QUEUES:
             keyed[k] = t if q is None else q
         if q is not None:
-            q.append(T(values, src_task, src0))
+            tup = new(T)
+            tup.values = values
+            tup.task = src_task
+            tup.src = src0
+            tup.id = tup.roots = None
+            tup.ackval = 0
+            q.append(tup)
         else:
             remote_values(ts, t, values, src_task, src0)
         return None

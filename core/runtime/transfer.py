@@ -450,11 +450,19 @@ class Transfer:
             raise ValueError(f"run for task {dest}: an id that is not an int")
         tuples: list[Tuple] = []
         append = tuples.append
+        new = object.__new__        # see Tuple: built without __init__
         prev = None
         for v, i, r in zip(values, ids, roots):
             if r.__class__ is not int:      # 0: the same roots as the tuple before
                 prev = _roots(r)
-            append(Tuple(tuple(v), src_task, src, i, prev))
+            tup = new(Tuple)
+            tup.values = tuple(v)
+            tup.task = src_task
+            tup.src = src
+            tup.id = i
+            tup.roots = prev
+            tup.ackval = 0
+            append(tup)
         q = self.worker.queues.get(dest)
         if q is not None:
             q.extend(tuples)

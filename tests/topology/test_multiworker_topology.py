@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder
 from squall.testing import complete_topology, wait_until
 
 LOCK = threading.Lock()
@@ -301,3 +301,74 @@ def test_shuffle_steers_away_from_an_overloaded_worker(cluster: LocalCluster,
     else:
         wait_until(lambda: shifted() or len(windows) >= 5, timeout=30, interval=0.05)
         assert all(d_other < 4 * d_slow for d_slow, d_other in windows), windows
+
+
+SEEN: list[tuple[str, str, list[str], bool]] = []   # (bolt, stream, slots unset, as expected)
+
+
+def _check(bolt: str, tup: Any, acking: bool) -> None:
+    from squall.api.tuple import Tuple
+    unset = [s for s in Tuple.__slots__ if not hasattr(tup, s)]
+    ok = not unset and type(tup.values) is tuple and tup.ackval == 0 and (
+        (type(tup.id) is int and type(tup.roots) is tuple and bool(tup.roots)) if acking
+        else (tup.id is None and tup.roots is None))
+    with LOCK:
+        SEEN.append((bolt, tup.stream, unset, ok))
+
+
+class WordsTwoWays(Bolt):
+    outputs = [Stream(["word"]), Stream(["word"], name="many")]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.acking = conf["topology.acker.executors"] > 0
+
+    def process(self, tup: Any) -> None:
+        _check("split", tup, self.acking)
+        words = tup["line"].split()
+        for word in words:
+            self.emit([word])
+        self.emit_many([[w] for w in words], "many")
+
+
+class Whole(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.acking = conf["topology.acker.executors"] > 0
+
+    def process(self, tup: Any) -> None:
+        _check("whole", tup, self.acking)
+
+
+class WholeBatch(Bolt):
+    lazy_batch = True
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.acking = conf["topology.acker.executors"] > 0
+
+    def process_batch(self, tuples: Any) -> None:
+        for tup in tuples:
+            _check("batch", tup, self.acking)
+
+
+@pytest.mark.parametrize("acking", [False, True])
+@pytest.mark.parametrize("tasks", [1, 3])
+def test_every_tuple_a_bolt_receives_has_all_its_fields(acking: bool, tasks: int) -> None:
+    # each way the runtime builds a Tuple: emit to one local task, fields grouping over
+    # several, to the other worker, emit_many to plain and lazy_batch bolts, tracked or not
+    SEEN.clear()
+    b = TopologyBuilder()
+    b.set_spout("lines", Lines, 2)
+    b.set_bolt("split", WordsTwoWays, 2).shuffle_grouping("lines")
+    b.set_bolt("whole", Whole, tasks).fields_grouping("split", ["word"]).fields_grouping(
+        "split", ["word"], stream="many")
+    b.set_bolt("batch", WholeBatch, 2).shuffle_grouping("split", stream="many")
+    lines = [["the cow jumped over the moon"], ["an apple a day"]] * 50
+    result = complete_topology(b.create_topology(), {"lines": lines},
+                               conf={"topology.workers": 2,
+                                     "topology.acker.executors": 2 if acking else 0})
+    assert not result.failed
+    assert result.acked == set(range(100))
+    words = sum(len(line[0].split()) for line in lines)
+    seen = Counter((bolt, stream) for bolt, stream, _, _ in SEEN)
+    assert seen == {("split", "default"): 100, ("whole", "default"): words,
+                    ("whole", "many"): words, ("batch", "many"): words}
+    assert [s for s in SEEN if not s[3]] == []
