@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
+from itertools import repeat as _repeat
+from itertools import starmap as _starmap
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Tuple, TupleBatch, TupleRun
@@ -18,6 +21,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _perf = time.perf_counter
+#: runs an iterator to its end in C (a deque that keeps nothing)
+_consume = deque(maxlen=0).extend
 #: how long one pass over a bolt's queue may run when it takes more than one batch
 PASS_SECONDS = 0.005
 #: most tuples of one task sampled for process latency and not acked yet (bolts acking
@@ -151,9 +156,13 @@ class BoltExecutor(Executor):
         ack = self.worker.ack_tuple
         plain = 0            # untracked tuples processed without error (acked in bulk)
         if not self.worker.acking:
+            if not ts.ticks:
+                self._run_plain(ts, q, n)
+                return
             for _ in range(n):
                 tup = popleft()
                 if tup.src is tick_src:
+                    ts.ticks -= 1
                     self._tick(ts, tup)
                     continue
                 try:
@@ -189,6 +198,7 @@ class BoltExecutor(Executor):
                     else:
                         ack(ts, tup)
             elif tup.src is tick_src:
+                ts.ticks -= 1
                 self._tick(ts, tup)
             else:
                 try:
@@ -199,6 +209,28 @@ class BoltExecutor(Executor):
                 plain += 1
         if auto_ack:
             ts.acked += plain
+
+    def _run_plain(self, ts: TaskState, q: Any, n: int) -> None:
+        """``_run_tuples`` without ackers and with no tick queued: the tuples are taken and
+        passed to ``process`` by C loops (``map``), with no Python step of ours per tuple."""
+        if n == len(q):
+            tuples = list(q)
+            q.clear()
+        else:
+            tuples = list(_starmap(q.popleft, _repeat((), n)))
+        process = ts.instance.process
+        it = iter(tuples)
+        failed = 0
+        while True:
+            try:
+                _consume(map(process, it))
+                break
+            except Exception as exc:
+                # the tuple that raised is the last one map took from it
+                self._failed(ts, tuples[n - it.__length_hint__() - 1], exc)
+                failed += 1
+        if self.auto_ack:
+            ts.acked += n - failed
 
     def _run_lazy(self, ts: TaskState, q: Any, batch: int) -> int:
         """Run up to ``batch`` queue entries as one TupleBatch; returns the tuples taken."""
@@ -215,9 +247,9 @@ class BoltExecutor(Executor):
         n = size = len(parts) + extra    # size: tuples for process_batch, without ticks
         tick_src = self.tick_src
         if ts.ticks and any(p.src is tick_src for p in parts):
-            ts.ticks = 0
             for p in parts:
                 if p.src is tick_src:
+                    ts.ticks -= 1
                     self._tick(ts, p)
                     size -= 1
             parts = [p for p in parts if p.src is not tick_src]
@@ -256,9 +288,9 @@ class BoltExecutor(Executor):
     def _run_batch(self, ts: TaskState, tuples: list[Tuple]) -> None:
         tick_src = self.tick_src
         if ts.ticks and any(t.src is tick_src for t in tuples):
-            ts.ticks = 0
             for t in tuples:
                 if t.src is tick_src:
+                    ts.ticks -= 1
                     self._tick(ts, t)
             tuples = [t for t in tuples if t.src is not tick_src]
             if not tuples:

@@ -124,7 +124,9 @@ class TaskState:
         self.routes: dict[str, list[Route]] = {}
         self.sources: dict[str, Source] = {}
         self.current: Tuple | None = None
-        self.ticks = 0               # tick tuples queued since the last batch (batch bolts)
+        #: tick tuples that may be queued: counted down as a bolt runs them (a batch takes
+        #: them all); while 0, a bolt's pass need not look for them
+        self.ticks = 0
         self.run_extra = 0           # tuples in queued TupleRuns beyond one per run
         self.pass_cap = 0            # most tuples one pass may take (set from measured cost)
         # counters, folded into stats on a timer

@@ -90,6 +90,21 @@ def test_ticks_at_configured_frequency(cluster: LocalCluster) -> None:
     assert sorted(n for cid, n in PROCESSED if cid == "ticked") == list(range(5))
 
 
+@pytest.mark.parametrize("ackers", [0, 1])
+def test_ticks_between_tuples_reach_process_tick_only(cluster: LocalCluster, ackers: int) -> None:
+    # a spout that never stops: ticks land in a queue full of tuples, with acking on and off
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("ticked", Ticking, config={"topology.tick.tuple.freq.secs": 0.2}
+               ).shuffle_grouping("numbers")
+    cluster.submit_topology("busy-ticks", {"topology.acker.executors": ackers,
+                                           "topology.max.spout.pending": 500},
+                            b.create_topology())
+    wait_until(lambda: len(TICKS) >= 3 and len(PROCESSED) >= 1000, timeout=10)
+    assert all(cid == "ticked" and is_tick for cid, _, is_tick in TICKS)
+    assert cluster.get_topology_info("busy-ticks")["errors"].get("ticked", []) == []
+
+
 class Picky(Bolt):
     """Raises on multiples of 4; processes the rest."""
 
@@ -163,6 +178,22 @@ def test_emit_options_are_keyword_only(cluster: LocalCluster, acking: bool, sink
     assert refused.count("emit_many() takes at most 2 positional arguments (values_list and "
                          "stream); pass anchors by keyword") == 10
     assert not FAILED
+
+
+def test_without_ackers_an_exception_fails_only_its_tuple(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 20})
+    b.set_bolt("picky", Picky).shuffle_grouping("numbers")
+    cluster.submit_topology("errors-untracked", {"topology.acker.executors": 0},
+                            b.create_topology())
+    wait_until(lambda: cluster.get_topology_info("errors-untracked")["components"]["picky"]
+               ["failed"] == 5)
+    wait_until(lambda: len(PROCESSED) == 15)
+    assert sorted(PROCESSED) == [n for n in range(20) if n % 4]
+    info = cluster.get_topology_info("errors-untracked")
+    assert "ValueError: no multiples of four" in info["errors"]["picky"][-1]["error"]
+    wait_until(lambda: cluster.get_topology_info("errors-untracked")["components"]["picky"]
+               ["acked"] == 15)
 
 
 def test_die_on_error_stops_the_worker(cluster: LocalCluster) -> None:
