@@ -120,10 +120,10 @@ class TupleRun:
     def tuples(self) -> list[Tuple]:
         """One Tuple per values (built without ``__init__``, as ``make_emit`` does)."""
         task, src, roots = self.task, self.src, self.roots
+        out: list[Tuple] = []
+        append = out.append
+        new = object.__new__
         if roots is None:
-            out = []
-            append = out.append
-            new = object.__new__
             for v in self.values:
                 tup = new(Tuple)
                 tup.values = v
@@ -138,9 +138,6 @@ class TupleRun:
         for i in ids:
             last ^= i
         ids.append(last)
-        out = []
-        append = out.append
-        new = object.__new__
         for v, i in zip(self.values, ids):
             tup = new(Tuple)
             tup.values = v

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _perf = time.perf_counter
 #: runs an iterator to its end in C (a deque that keeps nothing)
-_consume = deque(maxlen=0).extend
+_consume = deque[Any](maxlen=0).extend
 #: how long one pass over a bolt's queue may run when it takes more than one batch
 PASS_SECONDS = 0.005
 #: most tuples of one task sampled for process latency and not acked yet (bolts acking
@@ -227,7 +227,8 @@ class BoltExecutor(Executor):
                 break
             except Exception as exc:
                 # the tuple that raised is the last one map took from it
-                self._failed(ts, tuples[n - it.__length_hint__() - 1], exc)
+                left = it.__length_hint__()  # type: ignore[attr-defined]
+                self._failed(ts, tuples[n - left - 1], exc)
                 failed += 1
         if self.auto_ack:
             ts.acked += n - failed
