@@ -469,13 +469,15 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
         anchor.ackval ^= xor
 
     default = singles.get("default")
-    if spout or acking or default is None:
+    if spout or default is None:
         emit.many = emit_many  # type: ignore[attr-defined]
         return emit
-    # a bolt in a topology without ackers, emitting on a default stream with one
-    # single-target subscriber: the commonest hot path, with nothing else to check
     general = emit
     choose0, src0 = default
+    if acking:
+        return _anchored_default(ts, general, emit_many, choose0, src0, held)
+    # a bolt in a topology without ackers, emitting on a default stream with one
+    # single-target subscriber: the commonest hot path, with nothing else to check
     targets0 = ts.routes["default"][0].targets
     if len(targets0) == 1 and queues_get(targets0[0]) is not None:
         # one task to choose from, in this worker: every grouping picks it
@@ -550,6 +552,75 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
 
     emit_default.many = emit_many  # type: ignore[attr-defined]
     return emit_default
+
+
+def _anchored_default(ts: TaskState, general: Callable[..., list[int] | None],
+                      emit_many: Callable[..., None], choose0: Callable[[tuple], int],
+                      src0: Source, held: list[Any]) -> Callable[..., list[int] | None]:
+    """The emit of a bolt in a topology with ackers whose default stream has one
+    single-target subscriber: an emit anchored to one tuple (the one in process, or
+    ``anchors=[tup]``) on that stream skips the general emit's per-stream lookups and checks.
+    Everything else goes to ``general``."""
+    worker = ts.worker
+    queues_get = worker.queues.get
+    remote_tracked = worker.transfer.send_tracked
+    src_task = ts.task
+    rand = _fast
+    T = Tuple
+    new = object.__new__        # see make_emit
+    route = ts.routes["default"][0]
+    q0 = queues_get(route.targets[0]) if len(route.targets) == 1 else None
+    key = route.key_index
+    keyed: dict[str, Any] = {}      # as make_emit's keyed_of: str key -> queue or task id
+    keyed_get = keyed.get
+
+    def emit_anchored(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
+                      anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
+                      need_task_ids: bool = False) -> list[int] | None:
+        if (stream != "default" or direct_task is not None or need_task_ids or held
+                or _kw is not KEYWORDS):
+            return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
+        if anchors is None:
+            anchor = ts.current
+        elif len(anchors) == 1 and anchors[0].__class__ is T:
+            anchor = anchors[0]
+        else:
+            anchor = None
+        if anchor is None or not anchor.roots:
+            return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
+        if values.__class__ is not tuple:
+            values = tuple(values)
+        ts.emitted += 1
+        edge = rand(64)
+        anchor.ackval ^= edge
+        roots = anchor.roots
+        q = q0
+        if q is None:
+            k = values[key] if key is not None else None
+            if k.__class__ is str:
+                q = keyed_get(k)
+            if q is None:
+                t = choose0(values)
+                q = queues_get(t)
+                if q is None:
+                    q = t
+                if k.__class__ is str and len(keyed) < KEYED_QUEUES:
+                    keyed[k] = q
+            if q.__class__ is int:
+                remote_tracked(ts, q, values, src_task, src0, edge, roots)
+                return None
+        tup = new(T)
+        tup.values = values
+        tup.task = src_task
+        tup.src = src0
+        tup.id = edge
+        tup.roots = roots
+        tup.ackval = 0
+        q.append(tup)  # type: ignore[union-attr]
+        return None
+
+    emit_anchored.many = emit_many  # type: ignore[attr-defined]
+    return emit_anchored
 
 
 def _choose_many(route: Route) -> Callable[[Sequence[Sequence[Any]]], list[int]]:
