@@ -174,6 +174,9 @@ class BoltExecutor(Executor):
             if auto_ack:
                 ts.acked += plain
             return
+        if auto_anchor and auto_ack:
+            self._run_tracked(ts, q, n)
+            return
         acks = self.worker._acks
         acks_get = acks.get
         for _ in range(n):
@@ -209,6 +212,57 @@ class BoltExecutor(Executor):
                 plain += 1
         if auto_ack:
             ts.acked += plain
+
+    def _run_tracked(self, ts: TaskState, q: Any, n: int) -> None:
+        """``_run_tuples`` with ackers, for a bolt that anchors and acks automatically (the
+        default): each tracked tuple is the emit anchor while it is processed, and its ack
+        is folded into the worker's per-root XORs, inline (``Worker.ack_tuple``)."""
+        popleft = q.popleft
+        process = ts.instance.process
+        tick_src = self.tick_src
+        acks = self.worker._acks
+        acks_get = acks.get
+        skipped = 0          # tuples not acked here: failed, ticks, acked by ack_tuple
+        try:
+            for _ in range(n):
+                tup = popleft()
+                roots = tup.roots
+                if roots and roots.__class__ is tuple:
+                    ts.current = tup
+                    try:
+                        process(tup)
+                    except Exception as exc:  # the executor goes on; see API.md section 2
+                        ts.current = None
+                        self._failed(ts, tup, exc)
+                        skipped += 1
+                        continue
+                    v = tup.id ^ tup.ackval
+                    for r in roots:
+                        acks[r] = acks_get(r, 0) ^ v
+                    continue
+                # a tick, an untracked tuple, or roots of another kind: no anchor
+                ts.current = None
+                skipped += 1
+                if tup.src is tick_src:
+                    ts.ticks -= 1
+                    self._tick(ts, tup)
+                    continue
+                if roots:
+                    ts.current = tup
+                try:
+                    process(tup)
+                except Exception as exc:
+                    ts.current = None
+                    self._failed(ts, tup, exc)
+                    continue
+                ts.current = None
+                if roots:
+                    self.worker.ack_tuple(ts, tup)
+                else:
+                    skipped -= 1
+        finally:
+            ts.current = None
+        ts.acked += n - skipped
 
     def _run_plain(self, ts: TaskState, q: Any, n: int) -> None:
         """``_run_tuples`` without ackers and with no tick queued: the tuples are taken and
