@@ -28,7 +28,8 @@ from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_em
 from squall.runtime.threaded import (Dedicated, hold_switch_interval, release_switch_interval,
                                      wants_thread)
 from squall.runtime.threaded_executors import threaded_class
-from squall.runtime.transfer import INBOX_LIMIT, Transfer
+from squall.runtime.inbound import INBOX_LIMIT
+from squall.runtime.transfer import Transfer
 
 log = logging.getLogger(__name__)
 INBOX_HIGH, INBOX_LOW = INBOX_LIMIT // 2, INBOX_LIMIT // 8   # received batches, for backpressure
