@@ -54,7 +54,7 @@ class Tuple:
 
     The runtime's hot paths build Tuples with ``object.__new__`` and set every slot
     themselves (a Python ``__init__`` call is the dearest part of building one): a slot added
-    here must be set there too (``make_emit``, ``TupleRun.tuples``, ``Transfer``).
+    here must be set there too (``make_emit``, ``TupleRun.tuples``, ``Inbound``).
     """
 
     __slots__ = ("ackval", "id", "roots", "src", "task", "values")

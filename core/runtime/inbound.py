@@ -1,8 +1,9 @@
 """The receiving side of :class:`squall.runtime.transfer.Transfer` (a mixin of it): the
 receive thread that takes raw batches from the transport, and the loop's decoding of them
 into the queues of this worker's tasks. The wire form is described in
-:mod:`squall.runtime.transfer`. A batch that does not decode, or an entry that does not
-check out, is logged and dropped whole, before any of its tuples is delivered.
+:mod:`squall.runtime.transfer`. A batch that does not decode is logged and dropped; an entry
+that does not check out is logged and dropped with the rest of its batch (a run is checked
+whole before any of its tuples is delivered).
 """
 from __future__ import annotations
 
