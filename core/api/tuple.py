@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import Any, overload
 
 TICK_STREAM = "__tick"
@@ -120,24 +121,17 @@ class TupleRun:
     def tuples(self) -> list[Tuple]:
         """One Tuple per values (built without ``__init__``, as ``make_emit`` does)."""
         task, src, roots = self.task, self.src, self.roots
+        if roots is None:
+            ids: Any = repeat(None)
+        else:
+            ids = [_rand64(64) for _ in range(len(self.values) - 1)]
+            last = self.edge
+            for i in ids:
+                last ^= i
+            ids.append(last)
         out: list[Tuple] = []
         append = out.append
         new = object.__new__
-        if roots is None:
-            for v in self.values:
-                tup = new(Tuple)
-                tup.values = v
-                tup.task = task
-                tup.src = src
-                tup.id = tup.roots = None
-                tup.ackval = 0
-                append(tup)
-            return out
-        ids = [_rand64(64) for _ in range(len(self.values) - 1)]
-        last = self.edge
-        for i in ids:
-            last ^= i
-        ids.append(last)
         for v, i in zip(self.values, ids):
             tup = new(Tuple)
             tup.values = v

@@ -14,7 +14,8 @@ from squall.api.tuple import Source, Tuple
 from squall.errors import TopologyError
 
 if TYPE_CHECKING:
-    from squall.runtime.tasks import Route, TaskState
+    from squall.runtime.routing import Route
+    from squall.runtime.tasks import TaskState
 
 _rand64 = random.SystemRandom().getrandbits  # seeds only; per-tuple ids use the fast PRNG below
 _fast = random.Random(_rand64(64)).getrandbits

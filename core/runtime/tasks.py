@@ -8,106 +8,21 @@ a tuple to a task in the same worker is a grouping choice, one :class:`Tuple` al
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from squall.api import groupings as g
-from squall.api.topology import Input
 from squall.api.tuple import Source, Tuple, TupleRun
-from squall.errors import TopologyError
-from squall.runtime.load import DISABLE_KEY, bounds
 from squall.runtime.emit_general import _emit_general, _fast
+from squall.runtime.emit_paths import KEYED_QUEUES, KEYWORDS, anchored_default, positional_options
+from squall.runtime.routing import Route, choose_many_of, make_grouping
 
 if TYPE_CHECKING:
     from squall.runtime.worker import Worker
 
 ACK_INIT, ACK_ACK, ACK_FAIL = "__ack_init", "__ack_ack", "__ack_fail"
-#: str keys an emitter remembers the local queue of (fields grouping on one field)
-KEYED_QUEUES = 65536
 #: untracked ``emit_many`` values a task holds before routing them (see ``make_emit``)
 HOLD_CAP = 1024
 METRICS_STREAM = "__metrics"
-
-
-class _Keywords:
-    """The default of the marker parameter that keeps the emit options keyword-only.
-
-    CPython 3.11 fills each keyword-only parameter a call leaves out by looking it up in the
-    function's ``__kwdefaults__`` dict, which made every ``emit(values)`` cost about 650
-    machine instructions more than a call to the same function with positional defaults
-    (about 5 % of a word's whole path in word count). So the loop's emit functions take their
-    options as ordinary parameters after ``_kw``: a third positional argument lands in
-    ``_kw`` and is refused, and the options still work only by keyword, as documented.
-    """
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<keyword arguments only>"
-
-
-KEYWORDS = _Keywords()
-
-
-def positional_options(fn: str = "emit", first: str = "values",
-                       options: str = "anchors, tup_id, direct_task and need_task_ids"
-                       ) -> TypeError:
-    """The error for options passed by position to an emit function."""
-    return TypeError(f"{fn}() takes at most 2 positional arguments ({first} and stream); "
-                     f"pass {options} by keyword")
-
-
-class Route:
-    """One subscriber of one stream, as seen by one emitting task."""
-
-    __slots__ = ("component", "direct", "grouping", "key_index", "many", "one", "one_each",
-                 "targets")
-
-    def __init__(self, component: str, grouping: Any, direct: bool, targets: list[int]) -> None:
-        self.component = component
-        self.grouping = grouping
-        self.direct = direct
-        self.targets = targets
-        self.one = getattr(grouping, "choose_one", None) if grouping is not None else None
-        self.many = grouping.choose_tasks if grouping is not None else None
-        #: ``choose_one`` for a whole list at once, where the grouping has it
-        self.one_each = getattr(grouping, "choose_many", None) if self.one is not None else None
-        #: the field a plain one-field fields grouping reads (its task depends on that value
-        #: alone), else None
-        self.key_index: int | None = (
-            grouping.indexes[0] if type(grouping) is g.FieldsGrouping
-            and len(grouping.indexes) == 1 else None)
-
-
-def make_grouping(inp: Input, source_fields: Sequence[str],
-                  conf: Mapping[str, Any] | None = None) -> Any:
-    kind = inp.grouping
-    if kind == "shuffle":
-        conf = conf or {}
-        if conf.get(DISABLE_KEY):
-            return g.ShuffleGrouping()
-        return g.LoadAwareShuffleGrouping(*bounds(conf))
-    if kind == "fields":
-        return g.FieldsGrouping(inp.fields, source_fields)
-    if kind == "partial_key":
-        return g.PartialKeyGrouping(inp.fields, source_fields)
-    if kind == "all":
-        return g.AllGrouping()
-    if kind == "global":
-        return g.GlobalGrouping()
-    if kind == "none":
-        return g.NoneGrouping()
-    if kind == "local_or_shuffle":
-        return g.LocalOrShuffleGrouping()
-    if kind == "direct":
-        return None
-    if kind == "custom":
-        if isinstance(inp.custom, str):
-            from squall import drivers
-            return drivers.load("squall.groupings", inp.custom)()
-        import copy
-        return copy.copy(inp.custom)
-    raise TopologyError(f"unknown grouping {kind!r}")
 
 
 class TaskState:
@@ -207,7 +122,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     for name, routes in ts.routes.items():
         if len(routes) == 1 and routes[0].one is not None and not routes[0].direct:
             singles[name] = (routes[0].one, ts.sources[name])
-            manys[name] = _choose_many(routes[0])
+            manys[name] = choose_many_of(routes[0])
             if len(routes[0].targets) == 1:
                 fixed[name] = queues_get(routes[0].targets[0])
             elif routes[0].key_index is not None:
@@ -475,7 +390,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     general = emit
     choose0, src0 = default
     if acking:
-        return _anchored_default(ts, general, emit_many, choose0, src0, held)
+        return anchored_default(ts, general, emit_many, choose0, src0, held)
     # a bolt in a topology without ackers, emitting on a default stream with one
     # single-target subscriber: the commonest hot path, with nothing else to check
     targets0 = ts.routes["default"][0].targets
@@ -552,83 +467,3 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
 
     emit_default.many = emit_many  # type: ignore[attr-defined]
     return emit_default
-
-
-def _anchored_default(ts: TaskState, general: Callable[..., list[int] | None],
-                      emit_many: Callable[..., None], choose0: Callable[[tuple], int],
-                      src0: Source, held: list[Any]) -> Callable[..., list[int] | None]:
-    """The emit of a bolt in a topology with ackers whose default stream has one
-    single-target subscriber: an emit anchored to one tuple (the one in process, or
-    ``anchors=[tup]``) on that stream skips the general emit's per-stream lookups and checks.
-    Everything else goes to ``general``."""
-    worker = ts.worker
-    queues_get = worker.queues.get
-    remote_tracked = worker.transfer.send_tracked
-    src_task = ts.task
-    rand = _fast
-    T = Tuple
-    new = object.__new__        # see make_emit
-    route = ts.routes["default"][0]
-    q0 = queues_get(route.targets[0]) if len(route.targets) == 1 else None
-    key = route.key_index
-    keyed: dict[str, Any] = {}      # as make_emit's keyed_of: str key -> queue or task id
-    keyed_get = keyed.get
-
-    def emit_anchored(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
-                      anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
-                      need_task_ids: bool = False) -> list[int] | None:
-        if (stream != "default" or direct_task is not None or need_task_ids or held
-                or _kw is not KEYWORDS):
-            return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
-        if anchors is None:
-            anchor = ts.current
-        elif len(anchors) == 1 and anchors[0].__class__ is T:
-            anchor = anchors[0]
-        else:
-            anchor = None
-        if anchor is None or not anchor.roots:
-            return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
-        if values.__class__ is not tuple:
-            values = tuple(values)
-        ts.emitted += 1
-        edge = rand(64)
-        anchor.ackval ^= edge
-        roots = anchor.roots
-        q = q0
-        if q is None:
-            k = values[key] if key is not None else None
-            if k.__class__ is str:
-                q = keyed_get(k)
-            if q is None:
-                t = choose0(values)
-                q = queues_get(t)
-                if q is None:
-                    q = t
-                if k.__class__ is str and len(keyed) < KEYED_QUEUES:
-                    keyed[k] = q
-            if q.__class__ is int:
-                remote_tracked(ts, q, values, src_task, src0, edge, roots)
-                return None
-        tup = new(T)
-        tup.values = values
-        tup.task = src_task
-        tup.src = src0
-        tup.id = edge
-        tup.roots = roots
-        tup.ackval = 0
-        q.append(tup)  # type: ignore[union-attr]
-        return None
-
-    emit_anchored.many = emit_many  # type: ignore[attr-defined]
-    return emit_anchored
-
-
-def _choose_many(route: Route) -> Callable[[Sequence[Sequence[Any]]], list[int]]:
-    """The grouping's ``choose_many`` (every task at once), or ``choose_one`` per item."""
-    if route.one_each is not None:
-        return route.one_each
-    one = route.one
-
-    def choose_many(values_list: Sequence[Sequence[Any]]) -> list[int]:
-        return [one(values) for values in values_list]  # type: ignore[misc]
-    return choose_many

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 from squall.api.tuple import Tuple
 from squall.runtime.emit_general import check_anchors, check_emit
 from squall.runtime.executors import _perf
-from squall.runtime.tasks import KEYWORDS, TaskState, positional_options
+from squall.runtime.emit_paths import KEYWORDS, positional_options
+from squall.runtime.tasks import TaskState
 
 if TYPE_CHECKING:
     from squall.runtime.worker import Worker

@@ -9,7 +9,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from squall.api.tuple import Tuple, TupleBatch
-from squall.runtime.executors import MAX_SAMPLES, BoltExecutor, SpoutExecutor, _perf
+from squall.runtime.executors import MAX_SAMPLES, BoltExecutor, _perf
+from squall.runtime.spout_executor import SpoutExecutor
 from squall.runtime.tasks import TaskState
 from squall.runtime.threaded import IDLE_WAIT, Dedicated, _count_acked
 

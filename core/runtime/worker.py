@@ -22,7 +22,8 @@ from squall.api.topology import ACKER, Topology
 from squall.api.tuple import TICK_STREAM, Source, Tuple
 from squall.runtime import errors as error_log
 from squall.runtime.acking import Acking
-from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor
+from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor
+from squall.runtime.spout_executor import SpoutExecutor
 from squall.runtime.load import LoadTracker
 from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
 from squall.runtime.threaded import (Dedicated, hold_switch_interval, release_switch_interval,

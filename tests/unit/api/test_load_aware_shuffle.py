@@ -13,7 +13,7 @@ from squall.api.topology import Input
 from squall.config import validate
 from squall.errors import ConfigError
 from squall.runtime.load import parse_report
-from squall.runtime.tasks import make_grouping
+from squall.runtime.routing import make_grouping
 
 
 def grouping(targets: list[int], **kw: float) -> LoadAwareShuffleGrouping:
