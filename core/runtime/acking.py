@@ -140,6 +140,21 @@ class Acking:
         for r in roots:
             self.fail_tree(self.acker_tasks[r % n], r)
 
+    def root_plan(self, task: int) -> tuple[int, int, int]:
+        """How spout task ``task`` draws the root ids of its trees: ``rand(bits) * mul +
+        home``, below 2**64.
+
+        ``root % len(acker_tasks)`` picks a tree's acker task. With an acker task in this
+        worker, every root is drawn in that task's class, so the spout's init and the acker's
+        completion stay in this worker; only acks from bolts in other workers travel. The
+        other ``bits`` of a root stay random. Without ackers here, roots are uniform 64-bit
+        ids. Spout tasks of one worker with several acker tasks are spread over them."""
+        n = len(self.acker_tasks)
+        here = [i for i, t in enumerate(self.acker_tasks) if t in self.local_ackers]
+        if n <= 1 or not here:
+            return 64, 1, 0
+        return 64 - n.bit_length(), n, here[task % len(here)]
+
     def track_spout_tuple(self, ts: TaskState, root: int, xor: int, tup_id: Any,
                           stream: str, values: tuple) -> None:
         ts.executor.track(ts, root, tup_id)  # type: ignore[attr-defined]

@@ -114,7 +114,8 @@ def _emit_spout_tracked(ts: TaskState, values: tuple, stream: str, src: Source,
                         sent: list[int] | None) -> list[int] | None:
     worker = ts.worker
     rand = _fast
-    root = rand(64)
+    bits, mul, home = ts.root_plan
+    root = rand(bits) * mul + home
     xor = 0
     n = 0
     for route in routes:

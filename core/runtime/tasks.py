@@ -61,6 +61,9 @@ class TaskState:
         self.samples: dict[int, tuple[Any, float]] = {}
         self.complete_ms = 0.0
         self.complete_n = 0
+        #: how this task (a spout) draws root ids: ``rand(bits) * mul + home`` (see
+        #: Acking.root_plan); set by make_emit
+        self.root_plan = (64, 1, 0)
 
     @property
     def transferred(self) -> int:
@@ -112,6 +115,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
     acker_tasks = worker.acker_tasks
     n_ackers = len(acker_tasks)
     init_tree = worker.init_tree
+    root_bits, root_mul, root_home = ts.root_plan = worker.root_plan(src_task)
     singles: dict[str, tuple[Callable[[tuple], int], Source]] = {}
     manys: dict[str, Callable[[Sequence[Sequence[Any]]], list[int]]] = {}
     #: streams whose one subscriber has one task, in this worker: its queue (no choosing)
@@ -194,7 +198,7 @@ def make_emit(ts: TaskState, *, spout: bool) -> Callable[..., list[int] | None]:
                     return _emit_general(ts, values, stream, anchors, tup_id, None, False, True)
                 # a tracked tuple to one task: its edge is the whole tree's initial XOR
                 ts.emitted += 1
-                root = rand(64)
+                root = rand(root_bits) * root_mul + root_home
                 edge = rand(64)
                 t = choose(values)
                 q = queues_get(t)

@@ -372,3 +372,32 @@ def test_every_tuple_a_bolt_receives_has_all_its_fields(acking: bool, tasks: int
     assert seen == {("split", "default"): 100, ("whole", "default"): words,
                     ("whole", "many"): words, ("batch", "many"): words}
     assert [s for s in SEEN if not s[3]] == []
+
+
+@pytest.mark.parametrize("bolts", [1, 2])
+def test_trees_that_stay_in_a_worker_are_acked_by_its_own_acker(
+        cluster: LocalCluster, bolts: int) -> None:
+    """A spout's trees go to an acker task of its own worker when it has one: a tree whose
+    tuples never leave the worker is started and acked there, with no acker message between
+    the workers (two subscribing bolts: the spout's general emit path)."""
+    b = TopologyBuilder()
+    b.set_spout("lines", Emitter, 2)
+    for i in range(bolts):
+        b.set_bolt(f"local{i}", Local, 2).local_or_shuffle_grouping("lines")
+    topo = b.create_topology()
+    cluster.submit_topology("own-acker", {"topology.workers": 2,
+                                          "topology.acker.executors": 2}, topo)
+    wait_until(lambda: len(ACKED) == 100)
+    assert sorted(_acker_executed(cluster)) == [1, 2], "one acker per worker expected"
+    spouts = Counter(PORTS[src] for src, _, _ in PAIRS)        # tuples per spout's worker
+    assert spouts == {1: 50 * bolts, 2: 50 * bolts}
+    # each tree: the spout's init and each bolt's ack, all at the acker of their worker
+    wait_until(lambda: _acker_executed(cluster) == {p: n + n // bolts
+                                                    for p, n in spouts.items()},
+               message=lambda: f"acker executed per worker {_acker_executed(cluster)}")
+
+
+def _acker_executed(cluster: LocalCluster) -> dict[int, int]:
+    return {e["worker"]: e["executed"]
+            for e in cluster.get_topology_info("own-acker")["executors"]
+            if e["component"] == "__acker"}
