@@ -33,6 +33,10 @@ class XorAcker(Acker):
         return entry
 
     def init(self, root: int, value: int, spout_task: int) -> Completion | None:
+        new = self._new
+        if value and root not in new and root not in self._old:
+            new[root] = [value, spout_task, False]      # the usual case: a tree not seen yet
+            return None
         entry = self._entry(root)
         entry[0] ^= value
         entry[1] = spout_task
@@ -45,9 +49,11 @@ class XorAcker(Acker):
         return None
 
     def ack(self, root: int, value: int) -> Completion | None:
-        entry = self._entry(root)
-        entry[0] ^= value
-        if entry[0] == 0 and entry[1] >= 0:
+        entry = self._new.get(root)     # _entry's first step, inline: most acks find it
+        if entry is None:
+            entry = self._entry(root)
+        x = entry[0] = entry[0] ^ value
+        if x == 0 and entry[1] >= 0:
             del self._new[root]
             return (entry[1], True)
         return None
