@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import Any, overload
 
 TICK_STREAM = "__tick"
@@ -204,14 +205,19 @@ class TupleBatch(Sequence[Tuple]):
     def column(self, field: str) -> list[Any]:
         """The value of ``field`` in every tuple, in order; KeyError if a tuple lacks it."""
         out: list[Any] = []
+        src = get = None
+        i = 0
         for part in self._parts:
-            try:
-                i = part.src.index[field]
-            except KeyError:
-                raise KeyError(f"stream {part.src.component}:{part.src.stream} has no field "
-                               f"{field!r}; fields: {list(part.src.fields)}") from None
+            if part.src is not src:     # parts of one stream share one getter
+                src = part.src
+                try:
+                    i = src.index[field]
+                except KeyError:
+                    raise KeyError(f"stream {src.component}:{src.stream} has no field "
+                                   f"{field!r}; fields: {list(src.fields)}") from None
+                get = itemgetter(i)
             if part.__class__ is TupleRun:
-                out.extend([v[i] for v in part.values])
+                out.extend(map(get, part.values))  # type: ignore[arg-type]
             else:
                 out.append(part.values[i])
         return out

@@ -196,6 +196,10 @@ def test_tuple_batch_reads_like_a_sequence_of_tuples() -> None:
     with pytest.raises(KeyError, match="no field 'nope'"):
         batch.column("nope")
     assert TupleBatch([run], 2).values is run.values
+    # streams alternating, each with its own field order
+    mixed = TupleBatch([run, Tuple((3, "c"), 4, other), TupleRun([("d", 4)], 3, words),
+                        TupleRun([(5, "e"), (6, "f")], 4, other)], 6)
+    assert mixed.column("word") == list("abcdef") and mixed.column("n") == [1, 2, 3, 4, 5, 6]
 
 
 def test_tuples_built_from_an_anchored_run_xor_to_its_edge() -> None:
