@@ -81,13 +81,12 @@ class Acking:
     def flush_acks(self) -> None:
         """Send the folded acks: an acker task in this worker gets them straight (its
         :class:`squall.Acker` called here, on the loop thread, as its executor would), one in
-        another worker as ack tuples."""
+        another worker as ack tuples, all of this flush's in one run."""
         acks = self._acks
         tasks = self.acker_tasks
         n = len(tasks)
-        src = self._sys[ACK_ACK]
         local = self.local_ackers.get
-        send_values = self.transfer.send_values
+        remote: dict[int, list[tuple[int, int]]] | None = None
         for r, v in acks.items():
             if v:
                 t = tasks[r % n]
@@ -97,9 +96,18 @@ class Acking:
                     res = ats.instance.ack(r, v)
                     if res is not None:
                         self.complete_tree(ats, r, res[0], res[1])
+                elif remote is None:
+                    remote = {t: [(r, v)]}
+                elif t in remote:
+                    remote[t].append((r, v))
                 else:
-                    send_values(None, t, (r, v), 0, src)
+                    remote[t] = [(r, v)]
         acks.clear()
+        if remote:
+            src = self._sys[ACK_ACK]
+            send = self.transfer.send_values_run
+            for t, pairs in remote.items():
+                send(None, t, pairs, 0, src)
 
     def fail_tree(self, acker_task: int, root: int) -> None:
         """Fail tree ``root`` at ``acker_task`` (straight to its acker in this worker, else as
