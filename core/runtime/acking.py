@@ -155,11 +155,12 @@ class Acking:
         ``root % len(acker_tasks)`` picks a tree's acker task. With an acker task in this
         worker, every root is drawn in that task's class, so the spout's init and the acker's
         completion stay in this worker; only acks from bolts in other workers travel. The
-        other ``bits`` of a root stay random. Without ackers here, roots are uniform 64-bit
-        ids. Spout tasks of one worker with several acker tasks are spread over them."""
+        other ``bits`` of a root stay random. Without acker tasks here, or with all of them,
+        roots are uniform 64-bit ids. Spout tasks of a worker with some of several acker
+        tasks are spread over those."""
         n = len(self.acker_tasks)
         here = [i for i, t in enumerate(self.acker_tasks) if t in self.local_ackers]
-        if n <= 1 or not here:
+        if not here or len(here) == n:
             return 64, 1, 0
         return 64 - n.bit_length(), n, here[task % len(here)]
 

@@ -35,13 +35,13 @@ def test_every_root_is_owned_by_an_acker_task_of_this_worker(acker_tasks: list[i
 
 
 def test_several_acker_tasks_here_share_this_workers_spouts() -> None:
-    w = _worker([1, 2, 3, 4], [2, 4])
+    w = _worker([1, 2, 3, 4, 5], [2, 4])
     homes = {w.root_plan(t)[2] for t in range(8)}
-    assert {[1, 2, 3, 4][h] for h in homes} == {2, 4}
+    assert {[1, 2, 3, 4, 5][h] for h in homes} == {2, 4}
 
 
 @pytest.mark.parametrize("acker_tasks,local", [([], []), ([5], [5]), ([5], []),
-                                               ([5, 6], [])])
+                                               ([5, 6], []), ([5, 6], [5, 6])])
 def test_uniform_roots_when_the_choice_does_not_matter(acker_tasks: list[int],
                                                        local: list[int]) -> None:
     assert _worker(acker_tasks, local).root_plan(1) == (64, 1, 0)
