@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 class Acking:
     acker_tasks: list[int]
     local_ackers: dict[int, TaskState]
+    spout_queues: dict[int, Any]
     transfer: Transfer
     _acks: dict[int, int]
     _sys: dict[str, Any]
@@ -170,7 +171,13 @@ class Acking:
         self.init_tree(ts, self.acker_tasks[root % len(self.acker_tasks)], root, xor)
 
     def complete_tree(self, ts: TaskState, root: int, spout_task: int, ok: bool) -> None:
-        self.deliver_system(ts, spout_task, (root,), ts.task, ACK_ACK if ok else ACK_FAIL)
+        """Tell ``spout_task`` that tree ``root`` completed (``ok``) or failed: a spout task of
+        this worker gets ``(root, ok)`` queued, one in another worker an ack or fail tuple."""
+        q = self.spout_queues.get(spout_task)
+        if q is not None:
+            q.append((root, ok))    # type: ignore[arg-type]
+        else:
+            self.deliver_system(ts, spout_task, (root,), ts.task, ACK_ACK if ok else ACK_FAIL)
 
     def ack_untracked(self, ts: TaskState, tup_id: Any) -> None:
         ts.deferred.append(tup_id)  # type: ignore[attr-defined]

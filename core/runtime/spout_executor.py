@@ -84,21 +84,28 @@ class SpoutExecutor(Executor):
     def track(self, ts: TaskState, root: int, tup_id: Any) -> None:
         ts.pending_new[root] = (tup_id, self.worker.now)  # type: ignore[attr-defined]
 
-    def _completion(self, ts: TaskState, tup: Tuple) -> None:
-        try:
-            root = tup.values[0]
+    def _completion(self, ts: TaskState, tup: Tuple | tuple[int, bool]) -> None:
+        """One completion: ``(root, ok)`` from an acker of this worker, or an ack or fail
+        tuple ``(root,)`` from one in another worker."""
+        if tup.__class__ is tuple:
+            root, ok = tup              # type: ignore[misc]
             entry = ts.pending_new.pop(root, None)  # type: ignore[attr-defined]
-        except (IndexError, TypeError):     # not an acker's completion: from the network
-            self.malformed += 1
-            if self.malformed == 1 or self.malformed % 1000 == 0:
-                log.warning("spout task %d dropped a malformed completion %.80r (%d so far)",
-                            ts.task, tup.values, self.malformed)
-            return
+        else:
+            try:
+                root = tup.values[0]    # type: ignore[union-attr]
+                entry = ts.pending_new.pop(root, None)  # type: ignore[attr-defined]
+            except (IndexError, TypeError):     # not an acker's completion: from the network
+                self.malformed += 1
+                if self.malformed == 1 or self.malformed % 1000 == 0:
+                    log.warning("spout task %d dropped a malformed completion %.80r (%d so "
+                                "far)", ts.task, tup.values, self.malformed)  # type: ignore
+                return
+            ok = tup.src.stream == ACK_ACK  # type: ignore[union-attr]
         if entry is None:
             entry = ts.pending_old.pop(root, None)  # type: ignore[attr-defined]
             if entry is None:
                 return        # already timed out
-        if tup.src.stream == ACK_ACK:
+        if ok:
             ts.acked += 1
             ts.complete_ms += (self.worker.now - entry[1]) * 1000.0
             ts.complete_n += 1

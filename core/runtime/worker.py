@@ -160,6 +160,9 @@ class Worker(Acking):
         #: acker tasks in this worker: their acker is fed directly, not through their queue
         self.local_ackers = {ts.task: ts for ex in self.executors if ex.kind == "acker"
                              for ts in ex.tasks}
+        #: spout tasks in this worker: an acker here queues their completions as (root, ok)
+        self.spout_queues = {ts.task: ts.queue for ex in self.executors if ex.kind == "spout"
+                             for ts in ex.tasks}
         for ex in self.executors:
             for ts in ex.tasks:
                 ts.executor = ex  # type: ignore[attr-defined]
