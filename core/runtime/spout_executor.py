@@ -61,10 +61,13 @@ class SpoutExecutor(Executor):
             if ts.idle_until > now:    # type: ignore[attr-defined]
                 continue
             next_tuple = ts.instance.next_tuple
-            limit = ts.emitted + batch      # a pass emits about one batch per task
-            for _ in range(batch):
-                if max_pending and self.pending(ts) >= max_pending:
-                    break
+            # a pass emits about one batch per task, and no more than the pending room: a
+            # tracked emit adds one pending tree, an untracked one none
+            room = batch
+            if max_pending:
+                room = min(batch, max_pending - self.pending(ts))
+            limit = ts.emitted + room
+            for _ in range(batch if room > 0 else 0):
                 before = ts.emitted
                 try:
                     next_tuple()
