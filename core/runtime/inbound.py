@@ -171,12 +171,20 @@ class Inbound:
         vals = list(map(tuple, values))
         runs = []
         at = 0
-        prev = None
+        prev: tuple[int, ...] | None = None
         for (edge, n), r in zip(pairs, roots):
             if r.__class__ is not int:      # 0: the same roots as the run before
-                prev = _roots(r)
+                if r.__class__ is list and len(r) == 1 and r[0].__class__ is int:
+                    prev = (r[0],)          # one root: _roots' answer, without the call
+                else:
+                    prev = _roots(r)
             runs.append(TupleRun(vals[at:at + n], src_task, src, prev, edge))
             at += n
+        lazy = self.worker.lazy_tasks.get(dest)
+        if lazy is not None:                # every run to one lazy_batch task: queued at once
+            lazy.queue.extend(runs)
+            lazy.run_extra += len(vals) - len(runs)
+            return
         for run in runs:
             self._run_arrived(dest, run)
 
@@ -192,10 +200,13 @@ class Inbound:
         tuples: list[Tuple] = []
         append = tuples.append
         new = object.__new__        # see Tuple: built without __init__
-        prev = None
+        prev: tuple[int, ...] | None = None
         for v, i, r in zip(values, ids, roots):
             if r.__class__ is not int:      # 0: the same roots as the tuple before
-                prev = _roots(r)
+                if r.__class__ is list and len(r) == 1 and r[0].__class__ is int:
+                    prev = (r[0],)          # as in _runs_arrived
+                else:
+                    prev = _roots(r)
             tup = new(Tuple)
             tup.values = tuple(v)
             tup.task = src_task
