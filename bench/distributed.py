@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from bench import host
 from bench.tree import tree_env
 from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
 
@@ -305,6 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     # a SIGTERM (a `kill` or `timeout`) unwinds like Ctrl-C, so the cluster and ZooKeeper
     # this run started are stopped instead of left running
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    print(host.line(), flush=True)      # before ZooKeeper's JVM starts
     with contextlib.ExitStack() as stack:
         zdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="squall-bench-zk-"))
         env = stack.enter_context(tree_env(args.tree))

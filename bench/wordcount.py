@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from bench import host
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
 from squall.api.topology import Topology
 
@@ -169,6 +170,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="topology config for every run, a YAML value (repeatable)")
     args = p.parse_args(argv)
     conf = {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in args.conf)}
+    print(host.line(), flush=True)
     print(f"word count, local mode, 1 worker; marginal words/s between {args.sizes[0]:,} and "
           f"{args.sizes[1]:,} sentences of 10 words; median of {args.runs}")
     print(f"  {'form':<10} {'acking':<7} {'wall words/s':>14} {'CPU words/s':>14}   wall runs")
