@@ -29,7 +29,7 @@ import zmq
 from bench.transports import tuple_blob
 from squall import drivers
 from squall.errors import TransportError
-from squall.runtime.framing import encode
+from squall.transports.framing import encode
 
 HWM = 2000
 PULL_CHILD = """

@@ -50,7 +50,7 @@ Sender = Callable[[list[tuple[int, bytes]]], None]
 
 def tuple_blob(batch: int) -> bytes:
     """The serialized batch of ``batch`` word-count tuples, as a worker sends it."""
-    from squall.runtime.serializers import MsgpackSerializer
+    from squall.serializers.msgpack import MsgpackSerializer
     words = "the quick brown fox jumps over the lazy dog again".split()
     entries = [[-7, 3, "default", [words[i % len(words)]], 0, None] for i in range(batch)]
     return MsgpackSerializer({}).dumps(entries)

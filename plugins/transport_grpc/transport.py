@@ -2,7 +2,7 @@
 
 * ``bind`` starts a gRPC server on ``127.0.0.1:<port>`` serving ``Transfer.Stream`` (a
   bidirectional call: ``Batch`` messages in, each holding one or more frames of
-  :mod:`squall.runtime.framing`, and ``Ack`` messages out). Each inbound stream runs in a
+  :mod:`squall.transports.framing`, and ``Ack`` messages out). Each inbound stream runs in a
   server thread that appends the frames to a bounded inbox; when the inbox is full that
   thread waits, so HTTP/2 flow control slows the sender down rather than memory growing.
   Batches are acknowledged once ``recv`` delivered them: one cumulative ack per sender
@@ -50,7 +50,7 @@ import grpc
 from squall.errors import ConfigError, TransportError
 from squall.plugins.transport_grpc._proto import transport_pb2 as pb
 from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
-from squall.runtime.framing import FrameError, GarbageLog, decode_frames, encode, split_frames
+from squall.transports.framing import FrameError, GarbageLog, decode_frames, encode, split_frames
 from squall.spi.transport import Connection, Message, Transport
 
 __all__ = ["GrpcTransport"]

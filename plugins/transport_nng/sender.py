@@ -11,7 +11,7 @@ from collections import deque
 import pynng
 
 from squall.errors import TransportError
-from squall.runtime.framing import encode, single_head
+from squall.transports.framing import encode, single_head
 from squall.plugins.transport_nng.wire import (
     _ACK,
     _DATA,

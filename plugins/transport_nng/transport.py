@@ -6,7 +6,7 @@
 * Every sending connection is a *session* (8 random bytes) that numbers its batches 1, 2, 3...
   A data message carries one batch: a 25-byte header ``"!B8sQQ"`` (kind ``S``, session,
   sequence number, lowest sequence number not yet acknowledged) then one frame of
-  :mod:`squall.runtime.framing`; or, merged, several consecutive batches: a 29-byte header
+  :mod:`squall.transports.framing`; or, merged, several consecutive batches: a 29-byte header
   ``"!B8sQQI"`` (kind ``M``, session, sequence number of the first, lowest not yet
   acknowledged, count) then their frames back to back. A one-message frame (what workers
   send) is copied once on each side: the receiver copies each payload straight out of
@@ -67,7 +67,7 @@ from collections.abc import Mapping
 import pynng
 
 from squall.errors import ConfigError, TransportError
-from squall.runtime.framing import MAGIC, FrameError, GarbageLog, decode
+from squall.transports.framing import MAGIC, FrameError, GarbageLog, decode
 from squall.plugins.transport_nng.sender import _NNG_QUEUE, _SEND_WAIT_MS, NngSender
 from squall.plugins.transport_nng.wire import (
     _ACK,

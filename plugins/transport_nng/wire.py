@@ -14,7 +14,7 @@ import pynng
 from pynng._nng import ffi as _ffi, lib as _lib
 from pynng.exceptions import check_err
 
-from squall.runtime.framing import SINGLE_HEAD, FrameError, decode, frame_length, single_task
+from squall.transports.framing import SINGLE_HEAD, FrameError, decode, frame_length, single_task
 
 #: the largest message a receiver accepts
 MAX_MESSAGE = 256 << 20

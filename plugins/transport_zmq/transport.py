@@ -4,7 +4,7 @@
   ``close`` is synchronous: when it returns the port is released and peers see the hang-up.
 * ``connect`` opens a PUSH socket (shared context per transport) to ``tcp://host:port``;
   zmq connects lazily and reconnects by itself, queueing up to ``hwm`` batches meanwhile.
-* One ``send`` = one zmq message holding one frame of :mod:`squall.runtime.framing`.
+* One ``send`` = one zmq message holding one frame of :mod:`squall.transports.framing`.
   It is non-blocking (``zmq.NOBLOCK``): when ``hwm`` batches are queued for the peer it raises
   :class:`~squall.errors.TransportError` and the worker fails those tuples back.
 * ``recv`` waits in ``zmq.Poller.poll`` (the GIL is released) and returns the messages already
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 import zmq
 
 from squall.errors import ConfigError, TransportError
-from squall.runtime.framing import FrameError, GarbageLog, decode, encode, single
+from squall.transports.framing import FrameError, GarbageLog, decode, encode, single
 from squall.spi.transport import Connection, Message, Transport
 
 __all__ = ["ZmqTransport", "generate_keys"]

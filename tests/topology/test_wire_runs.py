@@ -12,7 +12,7 @@ from typing import Any
 import msgpack
 
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
-from squall.runtime.local_transport import LocalTransport
+from squall.transports.local import LocalTransport
 from squall.testing import complete_topology, wait_until
 
 LOCK = threading.Lock()

@@ -17,7 +17,7 @@ from typing import Any
 from collections.abc import Mapping
 
 from squall import Connection, Transport, TransportError
-from squall.runtime.framing import HEADER, FrameError, decode, encode, frame_length
+from squall.transports.framing import HEADER, FrameError, decode, encode, frame_length
 
 log = logging.getLogger(__name__)
 ACK = b"\x06"

@@ -9,7 +9,7 @@ import pytest
 from squall.plugins.transport_grpc import GrpcTransport
 from squall.plugins.transport_grpc._proto import transport_pb2 as pb
 from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
-from squall.runtime.framing import encode
+from squall.transports.framing import encode
 from squall.testing.contracts.transport import collect
 
 FRAMES = [encode([(i, b"batch %d" % i)]) for i in range(1, 6)]
@@ -74,7 +74,7 @@ def test_a_receiver_that_does_not_split_gets_one_batch_per_message() -> None:
     earlier squall) gets every batch in a message of its own, in order."""
     from concurrent import futures
 
-    from squall.runtime.framing import decode
+    from squall.transports.framing import decode
     got: list[tuple[int, bytes]] = []
 
     class Earlier(pb_grpc.TransferServicer):

@@ -10,7 +10,7 @@ import pytest
 from squall.plugins.transport_nng import NngTransport
 from squall.plugins.transport_nng.wire import _DATA, _KIND_DATA, _KIND_MERGED, _MERGED
 from squall.errors import TransportError
-from squall.runtime.framing import encode
+from squall.transports.framing import encode
 from squall.spi.transport import Connection
 from squall.testing.contracts.transport import collect, free_port, wait_until
 

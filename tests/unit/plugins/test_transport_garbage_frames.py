@@ -13,7 +13,7 @@ from squall.plugins.transport_grpc._proto import transport_pb2 as pb
 from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
 from squall.plugins.transport_nng import NngTransport
 from squall.plugins.transport_zmq import ZmqTransport
-from squall.runtime.framing import encode
+from squall.transports.framing import encode
 from squall.testing.contracts.transport import collect
 
 GOOD = [(9, b"good")]

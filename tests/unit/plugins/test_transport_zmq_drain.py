@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from squall.plugins.transport_zmq import ZmqTransport
-from squall.runtime.framing import SINGLE_HEAD
+from squall.transports.framing import SINGLE_HEAD
 
 
 LIMIT = 256 * 1024      # what one recv takes at most (the frame that reaches it included)

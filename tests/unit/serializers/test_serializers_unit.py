@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from squall import SerializationError
-from squall.runtime.serializers import JsonSerializer, MsgpackSerializer
+from squall.serializers.json import JsonSerializer
+from squall.serializers.msgpack import MsgpackSerializer
 from squall.testing.contracts.serializer import SerializerContract
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from squall import TransportError
-from squall.runtime.local_transport import LocalTransport
+from squall.transports.local import LocalTransport
 
 LIMIT = {"squall.transport.send.buffer.messages": 10}
 

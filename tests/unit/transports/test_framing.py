@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from squall import TransportError
-from squall.runtime.framing import (
+from squall.transports.framing import (
     HEADER,
     SINGLE_HEAD,
     FrameError,

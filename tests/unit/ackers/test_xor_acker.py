@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from squall import Acker, drivers
-from squall.runtime.xor_acker import XorAcker
+from squall.ackers.xor import XorAcker
 from squall.testing.contracts.acker import AckerContract
 
 
