@@ -1,13 +1,16 @@
-"""The wire framing every built-in transport uses for one batch of ``(task_id, payload)``.
+"""The wire framing of squall's transports: public API for transport plugins.
 
-A batch becomes one frame (one zmq message, one nng message, one gRPC ``Batch.frame``, or one
-length-delimited record on a plain byte stream)::
+A transport moves batches of ``(task_id, payload)`` messages (``task_id`` an ``int`` that fits
+in 32 signed bits, ``payload`` the serialized tuple as ``bytes``). This module turns one batch
+into one frame (one zmq message, one nng message, one gRPC ``Batch.frame``, or one record on a
+plain byte stream) and back. The built-in transports and the zmq, nng and grpc plugins all use
+it; a plugin transport that uses it too gets a validated, versioned format for free::
 
-    header   16 bytes, little-endian  "<BBHIQ"
-             magic    u8   0xA7
-             version  u8   1
+    header   16 bytes, little-endian  "<BBHIQ"  (HEADER)
+             magic    u8   0xA7       (MAGIC)
+             version  u8   1          (VERSION)
              reserved u16  0
-             count    u32  number of messages n
+             count    u32  number of messages n (at most MAX_MESSAGES)
              length   u64  total frame length in bytes, header included
     task ids n x i32 (little-endian)
     lengths  n x u32 (little-endian)
@@ -15,11 +18,23 @@ length-delimited record on a plain byte stream)::
 
 Storing ids and lengths as two arrays (instead of interleaving them with the payloads) lets
 both ends handle a batch of any size with one ``struct`` call per array plus one slice per
-payload. ``length`` in the header lets stream transports (plain TCP) read exactly one frame.
+payload. ``length`` in the header lets a stream transport read exactly one frame: read
+``HEADER.size`` bytes, call :func:`frame_length`, read the rest. A one-message frame (what
+workers send most) starts with :data:`SINGLE_HEAD` fixed-size bytes; :func:`single`,
+:func:`single_task` and :func:`single_head` are the fast paths for it, and agree with
+:func:`encode` and :func:`decode`.
 
-:func:`decode` validates everything (magic, version, counts, lengths) and raises
-:class:`FrameError` on anything else: the transport logs it once per peer and drops the frame.
-Pure functions, thread-safe, no I/O.
+Contracts shared by every function here:
+
+* pure functions, thread-safe, no I/O (:class:`GarbageLog` only logs);
+* anything that is not a valid frame (magic, version, counts, lengths) raises
+  :class:`FrameError`, a :class:`~squall.errors.TransportError`, never another exception;
+  the ``single*`` fast paths answer ``None`` instead and leave the diagnosis to :func:`decode`;
+* a receiving transport does not raise out of ``recv`` for a bad frame: it drops the frame and
+  reports it to a :class:`GarbageLog` (once per peer at WARNING), or lets
+  :func:`decode_frames` do both.
+
+Everything plugins may use is named in ``__all__``; the rest is private.
 """
 from __future__ import annotations
 
@@ -33,20 +48,14 @@ from itertools import accumulate
 from squall.errors import TransportError
 
 __all__ = [
-    "HEADER",
-    "MAGIC",
-    "MAX_MESSAGES",
-    "VERSION",
-    "FrameError",
-    "GarbageLog",
-    "decode",
-    "encode",
-    "SINGLE_HEAD",
-    "single",
-    "single_head",
-    "single_task",
-    "split_frames",
-    "frame_length",
+    # the frame format
+    "HEADER", "MAGIC", "MAX_MESSAGES", "SINGLE_HEAD", "VERSION",
+    # encoding and decoding
+    "FrameError", "decode", "encode", "frame_length", "split_frames",
+    # the one-message fast paths
+    "single", "single_head", "single_task",
+    # receivers: invalid frames are logged and skipped
+    "GarbageLog", "decode_frames",
 ]
 
 MAGIC = 0xA7
@@ -68,7 +77,9 @@ class FrameError(TransportError):
 
 def encode(messages: list[tuple[int, bytes]], prefix: bytes = b"") -> bytes:
     """Encode a batch into one frame, after ``prefix`` (a transport's own header, joined in
-    the same copy). Raises FrameError for a bad task id or payload type."""
+    the same copy; ``decode(result, len(prefix))`` gives the batch back). An empty batch is a
+    valid frame of no messages. Raises FrameError for a task id that is not a 32-bit ``int``
+    or a payload that is not ``bytes``-like."""
     n = len(messages)
     try:
         if n == 1:
@@ -92,9 +103,10 @@ def encode(messages: list[tuple[int, bytes]], prefix: bytes = b"") -> bytes:
 
 
 def frame_length(header: bytes) -> int:
-    """Total frame length announced by a 16-byte header (for stream transports).
+    """Total frame length (header included) announced by the first :data:`HEADER` bytes of
+    ``header`` (for stream transports; more bytes may follow, they are ignored).
 
-    Raises FrameError when the header is not a squall header.
+    Raises FrameError when ``header`` is short or not a squall header.
     """
     if len(header) < HEADER.size:
         raise FrameError(f"short header ({len(header)} bytes)")
@@ -133,7 +145,9 @@ def single_task(head: bytes, size: int) -> int | None:
 
 def single_head(task: int, size: int) -> bytes:
     """The :data:`SINGLE_HEAD` bytes that start a one-message frame of a ``size``-byte payload
-    (for a transport that sends header and payload without joining them first)."""
+    (for a transport that sends header and payload without joining them first; the two
+    together equal ``encode([(task, payload)])``). Raises FrameError for a task id out of
+    range."""
     try:
         return _ONE_HEAD + _ONE_TAIL(SINGLE_HEAD + size, task, size)
     except struct.error as exc:
@@ -142,7 +156,8 @@ def single_head(task: int, size: int) -> bytes:
 
 def decode(frame: bytes | bytearray | memoryview, offset: int = 0) -> list[tuple[int, bytes]]:
     """Decode the frame that starts ``offset`` bytes into ``frame`` (and runs to its end) into
-    ``[(task_id, payload), ...]``; raises FrameError if invalid."""
+    ``[(task_id, payload), ...]`` in the order encoded; payloads are ``bytes`` whatever buffer
+    type ``frame`` is. Raises FrameError if the bytes are not exactly one valid frame."""
     buf = frame if frame.__class__ is bytes else bytes(frame)
     size = len(buf) - offset
     task = single_task(buf[offset:offset + SINGLE_HEAD], size)
@@ -180,8 +195,8 @@ def split_frames(buf: bytes, count: int) -> list[bytes]:
 
 def decode_frames(frames: Iterable[tuple[bytes, Any]], garbage: GarbageLog
                   ) -> list[tuple[int, bytes]]:
-    """Decode ``(frame, peer)`` pairs into one message list; invalid frames are logged once
-    per peer through ``garbage`` and skipped."""
+    """Decode ``(frame, peer)`` pairs into one message list, in order; each invalid frame is
+    reported to ``garbage.dropped(peer, error)`` and skipped, so a bad frame never raises."""
     out: list[tuple[int, bytes]] = []
     for frame, peer in frames:
         try:
@@ -213,11 +228,16 @@ class GarbageLog:
     """
 
     def __init__(self, logger: logging.Logger, where: str) -> None:
+        """Log through ``logger``; ``where`` (e.g. ``"zmq receiver on port 6700"``) starts
+        every line."""
         self.logger, self.where = logger, where
         self.count = 0
         self._peers: set[str] = set()
 
     def dropped(self, peer: str | None, error: Exception) -> None:
+        """Count one dropped frame from ``peer`` (None: unknown) and log ``error``: at WARNING
+        the first time for a peer, at DEBUG afterwards (and for every peer beyond the first
+        thousand, so the set of peers stays bounded)."""
         self.count += 1
         peer = peer or "unknown peer"
         if peer in self._peers or len(self._peers) > 1000:

@@ -79,3 +79,11 @@ def test_garbage_log_warns_once_per_peer(caplog: pytest.LogCaptureFixture) -> No
             log.dropped(peer, FrameError("bad"))
     assert log.count == 4
     assert [r.getMessage().split(" from ")[1].split(" ")[0] for r in caplog.records] == ["a", "b"]
+
+
+def test_the_public_names_plugins_use() -> None:
+    from squall.transports import framing
+    assert {"HEADER", "MAGIC", "SINGLE_HEAD", "FrameError", "GarbageLog", "decode",
+            "decode_frames", "encode", "frame_length", "single", "single_head", "single_task",
+            "split_frames"} <= set(framing.__all__)
+    assert all(hasattr(framing, name) for name in framing.__all__)
