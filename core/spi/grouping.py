@@ -14,9 +14,10 @@ emitting task's routes (the worker's loop):
 5. for a :class:`LoadAwareGrouping`, :meth:`~LoadAwareGrouping.refresh_load` every
    ``LOAD_INTERVAL`` (0.5 s) with what the worker knows of its targets' load.
 
-The optional parts are declared by subclassing (:class:`SingleTargetGrouping`,
-:class:`LoadAwareGrouping`), never found by probing a grouping's attributes: a grouping that
-does not subclass them is asked ``choose_tasks`` for every tuple.
+The optional parts are declared by subclassing :class:`SingleTargetGrouping` (a grouping that
+does not is asked ``choose_tasks`` for every tuple, whatever other methods it has) and
+:class:`LoadAwareGrouping` (which, as the README has always promised, also counts any grouping
+with a ``refresh_load`` method: ``isinstance(g, LoadAwareGrouping)`` says so).
 """
 from __future__ import annotations
 
@@ -117,7 +118,17 @@ class LoadAwareGrouping(Grouping):
     ``LOAD_INTERVAL`` (0.5 s), from the worker's loop. An emitting task on a thread of its own
     may be choosing at that moment, so a refresh must leave the grouping usable at every
     instant: build the new state aside and install it with one attribute store.
+
+    A :class:`Grouping` with a callable ``refresh_load`` is an instance of this class whether
+    or not it subclasses it.
     """
+
+    @classmethod
+    def __subclasshook__(cls, other: type) -> bool:
+        # Grouping's own ABC check asks this hook about every candidate: read the MRO
+        if cls is LoadAwareGrouping and Grouping in getattr(other, "__mro__", ()):
+            return callable(getattr(other, "refresh_load", None)) or NotImplemented
+        return NotImplemented
 
     @abstractmethod
     def refresh_load(self, load: LoadMapping) -> None:
