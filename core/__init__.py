@@ -15,17 +15,18 @@ from squall.errors import (
 )
 from squall.hookspecs import hookimpl, hookspec
 from squall.spi import (
-    Acker, Connection, DataPoint, Grouping, MetricsConsumer, Scheduler, Serializer, StateStore,
-    TaskInfo, Transport,
+    Acker, Connection, DataPoint, Grouping, GroupingDeclaration, LoadAwareGrouping,
+    MetricsConsumer, Scheduler, Serializer, SingleTargetGrouping, StateStore, TaskInfo, Transport,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
-    "Grouping", "LocalCluster", "MetricsConsumer", "PluginLoadError", "PluginNotFoundError",
-    "ReducedMetric", "Scheduler", "SchedulingError", "SerializationError", "Serializer", "Spout",
-    "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
+    "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
+    "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
+    "SerializationError", "Serializer", "SingleTargetGrouping", "Spout", "SquallError",
+    "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "hookimpl", "hookspec", "__version__",
 ]

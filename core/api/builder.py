@@ -238,8 +238,11 @@ def _check_input(spec: ComponentSpec, inp: Input, specs: dict[str, ComponentSpec
     if inp.grouping != "direct" and stream.direct:
         raise TopologyError(f"{where}: stream {inp.component}:{inp.stream} is direct; "
                             "subscribe to it with direct_grouping")
-    if inp.grouping == "custom" and isinstance(inp.custom, str):
+    # every grouping but direct is built from the squall.groupings entry point of its kind,
+    # or of the name given to custom_grouping
+    name = inp.custom if inp.grouping == "custom" else inp.grouping
+    if inp.grouping != "direct" and isinstance(name, str):
         try:
-            drivers.check("squall.groupings", inp.custom)
+            drivers.check("squall.groupings", name)
         except PluginNotFoundError as exc:
             raise TopologyError(f"{where}: {exc}") from None

@@ -22,7 +22,10 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from squall.spi.grouping import Grouping
+from squall.errors import TopologyError
+from squall.spi.grouping import (
+    Grouping, GroupingDeclaration, LoadAwareGrouping, SingleTargetGrouping,
+)
 
 _crc32 = zlib.crc32
 CACHE_SIZE = 65536      # per fields grouping of one emitting task
@@ -52,7 +55,7 @@ def fields_hash(selected: Sequence[Any]) -> int:
     return _crc32(b"\x00".join(encode_value(v) for v in selected))
 
 
-class ShuffleGrouping(Grouping):
+class ShuffleGrouping(SingleTargetGrouping):
     """Round-robin over a shuffled order of the targets: even load, no coordination."""
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
@@ -95,8 +98,11 @@ class LoadMapping:
         return self.scopes.get(task, EVERYWHERE)
 
 
-class LoadAwareShuffleGrouping(ShuffleGrouping):
+class LoadAwareShuffleGrouping(ShuffleGrouping, LoadAwareGrouping):
     """Shuffle that steers by load and prefers near targets (the default ``shuffle``).
+
+    ``higher`` and ``lower`` are the constructor's arguments, replaced in :meth:`configure` by
+    the conf's ``topology.localityaware.higher.bound`` and ``...lower.bound``.
 
     Between refreshes it is a cycle over a precomputed sequence of targets, as cheap per tuple
     as plain shuffle. On each refresh (``refresh_load``, from the worker every
@@ -117,6 +123,11 @@ class LoadAwareShuffleGrouping(ShuffleGrouping):
     def __init__(self, higher: float = 0.8, lower: float = 0.2) -> None:
         self.higher = float(higher)
         self.lower = float(lower)
+
+    def configure(self, declaration: GroupingDeclaration) -> None:
+        """The locality bounds from the conf; ConfigError when they are out of range."""
+        from squall.runtime.load import bounds     # the runtime's reading of those keys
+        self.higher, self.lower = bounds(declaration.conf)
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         super().prepare(context, stream, target_tasks)
@@ -181,12 +192,37 @@ class LoadAwareShuffleGrouping(ShuffleGrouping):
         self._next = self._cycle.__next__
 
 
-class FieldsGrouping(Grouping):
-    """The same selected field values always reach the same task."""
+class FieldsGrouping(SingleTargetGrouping):
+    """The same selected field values always reach the same task.
+
+    Built from its entry point, it learns its fields in :meth:`configure`; built directly, from
+    its arguments (the selected fields, and the stream's fields they are found in). With one
+    field it declares that field's index as ``key_index`` (a subclass whose choice depends on
+    more than that value must set ``key_index`` back to None).
+    """
 
     def __init__(self, fields: Sequence[str] = (), source_fields: Sequence[str] = ()) -> None:
+        self._select(fields, source_fields)
+
+    def configure(self, declaration: GroupingDeclaration) -> None:
+        """The declared fields, found in the stream's fields (without declared fields, as for
+        an instance given to ``custom_grouping``, those given to the constructor stay);
+        TopologyError if there are none or one is not a field of the stream."""
+        if not declaration.fields:
+            if self.fields:
+                return
+            raise TopologyError(f"{type(self).__name__} needs at least one field: declare it "
+                                "with fields_grouping or partial_key_grouping")
+        missing = [f for f in declaration.fields if f not in declaration.source_fields]
+        if missing:
+            raise TopologyError(f"{type(self).__name__} on fields {missing}, which the stream "
+                                f"does not have (its fields: {list(declaration.source_fields)})")
+        self._select(declaration.fields, declaration.source_fields)
+
+    def _select(self, fields: Sequence[str], source_fields: Sequence[str]) -> None:
         self.fields = tuple(fields)
         self.indexes = tuple(list(source_fields).index(f) for f in self.fields)
+        self.key_index = self.indexes[0] if len(self.indexes) == 1 else None
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         self.target_tasks = targets = sorted(target_tasks)
@@ -243,7 +279,12 @@ class FieldsGrouping(Grouping):
 
 
 class PartialKeyGrouping(FieldsGrouping):
-    """Each key goes to the less loaded (as seen by this emitter) of two candidate tasks."""
+    """Each key goes to the less loaded (as seen by this emitter) of two candidate tasks (so
+    no ``key_index``: a key's task changes with the counts)."""
+
+    def _select(self, fields: Sequence[str], source_fields: Sequence[str]) -> None:
+        super()._select(fields, source_fields)
+        self.key_index = None
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         self.target_tasks = sorted(target_tasks)
@@ -267,7 +308,7 @@ class AllGrouping(Grouping):
         return self.target_tasks
 
 
-class GlobalGrouping(Grouping):
+class GlobalGrouping(SingleTargetGrouping):
     """Everything goes to the target's lowest task id."""
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
@@ -283,7 +324,7 @@ class GlobalGrouping(Grouping):
         return self.target_tasks
 
 
-class NoneGrouping(Grouping):
+class NoneGrouping(SingleTargetGrouping):
     """The emitter does not care: a random target."""
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
@@ -292,9 +333,6 @@ class NoneGrouping(Grouping):
 
     def choose_one(self, values: Sequence[Any]) -> int:
         return self._rng.choice(self.target_tasks)
-
-    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
-        return [self.choose_one(values)]
 
 
 class LocalOrShuffleGrouping(ShuffleGrouping):
@@ -305,9 +343,3 @@ class LocalOrShuffleGrouping(ShuffleGrouping):
         chosen = [t for t in target_tasks if t in local] or list(target_tasks)
         super().prepare(context, stream, chosen)
 
-
-class DirectGrouping(Grouping):
-    """The emitter names the task with ``emit(..., direct_task=N)``."""
-
-    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
-        return []

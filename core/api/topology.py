@@ -20,8 +20,6 @@ from typing import Any
 from squall.api.tuple import Stream
 from squall.errors import TopologyError
 
-GROUPING_KINDS = ("shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle",
-                  "partial_key", "custom")
 ACKER = "__acker"
 
 

@@ -1,75 +1,95 @@
 """How an emitting task reaches its subscribers: one :class:`Route` per subscriber of each
-stream, with the grouping :func:`make_grouping` builds from the topology's declaration."""
+stream, with the grouping :func:`make_grouping` builds from the topology's declaration.
+
+Every grouping, built-in or not, is built through its ``squall.groupings`` entry point (see
+:func:`grouping_name`) and told the declaration by ``configure``; the fast paths a
+:class:`Route` offers are those the grouping declares (:mod:`squall.spi.grouping`).
+"""
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from squall.api import groupings as g
+from squall import drivers
 from squall.api.topology import Input
-from squall.errors import TopologyError
-from squall.runtime.load import DISABLE_KEY, bounds
+from squall.errors import PluginLoadError
+from squall.runtime.load import DISABLE_KEY
+from squall.spi.grouping import Grouping, GroupingDeclaration, SingleTargetGrouping
+
+GROUP = "squall.groupings"
+#: the entry point a declared ``shuffle`` is built from, unless load-aware messaging is off
+LOAD_AWARE_SHUFFLE = "load_aware_shuffle"
 
 
 class Route:
-    """One subscriber of one stream, as seen by one emitting task."""
+    """One subscriber of one stream, as seen by one emitting task.
+
+    ``one`` and ``one_each`` are the bound ``choose_one`` and ``choose_many`` of a
+    :class:`~squall.spi.grouping.SingleTargetGrouping` (else None), read once here, after
+    ``prepare``; ``many`` is the bound ``choose_tasks`` (None for a direct route).
+    """
 
     __slots__ = ("component", "direct", "grouping", "key_index", "many", "one", "one_each",
                  "targets")
 
-    def __init__(self, component: str, grouping: Any, direct: bool, targets: list[int]) -> None:
+    def __init__(self, component: str, grouping: Grouping | None, direct: bool,
+                 targets: list[int]) -> None:
         self.component = component
         self.grouping = grouping
         self.direct = direct
         self.targets = targets
-        self.one = getattr(grouping, "choose_one", None) if grouping is not None else None
         self.many = grouping.choose_tasks if grouping is not None else None
-        #: ``choose_one`` for a whole list at once, where the grouping has it
-        self.one_each = getattr(grouping, "choose_many", None) if self.one is not None else None
-        #: the field a plain one-field fields grouping reads (its task depends on that value
-        #: alone), else None
-        self.key_index: int | None = (
-            grouping.indexes[0] if type(grouping) is g.FieldsGrouping
-            and len(grouping.indexes) == 1 else None)
+        self.one: Callable[[Sequence[Any]], int] | None = None
+        #: ``choose_one`` for a whole list at once
+        self.one_each: Callable[[Sequence[Sequence[Any]]], list[int]] | None = None
+        #: the field whose value alone decides the task (str keys may be cached), else None
+        self.key_index: int | None = None
+        if isinstance(grouping, SingleTargetGrouping):
+            self.one = grouping.choose_one
+            self.one_each = grouping.choose_many
+            self.key_index = grouping.key_index
 
 
-def make_grouping(inp: Input, source_fields: Sequence[str],
-                  conf: Mapping[str, Any] | None = None) -> Any:
+def grouping_name(inp: Input, conf: Mapping[str, Any]) -> str | None:
+    """The ``squall.groupings`` entry point that builds ``inp``'s grouping: the declared kind
+    (``load_aware_shuffle`` for ``shuffle`` unless ``topology.disable.loadaware.messaging``),
+    the name given to ``custom_grouping``, or None for a direct subscription or a grouping
+    instance."""
     kind = inp.grouping
-    if kind == "shuffle":
-        conf = conf or {}
-        if conf.get(DISABLE_KEY):
-            return g.ShuffleGrouping()
-        return g.LoadAwareShuffleGrouping(*bounds(conf))
-    if kind == "fields":
-        return g.FieldsGrouping(inp.fields, source_fields)
-    if kind == "partial_key":
-        return g.PartialKeyGrouping(inp.fields, source_fields)
-    if kind == "all":
-        return g.AllGrouping()
-    if kind == "global":
-        return g.GlobalGrouping()
-    if kind == "none":
-        return g.NoneGrouping()
-    if kind == "local_or_shuffle":
-        return g.LocalOrShuffleGrouping()
     if kind == "direct":
         return None
     if kind == "custom":
-        if isinstance(inp.custom, str):
-            from squall import drivers
-            return drivers.load("squall.groupings", inp.custom)()
-        import copy
-        return copy.copy(inp.custom)
-    raise TopologyError(f"unknown grouping {kind!r}")
+        return inp.custom if isinstance(inp.custom, str) else None
+    if kind == "shuffle" and not conf.get(DISABLE_KEY):
+        return LOAD_AWARE_SHUFFLE
+    return kind
+
+
+def make_grouping(inp: Input, source_fields: Sequence[str],
+                  conf: Mapping[str, Any] | None = None) -> Grouping | None:
+    """A configured (not yet prepared) grouping for ``inp``, or None for a direct
+    subscription. PluginNotFoundError for a kind or name no entry point has, PluginLoadError
+    for an entry point that is not a :class:`squall.Grouping`; whatever ``configure`` raises
+    for a declaration it cannot serve."""
+    conf = conf or {}
+    name = grouping_name(inp, conf)
+    if name is not None:
+        grouping = drivers.load(GROUP, name)()
+        if not isinstance(grouping, Grouping):
+            raise PluginLoadError(f"{GROUP} {name!r} is not a squall.Grouping: "
+                                  f"{type(grouping).__module__}.{type(grouping).__qualname__}")
+    elif inp.grouping == "custom":
+        grouping = copy.copy(inp.custom)
+    else:
+        return None
+    grouping.configure(GroupingDeclaration(tuple(inp.fields), tuple(source_fields), conf))
+    return grouping
 
 
 def choose_many_of(route: Route) -> Callable[[Sequence[Sequence[Any]]], list[int]]:
-    """The grouping's ``choose_many`` (every task at once), or ``choose_one`` per item."""
-    if route.one_each is not None:
-        return route.one_each
-    one = route.one
-
-    def choose_many(values_list: Sequence[Sequence[Any]]) -> list[int]:
-        return [one(values) for values in values_list]  # type: ignore[misc]
-    return choose_many
+    """The route's ``choose_many`` (a task for each of a list of values, in one call);
+    ValueError unless the route's grouping is a single-target one (``route.one`` is set)."""
+    if route.one_each is None:
+        raise ValueError(f"the route to {route.component!r} has no single-target grouping")
+    return route.one_each

@@ -17,6 +17,10 @@ from squall.testing.contracts.serializer import SerializerContract
 #: what the built-in groupings promise beyond the generic contract
 GROUPING_MIXINS: dict[str, tuple[type, ...]] = {
     "shuffle": (SpreadingGrouping,),
+    "load_aware_shuffle": (SpreadingGrouping,),
+    "local_or_shuffle": (SpreadingGrouping,),
+    "none": (SpreadingGrouping,),
+    "fields": (DeterministicGrouping,),
     "global": (DeterministicGrouping,),
     "all": (DeterministicGrouping,),
 }

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from squall import Bolt, Grouping, LocalCluster, Spout, Stream, TopologyBuilder, TopologyError
+from squall import (
+    Bolt, Grouping, LocalCluster, SingleTargetGrouping, Spout, Stream, TopologyBuilder,
+    TopologyError,
+)
 from squall.api.groupings import fields_hash
 from squall.testing import complete_topology, wait_until
 
@@ -18,6 +22,8 @@ RETURNED: list[tuple[Any, Any]] = []
 #: (receiving task, its worker port, source task) for LocalRecord
 LOCAL: list[tuple[int, int, int]] = []
 PORT_OF_TASK: dict[int, int] = {}
+#: which of a ByN grouping's methods the runtime called, over every emitting task
+ASKED: Counter[str] = Counter()
 LOCK = threading.Lock()
 
 
@@ -27,6 +33,7 @@ def _clear() -> None:
     RETURNED.clear()
     LOCAL.clear()
     PORT_OF_TASK.clear()
+    ASKED.clear()
 
 
 class Words(Spout):
@@ -145,6 +152,38 @@ def test_custom_grouping_instance_and_entry_point_name() -> None:
     complete_topology(topo, {"words": rows(90)})
     assert {t: len(v) for t, v in received("mine").items()} == {max(topo.tasks("mine")): 90}
     assert sorted(len(v) for v in received("named").values()) == [30, 30, 30]
+
+
+class ByN(SingleTargetGrouping):
+    """Field ``n`` modulo the number of targets; counts how it is asked."""
+
+    def choose_one(self, values: Sequence[Any]) -> int:
+        with LOCK:
+            ASKED["choose_one"] += 1
+        return self.target_tasks[values[1] % len(self.target_tasks)]
+
+    def choose_many(self, values_list: Sequence[Sequence[Any]]) -> list[int]:
+        with LOCK:
+            ASKED["choose_many"] += 1
+        return [self.target_tasks[v[1] % len(self.target_tasks)] for v in values_list]
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        with LOCK:
+            ASKED["choose_tasks"] += 1
+        return [self.target_tasks[values[1] % len(self.target_tasks)]]
+
+
+def test_custom_single_target_grouping_takes_the_fast_path() -> None:
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("sink", Record, 3).custom_grouping("words", ByN())
+    topo = b.create_topology()
+    complete_topology(topo, {"words": rows(90)})
+    tasks = topo.tasks("sink")
+    assert {t: sorted(n for _, n in v) for t, v in received("sink").items()} == {
+        t: list(range(i, 90, 3)) for i, t in enumerate(tasks)}
+    assert ASKED["choose_one"] + ASKED["choose_many"] > 0
+    assert ASKED["choose_tasks"] == 0, ASKED
 
 
 class Router(Bolt):
