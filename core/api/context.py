@@ -1,7 +1,7 @@
 """What a component knows about its place in the running topology."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -14,7 +14,8 @@ class TopologyContext:
     def __init__(self, *, topology_id: str, topology_name: str, component_id: str, task_id: int,
                  task_to_component: Mapping[int, str], this_worker_port: int | None,
                  outputs: Mapping[str, tuple[str, ...]] | None = None,
-                 host: str = "127.0.0.1", register_metric: Any = None) -> None:
+                 host: str = "127.0.0.1", register_metric: Any = None,
+                 worker_tasks: Sequence[int] = ()) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
         self.component_id = component_id
@@ -24,6 +25,8 @@ class TopologyContext:
         self._task_to_component = dict(task_to_component)
         self._outputs = dict(outputs or {})
         self._register_metric = register_metric
+        #: the task ids this task's worker runs (``local_or_shuffle`` prefers them)
+        self.worker_tasks = list(worker_tasks)
 
     def component_tasks(self, component_id: str) -> list[int]:
         """Sorted task ids of a component (``[]`` if unknown)."""

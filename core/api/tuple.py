@@ -56,7 +56,8 @@ class Tuple:
 
     The runtime's hot paths build Tuples with ``object.__new__`` and set every slot
     themselves (a Python ``__init__`` call is the dearest part of building one): a slot added
-    here must be set there too (``make_emit``, ``TupleRun.tuples``, ``Inbound``).
+    here must be set there too (``squall.runtime.emit.fast``, ``TupleRun.tuples``,
+    ``squall.runtime.wire.codec``).
     """
 
     __slots__ = ("ackval", "id", "roots", "src", "task", "values")
@@ -172,6 +173,12 @@ class TupleBatch(Sequence[Tuple]):
                     tuples.append(part)  # type: ignore[arg-type]
             self._tuples = tuples
         return tuples
+
+    @property
+    def built(self) -> list[Tuple] | None:
+        """The Tuples built so far (None while the bolt read none): the runtime acks
+        those, each by its own id, instead of the runs they were split from."""
+        return self._tuples
 
     def __len__(self) -> int:
         return self._n

@@ -130,6 +130,7 @@ class WorkerProcess:
                              transport=transport, host=host)
         from squall.plugin_manager import get_plugin_manager
         hooks = get_plugin_manager().hook
+        self.worker.build()
         hooks.squall_worker_start(topology_id=self.tid, port=self.port, conf=conf)
         self.worker.start()
         log.info("worker %s:%d started with executors %s", self.tid, self.port, self.executors)

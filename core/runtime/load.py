@@ -20,9 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api.groupings import EVERYWHERE, HOST_LOCAL, WORKER_LOCAL, LoadMapping
 from squall.errors import ConfigError
+from squall.spi.grouping import LoadAwareGrouping
 
 if TYPE_CHECKING:
-    from squall.runtime.worker import Worker
+    from squall.api.topology import Topology
+    from squall.runtime.flow import Backpressure
+    from squall.runtime.task import LocalTasks
+    from squall.runtime.wire.outbox import Outbox
 
 log = logging.getLogger("squall.worker")
 
@@ -57,18 +61,29 @@ def watched_components(topology: Any, conf: Mapping[str, Any]) -> set[str]:
 
 
 class LoadTracker:
-    """One worker's side of load-aware messaging (driven by the worker's loop)."""
+    """One worker's side of load-aware messaging (driven by the worker's loop).
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.groupings = [r.grouping for ts in worker.tasks.values()
-                          for routes in ts.routes.values() for r in routes
-                          if callable(getattr(r.grouping, "refresh_load", None))]
-        watched = watched_components(worker.topology, worker.conf)
+    Collaborators: this worker's tasks, the outbox (which workers there are, where each
+    task runs, and the control messages to them), backpressure (how long this worker was
+    overloaded, and the high watermark) and the worker's host."""
+
+    def __init__(self, *, topology: Topology, conf: dict[str, Any], tasks: LocalTasks,
+                 outbox: Outbox, flow: Backpressure, host: str) -> None:
+        self.tasks = tasks
+        self.outbox = outbox
+        self.flow = flow
+        self.host = host
+        states = tasks.states.values()
+        self.groupings: list[LoadAwareGrouping] = [
+            r.grouping for ts in states for routes in ts.routes.values() for r in routes
+            if isinstance(r.grouping, LoadAwareGrouping)]
+        watched = watched_components(topology, conf)
         #: this worker's tasks that some grouping (here or elsewhere) chooses among
-        self.watched = [ts for ts in worker.tasks.values() if ts.component_id in watched]
+        self.watched = [ts for ts in states if ts.component_id in watched]
+        #: other workers' tasks -> their last reported load
+        self.remote: dict[int, float] = {}
         self.next_at = 0.0
-        self.last_overloaded = worker.overloaded_total()
+        self.last_overloaded = 0.0
         self.last_at: float | None = None
         #: share of the last interval this worker spent overloaded
         self.pressure = 0.0
@@ -79,14 +94,24 @@ class LoadTracker:
         self.scopes: dict[int, int] = {}
         self.failed: set[int] = set()      # groupings whose refresh_load raised (reported once)
 
+    def on_report(self, who: str, value: Any) -> None:
+        """Another worker's load report (a control message)."""
+        try:
+            self.remote.update(parse_report(value))
+        except ValueError as exc:
+            log.warning("worker %s ignored a load report from %.60r: %s", self.host, who, exc)
+
+    def reassigned(self, before: dict[int, Any], after: dict[int, Any]) -> None:
+        """A task that moved is measured afresh by its new worker."""
+        self.remote = {t: v for t, v in self.remote.items() if after.get(t) == before.get(t)}
+
     def tick(self, now: float) -> None:
         if now < self.next_at:
             return
         self.next_at = now + LOAD_INTERVAL
         if not self.watched and not self.groupings:
             return
-        worker = self.worker
-        overloaded = worker.overloaded_total()
+        overloaded = self.flow.overloaded_total(now)
         if self.last_at is not None and now > self.last_at:
             self.pressure = min(1.0, max(0.0, (overloaded - self.last_overloaded)
                                          / (now - self.last_at)))
@@ -97,16 +122,14 @@ class LoadTracker:
             self.refresh(mine)
 
     def measure(self) -> dict[int, float]:
-        high = max(1, self.worker.high)
+        high = max(1, self.flow.high)
         pressure = self.pressure
-        return {ts.task: max(pressure, min(1.0, (len(ts.queue) + ts.run_extra) / high))
-                for ts in self.watched}
+        return {ts.task: max(pressure, min(1.0, ts.queued() / high)) for ts in self.watched}
 
     def send(self, mine: dict[int, float], now: float) -> None:
-        transfer = self.worker.transfer
-        if not mine or transfer.transport is None:
+        if not mine:
             return
-        peers = frozenset(transfer.outboxes)
+        peers = self.outbox.peers()
         if not peers:
             return
         sent = self.sent
@@ -114,10 +137,10 @@ class LoadTracker:
                 and all(abs(v - sent.get(t, -1.0)) < RESEND_DELTA for t, v in mine.items())):
             return
         self.sent, self.sent_at, self.sent_peers = dict(mine), now, peers
-        transfer.broadcast_control("load", [[t, round(v, 3)] for t, v in mine.items()])
+        self.outbox.broadcast_control("load", [[t, round(v, 3)] for t, v in mine.items()])
 
     def refresh(self, mine: dict[int, float]) -> None:
-        loads = dict(self.worker.transfer.remote_load)
+        loads = dict(self.remote)
         loads.update(mine)
         mapping = LoadMapping(loads, self.locality())
         for g in self.groupings:
@@ -127,18 +150,17 @@ class LoadTracker:
                 if id(g) not in self.failed:
                     self.failed.add(id(g))
                     log.warning("worker %s: %s.refresh_load failed (its choices stay as they "
-                                "were): %r", self.worker.port, type(g).__name__, exc)
+                                "were): %r", self.host, type(g).__name__, exc)
 
     def locality(self) -> dict[int, int]:
         """Task -> WORKER_LOCAL / HOST_LOCAL / EVERYWHERE, recomputed when the assignment
         changes."""
-        worker = self.worker
-        assignment = worker.transfer.task_to_worker
+        assignment = self.outbox.task_to_worker
         if assignment is not self._scopes_for:
             self._scopes_for = assignment
-            self.scopes = {t: HOST_LOCAL if str(host) == str(worker.host) else EVERYWHERE
+            self.scopes = {t: HOST_LOCAL if str(host) == str(self.host) else EVERYWHERE
                            for t, (host, _port) in assignment.items()}
-            self.scopes.update(dict.fromkeys(worker.queues, WORKER_LOCAL))
+            self.scopes.update(dict.fromkeys(self.tasks.queues, WORKER_LOCAL))
         return self.scopes
 
 

@@ -24,7 +24,8 @@ from squall import drivers
 from squall.api.topology import Topology
 from squall.errors import AlreadyAliveError, NotAliveError, TopologyError
 from squall.runtime import gc_tuning
-from squall.runtime.system import add_system_components, executor_stats
+from squall.runtime.stats import executor_stats
+from squall.runtime.system import add_system_components
 from squall.runtime.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -150,13 +151,13 @@ class LocalCluster:
                 w = Worker(conf=run.conf, topology=run.topology, topology_id=run.id, port=port,
                            executors=execs, task_to_worker=task_to_worker,
                            transport=run.transport, host="local")
-                w.start()
+                self._launch(w)
                 started.append(w)
                 if self._on_worker_start is not None:
-                    w._call(lambda w=w: self._on_worker_start(w))
+                    w.call_on_loop(lambda w=w: self._on_worker_start(w))
         except BaseException:
             for w in started:
-                w.shutdown()
+                self._halt(w)
             if run.transport is not None:
                 run.transport.close()
             raise
@@ -172,7 +173,7 @@ class LocalCluster:
             for comp, errs in w.errors.recent().items():
                 run.errors.setdefault(comp, []).extend(errs)
                 run.errors[comp] = run.errors[comp][-10:]
-            w.shutdown()
+            self._halt(w)
         run.workers = []
         if run.transport is not None:
             run.transport.close()
@@ -252,6 +253,23 @@ class LocalCluster:
                                          for s, e in w.executor_ranges},
             "worker_resources": {}})
 
+    @staticmethod
+    def _launch(worker: Worker) -> None:
+        """Build a worker, announce it (``squall_worker_start``), start its loop."""
+        from squall.plugin_manager import get_plugin_manager
+        worker.build()
+        get_plugin_manager().hook.squall_worker_start(topology_id=worker.topology_id,
+                                                      port=worker.port, conf=worker.conf)
+        worker.start()
+
+    @staticmethod
+    def _halt(worker: Worker) -> None:
+        """Shut a worker down and announce it (``squall_worker_stop``)."""
+        from squall.plugin_manager import get_plugin_manager
+        worker.shutdown()
+        get_plugin_manager().hook.squall_worker_stop(topology_id=worker.topology_id,
+                                                     port=worker.port)
+
     def _monitor_loop(self) -> None:
         freq = float(self.conf.get("task.heartbeat.frequency.secs") or 3)
         while not self._stop.wait(min(freq, 0.5)):
@@ -267,15 +285,15 @@ class LocalCluster:
                 self.state.write_worker_beat(run.id, "local", w.port, w.stats())
                 continue
             log.warning("worker %s:%d of %s died; restarting it", w.host, w.port, run.name)
-            w.shutdown()
+            self._halt(w)
             for comp, errs in w.errors.recent().items():
                 run.errors[comp] = (run.errors.get(comp, []) + errs)[-10:]
             fresh = Worker(conf=run.conf, topology=run.topology, topology_id=run.id,
                            port=w.port, executors=w.executor_ranges,
-                           task_to_worker=w.transfer.task_to_worker,
+                           task_to_worker=w.outbox.task_to_worker,
                            transport=run.transport, host="local")
             try:
-                fresh.start()
+                self._launch(fresh)
             except Exception:
                 log.exception("restarting worker %d of %s failed", w.port, run.name)
                 continue

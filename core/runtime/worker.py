@@ -1,42 +1,42 @@
-"""A worker: the executors of one (topology, port), their loop and their links to other workers.
-
-One loop thread drives every executor cooperatively (no GIL contention between executors);
-a receive thread waits on the transport (libraries release the GIL there) and hands raw batches
-to the loop. Tuples for tasks in this worker go straight into the target task's queue; tuples
-for remote tasks are collected per destination worker, serialized once per batch and sent when
-the loop finishes an iteration or the batch is full. The public methods are thread-safe: they
-hand work to the loop thread. See DESIGN.md, "The tuple path".
+"""A worker: the executors of one (topology, port), built from the assignment and wired
+together; its start and its stop. The parts it builds are described in
+:mod:`squall.runtime` (the map); the worker owns them and hands each the narrow
+collaborators it needs. The public methods are thread-safe: what touches the loop's state is
+handed to the loop thread.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 from squall import config, drivers
 from squall.api.context import TopologyContext
 from squall.api.topology import ACKER, Topology
-from squall.api.tuple import TICK_STREAM, Source, Tuple
+from squall.api.tuple import Tuple
 from squall.runtime import errors as error_log
-from squall.runtime.acking import Acking
-from squall.runtime.executors import AckerExecutor, BoltExecutor, Executor
-from squall.runtime.spout_executor import SpoutExecutor
+from squall.runtime.acks import AckLedger
+from squall.runtime.emit import Clock, Wiring, build_routes, make_emit
+from squall.runtime.executors import executor_class
+from squall.runtime.executors.base import Executor, Services
+from squall.runtime.executors.spout import SpoutExecutor
+from squall.runtime.executors.threaded import hold_switch_interval, release_switch_interval
+from squall.runtime.flow import Backpressure
 from squall.runtime.load import LoadTracker
-from squall.runtime.tasks import ACK_ACK, ACK_FAIL, ACK_INIT, TaskState, make_emit
-from squall.runtime.threaded import (Dedicated, hold_switch_interval, release_switch_interval,
-                                     wants_thread)
-from squall.runtime.threaded_executors import threaded_class
-from squall.runtime.inbound import INBOX_LIMIT
-from squall.runtime.transfer import Transfer
+from squall.runtime.loop import Loop
+from squall.runtime.stats import executor_stats
+from squall.runtime.streams import Sources
+from squall.runtime.system import instantiate
+from squall.runtime.task import LocalTasks, TaskState
+from squall.runtime.timers import Timers
+from squall.runtime.wire.inbox import Inbox
+from squall.runtime.wire.outbox import Outbox
 
 log = logging.getLogger(__name__)
-INBOX_HIGH, INBOX_LOW = INBOX_LIMIT // 2, INBOX_LIMIT // 8   # received batches, for backpressure
 
 
-class Worker(Acking):
+class Worker:
     """Runs the executors assigned to one (topology, port).
 
     Parameters:
@@ -48,7 +48,9 @@ class Worker(Acking):
       task_to_worker: every task id of the topology -> ``(host, port)`` of its worker.
       transport: a :class:`squall.Transport`, or ``None`` when every task is in this worker.
       host: the host name this worker is reached at.
-    """
+
+    :meth:`build` makes every part and initializes every component; :meth:`start` (which
+    builds first if needed) starts the loop and the receive thread."""
 
     def __init__(self, *, conf: dict[str, Any], topology: Topology, topology_id: str, port: int,
                  executors: list[tuple[int, int]], task_to_worker: dict[int, tuple[str, int]],
@@ -58,338 +60,237 @@ class Worker(Acking):
         self.topology_id = topology_id
         self.port = port
         self.host = host
-        self.executor_ranges = [tuple(e) for e in executors]
+        self.executor_ranges = [(int(s), int(e)) for s, e in executors]
         self.transport = transport
         self.serializer = drivers.driver("serializer", conf)
         self.batch_size = max(1, int(conf.get("topology.transfer.batch.size") or 100))
-        cap = int(conf.get("topology.executor.receive.buffer.size") or 32768)
-        self.high = int(cap * float(conf.get("topology.backpressure.high.watermark", 0.9)))
-        self.low = int(cap * float(conf.get("topology.backpressure.low.watermark", 0.4)))
         self.acker_tasks = topology.tasks(ACKER)
-        self.acking = bool(self.acker_tasks)
-        #: loop passes completed, and the last one that dispatched or ran anything (for
-        #: squall.testing.complete_topology's "quiet" check)
-        self.passes = self.last_busy_pass = 0
-        #: passes that found nothing to do and waited for work (up to 1 ms each)
-        self.idle_waits = 0
-        self.queues: dict[int, deque[Tuple]] = {}
-        #: the tasks of ``lazy_batch`` bolts, whose queues also take TupleRun entries
-        self.lazy_tasks: dict[int, TaskState] = {}
-        self.tasks: dict[int, TaskState] = {}
-        self.executors: list[Executor] = []
-        #: tasks holding untracked emit_many values (their release functions, see make_emit)
-        self.held_emits: list[Callable[[], None]] = []
-        #: executors whose components run on threads of their own (squall.runtime.threaded)
-        self.threaded: list[Dedicated] = []
-        #: until when shutdown waits for components' own threads to leave their calls
-        self.stop_deadline = 0.0
-        #: the loop runs (from start until it has sent its last): threaded components hand
-        #: their calls to it meanwhile, and make them directly before and after
-        self.looping = False
-        self._switch_held = False
-        self.now = time.monotonic()
-        self.throttled = False
-        self._overloaded = False
-        #: seconds this worker has spent overloaded (throttling the spouts) before the current
-        #: spell, which began at ``overloaded_since`` (the loop clock): squall.runtime.load
-        self.overloaded_secs = 0.0
-        self.overloaded_since = 0.0
-        self.hold_inbox = False
-        self._sources: dict[tuple[str, str], Source] = {}
-        self.tick_source = Source("__system", TICK_STREAM, ("freq",))
-        self._sys = {s: Source("__system", s, ("root", "value", "task"))
-                     for s in (ACK_INIT, ACK_ACK, ACK_FAIL)}
-        self._acks: dict[int, int] = {}
-        self.local_ackers: dict[int, TaskState] = {}
-        self._commands: deque[Any] = deque()
-        self._wake = threading.Event()
-        self.running = False
-        self._alive = False
-        self._loop_thread: threading.Thread | None = None
-        self._recv_thread: threading.Thread | None = None
+        self.local_task_ids = [t for s, e in self.executor_ranges for t in range(s, e + 1)]
         self.errors = error_log.ErrorLog(conf)
         self.start_time = time.time()
-        self.local_task_ids = [t for s, e in self.executor_ranges for t in range(s, e + 1)]
-        self.transfer = Transfer(self)
-        self.send_remote = self.transfer.send_remote
-        self.transfer.set_assignment(task_to_worker)
+        self.sources = Sources(topology)
+        self.clock = Clock(time.monotonic())
+        interval = float(conf.get("topology.batch.flush.interval.millis") or 0) / 1000.0
+        self.outbox = Outbox(transport=transport, serializer=self.serializer,
+                             topology_id=topology_id, local_tasks=self.local_task_ids,
+                             batch_size=self.batch_size, flush_interval=max(0.0, interval),
+                             lost=self._lost)
+        self.outbox.set_address(host, port)
+        self.outbox.set_assignment(task_to_worker)
+        self.executors: list[Executor] = []
+        self.tasks: dict[int, TaskState] = {}
+        self._built = False
+        self._switch_held = False
 
-    # -- set-up ------------------------------------------------------------------------------
-    def source(self, component: str, stream: str) -> Source:
-        key = (component, stream)
-        src = self._sources.get(key)
-        if src is None:
-            spec = self.topology.components.get(component)
-            if stream in self._sys:
-                return self._sys[stream]
-            fields = spec.streams[stream].fields if spec and stream in spec.streams else ()
-            src = self._sources[key] = Source(component, stream, tuple(fields))
-        return src
-
-    def system_source(self, stream: str) -> Source:
-        return self._sys[stream]
-
-    def wake(self) -> None:
-        """Wake the loop (from any thread)."""
-        self._wake.set()
-
-    def start(self) -> None:
-        """Build executors (``initialize`` every component), bind, connect, start the loop.
-
-        Raises whatever a component's ``initialize`` raises (the worker is then not alive)."""
-        from squall.runtime.system import instantiate
+    # -- building ------------------------------------------------------------------------------
+    def build(self) -> None:
+        """Make every part from the assignment and ``initialize`` every component (in this
+        thread). Raises whatever a component's ``initialize`` raises."""
+        if self._built:
+            return
+        self._built = True
         topo = self.topology
-        local_tasks = self.local_task_ids
+        plan: list[tuple[type[Executor], str, list[TaskState]]] = []
         for start, end in self.executor_ranges:
             cid = topo.task_to_component[start]
             spec = topo.components[cid]
-            group = []
-            for task in range(start, end + 1):
-                conf = config.component_conf(self.conf, spec.config)
-                ts = TaskState(self, cid, task, instantiate(spec, conf), conf)
-                self.tasks[task] = ts
-                self.queues[task] = ts.queue
-                group.append(ts)
-            cls = {"spout": SpoutExecutor, "acker": AckerExecutor}.get(spec.kind, BoltExecutor)
-            if cls is not AckerExecutor and wants_thread(type(group[0].instance),
-                                                         group[0].conf):
-                cls = threaded_class(cls)
-            self.executors.append(cls(self, cid, group))
-        self.lazy_tasks = {ts.task: ts for ex in self.executors
-                           if getattr(ex, "lazy", False) for ts in ex.tasks}
-        #: acker tasks in this worker: their acker is fed directly, not through their queue
-        self.local_ackers = {ts.task: ts for ex in self.executors if ex.kind == "acker"
-                             for ts in ex.tasks}
-        #: spout tasks in this worker: an acker here queues their completions as (root, ok)
-        self.spout_queues = {ts.task: ts.queue for ex in self.executors if ex.kind == "spout"
-                             for ts in ex.tasks}
+            group = [TaskState(cid, task, instantiate(spec, conf), conf)
+                     for task in range(start, end + 1)
+                     for conf in [config.component_conf(self.conf, spec.config)]]
+            plan.append((executor_class(spec.kind, type(group[0].instance), group[0].conf),
+                         cid, group))
+        self.tasks = {ts.task: ts for _, _, group in plan for ts in group}
+        self.local = LocalTasks(
+            self.tasks,
+            lazy={ts.task for cls, _, group in plan for ts in group
+                  if cls.takes_runs(type(ts.instance))},
+            ackers={ts.task for cls, _, group in plan for ts in group if cls.kind == "acker"},
+            spouts={ts.task for cls, _, group in plan for ts in group if cls.kind == "spout"})
+        self.acks = AckLedger(self.acker_tasks, self.local, self.sources, self.outbox)
+        self.wiring = Wiring(self.local, self.outbox, self.acks, self.clock, self.batch_size)
+        self._wakeup = threading.Event()
+        self.inbox = Inbox(tasks=self.local, sources=self.sources,
+                           task_to_component=topo.task_to_component, acks=self.acks,
+                           outbox=self.outbox, serializer=self.serializer,
+                           control=self._control, wake=self._wakeup.set)
+        self.flow = Backpressure(self.conf, self.local, self.inbox.pending.__len__,
+                                 self.outbox.broadcast_control)
+        self.loop = Loop(name=f"squall-worker-{self.topology_id}-{self.port}", clock=self.clock,
+                         inbox=self.inbox, outbox=self.outbox, acks=self.acks, flow=self.flow,
+                         holding=self.wiring.holding, timers=self._timers, wakeup=self._wakeup)
+        services = Services(acks=self.acks, loop=self.loop, clock=self.clock, flow=self.flow,
+                            sources=self.sources, report_error=self.report_error,
+                            batch_size=self.batch_size)
+        self.executors = [cls(services, cid, group) for cls, cid, group in plan]
+        self.loop.executors.extend(self.executors)
+        self.loop.threads.extend(ex.thread for ex in self.executors  # type: ignore[attr-defined]
+                                 if ex.threaded)
         for ex in self.executors:
             for ts in ex.tasks:
-                ts.executor = ex  # type: ignore[attr-defined]
-                ctx = TopologyContext(
-                    topology_id=self.topology_id, topology_name=self.conf.get(
-                        "topology.name", self.topology_id), component_id=ts.component_id,
-                    task_id=ts.task, task_to_component=topo.task_to_component,
-                    this_worker_port=self.port, host=self.host,
-                    outputs={n: s.fields for n, s in topo.components[ts.component_id]
-                             .streams.items()},
-                    register_metric=self._metric_registrar(ts))
-                ctx.worker_tasks = local_tasks  # type: ignore[attr-defined]
-                ts.context = ctx  # type: ignore[attr-defined]
-                ts.build_routes(ctx)
                 self._install(ex, ts)
         for ex in self.executors:
-            for ts in ex.tasks:
-                if ex.kind != "acker":
-                    ts.instance.initialize(ts.conf, ts.context)  # type: ignore[attr-defined]
+            if ex.kind != "acker":
+                for ts in ex.tasks:
+                    ts.instance.initialize(ts.conf, ts.context)
         # load-aware groupings start from their nearest targets, evenly
-        self.load = LoadTracker(self)
+        self.load = LoadTracker(topology=topo, conf=self.conf, tasks=self.local,
+                                outbox=self.outbox, flow=self.flow, host=self.host)
         self.load.refresh({})
-        self.running = True
-        self.threaded = [ex for ex in self.executors if isinstance(ex, Dedicated)]
-        self.looping = True
-        if self.threaded:
-            self._switch_held = hold_switch_interval(self.conf)
-        for ex in self.threaded:
-            ex.start_thread()
-        if self.transport is not None:
-            self.port = self.transfer.bind()
-            self._recv_thread = threading.Thread(target=self.transfer.recv_loop, daemon=True,
-                                                 name=f"squall-recv-{self.port}")
-            self._recv_thread.start()
-        self._alive = True
-        self._loop_thread = threading.Thread(target=self._loop, daemon=True,
-                                             name=f"squall-worker-{self.topology_id}-{self.port}")
-        self._loop_thread.start()
+        self.timers = Timers(conf=self.conf, topology=topo, executors=self.executors,
+                             sources=self.sources, load=self.load, deliver=self._deliver,
+                             capacity=self.flow.high, identity=self._identity)
 
     def _install(self, ex: Executor, ts: TaskState) -> None:
+        """The task's context and routes, and the runtime's methods on its instance."""
+        topo = self.topology
+        ts.context = TopologyContext(
+            topology_id=self.topology_id,
+            topology_name=self.conf.get("topology.name", self.topology_id),
+            component_id=ts.component_id, task_id=ts.task,
+            task_to_component=topo.task_to_component, this_worker_port=self.port,
+            host=self.host, worker_tasks=self.local_task_ids,
+            outputs={n: s.fields for n, s in topo.components[ts.component_id].streams.items()},
+            register_metric=self._metric_registrar(ts))
+        build_routes(ts, topo, self.sources, ts.context)
         inst = ts.instance
-        inst.context = ts.context  # type: ignore[attr-defined]
+        inst.context = ts.context
         if ex.kind == "acker":
             return
-        inst.emit = make_emit(ts, spout=ex.kind == "spout")
-        inst.emit_many = inst.emit.many
+        inst.emit, inst.emit_many = make_emit(ts, self.wiring, spout=ex.kind == "spout")
         inst.report_error = lambda e, _ts=ts: self.report_error(_ts, e, user=True)
-        if ex.kind == "bolt":
-            inst.ack = ex.ack_function(ts)  # type: ignore[attr-defined]
-            inst.fail = lambda tup, _ts=ts: self.fail_tuple(_ts, tup)
-        else:
-            ts.deferred = []  # type: ignore[attr-defined]
-        if isinstance(ex, Dedicated):
-            ex.install(ts, spout=ex.kind == "spout")
+        ex.install(ts)
 
     def _metric_registrar(self, ts: TaskState) -> Any:
         from squall.metrics.registry import MetricRegistry
         bucket = int(self.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
 
         def register(name: str, metric: Any, bucket_secs: float | None) -> Any:
-            registry = ts.__dict__.get("metrics")
-            if registry is None:
-                registry = ts.metrics = MetricRegistry(bucket)  # type: ignore[attr-defined]
-            return registry.register(name, metric, bucket_secs)
+            if ts.metrics is None:
+                ts.metrics = MetricRegistry(bucket)
+            return ts.metrics.register(name, metric, bucket_secs)
         return register
 
-    # -- the hot path (loop thread only) -------------------------------------------------------
-    def deliver(self, ts: TaskState, task: int, tup: Tuple) -> None:
-        q = self.queues.get(task)
+    # -- what the parts call back ----------------------------------------------------------------
+    def _lost(self, roots: set[int]) -> None:
+        """Tuples the outbox could not deliver: their trees fail, so the spouts replay."""
+        self.acks.fail_lost(roots)
+
+    def _control(self, kind: str, who: str, value: Any) -> None:
+        """A control message from another worker."""
+        if kind == "throttle":
+            self.flow.remote_verdict(who, value)
+        elif kind == "load":
+            self.load.on_report(who, value)
+
+    def _timers(self, now: float) -> None:
+        self.timers.run(now)
+
+    def _deliver(self, task: int, tup: Tuple) -> None:
+        q = self.local.queues.get(task)
         if q is not None:
             q.append(tup)
         else:
-            self.send_remote(ts, task, tup)
+            self.outbox.send_tuple(task, tup)
 
-    def deliver_system(self, ts: TaskState | None, task: int, values: tuple[Any, ...],
-                       src_task: int, stream: str) -> None:
-        """Deliver an untracked tuple of a system stream; one for another worker joins its
-        open run as values, without a Tuple."""
-        q = self.queues.get(task)
-        if q is not None:
-            q.append(Tuple(values, src_task, self._sys[stream]))
-        else:
-            self.transfer.send_values(ts, task, values, src_task, self._sys[stream])
+    def _identity(self) -> dict[str, Any]:
+        return {"topology": self.topology_id, "worker_host": self.host,
+                "worker_port": self.port}
 
-    # -- errors --------------------------------------------------------------------------------
     def report_error(self, ts: TaskState, exc: BaseException | str, user: bool = False) -> None:
+        """Record a component's error; with ``topology.worker.die.on.error`` (and not one
+        the component reported itself) the worker stops."""
         self.errors.record(ts.component_id, ts.task, exc, self.host, self.port)
         if not user and self.conf.get("topology.worker.die.on.error"):
             log.critical("component %s task %d failed and topology.worker.die.on.error is set; "
                          "the worker stops", ts.component_id, ts.task)
-            self.running = False
-            self._alive = False
+            self.loop.halt()
 
     def drain_errors(self) -> list[dict[str, Any]]:
         return self.errors.drain()
 
-    # -- the loop ------------------------------------------------------------------------------
-    def _loop(self) -> None:
-        executors = self.executors
-        next_timer = 0.0
-        monotonic = time.monotonic
-        try:
-            transfer = self.transfer
-            inbox = transfer.inbox
-            while self.running:
-                self.now = now = monotonic()
-                while self._commands:
-                    self._commands.popleft()()
-                busy = bool(inbox) and not self.hold_inbox
-                if busy:
-                    transfer.dispatch_inbox()
-                    self._check_backpressure()     # tell senders before a slow batch runs
-                done = 0
-                held = self.held_emits
-                for ex in executors:
-                    done += ex.run_once()
-                    while held:
-                        held.pop()()
-                    if self._acks:
-                        self.flush_acks()
-                while held:         # anything held since the last executor's release
-                    held.pop()()
-                transfer.flush_all(now)
-                if now >= next_timer:
-                    next_timer = now + 0.005
-                    self._timers(now)
-                self._check_backpressure()
-                self.passes += 1
-                if done or busy:
-                    self.last_busy_pass = self.passes
-                if not done and not inbox and not self._commands:
-                    transfer.flush_all()       # nothing else to do: send what waits
-                    self.idle_waits += 1
-                    self._wake.wait(0.001)
-                    self._wake.clear()
-        except BaseException:
-            log.exception("worker %s:%d loop died", self.topology_id, self.port)
-            self._alive = False
-        finally:
-            for ex in self.threaded:    # what the components' threads handed over by now
-                ex.apply()
-            while self.held_emits:
-                self.held_emits.pop()()
-            self.transfer.flush_all()
-            self.looping = False
+    # -- life ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Build (if not done yet), bind, connect, start the loop and the components' own
+        threads."""
+        self.build()
+        if self.loop.threads:
+            self._switch_held = hold_switch_interval(self.conf)
+        self.loop.start()
+        for thread in self.loop.threads:
+            thread.start()
+        if self.transport is not None:
+            self.port = self.inbox.bind(self.transport, self.topology_id, self.port)
+            self.outbox.set_address(self.host, self.port)
 
-    def _timers(self, now: float) -> None:
-        for ex in self.executors:
-            ex.on_timer(now)
-        self.load.tick(now)
-        from squall.runtime.system import timers
-        timers(self, now)
+    def call_on_loop(self, fn: Any, timeout: float = 10.0) -> None:
+        """Run ``fn`` on the loop thread and wait for it (or here if no loop runs)."""
+        self.loop.call(fn, timeout)
 
-    def _check_backpressure(self) -> None:
-        inbox = len(self.transfer.inbox)
-        # queued tuples, not entries: a lazy_batch task's TupleRun entries hold many
-        lazy = self.lazy_tasks
-        high = self.high
-        full = (any(len(q) > high for q in self.queues.values())
-                or any(len(t.queue) + t.run_extra > high for t in lazy.values()))
-        # while a lazy_batch task's queue holds twice the high watermark, received batches
-        # wait in the inbox (and then in the transport): runs multiply what the senders had
-        # in flight before they heard the throttle, and it must not all land at once. Other
-        # queues never hold the inbox: doing so stalls an acknowledged transport's window
-        # (grpc: 260 k -> 80-150 k words/s distributed, per-tuple, acking off).
-        self.hold_inbox = full and any(len(t.queue) + t.run_extra > 2 * high
-                                       for t in lazy.values())
-        if self._overloaded:
-            if (inbox <= INBOX_LOW and all(len(q) <= self.low for q in self.queues.values())
-                    and all(len(t.queue) + t.run_extra <= self.low for t in lazy.values())):
-                self._overloaded = False
-                self.overloaded_secs += self.now - self.overloaded_since
-                self.transfer.broadcast_throttle(False)
-        elif inbox > INBOX_HIGH or full:
-            self._overloaded = True
-            self.overloaded_since = self.now
-            self.transfer.broadcast_throttle(True)
-        self.throttled = self._overloaded or any(self.transfer.remote_throttle.values())
-
-    # -- assignment ---------------------------------------------------------------------------
     def update_assignment(self, task_to_worker: dict[int, tuple[str, int]]) -> None:
-        """Refresh links to remote workers (thread-safe; applied by the loop)."""
-        self._commands.append(lambda: self.transfer.set_assignment(task_to_worker))
-        self._wake.set()
+        """Refresh links to remote workers (applied by the loop)."""
+        def apply() -> None:
+            before = self.outbox.task_to_worker
+            for host, port in self.outbox.set_assignment(task_to_worker):
+                self.flow.forget(f"{host}:{port}")
+            self.load.reassigned(before, self.outbox.task_to_worker)
+        self.loop.submit(apply)
 
     def activate(self, settle: bool = True) -> None:
         """Activate the spouts; with ``settle``, return once spouts on threads of their own
         have run ``activate`` too (else they run it when their thread gets to it)."""
-        self._call(lambda: [ex.set_active(True) for ex in self.executors
-                            if isinstance(ex, SpoutExecutor)])
+        self.loop.call(lambda: [ex.set_active(True) for ex in self.executors
+                                if isinstance(ex, SpoutExecutor)])
         if settle:
             self._settle()
 
     def deactivate(self, settle: bool = True) -> None:
         """Deactivate the spouts; ``settle`` as for :meth:`activate`."""
-        self._call(lambda: [ex.set_active(False) for ex in self.executors
-                            if isinstance(ex, SpoutExecutor)])
+        self.loop.call(lambda: [ex.set_active(False) for ex in self.executors
+                                if isinstance(ex, SpoutExecutor)])
         if settle:
             self._settle()
 
     def _settle(self, timeout: float = 10.0) -> None:
         """Wait (off the loop thread) until spouts on threads of their own have run their
         activate/deactivate: a spout blocked in a call delays this by up to ``timeout``."""
-        if threading.current_thread() is self._loop_thread:
+        if self.loop.on_loop_thread():
             return
         deadline = time.monotonic() + timeout
-        for ex in self.threaded:
-            if ex.kind == "spout" and ex.alive:
+        for ex in self.executors:
+            if ex.threaded and ex.kind == "spout" and ex.thread.alive:  # type: ignore[attr-defined]
                 ex.settled.wait(max(0.0, deadline - time.monotonic()))  # type: ignore[attr-defined]
 
-    def _call(self, fn: Any, timeout: float = 10.0) -> None:
-        """Run ``fn`` on the loop thread and wait for it (or run it here if no loop runs)."""
-        if not self.running or threading.current_thread() is self._loop_thread:
-            fn()
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop spouts, flush and close links, stop the loop, clean up every component."""
+        if not self._built:
             return
-        done = threading.Event()
-
-        def run() -> None:
-            fn()
-            done.set()
-        self._commands.append(run)
-        self._wake.set()
-        done.wait(timeout)
+        if self.loop.running:
+            self.deactivate(settle=False)   # the threads' stop, below, waits for them
+        self.loop.stop(timeout)
+        for ex in self.executors:
+            ex.stop()
+        if self._switch_held:
+            self._switch_held = False
+            release_switch_interval()
+        self.outbox.close()
+        self.inbox.close(timeout)
+        self.loop.mark_dead()
 
     # -- observation ---------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._built and self.loop.running
+
+    @property
+    def passes(self) -> int:
+        return self.loop.passes
+
+    @property
+    def last_busy_pass(self) -> int:
+        return self.loop.last_busy_pass
+
     def is_alive(self) -> bool:
-        return self._alive and self._loop_thread is not None and self._loop_thread.is_alive()
+        return self._built and self.loop.is_alive()
 
     def pending(self) -> int:
         """Spout tuples in flight in this worker."""
@@ -397,52 +298,23 @@ class Worker(Acking):
                    for ts in ex.tasks)
 
     def queued(self) -> int:
-        return (sum(len(q) for q in self.queues.values()) + self.transfer.pending()
-                + sum(t.run_extra for t in self.lazy_tasks.values()) + len(self.held_emits)
-                + sum(ex.backlog() for ex in self.threaded))
+        """Tuples and calls waiting anywhere in this worker (queues, inbox, outboxes, held
+        emits, components' own threads)."""
+        return (self.local.queued() + len(self.inbox.pending) + self.outbox.pending()
+                + len(self.wiring.holding) + sum(ex.queued() for ex in self.executors))
 
     def stats(self) -> dict[str, Any]:
-        from squall.runtime.system import executor_stats
         return {"executors": {f"[{ex.range[0]}, {ex.range[1]}]": executor_stats(ex)
                               for ex in self.executors},
                 "uptime_secs": int(time.time() - self.start_time), "time_secs": int(time.time()),
                 "worker": self.counters()}
 
-    def overloaded_total(self) -> float:
-        """Seconds this worker has spent overloaded so far (the current spell included)."""
-        if self._overloaded:
-            return self.overloaded_secs + max(0.0, self.now - self.overloaded_since)
-        return self.overloaded_secs
-
     def counters(self) -> dict[str, Any]:
         """The worker's own totals since it started: loop passes, passes that waited idle,
-        seconds overloaded (throttling the spouts), batches (and their bytes) sent to other
-        workers, batches received from them."""
-        t = self.transfer
-        return {"loop_passes": self.passes, "idle_waits": self.idle_waits,
-                "overloaded_secs": round(self.overloaded_total(), 3),
-                "sent_batches": t.sent_batches, "sent_bytes": t.sent_bytes,
-                "received_batches": t.received_batches}
-
-    # -- shutdown ------------------------------------------------------------------------------
-    def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop spouts, flush and close links, stop the loop, clean up every component."""
-        if self.running:
-            self.deactivate(settle=False)   # the threads' stop, below, waits for them
-        self.running = False
-        self.stop_deadline = time.monotonic() + timeout
-        for ex in self.threaded:
-            ex.signal_stop()
-        self._wake.set()
-        if self._loop_thread is not None:
-            self._loop_thread.join(timeout)
-        self.looping = False        # a loop that never started (or died) takes no more calls
-        for ex in self.executors:
-            ex.stop()
-        if self._switch_held:
-            self._switch_held = False
-            release_switch_interval()
-        self.transfer.close()
-        if self._recv_thread is not None:
-            self._recv_thread.join(timeout)
-        self._alive = False
+        seconds overloaded (throttling the spouts), messages (and their bytes) sent to other
+        workers, messages received from them."""
+        return {"loop_passes": self.loop.passes, "idle_waits": self.loop.idle_waits,
+                "overloaded_secs": round(self.flow.overloaded_total(self.clock.now), 3),
+                "sent_batches": self.outbox.sent_batches,
+                "sent_bytes": self.outbox.sent_bytes,
+                "received_batches": self.inbox.received_batches}

@@ -138,8 +138,8 @@ def _quiet(workers: list[Any], timeout: float) -> bool:
     def idle() -> tuple[list[int], int, int] | None:
         if any(w.queued() for w in workers):
             return None
-        sent = sum(w.transfer.sent_batches for w in workers)
-        got = sum(w.transfer.received_batches for w in workers)
+        sent = sum(w.outbox.sent_batches for w in workers)
+        got = sum(w.inbox.received_batches for w in workers)
         return ([w.passes for w in workers], sent, got) if sent == got else None
 
     first = idle()

@@ -49,7 +49,7 @@ def _conf(count: int, interval_ms: int) -> dict[str, Any]:
 
 def _sender(cluster: LocalCluster, name: str) -> Any:
     workers = cluster.workers(name)
-    return max(workers, key=lambda w: w.transfer.sent_batches)
+    return max(workers, key=lambda w: w.outbox.sent_batches)
 
 
 def test_a_busy_worker_sends_at_most_one_batch_per_interval_unless_full() -> None:
@@ -62,11 +62,11 @@ def test_a_busy_worker_sends_at_most_one_batch_per_interval_unless_full() -> Non
                    message=lambda: f"{len(GOT)} of {count} arrived")
         elapsed = time.monotonic() - start
         sender = _sender(cluster, "flush")
-        full = count // sender.transfer.run_cap     # batches sent because a run was full
+        full = count // sender.outbox.run_cap     # batches sent because a run was full
         bound = elapsed / (interval_ms / 1000.0) + full + 3
         # the spout keeps its worker busy, so with a flush every pass there would be one
         # batch per pass (thousands); with the interval, a few per 50 ms at most
-        assert sender.transfer.sent_batches <= bound, (sender.transfer.sent_batches, bound)
+        assert sender.outbox.sent_batches <= bound, (sender.outbox.sent_batches, bound)
     assert GOT == list(range(count))
 
 
@@ -88,5 +88,5 @@ def test_interval_zero_sends_every_pass() -> None:
                    message=lambda: f"{len(GOT)} of {count} arrived")
         sender = _sender(cluster, "zero")
         # the spout emits about one batch (100 tuples) per pass, and each pass sends it
-        assert sender.transfer.sent_batches > count // sender.transfer.run_cap + 10
+        assert sender.outbox.sent_batches > count // sender.outbox.run_cap + 10
     assert GOT == list(range(count))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder
-from squall.runtime.tasks import HOLD_CAP
+from squall.runtime.emit.fast import HOLD_CAP
 from squall.testing import complete_topology, wait_until
 
 LOCK = threading.Lock()

@@ -234,13 +234,13 @@ def test_backpressure_counts_the_tuples_in_runs_not_the_entries(cluster: LocalCl
     cluster.submit_topology("bp", {"topology.acker.executors": 0, "topology.workers": 2,
                                    "topology.executor.receive.buffer.size": 2000,
                                    "topology.max.spout.pending": None}, b.create_topology())
-    worker = next(w for w in cluster.workers("bp") if w.lazy_tasks)
-    spouts = next(w for w in cluster.workers("bp") if not w.lazy_tasks)
+    worker = next(w for w in cluster.workers("bp") if w.local.lazy)
+    spouts = next(w for w in cluster.workers("bp") if not w.local.lazy)
     seen: list[int] = []
 
     def throttled() -> bool:
         seen.append(worker.queued())
-        return spouts.throttled and len(SEEN) > 20
+        return spouts.flow.throttled and len(SEEN) > 20
     wait_until(throttled, timeout=30)     # the bolt is slower: its worker throttles the spout
     passes = len(SEEN)
     # and what waits stays bounded while the bolt goes on: the wire stops feeding the queue
@@ -250,16 +250,16 @@ def test_backpressure_counts_the_tuples_in_runs_not_the_entries(cluster: LocalCl
 
     # one run of 1,900 tuples is one queue entry, and it alone is over the high watermark
     cluster.deactivate("bp")
-    wait_until(lambda: worker.queued() == 0 and not worker.throttled, timeout=30)
-    task = next(iter(worker.lazy_tasks))
-    src = worker.source("lines", "default")
+    wait_until(lambda: worker.queued() == 0 and not worker.flow.throttled, timeout=30)
+    task = next(iter(worker.local.lazy))
+    spout_task = cluster.get_topology("bp").tasks("lines")[0]
     overloaded: list[bool] = []
 
-    def one_run() -> None:
-        worker.transfer._run_arrived(task, TupleRun([("x",)] * 1900, 1, src, None, 0))
-        worker._check_backpressure()
-        overloaded.append(worker._overloaded)
-    worker._call(one_run)
+    def one_run() -> None:      # as the inbox delivers one untracked run from the wire
+        worker.inbox.deliver(task, [[spout_task, "default", [["x"]] * 1900, 0, None]])
+        worker.flow.check(worker.clock.now)
+        overloaded.append(worker.flow.overloaded)
+    worker.call_on_loop(one_run)
     assert overloaded == [True]
 
 

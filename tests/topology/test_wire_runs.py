@@ -328,16 +328,16 @@ def test_a_malformed_run_is_dropped_and_the_worker_goes_on(caplog: Any) -> None:
                    message="both record tasks receiving")
         (src, dest), = [(s, d) for s, d in SEEN if PORTS[d] != PORTS[s]] or [(0, 0)]
         assert dest, f"no record task in the other worker: {PORTS}"
-        bad = [[-dest, src, "default", [[1], [2]], [5], [[7], 0]],      # 2 values, 1 id
-               [-dest, src, "default", [[1]], [5], [0]],                # roots refer back
+        bad = [[src, "default", [[1], [2]], [5], [[7], 0]],      # 2 values, 1 id
+               [src, "default", [[1]], [5], [0]],                # roots refer back
                # anchored runs by column: counts that do not add up to the values, a
                # first run whose roots refer back, a pair that is not [edge, count]
-               [-dest, src, "default", [[1], [2]], [[5, 1]], [[7]]],
-               [-dest, src, "default", [[1]], [[5, 1]], [0]],
-               [-dest, src, "default", [[1]], [[5, "1"]], [[7]]]]
+               [src, "default", [[1], [2]], [[5, 1]], [[7]]],
+               [src, "default", [[1]], [[5, 1]], [0]],
+               [src, "default", [[1]], [[5, "1"]], [[7]]]]
         conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", PORTS[dest])
-        for entry in bad:               # a batch of one entry each
-            conn.send([(0, msgpack.packb([entry]))])
+        for entry in bad:               # a message of one entry each, for task dest
+            conn.send([(dest, msgpack.packb([entry]))])
         wait_until(lambda: sum("malformed batch" in r.getMessage() for r in caplog.records)
                    >= 5, 10, message=lambda: f"no warning for the malformed runs: {caplog.text}")
         before = len(SEEN[(src, dest)])
@@ -357,13 +357,13 @@ def test_a_malformed_run_for_an_acker_is_dropped_and_acking_goes_on(caplog: Any)
                                          "topology.max.spout.pending": 200,
                                          "test.numbers": 10**9}, b.create_topology())
         wait_until(lambda: len(ACKED) > 100, 30, message=lambda: f"acked {len(ACKED)}")
-        worker = next(w for w in cluster.workers("acks") if w.local_ackers)
-        acker = next(iter(worker.local_ackers))
-        bad = [[-acker, 0, "__ack_ack", [[1, "x"]], 0, None],     # an edge that is not an int
-               [-acker, 0, "__ack_init", [[1, 2]], 0, None]]      # an init without its task
+        worker = next(w for w in cluster.workers("acks") if w.local.ackers)
+        acker = next(iter(worker.local.ackers))
+        bad = [[0, "__ack_ack", [[1, "x"]], 0, None],     # an edge that is not an int
+               [0, "__ack_init", [[1, 2]], 0, None]]      # an init without its task
         conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", worker.port)
-        for entry in bad:               # a batch of one entry each
-            conn.send([(0, msgpack.packb([entry]))])
+        for entry in bad:               # a message of one entry each, for the acker task
+            conn.send([(acker, msgpack.packb([entry]))])
         wait_until(lambda: sum("malformed batch" in r.getMessage() for r in caplog.records)
                    >= 2, 10, message=lambda: f"no warning for the malformed runs: {caplog.text}")
         before = len(ACKED)
@@ -384,11 +384,11 @@ def test_a_malformed_completion_for_a_spout_is_dropped_and_the_spout_goes_on(
                                          "test.numbers": 10**9}, b.create_topology())
         wait_until(lambda: len(ACKED) > 100, 30, message=lambda: f"acked {len(ACKED)}")
         spout = min(t for t in PORTS if t not in {d for _, d in SEEN})
-        bad = [[-spout, 0, "__ack_ack", [[]], 0, None],           # no root
-               [-spout, 0, "__ack_fail", [[[1, 2]]], 0, None]]    # a root that is a list
+        bad = [[0, "__ack_ack", [[]], 0, None],           # no root
+               [0, "__ack_fail", [[[1, 2]]], 0, None]]    # a root that is a list
         conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", PORTS[spout])
         for entry in bad:
-            conn.send([(0, msgpack.packb([entry]))])
+            conn.send([(spout, msgpack.packb([entry]))])
         wait_until(lambda: "malformed completion" in caplog.text, 10,
                    message=lambda: f"no warning for the malformed completions: {caplog.text}")
         before = len(ACKED)
@@ -414,7 +414,8 @@ def _junk(rng: random.Random) -> Any:
 
 
 def _random_entry(rng: random.Random, tasks: list[int]) -> list[Any]:
-    """A wire entry with every field drawn from plausible and implausible values."""
+    """A wire entry (or, one time in ten, something else) with every field drawn from
+    plausible and implausible values."""
     n = rng.randrange(4)
     values = [rng.choice([[_junk(rng)], [_junk(rng), _junk(rng)], [_junk(rng)] * 3,
                           _junk(rng)]) for _ in range(n)]
@@ -425,8 +426,9 @@ def _random_entry(rng: random.Random, tasks: list[int]) -> list[Any]:
                         [rng.getrandbits(64)], _junk(rng)])
     stream = rng.choice(["default", "__ack_ack", "__ack_init", "__ack_fail", "__tick", "nope",
                          5])
-    return [rng.choice(tasks) * rng.choice([1, -1]), rng.choice(tasks), stream,
-            values if rng.random() < 0.8 else _junk(rng), tid, roots]
+    entry = [rng.choice(tasks), stream, values if rng.random() < 0.8 else _junk(rng), tid,
+             roots]
+    return entry if rng.random() < 0.9 else rng.choice([entry[:4], _junk(rng)])
 
 
 def test_random_entries_on_a_workers_port_never_stop_it(caplog: Any) -> None:
@@ -450,7 +452,10 @@ def test_random_entries_on_a_workers_port_never_stop_it(caplog: Any) -> None:
             conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", port)
             for _ in range(1500):
                 batch = [_random_entry(rng, tasks) for _ in range(rng.randrange(1, 4))]
-                conn.send([(0, msgpack.packb(batch))])
+                # for a task of either worker (forwarded if not the receiver's), or a
+                # control message, or a task nobody runs
+                task = rng.choice([*tasks, 0, -3, 10**6])
+                conn.send([(task, msgpack.packb(batch))])
         before = len(ACKED)
         wait_until(lambda: len(ACKED) > before + 300, 20,
                    message=lambda: f"trees stopped completing: {caplog.text[-2000:]}")
@@ -474,10 +479,10 @@ def test_a_malformed_load_report_is_ignored_and_a_good_one_is_believed(caplog: A
         worker = cluster.workers("loads")[0]
         conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", worker.port)
         for report in ("garbage", [[999, 7.5]], [["999", 0.5]], {"999": 0.5}):
-            conn.send([(0, msgpack.packb([[0, "load", "127.0.0.1:1", report, None, None]]))])
-        conn.send([(0, msgpack.packb([[0, "load", "127.0.0.1:1", [[999, 0.75]], None, None]]))])
-        wait_until(lambda: worker.transfer.remote_load.get(999) == 0.75, 10,
-                   message=lambda: f"the good report was not taken: {worker.transfer.remote_load}")
+            conn.send([(0, msgpack.packb(["load", "127.0.0.1:1", report]))])
+        conn.send([(0, msgpack.packb(["load", "127.0.0.1:1", [[999, 0.75]]]))])
+        wait_until(lambda: worker.load.remote.get(999) == 0.75, 10,
+                   message=lambda: f"the good report was not taken: {worker.load.remote}")
         warnings = [r.getMessage() for r in caplog.records if "load report" in r.getMessage()]
         assert len(warnings) == 4, warnings
         busy = {key: len(v) for key, v in SEEN.items()}

@@ -3,18 +3,17 @@ them (``root % len(acker_tasks)`` picks the acker), within 64 bits."""
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from squall.runtime.acking import Acking
+from squall.runtime.acks import AckLedger
 
 
 def _worker(acker_tasks: list[int], local: list[int]) -> Any:
-    w = Acking()
-    w.acker_tasks = acker_tasks
-    w.local_ackers = {t: object() for t in local}   # type: ignore[misc]
-    return w
+    tasks = SimpleNamespace(ackers={t: object() for t in local})
+    return AckLedger(acker_tasks, tasks, None, None)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("acker_tasks,local", [

@@ -6,23 +6,26 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from squall.api.tuple import Tuple
-from squall.runtime.executors import Executor
-from squall.runtime.tasks import ACK_ACK, TaskState
-
-if TYPE_CHECKING:
-    from squall.runtime.worker import Worker
+from squall.runtime.executors.base import Executor, Services
+from squall.runtime.streams import ACK_ACK
+from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.runtime.executors")
 
 
 class SpoutExecutor(Executor):
     kind = "spout"
+    #: whether the spouts may emit (activated)
+    active: bool
 
-    def __init__(self, worker: Worker, component_id: str, tasks: list[TaskState]) -> None:
-        super().__init__(worker, component_id, tasks)
+    def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(services, component_id, tasks)
+        self.clock = services.clock
+        self.flow = services.flow
+        self.report_error = services.report_error
         conf = tasks[0].conf
         self.max_pending = conf.get("topology.max.spout.pending") or 0
         self.idle_secs = float(conf.get("topology.sleep.spout.wait.strategy.time.ms", 1)) / 1000
@@ -31,13 +34,10 @@ class SpoutExecutor(Executor):
         self.next_rotate = time.monotonic() + self.timeout
         self.active = False
         self.malformed = 0           # completions from the network that were not one
-        for ts in tasks:
-            ts.pending_new = {}      # type: ignore[attr-defined]
-            ts.pending_old = {}      # type: ignore[attr-defined]
-            ts.idle_until = 0.0      # type: ignore[attr-defined]
 
     def pending(self, ts: TaskState) -> int:
-        return len(ts.pending_new) + len(ts.pending_old)  # type: ignore[attr-defined]
+        """Trees of task ``ts`` in flight."""
+        return len(ts.pending_new) + len(ts.pending_old)
 
     def completions(self) -> int:
         """Hand every queued completion to its spout; returns how many."""
@@ -51,14 +51,14 @@ class SpoutExecutor(Executor):
 
     def run_once(self) -> int:
         done = self.completions()
-        worker = self.worker
-        if not self.active or worker.throttled:
+        if not self.active or self.flow.throttled:
             return done
-        now = worker.now
+        now = self.clock.now
+        report_error = self.report_error
         batch = self.batch
         max_pending = self.max_pending
         for ts in self.tasks:
-            if ts.idle_until > now:    # type: ignore[attr-defined]
+            if ts.idle_until > now:
                 continue
             next_tuple = ts.instance.next_tuple
             # a pass emits about one batch per task, and no more than the pending room: a
@@ -72,31 +72,39 @@ class SpoutExecutor(Executor):
                 try:
                     next_tuple()
                 except Exception as exc:
-                    worker.report_error(ts, exc)
-                    ts.idle_until = now + self.idle_secs  # type: ignore[attr-defined]
+                    report_error(ts, exc)
+                    ts.idle_until = now + self.idle_secs
                     break
                 if ts.emitted == before:
-                    ts.idle_until = now + self.idle_secs  # type: ignore[attr-defined]
+                    ts.idle_until = now + self.idle_secs
                     break
                 done += 1
                 if ts.emitted >= limit:
                     break
-            worker.run_deferred_acks(ts)
+            self.run_deferred_acks(ts)
         return done
 
-    def track(self, ts: TaskState, root: int, tup_id: Any) -> None:
-        ts.pending_new[root] = (tup_id, self.worker.now)  # type: ignore[attr-defined]
+    def run_deferred_acks(self, ts: TaskState) -> None:
+        """Ack the tup_ids of untracked emits (a topology without ackers): after the
+        ``next_tuple`` that emitted them, through ``_call`` (on the spout's own thread when
+        it has one)."""
+        deferred = ts.deferred
+        if deferred:
+            ts.deferred = []
+            for tup_id in deferred:
+                ts.acked += 1
+                self._call(ts, ts.instance.ack, tup_id)
 
     def _completion(self, ts: TaskState, tup: Tuple | tuple[int, bool]) -> None:
         """One completion: ``(root, ok)`` from an acker of this worker, or an ack or fail
         tuple ``(root,)`` from one in another worker."""
         if tup.__class__ is tuple:
             root, ok = tup              # type: ignore[misc]
-            entry = ts.pending_new.pop(root, None)  # type: ignore[attr-defined]
+            entry = ts.pending_new.pop(root, None)
         else:
             try:
                 root = tup.values[0]    # type: ignore[union-attr]
-                entry = ts.pending_new.pop(root, None)  # type: ignore[attr-defined]
+                entry = ts.pending_new.pop(root, None)
             except (IndexError, TypeError):     # not an acker's completion: from the network
                 self.malformed += 1
                 if self.malformed == 1 or self.malformed % 1000 == 0:
@@ -105,12 +113,12 @@ class SpoutExecutor(Executor):
                 return
             ok = tup.src.stream == ACK_ACK  # type: ignore[union-attr]
         if entry is None:
-            entry = ts.pending_old.pop(root, None)  # type: ignore[attr-defined]
+            entry = ts.pending_old.pop(root, None)
             if entry is None:
                 return        # already timed out
         if ok:
             ts.acked += 1
-            ts.complete_ms += (self.worker.now - entry[1]) * 1000.0
+            ts.complete_ms += (self.clock.now - entry[1]) * 1000.0
             ts.complete_n += 1
             self._call(ts, ts.instance.ack, entry[0])
         else:
@@ -122,16 +130,16 @@ class SpoutExecutor(Executor):
         try:
             fn(*args)
         except Exception as exc:
-            self.worker.report_error(ts, exc)
+            self.report_error(ts, exc)
 
     def on_timer(self, now: float) -> None:
         if not self.timeouts or now < self.next_rotate:
             return
         self.next_rotate = now + self.timeout
         for ts in self.tasks:
-            expired = ts.pending_old              # type: ignore[attr-defined]
-            ts.pending_old = ts.pending_new       # type: ignore[attr-defined]
-            ts.pending_new = {}                   # type: ignore[attr-defined]
+            expired = ts.pending_old
+            ts.pending_old = ts.pending_new
+            ts.pending_new = {}
             for tup_id, _ in expired.values():
                 ts.failed += 1
                 self._call(ts, ts.instance.fail, tup_id)

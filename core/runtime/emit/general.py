@@ -1,8 +1,8 @@
-"""The general emit path: what ``make_emit``'s fast paths hand over.
+"""The general emit path: every emit the fast paths (:mod:`.fast`) do not shortcut.
 
-Several subscribers, direct streams, ``need_task_ids``, several anchors and tracked spout
-tuples without a one-target shortcut all come here (see :func:`squall.runtime.tasks.make_emit`).
-Runs on the worker's loop thread.
+Several subscribers, direct streams, ``need_task_ids``, several anchors, undeclared streams
+(which raise) and tracked spout tuples without a one-target shortcut all come here. Runs on
+the worker's loop thread.
 """
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from squall.api.tuple import Source, Tuple
 from squall.errors import TopologyError
 
 if TYPE_CHECKING:
+    from squall.runtime.emit import Wiring
     from squall.runtime.routing import Route
-    from squall.runtime.tasks import TaskState
+    from squall.runtime.task import TaskState
 
 _rand64 = random.SystemRandom().getrandbits  # seeds only; per-tuple ids use the fast PRNG below
-_fast = random.Random(_rand64(64)).getrandbits
+#: edge and root ids: random 64-bit values from a PRNG seeded from the system's
+fast_random = random.Random(_rand64(64)).getrandbits
 
 
 def _targets_check(route: Route, direct_task: int | None, stream: str, owner: str) -> None:
@@ -36,7 +38,7 @@ def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None
     if route.direct or direct_task is not None:
         _targets_check(route, direct_task, stream, owner)
         # several components may subscribe to one direct stream: only the one owning
-        # direct_task gets the tuple (_emit_general checks that one does)
+        # direct_task gets the tuple (routes_of checks that one does)
         return (direct_task,) if direct_task is not None and direct_task in route.targets \
             else ()
     if route.one is not None:
@@ -45,7 +47,7 @@ def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None
     return route.many(src_task, values)
 
 
-def _routes(ts: TaskState, stream: str, direct_task: int | None) -> list[Route]:
+def routes_of(ts: TaskState, stream: str, direct_task: int | None) -> list[Route]:
     """The routes of ``stream``; raises for an undeclared stream or a direct task that no
     subscriber of a direct stream has."""
     routes = ts.routes.get(stream)
@@ -62,8 +64,8 @@ def _routes(ts: TaskState, stream: str, direct_task: int | None) -> list[Route]:
 
 def check_emit(ts: TaskState, stream: str, direct_task: int | None) -> None:
     """Raise what an emit on ``stream`` with ``direct_task`` would raise, without emitting:
-    for emits checked in one thread and made in another (squall.runtime.threaded)."""
-    for route in _routes(ts, stream, direct_task):
+    for emits checked in one thread and made in another (squall.runtime.executors.threaded)."""
+    for route in routes_of(ts, stream, direct_task):
         _targets_check(route, direct_task, stream, ts.component_id)
 
 
@@ -75,13 +77,21 @@ def check_anchors(ts: TaskState, anchors: Sequence[Any]) -> None:
                                 f"received by this bolt, got {type(a).__name__}")
 
 
-def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: Any,
-                  tup_id: Any, direct_task: int | None, need_task_ids: bool,
-                  spout: bool) -> list[int] | None:
-    routes = _routes(ts, stream, direct_task)
+def deliver(w: Wiring, task: int, tup: Tuple) -> None:
+    """Put ``tup`` in ``task``'s queue here, or in the outbox of its worker."""
+    q = w.queues.get(task)
+    if q is not None:
+        q.append(tup)
+    else:
+        w.outbox.send_tuple(task, tup)
+
+
+def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, anchors: Any,
+                 tup_id: Any, direct_task: int | None, need_task_ids: bool,
+                 spout: bool) -> list[int] | None:
+    routes = routes_of(ts, stream, direct_task)
     if values.__class__ is not tuple:
         values = tuple(values)
-    worker = ts.worker
     src = ts.sources[stream]
     ts.emitted += 1
     sent: list[int] | None = [] if need_task_ids else None
@@ -89,19 +99,19 @@ def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: An
         tracked = tup_id is not None
     else:
         tracked = ts.current is not None if anchors is None else bool(anchors)
-    if worker.acking and tracked:
+    if w.acking and tracked:
         if spout:
-            return _emit_spout_tracked(ts, values, stream, src, routes, tup_id, direct_task,
+            return _emit_spout_tracked(ts, w, values, stream, src, routes, tup_id, direct_task,
                                        sent)
         anchor_list = (ts.current,) if anchors is None else anchors
-        return _emit_anchored(ts, values, stream, src, routes, anchor_list, direct_task, sent,
-                              _fast)
+        return _emit_anchored(ts, w, values, stream, src, routes, anchor_list, direct_task,
+                              sent, fast_random)
     if spout and tup_id is not None:
-        worker.ack_untracked(ts, tup_id)
+        ts.deferred.append(tup_id)      # acked once next_tuple returns (SpoutExecutor)
     n = 0
     for route in routes:
         for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
-            worker.deliver(ts, t, Tuple(values, ts.task, src))
+            deliver(w, t, Tuple(values, ts.task, src))
             n += 1
             if sent is not None:
                 sent.append(t)
@@ -109,11 +119,10 @@ def _emit_general(ts: TaskState, values: Sequence[Any], stream: str, anchors: An
     return sent
 
 
-def _emit_spout_tracked(ts: TaskState, values: tuple, stream: str, src: Source,
+def _emit_spout_tracked(ts: TaskState, w: Wiring, values: tuple, stream: str, src: Source,
                         routes: list[Route], tup_id: Any, direct_task: int | None,
                         sent: list[int] | None) -> list[int] | None:
-    worker = ts.worker
-    rand = _fast
+    rand = fast_random
     bits, mul, home = ts.root_plan
     root = rand(bits) * mul + home
     xor = 0
@@ -122,21 +131,21 @@ def _emit_spout_tracked(ts: TaskState, values: tuple, stream: str, src: Source,
         for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
             edge = rand(64)
             xor ^= edge
-            worker.deliver(ts, t, Tuple(values, ts.task, src, edge, (root,)))
+            deliver(w, t, Tuple(values, ts.task, src, edge, (root,)))
             n += 1
             if sent is not None:
                 sent.append(t)
     ts.transfer_extra += n - 1
-    worker.track_spout_tuple(ts, root, xor, tup_id, stream, values)
+    ts.pending_new[root] = (tup_id, w.clock.now)
+    w.acks.init_tree(ts, w.acks.acker_of(root), root, xor)
     return sent
 
 
-def _emit_anchored(ts: TaskState, values: tuple, stream: str, src: Source,
+def _emit_anchored(ts: TaskState, w: Wiring, values: tuple, stream: str, src: Source,
                    routes: list[Route], anchors: Sequence[Tuple], direct_task: int | None,
                    sent: list[int] | None, rand: Callable[[int], int]) -> list[int] | None:
     check_anchors(ts, anchors)
     tracked = [a for a in anchors if a.roots]
-    worker = ts.worker
     n = 0
     for route in routes:
         for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
@@ -154,10 +163,10 @@ def _emit_anchored(ts: TaskState, values: tuple, stream: str, src: Source,
                 for a in tracked:
                     edge = rand(64)
                     a.ackval ^= edge
-                    for r in a.roots:
+                    for r in a.roots:   # type: ignore[union-attr]
                         per_root[r] = per_root.get(r, 0) ^ edge
                 tup = Tuple(values, ts.task, src, edge, per_root)  # type: ignore[arg-type]
-            worker.deliver(ts, t, tup)
+            deliver(w, t, tup)
             if sent is not None:
                 sent.append(t)
     ts.transfer_extra += n - 1

@@ -1,0 +1,216 @@
+"""The worker's ack ledger: what its tasks tell the acker about tuple trees.
+
+Storm's XOR scheme (DESIGN.md, "Guaranteed processing"): a spout starts a tree (init), every
+processed tuple acks its edge, a failure fails the tree, and the acker task whose class the
+root falls in (``root % len(acker_tasks)``) tells the spout task when its tree completed.
+
+The ledger folds the acks a pass makes per root (XOR is associative, so the acker sees the
+same totals) and sends them once per executor pass (:meth:`AckLedger.flush`); an acker task
+of this worker is called directly, one in another worker gets ack tuples through the outbox.
+Inits and fails go at once. Completions reach a spout task of this worker as ``(root, ok)`` in
+its queue, one in another worker as an ack or fail tuple. Everything runs on the loop thread.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from squall.api.tuple import Tuple, TupleRun
+from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT, Sources
+from squall.runtime.task import LocalTasks, TaskState
+
+if TYPE_CHECKING:
+    from squall.runtime.wire.outbox import Outbox
+
+
+class AckLedger:
+    """One worker's side of the acker protocol.
+
+    ``folded`` (root -> XOR of this pass's acks) is public on purpose: a bolt's tracked pass
+    XORs into it inline, without a call per tuple (see BoltExecutor._run_tracked)."""
+
+    __slots__ = ("acker_tasks", "folded", "local", "outbox", "sources", "tasks")
+
+    def __init__(self, acker_tasks: list[int], tasks: LocalTasks, sources: Sources,
+                 outbox: Outbox) -> None:
+        self.acker_tasks = acker_tasks
+        self.tasks = tasks
+        self.sources = sources
+        self.outbox = outbox
+        self.local = tasks.ackers
+        self.folded: dict[int, int] = {}
+
+    @property
+    def acking(self) -> bool:
+        """Whether the topology has acker tasks (else nothing is tracked)."""
+        return bool(self.acker_tasks)
+
+    def acker_of(self, root: int) -> int:
+        return self.acker_tasks[root % len(self.acker_tasks)]
+
+    # -- acks ------------------------------------------------------------------------------
+    def ack_tuple(self, ts: TaskState, tup: Tuple) -> None:
+        """Ack ``tup``: its XOR contribution joins this pass's fold."""
+        ts.acked += 1
+        roots = tup.roots
+        if not roots:
+            return
+        acks = self.folded
+        if roots.__class__ is tuple:
+            v = tup.id ^ tup.ackval  # type: ignore[operator]
+            for r in roots:
+                acks[r] = acks.get(r, 0) ^ v
+        else:       # several anchors: each root with the edge its anchors gave it
+            for r, e in roots.items():  # type: ignore[attr-defined]
+                acks[r] = acks.get(r, 0) ^ e ^ tup.ackval
+
+    def ack_run(self, ts: TaskState, run: TupleRun) -> None:
+        """Ack every tuple of a TupleRun whose Tuples were never built: one XOR per root."""
+        ts.acked += len(run.values)
+        roots = run.roots
+        if roots:
+            acks = self.folded
+            edge = run.edge
+            for r in roots:
+                acks[r] = acks.get(r, 0) ^ edge
+
+    def flush(self) -> None:
+        """Send the folded acks: an acker task here gets them straight (its
+        :class:`squall.Acker` called on this thread, as its executor would), one in another
+        worker as ack tuples, all of this flush's for one task in one run."""
+        acks = self.folded
+        tasks = self.acker_tasks
+        n = len(tasks)
+        local = self.local.get
+        remote: dict[int, list[tuple[int, int]]] | None = None
+        for r, v in acks.items():
+            if v:
+                t = tasks[r % n]
+                ats = local(t)
+                if ats is not None:
+                    ats.executed += 1
+                    res = ats.instance.ack(r, v)
+                    if res is not None:
+                        self.complete_tree(ats, r, res[0], res[1])
+                elif remote is None:
+                    remote = {t: [(r, v)]}
+                elif t in remote:
+                    remote[t].append((r, v))
+                else:
+                    remote[t] = [(r, v)]
+        acks.clear()
+        if remote:
+            src = self.sources.ack[ACK_ACK]
+            send = self.outbox.send_values_run
+            for t, pairs in remote.items():
+                send(t, pairs, 0, src)
+
+    def acker_values(self, ats: TaskState, src: Any, values: list[Any]) -> None:
+        """Apply a run of system tuples that arrived for the acker task ``ats`` of this worker
+        straight to its :class:`squall.Acker`, as :meth:`flush` does for this worker's own
+        acks (none is built as a Tuple or queued: the acker's queue holds nothing they could
+        overtake)."""
+        acker = ats.instance
+        complete = self.complete_tree
+        ack = self.sources.ack
+        if src is ack[ACK_ACK]:
+            for v in values:
+                res = acker.ack(v[0], v[1])
+                if res is not None:
+                    complete(ats, v[0], res[0], res[1])
+        elif src is ack[ACK_INIT]:
+            for v in values:
+                res = acker.init(v[0], v[1], v[2])
+                if res is not None:
+                    complete(ats, v[0], res[0], res[1])
+        elif src is ack[ACK_FAIL]:
+            for v in values:
+                res = acker.fail(v[0])
+                if res is not None:
+                    complete(ats, v[0], res[0], res[1])
+        ats.executed += len(values)
+
+    # -- trees -----------------------------------------------------------------------------
+    def root_plan(self, task: int) -> tuple[int, int, int]:
+        """How spout task ``task`` draws the root ids of its trees: ``rand(bits) * mul +
+        home``, below 2**64.
+
+        ``root % len(acker_tasks)`` picks a tree's acker task. With an acker task in this
+        worker, every root is drawn in that task's class, so the spout's init and the acker's
+        completion stay in this worker; only acks from bolts in other workers travel. The
+        other ``bits`` of a root stay random. Without acker tasks here, or with all of them,
+        roots are uniform 64-bit ids. Spout tasks of a worker with some of several acker
+        tasks are spread over those."""
+        n = len(self.acker_tasks)
+        here = [i for i, t in enumerate(self.acker_tasks) if t in self.local]
+        if not here or len(here) == n:
+            return 64, 1, 0
+        return 64 - n.bit_length(), n, here[task % len(here)]
+
+    def init_tree(self, ts: TaskState, acker_task: int, root: int, xor: int) -> None:
+        """Tell ``acker_task`` that spout task ``ts`` started tree ``root`` with edges
+        ``xor``: straight to its acker in this worker, else as an init tuple."""
+        ats = self.local.get(acker_task)
+        if ats is None:
+            self._system(acker_task, (root, xor, ts.task), ts.task, ACK_INIT)
+            return
+        ats.executed += 1
+        res = ats.instance.init(root, xor, ts.task)
+        if res is not None:
+            self.complete_tree(ats, root, res[0], res[1])
+
+    def fail_tree(self, acker_task: int, root: int) -> None:
+        """Fail tree ``root`` at ``acker_task`` (straight to its acker in this worker, else as
+        a fail tuple). At once, not folded like acks: the acks a pass folds for the same tree
+        reach the acker after the fail, as they did when it was sent."""
+        ats = self.local.get(acker_task)
+        if ats is None:
+            self._system(acker_task, (root, 0), 0, ACK_FAIL)
+            return
+        ats.executed += 1
+        res = ats.instance.fail(root)
+        if res is not None:
+            self.complete_tree(ats, root, res[0], res[1])
+
+    def fail_tuple(self, ts: TaskState | None, tup: Tuple) -> None:
+        self.fail_roots(ts, tup.roots, 1)
+
+    def fail_roots(self, ts: TaskState | None, roots: Any, count: int) -> None:
+        """Fail ``count`` tuples that share ``roots`` (one Tuple, or a TupleRun): each tree
+        fails once."""
+        if ts is not None:
+            ts.failed += count
+        if not roots or not self.acker_tasks:
+            return
+        for r in roots:
+            self.fail_tree(self.acker_of(r), r)
+
+    def fail_lost(self, roots: set[int]) -> None:
+        """Fail the trees of tuples that could not be delivered (the outbox's loss), each
+        once, where their acker task is reachable."""
+        if not self.acker_tasks:
+            return
+        queues = self.tasks.queues
+        reachable = self.outbox.reaches
+        for r in roots:
+            task = self.acker_of(r)
+            if task in queues or reachable(task):
+                self.fail_tree(task, r)
+
+    def complete_tree(self, ats: TaskState, root: int, spout_task: int, ok: bool) -> None:
+        """Tell ``spout_task`` that tree ``root`` completed (``ok``) or failed: a spout task of
+        this worker gets ``(root, ok)`` queued, one in another worker an ack or fail tuple."""
+        q = self.tasks.spout_queues.get(spout_task)
+        if q is not None:
+            q.append((root, ok))
+        else:
+            self._system(spout_task, (root,), ats.task, ACK_ACK if ok else ACK_FAIL)
+
+    def _system(self, task: int, values: tuple[Any, ...], src_task: int, stream: str) -> None:
+        """An untracked tuple of an acker stream for ``task``: queued here, or joining the
+        open run of its worker as values."""
+        src = self.sources.ack[stream]
+        q = self.tasks.queues.get(task)
+        if q is not None:
+            q.append(Tuple(values, src_task, src))
+        else:
+            self.outbox.send_values(task, values, src_task, src)

@@ -1,0 +1,37 @@
+"""Executors: each runs a contiguous range of one component's tasks inside a worker's loop.
+
+================  ==========================================  ============================
+kind              class                                       module
+================  ==========================================  ============================
+bolt              :class:`~.bolt.BoltExecutor`                 bolt
+spout             :class:`~.spout.SpoutExecutor`               spout
+acker             :class:`~.acker.AckerExecutor`               acker
+bolt, own thread  :class:`~.threaded.ThreadedBolt`             threaded
+spout, own thread :class:`~.threaded.ThreadedSpout`            threaded
+================  ==========================================  ============================
+
+A component runs on a thread of its own when its class sets ``dedicated_thread = True`` or
+its configuration sets ``topology.executor.dedicated.thread`` (ackers never do).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from squall.runtime.executors.acker import AckerExecutor
+from squall.runtime.executors.base import Executor
+from squall.runtime.executors.bolt import BoltExecutor
+from squall.runtime.executors.spout import SpoutExecutor
+from squall.runtime.executors.threaded import ThreadedBolt, ThreadedSpout, wants_thread
+
+__all__ = ["AckerExecutor", "BoltExecutor", "Executor", "SpoutExecutor", "ThreadedBolt",
+           "ThreadedSpout", "executor_class"]
+
+
+def executor_class(kind: str, component_cls: type, conf: dict[str, Any]) -> type[Executor]:
+    """The executor class for a component of ``kind`` (``bolt``, ``spout``, ``acker``)."""
+    if kind == "acker":
+        return AckerExecutor
+    threaded = wants_thread(component_cls, conf)
+    if kind == "spout":
+        return ThreadedSpout if threaded else SpoutExecutor
+    return ThreadedBolt if threaded else BoltExecutor

@@ -1,0 +1,90 @@
+"""What every executor shares: its tasks, the worker's services it is handed, and the
+contract the loop drives it by."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from squall.runtime.task import TaskState
+
+if TYPE_CHECKING:
+    from squall.metrics.stats import WindowedStats
+    from squall.runtime.acks import AckLedger
+    from squall.runtime.emit import Clock
+    from squall.runtime.flow import Backpressure
+    from squall.runtime.loop import Loop
+    from squall.runtime.streams import Sources
+
+_perf = time.perf_counter
+
+
+class Services:
+    """What an executor may use of its worker, built once by the worker: the ack ledger,
+    the loop (its clock, wake-up and running state), backpressure's verdict for spouts, the
+    streams' sources, error reporting (``report_error(ts, exc)``) and the batch size."""
+
+    __slots__ = ("acks", "batch_size", "clock", "flow", "loop", "report_error", "sources")
+
+    def __init__(self, *, acks: AckLedger, loop: Loop, clock: Clock, flow: Backpressure,
+                 sources: Sources, report_error: Callable[[TaskState, BaseException], None],
+                 batch_size: int) -> None:
+        self.acks = acks
+        self.loop = loop
+        self.clock = clock
+        self.flow = flow
+        self.sources = sources
+        self.report_error = report_error
+        self.batch_size = batch_size
+
+
+class Executor:
+    """Runs a contiguous range of one component's tasks inside a worker's loop.
+
+    ``run_once()`` does a bounded amount of work (at most about one batch per task) and
+    returns how much it did, so one loop interleaves every executor of a worker
+    cooperatively. Every method runs on the worker's loop thread unless it says otherwise.
+    """
+
+    kind = "bolt"
+    #: whether the component runs on a thread of its own (executors.threaded)
+    threaded = False
+
+    def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
+        self.services = services
+        self.component_id = component_id
+        self.tasks = tasks
+        self.batch = services.batch_size
+        self.start_time = time.time()
+        #: windowed stats and the counters at the last fold (squall.runtime.stats)
+        self.windows: WindowedStats | None = None
+        self.last_fold: dict[str, Any] = {}
+        for ts in tasks:
+            ts.executor = self
+
+    @classmethod
+    def takes_runs(cls, component_cls: type) -> bool:
+        """Whether this executor's queues take TupleRun entries for a component of class
+        ``component_cls`` (a ``lazy_batch`` bolt on the loop)."""
+        return False
+
+    @property
+    def range(self) -> tuple[int, int]:
+        return (self.tasks[0].task, self.tasks[-1].task)
+
+    def run_once(self) -> int:
+        raise NotImplementedError
+
+    def on_timer(self, now: float) -> None:
+        """Called every few milliseconds from the loop (ticks, rotations)."""
+
+    def install(self, ts: TaskState) -> None:
+        """Put the runtime's methods a component calls (``ack``, ``fail``, ...) on the
+        task's instance, after ``emit`` and ``emit_many``."""
+
+    def queued(self) -> int:
+        """Tuples and calls this executor holds outside its tasks' queues."""
+        return 0
+
+    def stop(self) -> None:
+        """Call the components' cleanup/close; errors are logged, never raised."""

@@ -1,0 +1,603 @@
+"""Components on a thread of their own, for components that block: the thread, the outbox,
+the control queue and the proxies and the two executors that use
+them (:class:`ThreadedBolt`, :class:`ThreadedSpout`).
+
+A component class that sets ``dedicated_thread = True`` (or whose configuration sets
+``topology.executor.dedicated.thread``) has its callbacks run on one thread per executor, so a
+blocking call (a database write, a blocking poll, a slow service) stalls that executor's tasks
+alone, not every executor of the worker.
+
+Only the component's own code moves. What it asks of the runtime (``emit``, ``emit_many``,
+``ack``, ``fail``, ``report_error``) is queued in the executor's *outbox* and applied by the
+worker's loop thread, in call order, when it next runs this executor: routing, acking and
+transfer stay on one thread. The other way, tuples arrive in the task's inbound queue as for any
+bolt (a deque: appended on the loop thread, taken here), and a spout's completions, timeouts,
+activation and deactivation arrive as calls in the executor's *control* queue.
+
+Emit arguments are checked at the call (an undeclared stream raises in the component, as it
+would on the loop) and values are copied there, so a list the component reuses arrives as it
+was emitted. An emit that still fails when applied is reported as the component's error, and
+its anchors fail so their trees replay. ``need_task_ids=True`` waits for the loop to apply the
+emit. When the loop falls behind, the outbox fills and the component waits at its next call.
+The outbox takes calls from any thread, so a component's own helper threads may emit too;
+before the loop starts (``initialize``) and after it stops (``cleanup``) calls go straight to
+the runtime, as they do for every component.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from squall.api.tuple import Tuple, TupleBatch
+from squall.runtime.emit.fast import KEYWORDS, positional_options
+from squall.runtime.emit.general import check_anchors, check_emit
+from squall.runtime.executors.base import Executor, Services, _perf
+from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor
+from squall.runtime.executors.spout import SpoutExecutor
+from squall.runtime.task import TaskState
+
+log = logging.getLogger("squall.runtime.threaded")
+#: calls an outbox takes before the component waits for the loop to apply some
+OUTBOX_CAP = 8192
+#: calls the loop applies from one outbox in one pass
+OUTBOX_PASS = 4096
+#: how long an idle component thread waits for a wake-up before it looks again
+IDLE_WAIT = 0.05
+CONF_KEY = "topology.executor.dedicated.thread"
+SWITCH_KEY = "topology.worker.thread.switch.interval.ms"
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_saved = 0.0
+
+
+def hold_switch_interval(conf: dict[str, Any]) -> bool:
+    """Shorten the interpreter's switch interval to ``topology.worker.thread.switch.interval.ms``
+    while a worker runs components on threads of their own: a thread back from a blocking
+    call waits up to that long for a busy loop to let it run (5 ms by default: a component
+    blocking 5 ms per tuple then got half the tuples through). Returns whether it holds it
+    (release with :func:`release_switch_interval`); the shortest held value wins."""
+    global _switch_users, _switch_saved
+    ms = conf.get(SWITCH_KEY)
+    if not ms:
+        return False
+    with _switch_lock:
+        if not _switch_users:
+            _switch_saved = sys.getswitchinterval()
+        _switch_users += 1
+        sys.setswitchinterval(min(sys.getswitchinterval(), float(ms) / 1000.0))
+    return True
+
+
+def release_switch_interval() -> None:
+    """The interpreter's own switch interval again once no worker holds it."""
+    global _switch_users
+    with _switch_lock:
+        _switch_users -= 1
+        if not _switch_users:
+            sys.setswitchinterval(_switch_saved)
+
+
+def wants_thread(cls: type, conf: dict[str, Any]) -> bool:
+    """Whether a component of class ``cls`` with configuration ``conf`` runs on its own
+    thread."""
+    return bool(getattr(cls, "dedicated_thread", False) or conf.get(CONF_KEY))
+
+
+class ComponentThread:
+    """The thread of one threaded executor, its outbox (calls for the loop thread) and its
+    control queue (calls for the component thread). ``serve`` is the executor's body, run
+    on the thread until :meth:`signal_stop`."""
+
+    def __init__(self, services: Services, component_id: str, tasks: list[TaskState],
+                 serve: Callable[[], None]) -> None:
+        self.services = services
+        self.loop = services.loop
+        self.component_id = component_id
+        self.tasks = tasks
+        self.serve = serve
+        #: (task, function, args, anchors) applied on the loop thread, in order
+        self.outbox: deque[tuple[TaskState, Callable[..., Any], tuple, Any]] = deque()
+        #: (task, function, args) called on the component thread
+        self.control: deque[tuple[TaskState, Callable[..., Any], tuple]] = deque()
+        self.wake_thread = threading.Event()
+        self.room = threading.Event()
+        self.waiting_room = False
+        #: tuples taken from a queue whose outcome is not in the outbox yet (Worker.queued)
+        self.busy = 0
+        self.alive = False
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.alive = True
+        self.thread = threading.Thread(
+            target=self._main, daemon=True,
+            name=f"squall-{self.component_id}-{self.tasks[0].task}")
+        self.thread.start()
+
+    def backlog(self) -> int:
+        """Calls and tuples this thread has in hand (counted by ``Worker.queued``)."""
+        return len(self.outbox) + len(self.control) + self.busy
+
+    # -- component thread ----------------------------------------------------------------------
+    def put(self, ts: TaskState, fn: Callable[..., Any], args: tuple, anchors: Any = None) -> None:
+        """Queue ``fn(*args)`` for the loop thread; waits while the outbox is full."""
+        out = self.outbox
+        out.append((ts, fn, args, anchors))
+        if len(out) == 1:
+            self.loop.wake()
+        elif len(out) > OUTBOX_CAP:
+            self.room.clear()
+            self.waiting_room = True
+            while len(out) > OUTBOX_CAP // 2 and self.alive and self.loop.running:
+                self.room.wait(0.1)
+            self.waiting_room = False
+
+    def _main(self) -> None:
+        try:
+            self.serve()
+        except BaseException:
+            log.exception("the thread of %s tasks %s died", self.component_id,
+                          [ts.task for ts in self.tasks])
+            self.loop.mark_dead()
+        finally:
+            self.run_control()     # a deactivate or close-time call still reaches it
+
+    def run_control(self) -> int:
+        """On the component thread: make the calls queued for it; returns how many."""
+        control = self.control
+        n = 0
+        while control:
+            ts, fn, args = control.popleft()
+            n += 1
+            try:
+                fn(*args)
+            except Exception as exc:
+                self.put(ts, self.services.report_error, (ts, exc))
+        return n
+
+    def idle(self, seconds: float) -> None:
+        self.wake_thread.wait(seconds)
+        self.wake_thread.clear()
+
+    # -- loop thread -------------------------------------------------------------------------
+    def apply(self) -> int:
+        """Apply the component's queued calls; returns how many."""
+        out = self.outbox
+        n = min(len(out), OUTBOX_PASS)
+        fail_tuple = self.services.acks.fail_tuple
+        report_error = self.services.report_error
+        for _ in range(n):
+            ts, fn, args, anchors = out.popleft()
+            try:
+                fn(*args)
+            except Exception as exc:
+                report_error(ts, exc)
+                for a in anchors or ():
+                    if a.__class__ is Tuple and a.roots:
+                        fail_tuple(ts, a)
+        if self.waiting_room and len(out) <= OUTBOX_CAP // 2:
+            self.room.set()
+        return n
+
+    def wait_for(self, ts: TaskState, fn: Callable[..., Any], args: tuple) -> Any:
+        """On the component thread: have the loop call ``fn(*args)`` and return its result
+        (or raise its error)."""
+        done = threading.Event()
+        outcome: list[Any] = [None, None]       # result, error
+
+        def run() -> None:
+            try:
+                outcome[0] = fn(*args)
+            except BaseException as exc:        # handed back to the component's thread
+                outcome[1] = exc
+            finally:
+                done.set()
+        self.put(ts, run, ())
+        while not done.wait(0.1):
+            if not self.loop.running:
+                raise RuntimeError("the worker stopped before the emit was applied")
+        if outcome[1] is not None:
+            raise outcome[1]
+        return outcome[0]
+
+    def call(self, ts: TaskState, fn: Callable[..., Any], *args: Any) -> None:
+        """Have the component thread call ``fn(*args)`` (errors are reported as the task's)."""
+        self.control.append((ts, fn, args))
+        self.wake_thread.set()
+
+    def signal_stop(self) -> None:
+        """Ask the thread to leave once its current call returns."""
+        self.alive = False
+        self.wake_thread.set()
+        self.room.set()
+
+    def stop(self) -> bool:
+        """Stop the thread, waiting until the loop's stop deadline; False if it is still in
+        a call then (its component's cleanup or close is then skipped)."""
+        self.signal_stop()
+        if self.thread is None:
+            return True
+        self.thread.join(max(0.0, self.loop.stop_deadline - time.monotonic()))
+        if self.thread.is_alive():
+            log.warning("%s tasks %s: the component's thread is still in a call at shutdown; "
+                        "its cleanup is skipped", self.component_id,
+                        [ts.task for ts in self.tasks])
+            return False
+        return True
+
+    # -- what the component calls ------------------------------------------------------------
+    def install(self, ts: TaskState, spout: bool, auto_anchor: bool) -> None:
+        """Put proxies of the runtime's methods on the task's instance (after the executor
+        installed the methods themselves)."""
+        inst = ts.instance
+        real_emit, real_many = inst.emit, inst.emit_many
+        real_report = inst.report_error
+        put = self.put
+        loop = self.loop
+
+        def direct() -> bool:
+            """No loop runs (``initialize`` comes before it, ``cleanup`` after it): a call goes
+            straight to the runtime, as it does for any component then."""
+            return not loop.looping
+
+        #: streams a plain emit (no direct task) was checked on: they stay valid
+        checked: set[str] = set()
+
+        def check(stream: str, direct_task: int | None, anchors: Any) -> None:
+            if direct_task is not None or stream not in checked:
+                check_emit(ts, stream, direct_task)
+                if direct_task is None:
+                    checked.add(stream)
+            if anchors is not None:
+                check_anchors(ts, anchors)
+
+        def anchored(anchors: Any) -> Any:
+            """The anchors as given (a tuple), else the tuple in process if auto-anchoring."""
+            if anchors is not None:
+                return tuple(anchors)
+            cur = ts.thread_current if auto_anchor else None
+            return (cur,) if cur is not None else None
+
+        def emit(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
+                 anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
+                 need_task_ids: bool = False) -> list[int] | None:
+            if _kw is not KEYWORDS:
+                raise positional_options()
+            if direct():
+                return real_emit(values, stream, anchors=anchors, tup_id=tup_id,
+                                 direct_task=direct_task, need_task_ids=need_task_ids)
+            check(stream, direct_task, anchors)
+            values = tuple(values)
+            anchors = anchored(anchors)
+            if spout:
+                ts.thread_emits += 1
+                if tup_id is not None:
+                    ts.put_tracked += 1
+                    args = (ts, real_emit, values, stream, tup_id, direct_task, need_task_ids)
+                    if need_task_ids:
+                        return self.wait_for(ts, _tracked, args)
+                    put(ts, _tracked, args)
+                    return None
+            if need_task_ids:
+                return self.wait_for(ts, _one, (real_emit, values, stream, anchors, direct_task,
+                                                True))
+            put(ts, _one, (real_emit, values, stream, anchors, direct_task), anchors)
+            return None
+
+        def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default",
+                      _kw: object = KEYWORDS, anchors: Any = None) -> None:
+            if _kw is not KEYWORDS:
+                raise positional_options("emit_many", "values_list", "anchors")
+            if direct():
+                return real_many(values_list, stream, anchors=anchors)
+            check(stream, None, anchors)
+            vals = [tuple(v) for v in values_list]
+            if not vals:
+                return
+            anchors = anchored(anchors)
+            if spout:
+                ts.thread_emits += len(vals)
+            put(ts, _many, (real_many, vals, stream, anchors), anchors)
+
+        inst.emit = emit
+        inst.emit_many = emit_many
+        inst.report_error = lambda e: real_report(e) if direct() else put(ts, real_report, (e,))
+        if not spout:
+            real_ack, real_fail = inst.ack, inst.fail
+            samples = ts.thread_samples
+
+            def ack(tup: Tuple) -> None:
+                if samples:
+                    t0 = samples.pop(id(tup), None)
+                    if t0 is not None:
+                        ts.proc_ms += (_perf() - t0) * 1000.0
+                        ts.proc_n += 1
+                if direct():
+                    real_ack(tup)
+                else:
+                    put(ts, real_ack, (tup,))
+
+            inst.ack = ack
+            inst.fail = lambda tup: real_fail(tup) if direct() else put(ts, real_fail, (tup,))
+
+
+def _count_acked(ts: TaskState, n: int) -> None:
+    ts.acked += n
+
+
+def _one(real_emit: Callable[..., Any], values: tuple, stream: str, anchors: Any,
+         direct_task: int | None, need_task_ids: bool = False) -> list[int] | None:
+    return real_emit(values, stream, anchors=anchors, direct_task=direct_task,
+                     need_task_ids=need_task_ids)
+
+
+def _many(real_many: Callable[..., None], vals: list[tuple], stream: str, anchors: Any) -> None:
+    real_many(vals, stream, anchors=anchors)
+
+
+def _tracked(ts: TaskState, real_emit: Callable[..., Any], values: tuple, stream: str,
+             tup_id: Any, direct_task: int | None, need_task_ids: bool) -> Any:
+    try:
+        return real_emit(values, stream, tup_id=tup_id, direct_task=direct_task,
+                         need_task_ids=need_task_ids)
+    finally:
+        ts.applied_tracked += 1
+
+
+class ThreadedBolt(BoltExecutor):
+    """A bolt executor whose tasks' ``process``/``process_batch`` run on their own thread."""
+
+    threaded = True
+
+    @classmethod
+    def takes_runs(cls, component_cls: type) -> bool:
+        return False        # its thread takes Tuples from its queue, never runs
+
+    def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(services, component_id, tasks)
+        self.thread = ComponentThread(services, component_id, tasks, self._serve)
+        #: a lazy_batch class gets a TupleBatch of Tuples: its queue takes no runs
+        self.lazy_class: bool = bool(getattr(type(tasks[0].instance), "lazy_batch", False)) \
+            and self.batch_mode
+        self.timeout = float(tasks[0].conf.get("topology.message.timeout.secs", 30))
+
+    def install(self, ts: TaskState) -> None:
+        super().install(ts)
+        self.thread.install(ts, spout=False, auto_anchor=self.auto_anchor)
+
+    def queued(self) -> int:
+        return self.thread.backlog()
+
+    def run_once(self) -> int:
+        thread = self.thread
+        n = thread.apply()
+        if thread.control or any(ts.queue for ts in self.tasks):
+            thread.wake_thread.set()
+        return n
+
+    def _serve(self) -> None:
+        batch = self.batch
+        thread = self.thread
+        while thread.alive:
+            done = thread.run_control()
+            for ts in self.tasks:
+                q = ts.queue
+                if q:
+                    done += self._batch(ts, q, batch) if self.batch_mode else \
+                        self._tuples(ts, q, batch)
+            if not done:
+                thread.idle(IDLE_WAIT)
+
+    def _tuples(self, ts: TaskState, q: deque[Tuple], batch: int) -> int:
+        process = ts.instance.process
+        thread = self.thread
+        put = thread.put
+        report_error = self.report_error
+        tick_src = self.tick_src
+        auto_ack, auto_fail, auto_anchor = self.auto_ack, self.auto_fail, self.auto_anchor
+        ack, fail = self.acks.ack_tuple, self.acks.fail_tuple
+        samples = None if auto_ack else ts.thread_samples
+        n = plain = 0
+        thread.busy = 1             # before a tuple leaves the queue (Worker.queued)
+        t0 = _perf()
+        while q and n < batch and thread.alive:
+            tup = q.popleft()
+            n += 1
+            if tup.src is tick_src:
+                self._tick(ts, tup)
+                continue
+            if samples is not None and len(samples) < MAX_SAMPLES:
+                samples[id(tup)] = _perf()
+            if auto_anchor:
+                ts.thread_current = tup
+            try:
+                process(tup)
+            except Exception as exc:
+                put(ts, report_error, (ts, exc))
+                if auto_fail:
+                    put(ts, fail, (ts, tup))
+            else:
+                if auto_ack:
+                    if tup.roots:
+                        put(ts, ack, (ts, tup))
+                    else:
+                        plain += 1      # untracked: counted, in one call for the pass
+            ts.thread_current = None
+        if plain:
+            put(ts, _count_acked, (ts, plain))
+        spent = _perf() - t0
+        ts.exec_ms += spent * 1000.0
+        ts.exec_n += n
+        ts.executed += n
+        if auto_ack:    # each tuple acked in the pass: processed from its start to its end
+            ts.proc_ms += spent * 1000.0 * n
+            ts.proc_n += n
+        thread.busy = 0
+        if samples and len(samples) >= MAX_SAMPLES:    # never acked: forget the oldest
+            oldest = _perf() - self.timeout
+            for key in [k for k, t0 in samples.items() if t0 < oldest]:
+                del samples[key]
+        return n
+
+    def _batch(self, ts: TaskState, q: deque[Tuple], batch: int) -> int:
+        thread = self.thread
+        put = thread.put
+        acks = self.acks
+        tick_src = self.tick_src
+        thread.busy = 1
+        tuples = [q.popleft() for _ in range(min(len(q), batch))]
+        n = len(tuples)
+        for t in tuples:
+            if t.src is tick_src:
+                self._tick(ts, t)
+        tuples = [t for t in tuples if t.src is not tick_src]
+        if tuples:
+            t0 = _perf()
+            arg = TupleBatch(tuples, len(tuples)) if self.lazy_class else tuples  # type: ignore[arg-type]
+            try:
+                ts.instance.process_batch(arg)
+            except Exception as exc:
+                put(ts, self.report_error, (ts, exc))
+                if self.auto_fail:
+                    for t in tuples:
+                        put(ts, acks.fail_tuple, (ts, t))
+            else:
+                if self.auto_ack:
+                    plain = 0
+                    for t in tuples:
+                        if t.roots:
+                            put(ts, acks.ack_tuple, (ts, t))
+                        else:
+                            plain += 1
+                    if plain:
+                        put(ts, _count_acked, (ts, plain))
+            spent = _perf() - t0
+            ts.exec_ms += spent * 1000.0
+            ts.exec_n += len(tuples)
+            ts.executed += len(tuples)
+            if self.auto_ack:
+                ts.proc_ms += spent * 1000.0 * len(tuples)
+                ts.proc_n += len(tuples)
+        thread.busy = 0
+        return n
+
+    def _tick(self, ts: TaskState, tup: Tuple) -> None:
+        try:
+            ts.instance.process_tick(tup)
+        except Exception as exc:
+            self.thread.put(ts, self.report_error, (ts, exc))
+
+    def stop(self) -> None:
+        if self.thread.stop():
+            super().stop()
+
+
+class ThreadedSpout(SpoutExecutor):
+    """A spout executor whose tasks' ``next_tuple``, ``ack`` and ``fail`` run on their own
+    thread."""
+
+    threaded = True
+
+    def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(services, component_id, tasks)
+        self.thread = ComponentThread(services, component_id, tasks, self._serve)
+        #: the thread's view of ``active``: flipped in order with activate/deactivate calls
+        self.thread_active = False
+        #: the thread waits for activation or for the throttle to lift
+        self.parked = False
+        self.settled = threading.Event()
+
+    def install(self, ts: TaskState) -> None:
+        super().install(ts)
+        self.thread.install(ts, spout=True, auto_anchor=False)
+
+    def queued(self) -> int:
+        return self.thread.backlog()
+
+    def pending_calls(self, ts: TaskState) -> int:
+        """Tracked emits made and not yet applied by the loop (not in ``pending`` yet)."""
+        return ts.put_tracked - ts.applied_tracked
+
+    def run_once(self) -> int:
+        done = self.thread.apply() + self.completions()
+        for ts in self.tasks:
+            self.run_deferred_acks(ts)      # untracked emits with a tup_id: acked at once
+        if self.parked and self.active and not self.flow.throttled:
+            self.thread.wake_thread.set()
+        return done
+
+    def _call(self, ts: TaskState, fn: Callable[..., Any], *args: Any) -> None:
+        """A spout callback runs on the spout's own thread."""
+        self.thread.call(ts, fn, *args)
+
+    def set_active(self, active: bool) -> None:
+        """Activation reaches the thread as calls: ``activate`` runs there before the first
+        ``next_tuple``, and no ``next_tuple`` follows ``deactivate``."""
+        if active == self.active:
+            return
+        self.active = active
+        call = self.thread.call
+        for ts in self.tasks:
+            call(ts, ts.instance.activate if active else ts.instance.deactivate)
+        call(self.tasks[0], self._flip, active)
+        #: set once the thread has made the calls (``Worker.activate`` waits for it)
+        self.settled = threading.Event()
+        call(self.tasks[0], self.settled.set)
+
+    def _flip(self, active: bool) -> None:
+        self.thread_active = active
+
+    def _serve(self) -> None:
+        thread = self.thread
+        flow = self.flow
+        batch = self.batch
+        max_pending = self.max_pending
+        while thread.alive:
+            thread.run_control()
+            if not self.thread_active or flow.throttled:
+                self.parked = True
+                thread.idle(IDLE_WAIT)
+                self.parked = False
+                continue
+            emitted = 0
+            soonest = None
+            for ts in self.tasks:
+                now = time.monotonic()
+                if ts.idle_until > now:
+                    soonest = ts.idle_until if soonest is None else min(soonest, ts.idle_until)
+                    continue
+                next_tuple = ts.instance.next_tuple
+                for _ in range(batch):
+                    if max_pending and (self.pending(ts) + self.pending_calls(ts)
+                                        >= max_pending):
+                        break
+                    before = ts.thread_emits
+                    try:
+                        next_tuple()
+                    except Exception as exc:
+                        thread.put(ts, self.report_error, (ts, exc))
+                        ts.idle_until = now + self.idle_secs
+                        break
+                    if ts.thread_emits == before:
+                        ts.idle_until = now + self.idle_secs
+                        break
+                    emitted += 1
+                    if thread.control:
+                        break
+            if not emitted:
+                wait = IDLE_WAIT if soonest is None else max(0.0, soonest - time.monotonic())
+                thread.idle(min(wait, IDLE_WAIT) or self.idle_secs)
+
+    def stop(self) -> None:
+        if self.thread.stop():
+            super().stop()
+
+
+def threaded_class(base: type[Executor]) -> type[BoltExecutor] | type[SpoutExecutor]:
+    """The threaded executor class for ``base`` (a bolt or spout executor class)."""
+    return ThreadedSpout if issubclass(base, SpoutExecutor) else ThreadedBolt

@@ -1,0 +1,179 @@
+"""The loop: one thread per worker that drives every executor cooperatively, one pass at a
+time (no GIL contention between executors).
+
+A pass: run the commands other threads queued (:meth:`Loop.call`); dispatch received messages
+(unless backpressure holds the inbox) and check backpressure; give each executor its turn
+(``run_once``), releasing the emits a task held and flushing the folded acks after each;
+flush the outboxes that waited long enough; every 5 ms run the timers; check backpressure.
+A pass that found nothing to do sends what waits and sleeps until woken (at most 1 ms).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from squall.runtime.acks import AckLedger
+    from squall.runtime.emit import Clock
+    from squall.runtime.executors.base import Executor
+    from squall.runtime.executors.threaded import ComponentThread
+    from squall.runtime.flow import Backpressure
+    from squall.runtime.wire.inbox import Inbox
+    from squall.runtime.wire.outbox import Outbox
+
+log = logging.getLogger("squall.runtime.worker")
+TIMER_SECS = 0.005
+IDLE_SECS = 0.001
+
+
+class Loop:
+    """The loop thread of one worker and the state other threads read of it.
+
+    ``running``: the loop should go on (cleared to stop it); ``looping``: it runs (from
+    :meth:`start` until it has sent its last), so components on threads of their own hand
+    their calls to it meanwhile; ``alive``: nothing killed the worker (a loop or component
+    thread that died, or ``topology.worker.die.on.error``)."""
+
+    def __init__(self, *, name: str, clock: Clock, inbox: Inbox, outbox: Outbox,
+                 acks: AckLedger, flow: Backpressure, holding: list[Callable[[], None]],
+                 timers: Callable[[float], None], wakeup: threading.Event) -> None:
+        self.name = name
+        self.clock = clock
+        self.inbox = inbox
+        self.outbox = outbox
+        self.acks = acks
+        self.flow = flow
+        self.holding = holding
+        self.timers = timers
+        self.executors: list[Executor] = []
+        self.threads: list[ComponentThread] = []
+        self.commands: deque[Callable[[], Any]] = deque()
+        self.running = False
+        self.looping = False
+        self.alive = False
+        #: loop passes completed, and the last one that dispatched or ran anything (for
+        #: squall.testing.complete_topology's "quiet" check)
+        self.passes = self.last_busy_pass = 0
+        #: passes that found nothing to do and waited for work (up to IDLE_SECS each)
+        self.idle_waits = 0
+        #: until when shutdown waits for components' own threads to leave their calls
+        self.stop_deadline = 0.0
+        #: set to wake the loop (the receive thread and components' threads set it too)
+        self._wake = wakeup
+        self._thread: threading.Thread | None = None
+
+    # -- from any thread --------------------------------------------------------------------
+    def wake(self) -> None:
+        """Wake the loop if it waits for work."""
+        self._wake.set()
+
+    def submit(self, fn: Callable[[], Any]) -> None:
+        """Have the loop thread run ``fn`` at the start of its next pass."""
+        self.commands.append(fn)
+        self._wake.set()
+
+    def call(self, fn: Callable[[], Any], timeout: float = 10.0) -> None:
+        """Run ``fn`` on the loop thread and wait for it (or run it here if no loop runs,
+        or if this is the loop thread)."""
+        if not self.running or self.on_loop_thread():
+            fn()
+            return
+        done = threading.Event()
+
+        def run() -> None:
+            fn()
+            done.set()
+        self.submit(run)
+        done.wait(timeout)
+
+    def on_loop_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def mark_dead(self) -> None:
+        """The worker cannot go on (its supervisor, or LocalCluster, restarts it)."""
+        self.alive = False
+
+    def halt(self) -> None:
+        """Stop the loop from within and mark the worker dead (``die.on.error``)."""
+        self.running = False
+        self.alive = False
+
+    def is_alive(self) -> bool:
+        return self.alive and self._thread is not None and self._thread.is_alive()
+
+    # -- life ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.running = self.looping = self.alive = True
+        self._thread = threading.Thread(target=self._run, daemon=True, name=self.name)
+        self._thread.start()
+
+    def stop(self, timeout: float) -> None:
+        """Ask the loop to end its pass and leave; wait up to ``timeout`` for it."""
+        self.running = False
+        self.stop_deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.signal_stop()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.looping = False        # a loop that never started (or died) takes no more calls
+
+    def _run(self) -> None:
+        executors = self.executors
+        commands = self.commands
+        clock = self.clock
+        inbox = self.inbox
+        pending = inbox.pending
+        outbox = self.outbox
+        acks = self.acks
+        folded = acks.folded
+        flow = self.flow
+        held = self.holding
+        wake = self._wake
+        next_timer = 0.0
+        monotonic = time.monotonic
+        try:
+            while self.running:
+                clock.now = now = monotonic()
+                while commands:
+                    commands.popleft()()
+                busy = bool(pending) and not flow.hold_inbox
+                if busy:
+                    inbox.dispatch()
+                    flow.check(now)         # tell senders before a slow batch runs
+                done = 0
+                for ex in executors:
+                    done += ex.run_once()
+                    while held:
+                        held.pop()()
+                    if folded:
+                        acks.flush()
+                while held:         # anything held since the last executor's release
+                    held.pop()()
+                outbox.flush_all(now)
+                if now >= next_timer:
+                    next_timer = now + TIMER_SECS
+                    self.timers(now)
+                flow.check(now)
+                self.passes += 1
+                if done or busy:
+                    self.last_busy_pass = self.passes
+                if not done and not pending and not commands:
+                    outbox.flush_all()         # nothing else to do: send what waits
+                    self.idle_waits += 1
+                    wake.wait(IDLE_SECS)
+                    wake.clear()
+        except BaseException:
+            log.exception("worker %s: loop died", self.name)
+            self.alive = False
+        finally:
+            for thread in self.threads:     # what the components' threads handed over by now
+                thread.apply()
+            while held:
+                held.pop()()
+            outbox.flush_all()
+            self.looping = False

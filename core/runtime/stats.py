@@ -1,0 +1,62 @@
+"""Executor statistics: the counters of an executor's tasks summed, and folded once a second
+into the windowed stats (10 min / 3 h / 1 day / all time) that ``squall`` and the UI show."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from squall.runtime.executors.base import Executor
+
+#: TaskState counter -> the built-in metric's name
+BUILTIN_METRICS = {"emitted": "__emit-count", "transferred": "__transfer-count",
+                   "acked": "__ack-count", "failed": "__fail-count",
+                   "executed": "__execute-count"}
+
+
+def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
+    """Fold each executor's counters since the last fold into its windowed stats, and drop
+    the process-latency samples of bolts older than ``max_age`` seconds (never acked)."""
+    from squall.metrics.stats import WindowedStats
+    from squall.runtime.executors.bolt import BoltExecutor
+    stamp = time.time()
+    for ex in executors:
+        if ex.windows is None:
+            ex.windows = WindowedStats()
+        cur = executor_stats(ex, windows=False)
+        prev = ex.last_fold
+        counts = {k: cur[k] - prev.get(k, 0) for k in BUILTIN_METRICS}
+        lat = {}
+        for name in ("execute", "process", "complete"):
+            total, n = cur[f"_{name}_total"], cur[f"_{name}_n"]
+            ptotal, pn = prev.get(f"_{name}_total", 0.0), prev.get(f"_{name}_n", 0)
+            if n - pn:
+                lat[name] = (total - ptotal, n - pn)
+        ex.windows.add(counts, lat, stamp)
+        ex.last_fold = cur
+        if isinstance(ex, BoltExecutor):
+            ex.drop_stale_samples(max_age)
+
+
+def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
+    """Counters of one executor, summed over its tasks (read from any thread)."""
+    total: dict[str, Any] = {"component": ex.component_id, "kind": ex.kind,
+                             "tasks": [ts.task for ts in ex.tasks]}
+    sums = {"execute": [0.0, 0], "process": [0.0, 0], "complete": [0.0, 0]}
+    for ts in ex.tasks:
+        for key in BUILTIN_METRICS:
+            total[key] = total.get(key, 0) + getattr(ts, key)
+        for name, ms, n in (("execute", ts.exec_ms, ts.exec_n),
+                            ("process", ts.proc_ms, ts.proc_n),
+                            ("complete", ts.complete_ms, ts.complete_n)):
+            sums[name][0] += ms
+            sums[name][1] += n
+    for name, (ms, n) in sums.items():
+        total[f"{name}_latency_ms"] = ms / n if n else 0.0
+        if not windows:
+            total[f"_{name}_total"], total[f"_{name}_n"] = ms, n
+    if windows and ex.windows is not None:
+        total["windows"] = ex.windows.snapshot(time.time())
+    total["queued"] = sum(ts.queued() for ts in ex.tasks)
+    total["uptime_secs"] = int(time.time() - ex.start_time)
+    return total

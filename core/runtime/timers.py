@@ -1,0 +1,157 @@
+"""The loop's periodic work (every few milliseconds): executors' timers (acker rotations,
+spout timeouts), load reports, tick tuples, stats folding and metrics data points.
+
+Tick tuples go to bolts with ``topology.tick.tuple.freq.secs``; every task's built-in
+metrics go to the metrics consumer bolts every ``topology.builtin.metrics.bucket.size.secs``,
+and its user metrics every bucket size they were registered with.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from squall.api.topology import Topology
+from squall.api.tuple import Tuple
+from squall.metrics.registry import MetricRegistry
+from squall.runtime.executors.base import Executor
+from squall.runtime.stats import BUILTIN_METRICS, fold_stats
+from squall.runtime.streams import METRICS_STREAM, Sources
+from squall.runtime.system import METRICS_PREFIX
+from squall.runtime.task import TaskState
+
+if TYPE_CHECKING:
+    from squall.runtime.load import LoadTracker
+
+FOLD_SECS = 1.0
+
+
+class Timers:
+    """One worker's periodic work, run by its loop (:meth:`run`)."""
+
+    def __init__(self, *, conf: dict[str, Any], topology: Topology, executors: list[Executor],
+                 sources: Sources, load: LoadTracker,
+                 deliver: Callable[[int, Tuple], None], capacity: int,
+                 identity: Callable[[], dict[str, Any]]) -> None:
+        self.conf = conf
+        self.topology = topology
+        self.executors = executors
+        self.sources = sources
+        self.load = load
+        self.deliver = deliver
+        #: what ``__receive`` reports as a queue's capacity (the high watermark)
+        self.capacity = capacity
+        #: the worker's part of a data point's task info (topology, host, port)
+        self.identity = identity
+        self.max_age = float(conf.get("topology.message.timeout.secs") or 30)
+        self.bucket = int(conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
+        self.next_fold = 0.0
+        #: (bolt executor, tick frequency) and when its next tick is due
+        self.ticking: list[tuple[Executor, Any]] = []
+        self.tick_due: dict[int, float] = {}
+        self.consumers = [c for c in topology.components if c.startswith(METRICS_PREFIX)]
+        #: bucket size -> when its data points are next sent (built-in ones: ``bucket``)
+        self.due: dict[int, float] = {}
+        self.registrations = -1
+        #: each task's counters when its built-in data points were last sent
+        self.last_sent: dict[int, dict[str, Any]] = {}
+        self.started = False
+
+    def _start(self, now: float) -> None:
+        self.started = True
+        self.ticking = [(ex, freq) for ex in self.executors if ex.kind == "bolt"
+                        for freq in [ex.tasks[0].conf.get("topology.tick.tuple.freq.secs")]
+                        if freq]
+        for ex, freq in self.ticking:
+            self.tick_due[id(ex)] = now + float(freq)
+        self.due = {self.bucket: now + self.bucket}
+
+    def run(self, now: float) -> None:
+        for ex in self.executors:
+            ex.on_timer(now)
+        self.load.tick(now)
+        if not self.started:
+            self._start(now)
+        if now >= self.next_fold:
+            self.next_fold = now + FOLD_SECS
+            fold_stats(self.executors, self.max_age)
+        tick = self.sources.tick
+        for ex, freq in self.ticking:
+            if now >= self.tick_due[id(ex)]:
+                self.tick_due[id(ex)] = now + float(freq)
+                for ts in ex.tasks:
+                    ts.ticks += 1
+                    ts.queue.append(Tuple((freq,), 0, tick))
+        if not self.consumers:
+            return
+        due = self.due
+        if self.registrations != MetricRegistry.registrations:
+            # a user metric with a bucket size of its own gets a timer of its own
+            self.registrations = MetricRegistry.registrations
+            for ex in self.executors:
+                for ts in ex.tasks:
+                    if ts.metrics is not None:
+                        for size in ts.metrics.bucket_sizes():
+                            due.setdefault(size, now + size)
+        for size, when in due.items():
+            if now >= when:
+                due[size] = when + size if when + size > now else now + size
+                self.send_metrics(size, size == self.bucket)
+
+    def send_metrics(self, size: int, builtin: bool) -> None:
+        """Send every task's data points of one bucket size: the built-in metrics (when
+        ``builtin``) and the user metrics of that size."""
+        stamp = time.time()
+        for ex in self.executors:
+            for ts in ex.tasks:
+                if ts.component_id.startswith("__"):
+                    continue
+                points: list[list[Any]] = []
+                if builtin:
+                    points.extend(self._builtin_points(ts))
+                info = {**self.identity(), "component": ts.component_id, "task": ts.task,
+                        "timestamp": stamp, "interval_secs": size}
+                registry = ts.metrics
+                if registry is not None:
+                    if ex.threaded and ex.thread.alive:   # type: ignore[attr-defined]
+                        # the component updates its metrics on a thread of its own: read
+                        # and reset them there, between two of its calls, so no update
+                        # falls in between
+                        ex.thread.call(ts, self._collect_on_thread,   # type: ignore[attr-defined]
+                                       ex, ts, registry, size, info, points)
+                        continue
+                    points.extend([p.name, p.value] for p in registry.collect(size))
+                self.deliver_points(ts, info, points)
+
+    def _builtin_points(self, ts: TaskState) -> list[list[Any]]:
+        counts = ts.counters()
+        prev = self.last_sent.get(ts.task, {})
+        points: list[list[Any]] = [[name, counts[key] - prev.get(key, 0)]
+                                   for key, name in BUILTIN_METRICS.items()]
+        for key, name in (("execute_ms", "__execute-latency"),
+                          ("process_ms", "__process-latency"),
+                          ("complete_ms", "__complete-latency")):
+            total, n = counts[key]
+            ptotal, pn = prev.get(key, (0.0, 0))
+            if n - pn:
+                points.append([name, (total - ptotal) / (n - pn)])
+        points.append(["__receive", {"population": ts.queued(), "capacity": self.capacity}])
+        self.last_sent[ts.task] = counts
+        return points
+
+    def _collect_on_thread(self, ex: Any, ts: TaskState, registry: MetricRegistry, size: int,
+                           info: dict[str, Any], points: list[list[Any]]) -> None:
+        """On a component's own thread: its user metrics' data points join ``points``,
+        which the loop then delivers."""
+        points.extend([p.name, p.value] for p in registry.collect(size))
+        ex.thread.put(ts, self.deliver_points, (ts, info, points))
+
+    def deliver_points(self, ts: TaskState, info: dict[str, Any],
+                       points: list[list[Any]]) -> None:
+        """Send one task's data points of one bucket to every metrics consumer task."""
+        if not points:
+            return
+        src = self.sources.get(ts.component_id, METRICS_STREAM)
+        for cid in self.consumers:
+            tasks = self.topology.tasks(cid)
+            self.deliver(tasks[ts.task % len(tasks)], Tuple((info, points), ts.task, src))

@@ -1,0 +1,228 @@
+"""The wire format of squall's tuples between workers, as pure functions.
+
+A batch for one worker is a list of transport messages ``(task, payload)``:
+
+* ``task == CONTROL`` (0): ``payload`` is the serialized ``[kind, who, value]`` of a
+  worker-to-worker control message (``"throttle"``, ``"load"``; ``who`` is the sender's
+  ``host:port``);
+* ``task > 0``: ``payload`` is the serialized list of ``task``'s entries, in emit order.
+
+Every entry is ``[src_task, stream, values, ids, roots]``, a run of tuples from one source
+task on one stream stored by column (``values`` a list of value lists). Its shape is told by
+``ids``:
+
+=====  ===========================  ==============================  ==========================
+shape  ``ids``                      ``roots``                       delivered as
+=====  ===========================  ==============================  ==========================
+RUN    an int: the run's one edge   None (untracked; edge 0) or     one :class:`TupleRun`
+       (0 when untracked)           the root ids the run shares     (``emit_many``)
+ONES   a list: one id per tuple     a list: each tuple's root ids,  one :class:`Tuple` each
+                                    ``0`` = the tuple before's      (single emits)
+RUNS   a list of ``[edge, count]``  a list: each run's root ids,    one :class:`TupleRun` per
+       pairs, run after run         ``0`` = the run before's        pair (anchored emit_many)
+=====  ===========================  ==============================  ==========================
+
+Single tuples are folded into runs as they are queued, so a batch of single emits costs the
+serializer one list per tuple instead of an entry each. Decoding checks a whole entry before
+anything of it is delivered and raises ValueError on anything else.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from squall.api.tuple import Source, Tuple, TupleRun
+
+CONTROL = 0
+RUN, ONES, RUNS = "run", "ones", "runs"
+_NOTHING = object()
+
+#: (task, payload) messages of one batch
+Messages = list[tuple[int, bytes]]
+
+
+class OpenRun:
+    """Outbound: one entry being filled, column by column, before it is encoded.
+
+    ``ids``/``roots`` are None for an untracked RUN; lists for ONES, or for RUNS when the ids
+    are ``[edge, count]`` pairs. ``last_roots`` is the roots the last non-0 roots entry
+    holds (a ``0`` stands for it)."""
+
+    __slots__ = ("ids", "last_roots", "roots", "src", "task", "values")
+
+    def __init__(self, task: int, src: Source, tracked: bool) -> None:
+        self.task = task
+        self.src = src
+        self.values: list[Any] = []
+        self.ids: list[Any] | None = [] if tracked else None
+        self.roots: list[Any] | None = [] if tracked else None
+        self.last_roots: Any = _NOTHING
+
+    def add_roots(self, roots: Any) -> None:
+        """Append a roots entry (``0`` when it repeats the last one)."""
+        if roots is self.last_roots:
+            self.roots.append(0)            # type: ignore[union-attr]
+        else:
+            self.roots.append(roots)        # type: ignore[union-attr]
+            self.last_roots = roots
+
+
+# -- encoding -------------------------------------------------------------------------------
+def entry(item: OpenRun | TupleRun) -> list[Any]:
+    """The entry of an open run or of a TupleRun (a RUN of its own)."""
+    if item.__class__ is OpenRun:
+        return [item.task, item.src.stream, item.values,
+                0 if item.ids is None else item.ids, item.roots]   # type: ignore[union-attr]
+    return [item.task, item.src.stream, item.values, item.edge,    # type: ignore[union-attr]
+            item.roots]
+
+
+def encode(items: Iterable[tuple[int, OpenRun | TupleRun]],
+           dumps: Callable[[Any], bytes]) -> Messages:
+    """One message per destination task of ``items`` (``(task, run)`` in emit order), each
+    with that task's entries in order."""
+    by_task: dict[int, list[list[Any]]] = {}
+    for task, item in items:
+        entries = by_task.get(task)
+        if entries is None:
+            by_task[task] = [entry(item)]
+        else:
+            entries.append(entry(item))
+    return [(task, dumps(entries)) for task, entries in by_task.items()]
+
+
+def control(kind: str, who: str, value: Any, dumps: Callable[[Any], bytes]) -> Messages:
+    """The message of one control entry."""
+    return [(CONTROL, dumps([kind, who, value]))]
+
+
+# -- decoding --------------------------------------------------------------------------------
+def read_control(obj: Any) -> tuple[str, str, Any]:
+    """``(kind, who, value)`` of a decoded control payload; ValueError if it is not one."""
+    if obj.__class__ is not list or len(obj) != 3 or obj[0].__class__ is not str:
+        raise ValueError(f"a control message must be [kind, who, value], got {obj!r:.80}")
+    return obj[0], str(obj[1]), obj[2]
+
+
+def read_entries(obj: Any) -> list[list[Any]]:
+    """A decoded task payload as its entries; ValueError unless a list of 5-lists."""
+    if obj.__class__ is not list:
+        raise ValueError(f"a task's payload must be a list of entries, got {obj!r:.60}")
+    for e in obj:
+        if e.__class__ is not list or len(e) != 5:
+            raise ValueError(f"an entry must be [src_task, stream, values, ids, roots], got "
+                             f"{e!r:.80}")
+        if e[0].__class__ is not int or e[1].__class__ is not str \
+                or e[2].__class__ is not list:
+            raise ValueError(f"an entry's source task, stream or values are malformed: "
+                             f"{e[:3]!r:.80}")
+    return obj
+
+
+def shape(ids: Any) -> str:
+    """The shape of an entry by its ``ids`` column (see the module's table)."""
+    if ids.__class__ is list:
+        return RUNS if ids and ids[0].__class__ is list else ONES
+    return RUN
+
+
+def read_roots(roots: Any) -> tuple[int, ...] | None:
+    """A received roots entry as root ids (None: untracked); ValueError if it is not one."""
+    if roots is None:
+        return None
+    if roots.__class__ is list and len(roots) == 1 and roots[0].__class__ is int:
+        return (roots[0],)          # one root: the common case, without the checks below
+    if roots.__class__ in (list, tuple) and list(map(type, roots)).count(int) == len(roots):
+        return tuple(roots)
+    raise ValueError(f"roots {roots!r:.60} are not a list of ints")
+
+
+def read_id(tid: Any) -> int | None:
+    """A received tuple id or run edge (None: untracked); ValueError if it is not an int."""
+    if tid is None or tid.__class__ is int:
+        return tid
+    raise ValueError(f"id {tid!r:.60} is not an int")
+
+
+def run_of(task: int, src_task: int, src: Source, values: list[Any], edge: Any,
+           roots: Any) -> TupleRun:
+    """A RUN entry as one TupleRun."""
+    return TupleRun(list(map(tuple, values)), src_task, src, read_roots(roots),
+                    read_id(edge) or 0)
+
+
+def ones_of(task: int, src_task: int, src: Source, values: list[Any], ids: list[Any],
+            roots: Any) -> list[Tuple]:
+    """A ONES entry as one Tuple per values; checked whole first."""
+    if roots.__class__ is not list or not len(values) == len(ids) == len(roots):
+        raise ValueError(f"run for task {task}: {len(values)} values, {len(ids)} ids, "
+                         f"roots {roots!r:.60}")
+    if roots and roots[0].__class__ is int:
+        raise ValueError(f"run for task {task}: the first tuple's roots refer back")
+    if list(map(type, ids)).count(int) != len(ids):
+        raise ValueError(f"run for task {task}: an id that is not an int")
+    tuples: list[Tuple] = []
+    append = tuples.append
+    # built as the emit paths build them: object.__new__ and every slot of Tuple set
+    # (a Python __init__ call is the dearest part of a Tuple; see squall.runtime.emit.fast)
+    new = object.__new__
+    prev: tuple[int, ...] | None = None
+    for v, i, r in zip(values, ids, roots):
+        if r.__class__ is not int:      # 0: the same roots as the tuple before
+            prev = read_roots(r)
+        tup = new(Tuple)
+        tup.values = tuple(v)
+        tup.task = src_task
+        tup.src = src
+        tup.id = i
+        tup.roots = prev
+        tup.ackval = 0
+        append(tup)
+    return tuples
+
+
+def runs_of(task: int, src_task: int, src: Source, values: list[Any], pairs: list[Any],
+            roots: Any) -> list[TupleRun]:
+    """A RUNS entry as its TupleRuns: each ``[edge, count]`` pair takes the next ``count``
+    values; checked whole first."""
+    if roots.__class__ is not list or len(pairs) != len(roots):
+        raise ValueError(f"runs for task {task}: {len(pairs)} runs, roots {roots!r:.60}")
+    if roots[0].__class__ is int:
+        raise ValueError(f"runs for task {task}: the first run's roots refer back")
+    total = 0
+    for pair in pairs:
+        if (pair.__class__ is not list or len(pair) != 2 or pair[0].__class__ is not int
+                or pair[1].__class__ is not int or pair[1] < 1):
+            raise ValueError(f"runs for task {task}: {pair!r:.60} is not [edge, count]")
+        total += pair[1]
+    if total != len(values):
+        raise ValueError(f"runs for task {task}: counts add up to {total}, "
+                         f"{len(values)} values")
+    vals = list(map(tuple, values))
+    runs = []
+    at = 0
+    prev: tuple[int, ...] | None = None
+    for (edge, n), r in zip(pairs, roots):
+        if r.__class__ is not int:      # 0: the same roots as the run before
+            prev = read_roots(r)
+        runs.append(TupleRun(vals[at:at + n], src_task, src, prev, edge))
+        at += n
+    return runs
+
+
+def roots_in(entries: Iterable[list[Any]]) -> set[int]:
+    """Every root id the (decoded) entries carry, for failing what could not be delivered;
+    entries that do not read are passed over."""
+    found: set[int] = set()
+    for e in entries:
+        try:
+            ids, roots = e[3], e[4]
+            if shape(ids) == RUN:
+                found.update(read_roots(roots) or ())
+            else:
+                for r in roots:
+                    if r.__class__ is not int:
+                        found.update(read_roots(r) or ())
+        except (ValueError, TypeError, IndexError):
+            continue
+    return found

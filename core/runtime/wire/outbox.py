@@ -1,0 +1,310 @@
+"""The sending side: tuples for tasks of other workers, batched per destination worker.
+
+Tuples for a remote task join the open run (:class:`~.codec.OpenRun`) of that task in the
+outbox of its worker; an outbox is encoded (one message per task, :func:`.codec.encode`) and
+handed to the transport when a run is full, when the loop has nothing else to do, or once it
+has waited ``topology.batch.flush.interval.millis`` (a busy loop's short passes would
+otherwise send a small batch each; 0 sends at the end of every pass). Anything that cannot be
+delivered fails back to the acker (``lost``) so the spouts replay it. Everything runs on the
+worker's loop thread.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from squall.api.tuple import Source, Tuple, TupleRun
+from squall.errors import SquallError
+from squall.runtime.wire import codec
+from squall.runtime.wire.codec import OpenRun
+
+log = logging.getLogger("squall.runtime.transfer")
+#: a run of single tuples for one remote task is sent once it holds this many batches' worth
+#: (``topology.transfer.batch.size`` tuples each): runs are cheap to grow, sends are not
+RUN_BATCHES = 10
+Key = tuple[str, int]
+#: what an outbox holds, in emit order: (task, open run or TupleRun or forwarded payload)
+Item = tuple[int, Any]
+
+
+class Outbox:
+    """Per destination worker: the runs waiting to be sent, and the connection.
+
+    ``lost(roots)`` is called with the root ids of tracked tuples that could not be
+    delivered (the worker fails their trees)."""
+
+    def __init__(self, *, transport: Any, serializer: Any, topology_id: str,
+                 local_tasks: list[int], batch_size: int, flush_interval: float,
+                 lost: Callable[[set[int]], None]) -> None:
+        self.transport = transport
+        self.dumps = serializer.dumps
+        self.loads = serializer.loads
+        self.topology_id = topology_id
+        self.local_tasks = set(local_tasks)
+        self.batch_size = batch_size
+        #: a run is sent once it holds this many tuples (else when the loop ends its pass)
+        self.run_cap = RUN_BATCHES * batch_size
+        self.flush_interval = flush_interval
+        self.lost = lost
+        self.address: Key = ("", 0)
+        self.task_to_worker: dict[int, Key] = {}
+        self.outbox_of_task: dict[int, list[Item]] = {}
+        self.outboxes: dict[Key, list[Item]] = {}
+        # the run each remote task's tuples are being folded into, until its outbox is sent;
+        # a run of anchored runs is kept under the key ``-task``, so the single-tuple paths,
+        # which look up ``task``, never join it
+        self.open_of_task: dict[int, dict[int, OpenRun]] = {}
+        self.open_of_key: dict[Key, dict[int, OpenRun]] = {}
+        self.conns: dict[Key, Any] = {}
+        self.send_failures = 0
+        #: task messages (one task's batch of entries each) handed to the transport, and their
+        #: bytes (complete_topology's quiet check compares them with what others received)
+        self.sent_batches = 0
+        self.sent_bytes = 0
+        #: outboxes holding entries: when flush_all first saw them so (loop clock)
+        self.waiting_since: dict[Key, float] = {}
+
+    def set_address(self, host: str, port: int) -> None:
+        """Where this worker is reached (named in its control messages)."""
+        self.address = (host, port)
+
+    def reaches(self, task: int) -> bool:
+        """Whether ``task`` runs in a worker this outbox sends to."""
+        return task in self.outbox_of_task
+
+    def peers(self) -> frozenset[Key]:
+        return frozenset(self.outboxes)
+
+    # -- the emit paths' entry points -----------------------------------------------------------
+    def send_tuple(self, task: int, tup: Tuple | TupleRun) -> None:
+        """Queue a Tuple (or a TupleRun) for a remote task."""
+        opened = self.open_of_task.get(task)
+        if opened is None:
+            self.undeliverable([(task, tup)], f"no worker is assigned task {task}")
+            return
+        run = opened.get(task)
+        cls = tup.__class__
+        if cls is not Tuple and tup.roots is not None:
+            # a tracked TupleRun: its own entry (one edge for the whole run), order kept
+            if run is not None:
+                del opened[task]
+            opened.pop(-task, None)
+            out = self.outbox_of_task[task]
+            out.append((task, tup))
+            if len(out) >= self.batch_size:
+                self.flush(self.task_to_worker[task], out)
+            return
+        if cls is not Tuple or (tup.id is None and tup.roots is None):   # type: ignore[union-attr]
+            # untracked: a single tuple's values, or an untracked TupleRun's, join the open run
+            if run is None or run.ids is not None or run.task != tup.task \
+                    or run.src is not tup.src:
+                run = self._open(opened, task, tup.task, tup.src, False)
+            if cls is Tuple:
+                run.values.append(tup.values)
+            else:
+                run.values.extend(tup.values)
+        else:
+            if run is None or run.ids is None or run.task != tup.task or run.src is not tup.src:
+                run = self._open(opened, task, tup.task, tup.src, True)
+            run.values.append(tup.values)
+            run.ids.append(tup.id)              # type: ignore[union-attr]
+            run.add_roots(tup.roots)
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def _open(self, opened: dict[int, OpenRun], task: int, src_task: int, src: Source,
+              tracked: bool) -> OpenRun:
+        """Start the run ``task``'s next tuples join, at the end of its outbox."""
+        opened.pop(-task, None)         # anchored runs after these tuples start a new entry
+        run = opened[task] = OpenRun(src_task, src, tracked)
+        self.outbox_of_task[task].append((task, run))
+        return run
+
+    def send_values(self, task: int, values: tuple[Any, ...], src_task: int,
+                    src: Source) -> None:
+        """``send_tuple`` of an untracked tuple, without building it when it joins an open
+        run (the common case: a bolt's emits to the same remote task)."""
+        opened = self.open_of_task.get(task)
+        run = opened.get(task) if opened is not None else None
+        if run is None or run.ids is not None or run.task != src_task or run.src is not src:
+            self.send_tuple(task, Tuple(values, src_task, src))
+            return
+        run.values.append(values)
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def send_tracked(self, task: int, values: tuple[Any, ...], src_task: int, src: Source,
+                     tid: int, roots: tuple[int, ...]) -> None:
+        """``send_tuple`` of a tracked tuple, without building it when it joins an open
+        tracked run (a bolt's anchored emits to the same remote task)."""
+        opened = self.open_of_task.get(task)
+        run = opened.get(task) if opened is not None else None
+        if run is None or run.ids is None or run.task != src_task or run.src is not src:
+            self.send_tuple(task, Tuple(values, src_task, src, tid, roots))
+            return
+        run.values.append(values)
+        run.ids.append(tid)
+        if roots is run.last_roots:
+            run.roots.append(0)             # type: ignore[union-attr]  # same as before
+        else:
+            run.roots.append(roots)         # type: ignore[union-attr]
+            run.last_roots = roots
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def send_anchored(self, task: int, values: list[Any], src_task: int, src: Source,
+                      edge: int, roots: tuple[int, ...]) -> None:
+        """Queue an anchored run (``values`` sharing ``roots`` and one ``edge``) for a remote
+        task without building its TupleRun: consecutive ones from one source task and stream
+        travel as one RUNS entry."""
+        opened = self.open_of_task.get(task)
+        if opened is None:
+            self.send_tuple(task, TupleRun(values, src_task, src, roots, edge))
+            return
+        run = opened.get(-task)
+        if run is None or run.task != src_task or run.src is not src:
+            opened.pop(task, None)      # single tuples after this run start a new entry
+            run = opened[-task] = OpenRun(src_task, src, True)
+            self.outbox_of_task[task].append((task, run))
+        run.values.extend(values)
+        run.ids.append([edge, len(values)])         # type: ignore[union-attr]
+        run.add_roots(roots)
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def send_values_run(self, task: int, values: list[Any], src_task: int,
+                        src: Source) -> None:
+        """Queue an untracked run's values, without building its TupleRun when they join an
+        open run (a bolt's consecutive ``emit_many`` calls to the same remote task)."""
+        opened = self.open_of_task.get(task)
+        run = opened.get(task) if opened is not None else None
+        if run is None or run.ids is not None or run.task != src_task or run.src is not src:
+            self.send_tuple(task, TupleRun(values, src_task, src))
+            return
+        run.values.extend(values)
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def forward(self, task: int, payload: bytes) -> bool:
+        """Pass a received task message on, undecoded, to the worker that runs ``task`` now
+        (after what this outbox holds for that worker); False if no worker does."""
+        key = self.task_to_worker.get(task)
+        out = self.outbox_of_task.get(task)
+        if key is None or out is None:
+            return False
+        self.flush(key, out)
+        self._send(key, [(task, payload)], [(task, payload)])
+        return True
+
+    # -- sending -----------------------------------------------------------------------------
+    def flush_all(self, now: float | None = None) -> None:
+        """Send every outbox that holds entries (``now`` None), or only those that have waited
+        ``flush_interval`` since a call with ``now`` first saw them holding some."""
+        interval = self.flush_interval
+        if now is None or not interval:
+            for key, out in self.outboxes.items():
+                if out:
+                    self.flush(key, out)
+            return
+        waiting = self.waiting_since
+        for key, out in self.outboxes.items():
+            if out:
+                since = waiting.get(key)
+                if since is None:
+                    waiting[key] = now
+                elif now - since >= interval:
+                    self.flush(key, out)
+
+    def pending(self) -> int:
+        """Entries waiting in the outboxes."""
+        return sum(len(o) for o in self.outboxes.values())
+
+    def flush(self, key: Key, out: list[Item]) -> None:
+        batch = out[:]
+        out.clear()
+        self.waiting_since.pop(key, None)
+        opened = self.open_of_key.get(key)
+        if opened:
+            opened.clear()
+        self._send(key, codec.encode(batch, self.dumps), batch)
+
+    def _send(self, key: Key, messages: codec.Messages, batch: list[Item]) -> None:
+        conn = self.conns.get(key)
+        try:
+            if conn is None:
+                conn = self.conns[key] = self.transport.connect(self.topology_id, *key)
+            conn.send(messages)
+            self.sent_batches += len(messages)
+            self.sent_bytes += sum(len(p) for _, p in messages)
+        except SquallError as exc:
+            self.undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}")
+
+    def undeliverable(self, batch: list[Item], why: str) -> None:
+        """Fail the tracked tuples of ``batch`` back to their acker so the spouts replay
+        them (a tree fails once, however many of its tuples were here)."""
+        self.send_failures += 1
+        count = sum(1 if t.__class__ is Tuple else
+                    1 if t.__class__ is bytes else len(t.values) for _, t in batch)
+        if self.send_failures == 1 or self.send_failures % 1000 == 0:
+            log.warning("%s; %d tuple(s) failed back for replay", why, count)
+        failed: set[int] = set()
+        for _, item in batch:
+            if item.__class__ is bytes:         # a forwarded message: read its roots
+                try:
+                    failed |= codec.roots_in(codec.read_entries(self.loads(item)))
+                except (SquallError, ValueError):
+                    pass
+                continue
+            if item.src.stream.startswith("__ack"):
+                continue
+            if item.__class__ is OpenRun:
+                for roots in item.roots or ():
+                    failed.update(roots or ())
+            elif item.roots:
+                failed.update(item.roots)
+        if failed:
+            self.lost(failed)
+
+    def broadcast_control(self, kind: str, value: Any) -> None:
+        """Tell every other worker of the topology (not only those sent to so far) something
+        about this one."""
+        who = f"{self.address[0]}:{self.address[1]}"
+        for key in list(self.outboxes):
+            self._send(key, codec.control(kind, who, value, self.dumps), [])
+
+    # -- assignment ----------------------------------------------------------------------------
+    def set_assignment(self, task_to_worker: dict[int, tuple[str, int]]) -> list[Key]:
+        """Take a new task -> worker map; returns the workers no longer sent to (their
+        waiting tuples failed back, their connections closed)."""
+        me = self.address
+        self.task_to_worker = {int(t): (str(h), int(p)) for t, (h, p) in task_to_worker.items()}
+        mine = self.local_tasks
+        keys = {w for t, w in self.task_to_worker.items() if t not in mine and w != me}
+        for key in keys:
+            self.outboxes.setdefault(key, [])
+            self.open_of_key.setdefault(key, {})
+        self.outbox_of_task = {t: self.outboxes[w] for t, w in self.task_to_worker.items()
+                               if w in keys and t not in mine}
+        self.open_of_task = {t: self.open_of_key[w] for t, w in self.task_to_worker.items()
+                             if w in keys and t not in mine}
+        gone = []
+        for key in list(self.outboxes):
+            if key not in keys:
+                gone.append(key)
+                stale = self.outboxes.pop(key)
+                self.open_of_key.pop(key, None)
+                self.waiting_since.pop(key, None)
+                self.undeliverable(stale, f"worker {key[0]}:{key[1]} is no longer assigned")
+                conn = self.conns.pop(key, None)
+                if conn is not None:
+                    conn.close()
+        return gone
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            try:
+                conn.close()
+            except Exception:
+                log.debug("closing a connection failed", exc_info=True)
+        self.conns.clear()
