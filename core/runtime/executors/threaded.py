@@ -501,6 +501,7 @@ class ThreadedSpout(SpoutExecutor):
     """A spout executor whose tasks' ``next_tuple``, ``ack`` and ``fail`` run on their own
     thread."""
 
+    active: bool
     threaded = True
 
     def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
