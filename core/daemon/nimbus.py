@@ -144,9 +144,14 @@ class Nimbus:
             t.join(5)
 
     def wait(self) -> None:
-        """Block until :meth:`stop` (from a signal handler or another thread)."""
+        """Block until :meth:`request_stop` or :meth:`stop` (from another thread)."""
         while not self._stop.wait(1.0):
             pass
+
+    def request_stop(self) -> None:
+        """Make :meth:`wait` return and the loops end (safe from a signal handler); call
+        :meth:`stop` after it to shut the server down and disconnect."""
+        self._stop.set()
 
     # -- leadership ---------------------------------------------------------------------------
     def _election_loop(self) -> None:

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from squall.cli.cluster import parse_executors, submitted_conf
+from squall.cli.cluster import submitted_conf
 from squall.daemon.nimbus import topology_conf
-from squall.daemon.nimbus_client import seed_addresses
+from squall.daemon.nimbus_client import parse_executors, seed_addresses
 from squall.daemon.nimbus_schedule import BeatTracker, alive_assignment
 from squall.errors import ConfigError
 
