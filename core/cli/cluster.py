@@ -12,7 +12,7 @@ import argparse
 import logging
 import signal
 import sys
-from typing import Any
+from typing import Any, Protocol
 
 from squall.errors import ConfigError
 
@@ -67,9 +67,22 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_rebalance)
 
 
-def _run_daemon(daemon: Any) -> int:
+class Daemon(Protocol):
+    """What ``squall nimbus|supervisor|ui`` run: ``start()``, ``wait()`` until
+    ``request_stop()`` (called from the SIGTERM handler, so it only sets a flag), ``stop()``."""
+
+    def start(self) -> Any: ...
+
+    def wait(self) -> None: ...
+
+    def request_stop(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def _run_daemon(daemon: Daemon) -> int:
     def stop(*_: Any) -> None:
-        daemon._stop.set()
+        daemon.request_stop()
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         daemon.start()
@@ -180,22 +193,8 @@ def cmd_deactivate(args: argparse.Namespace, conf: dict[str, Any]) -> int:
                         f"deactivated topology {args.name!r}")
 
 
-def parse_executors(items: list[str]) -> dict[str, int]:
-    """``["split=4", "count=2"]`` -> ``{"split": 4, "count": 2}``; ConfigError if malformed."""
-    out = {}
-    for item in items:
-        comp, sep, value = item.partition("=")
-        try:
-            n = int(value)
-        except ValueError:
-            n = 0
-        if not sep or not comp or n < 1:
-            raise ConfigError(f"bad --executors entry {item!r}: expected COMPONENT=N with N >= 1")
-        out[comp] = n
-    return out
-
-
 def cmd_rebalance(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.daemon.nimbus_client import parse_executors
     executors = parse_executors(args.executors)
     if args.workers is not None and args.workers < 1:
         raise ConfigError("--workers must be >= 1")
@@ -208,4 +207,4 @@ def cmd_rebalance(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     return 0
 
 
-__all__ = ["register", "submitted_conf", "parse_executors"]
+__all__ = ["register", "submitted_conf"]

@@ -9,7 +9,7 @@ import time
 import traceback
 from typing import Any
 
-from squall.cli.target import load_target, split_target
+from squall.api.target import load_target, split_target
 from squall.errors import SquallError, TopologyError
 
 log = logging.getLogger(__name__)

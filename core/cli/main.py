@@ -10,14 +10,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from squall import config, drivers
 from squall.errors import SquallError
 
 log = logging.getLogger("squall.cli")
-Handler = Callable[[argparse.Namespace, dict[str, Any]], int]
 
 
 def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:

@@ -21,7 +21,7 @@ import grpc
 from squall import errors
 from squall.daemon._proto import nimbus_pb2 as pb
 from squall.daemon._proto import nimbus_pb2_grpc as pb_grpc
-from squall.errors import SquallError
+from squall.errors import ConfigError, SquallError
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,23 @@ def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
     for seed in seeds:
         seed = str(seed).strip()
         out.append(seed if ":" in seed else f"{seed}:{port}")
+    return out
+
+
+def parse_executors(items: list[str]) -> dict[str, int]:
+    """The ``executors`` of a rebalance request from ``COMPONENT=N`` items (the CLI's
+    ``--executors``, the UI's ``executors=`` query): ``["split=4", "count=2"]`` ->
+    ``{"split": 4, "count": 2}``. Raises ConfigError naming a malformed item or an N below 1."""
+    out = {}
+    for item in items:
+        comp, sep, value = item.partition("=")
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if not sep or not comp or n < 1:
+            raise ConfigError(f"bad --executors entry {item!r}: expected COMPONENT=N with N >= 1")
+        out[comp] = n
     return out
 
 

@@ -1,65 +1,140 @@
-"""``GetTopologyInfo``: a topology's status, workers, per-component counters and errors.
+"""What any nimbus answers, leader or standby: cluster and topology summaries, a topology's
+info, its package files.
 
-Built from ZooKeeper only (``/storms``, ``/assignments``, ``/workerbeats``, ``/errors``), so any
-nimbus can answer. The shape matches ``LocalCluster.get_topology_info``. Called on a gRPC
-handler thread; blocks on the state store.
+Built from ZooKeeper (``/storms``, ``/assignments``, ``/supervisors``, ``/nimbuses``,
+``/workerbeats``, ``/errors``) and the local code store (task counts), so a standby answers
+too; only a package file a standby lacks sends the caller to the leader. The topology info's
+shape matches ``LocalCluster.get_topology_info``. Called on gRPC handler threads; blocks on the
+state store and the file system.
 """
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from squall.state.cluster_state import beat_key
-
-if TYPE_CHECKING:
-    from squall.daemon.nimbus import Nimbus
+from squall.daemon.nimbus_code import CodeStore
+from squall.daemon.nimbus_leader import Leadership, NotLeaderError
+from squall.errors import NotAliveError
+from squall.state.cluster_state import ClusterState, beat_key
 
 COUNTERS = ("emitted", "transferred", "acked", "failed", "executed")
 
 
-def topology_info(nimbus: Nimbus, tid: str, base: dict[str, Any]) -> dict[str, Any]:
-    state = nimbus.state
-    assignment = state.get_assignment(tid) or {}
-    enp = assignment.get("executor_node_port") or {}
-    beats = state.worker_beats(tid)
-    components: dict[str, dict[str, Any]] = {}
-    executors = []
-    windows: dict[str, list[Any]] = {}
-    workers = []
-    for node, port in sorted({(str(n), int(p)) for n, p in enp.values()}):
-        beat = beats.get(beat_key(node, port)) or {}
-        if beat:
-            workers.append({"worker": f"{node}:{port}",
-                            "host": (assignment.get("node_host") or {}).get(node, ""),
-                            "uptime_secs": beat.get("uptime_secs", 0),
-                            **(beat.get("worker") or {})})
-    for key, (node, port) in sorted(enp.items()):
-        beat = beats.get(beat_key(str(node), int(port))) or {}
-        st = (beat.get("executors") or {}).get(key)
-        if st is None:
-            continue
-        st = {**st, "executor": key, "worker": f"{node}:{port}",
-              "host": (assignment.get("node_host") or {}).get(node, "")}
-        executors.append(st)
-        comp = components.setdefault(st.get("component", "?"), {
-            "kind": st.get("kind", ""), "executors": 0, "tasks": 0,
-            **dict.fromkeys(COUNTERS, 0)})
-        comp["executors"] += 1
-        comp["tasks"] += len(st.get("tasks") or ())
-        if st.get("windows"):
-            windows.setdefault(st.get("component", "?"), []).append(st["windows"])
-        for counter in COUNTERS:
-            comp[counter] += int(st.get(counter) or 0)
-    from squall.metrics.stats import aggregate
-    for comp_id, snaps in windows.items():
-        components[comp_id]["windows"] = aggregate(snaps)
-    loaded = nimbus.topology_of(tid)
-    launch = float(base.get("launch_time") or time.time())
-    return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
-            "status_reason": base.get("status_reason") or "",
-            "uptime_secs": int(time.time() - launch),
-            "num_workers": len({tuple(v) for v in enp.values()}),
-            "num_executors": len(enp),
-            "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
-            "components": components, "executors": executors, "workers": workers,
-            "errors": state.errors(tid)}
+def live_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:
+    """``(topology id, /storms record)`` of the topology named ``name``; NotAliveError listing
+    the running ones when there is none."""
+    tid = state.find_topology_id(name)
+    base = state.get_storm(tid) if tid else None
+    if tid is None or base is None:
+        running = sorted(b.get("name", "?") for b in state.storms().values()
+                         if b.get("status") != "killed")
+        raise NotAliveError(f"no topology named {name!r} is running; running: "
+                            f"{', '.join(running) or 'none'}")
+    return tid, base
+
+
+class NimbusReads:
+    """The read side of nimbus's API over ``state``, ``code`` and ``leadership`` (which only
+    names the leader)."""
+
+    def __init__(self, state: ClusterState, code: CodeStore, leadership: Leadership) -> None:
+        self._state = state
+        self._code = code
+        self._leadership = leadership
+
+    def cluster_summary(self) -> dict[str, Any]:
+        """``topologies`` (see :meth:`topology_summaries`), ``supervisors`` (``id``,
+        ``hostname``, ``ports``, ``used_ports``, ``uptime_secs``), ``nimbuses`` (sorted
+        ``host:port``) and ``leader``."""
+        state = self._state
+        used: dict[str, set[int]] = {}
+        for a in state.assignments().values():
+            for node, port in (a.get("executor_node_port") or {}).values():
+                used.setdefault(str(node), set()).add(int(port))
+        supervisors = [{"id": sid, "hostname": str(info.get("hostname", "")),
+                        "ports": [int(p) for p in info.get("ports") or ()],
+                        "used_ports": sorted(used.get(sid, ())),
+                        "uptime_secs": int(info.get("uptime_secs") or 0)}
+                       for sid, info in sorted(state.supervisors().items())]
+        return {"topologies": self.topology_summaries(), "supervisors": supervisors,
+                "nimbuses": sorted(state.nimbuses()),
+                "leader": self._leadership.leader_address()}
+
+    def topology_summaries(self) -> list[dict[str, Any]]:
+        """One entry per topology, by id: ``name``, ``id``, ``status``, ``status_reason``,
+        ``num_workers``, ``num_executors``, ``num_tasks``, ``uptime_secs``."""
+        out = []
+        now = time.time()
+        assignments = self._state.assignments()
+        for tid, base in sorted(self._state.storms().items()):
+            enp = (assignments.get(tid) or {}).get("executor_node_port") or {}
+            loaded = self._code.topology_of(tid)
+            out.append({"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
+                        "status_reason": base.get("status_reason") or "",
+                        "num_workers": len({tuple(v) for v in enp.values()}),
+                        "num_executors": len(enp),
+                        "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
+                        "uptime_secs": int(now - float(base.get("launch_time") or now))})
+        return out
+
+    def topology_info(self, name: str) -> dict[str, Any]:
+        """The status, workers, per-component counters (and stats windows), per-executor stats
+        and newest errors of the topology named ``name``; NotAliveError if there is none."""
+        tid, base = live_topology(self._state, name)
+        state = self._state
+        assignment = state.get_assignment(tid) or {}
+        enp = assignment.get("executor_node_port") or {}
+        beats = state.worker_beats(tid)
+        components: dict[str, dict[str, Any]] = {}
+        executors = []
+        windows: dict[str, list[Any]] = {}
+        workers = []
+        for node, port in sorted({(str(n), int(p)) for n, p in enp.values()}):
+            beat = beats.get(beat_key(node, port)) or {}
+            if beat:
+                workers.append({"worker": f"{node}:{port}",
+                                "host": (assignment.get("node_host") or {}).get(node, ""),
+                                "uptime_secs": beat.get("uptime_secs", 0),
+                                **(beat.get("worker") or {})})
+        for key, (node, port) in sorted(enp.items()):
+            beat = beats.get(beat_key(str(node), int(port))) or {}
+            st = (beat.get("executors") or {}).get(key)
+            if st is None:
+                continue
+            st = {**st, "executor": key, "worker": f"{node}:{port}",
+                  "host": (assignment.get("node_host") or {}).get(node, "")}
+            executors.append(st)
+            comp = components.setdefault(st.get("component", "?"), {
+                "kind": st.get("kind", ""), "executors": 0, "tasks": 0,
+                **dict.fromkeys(COUNTERS, 0)})
+            comp["executors"] += 1
+            comp["tasks"] += len(st.get("tasks") or ())
+            if st.get("windows"):
+                windows.setdefault(st.get("component", "?"), []).append(st["windows"])
+            for counter in COUNTERS:
+                comp[counter] += int(st.get(counter) or 0)
+        from squall.metrics.stats import aggregate
+        for comp_id, snaps in windows.items():
+            components[comp_id]["windows"] = aggregate(snaps)
+        loaded = self._code.topology_of(tid)
+        launch = float(base.get("launch_time") or time.time())
+        return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
+                "status_reason": base.get("status_reason") or "",
+                "uptime_secs": int(time.time() - launch),
+                "num_workers": len({tuple(v) for v in enp.values()}),
+                "num_executors": len(enp),
+                "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
+                "components": components, "executors": executors, "workers": workers,
+                "errors": state.errors(tid)}
+
+    def package_file(self, topology_id: str, file: str) -> Path:
+        """The path of one file of ``topology_id``'s package. TopologyError for a name that is
+        not a package file; when the package is missing, NotLeaderError on a standby (the
+        leader has it) and NotAliveError on the leader."""
+        path = self._code.package_file(topology_id, file)
+        if path is None:
+            if not self._leadership.is_leader:
+                raise NotLeaderError(self._leadership.leader_address())
+            raise NotAliveError(f"nimbus has no package for topology {topology_id!r}")
+        return path

@@ -19,8 +19,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from squall.daemon.nimbus_code import CodeStore
 from squall.scheduling.cluster import (
     Cluster,
     ExecutorDetails,
@@ -31,22 +32,22 @@ from squall.scheduling.cluster import (
     details_from_topology,
 )
 from squall.scheduling.resources import Resources
-from squall.state.cluster_state import beat_key
-
-if TYPE_CHECKING:
-    from squall.daemon.nimbus import Nimbus
+from squall.spi.scheduler import Scheduler
+from squall.state.cluster_state import ClusterState, beat_key
 
 log = logging.getLogger(__name__)
 SCHEDULABLE = ("active", "inactive", "pending")
 
 
 class BeatTracker:
-    """When (nimbus's monotonic clock) each worker beat last changed."""
+    """When (nimbus's monotonic clock) each worker beat last changed. Not thread-safe: one
+    scheduling pass at a time."""
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str], tuple[Any, float]] = {}
 
     def observe(self, topology_id: str, beats: Mapping[str, Mapping[str, Any]]) -> None:
+        """Note the beats read now (``<node>-<port>`` -> beat) of ``topology_id``."""
         now = time.monotonic()
         for key, beat in beats.items():
             stamp = (beat.get("time_secs"), beat.get("seq"))
@@ -60,11 +61,14 @@ class BeatTracker:
         return None if got is None else time.monotonic() - got[1]
 
     def forget(self, topology_id: str) -> None:
+        """Drop everything about ``topology_id`` (it was killed)."""
         for k in [k for k in self._seen if k[0] == topology_id]:
             del self._seen[k]
 
 
 def supervisor_details(supervisors: Mapping[str, Mapping[str, Any]]) -> list[SupervisorDetails]:
+    """The scheduler's view of the ``/supervisors`` registrations (a malformed one is logged
+    and left out)."""
     out = []
     for sid, info in sorted(supervisors.items()):
         try:
@@ -78,12 +82,13 @@ def supervisor_details(supervisors: Mapping[str, Mapping[str, Any]]) -> list[Sup
     return out
 
 
-def alive_assignment(nimbus: Nimbus, topology_id: str, assignment: Mapping[str, Any],
-                     beats: Mapping[str, Mapping[str, Any]]) -> SchedulerAssignment:
-    """The part of a stored assignment whose executors are alive (see the module docstring)."""
-    conf = nimbus.conf
-    task_timeout = float(conf.get("nimbus.task.timeout.secs") or 30)
-    launch_timeout = float(conf.get("nimbus.task.launch.secs") or 120)
+
+def alive_assignment(tracker: BeatTracker, topology_id: str, assignment: Mapping[str, Any],
+                     beats: Mapping[str, Mapping[str, Any]], *, task_timeout: float,
+                     launch_timeout: float) -> SchedulerAssignment:
+    """The part of a stored assignment whose executors are alive (see the module docstring):
+    ``beats`` are the topology's worker beats as just read and observed by ``tracker``; the
+    timeouts are ``nimbus.task.timeout.secs`` and ``nimbus.task.launch.secs``."""
     starts = assignment.get("executor_start_time_secs") or {}
     now = time.time()
     keep: dict[ExecutorDetails, WorkerSlot] = {}
@@ -95,7 +100,7 @@ def alive_assignment(nimbus: Nimbus, topology_id: str, assignment: Mapping[str, 
         started = float(starts.get(key, 0) or 0)
         bkey = beat_key(str(node), int(port))
         beat = beats.get(bkey)
-        age = nimbus.beats.age(topology_id, bkey)
+        age = tracker.age(topology_id, bkey)
         if now - started < launch_timeout and (beat is None or age is None or age < task_timeout):
             alive = True
         else:
@@ -113,54 +118,6 @@ def alive_assignment(nimbus: Nimbus, topology_id: str, assignment: Mapping[str, 
 NOT_APPLIED = "rebalance not applied: "
 
 
-def _build(nimbus: Nimbus, rebalanced: set[str],
-           shapes: Mapping[str, Mapping[str, Any]] | None = None,
-           ) -> tuple[Topologies, Cluster, dict[str, Any], dict[str, Any], dict[str, str]]:
-    """The inputs of one pass. ``rebalanced`` topologies are marked so the scheduler reshapes
-    their surviving placement; ``shapes`` overrides storm records (a rebalance tried ahead).
-    Also returns why topologies that cannot be scheduled at all were left out."""
-    state = nimbus.state
-    supervisors = supervisor_details(state.supervisors())
-    storms = state.storms()
-    for tid, shape in (shapes or {}).items():
-        if tid in storms:
-            storms[tid] = {**storms[tid], **shape}
-    stored = state.assignments()
-    details = []
-    errors: dict[str, str] = {}
-    existing: dict[str, SchedulerAssignment] = {}
-    for tid, assignment in stored.items():
-        beats = state.worker_beats(tid)
-        nimbus.beats.observe(tid, beats)
-        base = storms.get(tid)
-        if base is None:
-            continue
-        if base.get("status") in SCHEDULABLE:
-            # after a rebalance too: executors whose task range is unchanged keep their slots
-            existing[tid] = alive_assignment(nimbus, tid, assignment, beats)
-        else:   # killed / rebalancing: keep the slots occupied as they are
-            existing[tid] = SchedulerAssignment.from_executor_node_port(
-                tid, assignment.get("executor_node_port") or {})
-    for tid, base in sorted(storms.items(), key=lambda kv: kv[1].get("launch_time", 0)):
-        if base.get("status") not in SCHEDULABLE:
-            continue
-        loaded = nimbus.topology_of(tid)
-        if loaded is None:
-            continue
-        conf, topology = loaded
-        try:
-            topology = topology.with_parallelism(base.get("component_executors") or {})
-            details.append(details_from_topology(
-                tid, str(base.get("name")), conf, topology,
-                int(base.get("num_workers") or conf.get("topology.workers") or 1),
-                float(base.get("launch_time") or 0), rebalanced=tid in rebalanced))
-        except Exception as exc:  # one bad topology must not stop the others
-            log.error("cannot schedule topology %s: %s", tid, exc)
-            errors[tid] = f"cannot be scheduled: {exc}"
-    topologies = Topologies(details)
-    return topologies, Cluster(supervisors, existing, topologies), storms, stored, errors
-
-
 def _shortfall(cluster: Cluster, topology: Any) -> str | None:
     """Why ``topology`` is not fully placed in ``cluster`` (None when it is)."""
     status = cluster.get_status(topology.id)
@@ -172,105 +129,6 @@ def _shortfall(cluster: Cluster, topology: Any) -> str | None:
     return None
 
 
-def _fully_assigned(nimbus: Nimbus, tid: str, shape: Mapping[str, Any],
-                    assignment: Mapping[str, Any] | None) -> bool:
-    """Whether ``assignment`` places every executor of ``tid`` in the shape ``shape``."""
-    loaded = nimbus.topology_of(tid)
-    if loaded is None or not assignment:
-        return False
-    topology = loaded[1].with_parallelism(shape.get("component_executors") or {})
-    placed = assignment.get("executor_node_port") or {}
-    return all(str(ExecutorDetails(*e)) in placed for e in topology.executor_component())
-
-
-def rebalance_shortfall(nimbus: Nimbus, tid: str, shape: Mapping[str, Any]) -> str | None:
-    """Try a rebalance of running topology ``tid`` to ``shape`` (``num_workers``,
-    ``component_executors``, ``status``) on the cluster as it is now, without writing
-    anything. Returns why it would not be fully placed, or None when it fits (or when the
-    topology is not fully running now, so there is nothing to keep)."""
-    base = nimbus.state.get_storm(tid) or {}
-    if not _fully_assigned(nimbus, tid, base, nimbus.state.get_assignment(tid)):
-        return None
-    topologies, cluster, _storms, _stored, errors = _build(nimbus, {tid}, {tid: shape})
-    if tid in errors:
-        return errors[tid]
-    topology = topologies.get(tid)
-    if topology is None:
-        return None
-    try:
-        nimbus.scheduler.schedule(topologies, cluster)
-    except Exception:  # a scheduler bug: let the pass after the wait deal with it
-        log.exception("the %s scheduler failed trying a rebalance of %s",
-                      nimbus.conf.get("squall.scheduler"), tid)
-        return None
-    return _shortfall(cluster, topology)
-
-
-def schedule_pass(nimbus: Nimbus, fresh: dict[str, Mapping[str, Any]]) -> None:
-    """One pass over every topology. ``fresh`` maps each topology rebalanced since the last
-    pass to its shape before (``num_workers``, ``component_executors``); the scheduler
-    reshapes its surviving placement. A rebalanced topology that was running and cannot be
-    placed in its new shape gets its old shape back (it keeps running where it was, the
-    status reason says why) and the pass is made again. Placed ones leave ``fresh``."""
-    topologies, cluster, storms, stored, errors = _build(nimbus, set(fresh))
-    for tid, reason in errors.items():    # never silently unplaced: the status says why
-        if storms[tid].get("status_reason") != reason:
-            nimbus.state.update_storm(tid, status_reason=reason)
-    try:
-        nimbus.scheduler.schedule(topologies, cluster)
-    except Exception:  # a scheduler bug is logged, nimbus keeps running
-        log.exception("the %s scheduler failed", nimbus.conf.get("squall.scheduler"))
-        return
-    reverted = False
-    for tid in sorted(fresh):
-        topology = topologies.get(tid)
-        why = _shortfall(cluster, topology) if topology is not None else None
-        if why is None:
-            continue
-        before = fresh.pop(tid)
-        if not _fully_assigned(nimbus, tid, before, stored.get(tid)):
-            continue        # nothing was running in the old shape: keep the new one, pending
-        log.warning("rebalance of topology %s not applied, it keeps its placement: %s",
-                    tid, why)
-        nimbus.state.update_storm(tid, num_workers=before.get("num_workers"),
-                                  component_executors=before.get("component_executors"),
-                                  status_reason=NOT_APPLIED + why)
-        reverted = True
-    if reverted:
-        schedule_pass(nimbus, fresh)
-        return
-    for topology in topologies:
-        tid = topology.id
-        rebalanced = fresh.pop(tid, None) is not None
-        _write_assignment(nimbus, tid, cluster, stored.get(tid))
-        _write_status(nimbus, tid, cluster, storms[tid], topology, rebalanced)
-
-
-def _write_assignment(nimbus: Nimbus, tid: str, cluster: Cluster,
-                      old: Mapping[str, Any] | None) -> None:
-    new = cluster.assignment_state(tid)
-    old_enp = (old or {}).get("executor_node_port") or {}
-    if old is not None and old_enp == new["executor_node_port"] and \
-            old.get("node_host") == new["node_host"]:
-        return
-    old_starts = (old or {}).get("executor_start_time_secs") or {}
-    now = int(time.time())
-    # a worker whose executor set changes is restarted by its supervisor: its executors start
-    # again (so they get the launch grace), even those that kept their slot
-    before, after = _worker_sets(old_enp), _worker_sets(new["executor_node_port"])
-    starts = {}
-    for key, slot in new["executor_node_port"].items():
-        same = (old_enp.get(key) == slot and key in old_starts
-                and before.get(tuple(slot)) == after[tuple(slot)])
-        starts[key] = old_starts[key] if same else now
-    record = {"code_dir": str(nimbus.stormdist / tid), **new,
-              "executor_start_time_secs": starts}
-    nimbus.state.set_assignment(tid, record)
-    log.info("topology %s assigned: %d executors on %d workers", tid,
-             len(new["executor_node_port"]),
-             len({tuple(v) for v in new["executor_node_port"].values()}))
-
-
 def _worker_sets(executor_node_port: Mapping[str, Any]) -> dict[tuple[Any, ...], frozenset[str]]:
     out: dict[tuple[Any, ...], set[str]] = {}
     for key, slot in executor_node_port.items():
@@ -278,17 +136,188 @@ def _worker_sets(executor_node_port: Mapping[str, Any]) -> dict[tuple[Any, ...],
     return {slot: frozenset(keys) for slot, keys in out.items()}
 
 
-def _write_status(nimbus: Nimbus, tid: str, cluster: Cluster, base: Mapping[str, Any],
-                  topology: Any, rebalanced: bool = False) -> None:
-    reported = cluster.get_status(tid)
-    status = base.get("status")
-    if reported is not None and reported.status == "pending":
-        if status != "pending" or base.get("status_reason") != reported.reason:
-            nimbus.state.update_storm(tid, status="pending" if status != "inactive" else status,
-                                      status_reason=reported.reason)
-    elif not cluster.unassigned_executors(topology):
-        if status == "pending":
-            nimbus.state.update_storm(tid, status="active", status_reason="")
-        elif base.get("status_reason") and (
-                rebalanced or not str(base["status_reason"]).startswith(NOT_APPLIED)):
-            nimbus.state.update_storm(tid, status_reason="")
+class Scheduling:
+    """Nimbus's scheduling passes (see the module docstring)."""
+
+    def __init__(self, conf: Mapping[str, Any], state: ClusterState, scheduler: Scheduler,
+                 code: CodeStore) -> None:
+        self._state = state
+        self._scheduler = scheduler
+        self._code = code
+        self._scheduler_name = conf.get("squall.scheduler")
+        self._task_timeout = float(conf.get("nimbus.task.timeout.secs") or 30)
+        self._launch_timeout = float(conf.get("nimbus.task.launch.secs") or 120)
+        self._beats = BeatTracker()
+        #: topologies rebalanced since the last pass -> their shape before
+        self._fresh: dict[str, dict[str, Any]] = {}
+
+    def rebalanced(self, topology_id: str, before: Mapping[str, Any]) -> None:
+        """``topology_id`` was just given a new shape; ``before`` is its old one
+        (``num_workers``, ``component_executors``), restored by :meth:`run` if the new one
+        cannot be placed."""
+        self._fresh[topology_id] = dict(before)
+
+    def forget(self, topology_id: str) -> None:
+        """Drop what is remembered of ``topology_id`` (it was killed)."""
+        self._beats.forget(topology_id)
+        self._fresh.pop(topology_id, None)
+
+    def _build(self, rebalanced: set[str], shapes: Mapping[str, Mapping[str, Any]] | None = None,
+               ) -> tuple[Topologies, Cluster, dict[str, Any], dict[str, Any], dict[str, str]]:
+        """The inputs of one pass. ``rebalanced`` topologies are marked so the scheduler
+        reshapes their surviving placement; ``shapes`` overrides storm records (a rebalance
+        tried ahead). Also returns why topologies that cannot be scheduled at all were left
+        out."""
+        state = self._state
+        supervisors = supervisor_details(state.supervisors())
+        storms = state.storms()
+        for tid, shape in (shapes or {}).items():
+            if tid in storms:
+                storms[tid] = {**storms[tid], **shape}
+        stored = state.assignments()
+        details = []
+        errors: dict[str, str] = {}
+        existing: dict[str, SchedulerAssignment] = {}
+        for tid, assignment in stored.items():
+            beats = state.worker_beats(tid)
+            self._beats.observe(tid, beats)
+            base = storms.get(tid)
+            if base is None:
+                continue
+            if base.get("status") in SCHEDULABLE:
+                # after a rebalance too: executors whose task range is unchanged keep their slots
+                existing[tid] = alive_assignment(self._beats, tid, assignment, beats,
+                                                 task_timeout=self._task_timeout,
+                                                 launch_timeout=self._launch_timeout)
+            else:   # killed / rebalancing: keep the slots occupied as they are
+                existing[tid] = SchedulerAssignment.from_executor_node_port(
+                    tid, assignment.get("executor_node_port") or {})
+        for tid, base in sorted(storms.items(), key=lambda kv: kv[1].get("launch_time", 0)):
+            if base.get("status") not in SCHEDULABLE:
+                continue
+            loaded = self._code.topology_of(tid)
+            if loaded is None:
+                continue
+            conf, topology = loaded
+            try:
+                topology = topology.with_parallelism(base.get("component_executors") or {})
+                details.append(details_from_topology(
+                    tid, str(base.get("name")), conf, topology,
+                    int(base.get("num_workers") or conf.get("topology.workers") or 1),
+                    float(base.get("launch_time") or 0), rebalanced=tid in rebalanced))
+            except Exception as exc:  # one bad topology must not stop the others
+                log.error("cannot schedule topology %s: %s", tid, exc)
+                errors[tid] = f"cannot be scheduled: {exc}"
+        topologies = Topologies(details)
+        return topologies, Cluster(supervisors, existing, topologies), storms, stored, errors
+
+    def _fully_assigned(self, tid: str, shape: Mapping[str, Any],
+                        assignment: Mapping[str, Any] | None) -> bool:
+        """Whether ``assignment`` places every executor of ``tid`` in the shape ``shape``."""
+        loaded = self._code.topology_of(tid)
+        if loaded is None or not assignment:
+            return False
+        topology = loaded[1].with_parallelism(shape.get("component_executors") or {})
+        placed = assignment.get("executor_node_port") or {}
+        return all(str(ExecutorDetails(*e)) in placed for e in topology.executor_component())
+
+    def shortfall(self, tid: str, shape: Mapping[str, Any]) -> str | None:
+        """Try a rebalance of running topology ``tid`` to ``shape`` (``num_workers``,
+        ``component_executors``, ``status``) on the cluster as it is now, without writing
+        anything. Returns why it would not be fully placed, or None when it fits (or when the
+        topology is not fully running now, so there is nothing to keep)."""
+        base = self._state.get_storm(tid) or {}
+        if not self._fully_assigned(tid, base, self._state.get_assignment(tid)):
+            return None
+        topologies, cluster, _storms, _stored, errors = self._build({tid}, {tid: shape})
+        if tid in errors:
+            return errors[tid]
+        topology = topologies.get(tid)
+        if topology is None:
+            return None
+        try:
+            self._scheduler.schedule(topologies, cluster)
+        except Exception:  # a scheduler bug: let the pass after the wait deal with it
+            log.exception("the %s scheduler failed trying a rebalance of %s",
+                          self._scheduler_name, tid)
+            return None
+        return _shortfall(cluster, topology)
+
+    def run(self) -> None:
+        """One pass over every topology. Each topology :meth:`rebalanced` since the last pass
+        has its surviving placement reshaped by the scheduler; one that was running and cannot
+        be placed in its new shape gets its old shape back (it keeps running where it was, the
+        status reason says why) and the pass is made again. Placed ones are forgotten as
+        rebalanced."""
+        fresh = self._fresh
+        topologies, cluster, storms, stored, errors = self._build(set(fresh))
+        for tid, reason in errors.items():    # never silently unplaced: the status says why
+            if storms[tid].get("status_reason") != reason:
+                self._state.update_storm(tid, status_reason=reason)
+        try:
+            self._scheduler.schedule(topologies, cluster)
+        except Exception:  # a scheduler bug is logged, nimbus keeps running
+            log.exception("the %s scheduler failed", self._scheduler_name)
+            return
+        reverted = False
+        for tid in sorted(fresh):
+            topology = topologies.get(tid)
+            why = _shortfall(cluster, topology) if topology is not None else None
+            if why is None:
+                continue
+            before = fresh.pop(tid)
+            if not self._fully_assigned(tid, before, stored.get(tid)):
+                continue        # nothing was running in the old shape: keep the new one, pending
+            log.warning("rebalance of topology %s not applied, it keeps its placement: %s",
+                        tid, why)
+            self._state.update_storm(tid, num_workers=before.get("num_workers"),
+                                     component_executors=before.get("component_executors"),
+                                     status_reason=NOT_APPLIED + why)
+            reverted = True
+        if reverted:
+            self.run()
+            return
+        for topology in topologies:
+            tid = topology.id
+            rebalanced = fresh.pop(tid, None) is not None
+            self._write_assignment(tid, cluster, stored.get(tid))
+            self._write_status(tid, cluster, storms[tid], topology, rebalanced)
+
+    def _write_assignment(self, tid: str, cluster: Cluster,
+                          old: Mapping[str, Any] | None) -> None:
+        new = cluster.assignment_state(tid)
+        old_enp = (old or {}).get("executor_node_port") or {}
+        if old is not None and old_enp == new["executor_node_port"] and \
+                old.get("node_host") == new["node_host"]:
+            return
+        old_starts = (old or {}).get("executor_start_time_secs") or {}
+        now = int(time.time())
+        # a worker whose executor set changes is restarted by its supervisor: its executors
+        # start again (so they get the launch grace), even those that kept their slot
+        before, after = _worker_sets(old_enp), _worker_sets(new["executor_node_port"])
+        starts = {}
+        for key, slot in new["executor_node_port"].items():
+            same = (old_enp.get(key) == slot and key in old_starts
+                    and before.get(tuple(slot)) == after[tuple(slot)])
+            starts[key] = old_starts[key] if same else now
+        record = {"code_dir": str(self._code.directory(tid)), **new,
+                  "executor_start_time_secs": starts}
+        self._state.set_assignment(tid, record)
+        log.info("topology %s assigned: %d executors on %d workers", tid,
+                 len(new["executor_node_port"]),
+                 len({tuple(v) for v in new["executor_node_port"].values()}))
+
+    def _write_status(self, tid: str, cluster: Cluster, base: Mapping[str, Any],
+                      topology: Any, rebalanced: bool = False) -> None:
+        reported = cluster.get_status(tid)
+        status = base.get("status")
+        if reported is not None and reported.status == "pending":
+            if status != "pending" or base.get("status_reason") != reported.reason:
+                self._state.update_storm(tid, status="pending" if status != "inactive"
+                                         else status, status_reason=reported.reason)
+        elif not cluster.unassigned_executors(topology):
+            if status == "pending":
+                self._state.update_storm(tid, status="active", status_reason="")
+            elif base.get("status_reason") and (
+                    rebalanced or not str(base["status_reason"]).startswith(NOT_APPLIED)):
+                self._state.update_storm(tid, status_reason="")

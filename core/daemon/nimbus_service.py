@@ -1,6 +1,9 @@
-"""The gRPC face of :class:`~squall.daemon.nimbus.Nimbus` (service ``squall.nimbus.Nimbus``).
+"""The gRPC face of nimbus (service ``squall.nimbus.Nimbus``).
 
-Each handler runs on a gRPC worker thread, calls the nimbus and maps squall errors to status
+Writes go to :class:`~squall.daemon.nimbus_topologies.TopologyLifecycle`, reads to
+:class:`~squall.daemon.nimbus_info.NimbusReads`; this module only translates between protobuf
+messages and them. Each handler runs on a gRPC worker thread, calls one of the two and maps
+squall errors to status
 codes with the error's message and class name in the trailing metadata (``squall-error``), which
 :mod:`squall.daemon.nimbus_client` turns back into the same exception: NotAliveError ->
 NOT_FOUND, AlreadyAliveError -> ALREADY_EXISTS, TopologyError / ConfigError -> INVALID_ARGUMENT,
@@ -13,13 +16,16 @@ import functools
 import json
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
 from squall.daemon._proto import nimbus_pb2 as pb
 from squall.daemon._proto import nimbus_pb2_grpc as pb_grpc
 from squall.daemon.nimbus_client import CHUNK_BYTES, ERROR_KEY, LEADER_KEY
+from squall.daemon.nimbus_info import NimbusReads
+from squall.daemon.nimbus_leader import NotLeaderError
+from squall.daemon.nimbus_topologies import TopologyLifecycle
 from squall.errors import (
     AlreadyAliveError,
     ConfigError,
@@ -28,15 +34,11 @@ from squall.errors import (
     TopologyError,
 )
 
-if TYPE_CHECKING:
-    from squall.daemon.nimbus import Nimbus
-
 log = logging.getLogger(__name__)
 MAX_UPLOAD_BYTES = 1 << 30
 
 
 def _code_for(exc: SquallError) -> grpc.StatusCode:
-    from squall.daemon.nimbus import NotLeaderError
     if isinstance(exc, NotLeaderError):
         return grpc.StatusCode.FAILED_PRECONDITION
     if isinstance(exc, NotAliveError):
@@ -54,7 +56,6 @@ def _mapped(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return method(self, request, context)
         except SquallError as exc:
-            from squall.daemon.nimbus import NotLeaderError
             meta = [(ERROR_KEY, type(exc).__name__)]
             if isinstance(exc, NotLeaderError):
                 meta.append((LEADER_KEY, exc.leader))
@@ -67,8 +68,11 @@ def _mapped(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class NimbusService(pb_grpc.NimbusServicer):
-    def __init__(self, nimbus: Nimbus) -> None:
-        self.nimbus = nimbus
+    """The servicer: ``topologies`` takes the writes, ``reads`` answers the rest."""
+
+    def __init__(self, topologies: TopologyLifecycle, reads: NimbusReads) -> None:
+        self._topologies = topologies
+        self._reads = reads
 
     @_mapped
     def SubmitTopology(self, request_iterator: Iterator[pb.SubmitChunk],
@@ -93,56 +97,48 @@ class NimbusService(pb_grpc.NimbusServicer):
             raise TopologyError(f"submit carried malformed JSON: {exc}") from exc
         if not isinstance(conf, dict) or not isinstance(topology, dict):
             raise TopologyError("submit conf and topology must be JSON objects")
-        tid = self.nimbus.submit(header.name, conf, topology, b"".join(parts))
+        tid = self._topologies.submit(header.name, conf, topology, b"".join(parts))
         return pb.SubmitReply(topology_id=tid)
 
     @_mapped
     def KillTopology(self, request: pb.KillRequest, context: grpc.ServicerContext) -> pb.Empty:
-        self.nimbus.kill(request.name, request.wait_secs if request.has_wait else None)
+        self._topologies.kill(request.name, request.wait_secs if request.has_wait else None)
         return pb.Empty()
 
     @_mapped
     def Activate(self, request: pb.NameRequest, context: grpc.ServicerContext) -> pb.Empty:
-        self.nimbus.set_active(request.name, True)
+        self._topologies.set_active(request.name, True)
         return pb.Empty()
 
     @_mapped
     def Deactivate(self, request: pb.NameRequest, context: grpc.ServicerContext) -> pb.Empty:
-        self.nimbus.set_active(request.name, False)
+        self._topologies.set_active(request.name, False)
         return pb.Empty()
 
     @_mapped
     def Rebalance(self, request: pb.RebalanceRequest, context: grpc.ServicerContext) -> pb.Empty:
-        self.nimbus.rebalance(request.name, request.wait_secs if request.has_wait else None,
-                              request.num_workers or None, dict(request.executors))
+        self._topologies.rebalance(request.name,
+                                   request.wait_secs if request.has_wait else None,
+                                   request.num_workers or None, dict(request.executors))
         return pb.Empty()
 
     @_mapped
     def GetClusterInfo(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.ClusterInfo:
-        nimbus = self.nimbus
-        used: dict[str, set[int]] = {}
-        for a in nimbus.state.assignments().values():
-            for node, port in (a.get("executor_node_port") or {}).values():
-                used.setdefault(str(node), set()).add(int(port))
-        sups = [pb.SupervisorSummary(id=sid, hostname=str(info.get("hostname", "")),
-                                     ports=[int(p) for p in info.get("ports") or ()],
-                                     used_ports=sorted(used.get(sid, ())),
-                                     uptime_secs=int(info.get("uptime_secs") or 0))
-                for sid, info in sorted(nimbus.state.supervisors().items())]
-        tops = [pb.TopologySummary(**s) for s in nimbus.topology_summaries()]
-        return pb.ClusterInfo(topologies=tops, supervisors=sups,
-                              nimbuses=sorted(nimbus.state.nimbuses()),
-                              leader=nimbus.leader_address())
+        summary = self._reads.cluster_summary()
+        return pb.ClusterInfo(topologies=[pb.TopologySummary(**t) for t in summary["topologies"]],
+                              supervisors=[pb.SupervisorSummary(**s)
+                                           for s in summary["supervisors"]],
+                              nimbuses=summary["nimbuses"], leader=summary["leader"])
 
     @_mapped
     def GetTopologyInfo(self, request: pb.NameRequest,
                         context: grpc.ServicerContext) -> pb.TopologyInfoReply:
-        return pb.TopologyInfoReply(info_json=json.dumps(self.nimbus.topology_info(request.name)))
+        return pb.TopologyInfoReply(info_json=json.dumps(self._reads.topology_info(request.name)))
 
     @_mapped
     def Download(self, request: pb.DownloadRequest,
                  context: grpc.ServicerContext) -> Iterator[pb.Chunk]:
-        path = self.nimbus.package_file(request.topology_id, request.file)
+        path = self._reads.package_file(request.topology_id, request.file)
         data = path.read_bytes()
         return iter([pb.Chunk(data=data[i:i + CHUNK_BYTES])
                      for i in range(0, max(len(data), 1), CHUNK_BYTES)])

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from squall.api.target import is_file_path, load_target, split_target
 from squall.errors import SquallError, TopologyError
 
 CONF_FILE = "stormconf.json"
@@ -56,7 +57,7 @@ class Submission:
 
 def _code_location(path: str) -> tuple[Path, str]:
     """(directory to zip, arcname prefix) for the module part of a target."""
-    if path.endswith(".py") or "/" in path or os.sep in path:
+    if is_file_path(path):
         file = Path(path)
         if not file.is_file():
             raise TopologyError(f"no such file: {path}")
@@ -79,8 +80,6 @@ def _code_location(path: str) -> tuple[Path, str]:
 
 def prepare_submission(target: str) -> Submission:
     """Load ``target`` and find its code directory (see the module docstring)."""
-    from squall.cli.target import load_target, split_target
-
     path, attr = split_target(target)
     code_dir, prefix = _code_location(path)
     topology = load_target(target)

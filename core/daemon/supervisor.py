@@ -112,8 +112,14 @@ class Supervisor:
         self.local.save()
 
     def wait(self) -> None:
+        """Block until :meth:`request_stop` or :meth:`stop`."""
         while not self._stop.wait(1.0):
             pass
+
+    def request_stop(self) -> None:
+        """Make :meth:`wait` return and the loops end (safe from a signal handler); call
+        :meth:`stop` after it to join them and disconnect."""
+        self._stop.set()
 
     # -- registration -------------------------------------------------------------------------
     def register(self) -> None:

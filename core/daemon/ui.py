@@ -71,7 +71,7 @@ class UiServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    # -- daemon protocol (see squall.cli.cluster._run_daemon) ----------------------------------
+    # -- daemon lifecycle: start, wait until request_stop, stop ---------------------------------
     def start(self) -> int:
         """Bind and serve; returns the port (useful with ``ui.port: 0``)."""
         ui = self
@@ -93,7 +93,12 @@ class UiServer:
         return self.port
 
     def wait(self) -> None:
+        """Block until :meth:`request_stop` or :meth:`stop`."""
         self._stop.wait()
+
+    def request_stop(self) -> None:
+        """Make :meth:`wait` return (safe from a signal handler); :meth:`stop` shuts down."""
+        self._stop.set()
 
     def stop(self) -> None:
         self._stop.set()
@@ -147,7 +152,7 @@ class UiServer:
         elif action == "kill":
             self.client.kill_topology(name, wait)
         else:
-            from squall.cli.cluster import parse_executors
+            from squall.daemon.nimbus_client import parse_executors
             items = [i for raw in query.get("executors") or [] for i in raw.split(",") if i]
             try:
                 executors = parse_executors(items)

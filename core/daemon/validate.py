@@ -6,14 +6,36 @@ component of the right kind, checks each component's resources (``set_resources`
 the ``topology.component.*`` defaults), runs the ``squall_validate_topology`` hooks, and exits 0. On a
 problem it prints one line ``squall-validate: <message>`` on stderr and exits 1. A user's bad code
 (missing module, syntax error, a module raising at import) can therefore never affect nimbus.
+Nimbus's side is :func:`check_in_subprocess`.
 """
 from __future__ import annotations
 
+import subprocess
 import sys
 import traceback
 from typing import Any
 
 PREFIX = "squall-validate: "
+#: how long loading a submitted topology may take
+TIMEOUT_SECS = 120
+
+
+def check_in_subprocess(directory: str, timeout: float = TIMEOUT_SECS) -> None:
+    """Run this module on ``directory`` in a child process (cwd ``directory``); raise
+    TopologyError with its one-line complaint, or saying it took more than ``timeout`` s.
+    Blocks the calling thread while the child runs."""
+    from squall.errors import TopologyError
+    try:
+        proc = subprocess.run([sys.executable, "-m", "squall.daemon.validate", directory],
+                              cwd=directory, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise TopologyError(f"loading the topology took more than {timeout:g} s") from exc
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(PREFIX)]
+        msg = lines[-1][len(PREFIX):] if lines else (proc.stderr.strip().splitlines() or
+                                                    ["the topology could not be loaded"])[-1]
+        raise TopologyError(msg)
 
 
 def check(directory: str) -> None:

@@ -128,15 +128,9 @@ class Cluster:
     def get_supervisor(self, supervisor_id: str) -> SupervisorDetails | None:
         return self._supervisors.get(supervisor_id)
 
-    def supervisors_on_host(self, host: str) -> list[SupervisorDetails]:
-        return [s for s in self._supervisors.values() if s.host == host]
-
     @property
     def topologies(self) -> Topologies:
         return self._topologies
-
-    def all_slots(self) -> list[WorkerSlot]:
-        return [slot for sup in self._supervisors.values() for slot in sup.slots()]
 
     def available_slots(self, supervisor: str | None = None) -> list[WorkerSlot]:
         """Free slots, sorted by (supervisor id, port); only those of supervisor id

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 
 import pytest
 
-from squall.cli.cluster import parse_executors, submitted_conf
-from squall.daemon.nimbus import topology_conf
-from squall.daemon.nimbus_client import seed_addresses
+from squall.cli.cluster import submitted_conf
+from squall.daemon.nimbus_client import parse_executors, seed_addresses
 from squall.daemon.nimbus_schedule import BeatTracker, alive_assignment
+from squall.daemon.nimbus_topologies import topology_conf
 from squall.errors import ConfigError
 
 
@@ -40,11 +39,6 @@ def test_parse_executors():
             parse_executors(bad)
 
 
-def _nimbus(beats: BeatTracker):
-    return SimpleNamespace(conf={"nimbus.task.timeout.secs": 5, "nimbus.task.launch.secs": 30},
-                           beats=beats)
-
-
 def test_executors_are_alive_while_launching_or_beating():
     now = time.time()
     assignment = {"executor_node_port": {"[1, 1]": ["s", 1], "[2, 2]": ["s", 2],
@@ -54,7 +48,7 @@ def test_executors_are_alive_while_launching_or_beating():
     beats = {"s-2": {"time_secs": 1, "executors": {"[2, 2]": {}}}}
     tracker = BeatTracker()
     tracker.observe("t", beats)
-    alive = alive_assignment(_nimbus(tracker), "t", assignment, beats)
+    alive = alive_assignment(tracker, "t", assignment, beats, task_timeout=5, launch_timeout=30)
     # [1, 1] is still launching; [2, 2] beats; [3, 3] is old and never beat
     assert sorted(str(e) for e in alive.executors()) == ["[1, 1]", "[2, 2]"]
 

@@ -4,14 +4,15 @@ running topology down (refused up front, or the old shape kept if capacity went 
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from squall import Bolt, Spout, TopologyBuilder, drivers
-from squall.daemon.nimbus import Nimbus
-from squall.daemon.nimbus_schedule import NOT_APPLIED, schedule_pass
+from squall.daemon import packaging
+from squall.daemon.nimbus_code import CodeStore
+from squall.daemon.nimbus_schedule import NOT_APPLIED, Scheduling
+from squall.daemon.nimbus_topologies import TopologyLifecycle
 from squall.errors import TopologyError
 from squall.state.cluster_state import SUPERVISORS, ClusterState
 
@@ -41,23 +42,36 @@ def _topology() -> Any:
     return b.create_topology()           # 10 executors, tasks 1..10
 
 
+def _store_package(directory: Any, topology: Any) -> None:
+    """What a submit leaves in nimbus's code store (the code itself is never read here)."""
+    directory.mkdir(parents=True)
+    packaging.write_json(directory / packaging.CONF_FILE, {})
+    packaging.write_json(directory / packaging.TOPOLOGY_FILE, topology.to_json())
+    (directory / packaging.CODE_FILE).write_bytes(b"")
+
+
 class Harness:
+    """The leader's parts of a nimbus (code store, scheduling, topology lifecycle) on the
+    memory state store, without the gRPC server and the threads."""
+
     def __init__(self, scheduler: str, tmp_path: Any) -> None:
         conf = {"squall.scheduler": scheduler, "squall.state": "memory",
                 "storm.local.dir": str(tmp_path), "topology.message.timeout.secs": 0}
-        self.nimbus = Nimbus(conf)
-        self.nimbus.store = drivers.driver("state", conf)
-        self.nimbus.store.start()
-        self.nimbus.state = self.state = ClusterState(self.nimbus.store, conf)
+        self.store = drivers.driver("state", conf)
+        self.store.start()
+        self.state = ClusterState(self.store, conf)
         self.state.setup()
-        self.nimbus.scheduler = drivers.driver("scheduler", conf)
-        self.nimbus.election = SimpleNamespace(is_leader=True)
-        topology = _topology()
-        self.nimbus._topologies[TID] = (conf, topology)
+        code = CodeStore(tmp_path / "nimbus", conf)
+        code.prepare()
+        _store_package(code.directory(TID), _topology())
+        self.topology = code.topology_of(TID)[1]
+        scheduling = Scheduling(conf, self.state, drivers.driver("scheduler", conf), code)
+        self.topologies = TopologyLifecycle(conf, self.state, code, scheduling,
+                                            require_leader=lambda: None, wake=lambda: None)
         self.state.set_storm(TID, {
             "name": "wc", "launch_time": 1000, "status": "active", "status_reason": "",
             "num_workers": 2, "component_executors": {c: s.parallelism
-                                                      for c, s in topology.components.items()}})
+                                                      for c, s in self.topology.components.items()}})
 
     def supervisor(self, sid: str, ports: int = 4, resources: dict[str, int] = ROOMY) -> None:
         self.state.register_supervisor(sid, {"hostname": f"host-{sid}",
@@ -65,9 +79,7 @@ class Harness:
                                              "resources": resources})
 
     def schedule(self) -> None:
-        with self.nimbus.lock:
-            self.nimbus._finish_transitions()
-            schedule_pass(self.nimbus, self.nimbus._fresh)
+        self.topologies.monitor_pass()
 
     def placement(self) -> dict[str, tuple[str, int]]:
         got = self.state.get_assignment(TID) or {}
@@ -77,7 +89,7 @@ class Harness:
         return self.state.get_storm(TID) or {}
 
     def rebalance(self, **kwargs: Any) -> None:
-        self.nimbus.rebalance("wc", wait_secs=0, **kwargs)
+        self.topologies.rebalance("wc", wait_secs=0, **kwargs)
         self.schedule()
 
 
@@ -89,7 +101,7 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
     h.schedule()
     assert len(h.placement()) == 10 and len(set(h.placement().values())) == 2
     yield h
-    h.nimbus.store.close()
+    h.store.close()
 
 
 def _moved(before: dict[str, Any], after: dict[str, Any]) -> int:
@@ -142,7 +154,7 @@ def test_a_rebalance_that_cannot_fit_is_refused_and_the_topology_keeps_running(t
     before = h.placement()
     assert len(before) == 10
     with pytest.raises(TopologyError) as err:
-        h.nimbus.rebalance("wc", wait_secs=0, num_workers=6)
+        h.topologies.rebalance("wc", wait_secs=0, num_workers=6)
     message = str(err.value)
     assert "\n" not in message
     assert "does not fit" in message and "needs 2 more worker slots (have 2, need 4)" in message
@@ -151,7 +163,7 @@ def test_a_rebalance_that_cannot_fit_is_refused_and_the_topology_keeps_running(t
     assert h.placement() == before
     assert h.storm()["status"] == "active" and h.storm()["num_workers"] == 2
     assert not h.storm().get("rebalance")
-    h.nimbus.store.close()
+    h.store.close()
 
 
 def test_capacity_lost_during_the_wait_keeps_the_old_shape_and_placement(tmp_path):
@@ -161,7 +173,7 @@ def test_capacity_lost_during_the_wait_keeps_the_old_shape_and_placement(tmp_pat
     h.schedule()
     before = h.placement()
     spare = ({"s1", "s2", "s3"} - {node for node, _ in before.values()}).pop()
-    h.nimbus.rebalance("wc", wait_secs=0, num_workers=3, executors={"count": 2})  # fits now
+    h.topologies.rebalance("wc", wait_secs=0, num_workers=3, executors={"count": 2})  # fits now
     h.state.store.delete(f"{SUPERVISORS}/{spare}")      # ... but the spare node goes away
     h.schedule()
     storm = h.storm()
@@ -174,18 +186,18 @@ def test_capacity_lost_during_the_wait_keeps_the_old_shape_and_placement(tmp_pat
     h.supervisor(spare, ports=1)
     h.rebalance(num_workers=3)
     assert len(set(h.placement().values())) == 3 and h.storm()["status_reason"] == ""
-    h.nimbus.store.close()
+    h.store.close()
 
 
 def test_a_topology_whose_resources_cannot_be_read_says_so_in_its_status(tmp_path):
     h = Harness("even", tmp_path)
     h.supervisor("s1")
-    h.nimbus._topologies[TID][1].components["split"].resources["cpu"] = True  # past submit
+    h.topology.components["split"].resources["cpu"] = True  # past submit
     h.schedule()
     assert h.placement() == {}
     assert h.storm()["status_reason"] == ("cannot be scheduled: resource cpu must be a "
                                           "non-negative number, got True")
-    h.nimbus.store.close()
+    h.store.close()
 
 
 def test_only_executors_of_untouched_workers_keep_their_start_time(cluster):

@@ -1,4 +1,12 @@
-"""Resolving ``TARGET`` (``path/to/file.py:attr`` or ``package.module:attr``) to a Topology."""
+"""Resolving a topology target, ``path/to/file.py:attr`` or ``package.module:attr``.
+
+The one place that says what a target looks like: ``squall local`` runs what it names,
+``squall submit`` (through :mod:`squall.daemon.packaging`) also ships the code around it.
+:func:`split_target` splits it, :func:`is_file_path` tells a file from a dotted module,
+:func:`load_module` imports the module part and :func:`load_target` returns the Topology (calling
+the attribute first when it is a function). Runs on the caller's thread; blocks only on the
+import. Every problem is one :class:`~squall.errors.TopologyError` line naming it.
+"""
 from __future__ import annotations
 
 import importlib
@@ -14,6 +22,7 @@ from squall.errors import SquallError, TopologyError
 
 
 def split_target(target: str) -> tuple[str, str]:
+    """``(module part, attribute)`` of ``target``; TopologyError when it has no ``:attr``."""
     path, sep, attr = target.rpartition(":")
     if not sep or not path or not attr:
         hint = f" (e.g. '{target}:topology')" if not sep and target else ""
@@ -22,9 +31,15 @@ def split_target(target: str) -> tuple[str, str]:
     return path, attr
 
 
+def is_file_path(path: str) -> bool:
+    """Whether a target's module part names a ``.py`` file rather than a dotted module."""
+    return path.endswith(".py") or os.sep in path or "/" in path
+
+
 def load_module(path: str) -> Any:
-    """Import a ``.py`` file (its directory goes first on sys.path) or a dotted module."""
-    if path.endswith(".py") or os.sep in path or "/" in path:
+    """Import a ``.py`` file (its directory goes first on sys.path) or a dotted module (the
+    working directory goes on sys.path); TopologyError naming what went wrong."""
+    if is_file_path(path):
         file = Path(path)
         if not file.is_file():
             raise TopologyError(f"no such file: {path}")

@@ -1,0 +1,215 @@
+"""The leader's topology commands and the transitions they start.
+
+``submit`` validates a package (in a throw-away process), stores it in the code store and
+writes ``/storms/<id>``; ``kill``, ``activate`` / ``deactivate`` and ``rebalance`` change that
+record. A kill or a rebalance waits first (its topology deactivated); :meth:`TopologyLifecycle.monitor_pass`
+finishes them when due, runs the scheduling pass and removes what dead topologies left in
+ZooKeeper (API.md section 9).
+
+Commands run on gRPC handler threads, ``monitor_pass`` on the monitor thread; this part owns
+the lock that serializes every write and scheduling pass. Commands raise
+:class:`~squall.daemon.nimbus_leader.NotLeaderError` on a standby, NotAliveError,
+AlreadyAliveError, TopologyError or ConfigError for a request nimbus refuses.
+"""
+from __future__ import annotations
+
+import getpass
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from squall.api.topology import Topology
+from squall.daemon import validate
+from squall.daemon.nimbus_code import CodeStore
+from squall.daemon.nimbus_info import live_topology
+from squall.daemon.nimbus_schedule import Scheduling
+from squall.errors import AlreadyAliveError, TopologyError
+from squall.state.cluster_state import ClusterState
+
+log = logging.getLogger(__name__)
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: conf keys a submitted topology may not set (they belong to the machines running it)
+DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "squall.state")
+
+
+def topology_conf(submitted: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a submitted conf a topology may set (daemon keys dropped)."""
+    return {k: v for k, v in submitted.items() if not k.startswith(DAEMON_PREFIXES)}
+
+
+class TopologyLifecycle:
+    """Submit, kill, activate / deactivate and rebalance topologies (see the module docstring).
+
+    Collaborators: the daemon's ``conf``, the cluster ``state``, the ``code`` store, the
+    ``scheduling`` passes, ``require_leader`` (raises NotLeaderError on a standby) and
+    ``wake`` (asks the monitor thread for a pass now).
+    """
+
+    def __init__(self, conf: Mapping[str, Any], state: ClusterState, code: CodeStore,
+                 scheduling: Scheduling, require_leader: Callable[[], None],
+                 wake: Callable[[], None]) -> None:
+        self._conf = dict(conf)
+        self._state = state
+        self._code = code
+        self._scheduling = scheduling
+        self._require_leader = require_leader
+        self._wake = wake
+        self._lock = threading.RLock()
+
+    # -- commands (gRPC handler threads) ------------------------------------------------------
+    def submit(self, name: str, conf: dict[str, Any], topology_json: dict[str, Any],
+               code: bytes) -> str:
+        """Validate and store a topology; returns its id. AlreadyAliveError, TopologyError."""
+        from squall import config
+        from squall.runtime.system import add_system_components
+        self._require_leader()
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise TopologyError(f"invalid topology name {name!r}: use letters, digits, "
+                                "'_', '.' and '-'")
+        tconf = {**topology_conf(conf), "topology.name": name}
+        merged = {**self._conf, **tconf}
+        config.validate(merged, warn=False)
+        try:
+            topology = Topology.from_json(topology_json, resolve=False)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TopologyError(f"malformed topology description: {exc!r}") from exc
+        full = add_system_components(topology, merged)
+        with self._code.staged(tconf, full.to_json(), code) as staged:
+            validate.check_in_subprocess(str(staged))
+            with self._lock:
+                self._require_leader()
+                if self._state.find_topology_id(name) is not None:
+                    raise AlreadyAliveError(f"topology {name!r} is already running")
+                counter = self._code.next_counter(self._state.topology_ids())
+                tid = f"{name}-{counter}-{int(time.time())}"
+                self._code.install(staged, tid)
+                workers = int(merged.get("topology.workers") or 1)
+                self._state.set_storm(tid, {
+                    "name": name, "launch_time": int(time.time()), "status": "active",
+                    "status_reason": "", "num_workers": workers, "owner": _owner(),
+                    "component_executors": {c: s.parallelism
+                                            for c, s in sorted(full.components.items())}})
+        from squall.plugin_manager import get_plugin_manager
+        get_plugin_manager().hook.squall_topology_submitted(name=name, topology_id=tid,
+                                                            conf=merged)
+        log.info("submitted topology %s", tid)
+        self._wake()
+        return tid
+
+    def kill(self, name: str, wait_secs: float | None = None) -> None:
+        """Deactivate now; remove everything after ``wait_secs`` (default: the topology's
+        ``topology.message.timeout.secs``)."""
+        self._require_leader()
+        with self._lock:
+            tid, base = live_topology(self._state, name)
+            if wait_secs is None:
+                loaded = self._code.topology_of(tid)
+                conf = loaded[0] if loaded else self._conf
+                wait_secs = float(conf.get("topology.message.timeout.secs") or 30)
+            self._state.update_storm(tid, status="killed",
+                                     kill_time=time.time() + max(0.0, float(wait_secs)))
+        log.info("killing topology %s in %.0f s", tid, wait_secs)
+        self._wake()
+
+    def set_active(self, name: str, active: bool) -> None:
+        """Activate or deactivate the topology's spouts; TopologyError while it rebalances.
+        Activating a pending topology is a no-op (it activates once placed)."""
+        self._require_leader()
+        with self._lock:
+            tid, base = live_topology(self._state, name)
+            if base.get("status") == "rebalancing":
+                raise TopologyError(f"topology {name!r} is rebalancing; try again after it")
+            status = "active" if active else "inactive"
+            if base.get("status") == "pending" and active:
+                return
+            self._state.update_storm(tid, status=status)
+
+    def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
+                  executors: dict[str, int] | None = None) -> None:
+        """Deactivate, wait, re-place with new parallelism / workers, restore the status.
+
+        The scheduler keeps the surviving placement and moves as few executors as it can. A
+        rebalance of a running topology that would not fit on the cluster as it is now is
+        refused with a TopologyError naming the shortfall (the topology keeps running)."""
+        self._require_leader()
+        with self._lock:
+            tid, base = live_topology(self._state, name)
+            if base.get("status") == "rebalancing":
+                raise TopologyError(f"topology {name!r} is already rebalancing")
+            loaded = self._code.topology_of(tid)
+            if loaded is None:
+                raise TopologyError(f"nimbus has no package for topology {tid}")
+            conf, topology = loaded
+            current = topology.with_parallelism(base.get("component_executors") or {})
+            changed = current.with_parallelism(dict(executors or {}))   # validates the names
+            if num_workers is not None and int(num_workers) < 1:
+                raise TopologyError("rebalance: workers must be >= 1")
+            if wait_secs is None:
+                wait_secs = float(conf.get("topology.message.timeout.secs") or 30)
+            previous = "inactive" if base.get("status") == "inactive" else "active"
+            shape = {"status": previous,
+                     "num_workers": int(num_workers or base.get("num_workers") or 1),
+                     "component_executors": {c: s.parallelism
+                                             for c, s in sorted(changed.components.items())}}
+            short = self._scheduling.shortfall(tid, shape)
+            if short is not None:    # refuse rather than stop a running topology
+                raise TopologyError(f"rebalance of {name!r} does not fit: {short}; the topology "
+                                    "keeps running as it is")
+            self._state.update_storm(tid, status="rebalancing", rebalance={
+                "due": time.time() + max(0.0, float(wait_secs)),
+                "previous": previous, "num_workers": shape["num_workers"],
+                "component_executors": shape["component_executors"]})
+        self._wake()
+
+    # -- periodic work (the leader's monitor thread) ------------------------------------------
+    def monitor_pass(self) -> None:
+        """Under the lock: finish the kills and rebalances that are due, run a scheduling
+        pass, remove ZooKeeper nodes of topologies that are gone."""
+        with self._lock:
+            self._finish_transitions()
+            self._scheduling.run()
+            self._clean_orphans()
+
+    def _finish_transitions(self) -> None:
+        now = time.time()
+        for tid, base in self._state.storms().items():
+            if base.get("status") == "killed" and float(base.get("kill_time") or 0) <= now:
+                self._state.remove_topology(tid)
+                self._scheduling.forget(tid)
+                self._code.forget(tid)
+                from squall.plugin_manager import get_plugin_manager
+                get_plugin_manager().hook.squall_topology_killed(name=base.get("name", ""),
+                                                                 topology_id=tid)
+                log.info("topology %s killed", tid)
+            plan = base.get("rebalance")
+            if base.get("status") == "rebalancing" and plan and float(plan["due"]) <= now:
+                self._state.update_storm(tid, status=plan["previous"], rebalance=None,
+                                         num_workers=plan["num_workers"],
+                                         component_executors=plan["component_executors"])
+                self._scheduling.rebalanced(tid, {
+                    "num_workers": base.get("num_workers"),
+                    "component_executors": base.get("component_executors")})
+                log.info("rebalancing topology %s", tid)
+
+    def _clean_orphans(self) -> None:
+        state = self._state
+        live = set(state.topology_ids())
+        for tid in state.assignment_ids():
+            if tid not in live:
+                state.remove_assignment(tid)
+        for tid in state.beat_topology_ids():
+            if tid not in live:
+                state.remove_worker_beats(tid)
+        for tid in state.error_topology_ids():
+            if tid not in live:
+                state.remove_errors(tid)
+
+
+def _owner() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in a bare container
+        return ""

@@ -1,0 +1,238 @@
+"""Nimbus's parts on their own: the code store, leadership, the reads, and the lifecycle's
+refusals, each with the narrow collaborators it is handed (no gRPC server, no threads)."""
+from __future__ import annotations
+
+import io
+import json
+import threading
+import zipfile
+from typing import Any
+
+import pytest
+
+from squall import Spout, TopologyBuilder, drivers
+from squall.daemon import packaging
+from squall.daemon.nimbus import Nimbus
+from squall.daemon.nimbus_code import CodeStore
+from squall.daemon.nimbus_info import NimbusReads, live_topology
+from squall.daemon.nimbus_leader import Leadership, NotLeaderError
+from squall.daemon.nimbus_schedule import Scheduling
+from squall.daemon.nimbus_topologies import TopologyLifecycle
+from squall.errors import NotAliveError, StateError, TopologyError
+from squall.spi.state import LeaderElection
+from squall.state.cluster_state import ClusterState
+
+
+class Src(Spout):
+    outputs = ["x"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+def _topology_json() -> dict[str, Any]:
+    b = TopologyBuilder()
+    b.set_spout("s", Src, parallelism=2)
+    return b.create_topology().to_json()
+
+
+def _zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("topo.py", "x = 1\n")
+    return buf.getvalue()
+
+
+class FakeElection(LeaderElection):
+    """Leads for one term (until the test ends it); names ``leader`` as the first contender
+    (``"?"``: the store cannot say)."""
+
+    def __init__(self, leader: str = "", leading: bool = False) -> None:
+        self.leader, self.leading, self.cancelled, self.terms = leader, leading, False, 0
+
+    def run(self, func: Any) -> bool:
+        if self.cancelled or self.terms:
+            return False
+        self.terms += 1
+        self.leading = True
+        func()
+        return True
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leading
+
+    def contenders(self) -> list[str]:
+        if self.leader == "?":
+            raise StateError("store gone")
+        return [self.leader] if self.leader else []
+
+
+# -- the code store ------------------------------------------------------------------------------
+def test_a_staged_package_is_installed_under_its_id_and_read_back(tmp_path):
+    code = CodeStore(tmp_path / "nimbus", {"topology.workers": 3, "k": "daemon"})
+    code.prepare()
+    with code.staged({"k": "topology"}, _topology_json(), _zip()) as staged:
+        assert (staged / packaging.CODE_DIR / "topo.py").is_file()
+        code.install(staged, "t-1-1")
+    assert not list((tmp_path / "nimbus" / "inbox").iterdir())
+    assert code.missing(["t-1-1", "t-2-1"]) == ["t-2-1"]
+    conf, topology = code.topology_of("t-1-1")
+    assert conf["k"] == "topology" and conf["topology.workers"] == 3
+    assert topology.components["s"].parallelism == 2
+    assert code.package_file("t-1-1", packaging.CODE_FILE) == \
+        code.directory("t-1-1") / packaging.CODE_FILE
+    assert code.package_file("t-2-1", packaging.CODE_FILE) is None
+    with pytest.raises(TopologyError, match="no package file"):
+        code.package_file("t-1-1", "../../etc/passwd")
+
+
+def test_a_rejected_staged_package_leaves_nothing_behind(tmp_path):
+    code = CodeStore(tmp_path / "nimbus", {})
+    code.prepare()
+    with pytest.raises(TopologyError, match="not a valid zip"):
+        with code.staged({}, _topology_json(), b"not a zip"):
+            pass
+    with pytest.raises(RuntimeError):
+        with code.staged({}, _topology_json(), _zip()):
+            raise RuntimeError("validation blew up")
+    assert not list((tmp_path / "nimbus" / "inbox").iterdir())
+    assert not list(code.stormdist.iterdir())
+
+
+def test_the_counter_never_goes_back(tmp_path):
+    code = CodeStore(tmp_path / "nimbus", {})
+    code.prepare()
+    assert code.next_counter([]) == 1
+    assert code.next_counter(["wc-7-1000", "odd-name"]) == 8
+    assert code.next_counter([]) == 9          # stored, even when ZooKeeper forgot
+
+
+def test_forget_clean_and_downloads(tmp_path):
+    code = CodeStore(tmp_path / "nimbus", {})
+    code.prepare()
+    files = {packaging.CONF_FILE: b"{}", packaging.TOPOLOGY_FILE:
+             json.dumps(_topology_json()).encode(), packaging.CODE_FILE: _zip()}
+    for tid in ("a-1-1", "b-2-1", "c-3-1"):
+        code.install_downloaded(tid, files.__getitem__)
+    assert code.missing(["a-1-1", "b-2-1", "c-3-1"]) == []
+    assert code.topology_of("a-1-1") is not None
+    (code.stormdist / "d-4-1.tmp").mkdir()             # a download in progress
+    code.forget("a-1-1")
+    code.clean({"b-2-1"})
+    assert sorted(p.name for p in code.stormdist.iterdir()) == ["b-2-1", "d-4-1.tmp"]
+    assert code.topology_of("a-1-1") is None and code.topology_of("c-3-1") is None
+
+
+# -- leadership -------------------------------------------------------------------------------
+def test_leadership_names_the_leader_and_refuses_writes_on_a_standby():
+    standby = Leadership(FakeElection(leader="n1:6627"), "n2:6627")
+    assert not standby.is_leader and standby.leader_address() == "n1:6627"
+    with pytest.raises(NotLeaderError, match="the leader is n1:6627") as err:
+        standby.require()
+    assert err.value.leader == "n1:6627"
+    assert Leadership(FakeElection(leader="?"), "n2:6627").leader_address() == ""
+    Leadership(FakeElection(leading=True), "n1:6627").require()
+
+
+def test_leadership_run_calls_on_lead_each_term_and_ends_when_cancelled():
+    election = FakeElection()
+    leadership = Leadership(election, "n1:6627")
+    stop = threading.Event()
+    terms = []
+
+    def on_lead() -> None:
+        terms.append(leadership.is_leader)
+        election.leading = False               # the session is lost: the term ends
+
+    leadership.run(stop, on_lead)              # one term, then run() says False: returns
+    assert terms == [True]
+    leadership.cancel()
+    assert election.cancelled
+
+
+class FailingElection(FakeElection):
+    """Its store fails; the test is stopped from inside the failing call."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        super().__init__()
+        self.stop, self.calls = stop, 0
+
+    def run(self, func: Any) -> bool:
+        self.calls += 1
+        self.stop.set()                            # so the retry wait returns at once
+        raise StateError("no quorum")
+
+
+def test_leadership_run_logs_a_failing_store_and_retries_until_stopped(caplog):
+    stop = threading.Event()
+    election = FailingElection(stop)
+    Leadership(election, "n1:6627").run(stop, lambda: None)
+    assert election.calls == 1
+    assert "leader election failed: no quorum; retrying" in caplog.text
+
+
+# -- reads and the lifecycle over the memory store ---------------------------------------------------
+@pytest.fixture
+def parts(tmp_path):
+    conf = {"squall.state": "memory", "squall.scheduler": "even",
+            "storm.local.dir": str(tmp_path)}
+    store = drivers.driver("state", conf)
+    store.start()
+    state = ClusterState(store, conf)
+    state.setup()
+    code = CodeStore(tmp_path / "nimbus", conf)
+    code.prepare()
+    election = FakeElection(leader="n1:6627")
+    leadership = Leadership(election, "n2:6627")
+    scheduling = Scheduling(conf, state, drivers.driver("scheduler", conf), code)
+    lifecycle = TopologyLifecycle(conf, state, code, scheduling, leadership.require,
+                                  lambda: None)
+    yield state, code, election, NimbusReads(state, code, leadership), lifecycle
+    store.close()
+
+
+def test_reads_answer_on_a_standby_and_send_missing_packages_to_the_leader(parts):
+    state, code, election, reads, _ = parts
+    state.set_storm("wc-1-1", {"name": "wc", "status": "active", "launch_time": 1})
+    state.register_supervisor("s1", {"hostname": "h1", "ports": [6700, 6701],
+                                     "uptime_secs": 5})
+    state.set_assignment("wc-1-1", {"executor_node_port": {"[1, 1]": ["s1", 6701]}})
+    summary = reads.cluster_summary()
+    assert summary["leader"] == "n1:6627"
+    assert summary["supervisors"] == [{"id": "s1", "hostname": "h1", "ports": [6700, 6701],
+                                       "used_ports": [6701], "uptime_secs": 5}]
+    assert [(t["name"], t["num_workers"], t["num_tasks"]) for t in summary["topologies"]] == \
+        [("wc", 1, 0)]                           # no local package: no task count
+    assert live_topology(state, "wc")[0] == "wc-1-1"
+    with pytest.raises(NotAliveError, match="running: wc"):
+        reads.topology_info("nope")
+    with pytest.raises(NotLeaderError):
+        reads.package_file("wc-1-1", packaging.CODE_FILE)
+    election.leading = True
+    with pytest.raises(NotAliveError, match="no package"):
+        reads.package_file("wc-1-1", packaging.CODE_FILE)
+
+
+def test_the_lifecycle_refuses_writes_on_a_standby(parts):
+    state, _, election, _, lifecycle = parts
+    state.set_storm("wc-1-1", {"name": "wc", "status": "active", "launch_time": 1})
+    with pytest.raises(NotLeaderError):
+        lifecycle.kill("wc")
+    with pytest.raises(NotLeaderError):
+        lifecycle.set_active("wc", False)
+    election.leading = True
+    lifecycle.set_active("wc", False)
+    assert state.get_storm("wc-1-1")["status"] == "inactive"
+    with pytest.raises(TopologyError, match="invalid topology name"):
+        lifecycle.submit("no spaces", {}, _topology_json(), _zip())
+
+
+def test_request_stop_makes_wait_return(tmp_path):
+    nimbus = Nimbus({"storm.local.dir": str(tmp_path)})
+    nimbus.request_stop()
+    nimbus.wait()                                 # returns: nothing was started
+    nimbus.stop()
