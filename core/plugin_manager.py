@@ -9,6 +9,7 @@ first called.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import pluggy
 
@@ -41,3 +42,12 @@ def build_plugin_manager() -> pluggy.PluginManager:
 def get_plugin_manager() -> pluggy.PluginManager:
     """This process's plugin manager (:func:`build_plugin_manager`, on the first call)."""
     return build_plugin_manager()
+
+
+def configure(conf: dict[str, Any]) -> dict[str, Any]:
+    """Run every ``squall_configure`` hook on ``conf`` (which they may change in place) and
+    return it. Called once by each process that runs topologies, when its configuration is
+    final (see :func:`squall.hookspecs.squall_configure` for where); a hook's SquallError
+    propagates and stops the start."""
+    get_plugin_manager().hook.squall_configure(conf=conf)
+    return conf
