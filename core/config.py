@@ -35,8 +35,8 @@ from squall import drivers
 from squall.errors import ConfigError, PluginLoadError, SquallError
 
 __all__ = [
-    "NAMESPACES", "OVERRIDES_KEY", "component_conf", "defaults", "dump", "load_config",
-    "parse_override", "read_yaml_file", "sample", "validate",
+    "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY", "component_conf", "defaults", "dump",
+    "load_config", "nullable_types", "parse_override", "read_yaml_file", "sample", "validate",
 ]
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,8 @@ OVERRIDES_KEY = "squall.cli.overrides"
 NAMESPACES = ("storm.", "nimbus.", "supervisor.", "worker.", "task.", "topology.", "ui.",
               "squall.")
 _NUM = (int, float)
-#: types of known keys whose default is null (other null-default keys accept any value)
+#: types of squall's own keys whose default is null (other null-default keys accept any value;
+#: plugins declare theirs with ``squall_add_config_types``, see :func:`nullable_types`)
 NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["topology.acker.executors", "topology.max.spout.pending",
                      "topology.max.task.parallelism"], (int,)),
@@ -55,11 +56,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     # whole slots only, as the supervisor reads them (checked again by validate)
     **dict.fromkeys(["supervisor.cpu.slots", "supervisor.memory.slots", "supervisor.net.slots",
                      "supervisor.disk.slots"], (int,)),
-    **dict.fromkeys(["storm.local.hostname", "topology.name",
-                     "squall.transport.zmq.curve.server.secret.key",
-                     "squall.transport.zmq.curve.server.public.key"], (str,)),
-    **{f"squall.transport.{t}.tls.{f}.file": (str,)
-       for t in ("nng", "grpc") for f in ("cert", "key", "ca")},
+    **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
     "squall.metrics.consumer": (dict,),
 }
 
@@ -129,8 +126,9 @@ def _base_defaults() -> dict[str, Any]:
     return _parse_yaml(_defaults_text(), "squall/defaults.yaml")
 
 
-def _plugin_defaults() -> list[tuple[str, dict[str, Any]]]:
-    """``(plugin name, keys)`` from every ``squall_add_defaults`` implementation."""
+def _plugin_results(hook_name: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(plugin name, mapping)`` from every implementation of a hook returning config keys
+    (``squall_add_defaults``, ``squall_add_config_types``), in registration order."""
     from squall.plugin_manager import get_plugin_manager
     try:
         pm = get_plugin_manager()
@@ -139,19 +137,57 @@ def _plugin_defaults() -> list[tuple[str, dict[str, Any]]]:
     except Exception as exc:  # a broken plugin module or hook implementation
         raise PluginLoadError(f"squall plugins could not be loaded: {exc!r}") from exc
     out = []
-    for impl in reversed(pm.hook.squall_add_defaults.get_hookimpls()):  # registration order
+    for impl in getattr(pm.hook, hook_name).get_hookimpls():   # in registration order
         try:
             keys = impl.function()
         except Exception as exc:
-            raise PluginLoadError(f"plugin {impl.plugin_name!r} failed in squall_add_defaults: "
+            raise PluginLoadError(f"plugin {impl.plugin_name!r} failed in {hook_name}: "
                                   f"{exc!r}") from exc
         if keys is None:
             continue
         if not isinstance(keys, Mapping):
-            raise ConfigError(f"plugin {impl.plugin_name!r}: squall_add_defaults returned a "
+            raise ConfigError(f"plugin {impl.plugin_name!r}: {hook_name} returned a "
                               f"{type(keys).__name__}, not a dict")
         _check_keys(keys, f"plugin {impl.plugin_name!r}")
         out.append((impl.plugin_name, dict(keys)))
+    return out
+
+
+def _plugin_defaults() -> list[tuple[str, dict[str, Any]]]:
+    return _plugin_results("squall_add_defaults")
+
+
+def _type_tuple(plugin: str, key: str, declared: Any) -> tuple[type, ...]:
+    types = declared if isinstance(declared, tuple) else (declared,)
+    if not types or not all(isinstance(t, type) for t in types):
+        raise ConfigError(f"plugin {plugin!r}: squall_add_config_types gives {key!r} "
+                          f"{declared!r}; expected a type or a tuple of types")
+    return types
+
+
+def nullable_types(known: Mapping[str, Any] | None = None) -> dict[str, tuple[type, ...]]:
+    """The accepted types of every known key whose default is null and whose type is declared:
+    :data:`NULLABLE_TYPES` plus what plugins return from ``squall_add_config_types``.
+
+    ``known`` (default :func:`defaults`) is the set of known keys. A plugin naming a key that
+    is not known, or whose default is not null, is a ConfigError; one naming squall's own key
+    is ignored with a warning.
+    """
+    known = defaults() if known is None else known
+    out = dict(NULLABLE_TYPES)
+    base = _base_defaults()
+    for plugin, declared in _plugin_results("squall_add_config_types"):
+        for key, value in declared.items():
+            if key in base:
+                log.warning("plugin %r may not change the type of %r; ignored", plugin, key)
+                continue
+            if key not in known:
+                raise ConfigError(f"plugin {plugin!r}: squall_add_config_types names {key!r}, "
+                                  "which no squall_add_defaults returns")
+            if known[key] is not None:
+                raise ConfigError(f"plugin {plugin!r}: squall_add_config_types names {key!r}, "
+                                  f"whose default {known[key]!r} already gives its type")
+            out[key] = _type_tuple(plugin, key, value)
     return out
 
 
@@ -259,10 +295,11 @@ def _type_names(types: tuple[type, ...], nullable: bool) -> str:
     return " or ".join([t.__name__ for t in types] + (["null"] if nullable else []))
 
 
-def _expected(key: str, default: Any) -> tuple[tuple[type, ...], bool] | None:
+def _expected(key: str, default: Any, nullable: Mapping[str, tuple[type, ...]]
+              ) -> tuple[tuple[type, ...], bool] | None:
     """(accepted types, null accepted) for a known key, or None when any value goes."""
     if default is None:
-        types = NULLABLE_TYPES.get(key)
+        types = nullable.get(key)
         return (types, True) if types else None
     if isinstance(default, bool):
         return (bool,), False
@@ -293,13 +330,14 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     """Check a merged conf; return the warnings (also logged to ``squall.config`` if ``warn``).
 
     Known keys (those with a default) must have the default's type (ints pass for floats; a
-    null default accepts anything unless :data:`NULLABLE_TYPES` names the type). An unknown
+    null default accepts anything unless :func:`nullable_types` names the type). An unknown
     key under one of :data:`NAMESPACES` is a warning with a did-you-mean; other keys are the
     user's own. ``supervisor.<dim>.slots`` must be null or a non-negative int, as the
     supervisor requires. Then every driver name is checked (no driver is imported). Raises
     ConfigError (PluginNotFoundError for an unknown driver) on the first problem.
     """
     known = defaults() if known is None else known
+    nullable = nullable_types(known)
     from squall.scheduling.resources import check_supervisor_slots
     check_supervisor_slots(conf)      # the supervisor's own check and message
     warnings: list[str] = []
@@ -308,7 +346,7 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
             raise ConfigError(f"config key {key!r} is a {type(key).__name__}; keys must be "
                               "strings")
         if key in known:
-            rule = _expected(key, known[key])
+            rule = _expected(key, known[key], nullable)
             if rule is not None and not _type_ok(value, *rule):
                 raise ConfigError(f"config key {key!r} must be {_type_names(*rule)}, got "
                                   f"{type(value).__name__ if value is not None else 'null'} "

@@ -2,13 +2,42 @@
 
 Plugins implement them with ``@squall.hookimpl`` in a module registered in the
 ``squall.plugins`` entry-point group (squall's own built-in hooks are loaded the same way).
-No hook is called per tuple: they run at start-up, on submit, and on lifecycle events.
+Implementations are checked against these specs when their module registers. A hook module
+imports nothing heavy (no zmq, pynng, grpc or pyspark): every process that reads its
+configuration loads every hook module. No hook is called per tuple: they run at start-up, on
+submit, and on lifecycle events, on the thread that triggers them.
+
+Where each hook is called:
+
+==============================  ======================================================
+``squall_add_defaults``         whenever defaults are built (``squall.config.defaults``:
+                                loading, validating, printing a configuration)
+``squall_add_config_types``     with it, when a configuration is validated
+``squall_configure``            once per process that runs topologies, when its
+                                configuration is final: ``squall nimbus``,
+                                ``squall supervisor``, every ``LocalCluster`` (so
+                                ``squall local`` and ``squall demo``)
+``squall_validate_topology``    on submit: ``LocalCluster.submit_topology``; in a
+                                cluster, nimbus's validation subprocess
+``squall_topology_submitted``   after the topology is accepted (LocalCluster, nimbus)
+``squall_topology_killed``      after the topology is removed (LocalCluster, nimbus)
+``squall_worker_start/stop``    in each worker process
+``squall_add_commands``         when the ``squall`` command line is built
+==============================  ======================================================
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pluggy
+
+__all__ = [
+    "hookimpl", "hookspec", "squall_add_commands", "squall_add_config_types",
+    "squall_add_defaults", "squall_configure", "squall_topology_killed",
+    "squall_topology_submitted", "squall_validate_topology", "squall_worker_start",
+    "squall_worker_stop",
+]
 
 hookspec = pluggy.HookspecMarker("squall")
 hookimpl = pluggy.HookimplMarker("squall")
@@ -16,31 +45,60 @@ hookimpl = pluggy.HookimplMarker("squall")
 
 # -- configuration -----------------------------------------------------------------------------
 @hookspec
-def squall_add_defaults() -> dict[str, Any] | None:
-    """Return default config keys a plugin owns (merged under the user's config).
+def squall_add_defaults() -> Mapping[str, Any] | None:
+    """Return the default config keys a plugin owns (merged under the user's config).
 
-    Keys returned here become known keys: type-checked and never warned about."""
+    Keys returned here become known keys: type-checked and never warned about. A key's type
+    is its default's (``int`` accepts only ints, ``float`` ints and floats, ``str``, ``bool``,
+    ``list``, ``dict``); a key whose default is null accepts any value unless the plugin
+    declares its types with :func:`squall_add_config_types`. A plugin cannot change a key
+    squall itself defines (ignored with a warning). ``squall config --sample`` prints the keys
+    in a ``### Plugin NAME`` section. Called often (every time defaults are built): return a
+    constant, computed without I/O. Raising is reported as PluginLoadError naming the plugin.
+    """
+
+
+@hookspec
+def squall_add_config_types() -> Mapping[str, type | tuple[type, ...]] | None:
+    """Return the accepted types of keys this plugin adds with a null default.
+
+    ``{"squall.transport.x.tls.cert.file": str}``: the key then accepts a str or null, and
+    anything else is a ConfigError naming the key, exactly as for squall's own nullable keys.
+    A value is a type or a tuple of types. Naming a key no ``squall_add_defaults`` returns, or
+    one with a non-null default (its type is its default's), is a ConfigError; a key squall
+    itself defines is ignored with a warning.
+    """
 
 
 @hookspec
 def squall_configure(conf: dict[str, Any]) -> None:
-    """Inspect or adjust the merged configuration of a process before it starts."""
+    """Inspect or adjust (in place) the final configuration of a process about to start
+    running topologies: ``squall nimbus`` and ``squall supervisor`` (called before the daemon
+    is built), and every ``LocalCluster`` (from its constructor, before any topology is
+    submitted; so ``squall local`` and ``squall demo`` too). A plugin that changes keys keeps
+    them valid. Raise a :class:`squall.SquallError` to refuse to start."""
 
 
 # -- topologies --------------------------------------------------------------------------------
 @hookspec
 def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
-    """Raise :class:`squall.TopologyError` to reject a topology at submit time."""
+    """Raise :class:`squall.TopologyError` to reject a topology at submit time.
+
+    Called by ``LocalCluster.submit_topology`` before anything starts, and in a cluster by the
+    subprocess in which nimbus loads a submitted package (``conf`` is the topology's merged
+    conf; the refusal's one-line message reaches the submitter)."""
 
 
 @hookspec
 def squall_topology_submitted(name: str, topology_id: str, conf: dict[str, Any]) -> None:
-    """A topology was accepted (by nimbus or a LocalCluster)."""
+    """A topology was accepted: by a LocalCluster once its workers started, by nimbus once it
+    is stored (before it is scheduled)."""
 
 
 @hookspec
 def squall_topology_killed(name: str, topology_id: str) -> None:
-    """A topology was killed and its executors stopped."""
+    """A topology was killed and removed: by a LocalCluster once its executors stopped, by
+    nimbus when the kill's wait ended and the topology left the cluster state."""
 
 
 # -- workers -----------------------------------------------------------------------------------

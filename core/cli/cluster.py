@@ -98,12 +98,14 @@ def _run_daemon(daemon: Daemon) -> int:
 
 def cmd_nimbus(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.nimbus import Nimbus
-    return _run_daemon(Nimbus(conf))
+    from squall.plugin_manager import configure
+    return _run_daemon(Nimbus(configure(conf)))
 
 
 def cmd_supervisor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.supervisor import Supervisor
-    return _run_daemon(Supervisor(conf))
+    from squall.plugin_manager import configure
+    return _run_daemon(Supervisor(configure(conf)))
 
 
 def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:

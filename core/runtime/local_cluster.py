@@ -76,7 +76,8 @@ class LocalCluster:
         """``on_worker_start(worker)``, if given, runs on each worker's loop thread after its
         components are initialized and before its spouts are activated (testing hooks)."""
         from squall.state.cluster_state import ClusterState
-        self.conf = base_conf(conf)
+        from squall.plugin_manager import configure
+        self.conf = configure(base_conf(conf))
         self._on_worker_start = on_worker_start
         drivers.validate_conf(self.conf)
         gc_tuning.thresholds(self.conf)             # a bad value fails here, before anything runs

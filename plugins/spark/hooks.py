@@ -1,7 +1,8 @@
 """The Spark plugin's hooks (entry point ``spark`` in ``squall.plugins``).
 
-Adds ``squall metrics report DIR [--bucket minute]``. Importing this module does not import
-pyspark; the command imports it when it runs.
+Adds its config keys (``spark.master`` and the ``spark.source.retry.*`` keys, with their
+defaults) and ``squall metrics report DIR [--bucket minute]``. Importing this module does not
+import pyspark; the command imports it when it runs.
 """
 from __future__ import annotations
 
@@ -10,7 +11,18 @@ from typing import Any
 
 from squall.hookspecs import hookimpl
 
-__all__ = ["squall_add_commands"]
+__all__ = ["squall_add_commands", "squall_add_defaults"]
+
+#: the keys this plugin owns. SparkSpout: a failed partition read is retried from its first row
+#: not yet emitted, waiting ``min.secs`` doubling up to ``max.secs``; from ``report.after``
+#: consecutive failures of one partition on, each failure is reported as the component's error
+#: and retried every ``max.secs`` (never dropped)
+DEFAULTS: dict[str, Any] = {
+    "spark.master": "local[*]",
+    "spark.source.retry.backoff.min.secs": 0.5,
+    "spark.source.retry.backoff.max.secs": 30.0,
+    "spark.source.retry.report.after": 5,
+}
 
 
 def _global_options(parser: argparse.ArgumentParser) -> None:
@@ -22,6 +34,11 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
                         default=argparse.SUPPRESS, help="override a config key (repeatable)")
     parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="log at DEBUG")
+
+
+@hookimpl
+def squall_add_defaults() -> dict[str, Any]:
+    return DEFAULTS
 
 
 @hookimpl

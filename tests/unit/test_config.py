@@ -317,3 +317,66 @@ def test_failing_plugin_hook_is_a_clear_error(registered):
     registered(_BrokenPlugin(), "test-broken")
     with pytest.raises(PluginLoadError, match="'test-broken' failed in squall_add_defaults"):
         config.defaults()
+
+
+class _TypedPlugin:
+    @hookimpl
+    def squall_add_defaults(self):
+        return {"squall.transport.test.cert": None, "squall.transport.test.window": 7}
+
+    @hookimpl
+    def squall_add_config_types(self):
+        return {"squall.transport.test.cert": str}
+
+
+def test_plugin_declares_the_types_of_its_null_default_keys(registered):
+    registered(_TypedPlugin(), "test-typed")
+    assert config.nullable_types()["squall.transport.test.cert"] == (str,)
+    assert config.validate({"squall.transport.test.cert": "a.pem"}) == []
+    assert config.validate({"squall.transport.test.cert": None}) == []
+    with pytest.raises(ConfigError) as info:
+        config.validate({"squall.transport.test.cert": 5})
+    assert str(info.value) == ("config key 'squall.transport.test.cert' must be str or null, "
+                               "got int 5")
+
+
+def test_builtin_plugins_keys_are_typed_as_before():
+    with pytest.raises(ConfigError, match="'squall.transport.zmq.curve.server.secret.key' must "
+                                          "be str or null, got int"):
+        config.validate({"squall.transport.zmq.curve.server.secret.key": 1})
+    with pytest.raises(ConfigError, match="'squall.transport.grpc.tls.ca.file' must be str or "
+                                          "null, got list"):
+        config.validate({"squall.transport.grpc.tls.ca.file": []})
+    with pytest.raises(ConfigError, match="'squall.transport.nng.send.buffer' must be int"):
+        config.validate({"squall.transport.nng.send.buffer": "big"})
+    with pytest.raises(ConfigError, match="'spark.source.retry.report.after' must be int"):
+        config.validate({"spark.source.retry.report.after": 1.5})
+
+
+@pytest.mark.parametrize("types, match", [
+    ({"squall.transport.test.nope": str}, "names 'squall.transport.test.nope', which no "
+                                          "squall_add_defaults returns"),
+    ({"squall.transport.test.window": str}, "whose default 7 already gives its type"),
+    ({"squall.transport.test.cert": "str"}, "expected a type or a tuple of types"),
+])
+def test_bad_type_declarations_are_config_errors(registered, types, match):
+    class Bad(_TypedPlugin):
+        @hookimpl
+        def squall_add_config_types(self):
+            return types
+
+    registered(Bad(), "test-bad-types")
+    with pytest.raises(ConfigError, match=match):
+        config.validate({})
+
+
+def test_a_plugin_cannot_retype_squall_keys(registered, caplog):
+    class Retype:
+        @hookimpl
+        def squall_add_config_types(self):
+            return {"topology.name": int}
+
+    registered(Retype(), "test-retype")
+    with caplog.at_level(logging.WARNING, logger="squall.config"):
+        assert config.nullable_types()["topology.name"] == (str,)
+    assert "may not change the type of 'topology.name'" in caplog.text

@@ -1,0 +1,194 @@
+"""Every hookspec is called where squall.hookspecs says: a plugin module registered through
+the ``squall.plugins`` entry-point group records each call (LocalCluster, config, CLI)."""
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+import pytest
+from _fake_dist import fake_distribution
+from squall import LocalCluster, Spout, TopologyBuilder, config, hookspecs
+from squall.cli import main as cli_main
+from squall.errors import ConfigError, PluginLoadError, TopologyError
+from squall.plugin_manager import get_plugin_manager
+
+CORE = Path(hookspecs.__file__).parent
+
+PLUGIN = '''
+from squall import TopologyError, hookimpl
+
+CALLS = []
+
+
+@hookimpl
+def squall_add_defaults():
+    CALLS.append(("add_defaults",))
+    return {"squall.test.hooks.level": 3, "squall.test.hooks.token": None}
+
+
+@hookimpl
+def squall_add_config_types():
+    CALLS.append(("add_config_types",))
+    return {"squall.test.hooks.token": str}
+
+
+@hookimpl
+def squall_configure(conf):
+    CALLS.append(("configure", conf.get("squall.test.hooks.level")))
+    conf["squall.test.hooks.configured"] = True
+
+
+@hookimpl
+def squall_validate_topology(topology, conf):
+    CALLS.append(("validate_topology", conf["topology.name"]))
+    if conf["topology.name"] == "refused":
+        raise TopologyError("refused by the test plugin")
+
+
+@hookimpl
+def squall_topology_submitted(name, topology_id, conf):
+    CALLS.append(("submitted", name, topology_id))
+
+
+@hookimpl
+def squall_topology_killed(name, topology_id):
+    CALLS.append(("killed", name, topology_id))
+
+
+@hookimpl
+def squall_add_commands(subparsers):
+    CALLS.append(("add_commands",))
+    p = subparsers.add_parser("hooks-test", help="a command added by the test plugin")
+    p.set_defaults(func=lambda args, conf: CALLS.append(("command", conf["topology.workers"])))
+'''
+
+
+class Idle(Spout):
+    outputs = ["x"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+def _topology() -> Any:
+    builder = TopologyBuilder()
+    builder.set_spout("idle", Idle)
+    return builder.create_topology()
+
+
+@pytest.fixture
+def plugin(tmp_path: Path) -> Iterator[ModuleType]:
+    """The test plugin, installed as a distribution; the plugin manager is rebuilt with it."""
+    eps = {"squall.plugins": {"hooks_test": "squall_hooks_test_plugin"}}
+    with fake_distribution(tmp_path / "site", "squall-hooks-test", eps,
+                           {"squall_hooks_test_plugin": PLUGIN}):
+        get_plugin_manager.cache_clear()
+        try:
+            assert "hooks_test" in dict(get_plugin_manager().list_name_plugin())
+            module = sys.modules["squall_hooks_test_plugin"]
+            module.CALLS.clear()
+            yield module
+        finally:
+            get_plugin_manager.cache_clear()
+
+
+def calls(plugin: ModuleType, kind: str) -> list[tuple[Any, ...]]:
+    return [c for c in plugin.CALLS if c[0] == kind]
+
+
+def test_config_hooks_add_known_typed_keys(plugin: ModuleType) -> None:
+    assert config.defaults()["squall.test.hooks.level"] == 3
+    assert calls(plugin, "add_defaults")
+    assert config.validate({"squall.test.hooks.token": "abc", "squall.test.hooks.level": 4}) == []
+    assert calls(plugin, "add_config_types")
+    with pytest.raises(ConfigError, match="'squall.test.hooks.token' must be str or null, got int"):
+        config.validate({"squall.test.hooks.token": 5})
+    with pytest.raises(ConfigError, match="'squall.test.hooks.level' must be int"):
+        config.validate({"squall.test.hooks.level": "high"})
+    assert "### Plugin hooks_test (squall_add_defaults)" in config.sample()
+
+
+def test_local_cluster_calls_configure_validate_submitted_and_killed(plugin: ModuleType) -> None:
+    with LocalCluster({"squall.test.hooks.level": 7}) as cluster:
+        assert calls(plugin, "configure") == [("configure", 7)]
+        assert cluster.conf["squall.test.hooks.configured"] is True   # adjusted in place
+        topology_id = cluster.submit_topology("hooked", {}, _topology())
+        assert calls(plugin, "validate_topology") == [("validate_topology", "hooked")]
+        assert calls(plugin, "submitted") == [("submitted", "hooked", topology_id)]
+        cluster.kill_topology("hooked")
+        assert calls(plugin, "killed") == [("killed", "hooked", topology_id)]
+        with pytest.raises(TopologyError, match="refused by the test plugin"):
+            cluster.submit_topology("refused", {}, _topology())
+        assert [c[1] for c in calls(plugin, "submitted")] == ["hooked"]
+    assert len(calls(plugin, "configure")) == 1
+
+
+def test_cli_commands_come_from_the_hook(plugin: ModuleType) -> None:
+    assert cli_main.main(["hooks-test", "-c", "topology.workers=4"]) == 0
+    assert calls(plugin, "add_commands") and calls(plugin, "command") == [("command", 4)]
+
+
+class _FakeDaemon:
+    built: list[_FakeDaemon] = []
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.conf = conf
+        self.started = self.stopped = False
+        _FakeDaemon.built.append(self)
+
+    def start(self) -> None:
+        self.started = True
+
+    def wait(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.mark.parametrize("command, module, cls", [
+    ("nimbus", "squall.daemon.nimbus", "Nimbus"),
+    ("supervisor", "squall.daemon.supervisor", "Supervisor"),
+])
+def test_daemons_are_built_with_the_configured_conf(plugin: ModuleType, monkeypatch, command,
+                                                     module, cls) -> None:
+    pytest.importorskip("squall.cli.cluster")
+    __import__(module)
+    monkeypatch.setattr(sys.modules[module], cls, _FakeDaemon)
+    _FakeDaemon.built.clear()
+    assert cli_main.main([command, "-c", "squall.test.hooks.level=5"]) == 0
+    assert calls(plugin, "configure") == [("configure", 5)]
+    [daemon] = _FakeDaemon.built
+    assert daemon.conf["squall.test.hooks.configured"] is True and daemon.started
+
+
+def test_a_hook_module_not_matching_the_specs_fails_when_it_registers(tmp_path: Path) -> None:
+    eps = {"squall.plugins": {"misspelt": "squall_hooks_misspelt"}}
+    source = ("from squall import hookimpl\n\n\n@hookimpl\n"
+              "def squall_configur(conf):\n    pass\n")
+    with fake_distribution(tmp_path / "site", "squall-misspelt", eps,
+                           {"squall_hooks_misspelt": source}):
+        get_plugin_manager.cache_clear()
+        try:
+            with pytest.raises((PluginLoadError, pluggy.PluginValidationError),
+                               match="squall_configur"):
+                get_plugin_manager()
+        finally:
+            get_plugin_manager.cache_clear()
+
+
+def test_every_hookspec_has_a_caller_in_squall() -> None:
+    """A declared hook nobody calls is a promise broken: each spec is called somewhere in
+    core/ (``.squall_x(`` on a hook relay, or by name for the config hooks)."""
+    specs = [name for name in dir(hookspecs) if name.startswith("squall_")
+             and hasattr(getattr(hookspecs, name), "squall_spec")]
+    assert specs
+    sources = "\n".join(p.read_text() for p in CORE.rglob("*.py")
+                        if p.name not in ("hookspecs.py", "builtin_hooks.py"))
+    for name in specs:
+        assert re.search(rf"\.{name}\(|\"{name}\"", sources), f"{name} is never called"
