@@ -15,13 +15,13 @@ Where each hook is called:
 ``squall_add_config_types``     with it, when a configuration is validated
 ``squall_configure``            once per process that runs topologies, when its
                                 configuration is final: ``squall nimbus``,
-                                ``squall supervisor``, every ``LocalCluster`` (so
-                                ``squall local`` and ``squall demo``)
+                                ``squall supervisor``, each worker process, every
+                                ``LocalCluster`` (so ``squall local`` and ``squall demo``)
 ``squall_validate_topology``    on submit: ``LocalCluster.submit_topology``; in a
                                 cluster, nimbus's validation subprocess
 ``squall_topology_submitted``   after the topology is accepted (LocalCluster, nimbus)
 ``squall_topology_killed``      after the topology is removed (LocalCluster, nimbus)
-``squall_worker_start/stop``    in each worker process
+``squall_worker_start/stop``    for each worker, in its process or its LocalCluster
 ``squall_add_commands``         when the ``squall`` command line is built
 ==============================  ======================================================
 """

@@ -98,7 +98,8 @@ class WorkerProcess:
         sup_conf = json.loads(supervisor_conf_path(self.local_dir).read_text(encoding="utf-8"))
         dist = self.local_dir / "supervisor" / "stormdist" / self.tid
         tconf, topology = packaging.load_topology(dist)
-        conf = {**sup_conf, **tconf}
+        from squall.plugin_manager import configure
+        conf = configure({**sup_conf, **tconf})
         self.conf = conf
         logging.getLogger().setLevel(str(conf.get("worker.log.level") or "INFO").upper())
         from squall.errors import ConfigError

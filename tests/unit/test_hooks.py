@@ -61,6 +61,16 @@ def squall_topology_killed(name, topology_id):
 
 
 @hookimpl
+def squall_worker_start(topology_id, port, conf):
+    CALLS.append(("worker_start", topology_id, port))
+
+
+@hookimpl
+def squall_worker_stop(topology_id, port):
+    CALLS.append(("worker_stop", topology_id, port))
+
+
+@hookimpl
 def squall_add_commands(subparsers):
     CALLS.append(("add_commands",))
     p = subparsers.add_parser("hooks-test", help="a command added by the test plugin")
@@ -113,15 +123,21 @@ def test_config_hooks_add_known_typed_keys(plugin: ModuleType) -> None:
     assert "### Plugin hooks_test (squall_add_defaults)" in config.sample()
 
 
-def test_local_cluster_calls_configure_validate_submitted_and_killed(plugin: ModuleType) -> None:
+def test_local_cluster_calls_configure_validate_submitted_worker_and_killed(plugin: ModuleType) -> None:
     with LocalCluster({"squall.test.hooks.level": 7}) as cluster:
         assert calls(plugin, "configure") == [("configure", 7)]
         assert cluster.conf["squall.test.hooks.configured"] is True   # adjusted in place
-        topology_id = cluster.submit_topology("hooked", {}, _topology())
+        topology_id = cluster.submit_topology("hooked", {"topology.workers": 2}, _topology())
         assert calls(plugin, "validate_topology") == [("validate_topology", "hooked")]
         assert calls(plugin, "submitted") == [("submitted", "hooked", topology_id)]
+        ports = sorted(w.port for w in cluster.workers("hooked"))
+        assert sorted(calls(plugin, "worker_start")) == [("worker_start", topology_id, p)
+                                                          for p in ports]
+        assert not calls(plugin, "worker_stop")
         cluster.kill_topology("hooked")
         assert calls(plugin, "killed") == [("killed", "hooked", topology_id)]
+        assert sorted(calls(plugin, "worker_stop")) == [("worker_stop", topology_id, p)
+                                                         for p in ports]
         with pytest.raises(TopologyError, match="refused by the test plugin"):
             cluster.submit_topology("refused", {}, _topology())
         assert [c[1] for c in calls(plugin, "submitted")] == ["hooked"]
