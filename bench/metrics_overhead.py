@@ -45,9 +45,8 @@ def increment_cost() -> float:
     """Seconds one built-in counter update (``ts.emitted += 1`` on a task) takes."""
     import timeit
 
-    from squall.runtime.tasks import TaskState
-    ts = TaskState.__new__(TaskState)
-    ts.emitted = 0
+    from squall.runtime.task import TaskState
+    ts = TaskState("c", 1, None, {})
     loops = 2_000_000
     empty = min(timeit.repeat("pass", globals={"ts": ts}, number=loops, repeat=5))
     inc = min(timeit.repeat("ts.emitted += 1", globals={"ts": ts}, number=loops, repeat=5))
@@ -57,15 +56,16 @@ def increment_cost() -> float:
 def direct(n: int, conf: dict) -> tuple[float, float, float, int]:
     """(process CPU s, s in the metrics timer pass, s executing the consumer, counter
     updates on the tuple path) for one run of ``n`` sentences with metrics ``conf``."""
-    import squall.runtime.system as system
     from squall import LocalCluster
+    from squall.runtime.stats import executor_stats
+    from squall.runtime.timers import Timers
 
     spent = [0.0]
-    original = system.timers
+    original = Timers.run
 
-    def timed(worker, now):  # type: ignore[no-untyped-def]
+    def timed(self, now):  # type: ignore[no-untyped-def]
         t = time.perf_counter()
-        original(worker, now)
+        original(self, now)
         spent[0] += time.perf_counter() - t
 
     from squall.runtime.executors import BoltExecutor
@@ -76,7 +76,7 @@ def direct(n: int, conf: dict) -> tuple[float, float, float, int]:
         batches[0] += 1
         run_tuples(self, ts, q, k)
 
-    system.timers = timed
+    Timers.run = timed  # type: ignore[method-assign]
     BoltExecutor._run_tuples = counted  # type: ignore[method-assign]
     try:
         wordcount.reset()
@@ -88,7 +88,7 @@ def direct(n: int, conf: dict) -> tuple[float, float, float, int]:
             while wordcount.counted() < n * 10:
                 time.sleep(0.002)
             cpu = time.process_time() - c0
-            stats = [system.executor_stats(ex, windows=False)
+            stats = [executor_stats(ex, windows=False)
                      for w in cluster.workers("bench") for ex in w.executors]
             consumer = sum(s["_execute_total"] for s in stats
                            if s["component"].startswith("__metrics"))
@@ -96,7 +96,7 @@ def direct(n: int, conf: dict) -> tuple[float, float, float, int]:
             # two clock reads (counted as updates too)
             updates = sum(s["emitted"] for s in stats) + 6 * batches[0]
     finally:
-        system.timers = original
+        Timers.run = original  # type: ignore[method-assign]
         BoltExecutor._run_tuples = run_tuples  # type: ignore[method-assign]
     return cpu, spent[0], consumer / 1000, updates
 

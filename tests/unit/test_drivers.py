@@ -9,7 +9,7 @@ import pytest
 from _fake_dist import fake_distribution
 from squall import drivers
 from squall.errors import PluginLoadError, PluginNotFoundError
-from squall.runtime.local_transport import LocalTransport
+from squall.transports.local import LocalTransport
 
 GROUP = "squall.transports"
 

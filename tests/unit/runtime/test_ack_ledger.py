@@ -1,0 +1,100 @@
+"""The ack ledger: acks folded per root and flushed once, trees started, failed and
+completed, straight to an acker task of this worker or as tuples through the outbox."""
+from __future__ import annotations
+
+from typing import Any
+
+from squall.ackers.xor import XorAcker
+from squall.api.topology import Topology
+from squall.api.tuple import Tuple
+from squall.runtime.acks import AckLedger
+from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT, Sources
+from squall.runtime.task import LocalTasks, TaskState
+
+SPOUT, BOLT, ACKER_HERE, ACKER_THERE, SPOUT_THERE = 1, 2, 3, 4, 5
+
+
+class Outbox:
+    """Records what the ledger sends to other workers."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int, Any, int, str]] = []
+
+    def send_values(self, task: int, values: Any, src_task: int, src: Any) -> None:
+        self.sent.append(("values", task, values, src_task, src.stream))
+
+    def send_values_run(self, task: int, values: Any, src_task: int, src: Any) -> None:
+        self.sent.append(("run", task, values, src_task, src.stream))
+
+    def reaches(self, task: int) -> bool:
+        return task in (ACKER_THERE, SPOUT_THERE)
+
+
+def ledger(ackers: list[int]) -> tuple[AckLedger, LocalTasks, Outbox]:
+    states = {SPOUT: TaskState("spout", SPOUT, None, {}),
+              BOLT: TaskState("bolt", BOLT, None, {}),
+              ACKER_HERE: TaskState("__acker", ACKER_HERE, XorAcker({}), {})}
+    tasks = LocalTasks(states, lazy=set(), ackers={ACKER_HERE}, spouts={SPOUT})
+    out = Outbox()
+    return AckLedger(ackers, tasks, Sources(Topology([], {})), out), tasks, out  # type: ignore[arg-type]
+
+
+def test_a_tree_started_and_acked_here_completes_to_the_spout_queue() -> None:
+    acks, tasks, out = ledger([ACKER_HERE])
+    spout, bolt = tasks.states[SPOUT], tasks.states[BOLT]
+    acks.init_tree(spout, ACKER_HERE, 100, 0b0110)
+    first = Tuple(("a",), SPOUT, None, 0b0010, (100,))      # type: ignore[arg-type]
+    second = Tuple(("b",), SPOUT, None, 0b0100, (100,))     # type: ignore[arg-type]
+    acks.ack_tuple(bolt, first)
+    assert acks.folded == {100: 0b0010}          # folded, not sent yet
+    acks.ack_tuple(bolt, second)
+    assert acks.folded == {100: 0b0110}
+    assert not tasks.spout_queues[SPOUT]
+    acks.flush()
+    assert acks.folded == {} and list(tasks.spout_queues[SPOUT]) == [(100, True)]
+    assert bolt.acked == 2 and not out.sent
+
+
+def test_acks_for_an_acker_elsewhere_go_as_one_run_per_flush() -> None:
+    acks, tasks, out = ledger([ACKER_THERE])
+    bolt = tasks.states[BOLT]
+    for root, edge in ((10, 1), (11, 2), (10, 4)):
+        acks.ack_tuple(bolt, Tuple(("w",), SPOUT, None, edge, (root,)))  # type: ignore[arg-type]
+    acks.flush()
+    assert out.sent == [("run", ACKER_THERE, [(10, 5), (11, 2)], 0, ACK_ACK)]
+
+
+def test_inits_fails_and_completions_for_other_workers_travel_as_tuples() -> None:
+    acks, tasks, out = ledger([ACKER_THERE])
+    acks.init_tree(tasks.states[SPOUT], ACKER_THERE, 7, 9)
+    acks.fail_tree(ACKER_THERE, 8)
+    acks.complete_tree(tasks.states[ACKER_HERE], 9, SPOUT_THERE, False)
+    assert out.sent == [("values", ACKER_THERE, (7, 9, SPOUT), SPOUT, ACK_INIT),
+                        ("values", ACKER_THERE, (8, 0), 0, ACK_FAIL),
+                        ("values", SPOUT_THERE, (9,), ACKER_HERE, ACK_FAIL)]
+
+
+def test_a_failed_tuple_fails_each_of_its_trees_once() -> None:
+    acks, tasks, _ = ledger([ACKER_HERE])
+    spout, bolt = tasks.states[SPOUT], tasks.states[BOLT]
+    for root in (1, 2):
+        acks.init_tree(spout, ACKER_HERE, root, 3)
+    acks.fail_tuple(bolt, Tuple(("x",), SPOUT, None, 3, (1, 2)))   # type: ignore[arg-type]
+    assert bolt.failed == 1
+    assert sorted(tasks.spout_queues[SPOUT]) == [(1, False), (2, False)]
+
+
+def test_lost_tuples_fail_their_trees_where_the_acker_is_reachable() -> None:
+    acks, tasks, out = ledger([ACKER_HERE, ACKER_THERE])
+    acks.init_tree(tasks.states[SPOUT], ACKER_HERE, 6, 1)     # 6 % 2 == 0: the acker here
+    acks.fail_lost({6, 7})                                      # 7: the acker elsewhere
+    assert list(tasks.spout_queues[SPOUT]) == [(6, False)]
+    assert out.sent[-1] == ("values", ACKER_THERE, (7, 0), 0, ACK_FAIL)
+
+
+def test_without_ackers_nothing_is_tracked() -> None:
+    acks, tasks, out = ledger([])
+    assert not acks.acking
+    acks.fail_roots(tasks.states[BOLT], (1, 2), 3)
+    acks.fail_lost({1})
+    assert tasks.states[BOLT].failed == 3 and not out.sent

@@ -1,0 +1,149 @@
+"""The wire format as pure functions: what the outbox encodes, the inbox decodes to the
+same tuples, and anything malformed is refused whole with a ValueError."""
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import pytest
+
+from squall.api.tuple import Source, Tuple, TupleRun
+from squall.runtime.wire import codec
+from squall.runtime.wire.codec import OpenRun
+
+SRC = Source("split", "default", ("word",))
+
+
+def dumps(obj: Any) -> bytes:
+    return msgpack.packb(obj)
+
+
+def loads(data: bytes) -> Any:
+    return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+
+def test_one_message_per_task_with_its_entries_in_emit_order() -> None:
+    a, b, c = OpenRun(7, SRC, False), OpenRun(7, SRC, False), OpenRun(8, SRC, False)
+    a.values.extend([["x"], ["y"]])
+    b.values.append(["z"])
+    c.values.append(["w"])
+    messages = codec.encode([(3, a), (4, c), (3, b)], dumps)
+    assert [task for task, _ in messages] == [3, 4]
+    by_task = {task: codec.read_entries(loads(p)) for task, p in messages}
+    assert by_task[3] == [[7, "default", [["x"], ["y"]], 0, None],
+                          [7, "default", [["z"]], 0, None]]
+    assert by_task[4] == [[8, "default", [["w"]], 0, None]]
+
+
+def test_an_untracked_run_decodes_to_one_tuple_run() -> None:
+    run = OpenRun(7, SRC, False)
+    run.values.extend([("a",), ("b",)])
+    (entry,) = codec.read_entries(loads(codec.encode([(3, run)], dumps)[0][1]))
+    src_task, stream, values, ids, roots = entry
+    assert codec.shape(ids) == codec.RUN
+    decoded = codec.run_of(3, src_task, SRC, values, ids, roots)
+    assert (decoded.values, decoded.task, decoded.roots, decoded.edge) == (
+        [("a",), ("b",)], 7, None, 0)
+
+
+def test_single_tracked_tuples_keep_their_ids_and_roots_with_repeats_referring_back() -> None:
+    run = OpenRun(7, SRC, True)
+    shared = (11, 12)
+    for value, tid, roots in (("a", 1, shared), ("b", 2, shared), ("c", 3, (13,))):
+        run.values.append((value,))
+        run.ids.append(tid)             # type: ignore[union-attr]
+        run.add_roots(roots)
+    entry = codec.entry(run)
+    assert entry[4] == [shared, 0, (13,)]       # the second tuple's roots refer back
+    src_task, _, values, ids, roots = loads(dumps(entry))
+    assert codec.shape(ids) == codec.ONES
+    tuples = codec.ones_of(3, src_task, SRC, values, ids, roots)
+    assert [(t.values, t.id, t.roots, t.task, t.src, t.ackval) for t in tuples] == [
+        (("a",), 1, (11, 12), 7, SRC, 0), (("b",), 2, (11, 12), 7, SRC, 0),
+        (("c",), 3, (13,), 7, SRC, 0)]
+    assert all(isinstance(t, Tuple) for t in tuples)
+
+
+def test_anchored_runs_split_by_their_counts() -> None:
+    run = OpenRun(7, SRC, True)
+    for values, edge, roots in (([("a",), ("b",)], 5, (1,)), ([("c",)], 6, (1,)),
+                                ([("d",)], 9, (2,))):
+        run.values.extend(values)
+        run.ids.append([edge, len(values)])     # type: ignore[union-attr]
+        run.add_roots(roots)
+    src_task, _, values, ids, roots = loads(dumps(codec.entry(run)))
+    assert codec.shape(ids) == codec.RUNS
+    runs = codec.runs_of(3, src_task, SRC, values, ids, roots)
+    assert [(r.values, r.edge, r.roots) for r in runs] == [
+        ([("a",), ("b",)], 5, (1,)), ([("c",)], 6, (1,)), ([("d",)], 9, (2,))]
+
+
+def test_a_tuple_run_is_an_entry_of_its_own() -> None:
+    run = TupleRun([("a",), ("b",)], 7, SRC, (4,), 99)
+    assert codec.entry(run) == [7, "default", [("a",), ("b",)], 99, (4,)]
+    src_task, _, values, ids, roots = loads(dumps(codec.entry(run)))
+    decoded = codec.run_of(3, src_task, SRC, values, ids, roots)
+    assert (decoded.values, decoded.edge, decoded.roots) == ([("a",), ("b",)], 99, (4,))
+
+
+def test_control_messages_round_trip() -> None:
+    ((task, payload),) = codec.control("throttle", "h:1", True, dumps)
+    assert task == codec.CONTROL
+    assert codec.read_control(loads(payload)) == ("throttle", "h:1", True)
+
+
+@pytest.mark.parametrize("payload", [
+    "text", [[1, "default", [], 0]], [[1, "default", "values", 0, None]],
+    [["1", "default", [], 0, None]], [[1, 5, [], 0, None]], [1, 2, 3]])
+def test_a_payload_that_is_not_a_list_of_entries_is_refused(payload: Any) -> None:
+    with pytest.raises(ValueError):
+        codec.read_entries(payload)
+
+
+@pytest.mark.parametrize("values,ids,roots", [
+    ([[1], [2]], [5], [[7], 0]),        # 2 values, 1 id
+    ([[1]], [5], [0]),                  # the first roots refer back
+    ([[1]], ["5"], [[7]]),              # an id that is not an int
+    ([[1]], [5], [["x"]]),              # roots that are not ints
+    ([[1]], [5], None),                 # no roots column
+])
+def test_malformed_single_tuples_are_refused_whole(values: Any, ids: Any, roots: Any) -> None:
+    with pytest.raises(ValueError):
+        codec.ones_of(3, 7, SRC, values, ids, roots)
+
+
+@pytest.mark.parametrize("values,pairs,roots", [
+    ([[1], [2]], [[5, 1]], [[7]]),      # counts add up to 1, 2 values
+    ([[1]], [[5, 1]], [0]),             # the first run's roots refer back
+    ([[1]], [[5, "1"]], [[7]]),         # a pair that is not [edge, count]
+    ([[1]], [[5, 0]], [[7]]),           # an empty run
+    ([[1]], [[5, 1]], [[7], [8]]),      # more roots than runs
+])
+def test_malformed_anchored_runs_are_refused_whole(values: Any, pairs: Any, roots: Any) -> None:
+    with pytest.raises(ValueError):
+        codec.runs_of(3, 7, SRC, values, pairs, roots)
+
+
+@pytest.mark.parametrize("obj", [["throttle", "h:1"], [5, "h:1", True], "throttle", None])
+def test_a_malformed_control_message_is_refused(obj: Any) -> None:
+    with pytest.raises(ValueError):
+        codec.read_control(obj)
+
+
+def test_read_id_and_read_roots() -> None:
+    assert codec.read_id(None) is None and codec.read_id(5) == 5
+    assert codec.read_roots(None) is None and codec.read_roots([3]) == (3,)
+    assert codec.read_roots([3, 4]) == (3, 4)
+    for bad in ("5", 5.0, [5]):
+        with pytest.raises(ValueError):
+            codec.read_id(bad)
+    for bad in ("x", [1, "2"], 5):
+        with pytest.raises(ValueError):
+            codec.read_roots(bad)
+
+
+def test_roots_in_collects_every_root_and_skips_what_does_not_read() -> None:
+    entries = [[1, "s", [[1]], 9, [4]], [1, "s", [[1], [2]], [1, 2], [[5, 6], 0]],
+               [1, "s", [[1]], [[3, 1]], [[7]]], [1, "s", [[1]], 0, None], ["junk"],
+               [1, "s", [[1]], [1], ["bad"]]]
+    assert codec.roots_in(entries) == {4, 5, 6, 7}

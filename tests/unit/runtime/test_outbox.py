@@ -1,0 +1,151 @@
+"""The outbox: tuples for other workers' tasks folded into runs, one message per task per
+send, sent when full, idle or due; what cannot be sent fails its trees back."""
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from squall.api.tuple import Source, Tuple
+from squall.errors import TransportError
+from squall.runtime.wire import codec
+from squall.runtime.wire.outbox import Outbox
+from squall.serializers.msgpack import MsgpackSerializer
+
+SRC = Source("split", "default", ("word",))
+HERE, THERE, ELSEWHERE = ("h", 1), ("h", 2), ("h", 3)
+
+
+class Conn:
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+        self.batches: list[list[tuple[int, bytes]]] = []
+
+    def send(self, messages: list[tuple[int, bytes]]) -> None:
+        if self.fail:
+            raise TransportError("peer gone")
+        self.batches.append(messages)
+
+    def close(self) -> None:
+        pass
+
+
+class Transport:
+    def __init__(self, fail: bool = False) -> None:
+        self.conns: dict[tuple[str, int], Conn] = {}
+        self.fail = fail
+
+    def connect(self, topology_id: str, host: str, port: int) -> Conn:
+        return self.conns.setdefault((host, port), Conn(self.fail))
+
+
+def outbox(fail: bool = False, interval: float = 0.0) -> tuple[Outbox, Transport, list[set[int]]]:
+    transport = Transport(fail)
+    lost: list[set[int]] = []
+    out = Outbox(transport=transport, serializer=MsgpackSerializer(), topology_id="t",
+                 local_tasks=[1], batch_size=2, flush_interval=interval, lost=lost.append)
+    out.set_address(*HERE)
+    out.set_assignment({1: HERE, 5: THERE, 6: THERE, 7: ELSEWHERE})
+    return out, transport, lost
+
+
+def entries(messages: list[tuple[int, bytes]]) -> dict[int, list[Any]]:
+    return {task: msgpack.unpackb(p) for task, p in messages}
+
+
+def test_emits_for_one_task_join_one_run_and_each_task_gets_its_message() -> None:
+    out, transport, _ = outbox()
+    out.send_values(5, ("a",), 1, SRC)
+    out.send_values(6, ("b",), 1, SRC)
+    out.send_values(5, ("c",), 1, SRC)
+    out.send_tracked(7, ("d",), 1, SRC, 11, (3,))
+    out.send_tracked(7, ("e",), 1, SRC, 12, (3,))
+    assert out.pending() == 3 and not transport.conns
+    out.flush_all()
+    (batch,) = transport.conns[THERE].batches
+    assert entries(batch) == {5: [[1, "default", [["a"], ["c"]], 0, None]],
+                              6: [[1, "default", [["b"]], 0, None]]}
+    (batch,) = transport.conns[ELSEWHERE].batches
+    assert entries(batch) == {7: [[1, "default", [["d"], ["e"]], [11, 12], [[3], 0]]]}
+    assert out.sent_batches == 3 and out.pending() == 0
+
+
+def test_anchored_runs_from_one_source_travel_as_one_entry() -> None:
+    out, transport, _ = outbox()
+    out.send_anchored(5, [("a",), ("b",)], 1, SRC, 40, (9,))
+    out.send_anchored(5, [("c",)], 1, SRC, 41, (9,))
+    out.send_values(5, ("d",), 1, SRC)          # a single tuple after them: a new entry
+    out.flush_all()
+    (batch,) = transport.conns[THERE].batches
+    assert entries(batch)[5] == [[1, "default", [["a"], ["b"], ["c"]], [[40, 2], [41, 1]],
+                                  [[9], 0]],
+                                 [1, "default", [["d"]], 0, None]]
+
+
+def test_a_full_run_is_sent_at_once() -> None:
+    out, transport, _ = outbox()
+    for i in range(out.run_cap):
+        out.send_values(5, (i,), 1, SRC)
+    (batch,) = transport.conns[THERE].batches
+    assert len(entries(batch)[5][0][2]) == out.run_cap
+
+
+def test_with_an_interval_an_outbox_waits_for_it_unless_flushed_idle() -> None:
+    out, transport, _ = outbox(interval=0.05)
+    out.send_values(5, ("a",), 1, SRC)
+    out.flush_all(10.0)                 # first seen holding entries
+    out.flush_all(10.04)
+    assert not transport.conns
+    out.flush_all(10.05)
+    assert len(transport.conns[THERE].batches) == 1
+    out.send_values(5, ("b",), 1, SRC)
+    out.flush_all()                     # the loop is idle: everything goes
+    assert len(transport.conns[THERE].batches) == 2
+
+
+def test_what_cannot_be_sent_fails_its_trees_once() -> None:
+    out, _, lost = outbox(fail=True)
+    out.send_tracked(5, ("a",), 1, SRC, 11, (3, 4))
+    out.send_tracked(5, ("b",), 1, SRC, 12, (3, 4))
+    out.send_values(6, ("c",), 1, SRC)
+    out.flush_all()
+    assert lost == [{3, 4}] and out.send_failures == 1
+
+
+def test_a_task_no_worker_runs_is_lost_at_once() -> None:
+    out, _, lost = outbox()
+    out.send_tuple(99, Tuple(("a",), 1, SRC, 5, (8,)))
+    assert lost == [{8}]
+
+
+def test_a_forwarded_message_follows_what_waited_for_its_worker() -> None:
+    out, transport, _ = outbox()
+    out.send_values(5, ("a",), 1, SRC)
+    payload = msgpack.packb([[2, "default", [["z"]], 0, None]])
+    assert out.forward(6, payload)
+    batches = transport.conns[THERE].batches
+    assert [[task for task, _ in b] for b in batches] == [[5], [6]]
+    assert batches[1][0][1] == payload
+    assert not out.forward(99, payload)
+
+
+def test_a_new_assignment_drops_workers_and_fails_what_waited_for_them() -> None:
+    out, _, lost = outbox()
+    out.send_tracked(7, ("a",), 1, SRC, 11, (3,))
+    assert out.set_assignment({1: HERE, 5: THERE}) == [ELSEWHERE]
+    assert lost == [{3}]
+    assert out.reaches(5) and not out.reaches(7)
+
+
+def test_control_messages_reach_every_worker() -> None:
+    out, transport, _ = outbox()
+    out.broadcast_control("throttle", True)
+    for key in (THERE, ELSEWHERE):
+        ((task, payload),) = transport.conns[key].batches[0]
+        assert task == codec.CONTROL
+        assert codec.read_control(msgpack.unpackb(payload)) == ("throttle", "h:1", True)
+
+
+def test_local_tasks_are_never_given_an_outbox() -> None:
+    out, _, _ = outbox()
+    assert not out.reaches(1) and out.reaches(6)
