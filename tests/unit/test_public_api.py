@@ -11,8 +11,9 @@ import squall
 
 ALL = [
     "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
-    "Grouping", "LocalCluster", "MetricsConsumer", "PluginLoadError", "PluginNotFoundError",
-    "ReducedMetric", "Scheduler", "SchedulingError", "SerializationError", "Serializer", "Spout",
+    "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
+    "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
+    "SerializationError", "Serializer", "SingleTargetGrouping", "Spout",
     "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "__version__", "hookimpl", "hookspec",
