@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from bench.tree import tree_env
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {"per-tuple-off": (False, False), "per-tuple-on": (False, True),
          "batch-off": (True, False), "batch-on": (True, True)}
@@ -34,12 +35,11 @@ RUN = ("import json, sys\nfrom bench.wordcount import marginal\n"
        "print(json.dumps(marginal((20000, 120000), {batch}, {acking}, **kw)))\n")
 
 
-def _run(tree: Path, pythonpath: str, batch: bool, acking: bool,
+def _run(tree: Path, env: dict[str, str], batch: bool, acking: bool,
          conf: dict[str, Any]) -> tuple[float, float]:
-    env = dict(os.environ, PYTHONPATH=pythonpath)
     out = subprocess.run([sys.executable, "-c", RUN.format(batch=batch, acking=acking),
                           json.dumps(conf)],
-                         cwd=tree, env=env, capture_output=True, text=True, check=True)
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     wall, cpu = json.loads(out.stdout.strip().splitlines()[-1])
     return wall, cpu
 
@@ -66,35 +66,32 @@ def main(argv: list[str] | None = None) -> None:
             subprocess.run(["git", "worktree", "add", "--detach", "-q", str(old), args.ref],
                            cwd=ROOT, check=True)
         try:
-            if args.ref == ".":
-                ref_path = str(ROOT)
-            else:
-                shim = Path(tmp) / "path"
-                shim.mkdir()
-                (shim / "squall").symlink_to(old / "core")     # `import squall` -> REF's core/
-                # REF's plugins too (the installed package maps squall.plugins to this tree's)
-                if not (old / "core" / "plugins").exists():
-                    (old / "core" / "plugins").symlink_to(old / "plugins")
-                ref_path = f"{shim}{os.pathsep}{old}"
-            trees = {args.ref: (old, ref_path, ref_conf), "this tree": (ROOT, str(ROOT), conf)}
-            print(f"word count, marginal words/s, {args.pairs} pairs run alternately")
-            for case in args.cases:
-                batch, acking = CASES[case]
-                runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
-                for _ in range(args.pairs):
-                    for name, (tree, path, c) in trees.items():
-                        runs[name].append(_run(tree, path, batch, acking, c))
-                ratios = [b[1] / a[1] for a, b in zip(runs[args.ref], runs["this tree"])]
-                for name, got in runs.items():
-                    print(f"  {case:<14} {name:<12} wall {statistics.median(r[0] for r in got):>12,.0f}"
-                          f"  CPU {statistics.median(r[1] for r in got):>12,.0f}")
-                print(f"  {case:<14} CPU ratio per pair (this tree / {args.ref}): "
-                      + ", ".join(f"{r:.2f}" for r in ratios)
-                      + f"; median {statistics.median(ratios):.2f}", flush=True)
+            with tree_env(None if args.ref == "." else old) as ref_env, \
+                    tree_env(None) as this_env:
+                trees = {args.ref: (old, ref_env, ref_conf), "this tree": (ROOT, this_env, conf)}
+                _compare(trees, args.ref, args.pairs, args.cases)
         finally:
             if args.ref != ".":
                 subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
                                check=False)
+
+
+def _compare(trees: dict[str, tuple[Path, dict[str, str], dict[str, Any]]], ref: str,
+             pairs: int, cases: list[str]) -> None:
+    print(f"word count, marginal words/s, {pairs} pairs run alternately")
+    for case in cases:
+        batch, acking = CASES[case]
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+        for _ in range(pairs):
+            for name, (tree, env, c) in trees.items():
+                runs[name].append(_run(tree, env, batch, acking, c))
+        ratios = [b[1] / a[1] for a, b in zip(runs[ref], runs["this tree"])]
+        for name, got in runs.items():
+            print(f"  {case:<14} {name:<12} wall {statistics.median(r[0] for r in got):>12,.0f}"
+                  f"  CPU {statistics.median(r[1] for r in got):>12,.0f}")
+        print(f"  {case:<14} CPU ratio per pair (this tree / {ref}): "
+              + ", ".join(f"{r:.2f}" for r in ratios)
+              + f"; median {statistics.median(ratios):.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,8 @@ def tree_env(tree: Path | None, **extra: str) -> Iterator[dict[str, str]]:
             if not plugins.exists():
                 plugins.symlink_to(tree / "plugins")
                 made = plugins
+            _entry_points(tree, shim)
+            (shim / "sitecustomize.py").write_text(_HIDE_INSTALLED, encoding="utf-8")
             paths.insert(0, str(shim))
         env["PYTHONPATH"] = os.pathsep.join(paths)
         try:
@@ -36,3 +39,36 @@ def tree_env(tree: Path | None, **extra: str) -> Iterator[dict[str, str]]:
         finally:
             if made is not None:
                 made.unlink()
+
+
+#: run at start-up from the shim path: the installed squall's distribution is not listed, so
+#: its entry points (modules of this checkout) never mix with the measured tree's
+_HIDE_INSTALLED = """\
+import importlib.metadata as _metadata
+
+_all = _metadata.distributions
+
+
+def _without_installed(**kwargs):
+    return (d for d in _all(**kwargs) if d.metadata["Name"] != "squall")
+
+
+_metadata.distributions = _without_installed
+"""
+
+
+def _entry_points(tree: Path, shim: Path) -> None:
+    """Declare ``tree``'s own entry points in a distribution on the shim path, found before
+    the installed squall's: its drivers and plugins load from its own modules, wherever
+    this checkout has moved them."""
+    project = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    dist = shim / "squall_tree-0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: squall-tree\nVersion: 0\n",
+                                   encoding="utf-8")
+    lines = []
+    for group, points in project.get("entry-points", {}).items():
+        lines.append(f"[{group}]")
+        lines.extend(f"{name} = {target}" for name, target in points.items())
+        lines.append("")
+    (dist / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
