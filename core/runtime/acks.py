@@ -28,7 +28,7 @@ class AckLedger:
     ``folded`` (root -> XOR of this pass's acks) is public on purpose: a bolt's tracked pass
     XORs into it inline, without a call per tuple (see BoltExecutor._run_tracked)."""
 
-    __slots__ = ("acker_tasks", "folded", "local", "outbox", "sources", "tasks")
+    __slots__ = ("acker_tasks", "acking", "folded", "local", "outbox", "sources", "tasks")
 
     def __init__(self, acker_tasks: list[int], tasks: LocalTasks, sources: Sources,
                  outbox: Outbox) -> None:
@@ -38,11 +38,8 @@ class AckLedger:
         self.outbox = outbox
         self.local = tasks.ackers
         self.folded: dict[int, int] = {}
-
-    @property
-    def acking(self) -> bool:
-        """Whether the topology has acker tasks (else nothing is tracked)."""
-        return bool(self.acker_tasks)
+        #: whether the topology has acker tasks (else nothing is tracked)
+        self.acking = bool(acker_tasks)
 
     def acker_of(self, root: int) -> int:
         return self.acker_tasks[root % len(self.acker_tasks)]

@@ -298,7 +298,8 @@ def route_many(ts: TaskState, w: Wiring, plans: Plans
 class Hold:
     """Untracked ``emit_many`` values a task holds and routes together: a batch bolt's one
     call per input (about ten words each in word count) then costs one grouping pass and one
-    run per target for all its inputs.
+    run per target for all its inputs. :func:`many_emit` adds to ``values`` inline (a method
+    call per ``emit_many`` measured 1 % of a batch word's instructions).
 
     Held values go out before anything else the task emits (every emit path calls
     :meth:`release` first while ``values`` is not empty, so each target sees them in emit
@@ -324,18 +325,6 @@ class Hold:
         #: a closure, so that the emit paths call it without a bound-method allocation
         self.release = release
 
-    def add(self, values_list: Sequence[Any], stream: str) -> None:
-        """Hold ``values_list`` (tuples) for ``stream``."""
-        values = self.values
-        if not values:
-            self.holding.append(self.release)
-        elif self.stream != stream:
-            self.release()              # still registered: the loop has not run since
-        self.stream = stream
-        values.extend(values_list)
-        if len(values) >= HOLD_CAP:
-            self.release()
-
 
 def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
               route: Callable[..., None], spout: bool) -> EmitMany:
@@ -345,7 +334,7 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
     singles_get = plans.source_of_single.get
     held = hold.values
     release = hold.release
-    add = hold.add
+    holding_append = hold.holding.append
     T = Tuple
 
     def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default",
@@ -376,7 +365,14 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
         if list(map(type, values_list)).count(tuple) != n:     # runs and held values: tuples
             values_list = [v if v.__class__ is tuple else tuple(v) for v in values_list]
         if anchor is None and n < HOLD_CAP:
-            add(values_list, stream)
+            if not held:
+                holding_append(release)
+            elif hold.stream != stream:
+                release()               # still registered: the loop has not run since
+            hold.stream = stream
+            held.extend(values_list)
+            if len(held) >= HOLD_CAP:
+                release()
             return
         if held:
             release()
