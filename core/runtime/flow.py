@@ -1,10 +1,20 @@
-"""Backpressure: when this worker's queues are too full, it asks every worker of the
-topology (itself included) to stop calling its spouts until they drained.
+"""Backpressure, per destination task: a sender stops feeding a task whose queue is too full,
+and only that (JStorm's and Storm 2's flow control, by task).
 
-The high and low watermarks are ``topology.backpressure.high.watermark`` and ``.low.watermark``
-times ``topology.executor.receive.buffer.size`` (tuples in one task's queue), and half and an
-eighth of :data:`~squall.runtime.wire.inbox.INBOX_LIMIT` for received messages waiting for the
-loop. Checked by the loop after it dispatched received messages and at the end of each pass.
+A task of this worker is *congested* when its queue holds more than the high watermark
+(``topology.backpressure.high.watermark`` × ``topology.executor.receive.buffer.size`` tuples;
+a TupleRun counts its tuples) and stays so until it holds no more than the low watermark
+(``...low.watermark`` × the same). Every change is told to the other workers of the topology
+(a control message listing tasks and their state), so every worker knows every congested
+task. An executor whose downstream tasks (the tasks its emits may reach) include a congested
+one is *blocked*: a spout does not call ``next_tuple``, a bolt does not take tuples from its
+queue, until none is. A blocked bolt's own queue then fills, so what feeds it is blocked in
+turn: a slow bolt slows only what feeds it, hop by hop, and nothing is dropped. Received
+messages piling up in front of the loop (more than half of
+:data:`~squall.runtime.wire.inbox.INBOX_LIMIT`) make every task of this worker congested until
+they are down to an eighth.
+
+Checked by the loop after it dispatched received messages and at the end of each pass.
 """
 from __future__ import annotations
 
@@ -17,67 +27,118 @@ from squall.runtime.wire.inbox import INBOX_LIMIT
 INBOX_HIGH, INBOX_LOW = INBOX_LIMIT // 2, INBOX_LIMIT // 8   # received messages
 
 
-class Backpressure:
-    """One worker's throttle: its own verdict (``overloaded``), the other workers'
-    (``remote``, from their control messages), and what spouts read: ``throttled``."""
+def watermarks(conf: dict[str, Any]) -> tuple[int, int]:
+    """(high, low): the tuples a task's queue holds when it becomes congested, and when it
+    stops being so."""
+    cap = int(conf.get("topology.executor.receive.buffer.size") or 32768)
+    high = int(cap * float(conf.get("topology.backpressure.high.watermark", 0.9)))
+    low = int(cap * float(conf.get("topology.backpressure.low.watermark", 0.8)))
+    return max(1, high), max(0, min(high, low))
 
-    def __init__(self, conf: dict[str, Any], tasks: LocalTasks,
-                 inbox_len: Callable[[], int], broadcast: Callable[[str, Any], None]) -> None:
-        cap = int(conf.get("topology.executor.receive.buffer.size") or 32768)
-        self.high = int(cap * float(conf.get("topology.backpressure.high.watermark", 0.9)))
-        self.low = int(cap * float(conf.get("topology.backpressure.low.watermark", 0.4)))
+
+class Backpressure:
+    """One worker's view of which tasks may not be fed: its own congested tasks
+    (``mine``) and every other worker's (``remote``, from their control messages);
+    ``congested`` is their union with the tasks whose credit window is full (``saturated``,
+    see :mod:`squall.runtime.wire.outbox`), what :meth:`blocks` reads."""
+
+    def __init__(self, conf: dict[str, Any], tasks: LocalTasks, inbox_len: Callable[[], int],
+                 held: dict[int, int], saturated: set[int],
+                 broadcast: Callable[[str, Any], None]) -> None:
+        self.high, self.low = watermarks(conf)
         self.tasks = tasks
         self.inbox_len = inbox_len
+        #: tuples waiting in the inbox for each task's queue to drain (they count as queued)
+        self.held = held
+        #: other workers' tasks whose credit window is full (the outbox's)
+        self.saturated = saturated
         self.broadcast = broadcast
-        #: spouts of this worker may not emit
-        self.throttled = False
-        #: this worker asked the others to stop their spouts
+        #: every congested task, here or elsewhere (what blocks an executor)
+        self.congested: set[int] = set()
+        self.mine: set[int] = set()
+        self.remote: dict[str, set[int]] = {}
+        #: received messages piled up: every task here counts as congested
+        self.inbox_full = False
+        #: seconds this worker had a congested task before the current spell, which began
+        #: at ``since`` (``overloaded``: one is congested now)
         self.overloaded = False
-        #: received messages wait in the inbox (a lazy_batch task's queue is far behind)
-        self.hold_inbox = False
-        #: seconds spent overloaded before the current spell, which began at ``since``
         self.overloaded_secs = 0.0
         self.since = 0.0
-        #: other workers' verdicts, by ``host:port``
-        self.remote: dict[str, bool] = {}
+
+    def blocks(self, downstream: frozenset[int]) -> bool:
+        """Whether an executor emitting to ``downstream`` must wait."""
+        congested = self.congested
+        return bool(congested) and not congested.isdisjoint(downstream)
 
     def check(self, now: float) -> None:
-        inbox = self.inbox_len()
-        queues = self.tasks.queues
-        # queued tuples, not entries: a lazy_batch task's TupleRun entries hold many
+        """Measure this worker's queues; tell the other workers what changed."""
+        high, low = self.high, self.low
+        mine = self.mine
+        states = self.tasks.states
         lazy = self.tasks.lazy
-        high = self.high
-        full = (any(len(q) > high for q in queues.values())
-                or any(len(t.queue) + t.run_extra > high for t in lazy.values()))
-        # while a lazy_batch task's queue holds twice the high watermark, received messages
-        # wait in the inbox (and then in the transport): runs multiply what the senders had
-        # in flight before they heard the throttle, and it must not all land at once. Other
-        # queues never hold the inbox: doing so stalls an acknowledged transport's window
-        # (grpc: 260 k -> 80-150 k words/s distributed, per-tuple, acking off).
-        self.hold_inbox = full and any(len(t.queue) + t.run_extra > 2 * high
-                                       for t in lazy.values())
-        if self.overloaded:
-            if (inbox <= INBOX_LOW and all(len(q) <= self.low for q in queues.values())
-                    and all(len(t.queue) + t.run_extra <= self.low for t in lazy.values())):
-                self.overloaded = False
-                self.overloaded_secs += now - self.since
-                self.broadcast("throttle", False)
-        elif inbox > INBOX_HIGH or full:
-            self.overloaded = True
-            self.since = now
-            self.broadcast("throttle", True)
-        self.throttled = self.overloaded or any(self.remote.values())
+        held = self.held
+        changed: list[list[Any]] | None = None
+        inbox = self.inbox_len()
+        if self.inbox_full:
+            self.inbox_full = inbox > INBOX_LOW
+        elif inbox > INBOX_HIGH:
+            self.inbox_full = True
+        for task, q in self.tasks.queues.items():
+            n = len(q)
+            if task in lazy:
+                n += lazy[task].run_extra
+            if n > states[task].queue_peak:
+                states[task].queue_peak = n
+            if held and task in held:
+                n += held[task]
+            if task in mine:
+                if n <= low and not self.inbox_full:
+                    mine.discard(task)
+                    changed = changed or []
+                    changed.append([task, False])
+            elif n > high or self.inbox_full:
+                mine.add(task)
+                changed = changed or []
+                changed.append([task, True])
+        if changed:
+            self.recount()
+            self.broadcast("congested", changed)
+        if mine and not self.overloaded:
+            self.overloaded, self.since = True, now
+        elif not mine and self.overloaded:
+            self.overloaded = False
+            self.overloaded_secs += now - self.since
 
-    def remote_verdict(self, who: str, on: Any) -> None:
-        """Another worker's throttle control message."""
-        self.remote[who] = bool(on)
+    def remote_report(self, who: str, value: Any) -> None:
+        """Another worker's ``congested`` control message: ``[[task, on], ...]``;
+        ValueError if it is anything else."""
+        if value.__class__ is not list:
+            raise ValueError(f"a congestion report must be a list of [task, on] pairs, got "
+                             f"{value!r:.80}")
+        tasks = self.remote.setdefault(who, set())
+        for pair in value:
+            if (pair.__class__ is not list or len(pair) != 2 or pair[0].__class__ is not int
+                    or pair[1].__class__ is not bool):
+                raise ValueError(f"a congestion report entry must be [task, true/false], got "
+                                 f"{pair!r:.80}")
+            (tasks.add if pair[1] else tasks.discard)(pair[0])
+        self.recount()
 
     def forget(self, who: str) -> None:
-        """A worker no longer assigned: its verdict no longer counts."""
-        self.remote.pop(who, None)
+        """A worker no longer assigned: its congested tasks no longer count."""
+        if self.remote.pop(who, None):
+            self.recount()
+
+    def recount(self) -> None:
+        """Work ``congested`` out again (after a report, or a window filled or opened)."""
+        congested = self.mine | self.saturated
+        for tasks in self.remote.values():
+            congested |= tasks
+        self.congested = congested
 
     def overloaded_total(self, now: float) -> float:
-        """Seconds this worker has spent overloaded so far (the current spell included)."""
+        """Seconds this worker has had a congested task so far (the current spell
+        included)."""
         if self.overloaded:
             return self.overloaded_secs + max(0.0, now - self.since)
         return self.overloaded_secs

@@ -2,7 +2,7 @@
 time (no GIL contention between executors).
 
 A pass: run the commands other threads queued (:meth:`Loop.call`); dispatch received messages
-(unless backpressure holds the inbox) and check backpressure; give each executor its turn
+(and what waited for a queue to drain) and check backpressure; give each executor its turn
 (``run_once``), releasing the emits a task held and flushing the folded acks after each;
 flush the outboxes that waited long enough; every 5 ms run the timers; check backpressure.
 A pass that found nothing to do sends what waits and sleeps until woken (at most 1 ms).
@@ -128,12 +128,16 @@ class Loop:
         clock = self.clock
         inbox = self.inbox
         pending = inbox.pending
+        waiting = inbox.waiting
         outbox = self.outbox
         acks = self.acks
         folded = acks.folded
         flow = self.flow
         held = self.holding
         wake = self._wake
+        send_control = outbox.send_control
+        credit_every = max(1, outbox.window // 4)
+        saturated = outbox.saturated
         next_timer = 0.0
         monotonic = time.monotonic
         try:
@@ -141,9 +145,10 @@ class Loop:
                 clock.now = now = monotonic()
                 while commands:
                     commands.popleft()()
-                busy = bool(pending) and not flow.hold_inbox
-                if busy:
-                    inbox.dispatch()
+                busy = False
+                if pending or waiting:
+                    busy = inbox.dispatch() > 0 or bool(pending)
+                    inbox.report_credits(send_control, credit_every)
                     flow.check(now)         # tell senders before a slow batch runs
                 done = 0
                 for ex in executors:
@@ -158,6 +163,8 @@ class Loop:
                 if now >= next_timer:
                     next_timer = now + TIMER_SECS
                     self.timers(now)
+                    if saturated:
+                        outbox.expire_windows(now)
                 flow.check(now)
                 self.passes += 1
                 if done or busy:

@@ -26,7 +26,8 @@ class TaskState:
         "acked", "applied_tracked", "complete_ms", "complete_n", "component_id", "conf",
         "context", "current", "deferred", "emitted", "exec_ms", "exec_n", "executed",
         "executor", "failed", "idle_until", "instance", "metrics", "pass_cap", "pending_new",
-        "pending_old", "proc_ms", "proc_n", "put_tracked", "queue", "root_plan", "routes",
+        "pending_old", "proc_ms", "proc_n", "put_tracked", "queue", "queue_peak", "root_plan",
+        "routes",
         "run_extra", "samples", "sources", "task", "thread_current", "thread_emits",
         "thread_samples", "ticks", "transfer_extra",
     )
@@ -40,6 +41,8 @@ class TaskState:
         #: inbound: Tuples, and for a lazy_batch bolt also TupleRuns; for a spout, the
         #: completions of its trees ((root, ok), or ack/fail Tuples from another worker)
         self.queue: deque[Any] = deque()
+        #: the most tuples the queue has held (measured by backpressure, once per pass)
+        self.queue_peak = 0
         self.routes: dict[str, list[Route]] = {}
         self.sources: dict[str, Source] = {}
         self.executor: Executor | None = None

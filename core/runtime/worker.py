@@ -7,6 +7,7 @@ handed to the loop thread.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -22,7 +23,7 @@ from squall.runtime.executors import executor_class
 from squall.runtime.executors.base import Executor, Services
 from squall.runtime.executors.spout import SpoutExecutor
 from squall.runtime.executors.threaded import hold_switch_interval, release_switch_interval
-from squall.runtime.flow import Backpressure
+from squall.runtime.flow import Backpressure, watermarks
 from squall.runtime.load import LoadTracker
 from squall.runtime.loop import Loop
 from squall.runtime.stats import executor_stats
@@ -74,7 +75,11 @@ class Worker:
         self.outbox = Outbox(transport=transport, serializer=self.serializer,
                              topology_id=topology_id, local_tasks=self.local_task_ids,
                              batch_size=self.batch_size, flush_interval=max(0.0, interval),
-                             lost=self._lost)
+                             lost=self._lost, capacity=int(
+                                 conf.get("topology.executor.receive.buffer.size") or 32768),
+                             window_changed=self._window_changed)
+        #: tells this worker's credit reports from a restarted one's (see the outbox)
+        self.incarnation = f"{os.getpid()}-{time.time_ns()}"
         self.outbox.set_address(host, port)
         self.outbox.set_assignment(task_to_worker)
         self.executors: list[Executor] = []
@@ -112,8 +117,10 @@ class Worker:
         self.inbox = Inbox(tasks=self.local, sources=self.sources,
                            task_to_component=topo.task_to_component, acks=self.acks,
                            outbox=self.outbox, serializer=self.serializer,
-                           control=self._control, wake=self._wakeup.set)
+                           control=self._control, wake=self._wakeup.set,
+                           room=watermarks(self.conf)[0], incarnation=self.incarnation)
         self.flow = Backpressure(self.conf, self.local, self.inbox.pending.__len__,
+                                 self.inbox.held, self.outbox.saturated,
                                  self.outbox.broadcast_control)
         self.loop = Loop(name=f"squall-worker-{self.topology_id}-{self.port}", clock=self.clock,
                          inbox=self.inbox, outbox=self.outbox, acks=self.acks, flow=self.flow,
@@ -128,6 +135,7 @@ class Worker:
         for ex in self.executors:
             for ts in ex.tasks:
                 self._install(ex, ts)
+            ex.routes_built()
         for ex in self.executors:
             if ex.kind != "acker":
                 for ts in ex.tasks:
@@ -175,12 +183,32 @@ class Worker:
         """Tuples the outbox could not deliver: their trees fail, so the spouts replay."""
         self.acks.fail_lost(roots)
 
+    def _window_changed(self) -> None:
+        if self._built:
+            self.flow.recount()
+
     def _control(self, kind: str, who: str, value: Any) -> None:
         """A control message from another worker."""
-        if kind == "throttle":
-            self.flow.remote_verdict(who, value)
+        if kind == "credit":
+            try:
+                host, _, port = who.rpartition(":")
+                incarnation, totals = value
+                self.outbox.credit((host, int(port)), str(incarnation), totals,
+                                   self.clock.now)
+            except (ValueError, TypeError) as exc:
+                log.warning("worker %s ignored a credit report from %.60r: %s", self.port,
+                            who, exc)
+        elif kind == "congested":
+            try:
+                self.flow.remote_report(who, value)
+            except ValueError as exc:
+                log.warning("worker %s ignored a congestion report from %.60r: %s", self.port,
+                            who, exc)
         elif kind == "load":
             self.load.on_report(who, value)
+        else:
+            log.warning("worker %s ignored a control message of unknown kind %.40r from "
+                        "%.60r", self.port, kind, who)
 
     def _timers(self, now: float) -> None:
         self.timers.run(now)
@@ -221,6 +249,10 @@ class Worker:
         if self.transport is not None:
             self.port = self.inbox.bind(self.transport, self.topology_id, self.port)
             self.outbox.set_address(self.host, self.port)
+            # a restarted worker's senders forget what they had on its way to the old one
+            zeros = [self.incarnation, [[t, 0] for t in self.local_task_ids]]
+            self.loop.submit(lambda: [self.outbox.send_control(key, "credit", zeros)
+                                      for key in self.outbox.peers()])
 
     def call_on_loop(self, fn: Any, timeout: float = 10.0) -> None:
         """Run ``fn`` on the loop thread and wait for it (or here if no loop runs)."""
@@ -300,7 +332,8 @@ class Worker:
     def queued(self) -> int:
         """Tuples and calls waiting anywhere in this worker (queues, inbox, outboxes, held
         emits, components' own threads)."""
-        return (self.local.queued() + len(self.inbox.pending) + self.outbox.pending()
+        return (self.local.queued() + len(self.inbox.pending) + self.inbox.held_total()
+                + self.outbox.pending()
                 + len(self.wiring.holding) + sum(ex.queued() for ex in self.executors))
 
     def stats(self) -> dict[str, Any]:
@@ -311,8 +344,8 @@ class Worker:
 
     def counters(self) -> dict[str, Any]:
         """The worker's own totals since it started: loop passes, passes that waited idle,
-        seconds overloaded (throttling the spouts), messages (and their bytes) sent to other
-        workers, messages received from them."""
+        seconds overloaded (with a congested task), task messages (and their bytes) sent to
+        other workers, task messages received from them."""
         return {"loop_passes": self.loop.passes, "idle_waits": self.loop.idle_waits,
                 "overloaded_secs": round(self.flow.overloaded_total(self.clock.now), 3),
                 "sent_batches": self.outbox.sent_batches,

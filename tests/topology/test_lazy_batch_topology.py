@@ -240,7 +240,7 @@ def test_backpressure_counts_the_tuples_in_runs_not_the_entries(cluster: LocalCl
 
     def throttled() -> bool:
         seen.append(worker.queued())
-        return spouts.flow.throttled and len(SEEN) > 20
+        return bool(spouts.flow.congested) and len(SEEN) > 20
     wait_until(throttled, timeout=30)     # the bolt is slower: its worker throttles the spout
     passes = len(SEEN)
     # and what waits stays bounded while the bolt goes on: the wire stops feeding the queue
@@ -250,7 +250,7 @@ def test_backpressure_counts_the_tuples_in_runs_not_the_entries(cluster: LocalCl
 
     # one run of 1,900 tuples is one queue entry, and it alone is over the high watermark
     cluster.deactivate("bp")
-    wait_until(lambda: worker.queued() == 0 and not worker.flow.throttled, timeout=30)
+    wait_until(lambda: worker.queued() == 0 and not worker.flow.congested, timeout=30)
     task = next(iter(worker.local.lazy))
     spout_task = cluster.get_topology("bp").tasks("lines")[0]
     overloaded: list[bool] = []

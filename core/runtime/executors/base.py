@@ -55,6 +55,10 @@ class Executor:
         self.component_id = component_id
         self.tasks = tasks
         self.batch = services.batch_size
+        self.flow = services.flow
+        #: the tasks this executor's emits may reach (backpressure blocks it while one of
+        #: them is congested); known once the routes are built (:meth:`routes_built`)
+        self.downstream: frozenset[int] = frozenset()
         self.start_time = time.time()
         #: windowed stats and the counters at the last fold (squall.runtime.stats)
         self.windows: WindowedStats | None = None
@@ -71,6 +75,12 @@ class Executor:
     @property
     def range(self) -> tuple[int, int]:
         return (self.tasks[0].task, self.tasks[-1].task)
+
+    def routes_built(self) -> None:
+        """Learn the downstream tasks from the tasks' routes (called by the worker once
+        every route is built)."""
+        self.downstream = frozenset(t for ts in self.tasks for routes in ts.routes.values()
+                                    for route in routes for t in route.targets)
 
     def run_once(self) -> int:
         raise NotImplementedError

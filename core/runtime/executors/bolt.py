@@ -40,12 +40,18 @@ class BoltExecutor(Executor):
         self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
         self.auto_fail = bool(getattr(cls, "auto_fail", True))
         self.tick_src = services.sources.tick
+        #: passes that found a downstream task congested and took nothing
+        self.paused = 0
 
     @classmethod
     def takes_runs(cls, component_cls: type) -> bool:
         return batch_mode(component_cls) and bool(getattr(component_cls, "lazy_batch", False))
 
     def run_once(self) -> int:
+        congested = self.flow.congested
+        if congested and not congested.isdisjoint(self.downstream):
+            self.paused += 1        # a task it emits to is congested: its queue waits
+            return 0
         done = 0
         batch = self.batch
         auto_ack = self.auto_ack
@@ -67,7 +73,7 @@ class BoltExecutor(Executor):
             if self.lazy:
                 n = self._run_lazy(ts, q, batch)
             elif self.batch_mode:
-                n = n if n <= batch else max(batch, min(n >> 1, ts.pass_cap))
+                n = self._take(n, batch, ts.pass_cap)
                 if n == len(q):
                     tuples = list(q)
                     q.clear()
@@ -75,12 +81,9 @@ class BoltExecutor(Executor):
                     tuples = [q.popleft() for _ in range(n)]
                 self._run_batch(ts, tuples)
             else:
-                n = n if n <= batch else max(batch, min(n >> 1, ts.pass_cap))
+                n = self._take(n, batch, ts.pass_cap)
                 self._run_tuples(ts, q, n)
             spent = _perf() - t0
-            # a long queue is taken half at a time (a bolt that gets more per input than it
-            # gets passes - a split - keeps up without tripping backpressure), but a pass
-            # never takes much more than PASS_SECONDS of this bolt's measured time per tuple
             ts.pass_cap = int(PASS_SECONDS * n / spent) if spent > 0 else n << 1
             ts.exec_ms += spent * 1000.0
             ts.exec_n += n
@@ -94,6 +97,17 @@ class BoltExecutor(Executor):
                     ts.proc_n += acked
             done += n
         return done
+
+    @staticmethod
+    def _take(n: int, batch: int, cap: int) -> int:
+        """How many of ``n`` queued tuples one pass takes: a long queue (over a batch) half
+        at a time (a bolt that gets more per input than it gets passes - a split - keeps up
+        without filling its queue), but never much more than PASS_SECONDS of this bolt's
+        measured time per tuple (``cap``, 0 until measured): a slow bolt's pass stays short,
+        so its worker's loop checks backpressure and serves its other executors often."""
+        if n > batch:
+            return max(batch, min(n >> 1, cap))
+        return cap if 0 < cap < n else n
 
     def ack_function(self, ts: TaskState) -> Any:
         """The ``ack`` a bolt task calls: acks ``tup`` (counted even when it is untracked, as
@@ -249,17 +263,23 @@ class BoltExecutor(Executor):
             ts.acked += n - failed
 
     def _run_lazy(self, ts: TaskState, q: Any, batch: int) -> int:
-        """Run up to ``batch`` queue entries as one TupleBatch; returns the tuples taken."""
+        """Run up to ``batch`` queue entries as one TupleBatch (fewer once they hold the
+        pass's measured cap of tuples, see :meth:`_take`); returns the tuples taken."""
         extra = ts.run_extra
-        if len(q) <= batch:
+        cap = ts.pass_cap
+        if len(q) <= batch and (not cap or len(q) + extra <= cap):
             parts: list[Any] = list(q)
             q.clear()
             ts.run_extra = 0
         else:
-            parts = [q.popleft() for _ in range(batch)]
-            if extra:
-                extra = sum(len(p.values) - 1 for p in parts if p.__class__ is TupleRun)
-                ts.run_extra -= extra
+            parts = []
+            taken = 0
+            while q and len(parts) < batch and (not cap or taken < cap or not parts):
+                p = q.popleft()
+                parts.append(p)
+                taken += len(p.values) if p.__class__ is TupleRun else 1
+            extra = taken - len(parts)
+            ts.run_extra -= extra
         n = size = len(parts) + extra    # size: tuples for process_batch, without ticks
         tick_src = self.tick_src
         if ts.ticks and any(p.src is tick_src for p in parts):

@@ -24,7 +24,6 @@ class SpoutExecutor(Executor):
     def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
         super().__init__(services, component_id, tasks)
         self.clock = services.clock
-        self.flow = services.flow
         self.report_error = services.report_error
         conf = tasks[0].conf
         self.max_pending = conf.get("topology.max.spout.pending") or 0
@@ -34,6 +33,8 @@ class SpoutExecutor(Executor):
         self.next_rotate = time.monotonic() + self.timeout
         self.active = False
         self.malformed = 0           # completions from the network that were not one
+        #: passes that found a downstream task congested and called no next_tuple
+        self.paused = 0
 
     def pending(self, ts: TaskState) -> int:
         """Trees of task ``ts`` in flight."""
@@ -51,7 +52,11 @@ class SpoutExecutor(Executor):
 
     def run_once(self) -> int:
         done = self.completions()
-        if not self.active or self.flow.throttled:
+        if not self.active:
+            return done
+        congested = self.flow.congested
+        if congested and not congested.isdisjoint(self.downstream):
+            self.paused += 1        # a task it emits to is congested: no next_tuple
             return done
         now = self.clock.now
         report_error = self.report_error

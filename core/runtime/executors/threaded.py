@@ -383,8 +383,12 @@ class ThreadedBolt(BoltExecutor):
     def _serve(self) -> None:
         batch = self.batch
         thread = self.thread
+        flow = self.flow
         while thread.alive:
             done = thread.run_control()
+            if flow.blocks(self.downstream):    # a task it emits to is congested
+                thread.idle(IDLE_WAIT)
+                continue
             for ts in self.tasks:
                 q = ts.queue
                 if q:
@@ -528,7 +532,7 @@ class ThreadedSpout(SpoutExecutor):
         done = self.thread.apply() + self.completions()
         for ts in self.tasks:
             self.run_deferred_acks(ts)      # untracked emits with a tup_id: acked at once
-        if self.parked and self.active and not self.flow.throttled:
+        if self.parked and self.active and not self.flow.blocks(self.downstream):
             self.thread.wake_thread.set()
         return done
 
@@ -560,7 +564,7 @@ class ThreadedSpout(SpoutExecutor):
         max_pending = self.max_pending
         while thread.alive:
             thread.run_control()
-            if not self.thread_active or flow.throttled:
+            if not self.thread_active or flow.blocks(self.downstream):
                 self.parked = True
                 thread.idle(IDLE_WAIT)
                 self.parked = False

@@ -6,6 +6,13 @@ it does not run is forwarded undecoded to the worker that does; a control messag
 goes to the worker's control handler. A message that does not decode, or an entry that does
 not check out, is logged and dropped with the rest of its message (an entry is checked whole
 before any of its tuples is delivered).
+
+A task's queue is filled only up to ``room`` tuples (the backpressure high watermark): entries
+for a task whose queue is that full wait here, in order, and are delivered as it drains, so a
+queue holds at most ``room`` plus one entry (at most a run: see the outbox's run cap).
+Backpressure counts what waits here as the task's (``held``): the senders stop feeding the
+task until both are down to the low watermark, and what was on its way meanwhile waits here
+rather than in the queue.
 """
 from __future__ import annotations
 
@@ -27,8 +34,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("squall.runtime.transfer")
 INBOX_LIMIT = 256    # received messages waiting for the loop before the receive thread pauses
-DISPATCH_MESSAGES = 32  # received messages the loop decodes per pass, so executors get turns
-DISPATCH_TUPLES = 3200  # ... and tuples (runs hold many): backpressure is checked in between
+#: received messages the loop decodes in one pass (what the receive thread queued by then)
+DISPATCH_MESSAGES = INBOX_LIMIT // 4
+#: tuples the loop delivers to queues in one pass (runs hold many), so executors get turns and
+#: backpressure is checked in between; what is past it waits for the next pass
+DISPATCH_TUPLES = 3200
 
 
 class Inbox:
@@ -38,7 +48,7 @@ class Inbox:
     def __init__(self, *, tasks: LocalTasks, sources: Sources,
                  task_to_component: dict[int, str], acks: AckLedger, outbox: Outbox,
                  serializer: Any, control: Callable[[str, str, Any], None],
-                 wake: Callable[[], None]) -> None:
+                 wake: Callable[[], None], room: int, incarnation: str) -> None:
         self.tasks = tasks
         self.sources = sources
         self.comp_of = task_to_component
@@ -48,6 +58,17 @@ class Inbox:
         self.control = control
         self.wake = wake
         self.pending: deque[tuple[int, bytes]] = deque()
+        #: tuples a task's queue is filled up to before its entries wait (``waiting``)
+        self.room = room
+        #: entries waiting for their task's queue to drain, and their tuples, by task
+        self.waiting: dict[int, deque[list[Any]]] = {}
+        self.held: dict[int, int] = {}
+        #: tuples delivered into each task's queue from each other worker (their credits:
+        #: see the outbox), the totals last reported to them, and this worker's incarnation
+        self.delivered: dict[tuple[Any, int], int] = {}
+        self.reported: dict[tuple[Any, int], int] = {}
+        self.dirty: set[tuple[Any, int]] = set()
+        self.incarnation = incarnation
         #: messages taken from the transport (complete_topology's quiet check)
         self.received_batches = 0
         self.conn: Any = None
@@ -99,40 +120,129 @@ class Inbox:
             self._thread.join(timeout)
 
     # -- the loop's dispatch -------------------------------------------------------------------
-    def dispatch(self) -> None:
-        """Deliver up to DISPATCH_MESSAGES waiting messages (fewer once DISPATCH_TUPLES
-        tuples were delivered)."""
+    def dispatch(self) -> int:
+        """Deliver what waited for queues that drained, then decode up to DISPATCH_MESSAGES
+        received messages and deliver their entries (up to DISPATCH_TUPLES tuples in all; the
+        rest wait); returns the tuples delivered."""
+        done = self._release() if self.waiting else 0
         pending = self.pending
-        budget = DISPATCH_TUPLES
+        budget = DISPATCH_TUPLES - done
         local = self.tasks.queues
+        # every message is decoded (what arrived is bounded by INBOX_LIMIT), so backpressure
+        # sees at once what waits for each task; past the pass's budget, entries wait
         for _ in range(min(len(pending), DISPATCH_MESSAGES)):
-            if budget <= 0:
-                break
             task, payload = pending.popleft()
             try:
                 if task in local:
-                    budget -= self.deliver(task, codec.read_entries(self.loads(payload)))
+                    entries = codec.read_entries(self.loads(payload))
+                    if budget > 0:
+                        n = self._offer(task, entries)
+                        budget -= n
+                        done += n
+                    else:
+                        self._wait(task, entries)
                 elif task == codec.CONTROL:
                     self.control(*codec.read_control(self.loads(payload)))
                 elif not self.outbox.forward(task, payload):
                     self.outbox.undeliverable([(task, payload)],
                                               f"no worker is assigned task {task}")
             except Exception as exc:
-                log.warning("worker %d dropped a malformed batch of %d bytes for task %r: %s",
-                            self.port, len(payload) if isinstance(payload, (bytes, bytearray))
-                            else -1, task, exc)
+                self._malformed(task, payload, exc)
+        return done
+
+    def _malformed(self, task: Any, payload: Any, exc: Exception) -> None:
+        log.warning("worker %d dropped a malformed batch of %d bytes for task %r: %s",
+                    self.port, len(payload) if isinstance(payload, (bytes, bytearray))
+                    else -1, task, exc)
+
+    def _offer(self, task: int, entries: list[list[Any]]) -> int:
+        """Deliver ``entries`` while ``task``'s queue has room; the rest wait, in order.
+        Returns the tuples delivered."""
+        ts = self.tasks.states[task]
+        waiting = self.waiting.get(task)
+        if waiting is None and len(ts.queue) + ts.run_extra < self.room:
+            if len(entries) == 1:       # the common case: one run per message
+                return self.deliver(task, entries)
+            done = 0
+            for i, entry in enumerate(entries):
+                if len(ts.queue) + ts.run_extra >= self.room:
+                    self._wait(task, entries[i:])
+                    break
+                done += self.deliver(task, [entry])
+            return done
+        self._wait(task, entries)
+        return 0
+
+    def _wait(self, task: int, entries: list[list[Any]]) -> None:
+        waiting = self.waiting.get(task)
+        if waiting is None:
+            waiting = self.waiting[task] = deque()
+        waiting.extend(entries)
+        self.held[task] = self.held.get(task, 0) + sum(len(e[2]) for e in entries)
+
+    def _release(self) -> int:
+        """Deliver waiting entries to the queues that have room again."""
+        done = 0
+        states = self.tasks.states
+        room = self.room
+        for task in list(self.waiting):
+            ts = states[task]
+            waiting = self.waiting[task]
+            while waiting and len(ts.queue) + ts.run_extra < room:
+                entry = waiting.popleft()
+                self.held[task] -= len(entry[2])
+                try:
+                    done += self.deliver(task, [entry])
+                except Exception as exc:
+                    self._malformed(task, None, exc)
+            if not waiting:
+                del self.waiting[task]
+                del self.held[task]
+        return done
+
+    def report_credits(self, send: Callable[[Any, str, Any], None], every: int) -> None:
+        """Tell each sending worker what was delivered from it, per task, where that moved by
+        ``every`` tuples or the task has nothing waiting here."""
+        if not self.dirty:
+            return
+        reported = self.reported
+        delivered = self.delivered
+        waiting = self.waiting
+        due: dict[Any, list[list[int]]] = {}
+        for key in list(self.dirty):
+            total = delivered[key]
+            if total - reported.get(key, 0) >= every or key[1] not in waiting:
+                reported[key] = total
+                self.dirty.discard(key)
+                due.setdefault(key[0], []).append([key[1], total])
+        for who, totals in due.items():
+            if who is not None:
+                send(who, "credit", [self.incarnation, totals])
+
+    def held_total(self) -> int:
+        """Tuples waiting here for their tasks' queues."""
+        return sum(self.held.values())
 
     def deliver(self, task: int, entries: list[list[Any]]) -> int:
-        """Deliver one message's entries to ``task`` of this worker; returns the tuples."""
+        """Deliver entries to ``task`` of this worker, whatever its queue holds; returns the
+        tuples."""
         ts = self.tasks.states[task]
         lazy = task in self.tasks.lazy
         q = ts.queue
         source = self.sources.get
         comp_of = self.comp_of
+        owner = self.outbox.task_to_worker.get
+        delivered = self.delivered
+        dirty = self.dirty
         n = 0
         for src_task, stream, values, ids, roots in entries:
+            if not values:
+                continue
             src = source(comp_of.get(src_task, SYSTEM), stream)
             n += len(values)
+            key = (owner(src_task), task)
+            delivered[key] = delivered.get(key, 0) + len(values)
+            dirty.add(key)
             if ids.__class__ is not list:                               # RUN
                 if roots is None and task in self.acks.local:
                     self.acks.acker_values(ts, src, values)

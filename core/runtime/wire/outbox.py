@@ -7,10 +7,19 @@ has waited ``topology.batch.flush.interval.millis`` (a busy loop's short passes 
 otherwise send a small batch each; 0 sends at the end of every pass). Anything that cannot be
 delivered fails back to the acker (``lost``) so the spouts replay it. Everything runs on the
 worker's loop thread.
+
+Credits: the outbox keeps at most ``window`` tuples in flight to each remote task: sent, and
+not yet reported delivered into the task's queue by its worker (a ``credit`` control message
+with the running total, :meth:`Outbox.credit`). A task with a full window is *saturated*:
+backpressure blocks the executors that emit to it, as for a congested task, so what a fast
+sender has on its way to a slow receiver stays bounded however late the receiver's reports
+come. A window whose worker has not reported for ``STALE_SECS`` is opened again (its worker
+died, or its reports were lost: what was sent is failed or replayed by the acker).
 """
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +32,8 @@ log = logging.getLogger("squall.runtime.transfer")
 #: a run of single tuples for one remote task is sent once it holds this many batches' worth
 #: (``topology.transfer.batch.size`` tuples each): runs are cheap to grow, sends are not
 RUN_BATCHES = 10
+#: seconds a saturated window waits for its worker's report before it is opened again
+STALE_SECS = 10.0
 Key = tuple[str, int]
 #: what an outbox holds, in emit order: (task, open run or TupleRun or forwarded payload)
 Item = tuple[int, Any]
@@ -36,15 +47,18 @@ class Outbox:
 
     def __init__(self, *, transport: Any, serializer: Any, topology_id: str,
                  local_tasks: list[int], batch_size: int, flush_interval: float,
-                 lost: Callable[[set[int]], None]) -> None:
+                 lost: Callable[[set[int]], None], capacity: int = 1 << 30,
+                 window_changed: Callable[[], None] = lambda: None) -> None:
         self.transport = transport
         self.dumps = serializer.dumps
         self.loads = serializer.loads
         self.topology_id = topology_id
         self.local_tasks = set(local_tasks)
         self.batch_size = batch_size
-        #: a run is sent once it holds this many tuples (else when the loop ends its pass)
-        self.run_cap = RUN_BATCHES * batch_size
+        #: a run is sent once it holds this many tuples (else when the loop ends its pass);
+        #: at most a quarter of a receive queue's ``capacity``, so the one entry a receiving
+        #: queue may take beyond its high watermark keeps it under twice its capacity
+        self.run_cap = min(RUN_BATCHES * batch_size, max(batch_size, capacity // 4))
         self.flush_interval = flush_interval
         self.lost = lost
         self.address: Key = ("", 0)
@@ -64,6 +78,19 @@ class Outbox:
         self.sent_bytes = 0
         #: outboxes holding entries: when flush_all first saw them so (loop clock)
         self.waiting_since: dict[Key, float] = {}
+        #: most tuples in flight to one remote task (a receive queue's capacity)
+        self.window = max(batch_size, capacity)
+        #: per remote task: tuples sent, and delivered as its worker last reported
+        self.sent_total: dict[int, int] = {}
+        self.acked_total: dict[int, int] = {}
+        #: remote tasks with a full window; ``window_changed`` is called when it changes
+        self.saturated: set[int] = set()
+        self.saturated_at: dict[int, float] = {}
+        self.window_changed = window_changed
+        #: each worker's incarnation (reports of a restarted worker start from 0) and when
+        #: it last reported
+        self.incarnations: dict[Key, str] = {}
+        self.reported_at: dict[Key, float] = {}
 
     def set_address(self, host: str, port: int) -> None:
         """Where this worker is reached (named in its control messages)."""
@@ -228,6 +255,67 @@ class Outbox:
         if opened:
             opened.clear()
         self._send(key, codec.encode(batch, self.dumps), batch)
+        sent = self.sent_total
+        acked = self.acked_total
+        window = self.window
+        full = False
+        for task, item in batch:
+            if item.__class__ is not bytes:
+                n = sent[task] = sent.get(task, 0) + (
+                    1 if item.__class__ is Tuple else len(item.values))
+                if n - acked.get(task, 0) >= window and task not in self.saturated:
+                    self.saturated.add(task)
+                    self.saturated_at[task] = time.monotonic()
+                    full = True
+        if full:
+            self.window_changed()
+
+    def credit(self, who: Key, incarnation: str, totals: list[Any], now: float) -> None:
+        """A worker's report of the tuples it delivered into its tasks' queues from this
+        one (running totals, ``[[task, total], ...]``); ValueError if it is not one."""
+        if totals.__class__ is not list:
+            raise ValueError(f"a credit report must be a list of [task, total], got "
+                             f"{totals!r:.80}")
+        restarted = self.incarnations.get(who) != incarnation
+        self.incarnations[who] = incarnation
+        self.reported_at[who] = now
+        sent, acked = self.sent_total, self.acked_total
+        opened = False
+        for pair in totals:
+            if (pair.__class__ is not list or len(pair) != 2 or pair[0].__class__ is not int
+                    or pair[1].__class__ is not int):
+                raise ValueError(f"a credit report entry must be [task, total], got "
+                                 f"{pair!r:.80}")
+            task, total = pair
+            if self.task_to_worker.get(task) != who:
+                continue
+            if restarted:       # what was on its way to the worker before is gone
+                sent[task] = total
+            acked[task] = total
+            if task in self.saturated and sent.get(task, 0) - total < self.window:
+                self.saturated.discard(task)
+                opened = True
+        if opened:
+            self.window_changed()
+
+    def expire_windows(self, now: float) -> None:
+        """Open the saturated windows of workers that stopped reporting."""
+        reported = self.reported_at
+        stale = [t for t in self.saturated if now - max(
+            self.saturated_at.get(t, now),
+            reported.get(self.task_to_worker.get(t, ("", 0)), 0.0)) > STALE_SECS]
+        for task in stale:
+            log.warning("task %d has not reported deliveries for %.0f s; sending to it again",
+                        task, STALE_SECS)
+            self.sent_total[task] = self.acked_total.get(task, 0)
+            self.saturated.discard(task)
+        if stale:
+            self.window_changed()
+
+    def send_control(self, key: Key, kind: str, value: Any) -> None:
+        """Tell one worker something about this one."""
+        who = f"{self.address[0]}:{self.address[1]}"
+        self._send(key, codec.control(kind, who, value, self.dumps), [])
 
     def _send(self, key: Key, messages: codec.Messages, batch: list[Item]) -> None:
         conn = self.conns.get(key)
@@ -278,6 +366,7 @@ class Outbox:
         """Take a new task -> worker map; returns the workers no longer sent to (their
         waiting tuples failed back, their connections closed)."""
         me = self.address
+        before = self.task_to_worker
         self.task_to_worker = {int(t): (str(h), int(p)) for t, (h, p) in task_to_worker.items()}
         mine = self.local_tasks
         keys = {w for t, w in self.task_to_worker.items() if t not in mine and w != me}
@@ -288,6 +377,11 @@ class Outbox:
                                if w in keys and t not in mine}
         self.open_of_task = {t: self.open_of_key[w] for t, w in self.task_to_worker.items()
                              if w in keys and t not in mine}
+        for t in [t for t in self.sent_total if t not in self.outbox_of_task
+                  or before.get(t) != self.task_to_worker.get(t)]:
+            self.sent_total.pop(t, None)
+            self.acked_total.pop(t, None)
+            self.saturated.discard(t)
         gone = []
         for key in list(self.outboxes):
             if key not in keys:
