@@ -52,6 +52,8 @@ HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "topologies"
 TARGET = TOPOLOGIES / "swc.py"
 NAME = "scale"
+#: the workers' own beat counters shown by --detail (summed over the workers, per second)
+COUNTERS = ("sent_batches", "sent_bytes", "received_batches", "loop_passes", "idle_waits")
 PENDING = 2000                  # topology.max.spout.pending per spout task, acking on
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -145,6 +147,7 @@ class Result:
     words: float                                            # words in the same span
     parts: dict[str, float] = field(default_factory=dict)   # CPU seconds by process kind
     threads: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)  # workers' own counters, per s
 
     @property
     def us_per_word(self) -> float:
@@ -259,10 +262,17 @@ def run_squall(zk: DevZooKeeper, zk_pid: int | None, workers: int, batch: bool, 
             th2 = threads_cpu([p for p, k in kinds.items() if k == "workers"]) if detail else None
             if cluster.kinds().keys() != kinds.keys():
                 print("    (the cluster's processes changed during the window)", flush=True)
-            rate = sum(n for (_, key), n in beat_rates(b1, b2).items() if key == "count")
-            return _window(rate, t1, t2, c1, c2, kinds,
-                           (z1, z2) if z1 is not None and z2 is not None else None,
-                           (th1, th2) if th1 is not None and th2 is not None else None)
+            rates = beat_rates(b1, b2)
+            rate = sum(n for (_, key), n in rates.items() if key == "count")
+            counters: dict[str, float] = {}
+            for (_, key), n in rates.items():
+                if key in COUNTERS:
+                    counters[key] = counters.get(key, 0.0) + n
+            result = _window(rate, t1, t2, c1, c2, kinds,
+                             (z1, z2) if z1 is not None and z2 is not None else None,
+                             (th1, th2) if th1 is not None and th2 is not None else None)
+            result.counters = counters
+            return result
         finally:
             if beats is not None:
                 beats.close()
@@ -357,7 +367,21 @@ def _detail(r: Result) -> str:
         top = sorted(r.threads.items(), key=lambda kv: -kv[1])[:8]
         out.append("      by thread name (all workers): " + ", ".join(
             f"{k} {v / words * 1e6:.2f}" for k, v in top))
+    if r.counters:
+        c = r.counters
+        sent = c.get("sent_batches", 0.0)
+        each = (f" ({r.words_s / sent:,.0f} words counted per message, "
+                f"{c.get('sent_bytes', 0) / sent:,.0f} B each)" if sent >= 1 else "")
+        out.append(f"      all workers, per s: {sent:,.0f} messages sent{each}, "
+                   f"{c.get('loop_passes', 0):,.0f} loop passes "
+                   f"({c.get('idle_waits', 0):,.0f} idle)")
     return "\n".join(out)
+
+
+def _why(exc: BaseException) -> str:
+    """The failure and, when cleaning up raised over it, what it interrupted."""
+    cause = exc.__context__
+    return f"{exc}" + (f" (while handling: {cause!r})" if cause is not None else "")
 
 
 def _zk_pid(data_dir: str) -> int | None:
@@ -419,7 +443,7 @@ def main(argv: list[str] | None = None) -> None:
                                        args.seconds, args.warmup, args.detail)
                     except (Exception, SystemExit) as exc:      # one case, not the run
                         print(f"  run {run + 1} W={w:<2} squall {form:<9} acking {acking:<3} "
-                              f"failed: {exc}", flush=True)
+                              f"failed: {_why(exc)}", flush=True)
                         continue
                     squall[(form, acking)].setdefault(w, []).append(r)
                     print(f"  run {run + 1} W={w:<2} squall {form:<9} acking {acking:<3} "
@@ -431,7 +455,7 @@ def main(argv: list[str] | None = None) -> None:
                     try:
                         r = run_bytewax(w, args.seconds, args.warmup, args.detail)
                     except (Exception, SystemExit) as exc:
-                        print(f"  run {run + 1} W={w:<2} bytewax failed: {exc}", flush=True)
+                        print(f"  run {run + 1} W={w:<2} bytewax failed: {_why(exc)}", flush=True)
                         continue
                     bw.setdefault(w, []).append(r)
                     print(f"  run {run + 1} W={w:<2} bytewax {'':<23} {r.words_s:>12,.0f} "
