@@ -1,0 +1,94 @@
+"""One process of the bytewax word count that ``python -m bench.scale`` compares squall with.
+
+    python -m bench.bytewax_wc --proc-id I --addresses HOST:PORT;... --progress FILE
+
+Not a benchmark by itself: ``bench.scale`` starts W of these (one bytewax worker each, joined
+by ``bytewax.testing.cluster_main`` over 127.0.0.1) and reads their progress files. The
+dataflow is the scale-out workload: every worker's input partition yields 100 sentences of 10
+words per ``next_batch`` without end -> ``flat_map`` to words (one call per sentence) ->
+``key_on`` the word -> ``stateful_map`` keeping a running count per word (bytewax routes each
+key to one worker, as a fields grouping does) -> a sink that only counts what it is given.
+
+A thread writes ``"<CLOCK_MONOTONIC seconds> <words counted>"`` to ``--progress`` every 0.2 s
+(atomically), so a reader knows exactly when each count was true. Needs ``bytewax==0.21.1``
+(the ``bench`` extra).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from typing import Any
+
+import bytewax.operators as op
+from bytewax.dataflow import Dataflow
+from bytewax.inputs import DynamicSource, StatelessSourcePartition
+from bytewax.outputs import DynamicSink, StatelessSinkPartition
+from bytewax.testing import cluster_main
+
+SENTENCE = "the quick brown fox jumps over the lazy dog again"
+PER_CALL = 100
+
+_counted = [0]      # words that reached this process's sink
+
+
+class _Sentences(StatelessSourcePartition[str]):
+    def next_batch(self) -> list[str]:
+        return [SENTENCE] * PER_CALL
+
+
+class Sentences(DynamicSource[str]):
+    """Every worker reads its own endless share of the sentences."""
+
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _Sentences:
+        return _Sentences()
+
+
+class _Counted(StatelessSinkPartition[Any]):
+    def write_batch(self, items: list[Any]) -> None:
+        _counted[0] += len(items)
+
+
+class CountingSink(DynamicSink[Any]):
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _Counted:
+        return _Counted()
+
+
+def _add(count: int | None, _word: str) -> tuple[int, int]:
+    n = (count or 0) + 1
+    return n, n
+
+
+def flow() -> Dataflow:
+    f = Dataflow("scale_wc")
+    sentences = op.input("sentences", f, Sentences())
+    words = op.flat_map("split", sentences, str.split)
+    keyed = op.key_on("word", words, lambda w: w)
+    counts = op.stateful_map("count", keyed, _add)
+    op.output("counted", counts, CountingSink())
+    return f
+
+
+def _report(path: str, every: float = 0.2) -> None:
+    tmp = path + ".tmp"
+    while True:
+        with open(tmp, "w") as f:
+            f.write(f"{time.monotonic()!r} {_counted[0]}")
+        os.replace(tmp, path)
+        time.sleep(every)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.bytewax_wc")
+    p.add_argument("--proc-id", type=int, required=True)
+    p.add_argument("--addresses", default="", help="every process's host:port, ';'-separated")
+    p.add_argument("--progress", required=True)
+    args = p.parse_args(argv)
+    threading.Thread(target=_report, args=(args.progress,), daemon=True).start()
+    addresses = [a for a in args.addresses.split(";") if a]
+    cluster_main(flow(), addresses, args.proc_id)
+
+
+if __name__ == "__main__":
+    main()
