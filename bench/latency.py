@@ -1,0 +1,259 @@
+"""End-to-end latency of the distributed word count: spout emit -> count bolt.
+
+    python -m bench.latency [--seconds 5] [--levels 25 50 90] [--acking off on] [--transport zmq]
+
+For each acking mode, starts a cluster on 127.0.0.1 as ``bench.distributed`` does (a
+ZooKeeper, a nimbus, one supervisor with two slots) and submits
+``bench/topologies/latency.py`` in two workers: 2 spout, 2 split (shuffle), 2 count (fields)
+executors; acking on adds 2 ackers. The spout stamps each sentence with ``time.monotonic()``
+(one clock for every process on Linux) and the count bolt keeps ``arrival - stamp`` for a
+random sample of words. First the spout runs unpaced: the count bolts' words/s between worker
+beats is the saturating rate. Then, on the same topology, the spout is paced at each level
+(per cent of that rate, in sentences of 10 words) and, after ``--warmup`` seconds, the
+samples that arrived in ``--seconds`` give p50 / p99 / p99.9 exactly (nearest rank over every
+kept sample). The rate is set through a control file the spouts re-read every 0.25 s. With
+acking on, the spout's mean complete latency over the same window comes from the beats too.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import math
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.distributed import Beats, Cluster, counted, supervisors_up, wait_for, workers_cpu
+from squall.daemon.dev_zookeeper import DevZooKeeper
+
+HERE = Path(__file__).resolve().parent
+TARGET = str(HERE / "topologies" / "latency.py") + ":topology"
+WORDS = 10                      # words per sentence
+QUANTILES = (0.5, 0.99, 0.999)
+
+
+@dataclass
+class Row:
+    label: str
+    target: float | None        # the paced rate, sentences/s; None unpaced
+    sentences: float            # spout emits per second, both tasks
+    words: float                # count bolts' executed per second, both tasks
+    latency_ms: tuple[float, ...]   # at QUANTILES; empty without samples
+    samples: int
+    complete_ms: float | None   # the spouts' mean complete latency over the window
+    load: float                 # the host's 1-minute load average at the window's end
+
+
+def quantiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
+    """Nearest-rank quantiles: the smallest value with at least q of the values at or
+    below it."""
+    ordered = sorted(values)
+    n = len(ordered)
+    return tuple(ordered[min(n - 1, max(0, math.ceil(q * n) - 1))] for q in qs)
+
+
+def read_samples(directory: Path) -> dict[str, array]:
+    """Each count task's samples so far: a flat array of (arrival, latency) pairs."""
+    out = {}
+    for path in sorted(directory.glob("lat-*.bin")):
+        data = path.read_bytes()
+        a = array("d")
+        a.frombytes(data[:len(data) - len(data) % 16])     # a write may be under way
+        out[path.name] = a
+    return out
+
+
+def window_samples(directory: Path, t1: float, t2: float, tasks: int
+                   ) -> list[tuple[float, float]]:
+    """(arrival, latency ms) of the samples that arrived between t1 and t2, once every
+    task's file holds a sample that arrived after t2 (so none of the window is still in
+    memory)."""
+    samples = wait_for(lambda: (s := read_samples(directory)) and len(s) >= tasks
+                       and all(a and a[-2] > t2 for a in s.values()) and s,
+                       30, "the count tasks' samples")
+    return [(a[i], a[i + 1] * 1000) for a in samples.values() for i in range(0, len(a), 2)
+            if t1 <= a[i] <= t2]
+
+
+def beat_rates(b1: dict[str, tuple[float, dict[str, Any]]],
+               b2: dict[str, tuple[float, dict[str, Any]]]
+               ) -> tuple[float, float, float | None]:
+    """(spout emits/s, count executed/s, spouts' mean complete latency in ms) between each
+    worker's two beats; the mean from each beat's running mean times its acked count."""
+    sentences = words = acked = complete = 0.0
+    for name, (t2, beat2) in b2.items():
+        t1, beat1 = b1[name]
+        ex1 = beat1.get("executors") or {}
+        for key, ex in (beat2.get("executors") or {}).items():
+            before = ex1.get(key, {})
+            if ex.get("component") == "sentences":
+                sentences += (ex["emitted"] - before.get("emitted", 0)) / (t2 - t1)
+                n1, n2 = before.get("acked", 0), ex.get("acked", 0)
+                acked += n2 - n1
+                complete += (ex.get("complete_latency_ms", 0.0) * n2
+                             - before.get("complete_latency_ms", 0.0) * n1)
+            elif ex.get("component") == "count":
+                words += (ex["executed"] - before.get("executed", 0)) / (t2 - t1)
+    return sentences, words, (complete / acked if acked else None)
+
+
+def set_control(path: Path, rate: float, p: float) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"rate": rate, "p": p}))
+    os.replace(tmp, path)
+
+
+def measure(beats: Beats, samples: Path, label: str, target: float | None, warmup: float,
+            seconds: float, dump: Path | None = None) -> Row:
+    """One window of ``seconds`` after ``warmup``, between two beats of each worker."""
+    time.sleep(warmup)
+    b1 = beats.next(2)
+    t1 = time.monotonic()
+    time.sleep(seconds)
+    b2 = beats.next(2)
+    t2 = time.monotonic()
+    sentences, words, complete = beat_rates(b1, b2)
+    kept = window_samples(samples, t1, t2, 2)
+    lat = [ms for _, ms in kept]
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+        with open(dump / f"{label.replace(' %', '')}.tsv", "w") as f:
+            f.writelines(f"{t - t1:.6f}\t{ms:.3f}\n" for t, ms in sorted(kept))
+    return Row(label, target, sentences, words, quantiles(lat, QUANTILES) if lat else (),
+               len(lat), complete, os.getloadavg()[0])
+
+
+def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[float],
+             seconds: float, warmup: float, keep: int, pending: int,
+             extra: Sequence[str], dump: Path | None = None,
+             on_row: Callable[[Row], None] = lambda row: None) -> list[Row]:
+    """A fresh cluster for one acking mode: the saturating row, then one row per level
+    (each also given to ``on_row`` as it is measured)."""
+    with tempfile.TemporaryDirectory(prefix="squall-bench-lat-") as d:
+        tmp = Path(d)
+        samples = tmp / "samples"
+        samples.mkdir()
+        control = tmp / "control.json"
+        set_control(control, 0, 0.001)           # unpaced; a few samples only
+        cluster = Cluster(tmp, zk, 1, transport)
+        beats = None
+        rows: list[Row] = []
+        try:
+            client = cluster.client()
+            wait_for(lambda: supervisors_up(client) == 1, 60, "the supervisor")
+            cluster.squall("submit", TARGET, "--name", "wc", "-c", "topology.workers=2",
+                           "-c", f"bench.tracked={acking}", "-c", f"bench.control={control}",
+                           "-c", f"bench.samples={samples}",
+                           "-c", "topology.max.spout.pending=" + (str(pending) if acking
+                                                                  else "null"),
+                           "-c", f"topology.acker.executors={2 if acking else 0}",
+                           *[a for kv in extra for a in ("-c", kv)])
+            beats = Beats(cluster.conf, client.topology_info("wc")["id"])
+            wait_for(lambda: counted(client) > 0, 60, "counts in the beats")
+            out = None if dump is None else dump / f"acking-{'on' if acking else 'off'}"
+            sat = measure(beats, samples, "unpaced", None, warmup, seconds, out)
+            rows.append(sat)
+            on_row(sat)
+            for level in levels:
+                rate = sat.words / WORDS * level / 100
+                set_control(control, rate, min(1.0, keep / (rate * WORDS * seconds)))
+                rows.append(measure(beats, samples, f"{level:g} %", rate, warmup, seconds,
+                                    out))
+                on_row(rows[-1])
+            return rows
+        finally:
+            if beats is not None:
+                beats.close()
+            cluster.close()
+            stop_workers(tmp)
+
+
+def stop_workers(tmp: Path) -> None:
+    """Wait for the cluster's worker processes (told to stop by ``Cluster.close``) to
+    exit, killing by pid any still there after 10 s, so none writes into ``tmp`` after."""
+    deadline = time.monotonic() + 10
+    while (pids := workers_cpu(tmp)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in
+                  subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
+                  if line.startswith("Model name")), platform.processor() or "?")
+    return (f"{datetime.date.today()}, {os.cpu_count()} CPUs ({model}), "
+            f"Python {platform.python_version()}, load average "
+            + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+def table(rows: Sequence[Row], acking: bool) -> str:
+    head = ("| rate | sentences/s, target | sentences/s | words/s | p50 ms | p99 ms | "
+            "p99.9 ms | samples |" + (" complete ms, mean |" if acking else "") + " load |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        lat = [f"{x:.2f}" for x in r.latency_ms] or ["", "", ""]
+        target = "" if r.target is None else f"{r.target:,.0f}"
+        line = (f"| {r.label} | {target} | {r.sentences:,.0f} | {r.words:,.0f} | "
+                f"{' | '.join(lat)} | {r.samples:,} |")
+        if acking:
+            line += f" {'' if r.complete_ms is None else f'{r.complete_ms:.2f}'} |"
+        line += f" {r.load:.1f} |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.latency")
+    p.add_argument("--seconds", type=float, default=5.0, help="measurement window per level")
+    p.add_argument("--warmup", type=float, default=3.0,
+                   help="seconds at each rate before its window")
+    p.add_argument("--levels", type=float, nargs="+", default=[25, 50, 90],
+                   help="per cent of the saturating rate")
+    p.add_argument("--acking", nargs="+", choices=["off", "on"], default=["off", "on"])
+    p.add_argument("--transport", default="zmq")
+    p.add_argument("--samples", type=int, default=200_000,
+                   help="about how many words' latencies to keep per window")
+    p.add_argument("--max-pending", type=int, default=50_000,
+                   help="topology.max.spout.pending with acking on")
+    p.add_argument("--dump", type=Path, metavar="DIR",
+                   help="write each window's samples (seconds into the window, latency ms, "
+                        "in arrival order) to DIR/acking-MODE/LEVEL.tsv")
+    p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="topology config (repeatable)")
+    args = p.parse_args(argv)
+
+    def progress(row: Row) -> None:
+        print(f"  {row.label}: {row.words:,.0f} words/s, {row.samples:,} samples", flush=True)
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    print(machine(), flush=True)
+    print(f"2 workers on one supervisor, {args.transport}; window {args.seconds:g} s after "
+          f"{args.warmup:g} s at each rate; latency spout emit -> count bolt", flush=True)
+    with contextlib.ExitStack() as stack:
+        zdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="squall-bench-zk-"))
+        zk = stack.enter_context(DevZooKeeper(zdir))
+        for mode in args.acking:
+            acking = mode == "on"
+            print(f"\nacking {mode}" + (f", 2 ackers, max spout pending {args.max_pending:,}"
+                                        if acking else ""), flush=True)
+            rows = run_mode(zk, args.transport, acking, args.levels, args.seconds,
+                            args.warmup, args.samples, args.max_pending, args.conf,
+                            args.dump, progress)
+            print(table(rows, acking), flush=True)
+
+
+if __name__ == "__main__":
+    main()
