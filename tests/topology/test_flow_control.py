@@ -1,0 +1,136 @@
+"""Backpressure per destination: a slow bolt's queue stays under twice its capacity, the
+spout feeding it runs steadily (no stop-go), nothing is lost, and a slow bolt slows only what
+feeds it. Two workers in one LocalCluster (tuples cross the local transport)."""
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from typing import Any
+
+from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall.testing import wait_until
+
+LOCK = threading.Lock()
+ACKED: set[int] = set()
+FAILED: list[int] = []
+DONE: list[int] = []
+CAP = 500
+
+
+class Numbers(Spout):
+    """Emits ``app.n`` tracked tuples as fast as it may (``app.n`` 0: without end)."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+        self.n = int(conf.get("app.n") or 0)
+
+    def next_tuple(self) -> None:
+        if not self.n or self.i < self.n:
+            self.emit([self.i], tup_id=self.i)
+            self.i += 1
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.add(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class Slow(Bolt):
+    def process(self, tup: Any) -> None:
+        end = time.perf_counter() + 0.0002      # 0.2 ms of work per tuple (not a wait)
+        while time.perf_counter() < end:
+            pass
+        with LOCK:
+            DONE.append(tup["n"])
+
+
+class Quick(Bolt):
+    outputs = ["n"]         # declared, never emitted
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def _executor(cluster: LocalCluster, name: str, component: str) -> dict[str, Any]:
+    return next(ex for ex in cluster.get_topology_info(name)["executors"]
+                if ex["component"] == component)
+
+
+def _reset() -> None:
+    with LOCK:
+        ACKED.clear()
+        FAILED.clear()
+        DONE.clear()
+
+
+def test_a_slow_bolts_queue_stays_bounded_and_its_spout_runs_steadily() -> None:
+    _reset()
+    n = 15000
+    b = TopologyBuilder()
+    b.set_spout("fast", Numbers, config={"app.n": n})
+    b.set_bolt("slow", Slow).shuffle_grouping("fast")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("steady", {"topology.workers": 2,
+                                           "topology.executor.receive.buffer.size": CAP,
+                                           "topology.max.spout.pending": 10 * n},
+                                b.create_topology())
+        assert _executor(cluster, "steady", "fast")["worker"] != \
+            _executor(cluster, "steady", "slow")["worker"], "the bolt must be in the other worker"
+        # saturated: the bolt's queue passes its high watermark and the spout is held back
+        wait_until(lambda: _executor(cluster, "steady", "slow")["queued_peak"] > 0.9 * CAP
+                   and _executor(cluster, "steady", "fast")["paused"] > 0, timeout=30)
+        # the spout's rate in 200 ms windows while the bolt works through the input: it
+        # never stops for a window (the worker-wide throttle stopped it until a queue 20
+        # times its capacity had drained)
+        windows = []
+        last = _executor(cluster, "steady", "fast")["emitted"]
+        for _ in range(8):
+            deadline = time.monotonic() + 0.2
+            wait_until(lambda d=deadline: time.monotonic() >= d, timeout=1, interval=0.02)
+            now = _executor(cluster, "steady", "fast")["emitted"]
+            windows.append(now - last)
+            last = now
+        assert last < n, "the spout finished before the windows were measured"
+        assert min(windows) > 0, windows
+        assert min(windows) >= statistics.median(windows) / 4, windows
+        wait_until(lambda: len(ACKED) == n, timeout=60, message=lambda: f"{len(ACKED)} acked")
+        peak = _executor(cluster, "steady", "slow")["queued_peak"]
+    assert peak <= 2 * CAP, f"the bolt's queue held {peak} tuples (capacity {CAP})"
+    assert sorted(DONE) == list(range(n)) and not FAILED
+
+
+def test_a_slow_bolt_slows_only_what_feeds_it() -> None:
+    _reset()
+    # LocalCluster places executors round-robin by component id: worker A runs both spouts
+    # and the quick bolt, worker B the slow bolt (and an idle one)
+    b = TopologyBuilder()
+    b.set_spout("a_to_slow", Numbers)
+    b.set_bolt("b_slow", Slow).shuffle_grouping("a_to_slow")
+    b.set_spout("c_to_quick", Numbers)
+    b.set_bolt("d_idle", Quick).shuffle_grouping("e_quick")
+    b.set_bolt("e_quick", Quick).shuffle_grouping("c_to_quick")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("apart", {"topology.workers": 2, "topology.acker.executors": 0,
+                                          "topology.executor.receive.buffer.size": CAP},
+                                b.create_topology())
+        where = {c: _executor(cluster, "apart", c)["worker"]
+                 for c in ("a_to_slow", "b_slow", "c_to_quick", "e_quick")}
+        assert where["a_to_slow"] == where["c_to_quick"] == where["e_quick"] != \
+            where["b_slow"], where
+        wait_until(lambda: _executor(cluster, "apart", "a_to_slow")["paused"] > 50, timeout=30,
+                   message="the slow bolt's spout was never held back")
+        quick = _executor(cluster, "apart", "c_to_quick")["emitted"]
+        slow = _executor(cluster, "apart", "a_to_slow")["emitted"]
+        wait_until(lambda: _executor(cluster, "apart", "c_to_quick")["emitted"] > quick + 20000,
+                   timeout=30, message="the other spout stopped too")
+        assert _executor(cluster, "apart", "c_to_quick")["paused"] == 0
+        # the slow bolt's spout goes on at the bolt's pace (0.2 ms a tuple), far slower
+        assert (_executor(cluster, "apart", "a_to_slow")["emitted"] - slow
+                < _executor(cluster, "apart", "c_to_quick")["emitted"] - quick)
+        assert _executor(cluster, "apart", "b_slow")["queued_peak"] <= 2 * CAP
