@@ -148,7 +148,7 @@ class Loop:
                 busy = False
                 if pending or waiting:
                     busy = inbox.dispatch() > 0 or bool(pending)
-                    inbox.report_credits(send_control, credit_every)
+                    inbox.report_credits(send_control, credit_every, now)
                     flow.check(now)         # tell senders before a slow batch runs
                 done = 0
                 for ex in executors:
@@ -163,6 +163,7 @@ class Loop:
                 if now >= next_timer:
                     next_timer = now + TIMER_SECS
                     self.timers(now)
+                    inbox.report_credits(send_control, credit_every, now)
                     if saturated:
                         outbox.expire_windows(now)
                 flow.check(now)

@@ -36,6 +36,8 @@ log = logging.getLogger("squall.runtime.transfer")
 INBOX_LIMIT = 256    # received messages waiting for the loop before the receive thread pauses
 #: received messages the loop decodes in one pass (what the receive thread queued by then)
 DISPATCH_MESSAGES = INBOX_LIMIT // 4
+#: the longest a sending worker waits to hear of deliveries it has not been told of
+CREDIT_SECS = 0.005
 #: tuples the loop delivers to queues in one pass (runs hold many), so executors get turns and
 #: backpressure is checked in between; what is past it waits for the next pass
 DISPATCH_TUPLES = 3200
@@ -68,6 +70,7 @@ class Inbox:
         self.delivered: dict[tuple[Any, int], int] = {}
         self.reported: dict[tuple[Any, int], int] = {}
         self.dirty: set[tuple[Any, int]] = set()
+        self.reported_at: dict[Any, float] = {}
         self.incarnation = incarnation
         #: messages taken from the transport (complete_topology's quiet check)
         self.received_batches = 0
@@ -200,22 +203,27 @@ class Inbox:
                 del self.held[task]
         return done
 
-    def report_credits(self, send: Callable[[Any, str, Any], None], every: int) -> None:
-        """Tell each sending worker what was delivered from it, per task, where that moved by
-        ``every`` tuples or the task has nothing waiting here."""
+    def report_credits(self, send: Callable[[Any, str, Any], None], every: int,
+                       now: float) -> None:
+        """Tell each sending worker what was delivered from it, per task: at once where that
+        moved by ``every`` tuples, else at most every CREDIT_SECS (a sender whose window
+        filled hears of room within that, and a busy worker pair trades a few reports a
+        second, not one per batch)."""
         if not self.dirty:
             return
         reported = self.reported
         delivered = self.delivered
-        waiting = self.waiting
+        last = self.reported_at
         due: dict[Any, list[list[int]]] = {}
         for key in list(self.dirty):
             total = delivered[key]
-            if total - reported.get(key, 0) >= every or key[1] not in waiting:
+            if total - reported.get(key, 0) >= every or now - last.get(key[0], 0.0) \
+                    >= CREDIT_SECS:
                 reported[key] = total
                 self.dirty.discard(key)
                 due.setdefault(key[0], []).append([key[1], total])
         for who, totals in due.items():
+            last[who] = now
             if who is not None:
                 send(who, "credit", [self.incarnation, totals])
 
