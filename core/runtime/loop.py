@@ -163,7 +163,8 @@ class Loop:
                 if now >= next_timer:
                     next_timer = now + TIMER_SECS
                     self.timers(now)
-                    inbox.report_credits(send_control, credit_every, now)
+                    if inbox.dirty:         # what quiet senders have not been told yet
+                        inbox.report_credits(send_control, credit_every, now)
                     if saturated:
                         outbox.expire_windows(now)
                 flow.check(now)

@@ -118,7 +118,8 @@ class Worker:
                            task_to_component=topo.task_to_component, acks=self.acks,
                            outbox=self.outbox, serializer=self.serializer,
                            control=self._control, wake=self._wakeup.set,
-                           room=watermarks(self.conf)[0], incarnation=self.incarnation)
+                           room=watermarks(self.conf)[0], incarnation=self.incarnation,
+                           clock=self.clock)
         self.flow = Backpressure(self.conf, self.local, self.inbox.pending.__len__,
                                  self.inbox.held, self.outbox.saturated,
                                  self.outbox.broadcast_control)

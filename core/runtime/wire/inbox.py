@@ -36,8 +36,8 @@ log = logging.getLogger("squall.runtime.transfer")
 INBOX_LIMIT = 256    # received messages waiting for the loop before the receive thread pauses
 #: received messages the loop decodes in one pass (what the receive thread queued by then)
 DISPATCH_MESSAGES = INBOX_LIMIT // 4
-#: the longest a sending worker waits to hear of deliveries it has not been told of
-CREDIT_SECS = 0.005
+#: a sender unheard of this long after a delivery from it is told of it (its window may be full)
+QUIET_SECS = 0.005
 #: tuples the loop delivers to queues in one pass (runs hold many), so executors get turns and
 #: backpressure is checked in between; what is past it waits for the next pass
 DISPATCH_TUPLES = 3200
@@ -50,7 +50,7 @@ class Inbox:
     def __init__(self, *, tasks: LocalTasks, sources: Sources,
                  task_to_component: dict[int, str], acks: AckLedger, outbox: Outbox,
                  serializer: Any, control: Callable[[str, str, Any], None],
-                 wake: Callable[[], None], room: int, incarnation: str) -> None:
+                 wake: Callable[[], None], room: int, incarnation: str, clock: Any) -> None:
         self.tasks = tasks
         self.sources = sources
         self.comp_of = task_to_component
@@ -70,7 +70,9 @@ class Inbox:
         self.delivered: dict[tuple[Any, int], int] = {}
         self.reported: dict[tuple[Any, int], int] = {}
         self.dirty: set[tuple[Any, int]] = set()
-        self.reported_at: dict[Any, float] = {}
+        #: when each (sender, task) last had something delivered (the loop's clock)
+        self.last_delivery: dict[tuple[Any, int], float] = {}
+        self.clock = clock
         self.incarnation = incarnation
         #: messages taken from the transport (complete_topology's quiet check)
         self.received_batches = 0
@@ -205,25 +207,24 @@ class Inbox:
 
     def report_credits(self, send: Callable[[Any, str, Any], None], every: int,
                        now: float) -> None:
-        """Tell each sending worker what was delivered from it, per task: at once where that
-        moved by ``every`` tuples, else at most every CREDIT_SECS (a sender whose window
-        filled hears of room within that, and a busy worker pair trades a few reports a
-        second, not one per batch)."""
+        """Tell each sending worker what was delivered from it, per task: where that moved
+        by ``every`` tuples (a quarter of its window) since the last report, or where
+        something is unreported and nothing more came from it for QUIET_SECS (its window may
+        be full: it waits for this). Reports per batch, or per few milliseconds whatever the
+        traffic, would grow as the square of the workers."""
         if not self.dirty:
             return
         reported = self.reported
         delivered = self.delivered
-        last = self.reported_at
+        last = self.last_delivery
         due: dict[Any, list[list[int]]] = {}
         for key in list(self.dirty):
             total = delivered[key]
-            if total - reported.get(key, 0) >= every or now - last.get(key[0], 0.0) \
-                    >= CREDIT_SECS:
+            if total - reported.get(key, 0) >= every or now - last[key] >= QUIET_SECS:
                 reported[key] = total
                 self.dirty.discard(key)
                 due.setdefault(key[0], []).append([key[1], total])
         for who, totals in due.items():
-            last[who] = now
             if who is not None:
                 send(who, "credit", [self.incarnation, totals])
 
@@ -242,6 +243,8 @@ class Inbox:
         owner = self.outbox.task_to_worker.get
         delivered = self.delivered
         dirty = self.dirty
+        last = self.last_delivery
+        now = self.clock.now
         n = 0
         for src_task, stream, values, ids, roots in entries:
             if not values:
@@ -251,6 +254,7 @@ class Inbox:
             key = (owner(src_task), task)
             delivered[key] = delivered.get(key, 0) + len(values)
             dirty.add(key)
+            last[key] = now
             if ids.__class__ is not list:                               # RUN
                 if roots is None and task in self.acks.local:
                     self.acks.acker_values(ts, src, values)
