@@ -38,7 +38,7 @@ def tree_env(tree: Path | None, **extra: str) -> Iterator[dict[str, str]]:
             yield env
         finally:
             if made is not None:
-                made.unlink()
+                made.unlink(missing_ok=True)
 
 
 #: run at start-up from the shim path: the installed squall's distribution is not listed, so
