@@ -36,17 +36,23 @@ HERE = Path(__file__).resolve().parent
 TARGET = str(HERE / "topologies" / "dwc.py")
 
 
+def cluster_conf(zk: DevZooKeeper, name: str, **extra: Any) -> dict[str, Any]:
+    """The conf of a benchmark's cluster on 127.0.0.1: its own ZooKeeper root, a free nimbus
+    port, one-second monitors and beats."""
+    return {"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk.port,
+            "storm.zookeeper.root": f"/{name}-{time.time_ns()}",
+            "nimbus.seeds": [f"127.0.0.1:{free_port()}"],
+            "nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
+            "task.heartbeat.frequency.secs": 1, "storm.local.hostname": "127.0.0.1",
+            "worker.log.level": "WARNING", **extra}
+
+
 class Cluster:
     def __init__(self, tmp: Path, zk: DevZooKeeper, supervisors: int, transport: str,
                  env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
         self.env = env
-        self.conf = {"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk.port,
-                     "storm.zookeeper.root": f"/bench-{time.time_ns()}",
-                     "nimbus.seeds": [f"127.0.0.1:{free_port()}"],
-                     "nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
-                     "task.heartbeat.frequency.secs": 1, "storm.local.hostname": "127.0.0.1",
-                     "squall.transport": transport, "worker.log.level": "WARNING"}
+        self.conf = cluster_conf(zk, "bench", **{"squall.transport": transport})
         self.file = tmp / "squall.yaml"
         self.file.write_text(yaml.safe_dump(self.conf))
         self.procs: list[subprocess.Popen[bytes]] = []

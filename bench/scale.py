@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 
 from bench import host
-from bench.distributed import Beats, beat_rates, supervisors_up, wait_for
+from bench.distributed import Beats, beat_rates, cluster_conf, supervisors_up, wait_for
 from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
 
 HERE = Path(__file__).resolve().parent
@@ -176,12 +176,7 @@ class Cluster:
 
     def __init__(self, tmp: Path, zk: DevZooKeeper, slots: int) -> None:
         self.tmp = tmp
-        self.conf = {"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk.port,
-                     "storm.zookeeper.root": f"/bench-scale-{time.time_ns()}",
-                     "nimbus.seeds": [f"127.0.0.1:{free_port()}"],
-                     "nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
-                     "task.heartbeat.frequency.secs": 1, "storm.local.hostname": "127.0.0.1",
-                     "worker.log.level": "WARNING"}
+        self.conf = cluster_conf(zk, "bench-scale")
         self.file = tmp / "squall.yaml"
         self.file.write_text(yaml.safe_dump(self.conf))
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
