@@ -28,8 +28,8 @@
 Options (``squall.transport.grpc.*``): ``max.message.mb`` (256), ``linger.ms`` (1000: how long
 ``close`` waits for the window to be acknowledged), ``tls.enabled`` (false), ``tls.cert.file``
 + ``tls.key.file`` (PEM, needed to bind), ``tls.ca.file`` (PEM root for connecting) and
-``tls.server.name`` (override of the name checked in the server certificate; by default the
-host dialed, IP addresses included).
+``tls.server.name`` (the name checked in the server certificate, ``localhost`` by default;
+an empty string checks the host dialed, IP addresses included).
 
 Threading: every method of a connection may be called from any thread; ``close`` wakes a
 waiting ``recv`` at once.
