@@ -211,14 +211,15 @@ class Cluster:
         stop(sorted(self.workers))      # each worker leads its own process group
 
 
-def submit(cluster: Cluster, client: Any, workers: int, batch: bool, acking: bool) -> None:
+def submit(cluster: Cluster, client: Any, workers: int, batch: bool, acking: bool,
+           extra: dict[str, Any]) -> None:
     from squall.api.target import load_module
     from squall.cli.cluster import submitted_conf
     from squall.daemon.packaging import zip_code_dir
     topology = load_module(str(TARGET)).build(workers, batch)
     conf = {"topology.workers": workers, "bench.tracked": acking,
             "topology.acker.executors": workers if acking else 0,
-            "topology.max.spout.pending": PENDING if acking else None}
+            "topology.max.spout.pending": PENDING if acking else None, **extra}
     client.submit_topology(NAME, submitted_conf({}, conf), topology.to_json(),
                            zip_code_dir(TOPOLOGIES))
 
@@ -232,7 +233,8 @@ def _counting(latest: dict[str, tuple[float, dict[str, Any]]], workers: int) -> 
 
 
 def run_squall(zk: DevZooKeeper, zk_pid: int | None, workers: int, batch: bool, acking: bool,
-               seconds: float, warmup: float, detail: bool) -> Result:
+               seconds: float, warmup: float, detail: bool,
+               extra: dict[str, Any] | None = None) -> Result:
     with tempfile.TemporaryDirectory(prefix="sqscale-cluster-") as d:
         cluster = Cluster(Path(d), zk, workers)
         beats = client = None
@@ -240,7 +242,7 @@ def run_squall(zk: DevZooKeeper, zk_pid: int | None, workers: int, batch: bool, 
             from squall.daemon.nimbus_client import NimbusClient
             client = NimbusClient(cluster.conf)
             wait_for(lambda: supervisors_up(client) == 1, 60, "the supervisor")
-            submit(cluster, client, workers, batch, acking)
+            submit(cluster, client, workers, batch, acking, extra or {})
             beats = Beats(cluster.conf, client.topology_info(NAME)["id"])
             wait_for(lambda: _counting(dict(beats.latest), workers), 60 + 10 * workers,
                      f"counts in the beats of {workers} workers")
@@ -410,9 +412,12 @@ def main(argv: list[str] | None = None) -> None:
                    help="seconds after every worker counts before the window")
     p.add_argument("--runs", type=int, default=1, help="repeat every case; medians shown")
     p.add_argument("--no-bytewax", action="store_true", help="skip the bytewax comparison")
+    p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="topology config for squall's cases, a YAML value (repeatable)")
     p.add_argument("--detail", action="store_true",
                    help="per case, CPU per word by process kind and by worker thread name")
     args = p.parse_args(argv)
+    extra = {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in args.conf)}
     # a SIGTERM unwinds like Ctrl-C: every cluster, bytewax process and temp dir is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, signal.default_int_handler)   # even if started with it ignored
@@ -435,7 +440,7 @@ def main(argv: list[str] | None = None) -> None:
                         raise SystemExit("bench: ZooKeeper is gone; stopping")
                     try:
                         r = run_squall(zk, zk_pid, w, form == "batch", acking == "on",
-                                       args.seconds, args.warmup, args.detail)
+                                       args.seconds, args.warmup, args.detail, extra)
                     except (Exception, SystemExit) as exc:      # one case, not the run
                         print(f"  run {run + 1} W={w:<2} squall {form:<9} acking {acking:<3} "
                               f"failed: {_why(exc)}", flush=True)
