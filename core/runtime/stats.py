@@ -60,6 +60,6 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
     total["queued"] = sum(ts.queued() for ts in ex.tasks)
     #: the most tuples one of its tasks' queues held, and the passes backpressure paused it
     total["queued_peak"] = max(ts.queue_peak for ts in ex.tasks)
-    total["paused"] = getattr(ex, "paused", 0)
+    total["paused"] = ex.paused
     total["uptime_secs"] = int(time.time() - ex.start_time)
     return total

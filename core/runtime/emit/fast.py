@@ -307,15 +307,13 @@ class Hold:
     loop). While ``values`` is not empty, ``release`` is in the worker's ``holding`` list:
     put there when ``values`` fills, taken out only by the loop, after emptying it."""
 
-    __slots__ = ("holding", "release", "route", "source_of", "stream", "values")
+    __slots__ = ("holding", "release", "stream", "values")
 
     def __init__(self, holding: list[Callable[[], None]], route: Callable[..., None],
                  source_of: Callable[[str], Source]) -> None:
         self.values: list[Any] = []
         self.stream = ""
         self.holding = holding
-        self.route = route
-        self.source_of = source_of
         values = self.values
 
         def release() -> None:

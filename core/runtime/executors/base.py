@@ -59,6 +59,8 @@ class Executor:
         #: the tasks this executor's emits may reach (backpressure blocks it while one of
         #: them is congested); known once the routes are built (:meth:`routes_built`)
         self.downstream: frozenset[int] = frozenset()
+        #: passes that found a downstream task congested and did nothing (bolts, spouts)
+        self.paused = 0
         self.start_time = time.time()
         #: windowed stats and the counters at the last fold (squall.runtime.stats)
         self.windows: WindowedStats | None = None

@@ -40,8 +40,6 @@ class BoltExecutor(Executor):
         self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
         self.auto_fail = bool(getattr(cls, "auto_fail", True))
         self.tick_src = services.sources.tick
-        #: passes that found a downstream task congested and took nothing
-        self.paused = 0
 
     @classmethod
     def takes_runs(cls, component_cls: type) -> bool:

@@ -33,8 +33,6 @@ class SpoutExecutor(Executor):
         self.next_rotate = time.monotonic() + self.timeout
         self.active = False
         self.malformed = 0           # completions from the network that were not one
-        #: passes that found a downstream task congested and called no next_tuple
-        self.paused = 0
 
     def pending(self, ts: TaskState) -> int:
         """Trees of task ``ts`` in flight."""

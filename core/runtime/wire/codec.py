@@ -144,8 +144,7 @@ def read_id(tid: Any) -> int | None:
     raise ValueError(f"id {tid!r:.60} is not an int")
 
 
-def run_of(task: int, src_task: int, src: Source, values: list[Any], edge: Any,
-           roots: Any) -> TupleRun:
+def run_of(src_task: int, src: Source, values: list[Any], edge: Any, roots: Any) -> TupleRun:
     """A RUN entry as one TupleRun."""
     return TupleRun(list(map(tuple, values)), src_task, src, read_roots(roots),
                     read_id(edge) or 0)

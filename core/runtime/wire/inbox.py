@@ -259,7 +259,7 @@ class Inbox:
                 if roots is None and task in self.acks.local:
                     self.acks.acker_values(ts, src, values)
                     continue
-                run = codec.run_of(task, src_task, src, values, ids, roots)
+                run = codec.run_of(src_task, src, values, ids, roots)
                 if lazy:
                     q.append(run)
                     ts.run_extra += len(run.values) - 1

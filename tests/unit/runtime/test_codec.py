@@ -41,7 +41,7 @@ def test_an_untracked_run_decodes_to_one_tuple_run() -> None:
     (entry,) = codec.read_entries(loads(codec.encode([(3, run)], dumps)[0][1]))
     src_task, stream, values, ids, roots = entry
     assert codec.shape(ids) == codec.RUN
-    decoded = codec.run_of(3, src_task, SRC, values, ids, roots)
+    decoded = codec.run_of(src_task, SRC, values, ids, roots)
     assert (decoded.values, decoded.task, decoded.roots, decoded.edge) == (
         [("a",), ("b",)], 7, None, 0)
 
@@ -82,7 +82,7 @@ def test_a_tuple_run_is_an_entry_of_its_own() -> None:
     run = TupleRun([("a",), ("b",)], 7, SRC, (4,), 99)
     assert codec.entry(run) == [7, "default", [("a",), ("b",)], 99, (4,)]
     src_task, _, values, ids, roots = loads(dumps(codec.entry(run)))
-    decoded = codec.run_of(3, src_task, SRC, values, ids, roots)
+    decoded = codec.run_of(src_task, SRC, values, ids, roots)
     assert (decoded.values, decoded.edge, decoded.roots) == ([("a",), ("b",)], 99, (4,))
 
 
