@@ -14,8 +14,15 @@ ZooKeeper (from :mod:`squall.testing.zookeeper_fixtures`; needs `apt-get install
 - ``expire_session`` (per test): ``expire_session(store)`` expires a ``ZooKeeperStateStore``'s
   session on the server (also accepts a kazoo client or a ``(session_id, password)`` tuple).
 
+Redis (from :mod:`squall.testing.redis_fixtures`; needs `apt-get install redis-server`):
+
+- ``redis_server`` (session scope): a ``redis-server`` on a free 127.0.0.1 port, no persistence.
+- ``redis_conf`` (per test): ``{host, port, db, key_prefix}`` with a prefix unique to the test
+  (its keys deleted after the test).
+
 Wait for asynchronous outcomes with :func:`squall.testing.waiting.wait_until`, never sleep.
 """
 from __future__ import annotations
 
+from squall.testing.redis_fixtures import redis_conf, redis_server  # noqa: F401
 from squall.testing.zookeeper_fixtures import expire_session, zk_conf, zookeeper  # noqa: F401

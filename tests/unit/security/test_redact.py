@@ -1,0 +1,30 @@
+from squall.security import REDACTED, is_secret_key, redact, user_for_token
+
+
+def test_secret_keys_are_the_documented_patterns():
+    for key in ("storm.zookeeper.auth.payload", "redis.password", "squall.auth.token",
+                "nimbus.auth.tokens", "squall.tls.key", "squall.transport.zmq.keys.dir"):
+        assert is_secret_key(key), key
+    for key in ("topology.workers", "storm.zookeeper.auth.scheme", "ui.port", "squall.tls.cert",
+                "topology.state.provider.config"):
+        assert not is_secret_key(key), key
+
+
+def test_redact_replaces_secrets_at_every_depth_and_keeps_the_rest():
+    conf = {"squall.auth.token": "s3cret", "topology.workers": 2,
+            "topology.state.provider.config": {"host": "h", "password": "pw"},
+            "nimbus.auth.tokens": {"t1": "alice"}, "squall.tls.key": None}
+    shown = redact(conf)
+    assert shown["squall.auth.token"] == REDACTED
+    assert shown["nimbus.auth.tokens"] == REDACTED
+    assert shown["topology.state.provider.config"] == {"host": "h", "password": REDACTED}
+    assert shown["topology.workers"] == 2 and shown["squall.tls.key"] is None
+    assert conf["squall.auth.token"] == "s3cret"       # the original is untouched
+
+
+def test_user_for_token():
+    conf = {"nimbus.auth.tokens": {"t-alice": "alice", "t-bob": "bob"}}
+    assert user_for_token(conf, "t-bob") == "bob"
+    assert user_for_token(conf, "t-eve") is None
+    assert user_for_token(conf, None) is None
+    assert user_for_token({}, "t-bob") is None
