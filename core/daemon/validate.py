@@ -1,7 +1,8 @@
 """Validate a submitted topology package in a throw-away process (nimbus runs it).
 
 ``python -m squall.daemon.validate DIR`` loads ``DIR``'s conf, topology and code the way a worker
-will (code dir on ``sys.path``, every component class imported), checks each class is a
+will (code dir on ``sys.path``, every component class imported, the serializer built with its
+``topology.serializer.register`` types), checks each class is a
 component of the right kind, checks each component's resources (``set_resources`` values and
 the ``topology.component.*`` defaults), runs the ``squall_validate_topology`` hooks, and exits 0. On a
 problem it prints one line ``squall-validate: <message>`` on stderr and exits 1. A user's bad code
@@ -55,6 +56,9 @@ def check(directory: str) -> None:
         if not isinstance(spec.cls, type) or not issubclass(spec.cls, base):
             raise TopologyError(f"component {cid!r}: {spec.ref} is not a {base.__name__} "
                                 f"subclass")
+    from squall import config, drivers
+    # the serializer imports its topology.serializer.register types here, as a worker will
+    drivers.driver("serializer", {**config.defaults(), **conf})
     from squall.plugin_manager import get_plugin_manager
     get_plugin_manager().hook.squall_validate_topology(topology=topology, conf=conf)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from squall import drivers
 from squall.api.topology import Topology
-from squall.errors import AlreadyAliveError, NotAliveError, TopologyError
+from squall.errors import AlreadyAliveError, ConfigError, NotAliveError, TopologyError
 from squall.runtime import gc_tuning
 from squall.runtime.stats import executor_stats
 from squall.runtime.system import add_system_components
@@ -39,6 +39,17 @@ def base_conf(conf: dict[str, Any] | None = None) -> dict[str, Any]:
     merged.update(LOCAL_DEFAULTS)
     merged.update(conf or {})
     return merged
+
+
+def _check_transport(conf: dict[str, Any]) -> None:
+    """LocalCluster's workers share one process, named by ports 1..n on host "local": a
+    transport over sockets cannot reach them, so it is refused rather than left hanging."""
+    cls = drivers.driver_class("transport", conf)
+    if not cls.in_process:
+        raise ConfigError(
+            f"LocalCluster runs every worker in this process and needs an in-process transport "
+            f"(squall.transport: local); {conf.get('squall.transport')!r} is for clusters "
+            f"(squall submit)")
 
 
 class _Running:
@@ -127,6 +138,7 @@ class LocalCluster:
             merged.update(merged.get("squall.cli.overrides") or {})   # -c beats topology conf
             from squall import config
             config.validate(merged)
+            _check_transport(merged)
             from squall.plugin_manager import get_plugin_manager
             pm = get_plugin_manager()
             pm.hook.squall_validate_topology(topology=topology, conf=merged)

@@ -13,12 +13,13 @@ import time
 from typing import Any
 
 from squall import config, drivers
+from squall.errors import SerializationError
 from squall.api.context import TopologyContext
 from squall.api.topology import ACKER, Topology
-from squall.api.tuple import Tuple
+from squall.api.tuple import Source, Tuple
 from squall.runtime import errors as error_log
 from squall.runtime.acks import AckLedger
-from squall.runtime.emit import Clock, Wiring, build_routes, make_emit
+from squall.runtime.emit import Clock, Wiring, build_routes, make_emit, round_trip
 from squall.runtime.executors import executor_class
 from squall.runtime.executors.base import Executor, Services
 from squall.runtime.executors.spout import SpoutExecutor
@@ -77,7 +78,8 @@ class Worker:
                              batch_size=self.batch_size, flush_interval=max(0.0, interval),
                              lost=self._lost, capacity=int(
                                  conf.get("topology.executor.receive.buffer.size") or 32768),
-                             window_changed=self._window_changed)
+                             window_changed=self._window_changed,
+                             unencodable=self._unencodable)
         #: tells this worker's credit reports from a restarted one's (see the outbox)
         self.incarnation = f"{os.getpid()}-{time.time_ns()}"
         self.outbox.set_address(host, port)
@@ -166,6 +168,9 @@ class Worker:
         if ex.kind == "acker":
             return
         inst.emit, inst.emit_many = make_emit(ts, self.wiring, spout=ex.kind == "spout")
+        if self.conf.get(round_trip.KEY):
+            inst.emit, inst.emit_many = round_trip.round_trip(
+                inst.emit, inst.emit_many, self.serializer, ts.component_id)
         inst.report_error = lambda e, _ts=ts: self.report_error(_ts, e, user=True)
         ex.install(ts)
 
@@ -183,6 +188,18 @@ class Worker:
     def _lost(self, roots: set[int]) -> None:
         """Tuples the outbox could not deliver: their trees fail, so the spouts replay."""
         self.acks.fail_lost(roots)
+
+    def _unencodable(self, src: Source, exc: SerializationError) -> None:
+        """Tuples of ``src`` that the serializer refused on their way to another worker:
+        reported as an error of the emitting component (their trees fail)."""
+        mine = [t for t in self.topology.tasks(src.component) if t in self.tasks]
+        ts = self.tasks.get(mine[0]) if mine else None
+        text = (f"tuples of {src.component} on stream {src.stream!r} cannot be sent to "
+                f"another worker and fail: {exc}")
+        if ts is None:
+            log.error("%s", text)
+        else:
+            self.report_error(ts, text, user=True)
 
     def _window_changed(self) -> None:
         if self._built:

@@ -58,6 +58,9 @@ class Transport(ABC):
     """A factory of connections (Storm's IContext). ``Transport({})`` works with defaults."""
 
     name: str = ""
+    #: True when connections never leave this process (ports name receivers, hosts are not
+    #: resolved): the only kind LocalCluster, which runs every worker in one process, accepts
+    in_process: bool = False
 
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         self.conf: dict[str, Any] = dict(conf or {})

@@ -150,6 +150,7 @@ class LocalTransport(Transport):
     """In-process transport; every instance in the process shares the same port registry."""
 
     name = "local"
+    in_process = True
 
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(conf)

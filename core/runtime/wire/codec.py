@@ -77,6 +77,36 @@ def entry(item: OpenRun | TupleRun) -> list[Any]:
             item.roots]
 
 
+def pieces(item: OpenRun | TupleRun) -> list[OpenRun | TupleRun]:
+    """``item`` cut into the smallest entries that still mean the same: one per tuple of an
+    untracked run or a ONES run, one per anchored run of a RUNS run (an edge stands for its
+    whole run), a TupleRun whole. For finding the tuples a serializer refuses."""
+    if item.__class__ is not OpenRun:
+        return [item]
+    run: OpenRun = item         # type: ignore[assignment]
+    out: list[OpenRun | TupleRun] = []
+    if run.ids is None:
+        for v in run.values:
+            one = OpenRun(run.task, run.src, False)
+            one.values.append(v)
+            out.append(one)
+        return out
+    roots: Any = None
+    start = 0
+    for i, tid in enumerate(run.ids):
+        r = run.roots[i]            # type: ignore[index]
+        if r.__class__ is not int:  # 0: the same roots as the one before
+            roots = r
+        one = OpenRun(run.task, run.src, True)
+        count = tid[1] if tid.__class__ is list else 1
+        one.values.extend(run.values[start:start + count])
+        one.ids.append(tid)         # type: ignore[union-attr]
+        one.add_roots(roots)
+        start += count
+        out.append(one)
+    return out
+
+
 def encode(items: Iterable[tuple[int, OpenRun | TupleRun]],
            dumps: Callable[[Any], bytes]) -> Messages:
     """One message per destination task of ``items`` (``(task, run)`` in emit order), each

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.api.tuple import Source, Tuple, TupleRun
-from squall.errors import SquallError
+from squall.errors import SerializationError, SquallError
 from squall.runtime.wire import codec
 from squall.runtime.wire.codec import OpenRun
 
@@ -43,12 +43,16 @@ class Outbox:
     """Per destination worker: the runs waiting to be sent, and the connection.
 
     ``lost(roots)`` is called with the root ids of tracked tuples that could not be
-    delivered (the worker fails their trees)."""
+    delivered (the worker fails their trees); ``unencodable(source, error)`` once per
+    source of a batch whose values the serializer refused (those runs are failed, the
+    rest of the batch is sent)."""
 
     def __init__(self, *, transport: Any, serializer: Any, topology_id: str,
                  local_tasks: list[int], batch_size: int, flush_interval: float,
                  lost: Callable[[set[int]], None], capacity: int = 1 << 30,
-                 window_changed: Callable[[], None] = lambda: None) -> None:
+                 window_changed: Callable[[], None] = lambda: None,
+                 unencodable: Callable[[Source, SerializationError], None] =
+                 lambda src, exc: None) -> None:
         self.transport = transport
         self.dumps = serializer.dumps
         self.loads = serializer.loads
@@ -87,6 +91,7 @@ class Outbox:
         self.saturated: set[int] = set()
         self.saturated_at: dict[int, float] = {}
         self.window_changed = window_changed
+        self.unencodable = unencodable
         #: each worker's incarnation (reports of a restarted worker start from 0) and when
         #: it last reported
         self.incarnations: dict[Key, str] = {}
@@ -254,7 +259,12 @@ class Outbox:
         opened = self.open_of_key.get(key)
         if opened:
             opened.clear()
-        self._send(key, codec.encode(batch, self.dumps), batch)
+        try:
+            messages = codec.encode(batch, self.dumps)
+        except SerializationError:
+            batch = self._encodable(batch)
+            messages = codec.encode(batch, self.dumps)
+        self._send(key, messages, batch)
         sent = self.sent_total
         acked = self.acked_total
         window = self.window
@@ -269,6 +279,33 @@ class Outbox:
                     full = True
         if full:
             self.window_changed()
+
+    def _encodable(self, batch: list[Item]) -> list[Item]:
+        """The runs of ``batch`` the serializer accepts. The others' trees fail (their
+        spouts decide on replay) and each of their sources is reported once."""
+        good: list[Item] = []
+        refused: list[Item] = []
+        reported: set[Source] = set()
+        dumps, entry = self.dumps, codec.entry
+        for task, run in batch:
+            try:
+                dumps([entry(run)])
+                good.append((task, run))
+                continue
+            except SerializationError:
+                pass
+            for piece in codec.pieces(run):
+                try:
+                    dumps([entry(piece)])
+                except SerializationError as exc:
+                    refused.append((task, piece))
+                    if piece.src not in reported:
+                        reported.add(piece.src)
+                        self.unencodable(piece.src, exc)
+                else:
+                    good.append((task, piece))
+        self.undeliverable(refused, "values the serializer cannot encode", quiet=True)
+        return good
 
     def credit(self, who: Key, incarnation: str, totals: list[Any], now: float) -> None:
         """A worker's report of the tuples it delivered into its tasks' queues from this
@@ -328,13 +365,14 @@ class Outbox:
         except SquallError as exc:
             self.undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}")
 
-    def undeliverable(self, batch: list[Item], why: str) -> None:
+    def undeliverable(self, batch: list[Item], why: str, quiet: bool = False) -> None:
         """Fail the tracked tuples of ``batch`` back to their acker so the spouts replay
-        them (a tree fails once, however many of its tuples were here)."""
+        them (a tree fails once, however many of its tuples were here); ``quiet`` when the
+        caller reported the cause already."""
         self.send_failures += 1
         count = sum(1 if t.__class__ is Tuple else
                     1 if t.__class__ is bytes else len(t.values) for _, t in batch)
-        if self.send_failures == 1 or self.send_failures % 1000 == 0:
+        if not quiet and (self.send_failures == 1 or self.send_failures % 1000 == 0):
             log.warning("%s; %d tuple(s) failed back for replay", why, count)
         failed: set[int] = set()
         for _, item in batch:

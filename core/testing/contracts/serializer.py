@@ -18,13 +18,21 @@ The checks use only ``dumps`` / ``loads`` (see :class:`squall.Serializer`):
 * a batch shaped like the runtime's (10 000 entries ``[task, src, stream, values, id, roots]``)
   round-trips;
 * ``dumps`` returns ``bytes``; the same object encodes the same way twice;
-* an object it cannot encode (``object()``) raises :class:`~squall.errors.SerializationError`,
-  and so does ``loads`` of bytes that are not a valid encoding (:attr:`garbage`); the serializer
-  keeps working afterwards.
+* an object it cannot encode (``object()``, also deep inside containers) raises
+  :class:`~squall.errors.SerializationError`, and so does ``loads`` of bytes that are not a
+  valid encoding (:attr:`garbage`); the serializer keeps working afterwards.
+
+:class:`RichValuesContract` (used the same way) checks the values squall's own serializers add
+(:mod:`squall.serializers.types`): datetime (naive and aware), date, time, timedelta, Decimal,
+UUID, set, frozenset, nested in containers and in each other, and a type registered through
+``topology.serializer.register``.
 """
 from __future__ import annotations
 
+import datetime as dt
 import math
+import uuid
+from decimal import Decimal
 from typing import Any
 from collections.abc import Callable
 
@@ -33,7 +41,7 @@ import pytest
 from squall.errors import SerializationError
 from squall.spi.serializer import Serializer
 
-__all__ = ["SerializerContract", "normalize"]
+__all__ = ["RichValuesContract", "SerializerContract", "normalize"]
 
 SCALARS: list[Any] = [
     None, True, False, 0, 1, -1, 127, 128, 255, 256, 65535, 65536, 2**31 - 1, -2**31,
@@ -126,8 +134,8 @@ class SerializerContract:
         value = [[1, 2, "x", b"y", 2**64 - 1]]
         assert _same(normalize(b.loads(a.dumps(value))), normalize(value))
 
-    @pytest.mark.parametrize("bad", [object(), [1, object()], {"k": {1, 2}}],
-                             ids=["object", "object-in-list", "set-in-dict"])
+    @pytest.mark.parametrize("bad", [object(), [1, object()], {"k": [{"deep": object()}]}],
+                             ids=["object", "object-in-list", "object-in-dict"])
     def test_unencodable_raises_serialization_error(self, ser: Serializer, bad: Any) -> None:
         with pytest.raises(SerializationError):
             ser.dumps(bad)
@@ -139,3 +147,68 @@ class SerializerContract:
             with pytest.raises(SerializationError):
                 ser.loads(data)
         assert self.roundtrip(ser, 42) == 42
+
+
+class Point:
+    """A user type for the registration check (``topology.serializer.register``)."""
+
+    def __init__(self, x: int, y: int) -> None:
+        self.x, self.y = x, y
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Point) and (self.x, self.y) == (other.x, other.y)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def point_to_list(p: Point) -> list[int]:
+    return [p.x, p.y]
+
+
+def point_from_list(v: list[int]) -> Point:
+    return Point(*v)
+
+
+RICH: list[Any] = [
+    dt.datetime(2026, 11, 25, 18, 0, 1, 250),
+    dt.datetime(2026, 11, 25, 18, 0, 1, tzinfo=dt.timezone(dt.timedelta(hours=-5, minutes=-30))),
+    dt.date(1999, 12, 31), dt.time(23, 59, 58, 7), dt.timedelta(days=-2, seconds=5),
+    Decimal("3.14159265358979323846"), Decimal("-0.00"), uuid.UUID(int=2**128 - 1),
+    {1, "a", (2, ("b", 3))}, frozenset({b"x", 4.5}), set(),
+]
+
+
+class RichValuesContract:
+    """Extra values a serializer carries across workers; override ``serializer_factory``."""
+
+    @pytest.fixture
+    def serializer_factory(self) -> Callable[[dict[str, Any]], Serializer]:
+        raise NotImplementedError("override the serializer_factory fixture")
+
+    @pytest.mark.parametrize("value", RICH, ids=lambda v: f"{type(v).__name__}:{v!r}"[:40])
+    def test_rich_value_roundtrip(self, serializer_factory: Callable[..., Serializer],
+                                  value: Any) -> None:
+        ser = serializer_factory({})
+        got = ser.loads(ser.dumps(value))
+        assert type(got) is type(value) and got == value, f"{value!r} came back as {got!r}"
+        if isinstance(value, dt.datetime):
+            assert got.utcoffset() == value.utcoffset()
+
+    def test_rich_values_nested(self, serializer_factory: Callable[..., Serializer]) -> None:
+        ser = serializer_factory({})
+        value = {"when": [dt.date(2020, 2, 29), {"ids": frozenset({uuid.UUID(int=7)})}],
+                 "amounts": (Decimal("1.5"), [Decimal("2")])}
+        got = ser.loads(ser.dumps(value))
+        assert normalize(got) == normalize(value)
+
+    def test_registered_type_roundtrips_and_unregistered_is_an_error(
+            self, serializer_factory: Callable[..., Serializer]) -> None:
+        here = __name__
+        ser = serializer_factory({"topology.serializer.register": {
+            f"{here}:Point": [f"{here}:point_to_list", f"{here}:point_from_list"]}})
+        value = [Point(1, 2), {"p": {"inner": Point(-3, 4)}}]
+        assert normalize(ser.loads(ser.dumps(value))) == normalize(value)
+        with pytest.raises(SerializationError, match="Point"):
+            serializer_factory({}).dumps([Point(1, 2)])
+        with pytest.raises(SerializationError, match="Point"):
+            serializer_factory({}).loads(ser.dumps([Point(1, 2)]))

@@ -74,3 +74,12 @@ def test_good_resources_pass_validation(tmp_path):
     proc = _validate(_package(tmp_path, {"topology.component.memory.mb": 512},
                               {"cpu": 0.5, "memory_mb": 2048}))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_serializer_registration_that_does_not_import_fails_validation(tmp_path):
+    conf = {"topology.serializer.register": {"restopo:Missing": ["restopo:enc", "restopo:dec"]}}
+    proc = _validate(_package(tmp_path, conf, None))
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(PREFIX)]
+    assert len(lines) == 1 and "topology.serializer.register" in lines[0], proc.stderr
+    assert "restopo:Missing" in lines[0] and "Traceback" not in proc.stderr

@@ -147,3 +147,29 @@ def test_roots_in_collects_every_root_and_skips_what_does_not_read() -> None:
                [1, "s", [[1]], [[3, 1]], [[7]]], [1, "s", [[1]], 0, None], ["junk"],
                [1, "s", [[1]], [1], ["bad"]]]
     assert codec.roots_in(entries) == {4, 5, 6, 7}
+
+
+def test_pieces_cut_a_run_into_entries_that_mean_the_same() -> None:
+    ones = OpenRun(7, SRC, True)
+    for value, tid, roots in (("a", 1, (11,)), ("b", 2, (11,)), ("c", 3, (13,))):
+        ones.values.append((value,))
+        ones.ids.append(tid)            # type: ignore[union-attr]
+        ones.add_roots(roots)
+    cut = codec.pieces(ones)
+    assert [codec.entry(p) for p in cut] == [           # a repeat's roots are spelled out
+        [7, "default", [("a",)], [1], [(11,)]], [7, "default", [("b",)], [2], [(11,)]],
+        [7, "default", [("c",)], [3], [(13,)]]]
+    runs = OpenRun(7, SRC, True)
+    for values, edge, roots in (([("a",), ("b",)], 5, (1,)), ([("c",)], 6, (1,))):
+        runs.values.extend(values)
+        runs.ids.append([edge, len(values)])    # type: ignore[union-attr]
+        runs.add_roots(roots)
+    assert [codec.entry(p) for p in codec.pieces(runs)] == [
+        [7, "default", [("a",), ("b",)], [[5, 2]], [(1,)]],
+        [7, "default", [("c",)], [[6, 1]], [(1,)]]]
+    plain = OpenRun(7, SRC, False)
+    plain.values.extend([("x",), ("y",)])
+    assert [codec.entry(p) for p in codec.pieces(plain)] == [
+        [7, "default", [("x",)], 0, None], [7, "default", [("y",)], 0, None]]
+    whole = TupleRun([("a",)], 7, SRC, (4,), 99)
+    assert codec.pieces(whole) == [whole]

@@ -6,16 +6,17 @@ import pytest
 from squall import SerializationError
 from squall.serializers.json import JsonSerializer
 from squall.serializers.msgpack import MsgpackSerializer
-from squall.testing.contracts.serializer import SerializerContract
+from squall import ConfigError
+from squall.testing.contracts.serializer import RichValuesContract, SerializerContract
 
 
-class TestMsgpackContract(SerializerContract):
+class TestMsgpackContract(SerializerContract, RichValuesContract):
     @pytest.fixture
     def serializer_factory(self):  # type: ignore[no-untyped-def]
         return MsgpackSerializer
 
 
-class TestJsonContract(SerializerContract):
+class TestJsonContract(SerializerContract, RichValuesContract):
     @pytest.fixture
     def serializer_factory(self):  # type: ignore[no-untyped-def]
         return JsonSerializer
@@ -43,3 +44,14 @@ def test_errors_name_the_problem() -> None:
         MsgpackSerializer().loads(b"\xc1")
     with pytest.raises(SerializationError, match="json"):
         JsonSerializer().dumps(object())
+
+
+@pytest.mark.parametrize("register", [
+    {"nowhere.at.all:Thing": ["a:b", "c:d"]},
+    {"datetime:datetime": ["datetime:date"]},
+    {"datetime:datetime": ["datetime:no_such", "datetime:date"]},
+    ["datetime:datetime"],
+])
+def test_a_bad_registration_is_one_config_error(register) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match="topology.serializer.register"):
+        MsgpackSerializer({"topology.serializer.register": register})
