@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -27,6 +28,7 @@ from squall.runtime import gc_tuning
 from squall.runtime.stats import executor_stats
 from squall.runtime.system import add_system_components
 from squall.runtime.worker import Worker
+from squall.state.memory import NAMESPACE_KEY
 
 log = logging.getLogger(__name__)
 _ids = itertools.count(1)
@@ -89,6 +91,10 @@ class LocalCluster:
         from squall.state.cluster_state import ClusterState
         from squall.plugin_manager import configure
         self.conf = configure(base_conf(conf))
+        # components that open the cluster state store themselves (SparkSpout's progress)
+        # reach this cluster's in-process tree, as they reach ZooKeeper on a cluster
+        if not self.conf.get(NAMESPACE_KEY):
+            self.conf[NAMESPACE_KEY] = f"local-cluster-{next(_ids)}-{os.getpid()}"
         self._on_worker_start = on_worker_start
         drivers.validate_conf(self.conf)
         gc_tuning.thresholds(self.conf)             # a bad value fails here, before anything runs

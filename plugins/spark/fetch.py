@@ -18,7 +18,10 @@ Two ways to compute one partition:
 
 A failed read is retried from the first row not yet handed to the spout, with a bounded
 backoff (:class:`RetryPolicy`, the ``spark.source.retry.*`` keys): rows already handed out keep
-their ids, and no row is skipped or handed out twice by the reader.
+their ids, and no row is skipped or handed out twice by the reader. ``start`` gives a row to
+begin each partition at (rows an earlier life of the task had acked: see
+:mod:`squall.plugins.spark.progress`); the end of each partition is handed over as a chunk
+without rows, so the spout learns how many rows the partition has.
 """
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ __all__ = ["RETRY_KEYS", "Chunk", "PartitionReader", "RetryPolicy", "plan", "ret
 log = logging.getLogger(__name__)
 _ids = itertools.count(1)
 
-#: one chunk of rows: (partition, index of its first row in the partition, rows)
+#: one chunk of rows: (partition, index of its first row in the partition, rows); the end of a
+#: partition is a chunk without rows whose index is the partition's row count
 Chunk = tuple[int, int, list[tuple[Any, ...]]]
 _DONE = object()
 
@@ -170,10 +174,14 @@ class PartitionReader:
 
     def __init__(self, spark: Any, fetch: Callable[[int], Iterator[Any]],
                  partitions: list[int], *, prefetch: int = 2, name: str = "spark-spout",
-                 retry: RetryPolicy | None = None, label: str | None = None) -> None:
+                 retry: RetryPolicy | None = None, label: str | None = None,
+                 start: Mapping[int, int] | None = None) -> None:
         self._spark = spark
         self._fetch = fetch
         self.partitions = list(partitions)
+        #: per partition, the first row to hand out (rows before it were read in an earlier
+        #: life of the task and acked)
+        self.start = dict(start or {})
         self.retry = retry or RetryPolicy()
         self.label = label or name      # names the reader in failure messages
         #: messages of failures to report (appended by the reading thread)
@@ -243,7 +251,7 @@ class PartitionReader:
 
     def _read(self, p: int) -> bool:
         """Hand out every row of partition ``p``, retrying failed reads; False once stopped."""
-        handed = 0           # rows of p already queued: a retry starts after them
+        handed = self.start.get(p, 0)   # rows of p already queued: a retry starts after them
         failures = 0         # consecutive failed reads of p
         while True:
             try:
@@ -263,7 +271,7 @@ class PartitionReader:
                     handed += len(rows)
                     seen = handed
                     failures = 0
-                return True
+                return self._put((p, handed, []))        # the end of p: it has ``handed`` rows
             except Exception as exc:
                 if self._stop.is_set():           # close() cancelled the job
                     return False

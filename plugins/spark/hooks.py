@@ -22,6 +22,11 @@ DEFAULTS: dict[str, Any] = {
     "spark.source.retry.backoff.min.secs": 0.5,
     "spark.source.retry.backoff.max.secs": 30.0,
     "spark.source.retry.report.after": 5,
+    # SparkSpout's read progress (acking on): where it is kept in the cluster state store
+    # (null: "<topology name>/<component id>") and how often it is written
+    "spark.spout.progress": True,
+    "spark.spout.progress.id": None,
+    "spark.spout.progress.interval.secs": 1.0,
 }
 
 

@@ -48,6 +48,16 @@ with the same id. With acking off (``topology.acker.executors: 0``) rows are emi
 a tuple id: nothing can fail, so nothing is kept (and ``ack`` is not called). When its
 partitions are read and nothing waits for replay, ``next_tuple`` returns without emitting.
 
+Progress (with acking on): each partition's committed row count (every row before it
+acked) is kept in the cluster's state store under ``spark.spout.progress.id`` (default
+``<topology name>/<component id>``) and written every ``spark.spout.progress.interval.secs``
+(default 1) and when the task closes; a task that starts, after a crash, a move or a new
+submit with the same id, reads each partition from its committed row and skips partitions
+read and acked to their end (:mod:`squall.plugins.spark.progress`). Rows acked after the last
+write are emitted again after a crash (at least once). ``spark.spout.progress: false`` reads
+everything from the start every time. Counts taken when the source was split into another
+number of partitions are ignored, with a warning.
+
 Values are Arrow's Python conversions (``datetime``, ``Decimal``...): with a remote
 serializer, cast such columns in ``spark.source.query`` if it cannot carry them.
 Rows come in partition order; re-reading a source gives the same ids only if Spark splits it
@@ -57,6 +67,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,6 +76,7 @@ from squall.api.context import TopologyContext
 from squall.api.tuple import Stream
 from squall.errors import TopologyError
 
+from squall.plugins.spark.progress import Progress, ProgressStore
 from squall.plugins.spark.source import SourceSpec, load_dataframe, parse_source
 
 __all__ = ["SparkSpout"]
@@ -120,9 +132,19 @@ class SparkSpout(Spout):
         self.emit_batch = batch
         self.max_pending = int(conf.get("topology.max.spout.pending") or 0)
         self.tracking = conf.get("topology.acker.executors", None) != 0
+        self.progress: Progress | None = None
+        self.progress_store: ProgressStore | None = None
+        start: dict[int, int] = {}
+        if self.tracking and _flag(conf, "spark.spout.progress", name):
+            self.progress_store = _open_progress(conf, context, count, name)
+            self.progress = self.progress_store.load(mine)
+            start = self.progress.committed
+            mine = [p for p in mine if p not in self.progress.complete]
+            self.save_every = _interval(conf, name)
+            self.next_save = time.monotonic() + self.save_every
         self.reader = PartitionReader(self.spark, fetch, mine, retry=retry,
                                       name=context.component_id,
-                                      label=f"{name} task {context.task_id}")
+                                      label=f"{name} task {context.task_id}", start=start)
         self.inflight: dict[tuple[int, int], tuple[Any, ...]] = {}
         self.replay: collections.deque[tuple[int, int]] = collections.deque()
         self.chunk: list[tuple[Any, ...]] = []
@@ -142,6 +164,8 @@ class SparkSpout(Spout):
         if self.reader.errors:             # the reader keeps failing: report it, go on
             for message in self.reader.take_errors():
                 self.report_error(message)
+        if self.progress is not None and time.monotonic() >= self.next_save:
+            self._save()
         budget = self.emit_batch
         if self.max_pending:
             budget = min(budget, self.max_pending - len(self.inflight))
@@ -175,15 +199,30 @@ class SparkSpout(Spout):
         self.rows_read.incr(end - pos)
 
     def _next_chunk(self) -> bool:
-        item = self.reader.poll()
-        if item is None:
-            return False
+        while True:
+            item = self.reader.poll()
+            if item is None:
+                return False
+            part, base, rows = item
+            if rows:
+                break
+            if self.progress is not None:          # the end of a partition: its row count
+                self.progress.ended(part, base)
         self.chunk_part, self.chunk_base, self.chunk = item
         self.chunk_pos = 0
         return True
 
     def ack(self, tup_id: Any) -> None:
-        self.inflight.pop(_key(tup_id), None)
+        key = _key(tup_id)
+        if self.inflight.pop(key, None) is not None and self.progress is not None:
+            self.progress.ack(*key)
+
+    def _save(self) -> None:
+        assert self.progress is not None and self.progress_store is not None
+        self.next_save = time.monotonic() + self.save_every
+        changed = self.progress.take_changed()
+        if changed and not self.progress_store.save(changed):
+            self.progress.changed.update(changed)       # handed in again next time
 
     def fail(self, tup_id: Any) -> None:
         key = _key(tup_id)
@@ -195,11 +234,46 @@ class SparkSpout(Spout):
         reader = getattr(self, "reader", None)
         if reader is not None:
             reader.close()
+        store = getattr(self, "progress_store", None)
+        if store is not None:
+            self._save()
+            store.close()
+            self.progress_store = None
 
 
 def _key(tup_id: Any) -> tuple[int, int]:
     """Tuple ids come back as given; a list (after a serializer round trip) is accepted too."""
     return tup_id if tup_id.__class__ is tuple else (int(tup_id[0]), int(tup_id[1]))
+
+
+def _flag(conf: Mapping[str, Any], key: str, name: str) -> bool:
+    value = conf.get(key, True)
+    if not isinstance(value, bool):
+        raise TopologyError(f"{name}: {key} must be true or false, got {value!r}")
+    return value
+
+
+def _interval(conf: Mapping[str, Any], name: str) -> float:
+    value = conf.get("spark.spout.progress.interval.secs", 1.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise TopologyError(f"{name}: spark.spout.progress.interval.secs must be a positive "
+                            f"number, got {value!r}")
+    return float(value)
+
+
+def _open_progress(conf: Mapping[str, Any], context: TopologyContext, partitions: int,
+                   name: str) -> ProgressStore:
+    """The progress of this source in the cluster's state store (see
+    :mod:`squall.plugins.spark.progress`)."""
+    from squall import drivers
+    progress_id = conf.get("spark.spout.progress.id") or \
+        f"{context.topology_name}/{context.component_id}"
+    if not isinstance(progress_id, str):
+        raise TopologyError(f"{name}: spark.spout.progress.id must be a string, "
+                            f"got {progress_id!r}")
+    store = drivers.driver("state", dict(conf))
+    store.start()
+    return ProgressStore(store, progress_id, partitions)
 
 
 def _declared_fields(context: TopologyContext) -> tuple[str, ...] | None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from squall import TopologyContext, TopologyError
 from squall.plugins.spark import SparkSpout
 from squall.plugins.spark.fetch import RetryPolicy, retry_policy
+from squall.state.memory import NAMESPACE_KEY, MemoryStateStore
 from squall.testing import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration,
@@ -31,7 +33,8 @@ class Driven:
         self.spout = SparkSpout()
         self.spout.emit = self._emit  # type: ignore[method-assign]
         self.spout.report_error = lambda e: self.errors.append(str(e))  # type: ignore
-        self.spout.initialize({"spark.master": "local[2]", **config}, self.context)
+        self.spout.initialize({"spark.master": "local[2]", "squall.state": "memory", **config},
+                              self.context)
 
     def _emit(self, values: Any, stream: str = "default", *, tup_id: Any = None,
               **kw: Any) -> None:
@@ -91,6 +94,53 @@ def test_acked_rows_leave_memory_failed_rows_replay(spark: Any, parquet_dir: Pat
         assert d.spout.inflight == {}
     finally:
         d.close()
+
+
+def test_a_restarted_task_reads_on_from_its_committed_rows(spark: Any, parquet_dir: Path,
+                                                           parquet_rows: list[Any]) -> None:
+    namespace = f"spark-progress-{uuid.uuid4().hex}"
+    holder = MemoryStateStore({NAMESPACE_KEY: namespace})   # the "cluster": outlives tasks
+    holder.start()
+    conf = parquet(parquet_dir, **{NAMESPACE_KEY: namespace})
+    try:
+        first = Driven(conf)
+        try:
+            emitted = first.drain()
+            by_part: dict[int, list[int]] = {}
+            for (p, r), _ in emitted:
+                by_part.setdefault(p, []).append(r)
+            assert len(by_part) >= 3
+            whole, gap, *rest = sorted(by_part)
+            for r in by_part[whole]:                    # read and acked to its end
+                first.spout.ack((whole, r))
+            for r in list(range(10)) + [12]:            # rows 10 and 11 never acked
+                first.spout.ack((gap, r))
+        finally:
+            first.close()                               # writes the progress
+        second = Driven(conf)
+        try:
+            again = {tid for tid, _ in second.drain()}
+        finally:
+            second.close()
+        assert not any(p == whole for p, _ in again)    # a complete partition is skipped
+        assert {r for p, r in again if p == gap} == set(range(10, len(by_part[gap])))
+        assert all({r for p, r in again if p == q} == set(by_part[q]) for q in rest)
+        # every row is emitted once more at most, and together the two lives emit every row
+        assert {tid for tid, _ in emitted} >= again
+        third = Driven(conf)
+        try:
+            third.drain()
+            for tid, _ in third.emitted:
+                third.spout.ack(tid)
+        finally:
+            third.close()
+        fourth = Driven(conf)
+        try:
+            assert fourth.drain() == []                 # all acked: nothing left to read
+        finally:
+            fourth.close()
+    finally:
+        holder.close()
 
 
 def test_two_tasks_split_partitions_disjoint_and_complete(spark: Any, parquet_dir: Path,

@@ -50,9 +50,16 @@ def test_chunks_come_in_partition_order_with_row_offsets() -> None:
     reader = PartitionReader(fake_spark(), batches, [1, 3])
     chunks = drain(reader)
     assert [(p, start, len(rows)) for p, start, rows in chunks] == [
-        (1, 0, 3), (1, 3, 3), (3, 0, 3), (3, 3, 3)]
+        (1, 0, 3), (1, 3, 3), (1, 6, 0), (3, 0, 3), (3, 3, 3), (3, 6, 0)]   # ends: no rows
     assert chunks[1][2][0] == (110, "p1")
     assert reader.poll() is None
+
+
+def test_a_start_row_skips_what_an_earlier_life_read() -> None:
+    reader = PartitionReader(fake_spark(), batches, [1, 3], start={1: 4, 3: 6})
+    chunks = drain(reader)
+    assert [(p, start, rows) for p, start, rows in chunks] == [
+        (1, 4, [(111, "p1"), (112, "p1")]), (1, 6, []), (3, 6, [])]
 
 
 def test_no_partitions_is_exhausted_at_once() -> None:
@@ -84,7 +91,7 @@ def test_a_failed_read_resumes_after_the_rows_handed_out(caplog: Any) -> None:
     chunks = drain(reader)
     # every row exactly once, at its offset, although each partition was read three times
     assert [(p, start, len(rows)) for p, start, rows in chunks] == [
-        (1, 0, 3), (1, 3, 3), (3, 0, 3), (3, 3, 3)]
+        (1, 0, 3), (1, 3, 3), (1, 6, 0), (3, 0, 3), (3, 3, 3), (3, 6, 0)]   # ends: no rows
     assert fetch.attempts == {1: 3, 3: 3}
     lines = [r.getMessage() for r in caplog.records]
     assert lines[0] == ("spout 'rows' task 7: reading Spark partition 1 failed (1 in a row, 3 "
@@ -98,7 +105,8 @@ def test_a_partition_failing_again_and_again_is_reported_and_never_dropped() -> 
     fetch = flaky(fails=6, after=0)
     reader = PartitionReader(fake_spark(), fetch, [0, 1], retry=FAST)
     chunks = drain(reader)
-    assert [(p, start) for p, start, _ in chunks] == [(0, 0), (0, 3), (1, 0), (1, 3)]
+    assert [(p, start) for p, start, _ in chunks] == [(0, 0), (0, 3), (0, 6),
+                                                       (1, 0), (1, 3), (1, 6)]
     errors = reader.take_errors()
     # from the 3rd failure in a row on, each one is queued for the component's error report
     assert [e.split("(")[1].split(" in a row")[0] for e in errors] == ["3", "4", "5", "6"] * 2
