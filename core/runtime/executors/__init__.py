@@ -7,6 +7,7 @@ bolt              :class:`~.bolt.BoltExecutor`                 bolt
 spout             :class:`~.spout.SpoutExecutor`               spout
 acker             :class:`~.acker.AckerExecutor`               acker
 bolt, own thread  :class:`~.threaded.ThreadedBolt`             threaded
+windowed bolt     :class:`squall.windowing.executor.WindowedBoltExecutor`  squall.windowing
 spout, own thread :class:`~.threaded.ThreadedSpout`            threaded
 ================  ==========================================  ============================
 
@@ -22,6 +23,8 @@ from squall.runtime.executors.base import Executor
 from squall.runtime.executors.bolt import BoltExecutor
 from squall.runtime.executors.spout import SpoutExecutor
 from squall.runtime.executors.threaded import ThreadedBolt, ThreadedSpout, wants_thread
+from squall.windowing.executor import WindowedBoltExecutor
+from squall.windowing.topology import is_windowed
 
 __all__ = ["AckerExecutor", "BoltExecutor", "Executor", "SpoutExecutor", "ThreadedBolt",
            "ThreadedSpout", "executor_class"]
@@ -31,6 +34,8 @@ def executor_class(kind: str, component_cls: type, conf: dict[str, Any]) -> type
     """The executor class for a component of ``kind`` (``bolt``, ``spout``, ``acker``)."""
     if kind == "acker":
         return AckerExecutor
+    if kind == "bolt" and is_windowed(component_cls):
+        return WindowedBoltExecutor        # windows live on the loop (never threaded)
     threaded = wants_thread(component_cls, conf)
     if kind == "spout":
         return ThreadedSpout if threaded else SpoutExecutor

@@ -1,0 +1,178 @@
+"""The windowed bolt executor: a bolt executor whose tasks' tuples go into windows instead
+of ``process``, and whose windows are evaluated on its own (the worker's loop) thread, by
+count as tuples arrive and by time from the executor's timer (``on_timer``).
+
+Per task it holds one :class:`~squall.windowing.processing.ProcessingWindows` or
+:class:`~squall.windowing.event_time.EventWindows` and acts on what they decide: it acks a
+tuple when it leaves its last window, evaluates ``process_window`` with the window's tuples
+as the anchors of every emit made without ``anchors=``, fails a window's tuples when
+``process_window`` raises, and sends late tuples to the late stream. Topologies without
+windowed bolts never build one (``executor_class``), so the plain bolt's path is unchanged.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from squall.api.tuple import Tuple
+from squall.errors import TopologyError
+from squall.runtime.executors.base import Services
+from squall.runtime.executors.bolt import BoltExecutor
+from squall.runtime.task import TaskState
+from squall.windowing.event_time import EventWindows
+from squall.windowing.processing import ProcessingWindows
+from squall.windowing.spec import WindowSpec
+from squall.windowing.window import Window
+
+log = logging.getLogger(__name__)
+
+
+class _Anchors:
+    """The tuples of the window in evaluation (None outside one): what a task's emits
+    without ``anchors=`` are anchored to."""
+
+    __slots__ = ("tuples",)
+
+    def __init__(self) -> None:
+        self.tuples: list[Tuple] | None = None
+
+
+class WindowedBoltExecutor(BoltExecutor):
+    """Runs the tasks of one :class:`squall.WindowedBolt` component (see the module
+    docstring). Every method runs on the worker's loop thread."""
+
+    def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(services, component_id, tasks)
+        #: the executor acks (when tuples leave their windows), not the bolt
+        self.auto_ack = True
+        self.clock = services.clock
+        #: epoch seconds minus the loop's monotonic clock: processing time in ms since the
+        #: epoch is (clock.now + offset) * 1000, with no system call per tuple
+        self.offset = time.time() - time.monotonic()
+        first = tasks[0]
+        self.spec = WindowSpec.of(component_id, type(first.instance), first.conf)
+        self.field = self.spec.timestamp_field
+        self.idle_ms = int(float(first.conf.get("topology.message.timeout.secs") or 30) * 500)
+        #: task -> its windows (ProcessingWindows or EventWindows)
+        self.panes: dict[int, Any] = {}
+
+    def now_ms(self) -> int:
+        return int((self.clock.now + self.offset) * 1000)
+
+    # -- installing: called once per task by the worker, after its emit ------------------------
+    def install(self, ts: TaskState) -> None:
+        inst = ts.instance
+        cell = _Anchors()
+        emit, emit_many = inst.emit, inst.emit_many
+
+        def emit_anchored(values: Sequence[Any], stream: str = "default", *,
+                          anchors: Sequence[Tuple] | None = None, tup_id: Any = None,
+                          direct_task: int | None = None,
+                          need_task_ids: bool = False) -> list[int] | None:
+            return emit(values, stream, anchors=cell.tuples if anchors is None else anchors,
+                        tup_id=tup_id, direct_task=direct_task, need_task_ids=need_task_ids)
+
+        def emit_many_anchored(values_list: Sequence[Sequence[Any]], stream: str = "default",
+                               *, anchors: Sequence[Tuple] | None = None) -> None:
+            emit_many(values_list, stream,
+                      anchors=cell.tuples if anchors is None else anchors)
+
+        inst.emit = emit_anchored
+        inst.emit_many = emit_many_anchored
+        inst.ack = inst.fail = self._not_for_windowed
+        self.panes[ts.task] = self._make_windows(ts, cell, emit)
+
+    def _not_for_windowed(self, tup: Any) -> None:
+        raise TopologyError(f"windowed bolt {self.component_id!r}: its inputs are acked when "
+                            "they leave their last window (or failed with the window whose "
+                            "process_window raised); ack() and fail() are not for it")
+
+    def _make_windows(self, ts: TaskState, cell: _Anchors, emit: Any) -> Any:
+        inst = ts.instance
+        acks = self.acks
+        report_error = self.report_error
+
+        def evaluate(window: Window) -> bool:
+            cell.tuples = window.tuples
+            try:
+                inst.process_window(window)
+            except Exception as exc:  # the executor goes on; see WindowedBolt
+                report_error(ts, exc)
+                for tup in window.tuples:
+                    acks.fail_tuple(ts, tup)
+                return False
+            finally:
+                cell.tuples = None
+            return True
+
+        if acks.acking:
+            ack = acks.ack_tuple
+
+            def expire(gone: list[Any]) -> None:
+                for tup in gone:
+                    ack(ts, tup)
+        else:
+            def expire(gone: list[Any]) -> None:
+                ts.acked += len(gone)
+
+        if not self.spec.event_time:
+            return ProcessingWindows(self.spec, evaluate, expire)
+        late_stream = self.spec.late_stream
+
+        def late(tup: Tuple) -> None:
+            if late_stream is not None:
+                emit(tup.values, late_stream, anchors=[tup])
+            expire([tup])
+
+        ctx = ts.context
+        inputs = [t for component, _ in (ctx.this_sources() if ctx is not None else [])
+                  for t in ctx.component_tasks(component)] if ctx is not None else []
+        return EventWindows(self.spec, inputs, self.idle_ms, evaluate, expire, late)
+
+    # -- running ------------------------------------------------------------------------------
+    def _run_tuples(self, ts: TaskState, q: Any, n: int) -> None:
+        """Take ``n`` queued tuples into the task's windows (ticks to ``process_tick``)."""
+        windows = self.panes[ts.task]
+        popleft = q.popleft
+        if self.field is None:
+            tuples = [popleft() for _ in range(n)]
+            if ts.ticks:
+                tick_src = self.tick_src
+                for tup in [t for t in tuples if t.src is tick_src]:
+                    ts.ticks -= 1
+                    self._tick(ts, tup)
+                tuples = [t for t in tuples if t.src is not tick_src]
+            if tuples:
+                windows.add(tuples, self.now_ms())
+            return
+        now_ms = self.now_ms()
+        field = self.field
+        add = windows.add
+        tick_src = self.tick_src
+        for _ in range(n):
+            tup = popleft()
+            if tup.src is tick_src:
+                ts.ticks -= 1
+                self._tick(ts, tup)
+                continue
+            try:
+                stamp = tup[field]
+                if stamp.__class__ is not int:
+                    raise TypeError(f"windowed bolt {self.component_id!r}: timestamp field "
+                                    f"{field!r} must be an int (ms since the epoch), got "
+                                    f"{type(stamp).__name__} {stamp!r}")
+            except (KeyError, TypeError) as exc:
+                self._failed(ts, tup, exc)       # reported; the tuple fails
+                continue
+            add(tup, stamp, tup.task, now_ms)
+
+    def on_timer(self, now: float) -> None:
+        now_ms = int((now + self.offset) * 1000)
+        for windows in self.panes.values():
+            windows.on_time(now_ms)
+
+    def held(self) -> int:
+        """Tuples held in this executor's windows."""
+        return sum(len(w) for w in self.panes.values())

@@ -1,0 +1,174 @@
+"""Windows on processing time: count windows, and duration windows fired on a timer.
+
+:class:`ProcessingWindows` holds one task's tuples in arrival order and decides when a window
+is evaluated and when a tuple leaves. It knows nothing of acking or emitting: its owner (the
+windowed bolt executor) is called back with each :class:`Window` to evaluate and with every
+tuple that leaves. Single-threaded (the worker's loop thread); clocks are passed in as ms.
+
+A window is:
+
+- ``Count(n)``: the last ``n`` tuples that arrived; ``start`` is the arrival time of its
+  oldest tuple, ``end`` the evaluation time;
+- ``Duration(ms=L)``: the tuples that arrived in ``(end - L, end]``, ``end`` being the
+  evaluation time and ``start`` = ``end - L``.
+
+A ``Count(s)`` slide evaluates after every ``s`` tuples; a ``Duration(ms=S)`` slide every
+``S`` ms of processing time (a window with no tuple and nothing expired is skipped, as in
+Storm). Right after an evaluation, the tuples that the next window cannot hold leave (so a
+tumbling window's tuples are acked as soon as it is evaluated).
+
+Arrival times are kept as runs ``[ms, count]``: tuples added together share one entry, so a
+batch costs one deque ``extend`` and no allocation per tuple.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from squall.windowing.spec import Count, WindowSpec
+from squall.windowing.window import Window
+
+#: called with each window to evaluate; returns False when the evaluation failed (its caller
+#: failed the window's tuples), and they are then forgotten by every later window
+Evaluate = Callable[[Window], bool]
+#: called with the tuples that left every window (the caller acks them)
+Expire = Callable[[list[Any]], None]
+
+
+class ProcessingWindows:
+    """One task's processing-time windows (see the module docstring)."""
+
+    __slots__ = ("count_length", "count_slide", "due", "evaluate", "expire", "expired",
+                 "fresh", "held", "length", "since", "slide", "times")
+
+    def __init__(self, spec: WindowSpec, evaluate: Evaluate, expire: Expire) -> None:
+        self.count_length = isinstance(spec.length, Count)
+        self.count_slide = isinstance(spec.slide, Count)
+        self.length = spec.length.n if isinstance(spec.length, Count) else spec.length.ms
+        self.slide = spec.slide.n if isinstance(spec.slide, Count) else spec.slide.ms
+        self.evaluate = evaluate
+        self.expire = expire
+        #: the tuples held, oldest first, and their arrival times as runs [ms, count]
+        self.held: deque[Any] = deque()
+        self.times: deque[list[int]] = deque()
+        #: held tuples that arrived since the last evaluation (the newest ``fresh``)
+        self.fresh = 0
+        #: tuples that left since the last evaluation (already handed to ``expire``)
+        self.expired: list[Any] = []
+        #: tuples since the last count-slide evaluation
+        self.since = 0
+        #: when the next duration-slide evaluation is due (ms; None until the first timer)
+        self.due: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.held)
+
+    def add(self, tuples: list[Any], now_ms: int) -> None:
+        """Add tuples that arrived at ``now_ms``, in order; a count slide evaluates every
+        window they complete, in order."""
+        if not self.count_slide:
+            self._append(tuples, now_ms)
+            if self.count_length and len(self.held) > self.length:
+                self._evict_count(self.length)      # not in the next window: leave now
+            return
+        n = len(tuples)
+        i = 0
+        while i < n:
+            k = min(n - i, self.slide - self.since)
+            self._append(tuples if k == n else tuples[i:i + k], now_ms)
+            i += k
+            self.since += k
+            if self.since == self.slide:
+                self.since = 0
+                self._fire(now_ms, None)
+
+    def on_time(self, now_ms: int) -> None:
+        """The timer: a duration slide evaluates when due (once, however late the timer)."""
+        if self.count_slide:
+            return
+        due = self.due
+        if due is None:
+            self.due = now_ms + self.slide
+            return
+        if now_ms < due:
+            return
+        due += self.slide
+        self.due = due if due > now_ms else now_ms + self.slide
+        self._fire(now_ms, self.due)
+
+    def _append(self, tuples: list[Any], now_ms: int) -> None:
+        self.held.extend(tuples)
+        times = self.times
+        if times and times[-1][0] == now_ms:
+            times[-1][1] += len(tuples)
+        else:
+            times.append([now_ms, len(tuples)])
+        self.fresh += len(tuples)
+
+    def _fire(self, now_ms: int, next_due: int | None) -> None:
+        """Evaluate the window ending now; ``next_due`` is when the next one ends (duration
+        slides) or None (count slides)."""
+        if self.count_length:
+            self._evict_count(self.length)
+        else:
+            self._evict_time(now_ms - self.length)
+        held = self.held
+        if not held and not self.expired:
+            return
+        tuples = list(held)
+        fresh = min(self.fresh, len(tuples))
+        new = tuples[len(tuples) - fresh:] if fresh else []
+        if self.count_length:
+            start = self.times[0][0] if self.times else now_ms
+        else:
+            start = now_ms - self.length
+        window = Window(tuples, new, self.expired, start, now_ms)
+        self.expired = []
+        self.fresh = 0
+        if not self.evaluate(window):
+            held.clear()            # failed (and their trees with them): forget them
+            self.times.clear()
+            return
+        # what the next window cannot hold leaves now
+        if self.count_length:
+            if self.count_slide:
+                self._evict_count(max(0, self.length - self.slide))
+        elif next_due is not None:
+            self._evict_time(next_due - self.length)
+
+    def _evict_count(self, keep: int) -> None:
+        """The oldest tuples beyond ``keep`` leave."""
+        k = len(self.held) - keep
+        if k <= 0:
+            return
+        popleft = self.held.popleft
+        gone = [popleft() for _ in range(k)]
+        times = self.times
+        left = k
+        while left:
+            run = times[0]
+            if run[1] <= left:
+                left -= run[1]
+                times.popleft()
+            else:
+                run[1] -= left
+                left = 0
+        self._gone(gone)
+
+    def _evict_time(self, cutoff: int) -> None:
+        """The tuples that arrived at or before ``cutoff`` leave."""
+        times = self.times
+        k = 0
+        while times and times[0][0] <= cutoff:
+            k += times.popleft()[1]
+        if k:
+            popleft = self.held.popleft
+            self._gone([popleft() for _ in range(k)])
+
+    def _gone(self, gone: list[Any]) -> None:
+        left = len(self.held)
+        if self.fresh > left:
+            self.fresh = left
+        self.expired.extend(gone)
+        self.expire(gone)
