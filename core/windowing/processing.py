@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from squall.windowing.spec import Count, WindowSpec
@@ -84,18 +85,18 @@ class ProcessingWindows:
                 self._fire(now_ms, None)
 
     def on_time(self, now_ms: int) -> None:
-        """The timer: a duration slide evaluates when due (once, however late the timer)."""
+        """The timer: a duration slide evaluates every window that ended by ``now_ms``, in
+        order (a timer that comes late catches up; each window ends at its due time)."""
         if self.count_slide:
             return
         due = self.due
         if due is None:
             self.due = now_ms + self.slide
             return
-        if now_ms < due:
-            return
-        due += self.slide
-        self.due = due if due > now_ms else now_ms + self.slide
-        self._fire(now_ms, self.due)
+        while due <= now_ms:
+            self.due = due + self.slide
+            self._fire(due, self.due)
+            due = self.due
 
     def _append(self, tuples: list[Any], now_ms: int) -> None:
         self.held.extend(tuples)
@@ -106,29 +107,30 @@ class ProcessingWindows:
             times.append([now_ms, len(tuples)])
         self.fresh += len(tuples)
 
-    def _fire(self, now_ms: int, next_due: int | None) -> None:
-        """Evaluate the window ending now; ``next_due`` is when the next one ends (duration
-        slides) or None (count slides)."""
+    def _fire(self, end: int, next_due: int | None) -> None:
+        """Evaluate the window ending at ``end``: every held tuple for a count slide, those
+        that arrived by ``end`` for a duration slide, whose next window ends at
+        ``next_due``."""
         if self.count_length:
             self._evict_count(self.length)
         else:
-            self._evict_time(now_ms - self.length)
+            self._evict_time(end - self.length)
         held = self.held
-        if not held and not self.expired:
+        k = len(held) if next_due is None else self._arrived_by(end)
+        if not k and not self.expired:
             return
-        tuples = list(held)
-        fresh = min(self.fresh, len(tuples))
-        new = tuples[len(tuples) - fresh:] if fresh else []
+        tuples = list(held) if k == len(held) else list(islice(held, k))
+        fresh = self.fresh - (len(held) - k)         # the window's newest are new
+        new = tuples[k - fresh:] if fresh > 0 else []
         if self.count_length:
-            start = self.times[0][0] if self.times else now_ms
+            start = self.times[0][0] if self.times else end
         else:
-            start = now_ms - self.length
-        window = Window(tuples, new, self.expired, start, now_ms)
+            start = end - self.length
+        window = Window(tuples, new, self.expired, start, end)
         self.expired = []
-        self.fresh = 0
+        self.fresh -= max(fresh, 0)
         if not self.evaluate(window):
-            held.clear()            # failed (and their trees with them): forget them
-            self.times.clear()
+            self._drop(k)           # failed (and their trees with them): forget them
             return
         # what the next window cannot hold leaves now
         if self.count_length:
@@ -137,6 +139,22 @@ class ProcessingWindows:
         elif next_due is not None:
             self._evict_time(next_due - self.length)
 
+    def _arrived_by(self, end: int) -> int:
+        """How many held tuples (the oldest) arrived at or before ``end``."""
+        k = 0
+        for ms, n in self.times:
+            if ms > end:
+                break
+            k += n
+        return k
+
+    def _drop(self, k: int) -> None:
+        """Forget the oldest ``k`` held tuples (not expired: they failed)."""
+        popleft = self.held.popleft
+        for _ in range(k):
+            popleft()
+        self._trim_times(k)
+
     def _evict_count(self, keep: int) -> None:
         """The oldest tuples beyond ``keep`` leave."""
         k = len(self.held) - keep
@@ -144,17 +162,19 @@ class ProcessingWindows:
             return
         popleft = self.held.popleft
         gone = [popleft() for _ in range(k)]
+        self._trim_times(k)
+        self._gone(gone)
+
+    def _trim_times(self, k: int) -> None:
         times = self.times
-        left = k
-        while left:
+        while k:
             run = times[0]
-            if run[1] <= left:
-                left -= run[1]
+            if run[1] <= k:
+                k -= run[1]
                 times.popleft()
             else:
-                run[1] -= left
-                left = 0
-        self._gone(gone)
+                run[1] -= k
+                k = 0
 
     def _evict_time(self, cutoff: int) -> None:
         """The tuples that arrived at or before ``cutoff`` leave."""
