@@ -9,13 +9,16 @@ A window is:
 
 - ``Count(n)``: the last ``n`` tuples that arrived; ``start`` is the arrival time of its
   oldest tuple, ``end`` the evaluation time;
-- ``Duration(ms=L)``: the tuples that arrived in ``(end - L, end]``, ``end`` being the
-  evaluation time and ``start`` = ``end - L``.
+- ``Duration(ms=L)``: the tuples that arrived in ``[end - L, end)``, ``start`` being
+  ``end - L``.
 
-A ``Count(s)`` slide evaluates after every ``s`` tuples; a ``Duration(ms=S)`` slide every
-``S`` ms of processing time (a window with no tuple and nothing expired is skipped, as in
-Storm). Right after an evaluation, the tuples that the next window cannot hold leave (so a
-tumbling window's tuples are acked as soon as it is evaluated).
+A ``Count(s)`` slide evaluates after every ``s`` tuples, ``end`` being the arrival time of
+the last (which the window holds); a ``Duration(ms=S)`` slide evaluates windows ending
+every ``S`` ms of processing time from the first tuple or timer, each when the timer passes
+its end (a late timer catches up window by window; a window with no tuple and nothing
+expired is skipped, as in Storm). Right after an evaluation, the tuples that the next
+window cannot hold leave (so a tumbling window's tuples are acked as soon as it is
+evaluated).
 
 Arrival times are kept as runs ``[ms, count]``: tuples added together share one entry, so a
 batch costs one deque ``extend`` and no allocation per tuple.
@@ -69,6 +72,8 @@ class ProcessingWindows:
         """Add tuples that arrived at ``now_ms``, in order; a count slide evaluates every
         window they complete, in order."""
         if not self.count_slide:
+            if self.due is None:        # the schedule starts with the first tuple or timer
+                self.due = now_ms + self.slide
             self._append(tuples, now_ms)
             if self.count_length and len(self.held) > self.length:
                 self._evict_count(self.length)      # not in the next window: leave now
@@ -109,7 +114,7 @@ class ProcessingWindows:
 
     def _fire(self, end: int, next_due: int | None) -> None:
         """Evaluate the window ending at ``end``: every held tuple for a count slide, those
-        that arrived by ``end`` for a duration slide, whose next window ends at
+        that arrived before ``end`` for a duration slide, whose next window ends at
         ``next_due``."""
         if self.count_length:
             self._evict_count(self.length)
@@ -140,10 +145,10 @@ class ProcessingWindows:
             self._evict_time(next_due - self.length)
 
     def _arrived_by(self, end: int) -> int:
-        """How many held tuples (the oldest) arrived at or before ``end``."""
+        """How many held tuples (the oldest) arrived before ``end``."""
         k = 0
         for ms, n in self.times:
-            if ms > end:
+            if ms >= end:
                 break
             k += n
         return k
@@ -177,10 +182,10 @@ class ProcessingWindows:
                 k = 0
 
     def _evict_time(self, cutoff: int) -> None:
-        """The tuples that arrived at or before ``cutoff`` leave."""
+        """The tuples that arrived before ``cutoff`` leave."""
         times = self.times
         k = 0
-        while times and times[0][0] <= cutoff:
+        while times and times[0][0] < cutoff:
             k += times.popleft()[1]
         if k:
             popleft = self.held.popleft

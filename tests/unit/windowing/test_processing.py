@@ -84,18 +84,19 @@ def test_sliding_duration_window_fires_on_the_timer():
         w.add([t], now_ms=t)
         w.on_time(t)
     w.on_time(200)
-    # windows end at 50, 100, 150, 200 and hold what arrived in (end - 100, end]
+    # windows end at 50, 100, 150, 200 and hold what arrived in [end - 100, end)
     assert [(win.start, win.end) for win in rec.windows] == [
         (-50, 50), (0, 100), (50, 150), (100, 200)]
     assert [win.tuples for win in rec.windows] == [
-        [0, 10, 20, 30, 40, 50], [10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
-        [60, 70, 80, 90, 100, 110, 120, 130, 140, 150],
-        [110, 120, 130, 140, 150, 160, 170, 180, 190]]
-    assert rec.windows[1].new == [60, 70, 80, 90, 100]
-    assert rec.windows[1].expired == [0]      # (0, 100] does not hold what came at 0
-    assert rec.windows[2].expired == [10, 20, 30, 40, 50]
+        list(range(0, 50, 10)), list(range(0, 100, 10)), list(range(50, 150, 10)),
+        list(range(100, 200, 10))]
+    assert [win.new for win in rec.windows] == [
+        list(range(0, 50, 10)), list(range(50, 100, 10)), list(range(100, 150, 10)),
+        list(range(150, 200, 10))]
+    assert [win.expired for win in rec.windows] == [
+        [], [], list(range(0, 50, 10)), list(range(50, 100, 10))]
     gone = rec.gone_after()
-    # a tuple that arrived at t is in every window ending in [t, t + 100): it leaves after
+    # a tuple that arrived at t is in every window ending in (t, t + 100]: it leaves after
     # the last of them
     for t, n in gone.items():
         last = max(i for i, win in enumerate(rec.windows, 1) if t in win.tuples)
@@ -108,7 +109,7 @@ def test_a_late_timer_catches_up_window_by_window_and_skips_empty_ones():
     w.add(["a"], now_ms=10)
     w.add(["b"], now_ms=320)                  # arrived after the window ending at 300
     w.on_time(350)                            # three periods late: each window in turn
-    # (0, 100] holds a; (100, 200] nothing, but a left since; (200, 300] nothing: skipped
+    # [0, 100) holds a; [100, 200) nothing, but a left since; [200, 300) nothing: skipped
     assert [(win.tuples, win.expired, win.end) for win in rec.windows] == [
         (["a"], [], 100), ([], ["a"], 200)]
     assert rec.gone_after() == {"a": 1}       # tumbling: gone right after its window
@@ -117,6 +118,14 @@ def test_a_late_timer_catches_up_window_by_window_and_skips_empty_ones():
         (["b"], ["b"], 300, 400)]
     w.on_time(600)
     assert [win.expired for win in rec.windows[3:]] == [["b"]]   # then nothing: skipped
+
+
+def test_the_timer_schedule_starts_no_later_than_the_first_tuple():
+    w, rec = make(Duration(ms=100))
+    w.add(["a"], now_ms=1000)                 # before any timer
+    w.on_time(1050)
+    w.on_time(1100)
+    assert [(win.tuples, win.start, win.end) for win in rec.windows] == [(["a"], 1000, 1100)]
 
 
 def test_count_window_on_a_duration_slide_keeps_only_the_last_n():
