@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
+from itertools import repeat as _repeat
+from itertools import starmap as _starmap
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,7 +139,11 @@ class WindowedBoltExecutor(BoltExecutor):
         windows = self.panes[ts.task]
         popleft = q.popleft
         if self.field is None:
-            tuples = [popleft() for _ in range(n)]
+            if n == len(q):
+                tuples = list(q)
+                q.clear()
+            else:
+                tuples = list(_starmap(popleft, _repeat((), n)))
             if ts.ticks:
                 tick_src = self.tick_src
                 for tup in [t for t in tuples if t.src is tick_src]:

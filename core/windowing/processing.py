@@ -20,19 +20,22 @@ expired is skipped, as in Storm). Right after an evaluation, the tuples that the
 window cannot hold leave (so a tumbling window's tuples are acked as soon as it is
 evaluated).
 
-Arrival times are kept as runs ``[ms, count]``: tuples added together share one entry, so a
-batch costs one deque ``extend`` and no allocation per tuple.
+Tuples are held in one list with a moving head (a tuple leaves by the head moving past it;
+the list is cut once the head is long), and their arrival times as runs ``[ms, count]``:
+tuples added together share one entry. A batch costs one list ``extend``, a window one
+slice, a departure one slice: no Python step per tuple (the list bench.windowed measures).
 """
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from itertools import islice
 from typing import Any
 
 from squall.windowing.spec import Count, WindowSpec
 from squall.windowing.window import Window
 
+#: held entries before the head is cut off the list
+COMPACT_AT = 1024
 #: called with each window to evaluate; returns False when the evaluation failed (its caller
 #: failed the window's tuples), and they are then forgotten by every later window
 Evaluate = Callable[[Window], bool]
@@ -44,7 +47,7 @@ class ProcessingWindows:
     """One task's processing-time windows (see the module docstring)."""
 
     __slots__ = ("count_length", "count_slide", "due", "evaluate", "expire", "expired",
-                 "fresh", "held", "length", "since", "slide", "times")
+                 "fresh", "held", "length", "lo", "since", "slide", "times")
 
     def __init__(self, spec: WindowSpec, evaluate: Evaluate, expire: Expire) -> None:
         self.count_length = isinstance(spec.length, Count)
@@ -53,8 +56,10 @@ class ProcessingWindows:
         self.slide = spec.slide.n if isinstance(spec.slide, Count) else spec.slide.ms
         self.evaluate = evaluate
         self.expire = expire
-        #: the tuples held, oldest first, and their arrival times as runs [ms, count]
-        self.held: deque[Any] = deque()
+        #: the tuples held, oldest first, from ``held[lo]`` on, and their arrival times as
+        #: runs [ms, count]
+        self.held: list[Any] = []
+        self.lo = 0
         self.times: deque[list[int]] = deque()
         #: held tuples that arrived since the last evaluation (the newest ``fresh``)
         self.fresh = 0
@@ -66,7 +71,7 @@ class ProcessingWindows:
         self.due: int | None = None
 
     def __len__(self) -> int:
-        return len(self.held)
+        return len(self.held) - self.lo
 
     def add(self, tuples: list[Any], now_ms: int) -> None:
         """Add tuples that arrived at ``now_ms``, in order; a count slide evaluates every
@@ -75,7 +80,7 @@ class ProcessingWindows:
             if self.due is None:        # the schedule starts with the first tuple or timer
                 self.due = now_ms + self.slide
             self._append(tuples, now_ms)
-            if self.count_length and len(self.held) > self.length:
+            if self.count_length and len(self) > self.length:
                 self._evict_count(self.length)      # not in the next window: leave now
             return
         n = len(tuples)
@@ -104,6 +109,10 @@ class ProcessingWindows:
             due = self.due
 
     def _append(self, tuples: list[Any], now_ms: int) -> None:
+        lo = self.lo
+        if lo >= COMPACT_AT and lo * 2 >= len(self.held):
+            del self.held[:lo]          # the departed head, cut in one step
+            self.lo = 0
         self.held.extend(tuples)
         times = self.times
         if times and times[-1][0] == now_ms:
@@ -120,12 +129,13 @@ class ProcessingWindows:
             self._evict_count(self.length)
         else:
             self._evict_time(end - self.length)
-        held = self.held
-        k = len(held) if next_due is None else self._arrived_by(end)
+        held, lo = self.held, self.lo
+        size = len(held) - lo
+        k = size if next_due is None else self._arrived_by(end)
         if not k and not self.expired:
             return
-        tuples = list(held) if k == len(held) else list(islice(held, k))
-        fresh = self.fresh - (len(held) - k)         # the window's newest are new
+        tuples = held[lo:lo + k]
+        fresh = self.fresh - (size - k)              # the window's newest are new
         new = tuples[k - fresh:] if fresh > 0 else []
         if self.count_length:
             start = self.times[0][0] if self.times else end
@@ -136,7 +146,6 @@ class ProcessingWindows:
         self.fresh -= max(fresh, 0)
         if not self.evaluate(window):
             self._drop(k)           # failed (and their trees with them): forget them
-            return
         # what the next window cannot hold leaves now
         if self.count_length:
             if self.count_slide:
@@ -155,18 +164,17 @@ class ProcessingWindows:
 
     def _drop(self, k: int) -> None:
         """Forget the oldest ``k`` held tuples (not expired: they failed)."""
-        popleft = self.held.popleft
-        for _ in range(k):
-            popleft()
+        self.lo += k
         self._trim_times(k)
 
     def _evict_count(self, keep: int) -> None:
         """The oldest tuples beyond ``keep`` leave."""
-        k = len(self.held) - keep
+        k = len(self) - keep
         if k <= 0:
             return
-        popleft = self.held.popleft
-        gone = [popleft() for _ in range(k)]
+        lo = self.lo
+        gone = self.held[lo:lo + k]
+        self.lo = lo + k
         self._trim_times(k)
         self._gone(gone)
 
@@ -188,11 +196,13 @@ class ProcessingWindows:
         while times and times[0][0] < cutoff:
             k += times.popleft()[1]
         if k:
-            popleft = self.held.popleft
-            self._gone([popleft() for _ in range(k)])
+            lo = self.lo
+            gone = self.held[lo:lo + k]
+            self.lo = lo + k
+            self._gone(gone)
 
     def _gone(self, gone: list[Any]) -> None:
-        left = len(self.held)
+        left = len(self)
         if self.fresh > left:
             self.fresh = left
         self.expired.extend(gone)
