@@ -179,6 +179,3 @@ class WindowedBoltExecutor(BoltExecutor):
         for windows in self.panes.values():
             windows.on_time(now_ms)
 
-    def held(self) -> int:
-        """Tuples held in this executor's windows."""
-        return sum(len(w) for w in self.panes.values())

@@ -50,6 +50,17 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
             _declare_late(spec, ws.late_stream, specs)
 
 
+def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
+    """At submit time (the ``squall_validate_topology`` hook): raise TopologyError when a
+    windowed bolt's window plus slide does not fit in the message timeout of the conf it is
+    submitted with (``create_topology`` checked the conf it was given, if any)."""
+    for spec in topology.components.values():
+        if spec.kind == "bolt" and is_windowed(spec.cls):
+            merged = {**conf, **spec.config}
+            _check_timeout(f"windowed bolt {spec.id!r}",
+                           WindowSpec.of(spec.id, spec.cls, merged), merged)
+
+
 def _check_timeout(where: str, ws: WindowSpec, merged: Mapping[str, Any]) -> None:
     hold = ws.hold_ms()
     if hold is None:

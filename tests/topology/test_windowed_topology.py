@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, Count, Duration, LocalCluster, Spout, TopologyBuilder, WindowedBolt
+from squall import Bolt, Count, Duration, LocalCluster, Spout, TopologyBuilder, TopologyError, \
+    WindowedBolt
 from squall.testing import WaitTimeout, wait_until
 
 LOCK = threading.Lock()
@@ -219,6 +220,32 @@ def test_event_time_windows_in_order_and_late_tuples_to_the_late_stream(cluster)
     # once they left them; 8 (ts 9000) waits for a later watermark
     wait_until(lambda: len(events("ack")) == 7, timeout=20, message=lambda: repr(EVENTS))
     assert {e[1] for e in events("ack")} == {1, 2, 3, 4, 5, 6, 7}
+
+
+class EventTimeNoLateStream(EventTime):
+    late_stream = None
+
+
+def test_bad_timestamps_fail_and_late_tuples_without_a_late_stream_are_acked(cluster):
+    rows = [(1, "1200"), (2, 1500), (3, 3000), ("pause",), (4, 1000), (5, 9000)]
+    run(cluster, EventTimeNoLateStream, {0: rows})
+    wait_until(lambda: WINDOWS and events("fail"), timeout=20, message=lambda: repr(EVENTS))
+    GATES[0].set()                   # the watermark is at 3000: 4 (ts 1000) is late
+    wait_until(lambda: len(events("ack")) == 3, timeout=20, message=lambda: repr(EVENTS))
+    assert [e[1] for e in events("fail")] == [1]
+    assert {e[1] for e in events("ack")} == {2, 3, 4}
+    assert [(w["start"], w["tuples"]) for w in WINDOWS] == [(1000, [2]), (3000, [3])]
+    errors = cluster.get_topology_info("windows")["errors"]["window"]
+    assert any("timestamp field 'ts' must be an int" in e["error"] for e in errors), errors
+
+
+def test_submit_refuses_a_window_longer_than_the_submitted_message_timeout(cluster):
+    b = TopologyBuilder()
+    b.set_spout("rows", Rows)
+    b.set_bolt("window", EventTime).global_grouping("rows")      # 1 s + 1 s
+    topology = b.create_topology()
+    with pytest.raises(TopologyError, match="does not fit in topology.message.timeout.secs"):
+        cluster.submit_topology("windows", {"topology.message.timeout.secs": 1}, topology)
 
 
 class EventTimeAcrossWorkers(EventTime):
