@@ -17,8 +17,10 @@ arrives is late: its window was evaluated already (or may have been); it is hand
 ``late`` callback instead of a window.
 
 Tuples are held sorted by timestamp (ties in arrival order) in two parallel lists with a
-moving head, so the common case (timestamps nearly in order) appends; the head is cut off
-in one step once it is long. Single-threaded (the worker's loop thread).
+moving head, so the common case (timestamps nearly in order) appends; the lists are
+replaced by their live part once the head is long. A tuple that is not late sorts after
+every evaluated window's tuples, so a window is a view of the list (``Window.view``) that
+later insertions leave as it is. Single-threaded (the worker's loop thread).
 """
 from __future__ import annotations
 
@@ -148,16 +150,14 @@ class EventWindows:
             if end > mark:
                 break
             hi = bisect_left(stamps, end, lo)
-            tuples = self.tuples[lo:hi]
             prev = self.prev_end
-            new = tuples if prev is None else tuples[bisect_left(stamps, prev, lo, hi) - lo:]
-            window = Window(tuples, new, self.expired, end - length, end)
+            new_lo = lo if prev is None else bisect_left(stamps, prev, lo, hi)
+            window = Window.view(self.tuples, lo, hi, new_lo, self.expired, end - length, end)
             self.expired = []
             self.prev_end = end
             self.next_end = end + slide
             if not self.evaluate(window):
-                del stamps[lo:hi]     # failed (and their trees with them): forget them
-                del self.tuples[lo:hi]
+                self.lo = hi          # failed (and their trees with them): forget them
         self._compact()
 
     def _evict_below(self, cutoff: int) -> None:
@@ -174,6 +174,7 @@ class EventWindows:
     def _compact(self) -> None:
         lo = self.lo
         if lo >= COMPACT_AT and lo * 2 >= len(self.stamps):
-            del self.stamps[:lo]
-            del self.tuples[:lo]
+            # new lists, as windows handed out view the old ones
+            self.stamps = self.stamps[lo:]
+            self.tuples = self.tuples[lo:]
             self.lo = 0

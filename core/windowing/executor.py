@@ -32,13 +32,13 @@ log = logging.getLogger(__name__)
 
 
 class _Anchors:
-    """The tuples of the window in evaluation (None outside one): what a task's emits
-    without ``anchors=`` are anchored to."""
+    """The window in evaluation (None outside one): a task's emits without ``anchors=`` are
+    anchored to its tuples."""
 
-    __slots__ = ("tuples",)
+    __slots__ = ("window",)
 
     def __init__(self) -> None:
-        self.tuples: list[Tuple] | None = None
+        self.window: Window | None = None
 
 
 class WindowedBoltExecutor(BoltExecutor):
@@ -73,13 +73,16 @@ class WindowedBoltExecutor(BoltExecutor):
                           anchors: Sequence[Tuple] | None = None, tup_id: Any = None,
                           direct_task: int | None = None,
                           need_task_ids: bool = False) -> list[int] | None:
-            return emit(values, stream, anchors=cell.tuples if anchors is None else anchors,
-                        tup_id=tup_id, direct_task=direct_task, need_task_ids=need_task_ids)
+            if anchors is None and cell.window is not None:
+                anchors = cell.window.tuples
+            return emit(values, stream, anchors=anchors, tup_id=tup_id,
+                        direct_task=direct_task, need_task_ids=need_task_ids)
 
         def emit_many_anchored(values_list: Sequence[Sequence[Any]], stream: str = "default",
                                *, anchors: Sequence[Tuple] | None = None) -> None:
-            emit_many(values_list, stream,
-                      anchors=cell.tuples if anchors is None else anchors)
+            if anchors is None and cell.window is not None:
+                anchors = cell.window.tuples
+            emit_many(values_list, stream, anchors=anchors)
 
         inst.emit = emit_anchored
         inst.emit_many = emit_many_anchored
@@ -97,7 +100,7 @@ class WindowedBoltExecutor(BoltExecutor):
         report_error = self.report_error
 
         def evaluate(window: Window) -> bool:
-            cell.tuples = window.tuples
+            cell.window = window
             try:
                 inst.process_window(window)
             except Exception as exc:  # the executor goes on; see WindowedBolt
@@ -106,7 +109,7 @@ class WindowedBoltExecutor(BoltExecutor):
                     acks.fail_tuple(ts, tup)
                 return False
             finally:
-                cell.tuples = None
+                cell.window = None
             return True
 
         if acks.acking:

@@ -21,9 +21,10 @@ window cannot hold leave (so a tumbling window's tuples are acked as soon as it 
 evaluated).
 
 Tuples are held in one list with a moving head (a tuple leaves by the head moving past it;
-the list is cut once the head is long), and their arrival times as runs ``[ms, count]``:
-tuples added together share one entry. A batch costs one list ``extend``, a window one
-slice, a departure one slice: no Python step per tuple (the list bench.windowed measures).
+the list is replaced by its live part once the head is long), and their arrival times as
+runs ``[ms, count]``: tuples added together share one entry. A batch costs one list
+``extend``, a departure one slice, a window a view of the list (``Window.view``: sliced
+only when the bolt reads ``tuples`` or ``new``): no Python step per tuple.
 """
 from __future__ import annotations
 
@@ -111,7 +112,9 @@ class ProcessingWindows:
     def _append(self, tuples: list[Any], now_ms: int) -> None:
         lo = self.lo
         if lo >= COMPACT_AT and lo * 2 >= len(self.held):
-            del self.held[:lo]          # the departed head, cut in one step
+            # the departed head, cut in one step: a new list, as windows handed out view
+            # the old one
+            self.held = self.held[lo:]
             self.lo = 0
         self.held.extend(tuples)
         times = self.times
@@ -134,16 +137,14 @@ class ProcessingWindows:
         k = size if next_due is None else self._arrived_by(end)
         if not k and not self.expired:
             return
-        tuples = held[lo:lo + k]
-        fresh = self.fresh - (size - k)              # the window's newest are new
-        new = tuples[k - fresh:] if fresh > 0 else []
+        fresh = min(max(self.fresh - (size - k), 0), k)   # the window's newest are new
         if self.count_length:
             start = self.times[0][0] if self.times else end
         else:
             start = end - self.length
-        window = Window(tuples, new, self.expired, start, end)
+        window = Window.view(held, lo, lo + k, lo + k - fresh, self.expired, start, end)
         self.expired = []
-        self.fresh -= max(fresh, 0)
+        self.fresh -= fresh
         if not self.evaluate(window):
             self._drop(k)           # failed (and their trees with them): forget them
         # what the next window cannot hold leaves now

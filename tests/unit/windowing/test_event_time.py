@@ -134,3 +134,15 @@ def test_a_failed_window_is_forgotten_by_the_windows_after_it():
     w.on_time(0)                                 # watermark 1100: ends 500, 1000
     assert rec.spans() == [(-500, 500, ["t100"]), (0, 1000, ["t600"])]
     assert rec.gone == []                        # t100 failed, not acked
+
+
+def test_a_window_read_later_is_not_changed_by_tuples_sorted_in_after_it():
+    w, rec = make(1000)
+    feed(w, [1100, 1900, 2500])
+    w.on_time(0)                                 # watermark 2500: [1000, 2000)
+    feed(w, [2600, 2550, 2501])                  # inserted behind 2500's window, not into it
+    for i in range(3000):                        # and the lists cut many times
+        feed(w, [3000 + i * 10])
+        w.on_time(100 + i * 100)
+    assert [t for t, _ in rec.windows[0].tuples] == ["t1100", "t1900"]
+    assert [t for t, _ in rec.windows[1].tuples] == ["t2500", "t2501", "t2550", "t2600"]

@@ -158,3 +158,16 @@ def test_every_tuple_is_held_until_its_last_window(length: Count, slide: Count) 
             evaluated[t] = n
     assert rec.gone_after() == {t: evaluated[t] for t in rec.gone_after()}
     assert set(evaluated) == set(range(40))
+
+
+def test_a_window_kept_and_read_later_holds_the_same_tuples():
+    """Windows are views of the held list, sliced when read: neither later tuples nor the
+    list being cut change what a kept window holds."""
+    w, rec = make(Count(10), Count(5))
+    for i in range(5000):
+        w.add([i], now_ms=i)
+    first, last = rec.windows[0], rec.windows[-1]
+    assert (first.tuples, first.new, len(first)) == ([0, 1, 2, 3, 4], [0, 1, 2, 3, 4], 5)
+    assert last.tuples == list(range(4990, 5000)) and last.new == list(range(4995, 5000))
+    kept = rec.windows[3]
+    assert kept.tuples == list(range(10, 20))
