@@ -114,10 +114,23 @@ class WindowedBoltExecutor(BoltExecutor):
 
         if acks.acking:
             ack = acks.ack_tuple
+            folded = acks.folded
+            fold = folded.get
 
             def expire(gone: list[Any]) -> None:
+                # each tuple's ack folded into the ledger inline, as BoltExecutor's tracked
+                # pass does; anchors of several roots (a dict) go through ack_tuple
+                done = 0
                 for tup in gone:
-                    ack(ts, tup)
+                    roots = tup.roots
+                    if roots and roots.__class__ is tuple:
+                        v = tup.id ^ tup.ackval
+                        for r in roots:
+                            folded[r] = fold(r, 0) ^ v
+                        done += 1
+                    else:
+                        ack(ts, tup)    # untracked (counted there) or several roots
+                ts.acked += done
         else:
             def expire(gone: list[Any]) -> None:
                 ts.acked += len(gone)
