@@ -171,3 +171,13 @@ def test_a_window_kept_and_read_later_holds_the_same_tuples():
     assert last.tuples == list(range(4990, 5000)) and last.new == list(range(4995, 5000))
     kept = rec.windows[3]
     assert kept.tuples == list(range(10, 20))
+
+
+def test_duration_window_on_a_count_slide_holds_what_arrived_in_the_last_length():
+    w, rec = make(Duration(ms=100), Count(2))
+    w.add(["a"], now_ms=0)
+    w.add(["b"], now_ms=50)                   # second tuple: evaluate, ending now
+    w.add(["c", "d"], now_ms=130)             # a arrived more than 100 ms before 130
+    assert [(win.tuples, win.start, win.end) for win in rec.windows] == [
+        (["a", "b"], -50, 50), (["b", "c", "d"], 30, 130)]
+    assert rec.windows[1].expired == ["a"] and rec.windows[1].new == ["c", "d"]
