@@ -59,7 +59,8 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
     "squall.metrics.consumer": (dict,),
     # windowed bolts (squall.windowing): Storm's component keys
-    **dict.fromkeys(["topology.bolts.window.length.count", "topology.bolts.window.length.duration.ms",
+    **dict.fromkeys(["topology.bolts.window.length.count",
+                     "topology.bolts.window.length.duration.ms",
                      "topology.bolts.sliding.interval.count",
                      "topology.bolts.sliding.interval.duration.ms",
                      "topology.bolts.tuple.timestamp.max.lag.ms",

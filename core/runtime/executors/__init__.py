@@ -7,12 +7,13 @@ bolt              :class:`~.bolt.BoltExecutor`                 bolt
 spout             :class:`~.spout.SpoutExecutor`               spout
 acker             :class:`~.acker.AckerExecutor`               acker
 bolt, own thread  :class:`~.threaded.ThreadedBolt`             threaded
-windowed bolt     :class:`squall.windowing.executor.WindowedBoltExecutor`  squall.windowing
 spout, own thread :class:`~.threaded.ThreadedSpout`            threaded
 ================  ==========================================  ============================
 
 A component runs on a thread of its own when its class sets ``dedicated_thread = True`` or
-its configuration sets ``topology.executor.dedicated.thread`` (ackers never do).
+its configuration sets ``topology.executor.dedicated.thread`` (ackers never do). A
+:class:`squall.WindowedBolt` runs on :class:`squall.windowing.executor.WindowedBoltExecutor`
+(a BoltExecutor holding its windows), always on the loop.
 """
 from __future__ import annotations
 
