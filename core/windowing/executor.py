@@ -57,7 +57,7 @@ class WindowedBoltExecutor(BoltExecutor):
         self.spec = WindowSpec.of(component_id, type(first.instance), first.conf)
         self.field = self.spec.timestamp_field
         self.idle_ms = int(float(first.conf.get("topology.message.timeout.secs") or 30) * 500)
-        #: task -> its windows (ProcessingWindows or EventWindows)
+        #: task -> its windows (ProcessingWindows, or EventWindows with a timestamp field)
         self.panes: dict[int, Any] = {}
 
     def now_ms(self) -> int:
@@ -94,7 +94,11 @@ class WindowedBoltExecutor(BoltExecutor):
                             "they leave their last window (or failed with the window whose "
                             "process_window raised); ack() and fail() are not for it")
 
-    def _make_windows(self, ts: TaskState, cell: _Anchors, emit: Any) -> Any:
+    def _make_windows(self, ts: TaskState, cell: _Anchors, emit: Any
+                      ) -> ProcessingWindows | EventWindows:
+        """The task's windows, with the callbacks that evaluate a window (``process_window``
+        with the window as the emits' anchors; on an exception, report it and fail the
+        window's tuples), ack departing tuples and send late ones on."""
         inst = ts.instance
         acks = self.acks
         report_error = self.report_error
@@ -144,9 +148,12 @@ class WindowedBoltExecutor(BoltExecutor):
                 emit(tup.values, late_stream, anchors=[tup])
             expire([tup])
 
+        # the watermark waits for every task of every input component
         ctx = ts.context
-        inputs = [t for component, _ in (ctx.this_sources() if ctx is not None else [])
-                  for t in ctx.component_tasks(component)] if ctx is not None else []
+        inputs: list[int] = []
+        if ctx is not None:
+            for component, _ in ctx.this_sources():
+                inputs.extend(ctx.component_tasks(component))
         return EventWindows(self.spec, inputs, self.idle_ms, evaluate, expire, late)
 
     # -- running ------------------------------------------------------------------------------
