@@ -22,7 +22,9 @@ class WindowedBolt(Bolt):
 
     Processing time (no ``timestamp_field``): a count slide evaluates after every ``slide``
     tuples, a duration slide every ``slide`` on the executor's timer (its own loop thread,
-    no thread per bolt). Event time (``timestamp_field``, int ms since the epoch, with a
+    no thread per bolt); a duration window holds what arrived in ``[end - window, end)``,
+    a count window the last ``window`` tuples (``start``: the oldest one's arrival time).
+    See :mod:`squall.windowing.processing`. Event time (``timestamp_field``, int ms since the epoch, with a
     Duration window and slide): windows are aligned to multiples of the slide and evaluated
     in order, each once, when the watermark (the least over every input task of its latest
     timestamp, minus ``max_lag``, computed every ``watermark_interval``) passes their end;
