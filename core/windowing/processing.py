@@ -105,6 +105,10 @@ class ProcessingWindows:
             self.due = now_ms + self.slide
             return
         while due <= now_ms:
+            if not len(self) and not self.expired:
+                # nothing held, nothing to report: the windows up to now are all skipped
+                self.due = due + ((now_ms - due) // self.slide + 1) * self.slide
+                return
             self.due = due + self.slide
             self._fire(due, self.due)
             due = self.due

@@ -54,9 +54,10 @@ def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
     """At submit time (the ``squall_validate_topology`` hook): raise TopologyError when a
     windowed bolt's window plus slide does not fit in the message timeout of the conf it is
     submitted with (``create_topology`` checked the conf it was given, if any)."""
+    from squall.config import component_conf
     for spec in topology.components.values():
         if spec.kind == "bolt" and is_windowed(spec.cls):
-            merged = {**conf, **spec.config}
+            merged = component_conf(conf, spec.config)     # as the worker merges it
             _check_timeout(f"windowed bolt {spec.id!r}",
                            WindowSpec.of(spec.id, spec.cls, merged), merged)
 

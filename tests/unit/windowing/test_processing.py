@@ -118,6 +118,8 @@ def test_a_late_timer_catches_up_window_by_window_and_skips_empty_ones():
         (["b"], ["b"], 300, 400)]
     w.on_time(600)
     assert [win.expired for win in rec.windows[3:]] == [["b"]]   # then nothing: skipped
+    w.on_time(10**12)                         # a very late timer over nothing: one step
+    assert len(rec.windows) == 4 and w.due == 10**12 + 100
 
 
 def test_the_timer_schedule_starts_no_later_than_the_first_tuple():
