@@ -29,6 +29,7 @@ __all__ = [
     "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "hookimpl", "hookspec", "__version__",
+    "Count", "Duration", "WindowedBolt",
 ]
 
 # Heavier pieces load on first use so `import squall` stays light.
@@ -38,6 +39,9 @@ _LAZY = {
     "LocalCluster": "squall.runtime.local_cluster",
     "CountMetric": "squall.metrics.api",
     "ReducedMetric": "squall.metrics.api",
+    "WindowedBolt": "squall.windowing",
+    "Count": "squall.windowing",
+    "Duration": "squall.windowing",
 }
 
 

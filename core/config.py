@@ -58,6 +58,15 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
                      "supervisor.disk.slots"], (int,)),
     **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
     "squall.metrics.consumer": (dict,),
+    # windowed bolts (squall.windowing): Storm's component keys
+    **dict.fromkeys(["topology.bolts.window.length.count",
+                     "topology.bolts.window.length.duration.ms",
+                     "topology.bolts.sliding.interval.count",
+                     "topology.bolts.sliding.interval.duration.ms",
+                     "topology.bolts.tuple.timestamp.max.lag.ms",
+                     "topology.bolts.watermark.event.interval.ms"], (int,)),
+    **dict.fromkeys(["topology.bolts.tuple.timestamp.field.name",
+                     "topology.bolts.late.tuple.stream"], (str,)),
 }
 
 

@@ -1,9 +1,10 @@
-"""Rolling top words: a tick-driven sliding window of counts, ranked per window.
+"""Rolling top words: word counts over a sliding window, ranked.
 
-On every tick (``topology.tick.tuple.freq.secs``) each counter emits the counts of the last
-``rolling.window.secs`` seconds (a ring of slots advanced by tick tuples), and a count of 0 for
-a word that has left the window; intermediate rankers keep a top-N (``rolling.top.n``) of their
-share of the words and a global ranker merges their latest rankings.
+Each counter is a :class:`squall.WindowedBolt` over a sliding window of processing time: on
+every slide it emits the new count of each word that entered or left the window (0 for a
+word that left); intermediate rankers keep a top-N (``rolling.top.n``) of their share of
+the words and a global ranker merges their latest rankings, each reporting on every tick
+(``topology.tick.tuple.freq.secs``).
 
     squall local examples/rolling_top_words.py:topology --duration 10
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import collections
 import random
 
-from squall import Bolt, Spout, TopologyBuilder
+from squall import Bolt, Duration, Spout, TopologyBuilder, WindowedBolt
 
 WORDS = ("storm squall gale breeze tempest cyclone zephyr monsoon typhoon hurricane "
          "squall squall storm storm storm gale").split()
@@ -28,48 +29,31 @@ class RandomWords(Spout):
         self.emit([self.rng.choice(WORDS)])
 
 
-class SlidingWindow:
-    """Counts per object over ``slots`` slots; ``advance()`` drops the oldest slot."""
-
-    def __init__(self, slots):
-        self.slots = [collections.Counter() for _ in range(slots)]
-        self.head = 0
-
-    def incr(self, obj):
-        self.slots[self.head][obj] += 1
-
-    def totals(self):
-        total = collections.Counter()
-        for slot in self.slots:
-            total.update(slot)
-        return total
-
-    def advance(self):
-        self.head = (self.head + 1) % len(self.slots)
-        self.slots[self.head].clear()
-
-
-class RollingCount(Bolt):
-    """Counts words in a sliding window; ticks advance the window and emit its counts."""
+class RollingCount(WindowedBolt):
+    """Counts words over a sliding window of processing time (9 s sliding by 3 s; the build
+    sets both through Storm's component keys). Each evaluation adds the window's new words
+    and takes off the ones that left, then emits the count of every word that changed (0
+    for a word no longer in the window, so rankers drop it)."""
     outputs = ["word", "count"]
+    window = Duration(seconds=9)
+    slide = Duration(seconds=3)
 
     def initialize(self, conf, context):
-        window = float(conf.get("rolling.window.secs", 9))
-        emit_every = float(conf.get("topology.tick.tuple.freq.secs") or 3)   # may be fractional
-        self.window = SlidingWindow(max(1, round(window / emit_every)))
-        self.last = set()            # words emitted on the previous tick
+        self.counts = collections.Counter()
 
-    def process(self, tup):
-        self.window.incr(tup.values[0])
-
-    def process_tick(self, tup):
-        totals = self.window.totals()
-        for word in sorted(self.last - totals.keys()):
-            self.emit([word, 0])     # left the window: rankers drop it
-        for word, count in totals.items():
-            self.emit([word, count])
-        self.last = set(totals)
-        self.window.advance()
+    def process_window(self, window):
+        changed = set()
+        for tup in window.expired:
+            word = tup.values[0]
+            self.counts[word] -= 1
+            if not self.counts[word]:
+                del self.counts[word]
+            changed.add(word)
+        for tup in window.new:
+            self.counts[tup.values[0]] += 1
+            changed.add(tup.values[0])
+        for word in sorted(changed):
+            self.emit([word, self.counts.get(word, 0)])
 
 
 class Ranker(Bolt):
@@ -108,11 +92,15 @@ class Report(Bolt):
         self.log("top words: " + ", ".join(f"{w}={c}" for w, c in tup.values[0]))
 
 
-def build(emit_secs=2):
-    ticks = {"topology.tick.tuple.freq.secs": emit_secs}
+def build(window_ms=9000, slide_ms=3000, rank_secs=2):
+    """Counters over a ``window_ms`` window sliding by ``slide_ms``; rankers report every
+    ``rank_secs``."""
+    window = {"topology.bolts.window.length.duration.ms": window_ms,
+              "topology.bolts.sliding.interval.duration.ms": slide_ms}
+    ticks = {"topology.tick.tuple.freq.secs": rank_secs}
     b = TopologyBuilder()
     b.set_spout("words", RandomWords, parallelism=2)
-    b.set_bolt("counter", RollingCount, parallelism=3, config=ticks).fields_grouping(
+    b.set_bolt("counter", RollingCount, parallelism=3, config=window).fields_grouping(
         "words", ["word"])
     b.set_bolt("intermediate", Ranker, parallelism=2, config=ticks).fields_grouping(
         "counter", ["word"])

@@ -24,6 +24,7 @@ from squall.api.tuple import Stream
 from squall.errors import ConfigError, PluginNotFoundError, TopologyError
 from squall.scheduling.resources import check_request
 from squall.spi.grouping import Grouping
+from squall.windowing.topology import complete_windowed
 
 
 def normalize_outputs(owner: str, declared: Any) -> dict[str, Stream]:
@@ -191,6 +192,7 @@ class TopologyBuilder:
                 if name.startswith("__"):
                     raise TopologyError(f"component {spec.id!r}: stream names starting with "
                                         f"'__' are reserved ({name!r})")
+        complete_windowed(specs, conf)        # late streams, before subscriptions' checks
         for spec in specs.values():
             seen = set()
             for inp in spec.inputs:

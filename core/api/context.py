@@ -15,7 +15,8 @@ class TopologyContext:
                  task_to_component: Mapping[int, str], this_worker_port: int | None,
                  outputs: Mapping[str, tuple[str, ...]] | None = None,
                  host: str = "127.0.0.1", register_metric: Any = None,
-                 worker_tasks: Sequence[int] = ()) -> None:
+                 worker_tasks: Sequence[int] = (),
+                 sources: Sequence[tuple[str, str]] = ()) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
         self.component_id = component_id
@@ -27,10 +28,16 @@ class TopologyContext:
         self._register_metric = register_metric
         #: the task ids this task's worker runs (``local_or_shuffle`` prefers them)
         self.worker_tasks = list(worker_tasks)
+        self._sources = [(str(c), str(s)) for c, s in sources]
 
     def component_tasks(self, component_id: str) -> list[int]:
         """Sorted task ids of a component (``[]`` if unknown)."""
         return sorted(t for t, c in self._task_to_component.items() if c == component_id)
+
+    def this_sources(self) -> list[tuple[str, str]]:
+        """The ``(component, stream)`` pairs this component subscribes to (Storm's
+        ``getThisSources``)."""
+        return list(self._sources)
 
     def component_for_task(self, task_id: int) -> str | None:
         return self._task_to_component.get(task_id)

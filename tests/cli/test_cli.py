@@ -139,7 +139,9 @@ def test_local_runs_exclamation(env):
 
 
 def test_local_runs_rolling_top_words_with_ticks(env):
-    proc = ok(env, "-c", "topology.tick.tuple.freq.secs=0.5", "local",
+    # the counters' window slides every 0.5 s (Storm's key overrides the example's 3 s)
+    proc = ok(env, "-c", "topology.tick.tuple.freq.secs=0.5",
+              "-c", "topology.bolts.sliding.interval.duration.ms=500", "local",
               "examples/rolling_top_words.py:topology", "--duration", "3")
     rankings = [line.split("top words: ", 1)[1].strip()
                 for line in proc.stderr.splitlines() if "top words: " in line]

@@ -14,9 +14,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pytest
 
-from squall import LocalCluster, Spout
+from squall import LocalCluster, Spout, Tuple
+from squall.api.tuple import Source
+from squall.windowing import Window
 from squall.testing import complete_topology, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -112,21 +113,6 @@ def test_exclamation_appends_three_then_six_bangs():
 
 # -- rolling top words -----------------------------------------------------------------------------
 
-def test_sliding_window_forgets_a_slot_per_advance():
-    window = rolling.SlidingWindow(3)
-    window.incr("a")
-    window.advance()
-    window.incr("a")
-    window.incr("b")
-    assert window.totals() == {"a": 2, "b": 1}
-    window.advance()
-    assert window.totals() == {"a": 2, "b": 1}
-    window.advance()                                 # the first "a" leaves the window
-    assert window.totals() == {"a": 1, "b": 1}
-    window.advance()
-    assert window.totals() == {}
-
-
 FEED: collections.deque[str] = collections.deque()
 
 
@@ -149,11 +135,12 @@ def feed(counts: dict[str, int]) -> None:
 
 
 def test_rolling_top_words_ranks_a_sliding_window_on_ticks(monkeypatch, caplog):
-    """The example's topology (its spout swapped for one fed by the test), ticking every 0.25 s
-    over a 1.5 s window: the report logs the exact top 5, then forgets words that left."""
+    """The example's topology (its spout swapped for one fed by the test) over a 1.5 s window
+    sliding by 0.25 s, ranked every 0.25 s: the report logs the exact top 5, then forgets
+    words that left."""
     FEED.clear()
     monkeypatch.setattr(rolling, "RandomWords", FeedWords)
-    topology = rolling.build(emit_secs=0.25)
+    topology = rolling.build(window_ms=1500, slide_ms=250, rank_secs=0.25)
     caplog.set_level(logging.INFO, logger="squall.component.Report")
 
     def reports(since: int = 0) -> list[str]:
@@ -167,7 +154,7 @@ def test_rolling_top_words_ranks_a_sliding_window_on_ticks(monkeypatch, caplog):
         return "reports so far: " + repr(reports()[-5:])
 
     with LocalCluster() as cluster:
-        cluster.submit_topology("rolling", {"rolling.window.secs": 1.5}, topology)
+        cluster.submit_topology("rolling", {}, topology)
         feed({"storm": 6, "squall": 5, "gale": 4, "breeze": 3, "tempest": 2, "zephyr": 1})
         wait_until(seen("top words: storm=6, squall=5, gale=4, breeze=3, tempest=2", 0),
                    timeout=10, message=state)
@@ -181,9 +168,18 @@ def test_rolling_top_words_ranks_a_sliding_window_on_ticks(monkeypatch, caplog):
     assert not any(info["errors"].values()), info["errors"]
 
 
-@pytest.mark.parametrize("freq", [0.5, 2, None])
-def test_rolling_counter_window_slots_follow_the_tick_frequency(freq):
+def test_rolling_counter_counts_what_enters_and_leaves_its_window():
     counter = rolling.RollingCount()
-    conf = {"rolling.window.secs": 3, "topology.tick.tuple.freq.secs": freq}
-    counter.initialize(conf, None)
-    assert len(counter.window.slots) == {0.5: 6, 2: 2, None: 1}[freq]
+    emitted: list[tuple[Any, ...]] = []
+    counter.emit = lambda values, *a, **kw: emitted.append(tuple(values))  # type: ignore
+    counter.initialize({}, None)
+    src = Source("words", "default", ("word",))
+    a, b, a2 = (Tuple((w,), 1, src) for w in ("a", "b", "a"))
+    counter.process_window(Window([a, b, a2], [a, b, a2], [], 0, 1))
+    assert emitted == [("a", 2), ("b", 1)]
+    emitted.clear()
+    counter.process_window(Window([a2], [], [a, b], 1, 2))     # a and b left
+    assert emitted == [("a", 1), ("b", 0)]
+    config = rolling.topology.components["counter"].config
+    assert (config["topology.bolts.window.length.duration.ms"],
+            config["topology.bolts.sliding.interval.duration.ms"]) == (9000, 3000)

@@ -10,13 +10,14 @@ import pytest
 import squall
 
 ALL = [
-    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
+    "Acker", "Bolt", "Component", "ConfigError", "Connection", "Count", "CountMetric",
+    "DataPoint", "Duration",
     "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "SingleTargetGrouping", "Spout",
     "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
-    "TupleBatch", "__version__", "hookimpl", "hookspec",
+    "TupleBatch", "WindowedBolt", "__version__", "hookimpl", "hookspec",
 ]
 HEAVY = ("zmq", "pynng", "grpc", "pyspark", "pyarrow", "pandas", "kazoo")
 PLUGINS = ["transport_zmq", "transport_nng", "transport_grpc", "scheduler_multidim", "spark"]

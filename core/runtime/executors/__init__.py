@@ -11,7 +11,9 @@ spout, own thread :class:`~.threaded.ThreadedSpout`            threaded
 ================  ==========================================  ============================
 
 A component runs on a thread of its own when its class sets ``dedicated_thread = True`` or
-its configuration sets ``topology.executor.dedicated.thread`` (ackers never do).
+its configuration sets ``topology.executor.dedicated.thread`` (ackers never do). A
+:class:`squall.WindowedBolt` runs on :class:`squall.windowing.executor.WindowedBoltExecutor`
+(a BoltExecutor holding its windows), always on the loop.
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from squall.runtime.executors.base import Executor
 from squall.runtime.executors.bolt import BoltExecutor
 from squall.runtime.executors.spout import SpoutExecutor
 from squall.runtime.executors.threaded import ThreadedBolt, ThreadedSpout, wants_thread
+from squall.windowing.executor import WindowedBoltExecutor
+from squall.windowing.topology import is_windowed
 
 __all__ = ["AckerExecutor", "BoltExecutor", "Executor", "SpoutExecutor", "ThreadedBolt",
            "ThreadedSpout", "executor_class"]
@@ -31,6 +35,8 @@ def executor_class(kind: str, component_cls: type, conf: dict[str, Any]) -> type
     """The executor class for a component of ``kind`` (``bolt``, ``spout``, ``acker``)."""
     if kind == "acker":
         return AckerExecutor
+    if kind == "bolt" and is_windowed(component_cls):
+        return WindowedBoltExecutor        # windows live on the loop (never threaded)
     threaded = wants_thread(component_cls, conf)
     if kind == "spout":
         return ThreadedSpout if threaded else SpoutExecutor

@@ -1,0 +1,71 @@
+"""The windowed bolt users subclass: :class:`WindowedBolt`."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from squall.api.component import Bolt
+from squall.errors import TopologyError
+from squall.windowing.spec import Count, Duration
+from squall.windowing.window import Window
+
+
+class WindowedBolt(Bolt):
+    """A bolt that sees its input as windows (Storm's ``BaseWindowedBolt``).
+
+    Set ``window`` (``Count(n)`` or ``Duration(seconds=.., ms=..)``) and optionally ``slide``
+    (left out: a tumbling window, slide = window), and define ``process_window(window)``.
+    Storm's component keys override these attributes in the component config
+    (``topology.bolts.window.length.count`` / ``.duration.ms``,
+    ``topology.bolts.sliding.interval.count`` / ``.duration.ms``,
+    ``topology.bolts.tuple.timestamp.field.name``, ``topology.bolts.tuple.timestamp.max.lag.ms``,
+    ``topology.bolts.watermark.event.interval.ms``, ``topology.bolts.late.tuple.stream``).
+
+    Processing time (no ``timestamp_field``): a count slide evaluates after every ``slide``
+    tuples, a duration slide every ``slide`` on the executor's timer (its own loop thread,
+    no thread per bolt); a duration window holds what arrived in ``[end - window, end)``,
+    a count window the last ``window`` tuples (``start``: the oldest one's arrival time).
+    See :mod:`squall.windowing.processing`. Event time (``timestamp_field``, int ms since the epoch, with a
+    Duration window and slide): windows are aligned to multiples of the slide and evaluated
+    in order, each once, when the watermark (the least over every input task of its latest
+    timestamp, minus ``max_lag``, computed every ``watermark_interval``) passes their end;
+    tuples behind the watermark go to ``late_stream`` (declared automatically with the
+    input's fields), or are acked and dropped when there is none. See
+    :mod:`squall.windowing.event_time` for how a quiet input task is treated.
+
+    Acking: an input tuple is acked when it leaves the last window that holds it; emits in
+    ``process_window`` (without ``anchors=``) are anchored to every tuple of the window.
+    The bolt must not ack or fail its inputs itself. An exception escaping
+    ``process_window`` is reported and fails every tuple of that window at once (in Storm
+    the exception takes the worker down and the tuples it held time out): they leave the
+    bolt's windows, and the spout's replays come back as new tuples. With
+    ``topology.worker.die.on.error`` the worker stops, as in Storm.
+
+    >>> from squall import WindowedBolt, Count
+    >>> class Sums(WindowedBolt):
+    ...     outputs = ["total"]
+    ...     window = Count(3)
+    ...     def process_window(self, window):
+    ...         self.emit([sum(t.values[0] for t in window.tuples)])
+    """
+
+    #: the window length: Count(n) or Duration(...)
+    window: ClassVar[Count | Duration | None] = None
+    #: how far each window moves on: Count or Duration; None: tumbling (= window)
+    slide: ClassVar[Count | Duration | None] = None
+    #: event time: the field holding each tuple's timestamp (int ms since the epoch)
+    timestamp_field: ClassVar[str | None] = None
+    #: event time: how far behind the latest timestamp a tuple may be and still count
+    max_lag: ClassVar[Duration | None] = None
+    #: event time: how often the watermark is computed (default 1 s)
+    watermark_interval: ClassVar[Duration | None] = None
+    #: event time: the stream late tuples go to (None: they are acked and dropped)
+    late_stream: ClassVar[str | None] = None
+
+    def process_window(self, window: Window) -> None:
+        """Handle one window; called on the executor's thread, each window once."""
+        raise NotImplementedError(f"{type(self).__name__} defines no process_window")
+
+    def process(self, tup: Any) -> None:
+        """Not called: a windowed bolt's tuples reach it through ``process_window``."""
+        raise TopologyError(f"{type(self).__name__} is a WindowedBolt: its tuples reach it "
+                            "through process_window, on the windowed bolt executor")

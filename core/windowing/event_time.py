@@ -1,0 +1,180 @@
+"""Windows on event time: each tuple's timestamp field (int ms since the epoch) places it;
+windows fire as the watermark passes their end.
+
+Windows are aligned: a ``Duration(ms=S)`` slide gives windows ending at every multiple of
+``S`` ms since the epoch, each holding the tuples whose timestamp is in ``[end - L, end)``
+for a ``Duration(ms=L)`` window. A window is evaluated once the watermark reaches its end,
+each window once and in order of its end; windows with no tuple are skipped (as in Storm).
+
+The watermark (:class:`EventWindows`) is the least, over the input tasks, of each task's
+latest timestamp, minus ``max_lag``; it never goes back. It is computed every
+``watermark_interval`` ms. Every task of every input component counts, including tasks not
+heard from yet, so the watermark waits for all of them, as Storm's waits for all its input
+streams. An input task quiet for ``idle_ms`` (half of ``topology.message.timeout.secs``:
+tuples waiting longer for it would time out anyway) stops holding the watermark back, and
+counts again from its next tuple. A tuple whose timestamp is behind the watermark when it
+arrives is late: its window was evaluated already (or may have been); it is handed to the
+``late`` callback instead of a window.
+
+Tuples are held sorted by timestamp (ties in arrival order) in two parallel lists with a
+moving head, so the common case (timestamps nearly in order) appends; the lists are
+replaced by their live part once the head is long. A tuple that is not late sorts after
+every evaluated window's tuples, so a window is a view of the list (``Window.view``) that
+later insertions leave as it is. Single-threaded (the worker's loop thread).
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from squall.windowing.processing import Evaluate, Expire
+from squall.windowing.spec import Duration, WindowSpec
+from squall.windowing.window import Window
+
+#: held entries before the head is cut off the lists
+COMPACT_AT = 1024
+
+
+class EventWindows:
+    """One task's event-time windows and watermark (see the module docstring).
+
+    ``inputs`` are the task ids the watermark waits for (a task not listed that sends is
+    added). ``late(tup)`` gets every tuple behind the watermark."""
+
+    __slots__ = ("evaluate", "expire", "expired", "heard", "idle_ms", "inputs", "lag",
+                 "late", "latest", "length", "lo", "next_end", "next_mark", "prev_end",
+                 "slide", "stamps", "started", "tuples", "watermark", "watermark_ms")
+
+    def __init__(self, spec: WindowSpec, inputs: Iterable[int], idle_ms: int,
+                 evaluate: Evaluate, expire: Expire, late: Callable[[Any], None]) -> None:
+        assert isinstance(spec.length, Duration) and isinstance(spec.slide, Duration)
+        self.length = spec.length.ms
+        self.slide = spec.slide.ms
+        self.lag = spec.max_lag_ms
+        self.watermark_ms = spec.watermark_ms
+        self.idle_ms = idle_ms
+        self.inputs = set(inputs)
+        self.evaluate = evaluate
+        self.expire = expire
+        self.late = late
+        self.stamps: list[int] = []
+        self.tuples: list[Any] = []
+        self.lo = 0
+        #: input task -> its latest timestamp, and when (processing ms) it was last heard
+        self.latest: dict[int, int] = {}
+        self.heard: dict[int, int] = {}
+        self.started: int | None = None
+        #: the watermark (None until every input task was heard or left out as quiet)
+        self.watermark: int | None = None
+        self.next_mark: int | None = None
+        #: the end of the next window to evaluate, of the last one evaluated
+        self.next_end: int | None = None
+        self.prev_end: int | None = None
+        self.expired: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self.stamps) - self.lo
+
+    def add(self, tup: Any, stamp: int, task: int, now_ms: int) -> None:
+        """A tuple from input task ``task`` with timestamp ``stamp`` arrived at ``now_ms``
+        (processing time)."""
+        if self.started is None:
+            self.started = now_ms
+        self.heard[task] = now_ms
+        if stamp > self.latest.get(task, stamp - 1):
+            self.latest[task] = stamp
+        if task not in self.inputs:
+            self.inputs.add(task)
+        wm = self.watermark
+        if wm is not None and stamp < wm:
+            self.late(tup)
+            return
+        stamps = self.stamps
+        if not stamps or stamp >= stamps[-1]:
+            stamps.append(stamp)
+            self.tuples.append(tup)
+        else:
+            i = bisect_right(stamps, stamp, self.lo)
+            stamps.insert(i, stamp)
+            self.tuples.insert(i, tup)
+
+    def on_time(self, now_ms: int) -> None:
+        """The timer: every ``watermark_interval`` the watermark is computed, and the
+        windows it passed are evaluated."""
+        if self.started is None:
+            self.started = now_ms
+        if self.next_mark is not None and now_ms < self.next_mark:
+            return
+        self.next_mark = now_ms + self.watermark_ms
+        mark = self.compute_watermark(now_ms)
+        if mark is not None and (self.watermark is None or mark > self.watermark):
+            self.watermark = mark
+            self.advance(mark)
+
+    def compute_watermark(self, now_ms: int) -> int | None:
+        """The least latest timestamp of the input tasks that hold the watermark back, minus
+        the lag; None while a task not heard from yet may still speak, or none holds it."""
+        started = self.started if self.started is not None else now_ms
+        least: int | None = None
+        for task in self.inputs:
+            heard = self.heard.get(task)
+            if heard is None:
+                if now_ms - started < self.idle_ms:
+                    return None       # not heard from yet: wait for it (for a while)
+                continue
+            if now_ms - heard >= self.idle_ms:
+                continue              # quiet: left out until it sends again
+            stamp = self.latest[task]
+            if least is None or stamp < least:
+                least = stamp
+        return None if least is None else least - self.lag
+
+    def advance(self, mark: int) -> None:
+        """Evaluate, in order, every window ending at or before ``mark``."""
+        length, slide = self.length, self.slide
+        stamps = self.stamps
+        while True:
+            if self.next_end is not None:
+                self._evict_below(self.next_end - length)
+            lo = self.lo
+            if lo == len(stamps):
+                break
+            first = stamps[lo]
+            end = (first // slide + 1) * slide     # the first window end after ``first``
+            if end - length > first:
+                self._evict_below(end - length)    # between two windows: in none
+                continue
+            if self.next_end is not None and self.next_end > end:
+                end = self.next_end
+            if end > mark:
+                break
+            hi = bisect_left(stamps, end, lo)
+            prev = self.prev_end
+            new_lo = lo if prev is None else bisect_left(stamps, prev, lo, hi)
+            window = Window.view(self.tuples, lo, hi, new_lo, self.expired, end - length, end)
+            self.expired = []
+            self.prev_end = end
+            self.next_end = end + slide
+            if not self.evaluate(window):
+                self.lo = hi          # failed (and their trees with them): forget them
+        self._compact()
+
+    def _evict_below(self, cutoff: int) -> None:
+        """Tuples with a timestamp before ``cutoff`` leave (no later window holds them)."""
+        stamps = self.stamps
+        lo = self.lo
+        hi = bisect_left(stamps, cutoff, lo)
+        if hi > lo:
+            gone = self.tuples[lo:hi]
+            self.lo = hi
+            self.expired.extend(gone)
+            self.expire(gone)
+
+    def _compact(self) -> None:
+        lo = self.lo
+        if lo >= COMPACT_AT and lo * 2 >= len(self.stamps):
+            # new lists, as windows handed out view the old ones
+            self.stamps = self.stamps[lo:]
+            self.tuples = self.tuples[lo:]
+            self.lo = 0

@@ -1,0 +1,100 @@
+"""Build-time checks of windowed bolts, called by ``TopologyBuilder.create_topology`` once
+every component's streams are known and before subscriptions are checked."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from squall.api.topology import ComponentSpec
+from squall.api.tuple import Stream
+from squall.errors import TopologyError
+from squall.windowing.bolt import WindowedBolt
+from squall.windowing.spec import WindowSpec
+
+TIMEOUT_KEY = "topology.message.timeout.secs"
+
+
+def is_windowed(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, WindowedBolt)
+
+
+def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any] | None
+                      ) -> None:
+    """Check every windowed bolt of ``specs`` and declare its late stream.
+
+    Raises TopologyError when a windowed bolt defines ``process`` or ``process_batch``
+    instead of ``process_window``, asks for a thread of its own, has settings
+    :meth:`WindowSpec.of` rejects, holds tuples (duration window plus slide) longer than
+    ``topology.message.timeout.secs`` (``conf``, then the component's config, then the
+    default), or has a late stream while its inputs' fields differ."""
+    for spec in specs.values():
+        cls = spec.cls
+        if spec.kind != "bolt" or not is_windowed(cls):
+            continue
+        assert cls is not None
+        where = f"windowed bolt {spec.id!r}"
+        if cls.process is not WindowedBolt.process or hasattr(cls, "process_batch"):
+            raise TopologyError(f"{where}: {cls.__qualname__} defines process or "
+                                "process_batch; a WindowedBolt takes its tuples in "
+                                "process_window")
+        if cls.process_window is WindowedBolt.process_window:
+            raise TopologyError(f"{where}: {cls.__qualname__} defines no process_window")
+        merged = {**(conf or {}), **spec.config}
+        if getattr(cls, "dedicated_thread", False) or merged.get(
+                "topology.executor.dedicated.thread"):
+            raise TopologyError(f"{where}: windowed bolts run on their worker's loop, not on "
+                                "a thread of their own")
+        ws = WindowSpec.of(spec.id, cls, merged)
+        _check_timeout(where, ws, merged)
+        if ws.late_stream is not None:
+            _declare_late(spec, ws.late_stream, specs)
+
+
+def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
+    """At submit time (the ``squall_validate_topology`` hook): raise TopologyError when a
+    windowed bolt's window plus slide does not fit in the message timeout of the conf it is
+    submitted with (``create_topology`` checked the conf it was given, if any)."""
+    from squall.config import component_conf
+    for spec in topology.components.values():
+        if spec.kind == "bolt" and is_windowed(spec.cls):
+            merged = component_conf(conf, spec.config)     # as the worker merges it
+            _check_timeout(f"windowed bolt {spec.id!r}",
+                           WindowSpec.of(spec.id, spec.cls, merged), merged)
+
+
+def _check_timeout(where: str, ws: WindowSpec, merged: Mapping[str, Any]) -> None:
+    hold = ws.hold_ms()
+    if hold is None:
+        return
+    timeout = merged.get(TIMEOUT_KEY)
+    if timeout is None:
+        from squall import config
+        timeout = config.defaults().get(TIMEOUT_KEY) or 30
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
+        raise TopologyError(f"{TIMEOUT_KEY} must be a number, got {timeout!r}")
+    if hold > timeout * 1000:
+        raise TopologyError(f"{where}: window plus slide ({hold} ms) does not fit in "
+                            f"{TIMEOUT_KEY} ({timeout} s): its tuples would time out before "
+                            "leaving their last window; shorten the window or raise the "
+                            "timeout")
+
+
+def _declare_late(spec: ComponentSpec, name: str, specs: Mapping[str, ComponentSpec]) -> None:
+    where = f"windowed bolt {spec.id!r}"
+    if name.startswith("__"):
+        raise TopologyError(f"{where}: late stream {name!r}: stream names starting with '__' "
+                            "are reserved")
+    if name in spec.streams:
+        raise TopologyError(f"{where} declares stream {name!r}, its late stream: the late "
+                            "stream is declared for it, with its input's fields")
+    fields: set[tuple[str, ...]] = set()
+    for inp in spec.inputs:
+        source = specs.get(inp.component)
+        stream = source.streams.get(inp.stream) if source is not None else None
+        if stream is not None:          # an unknown input is reported by the input checks
+            fields.add(stream.fields)
+    if len(fields) > 1:
+        raise TopologyError(f"{where}: its inputs have different fields "
+                            f"({', '.join(str(list(f)) for f in sorted(fields))}), so its late "
+                            f"stream {name!r} cannot take their fields")
+    spec.streams[name] = Stream(next(iter(fields)) if fields else (), name)

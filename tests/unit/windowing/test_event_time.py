@@ -1,0 +1,148 @@
+"""Event-time windows and the watermark, driven by a fake clock: aligned windows evaluated
+once and in order as the watermark passes their end, late tuples, the least-of-all-inputs
+watermark and how a quiet input task stops holding it back."""
+from __future__ import annotations
+
+from typing import Any
+
+from squall import Duration
+from squall.windowing import Window, WindowSpec
+from squall.windowing.event_time import EventWindows
+
+IDLE = 10_000
+
+
+class Recorder:
+    def __init__(self, fail_at: set[int] | None = None) -> None:
+        self.windows: list[Window] = []
+        self.gone: list[Any] = []
+        self.late: list[Any] = []
+        self.fail_at = fail_at or set()
+
+    def evaluate(self, window: Window) -> bool:
+        self.windows.append(window)
+        return len(self.windows) not in self.fail_at
+
+    def spans(self) -> list[tuple[int, int, list[Any]]]:
+        return [(w.start, w.end, [t for t, _ in w.tuples]) for w in self.windows]
+
+
+def make(length_ms: int, slide_ms: int | None = None, lag: int = 0, inputs: tuple = (1,),
+         fail_at: set[int] | None = None) -> tuple[EventWindows, Recorder]:
+    rec = Recorder(fail_at)
+    spec = WindowSpec(Duration(ms=length_ms), Duration(ms=slide_ms or length_ms), "ts",
+                      max_lag_ms=lag, watermark_ms=100)
+    return EventWindows(spec, inputs, IDLE, rec.evaluate, rec.gone.extend,
+                        rec.late.append), rec
+
+
+def feed(w: EventWindows, stamps: list[int], task: int = 1, now: int = 0) -> None:
+    for s in stamps:
+        w.add((f"t{s}", task), s, task, now)
+
+
+def test_tumbling_windows_fire_in_order_as_the_watermark_passes_their_end():
+    w, rec = make(1000)
+    feed(w, [1500, 1200, 2100, 1999, 3000])     # out of order within the lag of none
+    w.on_time(0)                                 # watermark 3000: [1000, 2000), [2000, 3000)
+    assert rec.spans() == [(1000, 2000, ["t1200", "t1500", "t1999"]),
+                           (2000, 3000, ["t2100"])]
+    assert [t for t, _ in rec.gone] == ["t1200", "t1500", "t1999", "t2100"]   # tumbling
+    feed(w, [3500, 5200])
+    w.on_time(50)                                # not yet: one computation per interval
+    assert len(rec.windows) == 2
+    w.on_time(100)                               # watermark 5200: [3000, 4000); 4000.. empty
+    assert rec.spans()[2:] == [(3000, 4000, ["t3000", "t3500"])]
+    # what left since the evaluation before: each window's expired
+    assert [t for t, _ in rec.windows[1].expired] == ["t1200", "t1500", "t1999"]
+    assert [t for t, _ in rec.windows[2].expired] == ["t2100"]
+
+
+def test_sliding_windows_hold_each_tuple_until_its_last_window():
+    w, rec = make(1000, 500)
+    feed(w, [100, 600, 1100, 1600])
+    w.on_time(0)                                 # watermark 1600: ends 500, 1000, 1500
+    assert rec.spans() == [(-500, 500, ["t100"]), (0, 1000, ["t100", "t600"]),
+                           (500, 1500, ["t600", "t1100"])]
+    assert [t for t, _ in rec.windows[1].new] == ["t600"]
+    assert [t for t, _ in rec.windows[2].expired] == ["t100"]
+    assert [t for t, _ in rec.gone] == ["t100", "t600"]   # 600 is in no window after 1500
+
+
+def test_tuples_behind_the_watermark_are_late():
+    w, rec = make(1000, lag=200)
+    feed(w, [1000, 2500])
+    w.on_time(0)                                 # watermark 2300
+    assert rec.spans() == [(1000, 2000, ["t1000"])]
+    feed(w, [2299, 2300, 1999])
+    assert [t for t, _ in rec.late] == ["t2299", "t1999"]
+    feed(w, [3300])
+    w.on_time(100)                               # watermark 3100
+    assert rec.spans()[1:] == [(2000, 3000, ["t2300", "t2500"])]
+
+
+def test_the_watermark_is_the_least_over_every_input_task():
+    w, rec = make(1000, inputs=(1, 2))
+    feed(w, [5000], task=1)
+    w.on_time(0)
+    assert w.watermark is None                   # task 2 not heard yet: wait for it
+    feed(w, [1100, 2100], task=2)
+    w.on_time(100)
+    assert w.watermark == 2100                   # task 2 is behind
+    assert rec.spans() == [(1000, 2000, ["t1100"])]
+    feed(w, [4000], task=2)
+    w.on_time(200)
+    assert w.watermark == 4000
+    assert [s[1] for s in rec.spans()] == [2000, 3000]   # [3000, 4000) empty: skipped
+    feed(w, [3999], task=1)                      # behind the watermark: late, not a window
+    assert [t for t, _ in rec.late] == ["t3999"]
+
+
+def test_a_quiet_input_task_stops_holding_the_watermark_back_until_it_speaks():
+    w, rec = make(1000, inputs=(1, 2))
+    feed(w, [1000], task=2, now=0)
+    feed(w, [1000, 2500], task=1, now=0)
+    w.on_time(100)
+    assert w.watermark == 1000 and not rec.windows
+    feed(w, [3500], task=1, now=IDLE - 1)
+    w.on_time(IDLE - 1)
+    assert w.watermark == 1000                   # task 2 is not quiet yet
+    feed(w, [4100], task=1, now=IDLE + 99)
+    w.on_time(IDLE + 99)                         # task 2 quiet for IDLE ms: left out
+    assert w.watermark == 4100
+    assert [s[1] for s in rec.spans()] == [2000, 3000, 4000]
+    feed(w, [4200], task=2, now=IDLE + 100)      # it speaks again: counts from now on
+    feed(w, [9000], task=1, now=IDLE + 100)
+    w.on_time(IDLE + 199)
+    assert w.watermark == 4200 and len(rec.windows) == 3
+
+
+def test_a_task_never_heard_from_is_waited_for_only_until_it_counts_as_quiet():
+    w, rec = make(1000, inputs=(1, 2))
+    feed(w, [1500], task=1, now=0)
+    w.on_time(0)
+    feed(w, [2500], task=1, now=IDLE - 1)
+    w.on_time(IDLE - 1)
+    assert w.watermark is None
+    w.on_time(IDLE + 99)                         # since the bolt's first tuple
+    assert rec.spans() == [(1000, 2000, ["t1500"])]
+
+
+def test_a_failed_window_is_forgotten_by_the_windows_after_it():
+    w, rec = make(1000, 500, fail_at={1})
+    feed(w, [100, 600, 1100])
+    w.on_time(0)                                 # watermark 1100: ends 500, 1000
+    assert rec.spans() == [(-500, 500, ["t100"]), (0, 1000, ["t600"])]
+    assert rec.gone == []                        # t100 failed, not acked
+
+
+def test_a_window_read_later_is_not_changed_by_tuples_sorted_in_after_it():
+    w, rec = make(1000)
+    feed(w, [1100, 1900, 2500])
+    w.on_time(0)                                 # watermark 2500: [1000, 2000)
+    feed(w, [2600, 2550, 2501])                  # inserted behind 2500's window, not into it
+    for i in range(3000):                        # and the lists cut many times
+        feed(w, [3000 + i * 10])
+        w.on_time(100 + i * 100)
+    assert [t for t, _ in rec.windows[0].tuples] == ["t1100", "t1900"]
+    assert [t for t, _ in rec.windows[1].tuples] == ["t2500", "t2501", "t2550", "t2600"]

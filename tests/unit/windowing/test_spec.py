@@ -1,0 +1,151 @@
+"""Window settings: Storm's component keys over class attributes, what create_topology
+refuses (with one clear TopologyError), the late stream it declares, and the config types."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from squall import Bolt, ConfigError, Count, Duration, Spout, Stream, TopologyBuilder, \
+    TopologyError, WindowedBolt
+from squall import config as squall_config
+from squall.windowing import WindowSpec
+
+
+class Events(Spout):
+    outputs = ["word", "ts"]
+
+
+class Other(Spout):
+    outputs = ["x"]
+
+
+class Sums(WindowedBolt):
+    outputs = ["total"]
+    window = Duration(seconds=10)
+    slide = Duration(seconds=5)
+
+    def process_window(self, window: Any) -> None:
+        pass
+
+
+class Late(Sums):
+    timestamp_field = "ts"
+    late_stream = "late"
+
+
+def build(cls: type, conf: dict[str, Any] | None = None, component: dict[str, Any] | None = None,
+          extra_input: bool = False) -> Any:
+    b = TopologyBuilder()
+    b.set_spout("events", Events)
+    d = b.set_bolt("w", cls, config=component).shuffle_grouping("events")
+    if extra_input:
+        b.set_spout("other", Other)
+        d.shuffle_grouping("other")
+    return b.create_topology(conf)
+
+
+def test_class_attributes_and_their_defaults():
+    ws = WindowSpec.of("w", Late, {})
+    assert (ws.length, ws.slide, ws.timestamp_field, ws.late_stream) == (
+        Duration(seconds=10), Duration(ms=5000), "ts", "late")
+    assert (ws.max_lag_ms, ws.watermark_ms) == (0, 1000)      # Storm's defaults
+    tumbling = type("T", (Sums,), {"slide": None})
+    assert WindowSpec.of("w", tumbling, {}).slide == Duration(seconds=10)
+
+
+def test_storm_component_keys_override_the_class_attributes():
+    ws = WindowSpec.of("w", Sums, {"topology.bolts.window.length.count": 100,
+                                   "topology.bolts.sliding.interval.count": 10})
+    assert (ws.length, ws.slide, ws.timestamp_field) == (Count(100), Count(10), None)
+    ws = WindowSpec.of("w", Late, {
+        "topology.bolts.window.length.duration.ms": 700,
+        "topology.bolts.sliding.interval.duration.ms": 70,
+        "topology.bolts.tuple.timestamp.field.name": None,       # null: the class decides
+        "topology.bolts.late.tuple.stream": "behind",
+        "topology.bolts.tuple.timestamp.max.lag.ms": 250,
+        "topology.bolts.watermark.event.interval.ms": 20})
+    assert (ws.length, ws.slide, ws.timestamp_field) == (Duration(ms=700), Duration(ms=70),
+                                                          "ts")
+    assert (ws.late_stream, ws.max_lag_ms, ws.watermark_ms) == ("behind", 250, 20)
+    ws = WindowSpec.of("w", Sums, {"topology.bolts.tuple.timestamp.field.name": "when"})
+    assert ws.timestamp_field == "when" and ws.event_time
+
+
+@pytest.mark.parametrize("cls,config,message", [
+    (WindowedBolt, {}, "window must be Count"),
+    (Sums, {"topology.bolts.window.length.count": "5"}, "must be a positive integer"),
+    (Sums, {"topology.bolts.window.length.count": 0}, "must be a positive integer"),
+    (Sums, {"topology.bolts.window.length.count": 5,
+            "topology.bolts.window.length.duration.ms": 5}, "not both"),
+    (Sums, {"topology.bolts.late.tuple.stream": "late"}, "late stream needs event time"),
+    (Late, {"topology.bolts.window.length.count": 5}, "needs a Duration window and slide"),
+])
+def test_bad_settings_are_one_topology_error(cls: type, config: dict[str, Any],
+                                             message: str) -> None:
+    with pytest.raises(TopologyError, match=message):
+        WindowSpec.of("w", cls, config)
+
+
+def test_count_and_duration_refuse_nonsense():
+    with pytest.raises(TopologyError, match="positive number of tuples"):
+        Count(0)
+    with pytest.raises(TopologyError, match="non-negative"):
+        Duration(seconds=-1)
+    assert Duration(seconds=1, ms=500).ms == 1500
+
+
+def test_create_topology_refuses_a_window_that_outlives_the_message_timeout():
+    with pytest.raises(TopologyError, match=r"window plus slide \(15000 ms\) does not fit in "
+                                            r"topology.message.timeout.secs \(10 s\)"):
+        build(Sums, {"topology.message.timeout.secs": 10})
+    build(Sums, {"topology.message.timeout.secs": 15})
+    with pytest.raises(TopologyError, match="does not fit"):       # the default is 30 s
+        build(Sums, component={"topology.bolts.window.length.duration.ms": 26_000})
+    # count windows wait for tuples, not time: no limit
+    build(Sums, {"topology.message.timeout.secs": 1},
+          component={"topology.bolts.window.length.count": 10_000,
+                     "topology.bolts.sliding.interval.count": 10})
+
+
+def test_the_late_stream_is_declared_with_the_input_fields():
+    topo = build(Late)
+    assert topo.components["w"].streams["late"] == Stream(["word", "ts"], name="late")
+    b = TopologyBuilder()
+    b.set_spout("events", Events)
+    b.set_bolt("w", Late).shuffle_grouping("events")
+
+    class Sink(Bolt):
+        def process(self, tup: Any) -> None:
+            pass
+    b.set_bolt("sink", Sink).shuffle_grouping("w", "late")       # others may subscribe
+    b.create_topology()
+    with pytest.raises(TopologyError, match="inputs have different fields"):
+        build(Late, extra_input=True)
+
+
+def test_a_windowed_bolt_must_use_process_window():
+    class Both(Sums):
+        def process(self, tup: Any) -> None:
+            pass
+
+    class Neither(WindowedBolt):
+        window = Count(2)
+    with pytest.raises(TopologyError, match="defines process or process_batch"):
+        build(Both)
+    with pytest.raises(TopologyError, match="defines no process_window"):
+        build(Neither)
+    threaded = type("Threaded", (Sums,), {"dedicated_thread": True})
+    with pytest.raises(TopologyError, match="not on a thread of their own"):
+        build(threaded)
+
+
+def test_the_keys_are_type_checked_in_config():
+    known = squall_config.defaults()
+    assert known["topology.bolts.window.length.count"] is None
+    squall_config.validate({"topology.bolts.window.length.count": 10,
+                            "topology.bolts.late.tuple.stream": "late"}, warn=False)
+    with pytest.raises(ConfigError, match="topology.bolts.sliding.interval.duration.ms"):
+        squall_config.validate({"topology.bolts.sliding.interval.duration.ms": "1s"})
+    with pytest.raises(ConfigError, match="topology.bolts.tuple.timestamp.field.name"):
+        squall_config.validate({"topology.bolts.tuple.timestamp.field.name": 3})
