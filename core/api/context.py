@@ -15,7 +15,8 @@ class TopologyContext:
                  task_to_component: Mapping[int, str], this_worker_port: int | None,
                  outputs: Mapping[str, tuple[str, ...]] | None = None,
                  host: str = "127.0.0.1", register_metric: Any = None,
-                 worker_tasks: Sequence[int] = ()) -> None:
+                 worker_tasks: Sequence[int] = (),
+                 inputs: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
         self.component_id = component_id
@@ -27,10 +28,23 @@ class TopologyContext:
         self._register_metric = register_metric
         #: the task ids this task's worker runs (``local_or_shuffle`` prefers them)
         self.worker_tasks = list(worker_tasks)
+        self._inputs = {c: dict(s) for c, s in (inputs or {}).items()}
 
     def component_tasks(self, component_id: str) -> list[int]:
         """Sorted task ids of a component (``[]`` if unknown)."""
         return sorted(t for t, c in self._task_to_component.items() if c == component_id)
+
+    def task_to_component(self) -> dict[int, str]:
+        """Every task id of the topology -> its component id (a copy)."""
+        return dict(self._task_to_component)
+
+    def input_fields(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """The streams this component subscribes to: source component -> stream -> fields."""
+        return {c: dict(s) for c, s in self._inputs.items()}
+
+    def outputs(self) -> dict[str, tuple[str, ...]]:
+        """This component's declared streams -> their fields."""
+        return dict(self._outputs)
 
     def component_for_task(self, task_id: int) -> str | None:
         return self._task_to_component.get(task_id)
