@@ -133,7 +133,9 @@ class ShellProcess:
                 while view:
                     view = view[os.write(fd, view):]
             except OSError as exc:
-                self.kill(f"stopped reading its stdin ({exc.strerror or exc})")
+                code = self._wait(STOP_GRACE)     # a closed pipe: usually it exited
+                self.kill(f"exited with code {code}" if code is not None else
+                          f"stopped reading its stdin ({exc.strerror or exc})")
                 break
             with cond:
                 self._backlog -= len(data)
