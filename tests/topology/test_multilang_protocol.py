@@ -76,7 +76,7 @@ def test_protocol_from_a_subprocess_speaking_it_by_hand(
     wait_until(lambda: len(SEEN["ids"]) == 10, 30, message=lambda: f"seen {SEEN}")
     assert len({t for t, _ in SEEN["ids"]}) == 2         # all grouping: both sink tasks
     # each default-stream tuple reached the one task the worker answered to its emit
-    for task, (x, ids) in SEEN["ids"]:
+    for _task, (x, ids) in SEEN["ids"]:
         assert json.loads(ids) == [t for t, values in SEEN["default"] if values == (x,)]
     errors = [e["error"] for e in info_errors(cluster, "raw", "raw")]
     assert len(errors) == 2

@@ -41,7 +41,7 @@ def task_ids(pending):
 handshake = read()
 open(os.path.join(handshake["pidDir"], str(os.getpid())), "w").close()
 send({"pid": os.getpid()})
-send({"command": "log", "msg": "raw bolt of task %d" % handshake["context"]["taskid"],
+send({"command": "log", "msg": "raw bolt of task {}".format(handshake["context"]["taskid"]),
       "level": 3})
 pending = []
 while True:
