@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,7 @@ from squall.testing import wait_until
 from tests.topology.conftest import info_errors
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "integration" / "topologies"
-pytestmark = [pytest.mark.timeout(240),
-              pytest.mark.skipif(shutil.which("node") is None, reason="needs node (./dev)")]
+pytestmark = [pytest.mark.timeout(240)]
 
 
 def _load(name: str) -> Any:
