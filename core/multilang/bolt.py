@@ -17,14 +17,14 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from squall.api.component import Bolt
 from squall.api.context import TopologyContext
 from squall.api.tuple import Tuple
 from squall.errors import MultilangError
-from squall.multilang.link import ShellLink
+from squall.multilang.link import ShellLink, code_root
 from squall.multilang.process import ShellProcess
 from squall.multilang.protocol import HEARTBEAT_STREAM, HEARTBEAT_TASK, tuple_message
 
@@ -53,6 +53,15 @@ class ShellBolt(Bolt):
     auto_fail: ClassVar[bool] = False
 
     _link: ShellLink | None = None
+
+    def shell_command(self, conf: Mapping[str, Any]) -> Sequence[str]:
+        """The argv to run (``command`` unless a subclass works it out from ``conf``)."""
+        return self.command
+
+    def shell_cwd(self, conf: Mapping[str, Any]) -> str:
+        """Where the command runs: the code package's folder (the folder above the module
+        defining this class)."""
+        return code_root(type(self))
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Start the subprocess (a start that fails is reported and retried)."""

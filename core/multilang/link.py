@@ -9,6 +9,7 @@ are applied on the worker's loop in call order.
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import sys
@@ -30,13 +31,24 @@ TIMEOUT_KEY = "topology.subprocess.timeout.secs"
 def code_root(cls: type) -> str:
     """The folder the module defining ``cls`` was imported from (the top of its package):
     the code package's folder in a worker, the folder on ``sys.path`` in local mode."""
-    module = sys.modules.get(cls.__module__)
+    return module_root(cls.__module__)
+
+
+def module_root(name: str) -> str:
+    """:func:`code_root` of module ``name`` (found without running it); the working
+    directory for ``__main__`` or a module without a file."""
+    module = sys.modules.get(name)
     file = getattr(module, "__file__", None)
-    if not file or cls.__module__ == "__main__":
+    if file is None and name != "__main__":
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        file = spec.origin if spec is not None else None
+    if not file or name == "__main__" or not os.path.isfile(file):
         return os.getcwd()
     root = Path(file).resolve().parent
-    depth = cls.__module__.count(".") + (Path(file).name == "__init__.py")
-    for _ in range(depth):
+    for _ in range(name.count(".") + (Path(file).name == "__init__.py")):
         root = root.parent
     return str(root)
 
@@ -87,12 +99,12 @@ class ShellLink:
         if timeout <= 0:
             raise MultilangError(f"{where}: {TIMEOUT_KEY} must be positive, got {timeout}")
         self.timeout = timeout
-        command = getattr(cls, "command", ())
+        command = component.shell_command(conf)
         if isinstance(command, str) or not command:
             raise MultilangError(f"{where}: command must be a non-empty argv list, got "
                                  f"{command!r}")
         self.host = ShellHost(
-            argv=command, cwd=code_root(cls), codec=codec, conf=dict(conf),
+            argv=command, cwd=component.shell_cwd(conf), codec=codec, conf=dict(conf),
             context=handshake_context(context), timeout=timeout, logger=self.logger,
             report=report, on_messages=on_messages, on_exit=on_exit,
             key=(context.topology_id, context.this_worker_port))

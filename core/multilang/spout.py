@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from squall.api.component import Spout
 from squall.api.context import TopologyContext
 from squall.errors import MultilangError
-from squall.multilang.link import ShellLink
+from squall.multilang.link import ShellLink, code_root
 from squall.multilang.process import ShellProcess
 
 _EXIT = object()
@@ -39,6 +39,15 @@ class ShellSpout(Spout):
     dedicated_thread: ClassVar[bool] = True
 
     _link: ShellLink | None = None
+
+    def shell_command(self, conf: Mapping[str, Any]) -> Sequence[str]:
+        """The argv to run (``command`` unless a subclass works it out from ``conf``)."""
+        return self.command
+
+    def shell_cwd(self, conf: Mapping[str, Any]) -> str:
+        """Where the command runs: the code package's folder (the folder above the module
+        defining this class)."""
+        return code_root(type(self))
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Start the subprocess (a start that fails is reported and retried)."""
