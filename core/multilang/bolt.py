@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from squall.api.component import Bolt
 from squall.api.context import TopologyContext
 from squall.api.tuple import Tuple
-from squall.errors import MultilangError
+from squall.errors import MultilangError, SquallError
 from squall.multilang.link import ShellLink, code_root
 from squall.multilang.process import ShellProcess
 from squall.multilang.protocol import HEARTBEAT_STREAM, HEARTBEAT_TASK, tuple_message
@@ -90,7 +90,7 @@ class ShellBolt(Bolt):
             for tup in tuples:
                 self.fail(tup)
             return
-        encode = proc.codec.encode
+        encode = proc.codec.encode_tuple
         chunks = []
         ids = self._ids
         with self._lock:
@@ -102,8 +102,8 @@ class ShellBolt(Bolt):
             for tup in tuples:
                 tid = str(next(ids))
                 try:
-                    chunks.append(encode(tuple_message(tid, tup.component, tup.stream,
-                                                       tup.task, tup.values)))
+                    chunks.append(encode(tid, tup.component, tup.stream, tup.task,
+                                         tup.values))
                 except (TypeError, ValueError, OverflowError) as exc:
                     self.report_error(MultilangError(
                         f"tuple {tup.values!r:.200} cannot be sent to the subprocess: {exc}"))
@@ -131,25 +131,42 @@ class ShellBolt(Bolt):
         link = self._link
         assert link is not None
         inflight = self._inflight
+        pop = inflight.pop
+        ack, fail, emit = self.ack, self.fail, self.emit
         for message in messages:
-            if not isinstance(message, dict):
+            if message.__class__ is not dict:
                 link.logger.error("the subprocess sent %.200r, not a command", message)
                 continue
             command = message.get("command")
-            if command == "ack" or command == "fail":
-                tup = inflight.pop(str(message.get("id")), None)
+            if command == "ack":
+                tup = pop(str(message.get("id")), None)
                 if tup is not None:
-                    (self.ack if command == "ack" else self.fail)(tup)
+                    ack(tup)
             elif command == "emit":
                 ids = [a for a in map(str, message.get("anchors") or ()) if a in inflight]
-                if not link.answer_emit(proc, message, [inflight[a] for a in ids], None):
-                    for a in ids:       # failed now: the subprocess's later ack finds nothing
-                        tup = inflight.pop(a, None)
-                        if tup is not None:
-                            self.fail(tup)
-            elif command == "sync":
-                pass                # a heartbeat's answer: last_heard is already updated
-            else:
+                anchors = [inflight[a] for a in ids]
+                if message.get("need_task_ids", True) is False and "task" not in message:
+                    # the common emit, answered by nothing: straight to the bolt's emit
+                    values = message.get("tuple")
+                    try:
+                        if values.__class__ is not list:
+                            raise MultilangError(f"emit without a 'tuple' list: "
+                                                 f"{message!r:.200}")
+                        emit(values, message.get("stream"), anchors=anchors)
+                        continue
+                    except (SquallError, TypeError, ValueError) as exc:
+                        self.report_error(exc)
+                elif link.answer_emit(proc, message, anchors, None):
+                    continue
+                for a in ids:           # failed now: the subprocess's later ack finds nothing
+                    tup = pop(a, None)
+                    if tup is not None:
+                        fail(tup)
+            elif command == "fail":
+                tup = pop(str(message.get("id")), None)
+                if tup is not None:
+                    fail(tup)
+            elif command != "sync":     # sync: a heartbeat's answer (last_heard is updated)
                 link.common(message, command)
 
     def _on_exit(self, proc: ShellProcess, reason: str) -> None:

@@ -53,6 +53,10 @@ class Codec(Protocol):
         """The messages completed by ``data`` (the next bytes read); MultilangError for bytes
         that are not a message."""
 
+    def encode_tuple(self, tup_id: str, component: str, stream: str, task: int,
+                     values: Any) -> bytes:
+        """The bytes of :func:`tuple_message` (``tup_id`` holds no character JSON escapes)."""
+
 
 class JsonCodec:
     """Storm's JSON encoding: a JSON value, then a line ``end``."""
@@ -63,6 +67,7 @@ class JsonCodec:
         self._buf = b""
         self._dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
         self._loads = json.loads
+        self._heads: dict[tuple[str, str], str] = {}
 
     def encode(self, message: Any) -> bytes:
         return self._dumps(message).encode() + _END
@@ -73,16 +78,36 @@ class JsonCodec:
             buf = b"\n" + buf
         parts = buf.split(_END)
         self._buf = parts.pop()
-        loads = self._loads
+        if not parts:
+            return []
+        try:        # one decode for the whole read (a list of the messages)
+            out: list[Any] = self._loads(b"[" + b",".join(parts) + b"]")
+        except ValueError:
+            out = self._each([p for p in parts if p.strip()])
+        else:
+            if len(out) != len(parts):  # a part holding two values, or a blank one
+                out = self._each([p for p in parts if p.strip()])
+        return out
+
+    def _each(self, parts: list[bytes]) -> list[Any]:
         out = []
         for part in parts:
-            if not part.strip():
-                continue
             try:
-                out.append(loads(part))
+                out.append(self._loads(part))
             except ValueError as exc:
                 raise MultilangError(f"not a JSON message: {part[:200]!r} ({exc})") from exc
         return out
+
+    def encode_tuple(self, tup_id: str, component: str, stream: str, task: int,
+                     values: Any) -> bytes:
+        """:func:`tuple_message` encoded, without building the dict."""
+        head = self._heads.get((component, stream))
+        if head is None:
+            dumps = self._dumps
+            head = self._heads[(component, stream)] = \
+                f'","comp":{dumps(component)},"stream":{dumps(stream)},"task":'
+        return f'{{"id":"{tup_id}{head}{task},"tuple":{self._dumps(list(values))}}}'\
+            .encode() + _END
 
 
 class MsgpackCodec:
@@ -100,6 +125,10 @@ class MsgpackCodec:
 
     def encode(self, message: Any) -> bytes:
         return self._packb(message)
+
+    def encode_tuple(self, tup_id: str, component: str, stream: str, task: int,
+                     values: Any) -> bytes:
+        return self._packb(tuple_message(tup_id, component, stream, task, values))
 
     def feed(self, data: bytes) -> list[Any]:
         self._unpacker.feed(data)

@@ -100,7 +100,13 @@ def _component_class(name: str, spec: Any, spout: bool, mode: str,
     python = shell.execution_command == "streamparse_run"
     if python and mode == "in-process":
         config[CLASS_KEY] = f"{user_cls.__module__}:{user_cls.__qualname__}"
-        return StreamparseSpout if spout else StreamparseBolt
+        if spout:
+            return StreamparseSpout
+        # pystorm's defaults (auto ack, anchor and fail) are squall's: squall does them
+        auto = all(getattr(user_cls, flag, True) is True
+                   for flag in ("auto_ack", "auto_anchor", "auto_fail"))
+        return StreamparseBolt if auto and not hasattr(user_cls, "process_batches") \
+            else StreamparseManualBolt
     if python:
         argv = [sys.executable, "-m", "streamparse.run",
                 f"{user_cls.__module__}.{user_cls.__qualname__}"]
@@ -242,7 +248,12 @@ def _wire(host: Any, inst: Any, spout: bool) -> _Calls:
                           direct_task: int | None = None,
                           need_task_ids: bool = False) -> list[int] | None:
                 if anchors is None:
-                    anchors = () if plain else inst._current_tups or None
+                    if not plain and not inst._current_tups:
+                        # auto-anchored to the tuple in process: squall's own fast path
+                        if direct_task is None and not need_task_ids:
+                            return emit(tup) if stream is None else emit(tup, stream)
+                    else:
+                        anchors = () if plain else inst._current_tups
                 return emit(tup, stream, anchors=anchors, direct_task=direct_task,
                             need_task_ids=need_task_ids)
             inst.emit = bolt_emit
@@ -254,28 +265,52 @@ def _wire(host: Any, inst: Any, spout: bool) -> _Calls:
 
 class StreamparseBolt(Bolt):
     """Hosts the pystorm ``Bolt`` subclass named by ``squall.streamparse.class`` in the
-    worker, one instance per task, with pystorm's ``auto_ack``/``auto_anchor``/``auto_fail``
-    semantics (``BatchingBolt`` included: its batches run on tick tuples)."""
-
-    auto_ack: ClassVar[bool] = False
-    auto_anchor: ClassVar[bool] = True
-    auto_fail: ClassVar[bool] = False
+    worker, one instance per task, for classes with pystorm's defaults (``auto_ack``,
+    ``auto_anchor``, ``auto_fail``): squall calls its ``process`` directly and acks, anchors
+    and fails as pystorm would."""
 
     @classmethod
     def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
         return _declared(config)
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        import pystorm
+        inst = self.hosted = _instance(conf, context)
+        _wire(self, inst, spout=False)
+        inst.initialize(conf, inst.context)
+        self.process = inst.process     # type: ignore[method-assign]
 
+    def process(self, tup: Tuple) -> None:
+        """Replaced per instance by ``initialize`` with the hosted instance's own."""
+        self.hosted.process(tup)
+
+    def process_tick(self, tup: Tuple) -> None:
+        self.hosted.process_tick(tup)
+
+    def cleanup(self) -> None:
+        for name in ("cleanup", "shutdown"):
+            fn = getattr(self.hosted, name, None)
+            if callable(fn):
+                fn()
+                return
+
+
+class StreamparseManualBolt(StreamparseBolt):
+    """:class:`StreamparseBolt` for classes that change pystorm's ``auto_*`` flags, and
+    ``BatchingBolt`` classes (which group in ``process`` and ack their batches themselves): acks,
+    anchors and fails as the class's flags say."""
+
+    auto_ack: ClassVar[bool] = False
+    auto_anchor: ClassVar[bool] = True
+    auto_fail: ClassVar[bool] = False
+
+    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         inst = self.hosted = _instance(conf, context)
         _wire(self, inst, spout=False)
         inst.initialize(conf, inst.context)
         user_process = inst.process
         ack, fail, report = self.ack, self.fail, self.report_error
-        auto_ack, auto_fail = bool(inst.auto_ack), bool(inst.auto_fail)
-        # a BatchingBolt acks its batches itself (process only groups)
-        acks = auto_ack and not isinstance(inst, pystorm.bolt.BatchingBolt)
+        acks = bool(inst.auto_ack) and not hasattr(inst, "process_batches")
+        auto_fail = bool(inst.auto_fail)
 
         def process(tup: Tuple) -> None:
             try:
@@ -289,24 +324,11 @@ class StreamparseBolt(Bolt):
                 ack(tup)
         self.process = process      # type: ignore[method-assign]
 
-    def process(self, tup: Tuple) -> None:
-        """Replaced per instance by ``initialize`` (the hosted class's process, acking and
-        failing as it asks)."""
-        self.hosted.process(tup)
-
     def process_tick(self, tup: Tuple) -> None:
-        inst = self.hosted
         try:
-            inst.process_tick(tup)
+            self.hosted.process_tick(tup)
         except Exception as exc:
             self.report_error(exc)
-
-    def cleanup(self) -> None:
-        for name in ("cleanup", "shutdown"):
-            fn = getattr(self.hosted, name, None)
-            if callable(fn):
-                fn()
-                return
 
 
 class StreamparseSpout(Spout):
@@ -364,5 +386,5 @@ class StreamparseShellSpout(ShellSpout):
         return module_root(str(conf.get(MODULE_KEY, "__main__")))
 
 
-__all__ = ["StreamparseBolt", "StreamparseShellBolt", "StreamparseShellSpout",
+__all__ = ["StreamparseBolt", "StreamparseManualBolt", "StreamparseShellBolt", "StreamparseShellSpout",
            "StreamparseSpout", "from_streamparse", "is_streamparse_topology"]

@@ -77,8 +77,15 @@ def test_handshake_context_has_storms_keys() -> None:
 
 
 def test_tuple_message() -> None:
-    assert tuple_message("5", "spout", "default", 2, ("a", 1)) == \
-        {"id": "5", "comp": "spout", "stream": "default", "task": 2, "tuple": ["a", 1]}
+    message = {"id": "5", "comp": "spout", "stream": "default", "task": 2, "tuple": ["a", 1]}
+    assert tuple_message("5", "spout", "default", 2, ("a", 1)) == message
+    for codec in (JsonCodec(), MsgpackCodec()):
+        for _ in range(2):          # the second from the cached head
+            data = codec.encode_tuple("5", "spout", "default", 2, ("a", 1))
+            assert codec.feed(data) == [message]
+    weird = JsonCodec().encode_tuple("6", 'sp"out', "é", -1, ("x\n", None))
+    assert JsonCodec().feed(weird) == [{"id": "6", "comp": 'sp"out', "stream": "é",
+                                        "task": -1, "tuple": ["x\n", None]}]
 
 
 def test_code_root_is_the_folder_above_the_module_package() -> None:
