@@ -192,7 +192,7 @@ class ShellBolt(Bolt):
         timeout = link.timeout
         every = min(HEARTBEAT_SECS, timeout / 3)
         beat = None
-        while not self._stopping.wait(every):
+        while not self._stopping.wait(every) and not link.host.stopped:
             proc = link.host.ensure()
             if proc is None:
                 continue

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, LocalCluster, ShellBolt, Spout, Stream, TopologyBuilder
+from squall import Bolt, LocalCluster, ShellBolt, Spout, Stream, TopologyBuilder, TopologyError
 from squall.testing import wait_until
 
 from tests.topology.conftest import info_errors
@@ -84,3 +84,12 @@ def test_protocol_from_a_subprocess_speaking_it_by_hand(
     assert any("undeclared stream 'nope'" in e for e in errors)
     assert any(r.name == "squall.component.raw" and r.levelno == logging.WARNING
                and r.getMessage().startswith("raw bolt of task") for r in caplog.records)
+
+
+def test_an_unknown_serializer_is_refused_at_submit(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("letters", Letters)
+    b.set_bolt("raw", Raw, config={"topology.multilang.serializer": "xml"}) \
+        .shuffle_grouping("letters")
+    with pytest.raises(TopologyError, match="component 'raw'.*json, msgpack.*'xml'"):
+        cluster.submit_topology("bad", {}, b.create_topology())
