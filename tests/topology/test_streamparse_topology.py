@@ -4,13 +4,17 @@ shell``), exact word counts under acking and replay; ``squall local`` takes the 
 streamparse user would name it."""
 from __future__ import annotations
 
+import collections
 import importlib.util
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from streamparse import BatchingBolt, Grouping, Spout, Topology
+from streamparse import Bolt as SPBolt
 
 from squall import LocalCluster
 from squall.api.target import load_target
@@ -66,3 +70,58 @@ def test_squall_local_runs_a_streamparse_topology_class(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     _exact(tmp_path, 20)
     assert "split" in out.stdout and "count" in out.stdout
+
+
+LOCK = threading.Lock()
+ACKED: list[int] = []
+TOTALS: collections.Counter[str] = collections.Counter()
+
+
+class Letters(Spout):
+    outputs = ["letter"]
+
+    def initialize(self, storm_conf: Any, context: Any) -> None:
+        self.todo = list(range(30))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit(["abc"[i % 3]], tup_id=i)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+
+class PerLetter(BatchingBolt):
+    outputs = ["letter", "n"]
+
+    def group_key(self, tup: Any) -> Any:
+        return tup.values[0]
+
+    def process_batch(self, key: Any, tups: Any) -> None:
+        self.emit([key, len(tups)])
+
+
+class Totals(SPBolt):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            TOTALS[tup.values[0]] += tup.values[1]
+
+
+class Batches(Topology):
+    letters = Letters.spec()
+    per_letter = PerLetter.spec(inputs={letters: Grouping.fields("letter")},
+                                config={"topology.tick.tuple.freq.secs": 1})
+    totals = Totals.spec(inputs=[per_letter])
+
+
+def test_a_batching_bolt_batches_on_ticks_and_acks_its_batches(cluster: LocalCluster) -> None:
+    from squall.multilang.streamparse import from_streamparse
+
+    cluster.submit_topology("batches", {}, from_streamparse(Batches))
+    wait_until(lambda: sorted(ACKED) == list(range(30)), 60,
+               message=lambda: f"acked {sorted(ACKED)}")
+    wait_until(lambda: sum(TOTALS.values()) == 30, 30)
+    assert TOTALS == {"a": 10, "b": 10, "c": 10}
+    assert cluster.get_topology_info("batches")["errors"] == {}
