@@ -23,7 +23,7 @@ RAW = Path(__file__).resolve().parent / "multilang" / "raw_bolt.py"
 LOCK = threading.Lock()
 ACKED: list[Any] = []
 FAILED: list[Any] = []
-SEEN: dict[str, list[tuple]] = {"default": [], "ids": []}
+SEEN: dict[str, list[tuple]] = {"default": [], "ids": [], "pick": []}
 
 
 class Letters(Spout):
@@ -49,7 +49,8 @@ class Letters(Spout):
 
 class Raw(ShellBolt):
     command = [sys.executable, str(RAW)]
-    outputs = [Stream(["x"]), Stream(["x", "ids"], name="ids")]
+    outputs = [Stream(["x"]), Stream(["x", "ids"], name="ids"),
+               Stream(["x"], name="pick", direct=True)]
     shell_metrics = ["seen"]
 
 
@@ -64,12 +65,15 @@ class Sink(Bolt):
 def test_protocol_from_a_subprocess_speaking_it_by_hand(
         cluster: LocalCluster, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="squall.component")
+    caplog.set_level(logging.INFO, logger="squall.metrics")
     b = TopologyBuilder()
     b.set_spout("letters", Letters)
     b.set_bolt("raw", Raw).shuffle_grouping("letters")
     b.set_bolt("sink", Sink, parallelism=2).shuffle_grouping("raw") \
-        .all_grouping("raw", stream="ids")
-    cluster.submit_topology("raw", {}, b.create_topology())
+        .all_grouping("raw", stream="ids").direct_grouping("raw", stream="pick")
+    cluster.submit_topology("raw", {"topology.metrics.consumer.register": ["log"],
+                                    "topology.builtin.metrics.bucket.size.secs": 1},
+                            b.create_topology())
     wait_until(lambda: len(ACKED) + len(FAILED) == 5, 60,
                message=lambda: f"acked {ACKED}, failed {FAILED}")
     assert sorted(ACKED) == ["a", "b", "c", "nope"] and FAILED == ["bad"]
@@ -78,6 +82,14 @@ def test_protocol_from_a_subprocess_speaking_it_by_hand(
     # each default-stream tuple reached the one task the worker answered to its emit
     for _task, (x, ids) in SEEN["ids"]:
         assert json.loads(ids) == [t for t, values in SEEN["default"] if values == (x,)]
+    # the direct emits reached the task they named (the higher sink task), each once
+    wait_until(lambda: len(SEEN["pick"]) == 5, 30)
+    assert {t for t, _ in SEEN["pick"]} == {max(t for t, _ in SEEN["ids"])}
+    assert sorted(v for _, (v,) in SEEN["pick"]) == ["a", "b", "bad", "c", "nope"]
+    # the subprocess's metric updates, summed per bucket, reach the metrics consumers
+    seen = lambda: sum(float(r.getMessage().split("\t")[-1]) for r in caplog.records   # noqa
+                       if r.name == "squall.metrics" and "\tseen\t" in r.getMessage())
+    wait_until(lambda: seen() == 5, 30, message=lambda: f"seen {seen()}")
     errors = [e["error"] for e in info_errors(cluster, "raw", "raw")]
     assert len(errors) == 2
     assert any("bad value" in e for e in errors)

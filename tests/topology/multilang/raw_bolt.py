@@ -4,7 +4,8 @@ For each tuple ``[x]``: emits ``[x]`` anchored on the default stream *without*
 ``need_task_ids`` (so the worker answers the task ids, which it reads), then emits
 ``[x, ids]`` on stream ``ids`` with ``"need_task_ids": false``; updates metric ``seen``;
 ``x == "bad"``: sends ``error`` and fails the tuple; ``x == "nope"``: emits on an undeclared
-stream first (the worker answers ``[]``); otherwise acks. Heartbeats get ``sync``.
+stream first (the worker answers ``[]``); otherwise acks. Heartbeats get ``sync``. Each tuple
+also goes to the highest ``sink`` task on the direct stream ``pick`` (``"task"``).
 """
 import json
 import os
@@ -57,6 +58,10 @@ while True:
     ids = task_ids(pending)
     send({"command": "emit", "stream": "ids", "anchors": [tup["id"]],
           "tuple": [x, json.dumps(ids)], "need_task_ids": False})
+    sinks = [int(t) for t, c in handshake["context"]["task->component"].items() if c == "sink"]
+    send({"command": "emit", "stream": "pick", "anchors": [tup["id"]], "tuple": [x],
+          "task": max(sinks)})
+    assert task_ids(pending) == [max(sinks)]
     send({"command": "metrics", "name": "seen", "params": 1})
     if x == "bad":
         send({"command": "error", "msg": "bad value"})
