@@ -31,6 +31,9 @@ from squall.multilang.protocol import HEARTBEAT_STREAM, HEARTBEAT_TASK, tuple_me
 log = logging.getLogger(__name__)
 #: the most seconds between two heartbeat tuples
 HEARTBEAT_SECS = 1.0
+#: how long tuples wait for a subprocess being restarted before they fail (so a subprocess
+#: that cannot start fails its tuples at most about once a second, not as fast as they come)
+RESTART_WAIT = 1.0
 
 
 class ShellBolt(Bolt):
@@ -81,11 +84,11 @@ class ShellBolt(Bolt):
 
     # -- the component's thread ----------------------------------------------------------------
     def process_batch(self, tuples: list[Tuple]) -> None:
-        """Write ``tuples`` to the subprocess; fail them if none runs (or a value cannot
-        be encoded: that tuple alone, with one error)."""
+        """Write ``tuples`` to the subprocess; fail them if none runs after RESTART_WAIT
+        (and a tuple whose values cannot be encoded, with one error)."""
         link = self._link
         assert link is not None
-        proc = link.host.ensure()
+        proc = link.host.ensure(wait=RESTART_WAIT)
         if proc is None:
             for tup in tuples:
                 self.fail(tup)

@@ -265,6 +265,7 @@ class ShellHost:
         self.key = key
         self.current: ShellProcess | None = None
         self.stopped = False
+        self._stopping = threading.Event()
         self.starts = 0
         self._lock = threading.RLock()
         self._retry_at = 0.0
@@ -275,10 +276,22 @@ class ShellHost:
         with _hosts_lock:
             _hosts.setdefault(key, set()).add(self)
 
-    def ensure(self) -> ShellProcess | None:
+    def ensure(self, wait: float = 0.0) -> ShellProcess | None:
         """The running subprocess; starts one if none runs and no restart delay is pending
         (None then, when it cannot start, and while the current one is dead but its exit
-        not yet handled: see :meth:`died`)."""
+        not yet handled: see :meth:`died`). With ``wait``, a caller that would get None
+        first waits up to that many seconds for a pending restart (or its exit handled)."""
+        proc = self.current
+        if proc is not None and proc.alive:
+            return proc
+        proc = self._ensure()
+        if proc is None and wait > 0 and not self.stopped:
+            pause = min(wait, max(0.05, self._retry_at - time.monotonic()))
+            self._stopping.wait(pause)
+            proc = self._ensure()
+        return proc
+
+    def _ensure(self) -> ShellProcess | None:
         proc = self.current
         if proc is not None:
             return proc if proc.alive else None
@@ -323,6 +336,7 @@ class ShellHost:
 
     def stop(self) -> None:
         """Stop the subprocess for good (no restart after this) and remove its pid dir."""
+        self._stopping.set()
         with self._lock:
             self.stopped = True
             proc, self.current = self.current, None

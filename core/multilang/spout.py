@@ -19,6 +19,7 @@ from squall.api.component import Spout
 from squall.api.context import TopologyContext
 from squall.errors import MultilangError
 from squall.multilang.link import ShellLink, code_root
+from squall.multilang.bolt import RESTART_WAIT
 from squall.multilang.process import ShellProcess
 
 _EXIT = object()
@@ -83,9 +84,9 @@ class ShellSpout(Spout):
         link = self._link
         if link is None:
             return
-        proc = link.host.ensure()
+        proc = link.host.ensure(wait=RESTART_WAIT)
         if proc is None:
-            return
+            return                  # none runs (a restart pending): this call is lost
         proc.send(proc.codec.encode(command))
         deadline = time.monotonic() + link.timeout
         inbox = self._inbox
