@@ -25,15 +25,12 @@ from squall.api.context import TopologyContext
 from squall.api.tuple import Tuple
 from squall.errors import MultilangError, SquallError
 from squall.multilang.link import ShellLink, code_root
-from squall.multilang.process import ShellProcess
+from squall.multilang.process import RESTART_WAIT, ShellProcess
 from squall.multilang.protocol import HEARTBEAT_STREAM, HEARTBEAT_TASK, tuple_message
 
 log = logging.getLogger(__name__)
 #: the most seconds between two heartbeat tuples
 HEARTBEAT_SECS = 1.0
-#: how long tuples wait for a subprocess being restarted before they fail (so a subprocess
-#: that cannot start fails its tuples at most about once a second, not as fast as they come)
-RESTART_WAIT = 1.0
 
 
 class ShellBolt(Bolt):

@@ -37,6 +37,9 @@ STOP_GRACE = 2.0
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
 #: a subprocess that lived this long resets the restart delay
 STABLE_SECS = 10.0
+#: how long a call or tuples wait for a subprocess being restarted before they give up (so
+#: one that cannot start fails its bolt's tuples about once a second, not as fast as they come)
+RESTART_WAIT = 1.0
 
 _hosts_lock = threading.Lock()
 _hosts: dict[tuple[str, Any], set[ShellHost]] = {}

@@ -19,8 +19,7 @@ from squall.api.component import Spout
 from squall.api.context import TopologyContext
 from squall.errors import MultilangError
 from squall.multilang.link import ShellLink, code_root
-from squall.multilang.bolt import RESTART_WAIT
-from squall.multilang.process import ShellProcess
+from squall.multilang.process import RESTART_WAIT, ShellProcess
 
 _EXIT = object()
 
