@@ -12,8 +12,9 @@ import squall
 ALL = [
     "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
     "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
+    "MultilangError",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
-    "SerializationError", "Serializer", "SingleTargetGrouping", "Spout",
+    "SerializationError", "Serializer", "ShellBolt", "ShellSpout", "SingleTargetGrouping", "Spout",
     "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "__version__", "hookimpl", "hookspec",
