@@ -87,6 +87,21 @@ def test_a_subprocess_that_hangs_is_killed_restarted_and_its_tuples_replayed(
     assert len(errors) == 1 and "answered no heartbeat for 3 s" in errors[0]["error"]
 
 
+def test_a_spout_subprocess_that_hangs_is_killed_and_restarted(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    cluster.submit_topology("ml", {"test.output.dir": str(tmp_path), "test.sentences": TOTAL,
+                                   "topology.message.timeout.secs": 20,
+                                   "test.spout.hang.after": 10,
+                                   "topology.subprocess.timeout.secs": 3}, ml.build())
+    # at least once: the new subprocess emits again what the old one had in flight
+    wait_until(lambda: set(wc.read_acks(tmp_path)) == set(range(TOTAL)), 120,
+               message=lambda: f"acked {sorted(set(wc.read_acks(tmp_path)))}")
+    wait_until(lambda: wc.read_counts(tmp_path) == wc.expected_counts(TOTAL), 30)
+    errors = info_errors(cluster, "ml", "sentences")
+    assert len(errors) == 1 and "did not answer 'next' within 3 s" in errors[0]["error"]
+    assert (tmp_path / "spout-hang.marker").exists()
+
+
 def test_leaving_the_cluster_stops_every_subprocess(tmp_path: Path) -> None:
     with LocalCluster() as cluster:
         cluster.submit_topology("ml", {"test.output.dir": str(tmp_path),
