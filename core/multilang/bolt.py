@@ -69,7 +69,8 @@ class ShellBolt(Bolt):
         self._inflight: dict[str, Tuple] = {}
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
-        self._link = ShellLink(self, conf, context,
+        self._link = ShellLink(conf, context, command=self.shell_command(conf),
+                               cwd=self.shell_cwd(conf), metric_names=self.shell_metrics,
                                emit=lambda *a, **k: self.emit(*a, **k),
                                report=lambda e: self.report_error(e),
                                on_messages=self._on_messages, on_exit=self._on_exit)

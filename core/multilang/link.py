@@ -79,15 +79,15 @@ class ShellLink:
     messages bolts and spouts share. ``emit`` and ``report`` are the component's own (its
     thread-safe proxies); ``on_messages``/``on_exit`` are the component's handlers."""
 
-    def __init__(self, component: Any, conf: dict[str, Any], context: TopologyContext, *,
+    def __init__(self, conf: dict[str, Any], context: TopologyContext, *,
+                 command: Sequence[str], cwd: str, metric_names: Sequence[str],
                  emit: Callable[..., list[int] | None], report: Callable[[Any], None],
                  on_messages: Callable[[ShellProcess, list[Any]], None],
                  on_exit: Callable[[ShellProcess, str], None]) -> None:
-        cls = type(component)
         self.emit = emit
         self.report = report
         self.logger = logging.getLogger(f"squall.component.{context.component_id}")
-        self.metric_names = list(getattr(cls, "shell_metrics", ()))
+        self.metric_names = list(metric_names)
         self.metrics: dict[str, ShellMetric] = {
             name: context.register_metric(name, ShellMetric()) for name in self.metric_names}
         where = f"component {context.component_id!r}"
@@ -99,20 +99,14 @@ class ShellLink:
         if timeout <= 0:
             raise MultilangError(f"{where}: {TIMEOUT_KEY} must be positive, got {timeout}")
         self.timeout = timeout
-        command = component.shell_command(conf)
         if isinstance(command, str) or not command:
             raise MultilangError(f"{where}: command must be a non-empty argv list, got "
                                  f"{command!r}")
         self.host = ShellHost(
-            argv=command, cwd=component.shell_cwd(conf), codec=codec, conf=dict(conf),
+            argv=command, cwd=cwd, codec=codec, conf=dict(conf),
             context=handshake_context(context), timeout=timeout, logger=self.logger,
             report=report, on_messages=on_messages, on_exit=on_exit,
             key=(context.topology_id, context.this_worker_port))
-
-    def pid(self) -> int | None:
-        """The pid of the running subprocess (None while none runs)."""
-        proc = self.host.current
-        return proc.pid if proc is not None and proc.alive else None
 
     # -- messages both kinds handle ---------------------------------------------------------
     def common(self, message: dict[str, Any], command: Any) -> None:
@@ -120,7 +114,7 @@ class ShellLink:
         if command == "log":
             level = message.get("level", 2)
             self.logger.log(LOG_LEVELS.get(level, logging.INFO), "%s",
-                                  message.get("msg", ""))
+                            message.get("msg", ""))
         elif command == "error":
             self.report(str(message.get("msg", "")))
         elif command == "metrics":
@@ -128,8 +122,8 @@ class ShellLink:
             metric = self.metrics.get(name) if isinstance(name, str) else None
             if metric is None:
                 self.logger.error("the subprocess updated metric %r, which the component "
-                                        "does not declare in shell_metrics (%s)", name,
-                                        ", ".join(self.metric_names) or "none")
+                                  "does not declare in shell_metrics (%s)", name,
+                                  ", ".join(self.metric_names) or "none")
                 return
             try:
                 metric.update(message.get("params"))
@@ -139,7 +133,7 @@ class ShellLink:
             self.logger.error("the subprocess sent an unknown command: %.200r", message)
 
     def answer_emit(self, proc: ShellProcess, message: dict[str, Any],
-                     anchors: Sequence[Tuple] | None, tup_id: Any) -> bool:
+                    anchors: Sequence[Tuple] | None, tup_id: Any) -> bool:
         """Emit what ``message`` asks and, unless it says ``"need_task_ids": false``, answer
         the task ids (an empty list for an emit that failed). Returns whether it emitted; a
         failed emit is reported as the component's error."""
@@ -161,7 +155,7 @@ class ShellLink:
             ids = self.emit(values, message.get("stream"), **kwargs)
         except (SquallError, TypeError, ValueError, RuntimeError) as exc:
             self.report(exc if isinstance(exc, SquallError) else
-                              MultilangError(f"emit {message!r:.200} failed: {exc}"))
+                        MultilangError(f"emit {message!r:.200} failed: {exc}"))
             ok = False
         if need:
             proc.send(proc.codec.encode(list(ids or [])))

@@ -52,7 +52,8 @@ class ShellSpout(Spout):
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Start the subprocess (a start that fails is reported and retried)."""
         self._inbox: queue.SimpleQueue[tuple[ShellProcess, Any]] = queue.SimpleQueue()
-        self._link = ShellLink(self, conf, context,
+        self._link = ShellLink(conf, context, command=self.shell_command(conf),
+                               cwd=self.shell_cwd(conf), metric_names=self.shell_metrics,
                                emit=lambda *a, **k: self.emit(*a, **k),
                                report=lambda e: self.report_error(e),
                                on_messages=self._on_messages, on_exit=self._on_exit)
