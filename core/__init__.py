@@ -13,6 +13,7 @@ from squall.errors import (
     ConfigError, PluginLoadError, PluginNotFoundError, SchedulingError, SerializationError,
     SquallError, StateError, TopologyError, TransportError,
 )
+from squall.errors import MultilangError
 from squall.hookspecs import hookimpl, hookspec
 from squall.spi import (
     Acker, Connection, DataPoint, Grouping, GroupingDeclaration, LoadAwareGrouping,
@@ -30,6 +31,7 @@ __all__ = [
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "hookimpl", "hookspec", "__version__",
     "Count", "Duration", "WindowedBolt",
+    "MultilangError", "ShellBolt", "ShellSpout",
 ]
 
 # Heavier pieces load on first use so `import squall` stays light.
@@ -42,6 +44,8 @@ _LAZY = {
     "WindowedBolt": "squall.windowing",
     "Count": "squall.windowing",
     "Duration": "squall.windowing",
+    "ShellBolt": "squall.multilang",
+    "ShellSpout": "squall.multilang",
 }
 
 

@@ -39,12 +39,16 @@ class Component:
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Called once per task before anything else; ``conf`` is the merged configuration."""
 
-    def emit(self, values: Sequence[Any], stream: str = "default", *,
+    def emit(self, values: Sequence[Any], stream: str | None = "default", *,
              anchors: Sequence[Tuple] | None = None, tup_id: Any = None,
              direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+        """Emit ``values`` on ``stream`` (``None`` is the default stream, as in streamparse).
+
+        Raises TopologyError for an undeclared stream, or values whose number differs from
+        the stream's declared fields (naming the component, stream, fields and count)."""
         raise RuntimeError("emit() is only available while the component runs in a topology")
 
-    def emit_many(self, values_list: Sequence[Sequence[Any]], stream: str = "default", *,
+    def emit_many(self, values_list: Sequence[Sequence[Any]], stream: str | None = "default", *,
                   anchors: Sequence[Tuple] | None = None) -> None:
         """Emit every values in ``values_list`` on ``stream`` with the same anchors.
 

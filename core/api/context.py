@@ -16,7 +16,8 @@ class TopologyContext:
                  outputs: Mapping[str, tuple[str, ...]] | None = None,
                  host: str = "127.0.0.1", register_metric: Any = None,
                  worker_tasks: Sequence[int] = (),
-                 sources: Sequence[tuple[str, str]] = ()) -> None:
+                 sources: Sequence[tuple[str, str]] = (),
+                 inputs: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
         self.component_id = component_id
@@ -29,6 +30,7 @@ class TopologyContext:
         #: the task ids this task's worker runs (``local_or_shuffle`` prefers them)
         self.worker_tasks = list(worker_tasks)
         self._sources = [(str(c), str(s)) for c, s in sources]
+        self._inputs = {c: dict(s) for c, s in (inputs or {}).items()}
 
     def component_tasks(self, component_id: str) -> list[int]:
         """Sorted task ids of a component (``[]`` if unknown)."""
@@ -38,6 +40,17 @@ class TopologyContext:
         """The ``(component, stream)`` pairs this component subscribes to (Storm's
         ``getThisSources``)."""
         return list(self._sources)
+    def task_to_component(self) -> dict[int, str]:
+        """Every task id of the topology -> its component id (a copy)."""
+        return dict(self._task_to_component)
+
+    def input_fields(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """The streams this component subscribes to: source component -> stream -> fields."""
+        return {c: dict(s) for c, s in self._inputs.items()}
+
+    def outputs(self) -> dict[str, tuple[str, ...]]:
+        """This component's declared streams -> their fields."""
+        return dict(self._outputs)
 
     def component_for_task(self, task_id: int) -> str | None:
         return self._task_to_component.get(task_id)

@@ -85,6 +85,9 @@ def load_target(target: str) -> Topology:
     obj = getattr(module, attr, None)
     if obj is None:
         raise TopologyError(f"{path} has no attribute {attr!r}")
+    from squall.multilang.streamparse import from_streamparse, is_streamparse_topology
+    if is_streamparse_topology(obj):
+        return from_streamparse(obj)
     if callable(obj) and not isinstance(obj, Topology):
         try:
             obj = obj()

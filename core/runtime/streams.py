@@ -40,3 +40,14 @@ class Sources:
             fields = spec.streams[stream].fields if spec and stream in spec.streams else ()
             src = self._cache[(component, stream)] = Source(component, stream, tuple(fields))
         return src
+
+
+def input_fields(topology: Topology, component: str) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The streams ``component`` subscribes to: source component -> stream -> its fields."""
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for inp in topology.components[component].inputs:
+        src = topology.components.get(inp.component)
+        stream = src.streams.get(inp.stream) if src is not None else None
+        out.setdefault(inp.component, {})[inp.stream] = \
+            tuple(stream.fields) if stream is not None else ()
+    return out

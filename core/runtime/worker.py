@@ -28,7 +28,7 @@ from squall.runtime.flow import Backpressure, watermarks
 from squall.runtime.load import LoadTracker
 from squall.runtime.loop import Loop
 from squall.runtime.stats import executor_stats
-from squall.runtime.streams import Sources
+from squall.runtime.streams import Sources, input_fields
 from squall.runtime.system import instantiate
 from squall.runtime.task import LocalTasks, TaskState
 from squall.runtime.timers import Timers
@@ -162,6 +162,7 @@ class Worker:
             host=self.host, worker_tasks=self.local_task_ids,
             outputs={n: s.fields for n, s in topo.components[ts.component_id].streams.items()},
             sources=[(i.component, i.stream) for i in topo.components[ts.component_id].inputs],
+            inputs=input_fields(topo, ts.component_id),
             register_metric=self._metric_registrar(ts))
         build_routes(ts, topo, self.sources, ts.context)
         inst = ts.instance

@@ -118,7 +118,8 @@ def _capture(run: _Run, worker: Any) -> None:
         def emit(values: Sequence[Any], stream: str = "default", *, _inner: Any = inner,
                  _ts: Any = ts, **kw: Any) -> Any:
             result = _inner(values, stream, **kw)
-            run.emitted[(_ts.component_id, stream)][_ts.task].append(tuple(values))
+            run.emitted[(_ts.component_id, stream or "default")][_ts.task].append(
+                tuple(values))
             return result
 
         inner_many = ts.instance.emit_many
@@ -126,7 +127,7 @@ def _capture(run: _Run, worker: Any) -> None:
         def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,
                       _inner: Any = inner_many, _ts: Any = ts, **kw: Any) -> None:
             _inner(values_list, stream, **kw)
-            run.emitted[(_ts.component_id, stream)][_ts.task].extend(
+            run.emitted[(_ts.component_id, stream or "default")][_ts.task].extend(
                 tuple(values) for values in values_list)
         ts.instance.emit = emit
         ts.instance.emit_many = emit_many

@@ -79,8 +79,9 @@ class Plans:
     def __init__(self, ts: TaskState, w: Wiring) -> None:
         queues_get = w.queues.get
         #: stream -> (choose_one, source, the queue of its one task here or None, the
-        #: keyed entry (field index, str key -> queue or task id) or None)
-        self.by_stream: dict[str, tuple[Callable[[tuple], int], Source, Any, Any]] = {}
+        #: keyed entry (field index, str key -> queue or task id) or None, the number of
+        #: fields an emit's values must have)
+        self.by_stream: dict[str, tuple[Callable[[tuple], int], Source, Any, Any, int]] = {}
         self.choose_many: dict[str, Callable[[Sequence[Sequence[Any]]], list[int]]] = {}
         self.source_of_single: dict[str, Source] = {}
         #: streams with a target that takes runs (a lazy_batch task here, or any remote task)
@@ -94,7 +95,7 @@ class Plans:
             keyed: tuple[int, dict[str, Any]] | None = \
                 (route.key_index, {}) if len(route.targets) != 1 \
                 and route.key_index is not None else None
-            self.by_stream[name] = (route.one, src, fixed, keyed)
+            self.by_stream[name] = (route.one, src, fixed, keyed, len(src.fields))
             self.choose_many[name] = choose_many_of(route)
             self.source_of_single[name] = src
             if any(t in w.lazy or t not in w.queues for t in route.targets):
@@ -129,7 +130,7 @@ def make_emit(ts: TaskState, w: Wiring, *, spout: bool) -> tuple[fast.Emit, fast
     default = plans.by_stream.get("default")
     if spout or default is None:
         return general, emit_many
-    choose0, src0, _, _ = default
+    choose0, src0, _, _, _ = default
     route0 = ts.routes["default"][0]
     if w.acking:
         emit = fast.anchored_default(ts, w, general, choose0, src0, route0.targets,

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Source, Tuple, TupleRun
-from squall.runtime.emit.general import emit_general, fast_random
+from squall.runtime.emit.general import arity_error, emit_general, fast_random
 
 if TYPE_CHECKING:
     from squall.runtime.emit import Plans, Wiring
@@ -97,9 +97,11 @@ def stream_emit(ts: TaskState, w: Wiring, plans: Plans, held: list[Any],
                 raise positional_options()
             return emit_general(ts, w, values, stream, anchors, tup_id, direct_task,
                                 need_task_ids, spout)
-        choose, src, q, keyed = plan
+        choose, src, q, keyed, arity = plan
         if values.__class__ is not tuple:
             values = tuple(values)
+        if len(values) != arity:
+            raise arity_error(ts, stream, src.fields, len(values))
         if spout:
             if tup_id is not None:
                 if not acking:
@@ -359,6 +361,10 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
         n = len(values_list)
         if not n:
             return
+        arity = len(src.fields)
+        if list(map(len, values_list)).count(arity) != n:
+            bad = next(v for v in values_list if len(v) != arity)
+            raise arity_error(ts, stream, src.fields, len(bad))
         ts.emitted += n
         if list(map(type, values_list)).count(tuple) != n:     # runs and held values: tuples
             values_list = [v if v.__class__ is tuple else tuple(v) for v in values_list]
@@ -384,6 +390,7 @@ def plain_one(ts: TaskState, general: Emit, q0: Any, src0: Source, held: list[An
     """A bolt without ackers whose default stream's one subscriber has one task, in this
     worker: every grouping picks it, so an emit is a Tuple and an append."""
     src_task = ts.task
+    arity = len(src0.fields)
     T = Tuple
     new = object.__new__
 
@@ -393,9 +400,13 @@ def plain_one(ts: TaskState, general: Emit, q0: Any, src0: Source, held: list[An
         if (stream != "default" or direct_task is not None or need_task_ids or held
                 or _kw is not KEYWORDS):
             return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
+        if values.__class__ is not tuple:
+            values = tuple(values)
+        if len(values) != arity:
+            raise arity_error(ts, stream, src0.fields, len(values))
         ts.emitted += 1
         tup = new(T)
-        tup.values = values if values.__class__ is tuple else tuple(values)
+        tup.values = values
         tup.task = src_task
         tup.src = src0
         tup.id = tup.roots = None
@@ -420,6 +431,7 @@ def plain_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[[tu
     new = object.__new__
     keyed: dict[str, Any] = {}
     keyed_get = keyed.get
+    arity = len(src0.fields)
 
     def emit_default(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
                      anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
@@ -429,6 +441,8 @@ def plain_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[[tu
             return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
         if values.__class__ is not tuple:
             values = tuple(values)
+        if len(values) != arity:
+            raise arity_error(ts, stream, src0.fields, len(values))
         ts.emitted += 1
         k = None
         if key is not None:
@@ -481,6 +495,7 @@ def anchored_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[
     q0 = queues_get(targets0[0]) if len(targets0) == 1 else None
     keyed: dict[str, Any] = {}      # as plain_default's: str key -> queue or task id
     keyed_get = keyed.get
+    arity = len(src0.fields)
 
     def emit_anchored(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
                       anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
@@ -498,6 +513,8 @@ def anchored_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[
             return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
         if values.__class__ is not tuple:
             values = tuple(values)
+        if len(values) != arity:
+            raise arity_error(ts, stream, src0.fields, len(values))
         ts.emitted += 1
         edge = rand(64)
         anchor.ackval ^= edge

@@ -1,7 +1,8 @@
 """The general emit path: every emit the fast paths (:mod:`.fast`) do not shortcut.
 
 Several subscribers, direct streams, ``need_task_ids``, several anchors, undeclared streams
-(which raise) and tracked spout tuples without a one-target shortcut all come here. Runs on
+and values that do not match the stream's fields (which raise), ``stream=None`` (the default
+stream) and tracked spout tuples without a one-target shortcut all come here. Runs on
 the worker's loop thread.
 """
 from __future__ import annotations
@@ -62,6 +63,20 @@ def routes_of(ts: TaskState, stream: str, direct_task: int | None) -> list[Route
     return routes
 
 
+def arity_error(ts: TaskState, stream: str, fields: Sequence[str], n: int) -> TopologyError:
+    """The error for an emit of ``n`` values on a stream that declares ``fields``."""
+    return TopologyError(f"component {ts.component_id!r} emitted {n} value(s) on stream "
+                         f"{stream!r}, which declares {len(fields)} field(s) {list(fields)}")
+
+
+def check_arity(ts: TaskState, stream: str, values: Sequence[Any]) -> None:
+    """Raise :func:`arity_error` unless ``values`` has one value per field of ``stream``
+    (a declared stream: check it with :func:`check_emit` first)."""
+    fields = ts.sources[stream].fields
+    if len(values) != len(fields):
+        raise arity_error(ts, stream, fields, len(values))
+
+
 def check_emit(ts: TaskState, stream: str, direct_task: int | None) -> None:
     """Raise what an emit on ``stream`` with ``direct_task`` would raise, without emitting:
     for emits checked in one thread and made in another (squall.runtime.executors.threaded)."""
@@ -89,10 +104,14 @@ def deliver(w: Wiring, task: int, tup: Tuple) -> None:
 def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, anchors: Any,
                  tup_id: Any, direct_task: int | None, need_task_ids: bool,
                  spout: bool) -> list[int] | None:
+    if stream is None:                  # as pystorm and streamparse spell the default stream
+        stream = "default"
     routes = routes_of(ts, stream, direct_task)
     if values.__class__ is not tuple:
         values = tuple(values)
     src = ts.sources[stream]
+    if len(values) != len(src.fields):
+        raise arity_error(ts, stream, src.fields, len(values))
     ts.emitted += 1
     sent: list[int] | None = [] if need_task_ids else None
     if spout:

@@ -35,7 +35,7 @@ from typing import Any
 
 from squall.api.tuple import Tuple, TupleBatch
 from squall.runtime.emit.fast import KEYWORDS, positional_options
-from squall.runtime.emit.general import check_anchors, check_emit
+from squall.runtime.emit.general import check_anchors, check_arity, check_emit
 from squall.runtime.executors.base import Executor, Services, _perf
 from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor
 from squall.runtime.executors.spout import SpoutExecutor
@@ -271,8 +271,11 @@ class ComponentThread:
             if direct():
                 return real_emit(values, stream, anchors=anchors, tup_id=tup_id,
                                  direct_task=direct_task, need_task_ids=need_task_ids)
+            if stream is None:
+                stream = "default"
             check(stream, direct_task, anchors)
             values = tuple(values)
+            check_arity(ts, stream, values)
             anchors = anchored(anchors)
             if spout:
                 ts.thread_emits += 1
@@ -295,8 +298,12 @@ class ComponentThread:
                 raise positional_options("emit_many", "values_list", "anchors")
             if direct():
                 return real_many(values_list, stream, anchors=anchors)
+            if stream is None:
+                stream = "default"
             check(stream, None, anchors)
             vals = [tuple(v) for v in values_list]
+            for v in vals:
+                check_arity(ts, stream, v)
             if not vals:
                 return
             anchors = anchored(anchors)

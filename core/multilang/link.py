@@ -1,0 +1,162 @@
+"""What shell bolts and shell spouts share (:class:`ShellLink`): the command, where it runs,
+the handshake, the subprocess's ``log``, ``error`` and ``metrics`` messages, and answering
+emits.
+
+Each task of a shell component runs its own subprocess (as in Storm). The component runs on
+a thread of its own (``dedicated_thread``): its ``emit``, ``ack``, ``fail`` and
+``report_error`` may then be called from any thread (the subprocess's reader among them) and
+are applied on the worker's loop in call order.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from squall.api.context import TopologyContext
+from squall.api.tuple import Tuple
+from squall.errors import MultilangError, SquallError
+from squall.multilang.process import ShellHost, ShellProcess
+from squall.multilang.protocol import LOG_LEVELS, codec_class, handshake_context
+
+SERIALIZER_KEY = "topology.multilang.serializer"
+TIMEOUT_KEY = "topology.subprocess.timeout.secs"
+
+
+def code_root(cls: type) -> str:
+    """The folder the module defining ``cls`` was imported from (the top of its package):
+    the code package's folder in a worker, the folder on ``sys.path`` in local mode."""
+    return module_root(cls.__module__)
+
+
+def module_root(name: str) -> str:
+    """:func:`code_root` of module ``name`` (found without running it); the working
+    directory for ``__main__`` or a module without a file."""
+    module = sys.modules.get(name)
+    file = getattr(module, "__file__", None)
+    if file is None and name != "__main__":
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        file = spec.origin if spec is not None else None
+    if not file or name == "__main__" or not os.path.isfile(file):
+        return os.getcwd()
+    root = Path(file).resolve().parent
+    for _ in range(name.count(".") + (Path(file).name == "__init__.py")):
+        root = root.parent
+    return str(root)
+
+
+class ShellMetric:
+    """A metric a subprocess updates with ``{"command": "metrics", "name", "params"}``:
+    numeric params add up over the bucket (Storm's shell count metric). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value: float = 0
+
+    def update(self, params: Any) -> None:
+        if isinstance(params, bool) or not isinstance(params, (int, float)):
+            raise TypeError(f"params must be a number, got {params!r}")
+        with self._lock:
+            self._value += params
+
+    def get_value_and_reset(self) -> float:
+        with self._lock:
+            value, self._value = self._value, 0
+        return value
+
+
+class ShellLink:
+    """One shell task's link to its subprocess: the :class:`ShellHost` that keeps it running,
+    the component's logger (``squall.component.<component id>``) and the handling of the
+    messages bolts and spouts share. ``emit`` and ``report`` are the component's own (its
+    thread-safe proxies); ``on_messages``/``on_exit`` are the component's handlers."""
+
+    def __init__(self, conf: dict[str, Any], context: TopologyContext, *,
+                 command: Sequence[str], cwd: str, metric_names: Sequence[str],
+                 emit: Callable[..., list[int] | None], report: Callable[[Any], None],
+                 on_messages: Callable[[ShellProcess, list[Any]], None],
+                 on_exit: Callable[[ShellProcess, str], None]) -> None:
+        self.emit = emit
+        self.report = report
+        self.logger = logging.getLogger(f"squall.component.{context.component_id}")
+        self.metric_names = list(metric_names)
+        self.metrics: dict[str, ShellMetric] = {
+            name: context.register_metric(name, ShellMetric()) for name in self.metric_names}
+        where = f"component {context.component_id!r}"
+        try:
+            codec = codec_class(conf.get(SERIALIZER_KEY, "json"))
+            timeout = float(conf.get(TIMEOUT_KEY) or 30)
+        except (SquallError, TypeError, ValueError) as exc:
+            raise MultilangError(f"{where}: {exc}") from exc
+        if timeout <= 0:
+            raise MultilangError(f"{where}: {TIMEOUT_KEY} must be positive, got {timeout}")
+        self.timeout = timeout
+        if isinstance(command, str) or not command:
+            raise MultilangError(f"{where}: command must be a non-empty argv list, got "
+                                 f"{command!r}")
+        self.host = ShellHost(
+            argv=command, cwd=cwd, codec=codec, conf=dict(conf),
+            context=handshake_context(context), timeout=timeout, logger=self.logger,
+            report=report, on_messages=on_messages, on_exit=on_exit,
+            key=(context.topology_id, context.this_worker_port))
+
+    # -- messages both kinds handle ---------------------------------------------------------
+    def common(self, message: dict[str, Any], command: Any) -> None:
+        """Handle ``log``, ``error``, ``metrics`` and anything unknown."""
+        if command == "log":
+            level = message.get("level", 2)
+            self.logger.log(LOG_LEVELS.get(level, logging.INFO), "%s",
+                            message.get("msg", ""))
+        elif command == "error":
+            self.report(str(message.get("msg", "")))
+        elif command == "metrics":
+            name = message.get("name")
+            metric = self.metrics.get(name) if isinstance(name, str) else None
+            if metric is None:
+                self.logger.error("the subprocess updated metric %r, which the component "
+                                  "does not declare in shell_metrics (%s)", name,
+                                  ", ".join(self.metric_names) or "none")
+                return
+            try:
+                metric.update(message.get("params"))
+            except TypeError as exc:
+                self.logger.error("metric %r: %s", name, exc)
+        else:
+            self.logger.error("the subprocess sent an unknown command: %.200r", message)
+
+    def answer_emit(self, proc: ShellProcess, message: dict[str, Any],
+                    anchors: Sequence[Tuple] | None, tup_id: Any) -> bool:
+        """Emit what ``message`` asks and, unless it says ``"need_task_ids": false``, answer
+        the task ids (an empty list for an emit that failed). Returns whether it emitted; a
+        failed emit is reported as the component's error."""
+        need = message.get("need_task_ids", True) is not False
+        values = message.get("tuple")
+        ok = True
+        ids: list[int] | None = None
+        try:
+            if not isinstance(values, list):
+                raise MultilangError(f"emit without a 'tuple' list: {message!r:.200}")
+            task = message.get("task")
+            if task is not None:
+                task = int(task)
+            kwargs: dict[str, Any] = {"direct_task": task, "need_task_ids": need}
+            if anchors is not None:
+                kwargs["anchors"] = anchors
+            if tup_id is not None:
+                kwargs["tup_id"] = tup_id
+            ids = self.emit(values, message.get("stream"), **kwargs)
+        except (SquallError, TypeError, ValueError, RuntimeError) as exc:
+            self.report(exc if isinstance(exc, SquallError) else
+                        MultilangError(f"emit {message!r:.200} failed: {exc}"))
+            ok = False
+        if need:
+            proc.send(proc.codec.encode(list(ids or [])))
+        return ok

@@ -1,0 +1,380 @@
+"""The subprocess of a shell component: one run of it (:class:`ShellProcess`), and the part
+that keeps one running, restarting it when it dies (:class:`ShellHost`).
+
+Threads, per running subprocess: a *reader* (reads stdout, decodes messages and hands them
+to the component's ``on_messages``; on end of file it calls ``on_exit`` once), a *writer*
+(writes what :meth:`ShellProcess.send` queued, so no caller ever blocks on a full pipe, and
+a reader answering task ids cannot deadlock against a writer blocked on a subprocess that is
+itself blocked writing) and a *stderr* thread (each line to the component's logger).
+
+Every :class:`ShellHost` of a worker is registered under ``(topology id, worker port)``;
+:func:`stop_worker` (the ``squall_worker_stop`` hook) stops those still running when the
+worker shuts down, so no subprocess outlives its worker even when a component's cleanup could
+not run.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from squall.errors import MultilangError
+from squall.multilang.protocol import Codec
+
+log = logging.getLogger(__name__)
+#: bytes a subprocess's writer may hold before a caller of ``wait_room`` waits
+WRITE_BACKLOG = 1 << 20
+#: how long a stopping subprocess gets to leave after its stdin closes, then after SIGTERM
+STOP_GRACE = 2.0
+#: restart delays after a subprocess that died young (doubling from the first, to the last)
+BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
+#: a subprocess that lived this long resets the restart delay
+STABLE_SECS = 10.0
+#: how long a call or tuples wait for a subprocess being restarted before they give up (so
+#: one that cannot start fails its bolt's tuples about once a second, not as fast as they come)
+RESTART_WAIT = 1.0
+
+_hosts_lock = threading.Lock()
+_hosts: dict[tuple[str, Any], set[ShellHost]] = {}
+
+
+class ShellProcess:
+    """One run of a subprocess speaking the multi-lang protocol.
+
+    ``on_messages(proc, messages)`` is called on the reader thread for every batch of decoded
+    messages; ``on_exit(proc, reason)`` once, on the reader thread, when the subprocess's
+    stdout ends (it exited, was killed, or sent bytes that are not messages). ``last_heard``
+    is the monotonic time of the last bytes read."""
+
+    def __init__(self, argv: Sequence[str], cwd: str, codec: Codec, logger: logging.Logger,
+                 on_messages: Callable[[ShellProcess, list[Any]], None],
+                 on_exit: Callable[[ShellProcess, str], None]) -> None:
+        self.argv = list(argv)
+        self.codec = codec
+        self.logger = logger
+        self._on_messages = on_messages
+        self._on_exit = on_exit
+        self._handshake: list[Any] = []
+        self._shook = threading.Event()
+        self._out: deque[bytes] = deque()
+        self._backlog = 0
+        self._cond = threading.Condition()
+        self._kill_reason: str | None = None
+        self.alive = True
+        self.pid = 0
+        self.last_heard = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(self.argv, cwd=cwd, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         bufsize=0)
+        except OSError as exc:
+            self.alive = False
+            raise MultilangError(f"cannot start {self.argv} in {cwd}: {exc}") from exc
+        self.pid = self.proc.pid
+        name = f"squall-shell-{self.proc.pid}"
+        for target, suffix in ((self._read, "out"), (self._write, "in"),
+                               (self._log_stderr, "err")):
+            threading.Thread(target=target, name=f"{name}-{suffix}", daemon=True).start()
+
+    # -- handshake -------------------------------------------------------------------------------
+    def handshake(self, conf: dict[str, Any], pid_dir: str, context: dict[str, Any],
+                  timeout: float) -> None:
+        """Send the handshake and wait for the subprocess's pid; MultilangError (and the
+        subprocess killed) if it does not answer within ``timeout`` seconds or answers
+        something else."""
+        message = {"conf": _jsonable(conf), "pidDir": pid_dir, "context": context}
+        self.send(self.codec.encode(message))
+        if not self._shook.wait(timeout) or not self._handshake:
+            reason = self._kill_reason or f"did not answer the handshake within {timeout:g} s"
+            self.kill(reason)
+            raise MultilangError(f"{self.argv}: {reason}")
+        answer = self._handshake[0]
+        if not isinstance(answer, dict) or not isinstance(answer.get("pid"), int):
+            self.kill("answered the handshake without a pid")
+            raise MultilangError(f"{self.argv}: answered the handshake with {answer!r}, "
+                                 "not {\"pid\": N}")
+
+    # -- writing -------------------------------------------------------------------------------
+    def send(self, data: bytes) -> None:
+        """Queue ``data`` for the subprocess's stdin; never blocks. Bytes sent to a dead
+        subprocess are dropped (its ``on_exit`` is, or will be, called)."""
+        with self._cond:
+            if not self.alive:
+                return
+            self._out.append(data)
+            self._backlog += len(data)
+            self._cond.notify_all()
+
+    def wait_room(self, limit: int = WRITE_BACKLOG) -> None:
+        """Wait while more than ``limit`` bytes wait to be written (and it is alive)."""
+        with self._cond:
+            while self._backlog > limit and self.alive:
+                self._cond.wait(0.5)
+
+    def _write(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        fd = stdin.fileno()
+        cond = self._cond
+        while True:
+            with cond:
+                while not self._out and self.alive:
+                    cond.wait()
+                if not self.alive:
+                    break
+                data = b"".join(self._out)
+                self._out.clear()
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            except OSError as exc:
+                code = self._wait(STOP_GRACE)     # a closed pipe: usually it exited
+                self.kill(f"exited with code {code}" if code is not None else
+                          f"stopped reading its stdin ({exc.strerror or exc})")
+                break
+            with cond:
+                self._backlog -= len(data)
+                cond.notify_all()
+        try:
+            stdin.close()
+        except OSError:
+            pass
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _read(self) -> None:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        feed = self.codec.feed
+        reason = ""
+        while True:
+            try:
+                data = os.read(fd, 1 << 16)
+            except OSError as exc:
+                reason = f"its stdout failed ({exc})"
+                break
+            if not data:
+                break
+            self.last_heard = time.monotonic()
+            try:
+                messages = feed(data)
+            except MultilangError as exc:
+                reason = f"broke the protocol: {exc}"
+                break
+            if not messages:
+                continue
+            if not self._shook.is_set():
+                self._handshake.append(messages.pop(0))
+                self._shook.set()
+                if not messages:
+                    continue
+            try:
+                self._on_messages(self, messages)
+            except Exception:
+                log.exception("handling the messages of %s (pid %d) failed", self.argv,
+                              self.pid)
+        self.kill(reason or None)
+        self._shook.set()
+        self._on_exit(self, self._kill_reason or "exited")
+
+    def _log_stderr(self) -> None:
+        stderr = self.proc.stderr
+        assert stderr is not None
+        logger = self.logger
+        for line in iter(stderr.readline, b""):
+            text = line.decode(errors="replace").rstrip()
+            if text:
+                logger.info("%s", text)
+        stderr.close()
+
+    # -- ending ----------------------------------------------------------------------------------
+    def kill(self, reason: str | None = None) -> None:
+        """Kill the subprocess now (SIGKILL) and stop writing to it; the first reason given
+        is the one ``on_exit`` reports. Safe from any thread, any number of times."""
+        with self._cond:
+            if self._kill_reason is None and reason:
+                self._kill_reason = reason
+            self.alive = False
+            self._cond.notify_all()
+        if self.proc.poll() is None:
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
+        code = self._wait(STOP_GRACE)
+        if self._kill_reason is None:
+            with self._cond:
+                if self._kill_reason is None:
+                    self._kill_reason = f"exited with code {code}" if code is not None \
+                        else "exited"
+
+    def close(self) -> None:
+        """Stop the subprocess politely: its stdin closes (pystorm and storm.py leave on end
+        of file), then SIGTERM, then SIGKILL, each after ``STOP_GRACE`` seconds."""
+        with self._cond:
+            if self._kill_reason is None:
+                self._kill_reason = "stopped"
+            self.alive = False
+            self._cond.notify_all()
+        if self._wait(STOP_GRACE) is None:
+            try:
+                self.proc.terminate()
+            except OSError:
+                pass
+            if self._wait(STOP_GRACE) is None:
+                self.kill()
+
+    def _wait(self, timeout: float) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+class ShellHost:
+    """Keeps one subprocess of one shell task running: starts it (handshake included),
+    restarts it after it dies (at once, or after a delay growing to BACKOFF_MAX while it
+    keeps dying young), stops it for good on :meth:`stop`.
+
+    ``report(message)`` records an error of the component (called once per failed start);
+    ``on_messages`` and ``on_exit`` are :class:`ShellProcess`'s. Thread-safe."""
+
+    def __init__(self, *, argv: Sequence[str], cwd: str, codec: type[Any],
+                 conf: dict[str, Any], context: dict[str, Any], timeout: float,
+                 logger: logging.Logger, report: Callable[[str], None],
+                 on_messages: Callable[[ShellProcess, list[Any]], None],
+                 on_exit: Callable[[ShellProcess, str], None],
+                 key: tuple[str, Any]) -> None:
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise MultilangError(f"command must be a non-empty list of strings, got {argv!r}")
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.codec = codec
+        self.conf = conf
+        self.context = context
+        self.timeout = timeout
+        self.logger = logger
+        self.report = report
+        self.on_messages = on_messages
+        self.on_exit = on_exit
+        self.key = key
+        self.current: ShellProcess | None = None
+        self.stopped = False
+        self._stopping = threading.Event()
+        self.starts = 0
+        self._lock = threading.RLock()
+        self._retry_at = 0.0
+        self._delay = 0.0
+        self._started_at = 0.0
+        #: the handshake's pidDir: the subprocess creates a file named by its pid here
+        self.pid_dir = tempfile.mkdtemp(prefix="squall-shell-pids-")
+        with _hosts_lock:
+            _hosts.setdefault(key, set()).add(self)
+
+    def ensure(self, wait: float = 0.0) -> ShellProcess | None:
+        """The running subprocess; starts one if none runs and no restart delay is pending
+        (None then, when it cannot start, and while the current one is dead but its exit
+        not yet handled: see :meth:`died`). With ``wait``, a caller that would get None
+        first waits up to that many seconds for a pending restart (or its exit handled)."""
+        proc = self.current
+        if proc is not None and proc.alive:
+            return proc
+        proc = self._ensure()
+        if proc is None and wait > 0 and not self.stopped:
+            pause = min(wait, max(0.05, self._retry_at - time.monotonic()))
+            self._stopping.wait(pause)
+            proc = self._ensure()
+        return proc
+
+    def _ensure(self) -> ShellProcess | None:
+        proc = self.current
+        if proc is not None:
+            return proc if proc.alive else None
+        with self._lock:
+            proc = self.current
+            if proc is not None:
+                return proc if proc.alive else None
+            if self.stopped or time.monotonic() < self._retry_at:
+                return None
+            return self._start()
+
+    def _start(self) -> ShellProcess | None:
+        now = time.monotonic()
+        if self.starts and now - self._started_at < STABLE_SECS:
+            self._delay = min(BACKOFF_MAX, self._delay * 2 if self._delay else BACKOFF_FIRST)
+        else:
+            self._delay = 0.0
+        self.starts += 1
+        self._started_at = now
+        try:
+            proc = ShellProcess(self.argv, self.cwd, self.codec(), self.logger,
+                                self.on_messages, self.on_exit)
+            proc.handshake(self.conf, self.pid_dir, self.context, self.timeout)
+        except MultilangError as exc:
+            self._retry_at = time.monotonic() + max(self._delay, BACKOFF_FIRST)
+            self.report(f"{exc}; trying again in {max(self._delay, BACKOFF_FIRST):g} s")
+            return None
+        self._retry_at = now + self._delay
+        if self.stopped:
+            proc.close()
+            return None
+        self.current = proc
+        return proc
+
+    def died(self, proc: ShellProcess) -> bool:
+        """Forget ``proc`` if it is the current subprocess; whether it was."""
+        with self._lock:
+            if self.current is proc:
+                self.current = None
+                return True
+            return False
+
+    def stop(self) -> None:
+        """Stop the subprocess for good (no restart after this) and remove its pid dir."""
+        self._stopping.set()
+        with self._lock:
+            self.stopped = True
+            proc, self.current = self.current, None
+        if proc is not None:
+            proc.close()
+        shutil.rmtree(self.pid_dir, ignore_errors=True)
+        with _hosts_lock:
+            hosts = _hosts.get(self.key)
+            if hosts is not None:
+                hosts.discard(self)
+                if not hosts:
+                    del _hosts[self.key]
+
+
+def stop_worker(topology_id: str, port: Any) -> None:
+    """Stop every subprocess the worker ``(topology_id, port)`` still runs."""
+    with _hosts_lock:
+        hosts = list(_hosts.get((topology_id, port), ()))
+    for host in hosts:
+        host.stop()
+
+
+def running_pids() -> list[int]:
+    """Pids of every shell subprocess running in this process (for tests and diagnostics)."""
+    with _hosts_lock:
+        hosts = [h for hs in _hosts.values() for h in hs]
+    return [h.current.pid for h in hosts if h.current is not None and h.current.alive]
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with what JSON or msgpack cannot hold turned into its ``str``."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

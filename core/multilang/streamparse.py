@@ -1,0 +1,390 @@
+"""streamparse compatibility: a streamparse ``Topology`` class as a squall topology, and its
+Python components (pystorm ``Bolt``/``Spout`` subclasses) hosted in-process.
+
+:func:`from_streamparse` reads the ``spec()`` DSL (each ``Bolt.spec(...)``/``Spout.spec(...)``
+attribute's ``inputs`` with their ``Grouping``, ``par``, ``config`` and the component's
+``outputs``; the class's ``config``) and builds the same topology with
+:class:`~squall.TopologyBuilder`. It reads the DSL's objects by their attributes and never
+imports streamparse. ``squall local`` and ``squall submit`` call it for a target naming such
+a class.
+
+Python components run in the worker by default, with no subprocess and no JSON
+(:class:`StreamparseBolt`, :class:`StreamparseSpout`: one pystorm instance per task, its
+``emit``/``ack``/``fail``/``log`` mapped onto squall's). With ``"squall.streamparse.mode":
+"shell"`` in the Topology's ``config`` they run as multi-lang subprocesses instead
+(``python -m streamparse.run module.Class``, as Storm runs them). Components given by
+``ShellBolt.spec(command=..., script=...)`` always run as subprocesses; Java components are
+refused with one clear error.
+
+In-process, a bolt's ``process`` gets squall's :class:`~squall.Tuple`, which has pystorm's
+``id``, ``component``, ``stream``, ``task`` and ``values`` (a plain tuple: read fields by
+position, or as ``tup["word"]``). An exception in ``process`` is reported and fails the
+tuple (with the class's ``auto_fail``); the task goes on, where pystorm would exit.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from squall.api.component import Bolt, Spout
+from squall.api.context import TopologyContext
+from squall.api.topology import Topology, resolve_class
+from squall.api.tuple import Stream, Tuple
+from squall.errors import TopologyError
+from squall.multilang.bolt import ShellBolt
+from squall.multilang.link import module_root
+from squall.multilang.protocol import LOG_LEVELS, handshake_context
+from squall.multilang.spout import ShellSpout
+
+#: component config keys the conversion sets (read in the worker)
+CLASS_KEY = "squall.streamparse.class"          # "module:Class" of the pystorm component
+OUTPUTS_KEY = "squall.streamparse.outputs"      # [[stream, [fields], direct], ...]
+COMMAND_KEY = "squall.streamparse.command"      # argv of a shell component
+MODULE_KEY = "squall.streamparse.module"        # the module whose folder a command runs in
+MODE_KEY = "squall.streamparse.mode"            # in a streamparse Topology's config
+_STORM_LEVELS = {"trace": 0, "debug": 1, "info": 2, "warn": 3, "warning": 3, "error": 4,
+                 "critical": 4}
+
+
+def is_streamparse_topology(obj: Any) -> bool:
+    """Whether ``obj`` is a streamparse ``Topology`` class (the DSL's shape: ``specs`` and
+    ``thrift_topology`` made by its metaclass)."""
+    return isinstance(obj, type) and isinstance(getattr(obj, "specs", None), list) \
+        and hasattr(obj, "thrift_topology")
+
+
+def from_streamparse(cls: type) -> Topology:
+    """The squall topology of streamparse ``Topology`` class ``cls``; TopologyError naming
+    the component for what squall cannot run (Java components, ``par`` per environment,
+    custom groupings)."""
+    from squall.api.builder import TopologyBuilder
+
+    conf = dict(getattr(cls, "config", None) or {})
+    mode = conf.get(MODE_KEY, "in-process")
+    if mode not in ("in-process", "shell"):
+        raise TopologyError(f"{MODE_KEY} must be 'in-process' or 'shell', got {mode!r}")
+    spout_names = set(getattr(cls, "thrift_spouts", {}) or {})
+    b = TopologyBuilder()
+    for spec in cls.specs:  # type: ignore[attr-defined]
+        name = spec.name
+        spout = name in spout_names
+        par = spec.par
+        if isinstance(par, bool) or not isinstance(par, int):
+            raise TopologyError(f"streamparse component {name!r}: par must be an int for "
+                                f"squall, got {par!r}")
+        config = json.loads(spec.config) if isinstance(spec.config, str) else \
+            dict(spec.config or {})
+        config[OUTPUTS_KEY] = [[s, list(info.output_fields or []), bool(info.direct)]
+                               for s, info in (spec.outputs or {}).items()]
+        squall_cls = _component_class(name, spec, spout, mode, config, cls.__module__)
+        if spout:
+            b.set_spout(name, squall_cls, parallelism=par, config=config)
+            continue
+        declarer = b.set_bolt(name, squall_cls, parallelism=par, config=config)
+        for stream_id, grouping in (spec.inputs or {}).items():
+            _subscribe(declarer, name, stream_id.componentId, stream_id.streamId, grouping)
+    return b.create_topology(conf)
+
+
+def _component_class(name: str, spec: Any, spout: bool, mode: str,
+                     config: dict[str, Any], topology_module: str) -> type:
+    shell = getattr(getattr(spec, "component_object", None), "shell", None)
+    if shell is None:
+        raise TopologyError(f"streamparse component {name!r} is a Java component; squall "
+                            "runs Python and multi-lang (shell) components only")
+    user_cls = spec.component_cls
+    python = shell.execution_command == "streamparse_run"
+    if python and mode == "in-process":
+        config[CLASS_KEY] = f"{user_cls.__module__}:{user_cls.__qualname__}"
+        if spout:
+            return StreamparseSpout
+        # pystorm's defaults (auto ack, anchor and fail) are squall's: squall does them
+        auto = all(getattr(user_cls, flag, True) is True
+                   for flag in ("auto_ack", "auto_anchor", "auto_fail"))
+        return StreamparseBolt if auto and not hasattr(user_cls, "process_batches") \
+            else StreamparseManualBolt
+    if python:
+        argv = [sys.executable, "-m", "streamparse.run",
+                f"{user_cls.__module__}.{user_cls.__qualname__}"]
+    else:
+        argv = [shell.execution_command, *str(shell.script or "").split()]
+    serializer = config.get("topology.multilang.serializer")
+    if python and serializer:
+        argv += ["-s", str(serializer)]
+    config[COMMAND_KEY] = argv
+    config[MODULE_KEY] = user_cls.__module__ if python else topology_module
+    return StreamparseShellSpout if spout else StreamparseShellBolt
+
+
+def _subscribe(declarer: Any, name: str, source: str, stream: str, grouping: Any) -> None:
+    """Subscribe to ``source``'s ``stream`` as a streamparse (Storm thrift) Grouping says."""
+    fields = getattr(grouping, "fields", None)
+    if fields is not None:
+        if fields:
+            declarer.fields_grouping(source, list(fields), stream=stream)
+        else:
+            declarer.global_grouping(source, stream=stream)
+        return
+    for attr, method in (("shuffle", "shuffle_grouping"), ("all", "all_grouping"),
+                         ("none", "none_grouping"), ("direct", "direct_grouping"),
+                         ("local_or_shuffle", "local_or_shuffle_grouping")):
+        if getattr(grouping, attr, None) is not None:
+            getattr(declarer, method)(source, stream=stream)
+            return
+    raise TopologyError(f"streamparse component {name!r}: grouping {grouping!r} on "
+                        f"{source!r} has no squall equivalent (custom Java groupings)")
+
+
+def _declared(config: Mapping[str, Any]) -> list[str | Stream]:
+    return [Stream(list(fields), name=stream, direct=bool(direct))
+            for stream, fields, direct in config.get(OUTPUTS_KEY) or ()]
+
+
+# -- hosting a pystorm component in-process -------------------------------------------------------
+def _instance(conf: dict[str, Any], context: TopologyContext) -> Any:
+    """A pystorm component of the class ``conf[CLASS_KEY]`` names, set up as pystorm's
+    handshake would set it up, without its stdin/stdout, signal handler or log handler."""
+    cls = resolve_class(conf[CLASS_KEY])
+    inst = cls(input_stream=io.BytesIO(), output_stream=io.BytesIO(), rdb_signal=None)
+    inst.topology_name = conf.get("topology.name", "")
+    inst.task_id = context.task_id
+    inst.component_name = context.component_id
+    inst.debug = bool(conf.get("topology.debug", False))
+    inst.storm_conf = conf
+    inst.context = handshake_context(context)
+    inst.logger = logging.getLogger(f"squall.component.{context.component_id}")
+    return inst
+
+
+class _Calls:
+    """Maps a hosted pystorm component's calls onto its squall host's: ``send_message`` (every
+    pystorm message: emits of classes that override ``emit``, logs through pystorm's
+    handler, errors, metrics), ``read_task_ids``, ``log`` and ``raise_exception``."""
+
+    def __init__(self, host: Any, inst: Any, spout: bool) -> None:
+        self.host = host
+        self.inst = inst
+        self.spout = spout
+        self.logger: logging.Logger = inst.logger
+        self.task_ids: list[list[int]] = []
+
+    def send_message(self, message: dict[str, Any]) -> None:
+        command = message.get("command")
+        if command == "emit":
+            ids = self.emit_message(message)
+            if message.get("need_task_ids", True) is not False:
+                self.task_ids.append(ids or [])
+        elif command == "ack" or command == "fail":
+            tup = message.get("id")
+            if not isinstance(tup, Tuple):
+                raise TopologyError(f"{command}() of an in-process streamparse bolt takes the "
+                                    f"Tuple it got, not {tup!r}")
+            (self.host.ack if command == "ack" else self.host.fail)(tup)
+        elif command == "log":
+            self.logger.log(LOG_LEVELS.get(message.get("level", 2), logging.INFO), "%s",
+                            message.get("msg", ""))
+        elif command == "error":
+            self.host.report_error(str(message.get("msg", "")))
+        elif command != "sync" and command != "metrics":
+            self.logger.error("unknown pystorm message %.200r", message)
+
+    def emit_message(self, message: dict[str, Any]) -> list[int] | None:
+        kwargs: dict[str, Any] = {"direct_task": message.get("task"),
+                                  "need_task_ids": message.get("need_task_ids", True)
+                                  is not False}
+        if self.spout:
+            kwargs["tup_id"] = message.get("id")
+        else:
+            anchors = message.get("anchors")
+            if anchors is not None:
+                kwargs["anchors"] = _tuples(anchors)
+        return self.host.emit(message["tuple"], message.get("stream"), **kwargs)
+
+    def read_task_ids(self) -> list[int]:
+        return self.task_ids.pop(0) if self.task_ids else []
+
+    def log(self, message: Any, level: str | None = None) -> None:
+        self.logger.log(LOG_LEVELS[_STORM_LEVELS.get(level or "info", 2)], "%s", message)
+
+    def raise_exception(self, exception: BaseException, tup: Any = None) -> None:
+        self.host.report_error(exception)
+
+
+def _tuples(anchors: Sequence[Any]) -> list[Tuple]:
+    for a in anchors:
+        if not isinstance(a, Tuple):
+            raise TopologyError("anchors of an in-process streamparse bolt are the Tuples it "
+                                f"got, not {a!r}")
+    return list(anchors)
+
+
+def _wire(host: Any, inst: Any, spout: bool) -> _Calls:
+    """Install the mapping on ``inst``; its ``emit`` too when the class keeps pystorm's."""
+    import pystorm
+
+    calls = _Calls(host, inst, spout)
+    inst.send_message = calls.send_message
+    inst.read_task_ids = calls.read_task_ids
+    inst.log = calls.log
+    inst.raise_exception = calls.raise_exception
+    emit = host.emit
+    base = pystorm.spout.Spout if spout else pystorm.bolt.Bolt
+    if type(inst).emit is base.emit:        # the fast way: straight to squall's emit
+        if spout:
+            def spout_emit(tup: Any, tup_id: Any = None, stream: str | None = None,
+                           direct_task: int | None = None,
+                           need_task_ids: bool = False) -> list[int] | None:
+                return emit(tup, stream, tup_id=tup_id, direct_task=direct_task,
+                            need_task_ids=need_task_ids)
+            inst.emit = spout_emit
+        else:
+            plain = not inst.auto_anchor
+
+            def bolt_emit(tup: Any, stream: str | None = None, anchors: Any = None,
+                          direct_task: int | None = None,
+                          need_task_ids: bool = False) -> list[int] | None:
+                if anchors is None:
+                    if not plain and not inst._current_tups:
+                        # auto-anchored to the tuple in process: squall's own fast path
+                        if direct_task is None and not need_task_ids:
+                            return emit(tup) if stream is None else emit(tup, stream)
+                    else:
+                        anchors = () if plain else inst._current_tups
+                return emit(tup, stream, anchors=anchors, direct_task=direct_task,
+                            need_task_ids=need_task_ids)
+            inst.emit = bolt_emit
+    if not spout:
+        inst.ack = host.ack
+        inst.fail = host.fail
+    return calls
+
+
+class StreamparseBolt(Bolt):
+    """Hosts the pystorm ``Bolt`` subclass named by ``squall.streamparse.class`` in the
+    worker, one instance per task, for classes with pystorm's defaults (``auto_ack``,
+    ``auto_anchor``, ``auto_fail``): squall calls its ``process`` directly and acks, anchors
+    and fails as pystorm would."""
+
+    @classmethod
+    def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
+        return _declared(config)
+
+    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        inst = self.hosted = _instance(conf, context)
+        _wire(self, inst, spout=False)
+        inst.initialize(conf, inst.context)
+        self.process = inst.process     # type: ignore[method-assign]
+
+    def process(self, tup: Tuple) -> None:
+        """Replaced per instance by ``initialize`` with the hosted instance's own."""
+        self.hosted.process(tup)
+
+    def process_tick(self, tup: Tuple) -> None:
+        self.hosted.process_tick(tup)
+
+    def cleanup(self) -> None:
+        for name in ("cleanup", "shutdown"):
+            fn = getattr(self.hosted, name, None)
+            if callable(fn):
+                fn()
+                return
+
+
+class StreamparseManualBolt(StreamparseBolt):
+    """:class:`StreamparseBolt` for classes that change pystorm's ``auto_*`` flags, and
+    ``BatchingBolt`` classes (which group in ``process`` and ack their batches themselves): acks,
+    anchors and fails as the class's flags say."""
+
+    auto_ack: ClassVar[bool] = False
+    auto_anchor: ClassVar[bool] = True
+    auto_fail: ClassVar[bool] = False
+
+    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        inst = self.hosted = _instance(conf, context)
+        _wire(self, inst, spout=False)
+        inst.initialize(conf, inst.context)
+        user_process = inst.process
+        ack, fail, report = self.ack, self.fail, self.report_error
+        acks = bool(inst.auto_ack) and not hasattr(inst, "process_batches")
+        auto_fail = bool(inst.auto_fail)
+
+        def process(tup: Tuple) -> None:
+            try:
+                user_process(tup)
+            except Exception as exc:
+                report(exc)
+                if auto_fail:
+                    fail(tup)
+                return
+            if acks:
+                ack(tup)
+        self.process = process      # type: ignore[method-assign]
+
+    def process_tick(self, tup: Tuple) -> None:
+        try:
+            self.hosted.process_tick(tup)
+        except Exception as exc:
+            self.report_error(exc)
+
+
+class StreamparseSpout(Spout):
+    """Hosts the pystorm ``Spout`` subclass named by ``squall.streamparse.class`` in the
+    worker, one instance per task."""
+
+    @classmethod
+    def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
+        return _declared(config)
+
+    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        inst = self.hosted = _instance(conf, context)
+        _wire(self, inst, spout=True)
+        inst.initialize(conf, inst.context)
+        self.next_tuple = inst.next_tuple      # type: ignore[method-assign]
+
+    def ack(self, tup_id: Any) -> None:
+        self.hosted.ack(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        self.hosted.fail(tup_id)
+
+    def activate(self) -> None:
+        self.hosted.activate()
+
+    def deactivate(self) -> None:
+        self.hosted.deactivate()
+
+
+class StreamparseShellBolt(ShellBolt):
+    """A streamparse component run as a multi-lang subprocess (``squall.streamparse.command``)."""
+
+    @classmethod
+    def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
+        return _declared(config)
+
+    def shell_command(self, conf: Mapping[str, Any]) -> Sequence[str]:
+        return list(conf.get(COMMAND_KEY) or ())
+
+    def shell_cwd(self, conf: Mapping[str, Any]) -> str:
+        return module_root(str(conf.get(MODULE_KEY, "__main__")))
+
+
+class StreamparseShellSpout(ShellSpout):
+    """A streamparse spout run as a multi-lang subprocess (``squall.streamparse.command``)."""
+
+    @classmethod
+    def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
+        return _declared(config)
+
+    def shell_command(self, conf: Mapping[str, Any]) -> Sequence[str]:
+        return list(conf.get(COMMAND_KEY) or ())
+
+    def shell_cwd(self, conf: Mapping[str, Any]) -> str:
+        return module_root(str(conf.get(MODULE_KEY, "__main__")))
+
+
+__all__ = ["StreamparseBolt", "StreamparseManualBolt", "StreamparseShellBolt", "StreamparseShellSpout",
+           "StreamparseSpout", "from_streamparse", "is_streamparse_topology"]

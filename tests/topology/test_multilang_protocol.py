@@ -1,0 +1,107 @@
+"""The worker's side of the multi-lang protocol, checked against a subprocess that speaks it by
+hand: emits answered with their target task ids unless ``need_task_ids`` is false, streams,
+anchoring, ``ack``/``fail``, ``error`` reported as the component's error, an emit on an
+undeclared stream reported (and answered) while the subprocess goes on, ``log`` levels."""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import Bolt, LocalCluster, ShellBolt, Spout, Stream, TopologyBuilder, TopologyError
+from squall.testing import wait_until
+
+from tests.topology.conftest import info_errors
+
+pytestmark = pytest.mark.timeout(120)
+RAW = Path(__file__).resolve().parent / "multilang" / "raw_bolt.py"
+LOCK = threading.Lock()
+ACKED: list[Any] = []
+FAILED: list[Any] = []
+SEEN: dict[str, list[tuple]] = {"default": [], "ids": [], "pick": []}
+
+
+class Letters(Spout):
+    outputs = ["x"]
+    items = ["a", "b", "bad", "nope", "c"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(self.items)
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            x = self.todo.pop(0)
+            self.emit([x], tup_id=x)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class Raw(ShellBolt):
+    command = [sys.executable, str(RAW)]
+    outputs = [Stream(["x"]), Stream(["x", "ids"], name="ids"),
+               Stream(["x"], name="pick", direct=True)]
+    shell_metrics = ["seen"]
+
+
+class Sink(Bolt):
+    outputs = ["x"]
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            SEEN[tup.stream].append((self.context.task_id, tup.values))
+
+
+def test_protocol_from_a_subprocess_speaking_it_by_hand(
+        cluster: LocalCluster, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="squall.component")
+    caplog.set_level(logging.INFO, logger="squall.metrics")
+    b = TopologyBuilder()
+    b.set_spout("letters", Letters)
+    b.set_bolt("raw", Raw).shuffle_grouping("letters")
+    b.set_bolt("sink", Sink, parallelism=2).shuffle_grouping("raw") \
+        .all_grouping("raw", stream="ids").direct_grouping("raw", stream="pick")
+    cluster.submit_topology("raw", {"topology.metrics.consumer.register": ["log"],
+                                    "topology.builtin.metrics.bucket.size.secs": 1},
+                            b.create_topology())
+    wait_until(lambda: len(ACKED) + len(FAILED) == 5, 60,
+               message=lambda: f"acked {ACKED}, failed {FAILED}")
+    assert sorted(ACKED) == ["a", "b", "c", "nope"] and FAILED == ["bad"]
+    wait_until(lambda: len(SEEN["ids"]) == 10, 30, message=lambda: f"seen {SEEN}")
+    assert len({t for t, _ in SEEN["ids"]}) == 2         # all grouping: both sink tasks
+    # each default-stream tuple reached the one task the worker answered to its emit
+    for _task, (x, ids) in SEEN["ids"]:
+        assert json.loads(ids) == [t for t, values in SEEN["default"] if values == (x,)]
+    # the direct emits reached the task they named (the higher sink task), each once
+    wait_until(lambda: len(SEEN["pick"]) == 5, 30)
+    assert {t for t, _ in SEEN["pick"]} == {max(t for t, _ in SEEN["ids"])}
+    assert sorted(v for _, (v,) in SEEN["pick"]) == ["a", "b", "bad", "c", "nope"]
+    # the subprocess's metric updates, summed per bucket, reach the metrics consumers
+    seen = lambda: sum(float(r.getMessage().split("\t")[-1]) for r in caplog.records   # noqa
+                       if r.name == "squall.metrics" and "\tseen\t" in r.getMessage())
+    wait_until(lambda: seen() == 5, 30, message=lambda: f"seen {seen()}")
+    errors = [e["error"] for e in info_errors(cluster, "raw", "raw")]
+    assert len(errors) == 2
+    assert any("bad value" in e for e in errors)
+    assert any("undeclared stream 'nope'" in e for e in errors)
+    assert any(r.name == "squall.component.raw" and r.levelno == logging.WARNING
+               and r.getMessage().startswith("raw bolt of task") for r in caplog.records)
+
+
+def test_an_unknown_serializer_is_refused_at_submit(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("letters", Letters)
+    b.set_bolt("raw", Raw, config={"topology.multilang.serializer": "xml"}) \
+        .shuffle_grouping("letters")
+    with pytest.raises(TopologyError, match="component 'raw'.*json, msgpack.*'xml'"):
+        cluster.submit_topology("bad", {}, b.create_topology())

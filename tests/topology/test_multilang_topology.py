@@ -1,0 +1,139 @@
+"""Multi-lang components in a LocalCluster, with real clients: a pystorm 3.1.4 spout and bolt
+(from PyPI) and a Node count bolt written against the protocol. Exact word counts under acking
+and replay, also when a subprocess dies or hangs (one error, tuples in flight failed and
+replayed, the subprocess restarted); msgpack; logs, stderr and errors where a user looks; no
+subprocess outlives the cluster."""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import LocalCluster, ShellBolt, TopologyBuilder
+from squall.multilang.process import running_pids
+from squall.testing import wait_until
+
+from tests.topology.conftest import info_errors
+
+TOPOLOGIES = Path(__file__).resolve().parent.parent / "integration" / "topologies"
+pytestmark = [pytest.mark.timeout(240)]
+
+
+def _load(name: str) -> Any:
+    if str(TOPOLOGIES) not in sys.path:
+        sys.path.insert(0, str(TOPOLOGIES))
+    spec = importlib.util.spec_from_file_location(name, TOPOLOGIES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+ml = _load("multilang_wordcount")
+wc = _load("acked_wordcount")
+TOTAL = 60
+
+
+def _run(cluster: LocalCluster, out: Path, topology: Any, **conf: Any) -> None:
+    cluster.submit_topology("ml", {"test.output.dir": str(out), "test.sentences": TOTAL,
+                                   "topology.message.timeout.secs": 20, **conf}, topology)
+    wait_until(lambda: sorted(wc.read_acks(out)) == list(range(TOTAL)), 120,
+               message=lambda: f"acked: {sorted(wc.read_acks(out))}; errors: "
+                               f"{cluster.get_topology_info('ml')['errors']}")
+    assert wc.read_counts(out) == wc.expected_counts(TOTAL)
+    assert max(wc.counted_words(out).values()) == 1        # each word counted once
+    assert sorted(wc.read_acks(out)) == list(range(TOTAL))  # each sentence acked once
+
+
+def test_pystorm_and_node_word_count_is_exact(cluster: LocalCluster, tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="squall.component")
+    _run(cluster, tmp_path, ml.build())
+    assert cluster.get_topology_info("ml")["errors"] == {}
+    # the Node bolt's log command at level 3, and pystorm's logger, under the component
+    assert any(r.name == "squall.component.count" and r.levelno == logging.WARNING
+               and "count task" in r.getMessage() for r in caplog.records)
+    assert any(r.name == "squall.component.split" and r.levelno == logging.WARNING
+               and "split task" in r.getMessage() for r in caplog.records)
+
+
+def test_msgpack_serializer(cluster: LocalCluster, tmp_path: Path) -> None:
+    _run(cluster, tmp_path, ml.build(ml.MsgpackSplit,
+                                     {"topology.multilang.serializer": "msgpack"}))
+    assert cluster.get_topology_info("ml")["errors"] == {}
+
+
+def test_a_subprocess_that_dies_is_restarted_and_its_tuples_replayed(
+        cluster: LocalCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="squall.component")
+    _run(cluster, tmp_path, ml.build(), **{"test.split.die.on": 7})
+    errors = info_errors(cluster, "ml", "split")
+    assert len(errors) == 1 and "exited with code 3" in errors[0]["error"]
+    assert "restarting" in errors[0]["error"]
+    # its stderr reached the worker's log under the component
+    assert any(r.name == "squall.component.split" and "split dies on sentence 7" in
+               r.getMessage() for r in caplog.records)
+
+
+def test_a_subprocess_that_hangs_is_killed_restarted_and_its_tuples_replayed(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    _run(cluster, tmp_path, ml.build(), **{"test.split.hang.on": 7,
+                                           "topology.subprocess.timeout.secs": 3})
+    errors = info_errors(cluster, "ml", "split")
+    assert len(errors) == 1 and "answered no heartbeat for 3 s" in errors[0]["error"]
+
+
+def test_a_spout_subprocess_that_hangs_is_killed_and_restarted(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    cluster.submit_topology("ml", {"test.output.dir": str(tmp_path), "test.sentences": TOTAL,
+                                   "topology.message.timeout.secs": 20,
+                                   "test.spout.hang.after": 10,
+                                   "topology.subprocess.timeout.secs": 3}, ml.build())
+    # at least once: the new subprocess emits again what the old one had in flight
+    wait_until(lambda: set(wc.read_acks(tmp_path)) == set(range(TOTAL)), 120,
+               message=lambda: f"acked {sorted(set(wc.read_acks(tmp_path)))}")
+    wait_until(lambda: wc.read_counts(tmp_path) == wc.expected_counts(TOTAL), 30)
+    errors = info_errors(cluster, "ml", "sentences")
+    assert len(errors) == 1 and "did not answer 'next' within 3 s" in errors[0]["error"]
+    assert (tmp_path / "spout-hang.marker").exists()
+
+
+def test_leaving_the_cluster_stops_every_subprocess(tmp_path: Path) -> None:
+    with LocalCluster() as cluster:
+        cluster.submit_topology("ml", {"test.output.dir": str(tmp_path),
+                                       "test.sentences": 5}, ml.build())
+        pids = wait_until(lambda: len(running_pids()) == 5 and running_pids(), 60,
+                          message="five subprocesses (spout, 2 split, 2 count)")
+    assert running_pids() == []
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or \
+            Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+class Missing(ShellBolt):
+    command = ["/nonexistent/squall-shell-command"]
+    outputs = ["word", "sid", "pos"]
+
+
+def test_a_command_that_cannot_start_is_one_error_and_the_rest_runs(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    b = TopologyBuilder()
+    b.set_spout("sentences", ml.Sentences)
+    b.set_bolt("missing", Missing).shuffle_grouping("sentences")
+    b.set_bolt("split", ml.Split).shuffle_grouping("sentences")
+    cluster.submit_topology("ml", {"test.output.dir": str(tmp_path), "test.sentences": 3,
+                                   "topology.message.timeout.secs": 5}, b.create_topology())
+    error = wait_until(lambda: info_errors(cluster, "ml", "missing"), 60,
+                       message="the error of the missing command")[0]["error"]
+    assert "cannot start ['/nonexistent/squall-shell-command']" in error
+    assert "No such file" in error
+    # the bolt without a subprocess fails what it gets (so its spout replays it), while the
+    # other bolt and the spout run on
+    stats = lambda: cluster.get_topology_info("ml")["components"]   # noqa: E731
+    wait_until(lambda: stats()["missing"]["failed"] >= 3 and stats()["split"]["acked"] >= 3,
+               60, message=lambda: f"stats: {stats()}")
+    assert len(running_pids()) == 2

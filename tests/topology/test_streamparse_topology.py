@@ -1,0 +1,127 @@
+"""streamparse 5 topologies (from PyPI) run by squall: the ``Topology`` class as a target,
+its pystorm components in-process (and as subprocesses with ``squall.streamparse.mode:
+shell``), exact word counts under acking and replay; ``squall local`` takes the class as a
+streamparse user would name it."""
+from __future__ import annotations
+
+import collections
+import importlib.util
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamparse import BatchingBolt, Grouping, Spout, Topology
+from streamparse import Bolt as SPBolt
+
+from squall import LocalCluster
+from squall.api.target import load_target
+from squall.testing import wait_until
+
+from tests.topology.conftest import info_errors
+
+TOPOLOGIES = Path(__file__).resolve().parent.parent / "integration" / "topologies"
+TARGET = str(TOPOLOGIES / "streamparse_wordcount.py")
+pytestmark = pytest.mark.timeout(180)
+TOTAL = 60
+
+
+def _wordcount() -> Any:
+    spec = importlib.util.spec_from_file_location("acked_wordcount_readers",
+                                                  TOPOLOGIES / "acked_wordcount.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+wc = _wordcount()
+
+
+def _exact(out: Path, total: int) -> None:
+    assert wc.read_counts(out) == wc.expected_counts(total)
+    assert max(wc.counted_words(out).values()) == 1
+    assert sorted(wc.read_acks(out)) == list(range(total))
+
+
+@pytest.mark.parametrize("attr", ["WordCount", "ShellWordCount"])
+def test_streamparse_word_count_is_exact_with_a_failure_replayed(
+        cluster: LocalCluster, tmp_path: Path, attr: str) -> None:
+    topology = load_target(f"{TARGET}:{attr}")
+    cluster.submit_topology("sp", {"test.output.dir": str(tmp_path), "test.sentences": TOTAL,
+                                   "test.split.fail.on": 7}, topology)
+    wait_until(lambda: sorted(wc.read_acks(tmp_path)) == list(range(TOTAL)), 120,
+               message=lambda: f"acked {sorted(wc.read_acks(tmp_path))}; errors "
+                               f"{cluster.get_topology_info('sp')['errors']}")
+    wait_until(lambda: wc.read_counts(tmp_path) == wc.expected_counts(TOTAL), 30)
+    _exact(tmp_path, TOTAL)
+    errors = info_errors(cluster, "sp", "split")
+    assert errors and all("refuses sentence 7" in e["error"] or "exited with code 1" in
+                          e["error"] for e in errors)
+    assert (tmp_path / "fail-7.marker").exists()
+
+
+def test_squall_local_runs_a_streamparse_topology_class(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "squall.cli.main", "local", f"{TARGET}:WordCount",
+         "--duration", "5", "-c", f"test.output.dir={tmp_path}", "-c", "test.sentences=20"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    _exact(tmp_path, 20)
+    assert "split" in out.stdout and "count" in out.stdout
+
+
+LOCK = threading.Lock()
+ACKED: list[int] = []
+TOTALS: collections.Counter[str] = collections.Counter()
+
+
+class Letters(Spout):
+    outputs = ["letter"]
+
+    def initialize(self, storm_conf: Any, context: Any) -> None:
+        self.todo = list(range(30))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit(["abc"[i % 3]], tup_id=i)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+
+class PerLetter(BatchingBolt):
+    outputs = ["letter", "n"]
+
+    def group_key(self, tup: Any) -> Any:
+        return tup.values[0]
+
+    def process_batch(self, key: Any, tups: Any) -> None:
+        self.emit([key, len(tups)])
+
+
+class Totals(SPBolt):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            TOTALS[tup.values[0]] += tup.values[1]
+
+
+class Batches(Topology):
+    letters = Letters.spec()
+    per_letter = PerLetter.spec(inputs={letters: Grouping.fields("letter")},
+                                config={"topology.tick.tuple.freq.secs": 1})
+    totals = Totals.spec(inputs=[per_letter])
+
+
+def test_a_batching_bolt_batches_on_ticks_and_acks_its_batches(cluster: LocalCluster) -> None:
+    from squall.multilang.streamparse import from_streamparse
+
+    cluster.submit_topology("batches", {}, from_streamparse(Batches))
+    wait_until(lambda: sorted(ACKED) == list(range(30)), 60,
+               message=lambda: f"acked {sorted(ACKED)}")
+    wait_until(lambda: sum(TOTALS.values()) == 30, 30)
+    assert TOTALS == {"a": 10, "b": 10, "c": 10}
+    assert cluster.get_topology_info("batches")["errors"] == {}

@@ -1,0 +1,102 @@
+"""The multi-lang framing (JSON with ``end`` lines, msgpack back to back) however the bytes
+are cut into reads, the handshake's context, and where a shell command runs."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from squall import ConfigError, MultilangError
+from squall.api.context import TopologyContext
+from squall.multilang.link import ShellMetric, code_root
+from squall.multilang.protocol import (
+    JsonCodec, MsgpackCodec, codec_class, handshake_context, tuple_message,
+)
+
+MESSAGES = [
+    {"command": "emit", "tuple": ["the cow", 1], "anchors": ["7"], "need_task_ids": False},
+    [3, 4],
+    {"command": "log", "msg": "line one\nline two", "level": 3},
+    {"command": "sync"},
+]
+
+
+def _cut(data: bytes, size: int) -> list[bytes]:
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64, 100000])
+def test_json_messages_survive_any_cut(size: int) -> None:
+    data = b"".join(JsonCodec().encode(m) for m in MESSAGES)
+    codec = JsonCodec()
+    got = [m for chunk in _cut(data, size) for m in codec.feed(chunk)]
+    assert got == MESSAGES
+
+
+def test_json_is_storms_framing() -> None:
+    assert JsonCodec().encode({"command": "sync"}) == b'{"command":"sync"}\nend\n'
+    # a pretty-printed message over several lines, as other adapters may send
+    text = json.dumps({"command": "ack", "id": "12"}, indent=2).encode() + b"\nend\n"
+    assert JsonCodec().feed(text) == [{"command": "ack", "id": "12"}]
+
+
+def test_json_garbage_is_one_clear_error() -> None:
+    with pytest.raises(MultilangError, match="not a JSON message"):
+        JsonCodec().feed(b"hello there\nend\n")
+
+
+@pytest.mark.parametrize("size", [1, 5, 100000])
+def test_msgpack_messages_survive_any_cut(size: int) -> None:
+    data = b"".join(msgpack.packb(m) for m in MESSAGES)
+    codec = MsgpackCodec()
+    got = [m for chunk in _cut(data, size) for m in codec.feed(chunk)]
+    assert got == MESSAGES
+    assert msgpack.unpackb(MsgpackCodec().encode({"a": [1]})) == {"a": [1]}
+
+
+def test_serializer_names() -> None:
+    assert codec_class("json") is JsonCodec and codec_class("msgpack") is MsgpackCodec
+    with pytest.raises(ConfigError, match="json, msgpack.*'xml'"):
+        codec_class("xml")
+
+
+def test_handshake_context_has_storms_keys() -> None:
+    ctx = TopologyContext(topology_id="t-1", topology_name="t", component_id="split",
+                          task_id=3, task_to_component={1: "spout", 2: "split", 3: "split"},
+                          this_worker_port=6700, outputs={"default": ("word",)},
+                          inputs={"spout": {"default": ("sentence",)}})
+    hc = handshake_context(ctx)
+    assert hc["taskid"] == 3 and hc["componentid"] == "split"
+    assert hc["task->component"] == {"1": "spout", "2": "split", "3": "split"}
+    assert hc["stream->outputfields"] == {"default": ["word"]}
+    assert hc["source->stream->fields"] == {"spout": {"default": ["sentence"]}}
+    assert json.loads(json.dumps(hc)) == hc
+
+
+def test_tuple_message() -> None:
+    message = {"id": "5", "comp": "spout", "stream": "default", "task": 2, "tuple": ["a", 1]}
+    assert tuple_message("5", "spout", "default", 2, ("a", 1)) == message
+    for codec in (JsonCodec(), MsgpackCodec()):
+        for _ in range(2):          # the second from the cached head
+            data = codec.encode_tuple("5", "spout", "default", 2, ("a", 1))
+            assert codec.feed(data) == [message]
+    weird = JsonCodec().encode_tuple("6", 'sp"out', "é", -1, ("x\n", None))
+    assert JsonCodec().feed(weird) == [{"id": "6", "comp": 'sp"out', "stream": "é",
+                                        "task": -1, "tuple": ["x\n", None]}]
+
+
+def test_code_root_is_the_folder_above_the_module_package() -> None:
+    assert code_root(ShellMetric) == str(Path(sys.modules["squall"].__file__).parent.parent)
+
+
+def test_shell_metric_adds_numbers_and_refuses_others() -> None:
+    m = ShellMetric()
+    m.update(2)
+    m.update(1.5)
+    with pytest.raises(TypeError):
+        m.update("x")
+    assert m.get_value_and_reset() == 3.5
+    assert m.get_value_and_reset() == 0

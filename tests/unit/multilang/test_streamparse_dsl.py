@@ -1,0 +1,99 @@
+"""A streamparse ``Topology`` class (its ``spec()`` DSL, streamparse 5 from PyPI) becomes the
+same squall topology: components, parallelism, config, streams and every grouping; what squall
+cannot run is one clear error."""
+from __future__ import annotations
+
+import pytest
+from streamparse import Bolt, Grouping, JavaBolt, Spout, Stream, Topology
+
+from squall import TopologyError
+from squall.api.target import load_target
+from squall.multilang.streamparse import (
+    StreamparseBolt, StreamparseShellBolt, StreamparseSpout, from_streamparse,
+)
+
+
+class Words(Spout):
+    outputs = [Stream(["word"]), Stream(["word", "why"], name="odd"),
+               Stream(["word"], name="pick", direct=True)]
+
+
+class Count(Bolt):
+    outputs = ["word", "count"]
+
+
+class Everything(Topology):
+    config = {"topology.workers": 2, "my.key": "v"}
+    words = Words.spec(par=2)
+    by_field = Count.spec(inputs={words: Grouping.fields("word")}, par=3,
+                          config={"k": 1})
+    shuffled = Count.spec(inputs=[words])
+    to_all = Count.spec(inputs={words["odd"]: Grouping.ALL})
+    to_one = Count.spec(inputs={words: Grouping.GLOBAL})
+    local = Count.spec(inputs={words: Grouping.LOCAL_OR_SHUFFLE, by_field: Grouping.NONE})
+    direct = Count.spec(inputs={words["pick"]: Grouping.DIRECT})
+
+
+def test_every_part_of_the_dsl_is_carried_over() -> None:
+    t = from_streamparse(Everything)
+    assert t.conf == {"topology.workers": 2, "my.key": "v"}
+    c = t.components
+    assert c["words"].cls is StreamparseSpout and c["words"].parallelism == 2
+    assert {n: list(s.fields) for n, s in c["words"].streams.items()} == \
+        {"default": ["word"], "odd": ["word", "why"], "pick": ["word"]}
+    assert c["words"].streams["pick"].direct
+    assert c["by_field"].cls is StreamparseBolt and c["by_field"].parallelism == 3
+    assert c["by_field"].config["k"] == 1
+    assert c["by_field"].config["squall.streamparse.class"] == f"{__name__}:Count"
+    grouping = {cid: sorted((i.component, i.stream, i.grouping, tuple(i.fields))
+                            for i in spec.inputs) for cid, spec in c.items() if spec.inputs}
+    assert grouping == {
+        "by_field": [("words", "default", "fields", ("word",))],
+        "shuffled": [("words", "default", "shuffle", ())],
+        "to_all": [("words", "odd", "all", ())],
+        "to_one": [("words", "default", "global", ())],
+        "local": [("by_field", "default", "none", ()),
+                  ("words", "default", "local_or_shuffle", ())],
+        "direct": [("words", "pick", "direct", ())],
+    }
+
+
+def test_shell_mode_runs_python_components_through_streamparse_run() -> None:
+    class Shelled(Topology):
+        config = {"squall.streamparse.mode": "shell"}
+        words = Words.spec()
+        count = Count.spec(inputs=[words])
+
+    spec = from_streamparse(Shelled).components["count"]
+    assert spec.cls is StreamparseShellBolt
+    assert spec.config["squall.streamparse.command"][1:] == \
+        ["-m", "streamparse.run", f"{__name__}.Count"]
+
+
+def test_what_squall_cannot_run_is_one_clear_error() -> None:
+    class WithJava(Topology):
+        words = Words.spec()
+        java = JavaBolt.spec(full_class_name="org.example.Bolt", args_list=[], inputs=[words],
+                             outputs=["x"])
+
+    with pytest.raises(TopologyError, match="'java' is a Java component"):
+        from_streamparse(WithJava)
+
+    class PerEnvironment(Topology):
+        words = Words.spec(par={"prod": 4})
+
+    with pytest.raises(TopologyError, match="'words': par must be an int"):
+        from_streamparse(PerEnvironment)
+
+    class BadMode(Topology):
+        config = {"squall.streamparse.mode": "fast"}
+        words = Words.spec()
+
+    with pytest.raises(TopologyError, match="'in-process' or 'shell'"):
+        from_streamparse(BadMode)
+
+
+def test_a_target_may_name_a_streamparse_topology() -> None:
+    t = load_target(f"{__name__}:Everything")
+    assert sorted(t.components) == ["by_field", "direct", "local", "shuffled", "to_all",
+                                    "to_one", "words"]
