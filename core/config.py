@@ -58,6 +58,10 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
                      "supervisor.disk.slots"], (int,)),
     **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
     "squall.metrics.consumer": (dict,),
+    # security (API.md section 14)
+    **dict.fromkeys(["storm.zookeeper.auth.scheme", "storm.zookeeper.auth.payload",
+                     "squall.auth.token", "squall.tls.ca", "squall.tls.cert",
+                     "squall.tls.key"], (str,)),
 }
 
 
