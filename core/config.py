@@ -369,6 +369,8 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     thresholds(conf)
     from squall.runtime.load import bounds
     bounds(conf)
+    from squall.security.settings import check as check_security
+    check_security(conf)
     drivers.validate_conf(dict(conf))
     if warn:
         for msg in warnings:

@@ -13,7 +13,6 @@ AlreadyAliveError, TopologyError or ConfigError for a request nimbus refuses.
 """
 from __future__ import annotations
 
-import getpass
 import logging
 import re
 import threading
@@ -61,8 +60,9 @@ class TopologyLifecycle:
 
     # -- commands (gRPC handler threads) ------------------------------------------------------
     def submit(self, name: str, conf: dict[str, Any], topology_json: dict[str, Any],
-               code: bytes) -> str:
-        """Validate and store a topology; returns its id. AlreadyAliveError, TopologyError."""
+               code: bytes, owner: str = "") -> str:
+        """Validate and store a topology owned by ``owner``; returns its id.
+        AlreadyAliveError, TopologyError."""
         from squall import config
         from squall.runtime.system import add_system_components
         self._require_leader()
@@ -89,7 +89,7 @@ class TopologyLifecycle:
                 workers = int(merged.get("topology.workers") or 1)
                 self._state.set_storm(tid, {
                     "name": name, "launch_time": int(time.time()), "status": "active",
-                    "status_reason": "", "num_workers": workers, "owner": _owner(),
+                    "status_reason": "", "num_workers": workers, "owner": owner,
                     "component_executors": {c: s.parallelism
                                             for c, s in sorted(full.components.items())}})
         from squall.plugin_manager import get_plugin_manager
@@ -207,9 +207,3 @@ class TopologyLifecycle:
             if tid not in live:
                 state.remove_errors(tid)
 
-
-def _owner() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name in a bare container
-        return ""
