@@ -91,12 +91,14 @@ def error_from_rpc(exc: grpc.RpcError, address: str) -> SquallError:
     return err
 
 
-def _tls_hint(exc: grpc.RpcError) -> str:
-    """`` (TLS handshake failed ...)`` when a call failed on TLS, else ``""``."""
-    details = str(exc.details() or "")  # type: ignore[attr-defined]
-    lowered = details.lower()
-    if "handshake" in lowered or "ssl" in lowered or "certificate" in lowered:
-        return " (TLS handshake failed: check squall.tls.ca, squall.tls.cert, squall.tls.key)"
+def _tls_hint(exc: grpc.RpcError, tls: bool) -> str:
+    """`` (TLS handshake failed ...)`` when a call failed on TLS, else ``""``. A server that
+    refuses the client's certificate closes the connection after the handshake."""
+    lowered = str(exc.details() or "").lower()  # type: ignore[attr-defined]
+    if any(w in lowered for w in ("handshake", "ssl", "certificate")) or (
+            tls and "socket closed" in lowered):
+        return (" (TLS handshake failed or the certificate was refused: check squall.tls.ca, "
+                "squall.tls.cert, squall.tls.key)")
     return ""
 
 
@@ -108,6 +110,8 @@ class NimbusClient:
         self.addresses = addresses or seed_addresses(conf)
         self.timeout = timeout
         self._conf = dict(conf)
+        from squall.security.settings import authentication_mode
+        self._tls = bool(conf.get("squall.tls.ca")) or authentication_mode(conf) == "mtls"
         self._channels: dict[str, grpc.Channel] = {}
         self._preferred: str | None = None
 
@@ -136,7 +140,7 @@ class NimbusClient:
             except grpc.RpcError as exc:
                 code = exc.code()  # type: ignore[attr-defined]
                 if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    problems.append(f"{address}: {code.name.lower()}{_tls_hint(exc)}")
+                    problems.append(f"{address}: {code.name.lower()}{_tls_hint(exc, self._tls)}")
                     continue
                 meta = dict(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
                 leader = meta.get(LEADER_KEY)
