@@ -30,8 +30,10 @@ from squall.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-#: conf keys a submitted topology may not set (they belong to the machines running it)
-DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "squall.state")
+#: conf keys a submitted topology may not set (they belong to the machines running it; the
+#: security keys also must not travel with a topology: a submitter's token, the cluster's TLS)
+DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "squall.state",
+                   "squall.auth.", "squall.tls.", "squall.transport.tls")
 
 
 def topology_conf(submitted: Mapping[str, Any]) -> dict[str, Any]:
