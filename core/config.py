@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from squall import drivers
 from squall.errors import ConfigError, PluginLoadError, SquallError
+from squall.security import REDACTED, is_secret_key, redact
 
 __all__ = [
     "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY", "component_conf", "defaults", "dump",
@@ -352,9 +353,10 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
         if key in known:
             rule = _expected(key, known[key], nullable)
             if rule is not None and not _type_ok(value, *rule):
+                shown = REDACTED if is_secret_key(key) else repr(value)
                 raise ConfigError(f"config key {key!r} must be {_type_names(*rule)}, got "
                                   f"{type(value).__name__ if value is not None else 'null'} "
-                                  f"{value!r}")
+                                  f"{shown}")
         elif key.startswith(NAMESPACES):
             msg = f"unknown config key {key!r}"
             hint = _close_key(key, known)
@@ -401,8 +403,10 @@ def sample() -> str:
 
 def dump(conf: Mapping[str, Any]) -> str:
     """The effective conf as YAML for ``squall config``: sorted keys, with a ``# default: ...``
-    comment on every value that differs from its default."""
+    comment on every value that differs from its default. Secret values (passwords, payloads,
+    tokens, keys: :func:`squall.security.is_secret_key`) are shown as ``******``."""
     base = defaults()
+    conf = redact(conf)
     lines = []
     for key in sorted(conf):
         line = f"{_yaml_value(key)}: {_yaml_value(conf[key])}"

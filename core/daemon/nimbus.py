@@ -73,6 +73,8 @@ class Nimbus:
         self._store.start()
         state = ClusterState(self._store, self.conf)
         state.setup()
+        from squall.security.transport_creds import ensure_cluster_credentials
+        ensure_cluster_credentials(self.conf, self._store)
         scheduler = drivers.driver("scheduler", self.conf)
         self._bind()
         self._store.delete(f"{NIMBUSES}/{self.address}")   # a node left by a previous life
