@@ -30,15 +30,25 @@ from squall.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-#: conf keys a submitted topology may not set (they belong to the machines running it; the
-#: security keys also must not travel with a topology: a submitter's token, the cluster's TLS)
+#: security keys, which must not travel with a topology at all (a submitter's token, the
+#: cluster's TLS), not even among the recorded command-line overrides
+SECURITY_PREFIXES = ("squall.auth.", "squall.tls.", "squall.transport.tls",
+                     "storm.zookeeper.auth.", "nimbus.auth.")
+#: conf keys a submitted topology may not set (they belong to the machines running it)
 DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "squall.state",
-                   "squall.auth.", "squall.tls.", "squall.transport.tls")
+                   *SECURITY_PREFIXES)
 
 
 def topology_conf(submitted: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a submitted conf a topology may set (daemon keys dropped)."""
-    return {k: v for k, v in submitted.items() if not k.startswith(DAEMON_PREFIXES)}
+    """The part of a submitted conf a topology may set (daemon keys dropped, security keys
+    also from the recorded command-line overrides)."""
+    from squall.config import OVERRIDES_KEY
+    out = {k: v for k, v in submitted.items() if not k.startswith(DAEMON_PREFIXES)}
+    overrides = out.get(OVERRIDES_KEY)
+    if isinstance(overrides, Mapping):
+        out[OVERRIDES_KEY] = {k: v for k, v in overrides.items()
+                              if not str(k).startswith(SECURITY_PREFIXES)}
+    return out
 
 
 class TopologyLifecycle:

@@ -119,3 +119,25 @@ def test_bad_auth_settings_are_config_errors(zk_conf: dict[str, Any]) -> None:
         ZooKeeperStateStore({**zk_conf, "storm.zookeeper.auth.scheme": "sasl"})
     with pytest.raises(ConfigError, match="root of its own"):
         ZooKeeperStateStore({**zk_conf, **AUTH, "storm.zookeeper.root": "/"})
+
+
+def test_a_daemon_with_auth_exits_with_one_line_on_an_open_tree(
+        zk_conf: dict[str, Any], tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+    open_store = ZooKeeperStateStore(zk_conf)
+    open_store.start()
+    open_store.put("/storms/t-1", b"{}")
+    open_store.close()
+    conf_file = tmp_path / "squall.yaml"
+    conf_file.write_text(yaml.safe_dump({**zk_conf, **AUTH, "nimbus.port": 0,
+                                         "storm.local.dir": str(tmp_path / "local")}))
+    proc = subprocess.run([sys.executable, "-m", "squall.cli.main", "--config", str(conf_file),
+                           "nimbus"], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("squall: error:")]
+    assert len(errors) == 1 and "is open to world:anyone" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -85,6 +85,8 @@ def test_tokens_owners_and_admins(secured_cluster: Any) -> None:
     finally:
         bob.close()
 
+    stored = nimbus.local_dir / "nimbus" / "stormdist" / tid / "stormconf.json"
+    assert "tok-alice" not in stored.read_text()             # no token travels with the code
     assert "wc" in c.listed()                                # the admin (config file) sees all
     c.squall("deactivate", "wc")
     assert c.state.get_storm(tid)["status"] == "inactive"

@@ -52,9 +52,12 @@ def test_unusable_security_settings_are_refused(conf: dict[str, Any], message: s
 
 def test_a_submitted_topology_cannot_carry_or_change_security_keys() -> None:
     submitted = {**SECRETS, "squall.tls.key": "/k", "squall.transport.tls": False,
-                 "topology.workers": 2, "my.redis.password": "kept: the topology's own"}
+                 "topology.workers": 2, "my.redis.password": "kept: the topology's own",
+                 config.OVERRIDES_KEY: {"squall.auth.token": "tok-s3cret",
+                                        "topology.debug": True}}
     assert topology_conf(submitted) == {"topology.workers": 2,
-                                        "my.redis.password": "kept: the topology's own"}
+                                        "my.redis.password": "kept: the topology's own",
+                                        config.OVERRIDES_KEY: {"topology.debug": True}}
 
 
 def test_a_conf_with_secrets_is_written_for_its_owner_only(tmp_path: Path) -> None:
