@@ -58,9 +58,12 @@ def secure_cluster(squall_cluster: Any, zookeeper: Any) -> Iterator[Any]:
         client.close()
 
 
-def test_secure_wordcount_counts_exactly(secure_cluster: Any, wordcount: Any,
-                                         zookeeper: Any) -> None:
+@pytest.mark.parametrize("transport", ["zmq", "grpc"])
+def test_secure_wordcount_counts_exactly(secure_cluster: Any, wordcount: Any, zookeeper: Any,
+                                         transport: str) -> None:
     c = secure_cluster
+    c.conf["squall.transport"] = transport
+    c.config_file.write_text(yaml.safe_dump(c.conf))
     alice = next(t for t, u in c.conf["nimbus.auth.tokens"].items() if u == "alice")
     c.start_nimbus()
     sup = c.start_supervisor("sup1", slots=2)
@@ -82,13 +85,21 @@ def test_secure_wordcount_counts_exactly(secure_cluster: Any, wordcount: Any,
     for key in keys:
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
-    # a peer that knows a worker's public key but holds no cluster key: dropped, logged once
+    if transport == "zmq":
+        _outsider_is_refused(c, sup, keys[0], wordcount, expected)
+    _zookeeper_is_closed(c, zookeeper)
+
+
+def _outsider_is_refused(c: Any, sup: Any, key: Path, wordcount: Any,
+                         expected: dict[str, int]) -> None:
+    """A peer that knows a worker's public key but holds no cluster key: its tuples are
+    dropped, and the worker logs it once."""
     import zmq
     from zmq.utils import z85
 
     from squall.plugins.transport_zmq import ZmqTransport
     from squall.security.transport_creds import curve_seed
-    server_public = zmq.curve_public(z85.encode(curve_seed({"squall.tls.key": str(keys[0])})))
+    server_public = zmq.curve_public(z85.encode(curve_seed({"squall.tls.key": str(key)})))
     tid = c.state.find_topology_id("wc")
     port = sorted(c.worker_slots("wc"))[0][1]
     worker_log = sup.local_dir / "logs" / f"{tid}-{port}.log"
@@ -100,7 +111,10 @@ def test_secure_wordcount_counts_exactly(secure_cluster: Any, wordcount: Any,
                "the worker did not log the refused peer")
     assert worker_log.read_text().count("refused a peer") == 1
     assert wordcount.read_counts(c.out_dir) == expected
-    # ZooKeeper's tree is closed to anyone without the identity
+
+
+def _zookeeper_is_closed(c: Any, zookeeper: Any) -> None:
+    """ZooKeeper's tree is closed to anyone without the identity."""
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoAuthError
     stranger = KazooClient(hosts=zookeeper.hosts)
