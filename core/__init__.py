@@ -13,7 +13,6 @@ from squall.errors import (
     ConfigError, PluginLoadError, PluginNotFoundError, SchedulingError, SerializationError,
     SquallError, StateError, TopologyError, TransportError,
 )
-from squall.errors import AuthenticationError, AuthorizationError
 from squall.hookspecs import hookimpl, hookspec
 from squall.spi import (
     Acker, Connection, DataPoint, Grouping, GroupingDeclaration, LoadAwareGrouping,
@@ -30,7 +29,6 @@ __all__ = [
     "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "hookimpl", "hookspec", "__version__",
-    "AuthenticationError", "AuthorizationError",
 ]
 
 # Heavier pieces load on first use so `import squall` stays light.
