@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from squall import drivers
 from squall.errors import ConfigError, PluginLoadError, SquallError
+from squall.security import REDACTED, is_secret_key, redact
 
 __all__ = [
     "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY", "component_conf", "defaults", "dump",
@@ -67,6 +68,10 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
                      "topology.bolts.watermark.event.interval.ms"], (int,)),
     **dict.fromkeys(["topology.bolts.tuple.timestamp.field.name",
                      "topology.bolts.late.tuple.stream"], (str,)),
+    # security (API.md section 14)
+    **dict.fromkeys(["storm.zookeeper.auth.scheme", "storm.zookeeper.auth.payload",
+                     "squall.auth.token", "squall.tls.ca", "squall.tls.cert",
+                     "squall.tls.key"], (str,)),
 }
 
 
@@ -357,9 +362,10 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
         if key in known:
             rule = _expected(key, known[key], nullable)
             if rule is not None and not _type_ok(value, *rule):
+                shown = REDACTED if is_secret_key(key) else repr(value)
                 raise ConfigError(f"config key {key!r} must be {_type_names(*rule)}, got "
                                   f"{type(value).__name__ if value is not None else 'null'} "
-                                  f"{value!r}")
+                                  f"{shown}")
         elif key.startswith(NAMESPACES):
             msg = f"unknown config key {key!r}"
             hint = _close_key(key, known)
@@ -374,6 +380,8 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     thresholds(conf)
     from squall.runtime.load import bounds
     bounds(conf)
+    from squall.security.settings import check as check_security
+    check_security(conf)
     drivers.validate_conf(dict(conf))
     if warn:
         for msg in warnings:
@@ -404,8 +412,10 @@ def sample() -> str:
 
 def dump(conf: Mapping[str, Any]) -> str:
     """The effective conf as YAML for ``squall config``: sorted keys, with a ``# default: ...``
-    comment on every value that differs from its default."""
+    comment on every value that differs from its default. Secret values (passwords, payloads,
+    tokens, keys: :func:`squall.security.is_secret_key`) are shown as ``******``."""
     base = defaults()
+    conf = redact(conf)
     lines = []
     for key in sorted(conf):
         line = f"{_yaml_value(key)}: {_yaml_value(conf[key])}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = [
     "SquallError", "ConfigError", "PluginNotFoundError", "PluginLoadError", "TopologyError",
     "TransportError", "SchedulingError", "SerializationError", "StateError", "NotAliveError",
-    "AlreadyAliveError", "MultilangError",
+    "AlreadyAliveError", "MultilangError", "AuthenticationError", "AuthorizationError",
 ]
 
 
@@ -67,3 +67,12 @@ class NotAliveError(SquallError):
 
 class AlreadyAliveError(SquallError):
     """A topology with that name is already running."""
+
+
+class AuthenticationError(SquallError):
+    """A caller could not be authenticated: no credentials, an unknown token, no valid client
+    certificate (nimbus and DRPC with ``nimbus.authentication`` on)."""
+
+
+class AuthorizationError(SquallError):
+    """An authenticated caller asked for something it may not do (another user's topology)."""

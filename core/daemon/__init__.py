@@ -17,7 +17,11 @@ Nimbus (``squall nimbus``)
                            lock serializing writes and scheduling.
     ``nimbus_info``        :class:`NimbusReads`: cluster and topology summaries, topology info,
                            package files (answered by any nimbus).
-    ``nimbus_service``     :class:`NimbusService`: the gRPC API over the lifecycle and the reads.
+    ``nimbus_access``      :class:`TopologyAccess`: who may see and change which topology
+                           (owners, ``nimbus.admins``; API.md section 14).
+    ``nimbus_service``     :class:`NimbusService`: the gRPC API over the lifecycle and the reads,
+                           asking the access part; callers authenticated by
+                           :mod:`squall.security.grpc_auth`.
     ``nimbus_client``      :class:`NimbusClient`: finds the leader among ``nimbus.seeds``; used
                            by the CLI, supervisors, the UI and a standby nimbus.
     ``validate``           loads a submitted package in a throw-away process.

@@ -15,7 +15,10 @@ and its local directory.
 - :class:`~squall.daemon.nimbus_topologies.TopologyLifecycle`: the write commands, their
   transitions, the lock that serializes writes and scheduling;
 - :class:`~squall.daemon.nimbus_info.NimbusReads`: what any nimbus answers;
-- :class:`~squall.daemon.nimbus_service.NimbusService`: the gRPC API over the last two.
+- :class:`~squall.daemon.nimbus_access.TopologyAccess`: who may see and change what;
+- :class:`~squall.daemon.nimbus_service.NimbusService`: the gRPC API over the last three,
+  behind :class:`~squall.security.grpc_auth.AuthInterceptor` (``nimbus.authentication``) and
+  TLS when ``squall.tls.cert`` / ``.key`` are set.
 
 Threads: gRPC handler threads serve the API; one monitor thread runs the periodic work (every
 ``nimbus.monitor.freq.secs`` and when a watch fires); one election thread waits for leadership.
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from squall import drivers
+from squall.daemon.nimbus_access import TopologyAccess
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import NimbusReads
 from squall.daemon.nimbus_leader import Leadership
@@ -69,6 +73,8 @@ class Nimbus:
         self._store.start()
         state = ClusterState(self._store, self.conf)
         state.setup()
+        from squall.security.transport_creds import ensure_cluster_credentials
+        ensure_cluster_credentials(self.conf, self._store)
         scheduler = drivers.driver("scheduler", self.conf)
         self._bind()
         self._store.delete(f"{NIMBUSES}/{self.address}")   # a node left by a previous life
@@ -80,7 +86,8 @@ class Nimbus:
         scheduling = Scheduling(self.conf, state, scheduler, self._code)
         topologies = TopologyLifecycle(self.conf, state, self._code, scheduling,
                                        leadership.require, self._wake.set)
-        self._serve(topologies, NimbusReads(state, self._code, leadership))
+        self._serve(topologies, NimbusReads(state, self._code, leadership),
+                    TopologyAccess(self.conf, state))
         self._store.add_reconnect_listener(self._wake.set)
         loops = ((lambda: leadership.run(self._stop, self._wake.set), "election"),
                  (lambda: self._monitor_loop(state, leadership, topologies), "monitor"))
@@ -92,17 +99,24 @@ class Nimbus:
 
     def _bind(self) -> None:
         """Create the gRPC server and bind its port (``nimbus.host``:``nimbus.port``); sets
-        :attr:`port` and :attr:`address`. SquallError when the port cannot be bound."""
+        :attr:`port` and :attr:`address`. SquallError when the port cannot be bound,
+        ConfigError for unusable security settings."""
         from concurrent import futures
 
         import grpc
+
+        from squall.security.grpc_auth import AuthInterceptor, server_credentials
         host = str(self.conf.get("nimbus.host") or "127.0.0.1")
         wanted = int(self.conf.get("nimbus.port") or 0)
+        interceptor = AuthInterceptor(self.conf, "nimbus")
+        credentials = server_credentials(self.conf)
         self._server = grpc.server(futures.ThreadPoolExecutor(
             max_workers=8, thread_name_prefix="squall-nimbus-rpc"),
-            options=[("grpc.so_reuseport", 0)])
+            interceptors=[interceptor], options=[("grpc.so_reuseport", 0)])
         try:
-            self.port = self._server.add_insecure_port(f"{host}:{wanted}")
+            address = f"{host}:{wanted}"
+            self.port = (self._server.add_secure_port(address, credentials) if credentials
+                         else self._server.add_insecure_port(address))
         except RuntimeError as exc:
             raise SquallError(f"nimbus cannot listen on {host}:{wanted}: {exc}") from exc
         if not self.port:
@@ -112,11 +126,14 @@ class Nimbus:
             import socket
             advertised = str(self.conf.get("storm.local.hostname") or socket.gethostname())
         self.address = f"{advertised}:{self.port}"
+        log.info("nimbus API on %s: authentication %s, %s", self.address, interceptor.mode,
+                 "TLS" if credentials else "plaintext")
 
-    def _serve(self, topologies: TopologyLifecycle, reads: NimbusReads) -> None:
+    def _serve(self, topologies: TopologyLifecycle, reads: NimbusReads,
+               access: TopologyAccess) -> None:
         from squall.daemon._proto import nimbus_pb2_grpc
         from squall.daemon.nimbus_service import NimbusService
-        nimbus_pb2_grpc.add_NimbusServicer_to_server(NimbusService(topologies, reads),
+        nimbus_pb2_grpc.add_NimbusServicer_to_server(NimbusService(topologies, reads, access),
                                                      self._server)
         self._server.start()
 

@@ -6,6 +6,12 @@ with ``FAILED_PRECONDITION`` naming the leader, and the client goes there next. 
 raised come back as the same squall exception class with nimbus's message; when no nimbus
 answers at all the client raises :class:`NimbusUnavailableError` naming the addresses tried.
 
+Credentials come from the conf (:func:`squall.security.grpc_auth.client_channel`): the
+``squall.auth.token`` is sent with every call, TLS is used when ``squall.tls.ca`` is set (with
+the client certificate of ``squall.tls.cert`` / ``.key``). A refused caller gets
+:class:`~squall.errors.AuthenticationError` (no or unknown credentials) or
+:class:`~squall.errors.AuthorizationError` (another user's topology).
+
 Thread-safe for concurrent calls (gRPC channels are). Calls block for at most ``timeout`` seconds
 per address tried.
 """
@@ -30,6 +36,8 @@ LEADER_KEY = "squall-leader"
 CHUNK_BYTES = 1 << 20
 _BY_CODE: dict[Any, type[SquallError]] = {grpc.StatusCode.NOT_FOUND: errors.NotAliveError,
             grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyAliveError,
+            grpc.StatusCode.UNAUTHENTICATED: errors.AuthenticationError,
+            grpc.StatusCode.PERMISSION_DENIED: errors.AuthorizationError,
             grpc.StatusCode.INVALID_ARGUMENT: errors.TopologyError}
 
 
@@ -83,6 +91,17 @@ def error_from_rpc(exc: grpc.RpcError, address: str) -> SquallError:
     return err
 
 
+def _tls_hint(exc: grpc.RpcError, tls: bool) -> str:
+    """`` (TLS handshake failed ...)`` when a call failed on TLS, else ``""``. A server that
+    refuses the client's certificate closes the connection after the handshake."""
+    lowered = str(exc.details() or "").lower()  # type: ignore[attr-defined]
+    if any(w in lowered for w in ("handshake", "ssl", "certificate")) or (
+            tls and "socket closed" in lowered):
+        return (" (TLS handshake failed or the certificate was refused: check squall.tls.ca, "
+                "squall.tls.cert, squall.tls.key)")
+    return ""
+
+
 class NimbusClient:
     """Calls nimbus, finding the leader among ``nimbus.seeds`` (see the module docstring)."""
 
@@ -90,14 +109,18 @@ class NimbusClient:
                  addresses: list[str] | None = None) -> None:
         self.addresses = addresses or seed_addresses(conf)
         self.timeout = timeout
+        self._conf = dict(conf)
+        from squall.security.settings import authentication_mode
+        self._tls = bool(conf.get("squall.tls.ca")) or authentication_mode(conf) == "mtls"
         self._channels: dict[str, grpc.Channel] = {}
         self._preferred: str | None = None
 
     def _stub(self, address: str) -> pb_grpc.NimbusStub:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.insecure_channel(
-                address, options=[("grpc.max_receive_message_length", 64 << 20)])
+            from squall.security.grpc_auth import client_channel
+            channel = self._channels[address] = client_channel(
+                self._conf, address, options=[("grpc.max_receive_message_length", 64 << 20)])
         return pb_grpc.NimbusStub(channel)
 
     def _call(self, invoke: Callable[[pb_grpc.NimbusStub, float], Any]) -> Any:
@@ -117,7 +140,7 @@ class NimbusClient:
             except grpc.RpcError as exc:
                 code = exc.code()  # type: ignore[attr-defined]
                 if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    problems.append(f"{address}: {code.name.lower()}")
+                    problems.append(f"{address}: {code.name.lower()}{_tls_hint(exc, self._tls)}")
                     continue
                 meta = dict(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
                 leader = meta.get(LEADER_KEY)

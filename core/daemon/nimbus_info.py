@@ -10,6 +10,7 @@ state store and the file system.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,10 @@ class NimbusReads:
         self._code = code
         self._leadership = leadership
 
-    def cluster_summary(self) -> dict[str, Any]:
-        """``topologies`` (see :meth:`topology_summaries`), ``supervisors`` (``id``,
+    def cluster_summary(self, visible: Callable[[Mapping[str, Any]], bool] | None = None
+                        ) -> dict[str, Any]:
+        """``topologies`` (see :meth:`topology_summaries`; only those whose ``/storms`` record
+        ``visible`` accepts, when given), ``supervisors`` (``id``,
         ``hostname``, ``ports``, ``used_ports``, ``uptime_secs``), ``nimbuses`` (sorted
         ``host:port``) and ``leader``."""
         state = self._state
@@ -57,17 +60,21 @@ class NimbusReads:
                         "used_ports": sorted(used.get(sid, ())),
                         "uptime_secs": int(info.get("uptime_secs") or 0)}
                        for sid, info in sorted(state.supervisors().items())]
-        return {"topologies": self.topology_summaries(), "supervisors": supervisors,
+        return {"topologies": self.topology_summaries(visible), "supervisors": supervisors,
                 "nimbuses": sorted(state.nimbuses()),
                 "leader": self._leadership.leader_address()}
 
-    def topology_summaries(self) -> list[dict[str, Any]]:
-        """One entry per topology, by id: ``name``, ``id``, ``status``, ``status_reason``,
-        ``num_workers``, ``num_executors``, ``num_tasks``, ``uptime_secs``."""
+    def topology_summaries(self, visible: Callable[[Mapping[str, Any]], bool] | None = None
+                           ) -> list[dict[str, Any]]:
+        """One entry per topology (that ``visible`` accepts), by id: ``name``, ``id``,
+        ``status``, ``status_reason``, ``num_workers``, ``num_executors``, ``num_tasks``,
+        ``uptime_secs``."""
         out = []
         now = time.time()
         assignments = self._state.assignments()
         for tid, base in sorted(self._state.storms().items()):
+            if visible is not None and not visible(base):
+                continue
             enp = (assignments.get(tid) or {}).get("executor_node_port") or {}
             loaded = self._code.topology_of(tid)
             out.append({"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
@@ -120,7 +127,7 @@ class NimbusReads:
         loaded = self._code.topology_of(tid)
         launch = float(base.get("launch_time") or time.time())
         return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
-                "status_reason": base.get("status_reason") or "",
+                "status_reason": base.get("status_reason") or "", "owner": base.get("owner", ""),
                 "uptime_secs": int(time.time() - launch),
                 "num_workers": len({tuple(v) for v in enp.values()}),
                 "num_executors": len(enp),

@@ -13,7 +13,6 @@ AlreadyAliveError, TopologyError or ConfigError for a request nimbus refuses.
 """
 from __future__ import annotations
 
-import getpass
 import logging
 import re
 import threading
@@ -31,13 +30,25 @@ from squall.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: security keys, which must not travel with a topology at all (a submitter's token, the
+#: cluster's TLS), not even among the recorded command-line overrides
+SECURITY_PREFIXES = ("squall.auth.", "squall.tls.", "squall.transport.tls",
+                     "storm.zookeeper.auth.", "nimbus.auth.")
 #: conf keys a submitted topology may not set (they belong to the machines running it)
-DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "squall.state")
+DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "squall.state",
+                   *SECURITY_PREFIXES)
 
 
 def topology_conf(submitted: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a submitted conf a topology may set (daemon keys dropped)."""
-    return {k: v for k, v in submitted.items() if not k.startswith(DAEMON_PREFIXES)}
+    """The part of a submitted conf a topology may set (daemon keys dropped, security keys
+    also from the recorded command-line overrides)."""
+    from squall.config import OVERRIDES_KEY
+    out = {k: v for k, v in submitted.items() if not k.startswith(DAEMON_PREFIXES)}
+    overrides = out.get(OVERRIDES_KEY)
+    if isinstance(overrides, Mapping):
+        out[OVERRIDES_KEY] = {k: v for k, v in overrides.items()
+                              if not str(k).startswith(SECURITY_PREFIXES)}
+    return out
 
 
 class TopologyLifecycle:
@@ -61,8 +72,9 @@ class TopologyLifecycle:
 
     # -- commands (gRPC handler threads) ------------------------------------------------------
     def submit(self, name: str, conf: dict[str, Any], topology_json: dict[str, Any],
-               code: bytes) -> str:
-        """Validate and store a topology; returns its id. AlreadyAliveError, TopologyError."""
+               code: bytes, owner: str = "") -> str:
+        """Validate and store a topology owned by ``owner``; returns its id.
+        AlreadyAliveError, TopologyError."""
         from squall import config
         from squall.runtime.system import add_system_components
         self._require_leader()
@@ -89,7 +101,7 @@ class TopologyLifecycle:
                 workers = int(merged.get("topology.workers") or 1)
                 self._state.set_storm(tid, {
                     "name": name, "launch_time": int(time.time()), "status": "active",
-                    "status_reason": "", "num_workers": workers, "owner": _owner(),
+                    "status_reason": "", "num_workers": workers, "owner": owner,
                     "component_executors": {c: s.parallelism
                                             for c, s in sorted(full.components.items())}})
         from squall.plugin_manager import get_plugin_manager
@@ -207,9 +219,3 @@ class TopologyLifecycle:
             if tid not in live:
                 state.remove_errors(tid)
 
-
-def _owner() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name in a bare container
-        return ""

@@ -144,11 +144,16 @@ def extract_code(zip_path: str | os.PathLike[str], dest: str | os.PathLike[str])
     return dest
 
 
-def write_json(path: str | os.PathLike[str], value: Any) -> None:
-    """Write JSON atomically (temp file + rename)."""
+def write_json(path: str | os.PathLike[str], value: Any, *, private: bool = False) -> None:
+    """Write JSON atomically (temp file + rename); ``private``: readable by the owner only
+    (0600; a conf that may hold secrets)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, sort_keys=True), encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(value, sort_keys=True))
+    if private:
+        os.chmod(tmp, 0o600)
     os.replace(tmp, path)
 
 

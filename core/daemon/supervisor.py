@@ -73,7 +73,7 @@ class Supervisor:
         """Connect, register, adopt or clean old workers, start syncing. StateError if the
         store is unreachable."""
         (self.local_dir / "supervisor" / "stormdist").mkdir(parents=True, exist_ok=True)
-        packaging.write_json(supervisor_conf_path(self.local_dir), self.conf)
+        packaging.write_json(supervisor_conf_path(self.local_dir), self.conf, private=True)
         self.store = drivers.driver("state", self.conf)
         self.store.start()
         self.state = ClusterState(self.store, self.conf)
@@ -188,12 +188,19 @@ class Supervisor:
         busy = {r.port for r in self.workers.values()}
         for port, (tid, execs) in sorted(wanted.items()):
             if port not in busy:
-                rec = launch_worker(self.local_dir, self.id, tid, port, execs)
+                rec = launch_worker(self.local_dir, self.id, tid, port, execs,
+                                    self._install_credentials)
                 self.workers[rec.worker_id] = rec
                 self.local.save()
         self.register()
         self._clean_code({tid for tid, _ in wanted.values()} |
                          {r.topology_id for r in self.workers.values()})
+
+    def _install_credentials(self, worker_dir: Path) -> None:
+        """The cluster's generated transport credentials into a new worker's directory
+        (``squall.transport.tls``; files 0600). StateError while nimbus has not made them."""
+        from squall.security.transport_creds import install_for_worker
+        install_for_worker(self.conf, self.store, worker_dir)
 
     def worker_problem(self, rec: WorkerRecord, wanted: tuple[str, list[list[int]]] | None
                        ) -> str:

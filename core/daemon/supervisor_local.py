@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,12 +134,21 @@ def record_alive(rec: WorkerRecord) -> bool:
 
 
 def launch_worker(local_dir: Path, supervisor_id: str, topology_id: str, port: int,
-                  executors: list[list[int]]) -> WorkerRecord:
-    """Start a worker process in its own process group, output to its log file."""
+                  executors: list[list[int]],
+                  prepare: Callable[[Path], None] | None = None) -> WorkerRecord:
+    """Start a worker process in its own process group, output to its log file.
+    ``prepare(worker_dir)`` runs first (the worker's credentials); when it raises, nothing
+    is left behind and the exception propagates."""
     worker_id = uuid.uuid4().hex
     wdir = worker_dir(local_dir, worker_id)
     (wdir / "heartbeats").mkdir(parents=True)
     (wdir / "pids").mkdir()
+    if prepare is not None:
+        try:
+            prepare(wdir)
+        except BaseException:
+            shutil.rmtree(wdir, ignore_errors=True)
+            raise
     logs = local_dir / "logs"
     logs.mkdir(exist_ok=True)
     with open(logs / f"{topology_id}-{port}.log", "ab") as out:

@@ -100,6 +100,8 @@ class WorkerProcess:
         tconf, topology = packaging.load_topology(dist)
         from squall.plugin_manager import configure
         conf = configure({**sup_conf, **tconf})
+        from squall.security.transport_creds import worker_conf
+        conf.update(worker_conf(conf, self.worker_dir))   # squall.transport.tls credentials
         self.conf = conf
         logging.getLogger().setLevel(str(conf.get("worker.log.level") or "INFO").upper())
         from squall.errors import ConfigError

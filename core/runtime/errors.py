@@ -12,7 +12,8 @@ KEEP_PER_COMPONENT = 10
 
 
 class ErrorLog:
-    """Records errors per component (newest 10 kept) and logs at most
+    """Records errors per component (newest 10 kept; secret values of the conf replaced by
+    ``******``) and logs at most
     ``topology.max.error.report.per.interval`` lines per component per
     ``topology.error.throttle.interval.secs``. Called from the loop thread; ``drain`` and
     ``recent`` may be called from any thread."""
@@ -25,6 +26,8 @@ class ErrorLog:
         self._new: deque[dict[str, Any]] = deque(maxlen=1000)
         self._window: dict[str, list[float]] = {}
         self.count = 0
+        from squall.security import scrubber
+        self._scrub = scrubber(conf)    # an exception's text may quote a password of the conf
 
     def record(self, component: str, task: int, exc: BaseException | str, host: str,
                port: int) -> None:
@@ -33,6 +36,7 @@ class ErrorLog:
             line = f"{type(exc).__name__}: {exc}"
         else:
             text = line = str(exc)
+        text, line = self._scrub(text), self._scrub(line)
         entry = {"component": component, "task": task, "error": text, "time_secs": int(time.time()),
                  "host": host, "port": port}
         self.count += 1

@@ -6,16 +6,33 @@
   ``squall config``, the UI's configuration view and log lines. A key is secret when its last
   dotted part is ``password`` or ``payload``, or any part starts with ``token`` or ``key``
   (``*.password``, ``*.payload``, ``*.token*``, ``*.key*``).
+- :func:`scrubber` returns a function that replaces the conf's secret values wherever they
+  appear in a text (error reports of components: an exception message may quote a password).
+
+The package's modules:
+
+=================================  ==========================================================
+:mod:`.settings`                   the security keys read and checked (``config.validate``)
+:mod:`.grpc_auth`                  gRPC authentication: server interceptor, TLS credentials,
+                                   client channels (nimbus; DRPC)
+:mod:`.certs`                      a CA and the certificates it signs (``cryptography``)
+:mod:`.transport_creds`            the credentials workers authenticate each other with
+=================================  ==========================================================
+
+ZooKeeper ACLs live with the store: :mod:`squall.state._zk_auth`; who may do what on nimbus:
+:mod:`squall.daemon.nimbus_access`.
 """
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 REDACTED = "******"
 
-__all__ = ["REDACTED", "is_secret_key", "redact", "user_for_token"]
+__all__ = ["REDACTED", "is_secret_key", "redact", "scrubber", "user_for_token"]
+#: secret values shorter than this are not scrubbed from texts (they would match by chance)
+MIN_SCRUBBED = 4
 
 
 def is_secret_key(key: str) -> bool:
@@ -37,6 +54,42 @@ def redact(conf: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def _secret_values(conf: Mapping[str, Any], inside: bool = False) -> set[str]:
+    out: set[str] = set()
+    for key, value in conf.items():
+        secret = inside or is_secret_key(key)
+        if isinstance(value, Mapping):
+            if secret:   # e.g. nimbus.auth.tokens: the tokens are the keys
+                out.update(str(k) for k in value)
+            out |= _secret_values(value, secret)
+        elif isinstance(value, (list, tuple)) and secret:
+            out.update(str(v) for v in value if isinstance(v, (str, bytes)))
+        elif secret and isinstance(value, str):
+            out.add(value)
+    return out
+
+
+def scrubber(conf: Mapping[str, Any]) -> Callable[[str], str]:
+    """A function replacing every secret value of ``conf`` (see :func:`is_secret_key`; at
+    least :data:`MIN_SCRUBBED` characters) found in a text by :data:`REDACTED`; the identity
+    when the conf holds none. Build it once, call it per text."""
+    values = sorted((v for v in _secret_values(conf) if len(v) >= MIN_SCRUBBED),
+                    key=len, reverse=True)
+    if not values:
+        return _same
+
+    def scrub(text: str) -> str:
+        for value in values:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        return text
+    return scrub
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def user_for_token(conf: Mapping[str, Any], token: str | None) -> str | None:

@@ -105,6 +105,7 @@ def translate(exc: BaseException, what: str) -> StateError:
     """A StateError saying what failed, for a kazoo exception that retrying will not fix."""
     from kazoo.exceptions import (
         ConnectionClosedError,
+        NoAuthError,
         NoChildrenForEphemeralsError,
         NodeExistsError,
         NoNodeError,
@@ -115,6 +116,7 @@ def translate(exc: BaseException, what: str) -> StateError:
         (NodeExistsError, "node exists"),
         (NoNodeError, "parent node does not exist"),
         (NotEmptyError, "node has children (use recursive)"),
+        (NoAuthError, "not authorized (check storm.zookeeper.auth.scheme and .payload)"),
         (NoChildrenForEphemeralsError, "parent is ephemeral (ephemeral nodes have no children)"),
     ]
     for kind, reason in reasons:

@@ -6,6 +6,8 @@ and ``storm.zookeeper.port``; every path lives under the chroot ``storm.zookeepe
 ``storm.zookeeper.connection.timeout`` (ms); ``storm.zookeeper.retry.times`` and
 ``storm.zookeeper.retry.interval`` (ms) bound how long one operation waits for a lost
 connection: at most ``max(connection.timeout, retry.times * retry.interval)``, then StateError.
+With ``storm.zookeeper.auth.scheme`` / ``.payload`` the store authenticates and every node it
+creates (the root too) is closed to everyone else; see :mod:`squall.state._zk_auth`.
 
 Reliability. kazoo reconnects forever in the background. After every reconnection the store
 re-sets the watches it still owes its callers (firing those whose node changed meanwhile). When
@@ -22,10 +24,11 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from squall.errors import StateError
+from squall.errors import ConfigError, StateError
 from squall.spi.state import LeaderElection, StateStore, WatchCallback
 from squall.state import _zk_ops
 from squall.state._paths import check_path, check_value
+from squall.state._zk_auth import ZkAuth
 from squall.state._zk_election import ZooKeeperElection
 from squall.state._zk_watches import Watch, WatchRegistry
 
@@ -48,6 +51,10 @@ class ZooKeeperStateStore(StateStore):
                               for s in servers)
         root = str(c.get("storm.zookeeper.root") or "/").rstrip("/") or "/"
         self.root = check_path(root)
+        self._auth = ZkAuth.from_conf(c)
+        if self._auth is not None and self.root == "/":
+            raise ConfigError("storm.zookeeper.auth needs a storm.zookeeper.root of its own "
+                              "(not /): squall closes its root node to everyone else")
         self._session_timeout = float(c.get("storm.zookeeper.session.timeout") or 20000) / 1000
         self._connect_timeout = float(c.get("storm.zookeeper.connection.timeout") or 15000) / 1000
         retry_times = int(c.get("storm.zookeeper.retry.times") or 5)
@@ -68,7 +75,8 @@ class ZooKeeperStateStore(StateStore):
     # -- lifecycle
     def start(self) -> None:
         """Connect (creating the chroot if missing); StateError within the connection timeout
-        when no server answers. Idempotent."""
+        when no server answers, or (with authentication) when the tree is open to others or
+        not accessible to this identity. Idempotent."""
         if self._closed:
             raise StateError("the zookeeper state store is closed")
         if self._client is not None:
@@ -81,7 +89,8 @@ class ZooKeeperStateStore(StateStore):
         if self.root != "/":
             self._ensure_root(KazooClient, retry)
         client = KazooClient(hosts=self.hosts + ("" if self.root == "/" else self.root),
-                             timeout=self._session_timeout, connection_retry=retry.copy())
+                             timeout=self._session_timeout, connection_retry=retry.copy(),
+                             **(self._auth.client_kwargs() if self._auth else {}))
         client.add_listener(self._on_state)
         self._connect(client)
         self._client = client
@@ -96,13 +105,26 @@ class ZooKeeperStateStore(StateStore):
                 "`squall dev-zookeeper` starts one for development)") from exc
 
     def _ensure_root(self, client_class: Any, retry: Any) -> None:
-        from kazoo.exceptions import KazooException
+        from kazoo.exceptions import KazooException, NodeExistsError
 
+        auth = self._auth
         boot = client_class(hosts=self.hosts, timeout=self._session_timeout,
-                            connection_retry=retry.copy())
+                            connection_retry=retry.copy(),
+                            auth_data=[(auth.scheme, auth.payload)] if auth else None)
         self._connect(boot)
         try:
-            boot.ensure_path(self.root)
+            if auth is None:
+                boot.ensure_path(self.root)
+            else:   # the parents stay as open as others made them; the root is ours alone
+                parent = self.root.rsplit("/", 1)[0]
+                if parent:
+                    boot.ensure_path(parent)
+                if boot.exists(self.root) is None:
+                    try:
+                        boot.create(self.root, b"", acl=auth.acl())
+                    except NodeExistsError:
+                        pass   # another daemon created it meanwhile: checked below
+                auth.check_closed(boot, self.root, self._connect_timeout)
         except KazooException as exc:
             raise StateError(f"cannot create the ZooKeeper root {self.root}: {exc!r}") from exc
         finally:

@@ -31,6 +31,11 @@ Options (``squall.transport.grpc.*``): ``max.message.mb`` (256), ``linger.ms`` (
 ``tls.server.name`` (the name checked in the server certificate, ``localhost`` by default;
 an empty string checks the host dialed, IP addresses included).
 
+``squall.transport.tls: true`` (API.md section 14) makes it mutual TLS: the files default to
+``squall.tls.ca`` / ``.cert`` / ``.key`` (the cluster's credentials), a receiver demands a
+client certificate signed by that CA, and a sender presents its own; a peer without one fails
+the handshake and none of its batches arrives.
+
 Threading: every method of a connection may be called from any thread; ``close`` wakes a
 waiting ``recv`` at once.
 """
@@ -339,13 +344,16 @@ class GrpcTransport(Transport):
         self.max_message = size
         self.options = [("grpc.max_send_message_length", size),
                         ("grpc.max_receive_message_length", size)]
-        self.tls = bool(self.option("tls.enabled", False))
+        self.mutual = bool(self.conf.get("squall.transport.tls"))
+        self.tls = self.mutual or bool(self.option("tls.enabled", False))
         self.linger = float(self.option("linger.ms", 1000)) / 1000
         self._conns: list[Connection] = []
         self._lock = threading.Lock()
 
     def _read(self, key: str) -> bytes:
         path = self.option(key, None)
+        if not path and self.mutual:    # tls.cert.file -> squall.tls.cert
+            path = self.conf.get(f"squall.tls.{key.split('.')[1]}")
         if not path:
             raise ConfigError(f"squall.transport.grpc.{key} is required when "
                               "squall.transport.grpc.tls.enabled is true")
@@ -362,9 +370,10 @@ class GrpcTransport(Transport):
 
     def bind(self, topology_id: str, port: int) -> Connection:
         receiver = GrpcReceiver(max(1, self.limit))
-        creds = (grpc.ssl_server_credentials([(self._read("tls.key.file"),
-                                               self._read("tls.cert.file"))])
-                 if self.tls else None)
+        creds = (grpc.ssl_server_credentials(
+            [(self._read("tls.key.file"), self._read("tls.cert.file"))],
+            root_certificates=self._read("tls.ca.file") if self.mutual else None,
+            require_client_auth=self.mutual) if self.tls else None)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=256,
                                                         thread_name_prefix="squall-grpc-recv"),
                              options=[*self.options, ("grpc.so_reuseport", 0)])
@@ -386,7 +395,10 @@ class GrpcTransport(Transport):
         address = f"{host}:{port}"
         options: list[tuple[str, Any]] = [*self.options, *_BACKOFF.items()]
         if self.tls:
-            creds = grpc.ssl_channel_credentials(root_certificates=self._read("tls.ca.file"))
+            own = ((self._read("tls.key.file"), self._read("tls.cert.file")) if self.mutual
+                   else (None, None))
+            creds = grpc.ssl_channel_credentials(root_certificates=self._read("tls.ca.file"),
+                                                 private_key=own[0], certificate_chain=own[1])
             name = self.option("tls.server.name", None)
             if name:
                 options.append(("grpc.ssl_target_name_override", str(name)))

@@ -48,6 +48,11 @@ Options (``squall.transport.nng.*``): ``send.buffer`` (batches; defaults to
 ``tls.server.name`` (the name checked in the server certificate; default ``localhost``: nng's
 mbedTLS checks DNS names, not IP addresses).
 
+``squall.transport.tls: true`` (API.md section 14) makes it mutual TLS: the files default to
+``squall.tls.ca`` / ``.cert`` / ``.key`` (the cluster's credentials), a listener requires a
+client certificate signed by that CA and a dialer presents its own; a peer without one fails
+the handshake and none of its batches arrives.
+
 Modules: this one holds the receiver and the transport, :mod:`.sender` the sending side,
 :mod:`.wire` the headers and the calls into pynng's cffi layer.
 
@@ -272,13 +277,16 @@ class NngTransport(Transport):
         generic = self.conf.get("squall.transport.send.buffer.messages")
         buffer = int(self.option("send.buffer", None) or generic or 1024)
         self.send_buffer = max(1, min(buffer, _NNG_MAX_BUFFER))
-        self.tls = bool(self.option("tls.enabled", False))
+        self.mutual = bool(self.conf.get("squall.transport.tls"))
+        self.tls = self.mutual or bool(self.option("tls.enabled", False))
         self.scheme = "tls+tcp" if self.tls else "tcp"
         self._conns: list[Connection] = []
         self._lock = threading.Lock()
 
     def _read(self, key: str) -> str:
         path = self.option(key, None)
+        if not path and self.mutual:    # tls.cert.file -> squall.tls.cert
+            path = self.conf.get(f"squall.tls.{key.split('.')[1]}")
         if not path:
             raise ConfigError(f"squall.transport.nng.{key} is required when "
                               "squall.transport.nng.tls.enabled is true")
@@ -291,12 +299,20 @@ class NngTransport(Transport):
     def _tls_config(self, server: bool) -> pynng.TLSConfig:
         try:
             if server:
+                if self.mutual:
+                    return pynng.TLSConfig(pynng.TLSConfig.MODE_SERVER,
+                                           own_cert_string=self._read("tls.cert.file"),
+                                           own_key_string=self._read("tls.key.file"),
+                                           ca_string=self._read("tls.ca.file"),
+                                           auth_mode=pynng.TLSConfig.AUTH_MODE_REQUIRED)
                 return pynng.TLSConfig(pynng.TLSConfig.MODE_SERVER,
                                        own_cert_string=self._read("tls.cert.file"),
                                        own_key_string=self._read("tls.key.file"))
+            own = ({"own_cert_string": self._read("tls.cert.file"),
+                    "own_key_string": self._read("tls.key.file")} if self.mutual else {})
             return pynng.TLSConfig(pynng.TLSConfig.MODE_CLIENT,
                                    server_name=str(self.option("tls.server.name", "localhost")),
-                                   ca_string=self._read("tls.ca.file"))
+                                   ca_string=self._read("tls.ca.file"), **own)
         except pynng.NNGException as exc:
             raise ConfigError(f"nng TLS configuration rejected: {exc}") from exc
 

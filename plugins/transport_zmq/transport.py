@@ -20,6 +20,12 @@ when it is created: only connections made through that same transport object can
 its bound ports, so a real cluster must configure the same keys on every worker
 (:func:`generate_keys` prints a fresh pair).
 
+``squall.transport.tls: true`` (the cluster's mutual authentication, API.md section 14) turns
+CURVE on with the cluster's keypair, derived from ``squall.tls.key``
+(:func:`squall.security.transport_creds.curve_seed`): every worker is server and client with
+that one key, and a ZAP handler (:mod:`.zap`) on each bound socket admits only it, so a peer
+that merely knows the server's public key cannot send tuples (refusals logged once per peer).
+
 Threading: zmq sockets are not thread-safe. Use each Connection from one thread at a time; the
 only exception is a bound connection's ``close``, which may come from another thread while
 ``recv`` waits (``recv`` notices within 0.1 s and returns ``[]``).
@@ -36,6 +42,7 @@ import zmq
 from squall.errors import ConfigError, TransportError
 from squall.transports.framing import FrameError, GarbageLog, decode, encode, single
 from squall.spi.transport import Connection, Message, Transport
+from squall.plugins.transport_zmq.zap import ZapAllowList
 
 __all__ = ["ZmqTransport", "generate_keys"]
 
@@ -61,9 +68,10 @@ def generate_keys() -> tuple[str, str]:
 class ZmqReceiver(Connection):
     """A bound PULL socket. ``recv`` from one thread; ``close`` from any thread."""
 
-    def __init__(self, ctx: zmq.Context, sock: zmq.Socket, port: int) -> None:
+    def __init__(self, ctx: zmq.Context, sock: zmq.Socket, port: int,
+                 zap: ZapAllowList | None = None) -> None:
         self.port = port
-        self._ctx, self._sock = ctx, sock
+        self._ctx, self._sock, self._zap = ctx, sock, zap
         self._poller = zmq.Poller()
         self._poller.register(sock, zmq.POLLIN)
         self._lock = threading.Lock()
@@ -133,6 +141,8 @@ class ZmqReceiver(Connection):
     def _release(self) -> None:
         if not self._sock.closed:
             self._sock.close(linger=0)
+            if self._zap is not None:
+                self._zap.stop()
             self._ctx.term()
 
 
@@ -177,8 +187,12 @@ class ZmqTransport(Transport):
         self.hwm = int(self.option("hwm", None) or generic or 10000)
         self.linger_ms = int(self.option("linger.ms", 1000))
         self.curve = bool(self.option("curve.enabled", False))
+        self.mutual = bool(self.conf.get("squall.transport.tls"))
         self._public = self._secret = b""
-        if self.curve:
+        if self.mutual:
+            self.curve = True
+            self._public, self._secret = self._cluster_keys()
+        elif self.curve:
             self._public, self._secret = self._curve_keys()
         self._ctx: zmq.Context | None = None
         self._senders: list[ZmqSender] = []
@@ -199,6 +213,15 @@ class ZmqTransport(Transport):
             raise ConfigError(f"bad squall.transport.zmq.curve.server key: {exc}") from exc
         return str(public).encode("ascii"), str(secret or "").encode("ascii")
 
+    def _cluster_keys(self) -> tuple[bytes, bytes]:
+        if not zmq.has("curve"):
+            raise ConfigError("squall.transport.tls needs libzmq with CURVE for zmq")
+        from zmq.utils import z85
+
+        from squall.security.transport_creds import curve_seed
+        secret = z85.encode(curve_seed(self.conf))
+        return zmq.curve_public(secret), secret
+
     def _socket(self, ctx: zmq.Context, kind: int) -> zmq.Socket:
         sock = ctx.socket(kind)
         sock.sndhwm = sock.rcvhwm = self.hwm
@@ -209,18 +232,28 @@ class ZmqTransport(Transport):
         if self.curve and not self._secret:
             raise ConfigError("squall.transport.zmq.curve.server.secret.key is needed to bind")
         ctx = zmq.Context(io_threads=1)
+        zap = None
+        if self.mutual:   # before the socket accepts anyone
+            from zmq.utils import z85
+            zap = ZapAllowList(ctx, [z85.decode(self._public)], f"zmq receiver on port {port}")
         sock = self._socket(ctx, zmq.PULL)
         if self.curve:
             sock.curve_server = True
             sock.curve_secretkey = self._secret
+            if zap is not None:
+                sock.zap_domain = b"squall"
         try:
             sock.bind(f"tcp://{self.bind_host}:{port or '*'}")
         except zmq.ZMQError as exc:
             sock.close(linger=0)
+            if zap is not None:
+                zap.stop()
             ctx.term()
             raise TransportError(f"zmq cannot bind {self.bind_host}:{port}: {exc}") from exc
         endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
-        receiver = ZmqReceiver(ctx, sock, int(endpoint.rsplit(":", 1)[1]))
+        receiver = ZmqReceiver(ctx, sock, int(endpoint.rsplit(":", 1)[1]), zap)
+        if zap is not None:
+            zap.where = f"zmq receiver on port {receiver.port}"
         with self._lock:
             self._receivers.append(receiver)
         return receiver
@@ -231,7 +264,8 @@ class ZmqTransport(Transport):
                 self._ctx = zmq.Context(io_threads=1)
             sock = self._socket(self._ctx, zmq.PUSH)
         if self.curve:
-            client_public, client_secret = zmq.curve_keypair()
+            client_public, client_secret = ((self._public, self._secret) if self.mutual
+                                            else zmq.curve_keypair())
             sock.curve_serverkey = self._public
             sock.curve_publickey = client_public
             sock.curve_secretkey = client_secret

@@ -106,3 +106,59 @@ def test_tls_without_files_is_a_config_error(cls: type[Transport],
     missing[f"squall.transport.{cls.name}.tls.cert.file"] = str(Path(tls_files["cert"]) / "nope")
     with cls(missing) as transport, pytest.raises(ConfigError, match="cannot read"):
         transport.bind(TOPO, 0)
+
+
+# -- squall.transport.tls: the cluster's mutual authentication (API.md section 14) -------------
+
+@pytest.fixture(scope="module")
+def cluster_tls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Confs of a cluster's worker and of strangers: one with another CA's certificate, one
+    trusting the cluster's CA without a certificate of its own."""
+    from squall.security import certs
+    work = tmp_path_factory.mktemp("cluster-tls")
+
+    def files(name: str, ca: certs.Issued, trusted: certs.Issued) -> dict[str, Any]:
+        worker = certs.issue(ca, "squall-worker")
+        return {"squall.transport.tls": True,
+                "squall.tls.ca": str(certs.write_private(work / f"{name}-ca.crt", trusted.cert)),
+                "squall.tls.cert": str(certs.write_private(work / f"{name}.crt", worker.cert)),
+                "squall.tls.key": str(certs.write_private(work / f"{name}.key", worker.key))}
+
+    ca, other = certs.make_ca("cluster"), certs.make_ca("elsewhere")
+    return {"member": files("member", ca, ca), "stranger": files("stranger", other, ca)}
+
+
+@pytest.mark.parametrize("cls", [ZmqTransport, GrpcTransport, NngTransport])
+def test_cluster_tls_admits_members_only(cls: type[Transport],
+                                         cluster_tls: dict[str, dict[str, Any]],
+                                         tls_files: dict[str, str],
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    member = {**cluster_tls["member"], "squall.transport.zmq.linger.ms": 0}
+    _roundtrip(cls(member), cls(member))
+    stranger = {**cluster_tls["stranger"], "squall.transport.zmq.linger.ms": 0}
+    if cls is ZmqTransport:
+        # knowing the server's public key is not enough: the client key must be the cluster's
+        from zmq.utils import z85
+
+        import zmq
+        from squall.security.transport_creds import curve_seed
+        server_public = zmq.curve_public(z85.encode(curve_seed(member))).decode()
+        outsiders = [{"squall.transport.zmq.curve.enabled": True,
+                      "squall.transport.zmq.curve.server.public.key": server_public,
+                      "squall.transport.zmq.linger.ms": 0}] * 2
+    else:   # a certificate from another CA; the cluster's CA without a certificate
+        outsiders = [stranger, {**_tls_conf(cls.name, tls_files),
+                                f"squall.transport.{cls.name}.tls.ca.file":
+                                    member["squall.tls.ca"]}]
+    with cls(member) as server:
+        receiver = server.bind(TOPO, 0)
+        for conf in outsiders:
+            with cls(conf) as outsider:
+                outsider.connect(TOPO, "127.0.0.1", receiver.port).send([(1, b"intruder")])
+                assert _nothing_arrives(receiver)
+        with cls(member) as peer:     # the cluster's own still get through
+            peer.connect(TOPO, "127.0.0.1", receiver.port).send([(2, b"member")])
+            assert collect(receiver, 1) == [(2, b"member")]
+    if cls is ZmqTransport:   # refused and logged once per peer address
+        refusals = [r for r in caplog.records if "refused a peer at 127.0.0.1" in r.getMessage()]
+        assert len(refusals) == 1

@@ -28,3 +28,23 @@ def test_user_for_token():
     assert user_for_token(conf, "t-eve") is None
     assert user_for_token(conf, None) is None
     assert user_for_token({}, "t-bob") is None
+
+
+def test_scrubber_hides_secret_values_inside_texts():
+    from squall.security import scrubber
+    conf = {"redis.password": "hunter22", "nimbus.auth.tokens": {"tok-alice-1": "alice"},
+            "topology.workers": 2, "app.db": {"password": "pw-nested", "host": "db1"},
+            "squall.auth.token": "abc"}             # too short to scrub safely
+    scrub = scrubber(conf)
+    text = "cannot connect to redis://:hunter22@db1 as tok-alice-1 with pw-nested (abc)"
+    assert scrub(text) == f"cannot connect to redis://:{REDACTED}@db1 as {REDACTED} with " \
+                          f"{REDACTED} (abc)"
+    assert scrubber({"topology.workers": 2})("hunter22") == "hunter22"
+
+
+def test_component_errors_are_reported_without_the_confs_secrets():
+    from squall.runtime.errors import ErrorLog
+    errors = ErrorLog({"redis.password": "hunter22"})
+    errors.record("bolt", 3, ValueError("auth failed for password hunter22"), "h", 1)
+    (entry,) = errors.drain()
+    assert "hunter22" not in entry["error"] and REDACTED in entry["error"]
