@@ -57,6 +57,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["supervisor.cpu.slots", "supervisor.memory.slots", "supervisor.net.slots",
                      "supervisor.disk.slots"], (int,)),
     **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
+    "logviewer.host": (str,),
     "squall.metrics.consumer": (dict,),
 }
 

@@ -66,6 +66,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--wait", type=float, default=None, metavar="S")
     p.set_defaults(func=cmd_rebalance)
 
+    from squall.cli import logs
+    logs.register(subparsers)
+
 
 class Daemon(Protocol):
     """What ``squall nimbus|supervisor|ui`` run: ``start()``, ``wait()`` until
@@ -96,20 +99,32 @@ def _run_daemon(daemon: Daemon) -> int:
     return 0
 
 
+def _daemon_log(conf: dict[str, Any], name: str) -> None:
+    """Also log to ``storm.local.dir/logs/<name>.log`` (rotated like worker logs)."""
+    from squall.daemon.log_files import add_daemon_log
+    try:
+        add_daemon_log(conf, name)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the {name} log under storm.local.dir: {exc}") from exc
+
+
 def cmd_nimbus(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.nimbus import Nimbus
     from squall.plugin_manager import configure
+    _daemon_log(conf, "nimbus")
     return _run_daemon(Nimbus(configure(conf)))
 
 
 def cmd_supervisor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.supervisor import Supervisor
     from squall.plugin_manager import configure
+    _daemon_log(conf, "supervisor")
     return _run_daemon(Supervisor(configure(conf)))
 
 
 def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.ui import UiServer
+    _daemon_log(conf, "ui")
     return _run_daemon(UiServer(conf, host=args.host, port=args.port))
 
 

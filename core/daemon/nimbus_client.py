@@ -165,6 +165,14 @@ class NimbusClient:
                                   executors=dict(executors or {}))
         self._call(lambda s, t: s.Rebalance(req, timeout=t))
 
+    def set_log_levels(self, name: str, levels: Mapping[str, str], timeout_secs: float = 0
+                       ) -> None:
+        """Set run-time log levels (logger -> level or RESET) in every worker of ``name``,
+        reverted after ``timeout_secs`` (0: never). ConfigError for a bad level."""
+        req = pb.LogLevelsRequest(name=name, levels=dict(levels),
+                                  timeout_secs=float(timeout_secs))
+        self._call(lambda s, t: s.SetLogLevels(req, timeout=t))
+
     def cluster_info(self) -> pb.ClusterInfo:
         return self._call(lambda s, t: s.GetClusterInfo(pb.Empty(), timeout=t))
 

@@ -123,6 +123,13 @@ class NimbusService(pb_grpc.NimbusServicer):
         return pb.Empty()
 
     @_mapped
+    def SetLogLevels(self, request: pb.LogLevelsRequest, context: grpc.ServicerContext
+                     ) -> pb.Empty:
+        self._topologies.set_log_levels(request.name, dict(request.levels),
+                                        float(request.timeout_secs))
+        return pb.Empty()
+
+    @_mapped
     def GetClusterInfo(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.ClusterInfo:
         summary = self._reads.cluster_summary()
         return pb.ClusterInfo(topologies=[pb.TopologySummary(**t) for t in summary["topologies"]],

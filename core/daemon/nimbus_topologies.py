@@ -26,7 +26,7 @@ from squall.daemon import validate
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import live_topology
 from squall.daemon.nimbus_schedule import Scheduling
-from squall.errors import AlreadyAliveError, TopologyError
+from squall.errors import AlreadyAliveError, ConfigError, TopologyError
 from squall.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,24 @@ class TopologyLifecycle:
                 return
             self._state.update_storm(tid, status=status)
 
+    def set_log_levels(self, name: str, levels: Mapping[str, str], timeout_secs: float) -> None:
+        """Set run-time log levels in every worker of the topology (``squall set-log-level``):
+        ``levels`` maps a logger (``ROOT``: the root) to a level or ``RESET``; they revert
+        after ``timeout_secs`` (0: never). ConfigError for a bad level or timeout."""
+        from squall.daemon.log_levels import LEVELS, RESET, merge_request
+        self._require_leader()
+        bad = [f"{k}={v}" for k, v in levels.items() if v not in LEVELS and v != RESET]
+        if bad or not levels:
+            raise ConfigError(f"bad log levels {bad or 'none given'}: use LOGGER=LEVEL with "
+                              f"LEVEL one of {', '.join(LEVELS)} or {RESET}")
+        if timeout_secs < 0:
+            raise ConfigError(f"the timeout must be 0 (none) or more seconds, got {timeout_secs}")
+        with self._lock:
+            tid, _ = live_topology(self._state, name)
+            record = merge_request(self._state.get_log_config(tid), levels, timeout_secs)
+            self._state.set_log_config(tid, record)
+        log.info("log levels of %s: %s", tid, record["loggers"])
+
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: dict[str, int] | None = None) -> None:
         """Deactivate, wait, re-place with new parallelism / workers, restore the status.
@@ -206,6 +224,9 @@ class TopologyLifecycle:
         for tid in state.error_topology_ids():
             if tid not in live:
                 state.remove_errors(tid)
+        for tid in state.log_config_topology_ids():
+            if tid not in live:
+                state.remove_log_config(tid)
 
 
 def _owner() -> str:

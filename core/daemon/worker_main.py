@@ -1,6 +1,9 @@
 """The worker process: ``python -m squall.daemon.worker_main`` (launched by a supervisor).
 
-Arguments: ``--topology-id``, ``--supervisor-id``, ``--port``, ``--worker-id``, ``--local-dir``.
+Arguments: ``--topology-id``, ``--supervisor-id``, ``--port``, ``--worker-id``, ``--local-dir``;
+``--log-file`` (with ``--log-max-bytes``, ``--log-backups``) sends its log, its ``sys.stdout``
+and ``sys.stderr`` to that rotated file (:mod:`squall.daemon.log_files`; without it the log goes
+to stdout).
 The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) and the topology
 (``supervisor/stormdist/<topology-id>/``: conf, topology JSON, code on ``sys.path``), builds a
 :class:`~squall.runtime.worker.Worker` with the executors ``/assignments`` gives its
@@ -14,6 +17,8 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
   exits when its slot no longer has exactly its executors (the supervisor starts a new worker);
 - follows ``/storms/<topology-id>``'s status: ``active`` activates the spouts, anything else
   deactivates them;
+- follows ``/logconfigs/<topology-id>``: sets the log levels requested there and restores them
+  when the request expires (:mod:`squall.daemon.log_levels`);
 - SIGTERM / SIGINT: orderly shutdown (spouts deactivated, executors stopped, links closed).
 
 Exit codes: 0 after an orderly shutdown or a lost assignment, 1 when it cannot start or its
@@ -88,6 +93,10 @@ class WorkerProcess:
         self.store: Any = None
         self.seq = 0
         self.active: bool | None = None
+        self.log_file: Path | None = Path(args.log_file) if args.log_file else None
+        self.log_rotation = (int(args.log_max_bytes), int(args.log_backups))
+        from squall.daemon.log_levels import LogLevels
+        self.log_levels = LogLevels()
 
     def run(self) -> int:
         from squall import drivers
@@ -102,6 +111,10 @@ class WorkerProcess:
         conf = configure({**sup_conf, **tconf})
         self.conf = conf
         logging.getLogger().setLevel(str(conf.get("worker.log.level") or "INFO").upper())
+        if self.log_file is not None and conf.get("worker.metrics.log.separate"):
+            from squall.daemon.log_files import separate_metrics_log
+            separate_metrics_log(self.log_file.with_name(f"{self.tid}-{self.port}.metrics.log"),
+                                 *self.log_rotation)
         from squall.errors import ConfigError
         from squall.runtime import gc_tuning
         try:
@@ -137,6 +150,7 @@ class WorkerProcess:
         log.info("worker %s:%d started with executors %s", self.tid, self.port, self.executors)
         self.heartbeat_local()
         self._apply_status(base)
+        self.log_levels.apply(self.state.get_log_config(self.tid, watch=self._on_change))
         try:
             return self._loop()
         finally:
@@ -205,6 +219,7 @@ class WorkerProcess:
             self.task_to_worker = mapping
             self.worker.update_assignment(mapping)
         self._apply_status(base)
+        self.log_levels.apply(self.state.get_log_config(self.tid, watch=self._on_change))
         return True
 
     def _apply_status(self, base: dict[str, Any]) -> None:
@@ -245,14 +260,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--worker-id", required=True)
     p.add_argument("--local-dir", required=True)
+    p.add_argument("--log-file", default=None)
+    p.add_argument("--log-max-bytes", type=int, default=0)
+    p.add_argument("--log-backups", type=int, default=0)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO,
-                        format=f"%(asctime)s %(levelname)s [worker {args.port}] %(name)s: "
-                               "%(message)s", stream=sys.stdout)
+    if args.log_file:
+        from squall.daemon.log_files import setup_worker_logging
+        setup_worker_logging(Path(args.log_file), args.log_max_bytes, args.log_backups,
+                             args.port)
+    else:
+        logging.basicConfig(level=logging.INFO,
+                            format=f"%(asctime)s %(levelname)s [worker {args.port}] %(name)s: "
+                                   "%(message)s", stream=sys.stdout)
     proc = WorkerProcess(args)
 
     def stop(*_: Any) -> None:
