@@ -13,6 +13,7 @@ reassignments, until Ctrl-C or the topology is gone.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import logging
 import sys
@@ -141,8 +142,9 @@ def _print_from(w: WorkerLog, start: int | None, prefix: str | None) -> tuple[in
             return 0, True
         print(f"squall: {w.label}: logviewer answered {exc.code}", file=sys.stderr)
         return 0, False
-    except (OSError, ValueError) as exc:
-        print(f"squall: {w.label}: cannot reach its logviewer: {exc}", file=sys.stderr)
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        print(f"squall: {w.label}: cannot read its log from its logviewer: {exc!r}",
+              file=sys.stderr)
         return 0, False
     _write(data, prefix)
     offset = size if start is None or start < 0 else start + len(data)

@@ -19,6 +19,7 @@ threads of their own; nothing here is called per tuple.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 from http import HTTPStatus
@@ -99,7 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             with path.open("rb") as f:
-                size = path.stat().st_size
+                size = os.fstat(f.fileno()).st_size   # of this file, even if it rotates now
                 begin, count = byte_range(size, query.get("start"), query.get("length"))
                 self.send_response(HTTPStatus.OK)
                 self.send_header("Content-Type", "text/plain; charset=utf-8")
