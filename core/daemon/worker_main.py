@@ -17,6 +17,10 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
   exits when its slot no longer has exactly its executors (the supervisor starts a new worker);
 - follows ``/storms/<topology-id>``'s status: ``active`` activates the spouts, anything else
   deactivates them;
+- serves its executors' built-in metrics on ``http://<host>:<metrics_port>/metrics``
+  (OpenMetrics text, refreshed with each ZooKeeper beat, which publishes ``metrics_port``)
+  when ``worker.metrics.endpoint`` is true: on the worker's port + ``worker.metrics.port.offset``,
+  or a free port when that is null;
 - follows ``/logconfigs/<topology-id>``: sets the log levels requested there and restores them
   when the request expires (:mod:`squall.daemon.log_levels`);
 - SIGTERM / SIGINT: orderly shutdown (spouts deactivated, executors stopped, links closed).
@@ -91,6 +95,7 @@ class WorkerProcess:
         self.changed = threading.Event()
         self.worker: Any = None
         self.store: Any = None
+        self.metrics_endpoint: Any = None
         self.seq = 0
         self.active: bool | None = None
         self.log_file: Path | None = Path(args.log_file) if args.log_file else None
@@ -147,6 +152,7 @@ class WorkerProcess:
         self.worker.build()
         hooks.squall_worker_start(topology_id=self.tid, port=self.port, conf=conf)
         self.worker.start()
+        self._start_metrics_endpoint(host)
         log.info("worker %s:%d started with executors %s", self.tid, self.port, self.executors)
         self.heartbeat_local()
         self._apply_status(base)
@@ -156,6 +162,22 @@ class WorkerProcess:
         finally:
             self._shutdown(transport)
             hooks.squall_worker_stop(topology_id=self.tid, port=self.port)
+
+    def _start_metrics_endpoint(self, host: str) -> None:
+        if not self.conf.get("worker.metrics.endpoint"):
+            return
+        from squall.metrics.openmetrics import MetricsEndpoint
+        offset = self.conf.get("worker.metrics.port.offset")
+        endpoint = MetricsEndpoint(host, 0 if offset is None else self.port + int(offset))
+        try:
+            endpoint.start()
+        except OSError as exc:   # the worker runs on without it
+            log.error("worker %s:%d: the /metrics endpoint cannot listen on %s:%d: %s",
+                      self.tid, self.port, host, endpoint.requested_port, exc)
+            return
+        self.metrics_endpoint = endpoint
+        log.info("worker %s:%d serves /metrics on %s:%d", self.tid, self.port, host,
+                 endpoint.port)
 
     def _on_change(self, _path: str) -> None:
         self.changed.set()
@@ -197,8 +219,14 @@ class WorkerProcess:
     def heartbeat_zk(self) -> None:
         self.seq += 1
         stats = self.worker.stats()
+        extra = {}
+        if self.metrics_endpoint is not None:
+            from squall.metrics.openmetrics import render, worker_families
+            self.metrics_endpoint.update(render(worker_families(
+                stats, self.tid, self.worker.host, self.port)))
+            extra["metrics_port"] = self.metrics_endpoint.port
         self.state.write_worker_beat(self.tid, self.node, self.port, {
-            **stats, "seq": self.seq, "topology_id": self.tid, "node": self.node,
+            **stats, **extra, "seq": self.seq, "topology_id": self.tid, "node": self.node,
             "port": self.port, "host": self.worker.host})
         for entry in self.worker.drain_errors():
             component = str(entry.get("component") or "unknown")
@@ -248,6 +276,8 @@ class WorkerProcess:
             log.debug("closing the transport failed", exc_info=True)
 
     def close(self) -> None:
+        if self.metrics_endpoint is not None:
+            self.metrics_endpoint.stop()
         if self.store is not None:
             self.store.close()
         (self.worker_dir / "pids" / str(os.getpid())).unlink(missing_ok=True)
