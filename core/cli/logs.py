@@ -35,13 +35,14 @@ REFRESH_POLLS = 5
 
 def register(subparsers: Any) -> None:
     """Add ``logs`` and ``set-log-level`` to ``squall``'s subparsers."""
+    from squall.cli.cluster import cluster_command
     p = subparsers.add_parser("logs", help="print a topology's worker logs (via the logviewers)")
     p.add_argument("name", metavar="TOPOLOGY", help="the topology's name")
     p.add_argument("-f", "--follow", action="store_true",
                    help="keep printing new log lines until Ctrl-C or the topology is gone")
     p.add_argument("--tail", type=int, default=None, metavar="BYTES",
                    help="print only the last BYTES of each log (default: all of it)")
-    p.set_defaults(func=cmd_logs)
+    p.set_defaults(func=cluster_command(cmd_logs))
 
     p = subparsers.add_parser("set-log-level",
                               help="change log levels in a running topology's workers")
@@ -51,7 +52,7 @@ def register(subparsers: Any) -> None:
                         "ERROR, CRITICAL or RESET (back to the worker's own level)")
     p.add_argument("--timeout", type=float, default=0.0, metavar="S",
                    help="seconds until the levels revert (default 0: until reset)")
-    p.set_defaults(func=cmd_set_log_level)
+    p.set_defaults(func=cluster_command(cmd_set_log_level))
 
 
 @dataclass(frozen=True, order=True)

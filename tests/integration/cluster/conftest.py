@@ -167,9 +167,9 @@ class ClusterHarness:
 
     # -- observations -------------------------------------------------------------------------
     def listed(self) -> dict[str, str]:
-        """name -> status from ``squall list``."""
+        """name -> status from ``squall list`` (its header line skipped)."""
         out = self.squall("list").stdout
-        return dict(line.split()[:2] for line in out.splitlines() if line.strip())
+        return dict(line.split()[:2] for line in out.splitlines()[1:] if line.strip())
 
     def wait(self, condition: Any, timeout: float, what: str) -> Any:
         """``wait_until`` that adds the daemons' and workers' log tails to a timeout."""

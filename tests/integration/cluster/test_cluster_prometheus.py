@@ -63,4 +63,13 @@ def test_workers_and_the_prometheus_consumer_are_scraped(squall_cluster, wordcou
                          component="count") > 0, 60, "no count acks at the consumer")
     text = scrape("127.0.0.1", consumer_port)
     assert 'component="sentences"' in text and "squall_receive_capacity{" in text
+
+    # squall list: workers, executors, tasks and uptime under a header
+    head, row = c.squall("list").stdout.splitlines()
+    assert head.split() == ["NAME", "STATUS", "WORKERS", "EXECUTORS", "TASKS", "UPTIME"]
+    name, status, workers, executors, tasks, *uptime = row.split()
+    info = c.client().topology_info("wc")
+    assert (name, status, int(workers)) == ("wc", "active", 2)
+    assert (int(executors), int(tasks)) == (info["num_executors"], info["num_tasks"])
+    assert uptime[-1].endswith("s") or uptime[-1].endswith("m")
     c.squall("kill", "wc", "--wait", "0")
