@@ -94,8 +94,9 @@ def register(subparsers: Any) -> None:
                         "(default: topology.message.timeout.secs)")
     p.set_defaults(func=cluster_command(cmd_rebalance))
 
-    from squall.cli import logs
+    from squall.cli import logs, monitor
     logs.register(subparsers)
+    monitor.register(subparsers)
 
 
 class Daemon(Protocol):

@@ -79,8 +79,9 @@ class NimbusReads:
         return out
 
     def topology_info(self, name: str) -> dict[str, Any]:
-        """The status, workers, per-component counters (and stats windows), per-executor stats
-        and newest errors of the topology named ``name``; NotAliveError if there is none."""
+        """The status, workers, per-component counters (and stats windows), per-executor stats,
+        newest errors and the components in flow order (``flow``) of the topology named
+        ``name``; NotAliveError if there is none."""
         tid, base = live_topology(self._state, name)
         state = self._state
         assignment = state.get_assignment(tid) or {}
@@ -126,6 +127,7 @@ class NimbusReads:
                 "num_executors": len(enp),
                 "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
                 "components": components, "executors": executors, "workers": workers,
+                "flow": _flow(loaded[1]) if loaded else sorted(components),
                 "errors": state.errors(tid)}
 
     def package_file(self, topology_id: str, file: str) -> Path:
@@ -138,3 +140,9 @@ class NimbusReads:
                 raise NotLeaderError(self._leadership.leader_address())
             raise NotAliveError(f"nimbus has no package for topology {topology_id!r}")
         return path
+
+
+def _flow(topology: Any) -> list[str]:
+    """The topology's components in flow order (``squall monitor`` shows them so)."""
+    from squall.daemon.topology_flow import flow_order, topology_inputs
+    return flow_order(topology_inputs(topology))

@@ -115,3 +115,44 @@ def test_rebalance_caps_are_explained() -> None:
 def test_uptime_text() -> None:
     assert [cluster.uptime_text(s) for s in (5, 75, 3725, 93784)] == [
         "5s", "1m 15s", "1h 2m", "1d 2h 3m"]
+
+
+def test_flow_order_and_the_monitor_frame() -> None:
+    import doctest
+
+    from squall.cli.monitor import frame
+    from squall.daemon import topology_flow
+    assert doctest.testmod(topology_flow).failed == 0
+    # a cycle does not hang it; a component after everything feeding it
+    assert topology_flow.flow_order({"a": [], "b": ["a", "c"], "c": ["b"], "d": ["c"]}) == [
+        "a", "b", "c", "d"]
+
+    def info(emitted: int, executed: int, failed: int) -> dict:
+        return {"name": "wc", "id": "wc-1-1", "status": "active", "num_workers": 2,
+                "uptime_secs": 30, "flow": ["sentences", "split", "count", "__acker"],
+                "components": {
+                    "count": {"kind": "bolt", "executors": 2, "tasks": 4, "emitted": 0,
+                              "executed": executed, "acked": executed, "failed": failed},
+                    "split": {"kind": "bolt", "executors": 1, "tasks": 1,
+                              "emitted": emitted, "executed": emitted // 5, "acked": 0,
+                              "failed": 0},
+                    "sentences": {"kind": "spout", "executors": 1, "tasks": 1,
+                                  "emitted": emitted // 5, "executed": 0,
+                                  "acked": emitted // 5, "failed": 0}},
+                "executors": [
+                    {"component": "count", "kind": "bolt", "executed": 100,
+                     "execute_latency_ms": 2.0, "queued": 3},
+                    {"component": "count", "kind": "bolt", "executed": 300,
+                     "execute_latency_ms": 1.0, "queued": 4},
+                    {"component": "sentences", "kind": "spout", "acked": 10,
+                     "complete_latency_ms": 12.5, "queued": 0}],
+                "errors": {"count": [{"error": "Traceback ...\nValueError: old"},
+                                     {"error": "Traceback ...\nValueError: bad word"}]}}
+    text = frame(info(1000, 500, 2), info(2000, 900, 5), 2.0)
+    rows = [line.split() for line in text.splitlines()]
+    table = {r[0]: r for r in rows[3:6]}
+    assert [r[0] for r in rows[2:6]] == ["COMPONENT", "sentences", "split", "count"]
+    # EMIT/s EXEC/s ACK/s FAIL/s LATENCY FAILED QUEUED
+    assert table["count"][4:] == ["0.0", "200.0", "200.0", "1.5", "1.250", "5", "7"]
+    assert table["split"][4] == "500.0" and table["sentences"][8] == "12.500"
+    assert text.rstrip().endswith("count: ValueError: bad word")

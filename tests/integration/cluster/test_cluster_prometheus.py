@@ -72,4 +72,11 @@ def test_workers_and_the_prometheus_consumer_are_scraped(squall_cluster, wordcou
     assert (name, status, int(workers)) == ("wc", "active", 2)
     assert (int(executors), int(tasks)) == (info["num_executors"], info["num_tasks"])
     assert uptime[-1].endswith("s") or uptime[-1].endswith("m")
+
+    # squall monitor --once: components in flow order, live rates
+    out = c.squall("monitor", "wc", "--once", "--interval", "2").stdout
+    rows = [line.split() for line in out.splitlines()[2:] if line.strip()]
+    assert rows[0][:4] == ["COMPONENT", "KIND", "EXEC", "TASKS"]
+    assert [r[0] for r in rows[1:4]] == ["sentences", "split", "count"]
+    assert float(rows[1][4].replace(",", "")) > 0           # the spout emits now
     c.squall("kill", "wc", "--wait", "0")
