@@ -1,4 +1,5 @@
-"""``squall logs TOPOLOGY [--follow]`` and ``squall set-log-level TOPOLOGY LOGGER=LEVEL``.
+"""``squall logs TOPOLOGY [--follow]``, ``squall set-log-level TOPOLOGY LOGGER=LEVEL`` and
+``squall debug TOPOLOGY [COMPONENT] --enable|--disable|--show``.
 
 ``logs`` finds the topology's workers in the cluster state (``/assignments``: which supervisor
 and port; ``/supervisors``: the host and ``logviewer_port``) and prints each worker's log,
@@ -6,6 +7,10 @@ fetched from the logviewer of its supervisor (:mod:`squall.daemon.logviewer`), u
 ``==> host:port <==`` header. ``--follow`` then keeps printing what the workers write (each
 line prefixed with ``[host:port]`` when there are several), following rotations and
 reassignments, until Ctrl-C or the topology is gone.
+
+``debug`` asks nimbus to sample a share of a component's emits (every component's without
+COMPONENT) into the events logs of the topology's workers (:mod:`squall.runtime.event_log`), or
+to stop; ``--show`` prints those events logs, fetched like ``logs``.
 
 ``set-log-level`` asks nimbus to set logger levels in every worker of the topology
 (:mod:`squall.daemon.log_levels`), for ``--timeout`` seconds (0: until reset).
@@ -54,6 +59,20 @@ def register(subparsers: Any) -> None:
                    help="seconds until the levels revert (default 0: until reset)")
     p.set_defaults(func=cluster_command(cmd_set_log_level))
 
+    p = subparsers.add_parser("debug", help="sample a running topology's emits into its "
+                                            "workers' events logs, or show those logs")
+    p.add_argument("name", metavar="TOPOLOGY", help="the topology's name")
+    p.add_argument("component", nargs="?", default=None,
+                   help="the component whose emits to sample (default: every component)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--enable", action="store_true", help="start sampling")
+    what.add_argument("--disable", action="store_true", help="stop sampling")
+    what.add_argument("--show", action="store_true",
+                      help="print the workers' events logs (via the logviewers)")
+    p.add_argument("--sampling", type=float, default=100.0, metavar="PCT",
+                   help="percentage of emits recorded with --enable (default 100)")
+    p.set_defaults(func=cluster_command(cmd_debug))
+
 
 @dataclass(frozen=True, order=True)
 class WorkerLog:
@@ -68,9 +87,10 @@ class WorkerLog:
         return f"{self.host}:{self.port}"
 
 
-def worker_logs(state: Any, name: str) -> tuple[str, list[WorkerLog]]:
-    """The topology id of ``name`` and its workers' log addresses, sorted; NotAliveError when
-    no live topology has that name."""
+def worker_logs(state: Any, name: str, file: str = "log") -> tuple[str, list[WorkerLog]]:
+    """The topology id of ``name`` and its workers' log addresses (``file``: ``log``, or
+    ``events``, ... as the logviewer names them), sorted; NotAliveError when no live topology
+    has that name."""
     tid = state.find_topology_id(name)
     if tid is None:
         raise NotAliveError(f"no topology named {name!r} is running")
@@ -84,7 +104,7 @@ def worker_logs(state: Any, name: str) -> tuple[str, list[WorkerLog]]:
         lv_port = sup.get("logviewer_port")
         url = None
         if lv_port:
-            query = urllib.parse.urlencode({"topology": tid, "port": int(port)})
+            query = urllib.parse.urlencode({"topology": tid, "port": int(port), "file": file})
             url = f"http://{host}:{int(lv_port)}/log?{query}"
         out.add(WorkerLog(host, int(port), url))
     return tid, sorted(out)
@@ -108,20 +128,25 @@ def _open_state(conf: dict[str, Any]) -> Any:
 
 
 def cmd_logs(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    return _print_logs(conf, args.name, "log", args.follow, args.tail)
+
+
+def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
+                tail: int | None) -> int:
     store, state = _open_state(conf)
     try:
-        _, workers = worker_logs(state, args.name)
+        _, workers = worker_logs(state, name, file)
         if not workers:
-            print(f"topology {args.name!r} has no workers yet", file=sys.stderr)
+            print(f"topology {name!r} has no workers yet", file=sys.stderr)
         offsets: dict[WorkerLog, int] = {}
         failed = False
         for w in workers:
             print(f"==> {w.label} <==", flush=True)
-            offsets[w], ok = _print_from(w, -args.tail if args.tail else None, None)
+            offsets[w], ok = _print_from(w, -tail if tail else None, None)
             failed |= not ok
-        if not args.follow:
+        if not follow:
             return 1 if failed else 0
-        return _follow(lambda: worker_logs(state, args.name)[1], offsets)
+        return _follow(lambda: worker_logs(state, name, file)[1], offsets)
     finally:
         store.close()
 
@@ -199,6 +224,24 @@ def cmd_set_log_level(args: argparse.Namespace, conf: dict[str, Any]) -> int:
         client.close()
     how = f" for {args.timeout:g} s" if args.timeout else ""
     print(f"log levels of {args.name!r}: {json.dumps(levels)}{how}")
+    return 0
+
+
+def cmd_debug(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.daemon.nimbus_client import NimbusClient
+    if args.show:
+        return _print_logs(conf, args.name, "events", False, None)
+    client = NimbusClient(conf)
+    try:
+        client.debug(args.name, args.component, bool(args.enable), args.sampling)
+    finally:
+        client.close()
+    what = f"component {args.component!r}" if args.component else "every component"
+    if args.enable:
+        print(f"sampling {args.sampling:g}% of the emits of {what} of {args.name!r} into the "
+              f"events logs (squall debug {args.name} --show)")
+    else:
+        print(f"stopped sampling the emits of {what} of {args.name!r}")
     return 0
 
 

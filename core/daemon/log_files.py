@@ -8,6 +8,7 @@ Layout under ``storm.local.dir/logs/``:
                                       outside Python's logging (a crash of the interpreter)
 ``<topology-id>-<port>.metrics.log``  the ``log`` metrics consumer's data points, kept out of
                                       the worker log (``worker.metrics.log.separate``)
+``<topology-id>-<port>.events.log``   sampled emits (``topology.debug``, ``squall debug``)
 ``nimbus.log``, ``supervisor.log``,   each daemon's own log
 ``ui.log``
 ====================================  =========================================================
@@ -30,7 +31,10 @@ from typing import Any, TextIO
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: the logger the ``log`` metrics consumer writes its data points to
 METRICS_LOGGER = "squall.metrics"
-_WORKER_FILE = re.compile(r"^(?P<topology>.+)-(?P<port>\d+)\.(?:log|out|metrics\.log)(?:\.\d+)?$")
+_WORKER_FILE = re.compile(
+    r"^(?P<topology>.+)-(?P<port>\d+)\.(?:log|out|metrics\.log|events\.log)(?:\.\d+)?$")
+#: the logger sampled emits go to (:mod:`squall.runtime.event_log`)
+EVENTS_LOGGER = "squall.events"
 
 
 def logs_dir(local_dir: str | os.PathLike[str]) -> Path:
@@ -139,6 +143,19 @@ def setup_worker_logging(log_file: Path, max_bytes: int, backups: int, port: int
     root.setLevel(logging.INFO)
     sys.stdout = StreamToLog(logging.getLogger("STDOUT"), logging.INFO, sys.__stdout__)  # type: ignore[assignment, arg-type]
     sys.stderr = StreamToLog(logging.getLogger("STDERR"), logging.ERROR, sys.__stderr__)  # type: ignore[assignment, arg-type]
+
+
+def separate_events_log(log_file: Path, max_bytes: int, backups: int) -> None:
+    """Send the ``squall.events`` logger (sampled emits) to ``log_file`` (rotated; created on
+    the first event) and nowhere else."""
+    handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=max_bytes,
+                                                   backupCount=backups, encoding="utf-8",
+                                                   delay=True)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    events = logging.getLogger(EVENTS_LOGGER)
+    events.addHandler(handler)
+    events.setLevel(logging.INFO)
+    events.propagate = False
 
 
 def separate_metrics_log(log_file: Path, max_bytes: int, backups: int) -> None:

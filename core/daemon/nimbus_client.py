@@ -173,6 +173,14 @@ class NimbusClient:
                                   timeout_secs=float(timeout_secs))
         self._call(lambda s, t: s.SetLogLevels(req, timeout=t))
 
+    def debug(self, name: str, component: str | None, enable: bool,
+              sampling_pct: float = 100.0) -> None:
+        """Start (or stop) sampling a component's emits (every component when None) into
+        the events logs of the topology's workers."""
+        req = pb.DebugRequest(name=name, component=component or "", enable=enable,
+                              sampling_pct=float(sampling_pct))
+        self._call(lambda s, t: s.Debug(req, timeout=t))
+
     def cluster_info(self) -> pb.ClusterInfo:
         return self._call(lambda s, t: s.GetClusterInfo(pb.Empty(), timeout=t))
 

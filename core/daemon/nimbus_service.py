@@ -130,6 +130,12 @@ class NimbusService(pb_grpc.NimbusServicer):
         return pb.Empty()
 
     @_mapped
+    def Debug(self, request: pb.DebugRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self._topologies.set_debug(request.name, request.component, request.enable,
+                                   float(request.sampling_pct))
+        return pb.Empty()
+
+    @_mapped
     def GetClusterInfo(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.ClusterInfo:
         summary = self._reads.cluster_summary()
         return pb.ClusterInfo(topologies=[pb.TopologySummary(**t) for t in summary["topologies"]],

@@ -145,6 +145,33 @@ class TopologyLifecycle:
             self._state.set_log_config(tid, record)
         log.info("log levels of %s: %s", tid, record["loggers"])
 
+    def set_debug(self, name: str, component: str, enable: bool, sampling_pct: float) -> None:
+        """``squall debug``: sample ``sampling_pct`` % of ``component``'s emits (every
+        component when it is empty) into its workers' events logs, or stop (``enable``
+        False). Kept as ``component_debug`` in ``/storms/<id>`` (``*``: every component).
+        TopologyError for an unknown component, ConfigError for a percentage outside
+        (0, 100]."""
+        self._require_leader()
+        if enable and not 0 < sampling_pct <= 100:
+            raise ConfigError(f"the sampling percentage must be more than 0 and at most 100, "
+                              f"got {sampling_pct:g}")
+        with self._lock:
+            tid, base = live_topology(self._state, name)
+            loaded = self._code.topology_of(tid)
+            if component and loaded is not None and component not in loaded[1].components:
+                raise TopologyError(f"topology {name!r} has no component {component!r}; "
+                                    f"components: {', '.join(sorted(loaded[1].components))}")
+            debug = dict(base.get("component_debug") or {})
+            key = component or "*"
+            if not component and not enable:
+                debug = {}
+            elif enable:
+                debug[key] = {"enable": True, "samplingpct": float(sampling_pct)}
+            else:
+                debug.pop(key, None)
+            self._state.update_storm(tid, component_debug=debug)
+        log.info("debug of %s: %s", tid, debug or "off")
+
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: dict[str, int] | None = None) -> None:
         """Deactivate, wait, re-place with new parallelism / workers, restore the status.

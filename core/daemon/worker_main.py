@@ -21,6 +21,8 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
   (OpenMetrics text, refreshed with each ZooKeeper beat, which publishes ``metrics_port``)
   when ``worker.metrics.endpoint`` is true: on the worker's port + ``worker.metrics.port.offset``,
   or a free port when that is null;
+- samples emits into its events log as ``topology.debug`` and ``component_debug`` in
+  ``/storms/<topology-id>`` (``squall debug``) say (:mod:`squall.runtime.event_log`);
 - follows ``/logconfigs/<topology-id>``: sets the log levels requested there and restores them
   when the request expires (:mod:`squall.daemon.log_levels`);
 - SIGTERM / SIGINT: orderly shutdown (spouts deactivated, executors stopped, links closed).
@@ -96,6 +98,7 @@ class WorkerProcess:
         self.worker: Any = None
         self.store: Any = None
         self.metrics_endpoint: Any = None
+        self.debug: dict[str, float] = {}
         self.seq = 0
         self.active: bool | None = None
         self.log_file: Path | None = Path(args.log_file) if args.log_file else None
@@ -116,6 +119,10 @@ class WorkerProcess:
         conf = configure({**sup_conf, **tconf})
         self.conf = conf
         logging.getLogger().setLevel(str(conf.get("worker.log.level") or "INFO").upper())
+        if self.log_file is not None:
+            from squall.daemon.log_files import separate_events_log
+            separate_events_log(self.log_file.with_name(f"{self.tid}-{self.port}.events.log"),
+                                *self.log_rotation)
         if self.log_file is not None and conf.get("worker.metrics.log.separate"):
             from squall.daemon.log_files import separate_metrics_log
             separate_metrics_log(self.log_file.with_name(f"{self.tid}-{self.port}.metrics.log"),
@@ -251,6 +258,13 @@ class WorkerProcess:
         return True
 
     def _apply_status(self, base: dict[str, Any]) -> None:
+        from squall.runtime.event_log import settings_of
+        debug = settings_of(self.conf, base.get("component_debug"))
+        if debug != self.debug:
+            self.debug = debug
+            self.worker.set_debug(debug)
+            log.info("worker %s:%d: emits sampled into the events log: %s", self.tid,
+                     self.port, debug or "none")
         active = base.get("status") == "active"
         if active != self.active:
             self.active = active

@@ -19,6 +19,7 @@ from squall.api.tuple import Tuple
 from squall.runtime import errors as error_log
 from squall.runtime.acks import AckLedger
 from squall.runtime.emit import Clock, Wiring, build_routes, make_emit
+from squall.runtime.event_log import EventSampler, settings_of
 from squall.runtime.executors import executor_class
 from squall.runtime.executors.base import Executor, Services
 from squall.runtime.executors.spout import SpoutExecutor
@@ -148,6 +149,10 @@ class Worker:
         self.timers = Timers(conf=self.conf, topology=topo, executors=self.executors,
                              sources=self.sources, load=self.load, deliver=self._deliver,
                              capacity=self.flow.high, identity=self._identity)
+        # emits are sampled into the events log only where debugging is on (event_log)
+        self.events = EventSampler(self.tasks)
+        if self.conf.get("topology.debug"):
+            self.events.apply(settings_of(self.conf, None))
 
     def _install(self, ex: Executor, ts: TaskState) -> None:
         """The task's context and routes, and the runtime's methods on its instance."""
@@ -254,6 +259,11 @@ class Worker:
             zeros = [self.incarnation, [[t, 0] for t in self.local_task_ids]]
             self.loop.submit(lambda: [self.outbox.send_control(key, "credit", zeros)
                                       for key in self.outbox.peers()])
+
+    def set_debug(self, settings: dict[str, float]) -> None:
+        """Sample emits into the events log: component (``*``: all) -> percentage; the
+        components not named stop being sampled (see :mod:`.event_log`)."""
+        self.call_on_loop(lambda: self.events.apply(settings))
 
     def call_on_loop(self, fn: Any, timeout: float = 10.0) -> None:
         """Run ``fn`` on the loop thread and wait for it (or here if no loop runs)."""

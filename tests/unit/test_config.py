@@ -81,13 +81,11 @@ def test_squall_conf_naming_a_missing_file_is_an_error(tmp_path, home):
 
 
 def test_overrides_are_remembered_for_the_component_merge(home):
-    conf = config.load_config(overrides=[("k.v", 1), "topology.worker.die.on.error=true"],
-                              env={}, home=home)
-    assert conf[config.OVERRIDES_KEY] == {"k.v": 1, "topology.worker.die.on.error": True}
+    conf = config.load_config(overrides=[("k.v", 1), "topology.debug=true"], env={}, home=home)
+    assert conf[config.OVERRIDES_KEY] == {"k.v": 1, "topology.debug": True}
     # a worker gets the conf through JSON and merges component config: overrides still win
-    comp = config.component_conf(dict(conf), {"topology.worker.die.on.error": False, "k.v": 2,
-                                              "own": 3})
-    assert (comp["topology.worker.die.on.error"], comp["k.v"], comp["own"]) == (True, 1, 3)
+    comp = config.component_conf(dict(conf), {"topology.debug": False, "k.v": 2, "own": 3})
+    assert (comp["topology.debug"], comp["k.v"], comp["own"]) == (True, 1, 3)
     # explicit overrides replace the remembered ones
     comp = config.component_conf(conf, {"k.v": 2}, overrides={"k.v": 9})
     assert comp["k.v"] == 9
@@ -178,7 +176,7 @@ def test_defaults_validate_cleanly():
     ("topology.workers", "3", "int", "str"),
     ("topology.workers", True, "int", "bool"),
     ("topology.workers", 2.5, "int", "float"),
-    ("topology.worker.die.on.error", 1, "bool", "int"),
+    ("topology.debug", 1, "bool", "int"),
     ("nimbus.seeds", "localhost", "list", "str"),
     ("storm.zookeeper.root", None, "str", "null"),
     ("topology.max.spout.pending", "10", "int or null", "str"),

@@ -79,6 +79,11 @@ class NimbusStub:
                 request_serializer=nimbus__pb2.LogLevelsRequest.SerializeToString,
                 response_deserializer=nimbus__pb2.Empty.FromString,
                 _registered_method=True)
+        self.Debug = channel.unary_unary(
+                '/squall.nimbus.Nimbus/Debug',
+                request_serializer=nimbus__pb2.DebugRequest.SerializeToString,
+                response_deserializer=nimbus__pb2.Empty.FromString,
+                _registered_method=True)
 
 
 class NimbusServicer:
@@ -138,6 +143,12 @@ class NimbusServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Debug(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NimbusServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -184,6 +195,11 @@ def add_NimbusServicer_to_server(servicer, server):
             'SetLogLevels': grpc.unary_unary_rpc_method_handler(
                     servicer.SetLogLevels,
                     request_deserializer=nimbus__pb2.LogLevelsRequest.FromString,
+                    response_serializer=nimbus__pb2.Empty.SerializeToString,
+            ),
+            'Debug': grpc.unary_unary_rpc_method_handler(
+                    servicer.Debug,
+                    request_deserializer=nimbus__pb2.DebugRequest.FromString,
                     response_serializer=nimbus__pb2.Empty.SerializeToString,
             ),
     }
@@ -429,6 +445,33 @@ class Nimbus:
             target,
             '/squall.nimbus.Nimbus/SetLogLevels',
             nimbus__pb2.LogLevelsRequest.SerializeToString,
+            nimbus__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Debug(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/squall.nimbus.Nimbus/Debug',
+            nimbus__pb2.DebugRequest.SerializeToString,
             nimbus__pb2.Empty.FromString,
             options,
             channel_credentials,

@@ -3,6 +3,7 @@
 kept apart, tracebacks of component errors, daemon log files, and cleanup after a kill."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -23,8 +24,7 @@ def worker_logs(local: Path) -> dict[str, str]:
 
 
 def current_log(local: Path) -> str:
-    (text,) = [t for n, t in worker_logs(local).items() if n.endswith(".log")
-               and ".metrics" not in n]
+    (text,) = [t for n, t in worker_logs(local).items() if re.search(r"-\d+\.log$", n)]
     return text
 
 
@@ -51,7 +51,7 @@ def test_logs_rotation_follow_levels_and_cleanup(squall_cluster):
     c.wait(lambda: f"{tid}-{port}.metrics.log" in worker_logs(sup.local_dir), 30,
            "no metrics log")
     logs = worker_logs(sup.local_dir)
-    text = "".join(t for n, t in logs.items() if ".metrics" not in n)
+    text = "".join(t for n, t in logs.items() if ".metrics" not in n and ".events" not in n)
     assert "STDOUT: printed tick" in text
     assert "Traceback (most recent call last)" in text and "ValueError: fussy about" in text
     assert "__emit-count" not in text
@@ -98,6 +98,30 @@ def test_logs_rotation_follow_levels_and_cleanup(squall_cluster):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "LOUD" in bad.stderr
     missing = c.squall("logs", "nosuch", check=False)
     assert missing.returncode == 2 and "nosuch" in missing.stderr
+
+    # squall debug: a share of the ticker's emits into the events log, shown via logviewer
+    done = c.squall("debug", "chatty", "ticker", "--enable", "--sampling", "50")
+    assert "50% of the emits of component 'ticker'" in done.stdout
+    c.wait(lambda: "\tticker\t" in c.squall("debug", "chatty", "--show").stdout, 30,
+           "no sampled emits in the events log")
+    shown = c.squall("debug", "chatty", "--show").stdout
+    assert shown.startswith(f"==> 127.0.0.1:{port} <==\n")
+    assert "\tfussy\t" not in shown                        # only the component asked for
+    c.squall("debug", "chatty", "--disable")
+    events = sup.local_dir / "logs" / f"{tid}-{port}.events.log"
+    c.wait(lambda: "stopped" in c.squall("debug", "chatty", "--disable").stdout and
+           "sampled into the events log: none" in current_log(sup.local_dir), 30,
+           "sampling did not stop")
+    size = events.stat().st_size
+
+    def last_tick() -> int:
+        ticks = re.findall(r"printed tick (\d+)", current_log(sup.local_dir))
+        return int(ticks[-1]) if ticks else 0
+    since = last_tick()
+    c.wait(lambda: last_tick() >= since + 200, 30, "the ticker stopped")
+    assert events.stat().st_size == size                   # it emitted, nothing recorded
+    bad = c.squall("debug", "chatty", "nosuch", "--enable", check=False)
+    assert bad.returncode == 2 and "nosuch" in bad.stderr and bad.stderr.count("\n") == 1
 
     # daemons write their own log files under storm.local.dir/logs
     assert "supervisor" in (sup.local_dir / "logs" / "supervisor.log").read_text()

@@ -21,9 +21,9 @@ def test_seed_addresses_take_nimbus_port_unless_given():
 def test_submitted_conf_layers_and_daemon_keys_dropped_by_nimbus():
     from squall import config
     conf = config.load_config(None, ["topology.workers=3", "k=1"], env={}, home="/nonexistent")
-    sent = submitted_conf(conf, {"topology.workers": 2, "topology.worker.die.on.error": True})
+    sent = submitted_conf(conf, {"topology.workers": 2, "topology.debug": True})
     assert sent["topology.workers"] == 3          # -c beats the topology's conf
-    assert sent["topology.worker.die.on.error"] is True and sent["k"] == 1
+    assert sent["topology.debug"] is True and sent["k"] == 1
     assert "storm.zookeeper.port" not in sent      # defaults are not sent
     assert sent[config.OVERRIDES_KEY] == {"topology.workers": 3, "k": 1}
     kept = topology_conf({**sent, "storm.zookeeper.servers": ["evil"], "nimbus.port": 1,
