@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: the logger the ``log`` metrics consumer writes its data points to
 METRICS_LOGGER = "squall.metrics"
@@ -93,7 +94,7 @@ class StreamToLog:
     ``sys.stdout`` / ``sys.stderr``, so a component's ``print`` lands in the rotated log).
     Writes from inside logging itself (a handler's error report) go to ``fallback``."""
 
-    def __init__(self, logger: logging.Logger, level: int, fallback: TextIO) -> None:
+    def __init__(self, logger: logging.Logger, level: int, fallback: TextIO | None) -> None:
         self._logger = logger
         self._level = level
         self._fallback = fallback
@@ -103,7 +104,7 @@ class StreamToLog:
 
     def write(self, text: str) -> int:
         if getattr(self._inside, "active", False):
-            return self._fallback.write(text)
+            return self._fallback.write(text) if self._fallback is not None else len(text)
         with self._lock:
             self._buffer += text
             *lines, self._buffer = self._buffer.split("\n")
@@ -126,6 +127,8 @@ class StreamToLog:
         return False
 
     def fileno(self) -> int:
+        if self._fallback is None:
+            raise OSError("no file descriptor behind this log stream")
         return self._fallback.fileno()
 
 
@@ -141,8 +144,9 @@ def setup_worker_logging(log_file: Path, max_bytes: int, backups: int, port: int
         f"%(asctime)s %(levelname)s [worker {port}] %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(logging.INFO)
-    sys.stdout = StreamToLog(logging.getLogger("STDOUT"), logging.INFO, sys.__stdout__)  # type: ignore[assignment, arg-type]
-    sys.stderr = StreamToLog(logging.getLogger("STDERR"), logging.ERROR, sys.__stderr__)  # type: ignore[assignment, arg-type]
+    out: Any = StreamToLog(logging.getLogger("STDOUT"), logging.INFO, sys.__stdout__)
+    err: Any = StreamToLog(logging.getLogger("STDERR"), logging.ERROR, sys.__stderr__)
+    sys.stdout, sys.stderr = out, err
 
 
 def separate_events_log(log_file: Path, max_bytes: int, backups: int) -> None:
@@ -189,5 +193,5 @@ def remove_dead_worker_logs(logs: Path, keep: set[str], grace_secs: float,
                 path.unlink()
                 removed.append(path.name)
         except OSError as exc:
-            logging.getLogger(__name__).debug("cannot remove %s: %s", path, exc)
+            log.debug("cannot remove %s: %s", path, exc)
     return sorted(removed)
