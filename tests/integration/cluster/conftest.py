@@ -133,7 +133,7 @@ class ClusterHarness:
         ports = ports or tuple(free_port() for _ in range(slots))
         proc, local, log = self._spawn("supervisor", name,
                                        {"supervisor.slots.ports": list(ports),
-                                        **(overrides or {})})
+                                        "logviewer.port": free_port(), **(overrides or {})})
         d = Daemon("supervisor", proc, local, log, ports=ports)
         self.daemons.append(d)
         return d
