@@ -96,7 +96,9 @@ class ClusterHarness:
         self.nimbus_ports = [free_port() for _ in range(nimbus_count)]
         self.conf = {**zk_conf, **FAST,
                      "nimbus.seeds": [f"127.0.0.1:{p}" for p in self.nimbus_ports],
-                     "test.output.dir": str(self.out_dir)}
+                     "test.output.dir": str(self.out_dir),
+                     # commands run without their own (``squall ui``) write their log here
+                     "storm.local.dir": str(tmp / "cli-local")}
         self.config_file = tmp / "squall.yaml"
         self.config_file.write_text(yaml.safe_dump(self.conf))
         self.daemons: list[Daemon] = []
