@@ -57,3 +57,51 @@ def test_worker_reverts_when_the_request_is_removed(logger: logging.Logger) -> N
     assert logger.level == logging.INFO
     levels.apply(None, now=5)                        # topology's record gone or reset
     assert logger.level == logging.WARNING
+
+
+def test_nimbus_records_levels_and_debug_and_refuses_bad_requests(tmp_path) -> None:
+    from squall import drivers
+    from squall.daemon.nimbus_code import CodeStore
+    from squall.daemon.nimbus_schedule import Scheduling
+    from squall.daemon.nimbus_topologies import TopologyLifecycle
+    from squall.errors import NotAliveError
+    from squall.state.cluster_state import ClusterState
+    conf = {"squall.state": "memory", "squall.scheduler": "even",
+            "storm.local.dir": str(tmp_path)}
+    store = drivers.driver("state", conf)
+    store.start()
+    try:
+        state = ClusterState(store, conf)
+        state.setup()
+        code = CodeStore(tmp_path / "nimbus", conf)
+        code.prepare()
+        scheduling = Scheduling(conf, state, drivers.driver("scheduler", conf), code)
+        lifecycle = TopologyLifecycle(conf, state, code, scheduling, lambda: None,
+                                      lambda: None)
+        state.set_storm("wc-1-1", {"name": "wc", "status": "active", "launch_time": 1})
+        lifecycle.set_log_levels("wc", {"squall.worker": "DEBUG"}, 30)
+        record = state.get_log_config("wc-1-1")
+        assert record["loggers"]["squall.worker"]["level"] == "DEBUG"
+        assert record["loggers"]["squall.worker"]["expires"] > 0
+        lifecycle.set_log_levels("wc", {"squall.worker": "RESET"}, 0)
+        assert state.get_log_config("wc-1-1") == {"loggers": {}}
+        for levels, timeout in (({"x": "LOUD"}, 0), ({}, 0), ({"x": "INFO"}, -1)):
+            with pytest.raises(ConfigError):
+                lifecycle.set_log_levels("wc", levels, timeout)
+        with pytest.raises(NotAliveError):
+            lifecycle.set_log_levels("nope", {"x": "INFO"}, 0)
+
+        lifecycle.set_debug("wc", "split", True, 10)
+        lifecycle.set_debug("wc", "", True, 100)
+        assert state.get_storm("wc-1-1")["component_debug"] == {
+            "split": {"enable": True, "samplingpct": 10.0},
+            "*": {"enable": True, "samplingpct": 100.0}}
+        lifecycle.set_debug("wc", "split", False, 0)
+        assert set(state.get_storm("wc-1-1")["component_debug"]) == {"*"}
+        lifecycle.set_debug("wc", "", False, 0)             # every component: all off
+        assert state.get_storm("wc-1-1")["component_debug"] == {}
+        for pct in (0, 101):
+            with pytest.raises(ConfigError, match="sampling percentage"):
+                lifecycle.set_debug("wc", "split", True, pct)
+    finally:
+        store.close()
