@@ -156,3 +156,17 @@ def test_flow_order_and_the_monitor_frame() -> None:
     assert table["count"][4:] == ["0.0", "200.0", "200.0", "1.5", "1.250", "5", "7"]
     assert table["split"][4] == "500.0" and table["sentences"][8] == "12.500"
     assert text.rstrip().endswith("count: ValueError: bad word")
+
+
+def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None:
+    from squall.daemon.dev_zookeeper import free_port
+    nowhere = ["-c", f"nimbus.seeds=[127.0.0.1:{free_port()}]"]
+    for args, message in (
+            (["monitor", "wc", "--interval", "0"], "--interval must be more than 0"),
+            (["set-log-level", "wc", "squall.worker"], "expected LOGGER=LEVEL"),
+            (["set-log-level", "wc", "x=DEBUG", "--timeout", "-1"], "--timeout must be"),
+            (["debug", "wc"], "one of the arguments --enable --disable --show is required"),
+            (["monitor", "wc", "--once"], "no nimbus leader answered")):
+        done = run(*nowhere, *args, cwd=tmp_path)
+        assert done.returncode == 2 and done.stdout == "", (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and message in done.stderr, (args, done.stderr)
