@@ -4,9 +4,10 @@ Every ``--interval`` seconds it asks nimbus for the topology's info and shows on
 component in flow order (sources first): its executors and tasks, the rates of the last
 interval (emitted, executed, acked and failed tuples per second, from the counters' growth),
 its latency (bolts: mean execute latency; spouts: mean complete latency, ms, since start), the
-failed tuples in all and the tuples waiting in its queues; then the newest error of each
-component that reported one. On a terminal each frame replaces the last; ``--once`` prints a
-single frame (two samples an interval apart) and exits.
+failed tuples in all, the tuples waiting in its queues and, for spouts, the tuples pending (in
+flight, not yet acked or failed); then the newest error of each component that reported one.
+On a terminal each frame replaces the last; ``--once`` prints a single frame (two samples an
+interval apart) and exits.
 """
 from __future__ import annotations
 
@@ -79,9 +80,10 @@ def frame(before: dict[str, Any], now: dict[str, Any], elapsed: float) -> str:
         rows.append([cid, str(c.get("kind") or ""), str(c.get("executors") or 0),
                      str(c.get("tasks") or 0), *(f"{r:,.1f}" for r in rates),
                      "-" if lat is None else f"{lat:,.3f}", f"{int(c.get('failed') or 0):,}",
-                     f"{_queued(now.get('executors') or [], cid):,}"])
+                     f"{_total(now.get('executors') or [], cid, 'queued') or 0:,}",
+                     _count_or_dash(_total(now.get("executors") or [], cid, "pending"))])
     head = ["COMPONENT", "KIND", "EXEC", "TASKS", "EMIT/s", "EXEC/s", "ACK/s", "FAIL/s",
-            "LATENCY ms", "FAILED", "QUEUED"]
+            "LATENCY ms", "FAILED", "QUEUED", "PENDING"]
     lines = [f"{now.get('name')} ({now.get('id')})  {now.get('status')}  "
              f"workers {now.get('num_workers')}  uptime {int(now.get('uptime_secs') or 0)}s  "
              f"rates over the last {elapsed:.1f}s", ""]
@@ -114,5 +116,12 @@ def _latencies(executors: list[dict[str, Any]]) -> dict[str, float]:
     return {c: total / n for c, (total, n) in sums.items() if n}
 
 
-def _queued(executors: list[dict[str, Any]], cid: str) -> int:
-    return sum(int(ex.get("queued") or 0) for ex in executors if ex.get("component") == cid)
+def _total(executors: list[dict[str, Any]], cid: str, key: str) -> int | None:
+    """Sum of ``key`` over the component's executors (None when none reports it)."""
+    values = [int(ex[key]) for ex in executors
+              if ex.get("component") == cid and ex.get(key) is not None]
+    return sum(values) if values else None
+
+
+def _count_or_dash(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"

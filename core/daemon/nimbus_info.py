@@ -105,6 +105,9 @@ class NimbusReads:
                 continue
             st = {**st, "executor": key, "worker": f"{node}:{port}",
                   "host": (assignment.get("node_host") or {}).get(node, "")}
+            pending = (beat.get("spout_pending") or {}).get(key)
+            if pending is not None:          # spouts: tracked tuples in flight
+                st["pending"] = int(pending)
             executors.append(st)
             comp = components.setdefault(st.get("component", "?"), {
                 "kind": st.get("kind", ""), "executors": 0, "tasks": 0,

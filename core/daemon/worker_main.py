@@ -226,7 +226,7 @@ class WorkerProcess:
     def heartbeat_zk(self) -> None:
         self.seq += 1
         stats = self.worker.stats()
-        extra = {}
+        extra: dict[str, Any] = {"spout_pending": self.worker.spout_pending()}
         if self.metrics_endpoint is not None:
             from squall.metrics.openmetrics import render, worker_families
             self.metrics_endpoint.update(render(worker_families(

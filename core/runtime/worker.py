@@ -353,6 +353,13 @@ class Worker:
                 "uptime_secs": int(time.time() - self.start_time), "time_secs": int(time.time()),
                 "worker": self.counters()}
 
+    def spout_pending(self) -> dict[str, int]:
+        """Executor (``"[start, end]"``) -> the tuples its spout tasks have in flight (tracked
+        emits not yet acked or failed), for the spout executors of this worker. Read from any
+        thread (sizes of the loop's dicts)."""
+        return {f"[{ex.range[0]}, {ex.range[1]}]": sum(ex.pending(ts) for ts in ex.tasks)
+                for ex in self.executors if isinstance(ex, SpoutExecutor)}
+
     def counters(self) -> dict[str, Any]:
         """The worker's own totals since it started: loop passes, passes that waited idle,
         seconds overloaded (with a congested task), task messages (and their bytes) sent to

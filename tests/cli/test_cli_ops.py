@@ -145,16 +145,17 @@ def test_flow_order_and_the_monitor_frame() -> None:
                     {"component": "count", "kind": "bolt", "executed": 300,
                      "execute_latency_ms": 1.0, "queued": 4},
                     {"component": "sentences", "kind": "spout", "acked": 10,
-                     "complete_latency_ms": 12.5, "queued": 0}],
+                     "complete_latency_ms": 12.5, "queued": 0, "pending": 17}],
                 "errors": {"count": [{"error": "Traceback ...\nValueError: old"},
                                      {"error": "Traceback ...\nValueError: bad word"}]}}
     text = frame(info(1000, 500, 2), info(2000, 900, 5), 2.0)
     rows = [line.split() for line in text.splitlines()]
     table = {r[0]: r for r in rows[3:6]}
     assert [r[0] for r in rows[2:6]] == ["COMPONENT", "sentences", "split", "count"]
-    # EMIT/s EXEC/s ACK/s FAIL/s LATENCY FAILED QUEUED
-    assert table["count"][4:] == ["0.0", "200.0", "200.0", "1.5", "1.250", "5", "7"]
+    # EMIT/s EXEC/s ACK/s FAIL/s LATENCY FAILED QUEUED PENDING
+    assert table["count"][4:] == ["0.0", "200.0", "200.0", "1.5", "1.250", "5", "7", "-"]
     assert table["split"][4] == "500.0" and table["sentences"][8] == "12.500"
+    assert table["sentences"][11] == "17"
     assert text.rstrip().endswith("count: ValueError: bad word")
 
 

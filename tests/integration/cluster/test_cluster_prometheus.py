@@ -79,4 +79,5 @@ def test_workers_and_the_prometheus_consumer_are_scraped(squall_cluster, wordcou
     assert rows[0][:4] == ["COMPONENT", "KIND", "EXEC", "TASKS"]
     assert [r[0] for r in rows[1:4]] == ["sentences", "split", "count"]
     assert float(rows[1][4].replace(",", "")) > 0           # the spout emits now
+    assert rows[1][11].replace(",", "").isdigit() and rows[2][11] == "-"   # spouts' pending
     c.squall("kill", "wc", "--wait", "0")
