@@ -112,7 +112,15 @@ class Daemon(Protocol):
     def stop(self) -> None: ...
 
 
-def _run_daemon(daemon: Daemon) -> int:
+def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
+    """Run ``daemon`` until SIGTERM / Ctrl-C, also logging to ``storm.local.dir/logs/
+    <name>.log`` (rotated like worker logs) while it runs."""
+    from squall.daemon.log_files import add_daemon_log
+    try:
+        handler = add_daemon_log(conf, name)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the {name} log under storm.local.dir: {exc}") from exc
+
     def stop(*_: Any) -> None:
         daemon.request_stop()
     previous = signal.signal(signal.SIGTERM, stop)
@@ -124,37 +132,29 @@ def _run_daemon(daemon: Daemon) -> int:
             pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-        daemon.stop()
+        try:
+            daemon.stop()
+        finally:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
     return 0
-
-
-def _daemon_log(conf: dict[str, Any], name: str) -> None:
-    """Also log to ``storm.local.dir/logs/<name>.log`` (rotated like worker logs)."""
-    from squall.daemon.log_files import add_daemon_log
-    try:
-        add_daemon_log(conf, name)
-    except OSError as exc:
-        raise ConfigError(f"cannot write the {name} log under storm.local.dir: {exc}") from exc
 
 
 def cmd_nimbus(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.nimbus import Nimbus
     from squall.plugin_manager import configure
-    _daemon_log(conf, "nimbus")
-    return _run_daemon(Nimbus(configure(conf)))
+    return _run_daemon(Nimbus(configure(conf)), conf, "nimbus")
 
 
 def cmd_supervisor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.supervisor import Supervisor
     from squall.plugin_manager import configure
-    _daemon_log(conf, "supervisor")
-    return _run_daemon(Supervisor(configure(conf)))
+    return _run_daemon(Supervisor(configure(conf)), conf, "supervisor")
 
 
 def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.ui import UiServer
-    _daemon_log(conf, "ui")
-    return _run_daemon(UiServer(conf, host=args.host, port=args.port))
+    return _run_daemon(UiServer(conf, host=args.host, port=args.port), conf, "ui")
 
 
 def cmd_dev_zookeeper(args: argparse.Namespace, conf: dict[str, Any]) -> int:

@@ -70,13 +70,14 @@ def rotating_handler(path: Path, max_bytes: int, backups: int) -> logging.Handle
     return handler
 
 
-def add_daemon_log(conf: Mapping[str, Any], name: str) -> Path:
+def add_daemon_log(conf: Mapping[str, Any], name: str) -> logging.Handler:
     """Also write this process's log records to ``storm.local.dir/logs/<name>.log`` (rotated);
-    the existing handlers (the console) stay. Returns the file's path."""
+    the existing handlers (the console) stay. Returns the handler (remove it from the root
+    logger, and close it, when the daemon stops)."""
     path = logs_dir(str(conf.get("storm.local.dir") or "squall-local")).resolve() / f"{name}.log"
     handler = rotating_handler(path, *rotation(conf))
     logging.getLogger().addHandler(handler)
-    return path
+    return handler
 
 
 class _NotMetrics(logging.Filter):
