@@ -58,6 +58,8 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["supervisor.cpu.slots", "supervisor.memory.slots", "supervisor.net.slots",
                      "supervisor.disk.slots"], (int,)),
     **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
+    "logviewer.host": (str,),
+    "worker.metrics.port.offset": (int,),
     "squall.metrics.consumer": (dict,),
     # windowed bolts (squall.windowing): Storm's component keys
     **dict.fromkeys(["topology.bolts.window.length.count",

@@ -19,18 +19,41 @@ from squall.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
+#: what every cluster command needs (the ``cluster`` extra): ZooKeeper and the nimbus API
+CLUSTER_MODULES = ("kazoo", "grpc")
+
+
+def require_cluster_extra() -> None:
+    """Raise ModuleNotFoundError naming the first missing module of the ``cluster`` extra
+    (before a command does anything, so a failing command leaves nothing behind)."""
+    import importlib.util
+    for module in CLUSTER_MODULES:
+        if importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+
+
+def cluster_command(func: Any) -> Any:
+    """``func`` preceded by :func:`require_cluster_extra`."""
+    def run(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+        require_cluster_extra()
+        return int(func(args, conf))
+    run.__doc__ = func.__doc__
+    return run
+
+
 def register(subparsers: Any) -> None:
-    """Add the cluster subcommands to ``squall``'s subparsers."""
+    """Add the cluster subcommands to ``squall``'s subparsers; each checks first that the
+    ``cluster`` extra is installed (``dev-zookeeper`` needs only Java)."""
     p = subparsers.add_parser("nimbus", help="run a nimbus (the cluster's master)")
-    p.set_defaults(func=cmd_nimbus)
+    p.set_defaults(func=cluster_command(cmd_nimbus))
 
     p = subparsers.add_parser("supervisor", help="run a supervisor (launches workers)")
-    p.set_defaults(func=cmd_supervisor)
+    p.set_defaults(func=cluster_command(cmd_supervisor))
 
     p = subparsers.add_parser("ui", help="serve a web page and a JSON API about the cluster")
     p.add_argument("--host", default=None, help="address to bind (default: ui.host)")
     p.add_argument("--port", type=int, default=None, help="port (default: ui.port)")
-    p.set_defaults(func=cmd_ui)
+    p.set_defaults(func=cluster_command(cmd_ui))
 
     p = subparsers.add_parser("dev-zookeeper", help="run a single-node ZooKeeper for development")
     p.add_argument("--port", type=int, default=2181, help="client port (0: a free one)")
@@ -41,30 +64,39 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("submit", help="send a topology to the cluster")
     p.add_argument("target", help="path/to/file.py:attr or package.module:attr")
     p.add_argument("--name", default=None, help="topology name (default: the attribute)")
-    p.set_defaults(func=cmd_submit)
+    p.set_defaults(func=cluster_command(cmd_submit))
 
     p = subparsers.add_parser("list", help="list the cluster's topologies")
-    p.set_defaults(func=cmd_list)
+    p.set_defaults(func=cluster_command(cmd_list))
 
     p = subparsers.add_parser("kill", help="kill a topology")
-    p.add_argument("name")
+    p.add_argument("name", help="the topology's name")
     p.add_argument("--wait", type=float, default=None, metavar="S",
                    help="seconds between deactivation and shutdown "
                         "(default: topology.message.timeout.secs)")
-    p.set_defaults(func=cmd_kill)
+    p.set_defaults(func=cluster_command(cmd_kill))
 
     for name, helptext in (("activate", "activate a topology's spouts"),
                            ("deactivate", "deactivate a topology's spouts")):
         p = subparsers.add_parser(name, help=helptext)
-        p.add_argument("name")
-        p.set_defaults(func=cmd_activate if name == "activate" else cmd_deactivate)
+        p.add_argument("name", help="the topology's name")
+        p.set_defaults(func=cluster_command(cmd_activate if name == "activate"
+                                             else cmd_deactivate))
 
     p = subparsers.add_parser("rebalance", help="change a topology's workers or executors")
-    p.add_argument("name")
-    p.add_argument("--workers", type=int, default=None, metavar="N")
-    p.add_argument("--executors", nargs="+", default=[], metavar="COMPONENT=N")
-    p.add_argument("--wait", type=float, default=None, metavar="S")
-    p.set_defaults(func=cmd_rebalance)
+    p.add_argument("name", help="the topology's name")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="run on N workers (at most the slots it can use)")
+    p.add_argument("--executors", nargs="+", default=[], metavar="COMPONENT=N",
+                   help="give COMPONENT N executors (at most its number of tasks)")
+    p.add_argument("--wait", type=float, default=None, metavar="S",
+                   help="seconds between deactivation and the move "
+                        "(default: topology.message.timeout.secs)")
+    p.set_defaults(func=cluster_command(cmd_rebalance))
+
+    from squall.cli import logs, monitor
+    logs.register(subparsers)
+    monitor.register(subparsers)
 
 
 class Daemon(Protocol):
@@ -80,7 +112,15 @@ class Daemon(Protocol):
     def stop(self) -> None: ...
 
 
-def _run_daemon(daemon: Daemon) -> int:
+def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
+    """Run ``daemon`` until SIGTERM / Ctrl-C, also logging to ``storm.local.dir/logs/
+    <name>.log`` (rotated like worker logs) while it runs."""
+    from squall.daemon.log_files import add_daemon_log
+    try:
+        handler = add_daemon_log(conf, name)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the {name} log under storm.local.dir: {exc}") from exc
+
     def stop(*_: Any) -> None:
         daemon.request_stop()
     previous = signal.signal(signal.SIGTERM, stop)
@@ -92,25 +132,29 @@ def _run_daemon(daemon: Daemon) -> int:
             pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-        daemon.stop()
+        try:
+            daemon.stop()
+        finally:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
     return 0
 
 
 def cmd_nimbus(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.nimbus import Nimbus
     from squall.plugin_manager import configure
-    return _run_daemon(Nimbus(configure(conf)))
+    return _run_daemon(Nimbus(configure(conf)), conf, "nimbus")
 
 
 def cmd_supervisor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.supervisor import Supervisor
     from squall.plugin_manager import configure
-    return _run_daemon(Supervisor(configure(conf)))
+    return _run_daemon(Supervisor(configure(conf)), conf, "supervisor")
 
 
 def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.ui import UiServer
-    return _run_daemon(UiServer(conf, host=args.host, port=args.port))
+    return _run_daemon(UiServer(conf, host=args.host, port=args.port), conf, "ui")
 
 
 def cmd_dev_zookeeper(args: argparse.Namespace, conf: dict[str, Any]) -> int:
@@ -164,9 +208,27 @@ def cmd_list(args: argparse.Namespace, conf: dict[str, Any]) -> int:
         client.close()
     if not info.topologies:
         print("no topologies running", file=sys.stderr)
-    for t in info.topologies:
-        print(f"{t.name} {t.status}")
+        return 0
+    rows = [[t.name, t.status, str(t.num_workers), str(t.num_executors), str(t.num_tasks),
+             uptime_text(int(t.uptime_secs))] for t in info.topologies]
+    head = ["NAME", "STATUS", "WORKERS", "EXECUTORS", "TASKS", "UPTIME"]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for row in [head, *rows]:
+        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                        for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
     return 0
+
+
+def uptime_text(secs: int) -> str:
+    """``93784`` -> ``"1d 2h 3m"``, ``75`` -> ``"1m 15s"``."""
+    days, rest = divmod(max(0, secs), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h {minutes}m"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m {seconds}s" if minutes else f"{seconds}s"
 
 
 def _call_nimbus(conf: dict[str, Any], call: Any, done: str) -> int:
@@ -202,11 +264,39 @@ def cmd_rebalance(args: argparse.Namespace, conf: dict[str, Any]) -> int:
         raise ConfigError("--workers must be >= 1")
     client = _client(conf)
     try:
+        notes = rebalance_caps(client.topology_info(args.name), client.cluster_info(),
+                               args.workers, executors)
         client.rebalance(args.name, args.wait, args.workers, executors)
     finally:
         client.close()
     print(f"rebalancing topology {args.name!r}")
+    for note in notes:
+        print(f"  note: {note}")
     return 0
+
+
+def rebalance_caps(info: dict[str, Any], cluster: Any, workers: int | None,
+                   executors: dict[str, int]) -> list[str]:
+    """What a rebalance request will not get, and why: a component's executors are capped by
+    its tasks (fixed at submit: ``set_num_tasks``), the workers by the slots this topology may
+    use (free ones and its own)."""
+    notes = []
+    components = info.get("components") or {}
+    for comp, asked in sorted(executors.items()):
+        tasks = int((components.get(comp) or {}).get("tasks") or 0)
+        if tasks and asked > tasks:
+            notes.append(f"{comp}: {asked} executors asked, it gets {tasks}: it has {tasks} "
+                         f"task{'s' if tasks != 1 else ''} (fixed at submit; raise them with "
+                         "set_num_tasks)")
+    if workers is not None:
+        own = {(w.get("worker") or "") for w in info.get("workers") or []}
+        free = sum(len(set(s.ports) - set(s.used_ports)) for s in cluster.supervisors)
+        slots = free + len(own)
+        if workers > slots:
+            notes.append(f"{workers} workers asked, at most {slots} can run: the cluster has "
+                         f"{free} free slot{'s' if free != 1 else ''} and the topology holds "
+                         f"{len(own)}")
+    return notes
 
 
 __all__ = ["register", "submitted_conf"]

@@ -1,14 +1,16 @@
-"""The ``squall`` command.
+"""The ``squall`` command (also ``python -m squall``).
 
 Global options ``--config FILE`` and ``-c key=value`` are accepted before or after the
 subcommand; ``SQUALL_CONF`` names a config file for every subcommand. Every command validates
 the driver names of its configuration first. User mistakes print one line
-(``squall: error: ...``) and exit 2, without a traceback.
+(``squall: error: ...``) and exit 2, without a traceback: a mistyped subcommand gets a
+did-you-mean, and a command whose optional dependency is missing names the extra to install.
 """
 from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -30,10 +32,20 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
                         default=False if top else argparse.SUPPRESS, help="log at DEBUG")
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with usage errors as one line (``squall local: error: ...``), exit status 2."""
+    """argparse with usage errors as one line (``squall local: error: ...``), exit status 2;
+    an unknown subcommand gets a did-you-mean."""
 
     def error(self, message: str) -> Any:
+        found = _INVALID_CHOICE.search(message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            hint = drivers.did_you_mean(found.group(1), choices)
+            message = (f"unknown command {found.group(1)!r}"
+                       + (f" (did you mean {hint!r}?)" if hint else ""))
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
@@ -62,6 +74,8 @@ class _SubParsers:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="squall", description="squall: a distributed stream processor")
+    parser.add_argument("--version", action="version", version=f"squall {_version()}",
+                        help="print squall's version and exit")
     _global_options(parser, top=True)
     sub = _SubParsers(parser.add_subparsers(dest="command", metavar="COMMAND"))
 
@@ -77,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default=None, help="topology name (default: the attribute)")
     p.set_defaults(func=_cmd_local)
 
-    p = sub.add_parser("plugins", help="list every entry-point group and its plugins")
+    p = sub.add_parser("plugins", help="list every entry-point group and its plugins (and "
+                                       "which cannot load, and why)")
     p.set_defaults(func=_cmd_plugins)
 
     p = sub.add_parser("config", help="print the effective configuration")
@@ -105,12 +120,22 @@ def _cmd_local(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     return run_local(args.target, conf, duration=args.duration, name=args.name)
 
 
+def _version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("squall")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _cmd_plugins(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.cli.plugins import unavailable_reason
     for group in drivers.GROUPS:
         print(group)
         found = drivers.entries(group)
         for name, dist in found:
-            print(f"  {name:<12} {dist}")
+            reason = unavailable_reason(group, name)
+            print(f"  {name:<12} {dist}" + (f"  UNAVAILABLE: {reason}" if reason else ""))
         if not found:
             print("  (none)")
     return 0
@@ -148,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s", stream=sys.stderr)
+    args: argparse.Namespace | None = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -163,6 +189,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args, conf) or 0)
     except SquallError as exc:
         print(f"squall: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        from squall.cli.plugins import missing_extra
+        extra = missing_extra(exc)
+        if extra is None:
+            raise
+        command = getattr(args, "command", None) or "this command"
+        print(f"squall: error: `squall {command}` needs the {extra!r} extra (missing module "
+              f"{exc.name!r}); install it with: pip install 'squall[{extra}]'", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -31,9 +31,18 @@ Supervisor (``squall supervisor``)
                            watching and adopting workers.
     ``supervisor_local``   its local bookkeeping: ``localstate``, worker processes, heartbeats.
     ``worker_main``        the worker process a supervisor launches.
+    ``logviewer``          :class:`LogViewer`: serves the workers' (and daemons') log files over
+                           HTTP; the port is published as ``logviewer_port``.
+
+Logs
+    ``log_files``          where every process logs (``storm.local.dir/logs``), rotation, the
+                           metrics and events logs kept apart, clean-up after a kill.
+    ``log_levels``         run-time log levels (``squall set-log-level``): the ``/logconfigs``
+                           record nimbus merges and workers apply and revert.
 
 Shared and tools
     ``packaging``          code packages: what ``squall submit`` ships, stores, extracts, loads.
+    ``topology_flow``      components in the order tuples flow through them (``squall monitor``).
     ``ui``                 ``squall ui``: a web page and JSON API over a :class:`NimbusClient`.
     ``dev_zookeeper``      a single-node ZooKeeper for development and tests.
     ``_proto``             the generated gRPC messages and stubs.

@@ -238,16 +238,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind")
     args = parser.parse_args(argv)
     server = DevZooKeeper(args.dir, port=args.port, host=args.host)
+
+    def terminate(*_: Any) -> None:     # SIGTERM stops the server as Ctrl-C does
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        server.start()
-    except StateError as exc:
-        print(f"squall dev-zookeeper: {exc}", file=sys.stderr)
-        return 1
-    print(f"ZooKeeper serving on {server.hosts} (data and log in {server.data_dir}); "
-          "Ctrl-C stops it.\nsquall configuration:\n"
-          f"  storm.zookeeper.servers: [\"{server.host}\"]\n"
-          f"  storm.zookeeper.port: {server.port}", flush=True)
-    try:
+        try:
+            server.start()
+        except StateError as exc:
+            print(f"squall dev-zookeeper: {exc}", file=sys.stderr)
+            return 1
+        print(f"ZooKeeper serving on {server.hosts} (data and log in {server.data_dir}); "
+              "Ctrl-C or SIGTERM stops it.\nsquall configuration:\n"
+              f"  storm.zookeeper.servers: [\"{server.host}\"]\n"
+              f"  storm.zookeeper.port: {server.port}", flush=True)
         code = server.wait()
         print(f"squall dev-zookeeper: the server exited with code {code}; "
               f"see {server.log_file}", file=sys.stderr)
@@ -257,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         server.stop()
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -188,6 +188,22 @@ class NimbusClient:
                                   executors=dict(executors or {}))
         self._call(lambda s, t: s.Rebalance(req, timeout=t))
 
+    def set_log_levels(self, name: str, levels: Mapping[str, str], timeout_secs: float = 0
+                       ) -> None:
+        """Set run-time log levels (logger -> level or RESET) in every worker of ``name``,
+        reverted after ``timeout_secs`` (0: never). ConfigError for a bad level."""
+        req = pb.LogLevelsRequest(name=name, levels=dict(levels),
+                                  timeout_secs=float(timeout_secs))
+        self._call(lambda s, t: s.SetLogLevels(req, timeout=t))
+
+    def debug(self, name: str, component: str | None, enable: bool,
+              sampling_pct: float = 100.0) -> None:
+        """Start (or stop) sampling a component's emits (every component when None) into
+        the events logs of the topology's workers."""
+        req = pb.DebugRequest(name=name, component=component or "", enable=enable,
+                              sampling_pct=float(sampling_pct))
+        self._call(lambda s, t: s.Debug(req, timeout=t))
+
     def cluster_info(self) -> pb.ClusterInfo:
         return self._call(lambda s, t: s.GetClusterInfo(pb.Empty(), timeout=t))
 

@@ -86,8 +86,9 @@ class NimbusReads:
         return out
 
     def topology_info(self, name: str) -> dict[str, Any]:
-        """The status, workers, per-component counters (and stats windows), per-executor stats
-        and newest errors of the topology named ``name``; NotAliveError if there is none."""
+        """The status, workers, per-component counters (and stats windows), per-executor stats,
+        newest errors and the components in flow order (``flow``) of the topology named
+        ``name``; NotAliveError if there is none."""
         tid, base = live_topology(self._state, name)
         state = self._state
         assignment = state.get_assignment(tid) or {}
@@ -111,6 +112,9 @@ class NimbusReads:
                 continue
             st = {**st, "executor": key, "worker": f"{node}:{port}",
                   "host": (assignment.get("node_host") or {}).get(node, "")}
+            pending = (beat.get("spout_pending") or {}).get(key)
+            if pending is not None:          # spouts: tracked tuples in flight
+                st["pending"] = int(pending)
             executors.append(st)
             comp = components.setdefault(st.get("component", "?"), {
                 "kind": st.get("kind", ""), "executors": 0, "tasks": 0,
@@ -133,6 +137,7 @@ class NimbusReads:
                 "num_executors": len(enp),
                 "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
                 "components": components, "executors": executors, "workers": workers,
+                "flow": _flow(loaded[1]) if loaded else sorted(components),
                 "errors": state.errors(tid)}
 
     def package_file(self, topology_id: str, file: str) -> Path:
@@ -145,3 +150,9 @@ class NimbusReads:
                 raise NotLeaderError(self._leadership.leader_address())
             raise NotAliveError(f"nimbus has no package for topology {topology_id!r}")
         return path
+
+
+def _flow(topology: Any) -> list[str]:
+    """The topology's components in flow order (``squall monitor`` shows them so)."""
+    from squall.daemon.topology_flow import flow_order, topology_inputs
+    return flow_order(topology_inputs(topology))

@@ -144,6 +144,19 @@ class NimbusService(pb_grpc.NimbusServicer):
         return pb.Empty()
 
     @_mapped
+    def SetLogLevels(self, request: pb.LogLevelsRequest, context: grpc.ServicerContext
+                     ) -> pb.Empty:
+        self._topologies.set_log_levels(request.name, dict(request.levels),
+                                        float(request.timeout_secs))
+        return pb.Empty()
+
+    @_mapped
+    def Debug(self, request: pb.DebugRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self._topologies.set_debug(request.name, request.component, request.enable,
+                                   float(request.sampling_pct))
+        return pb.Empty()
+
+    @_mapped
     def GetClusterInfo(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.ClusterInfo:
         user = current_user()
         summary = self._reads.cluster_summary(lambda storm: self._access.may_see(user, storm))

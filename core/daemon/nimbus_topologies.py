@@ -25,7 +25,7 @@ from squall.daemon import validate
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import live_topology
 from squall.daemon.nimbus_schedule import Scheduling
-from squall.errors import AlreadyAliveError, TopologyError
+from squall.errors import AlreadyAliveError, ConfigError, TopologyError
 from squall.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,51 @@ class TopologyLifecycle:
                 return
             self._state.update_storm(tid, status=status)
 
+    def set_log_levels(self, name: str, levels: Mapping[str, str], timeout_secs: float) -> None:
+        """Set run-time log levels in every worker of the topology (``squall set-log-level``):
+        ``levels`` maps a logger (``ROOT``: the root) to a level or ``RESET``; they revert
+        after ``timeout_secs`` (0: never). ConfigError for a bad level or timeout."""
+        from squall.daemon.log_levels import LEVELS, RESET, merge_request
+        self._require_leader()
+        bad = [f"{k}={v}" for k, v in levels.items() if v not in LEVELS and v != RESET]
+        if bad or not levels:
+            raise ConfigError(f"bad log levels {bad or 'none given'}: use LOGGER=LEVEL with "
+                              f"LEVEL one of {', '.join(LEVELS)} or {RESET}")
+        if timeout_secs < 0:
+            raise ConfigError(f"the timeout must be 0 (none) or more seconds, got {timeout_secs}")
+        with self._lock:
+            tid, _ = live_topology(self._state, name)
+            record = merge_request(self._state.get_log_config(tid), levels, timeout_secs)
+            self._state.set_log_config(tid, record)
+        log.info("log levels of %s: %s", tid, record["loggers"])
+
+    def set_debug(self, name: str, component: str, enable: bool, sampling_pct: float) -> None:
+        """``squall debug``: sample ``sampling_pct`` % of ``component``'s emits (every
+        component when it is empty) into its workers' events logs, or stop (``enable``
+        False). Kept as ``component_debug`` in ``/storms/<id>`` (``*``: every component).
+        TopologyError for an unknown component, ConfigError for a percentage outside
+        (0, 100]."""
+        self._require_leader()
+        if enable and not 0 < sampling_pct <= 100:
+            raise ConfigError(f"the sampling percentage must be more than 0 and at most 100, "
+                              f"got {sampling_pct:g}")
+        with self._lock:
+            tid, base = live_topology(self._state, name)
+            loaded = self._code.topology_of(tid)
+            if component and loaded is not None and component not in loaded[1].components:
+                raise TopologyError(f"topology {name!r} has no component {component!r}; "
+                                    f"components: {', '.join(sorted(loaded[1].components))}")
+            debug = dict(base.get("component_debug") or {})
+            key = component or "*"
+            if not component and not enable:
+                debug = {}
+            elif enable:
+                debug[key] = {"enable": True, "samplingpct": float(sampling_pct)}
+            else:
+                debug.pop(key, None)
+            self._state.update_storm(tid, component_debug=debug)
+        log.info("debug of %s: %s", tid, debug or "off")
+
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: dict[str, int] | None = None) -> None:
         """Deactivate, wait, re-place with new parallelism / workers, restore the status.
@@ -218,4 +263,7 @@ class TopologyLifecycle:
         for tid in state.error_topology_ids():
             if tid not in live:
                 state.remove_errors(tid)
+        for tid in state.log_config_topology_ids():
+            if tid not in live:
+                state.remove_log_config(tid)
 

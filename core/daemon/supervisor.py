@@ -11,6 +11,9 @@
   ``supervisor.worker.start.timeout.secs``) or are no longer assigned (SIGTERM, then SIGKILL
   after ``supervisor.worker.shutdown.sleep.secs``), and launches one worker process per assigned
   slot that has none. Never two workers on one port: the old one is dead before a new one starts.
+- Serves its workers' log files over HTTP (:mod:`squall.daemon.logviewer`, port published as
+  ``logviewer_port``) and deletes the logs of topologies it no longer runs once they were not
+  written for ``worker.log.cleanup.grace.secs``.
 - After its own restart it adopts the workers it left (process alive, heartbeat fresh, same
   assignment) and kills the others. Stopping the supervisor leaves its workers running (as
   Storm does); :meth:`Supervisor.kill_workers` stops them.
@@ -29,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from squall import drivers
-from squall.daemon import packaging
+from squall.daemon import log_files, packaging
+from squall.daemon.logviewer import LogViewer
 from squall.daemon.supervisor_local import (
     LocalState,
     WorkerRecord,
@@ -63,6 +67,8 @@ class Supervisor:
         self.store: Any = None
         self.local = LocalState(self.local_dir)
         self.id = self.local.supervisor_id
+        self.log_rotation = log_files.rotation(self.conf)
+        self.logviewer: LogViewer | None = None
 
     @property
     def workers(self) -> dict[str, WorkerRecord]:
@@ -83,6 +89,7 @@ class Supervisor:
             self.resources = default_supervisor_resources(self.conf)
         except ImportError:
             self.resources = {}
+        self._start_logviewer()
         # a node left by our previous life still belongs to its (dying) session: the ephemeral
         # put takes it over atomically, so nimbus never sees this supervisor missing (it would
         # reassign our workers away) and the old session's expiry cannot remove it
@@ -101,8 +108,23 @@ class Supervisor:
         self._wake.set()
         for t in self._threads:
             t.join(10)
+        if self.logviewer is not None:
+            self.logviewer.stop()
+            self.logviewer = None
         if self.store is not None:
             self.store.close()
+
+    def _start_logviewer(self) -> None:
+        viewer = LogViewer(log_files.logs_dir(self.local_dir),
+                           str(self.conf.get("logviewer.host") or self.hostname),
+                           int(self.conf.get("logviewer.port") or 0))
+        try:
+            viewer.start()
+        except OSError as exc:   # the supervisor runs on; its logs are only on disk
+            log.error("logviewer cannot listen on %s:%d (%s); worker logs are not served",
+                      viewer.host, viewer.requested_port, exc)
+            return
+        self.logviewer = viewer
 
     def kill_workers(self) -> None:
         """Stop every worker of this supervisor (call after :meth:`stop`)."""
@@ -128,7 +150,8 @@ class Supervisor:
             "hostname": self.hostname, "time_secs": int(now),
             "uptime_secs": int(now - self.start_time), "ports": self.ports,
             "used_ports": sorted({r.port for r in self.workers.values()}),
-            "resources": self.resources, "supervisor_id": self.id})
+            "resources": self.resources, "supervisor_id": self.id,
+            **({"logviewer_port": self.logviewer.port} if self.logviewer is not None else {})})
 
     def _on_reconnect(self) -> None:
         log.info("supervisor %s: new ZooKeeper session; re-registering", self.id)
@@ -189,12 +212,18 @@ class Supervisor:
         for port, (tid, execs) in sorted(wanted.items()):
             if port not in busy:
                 rec = launch_worker(self.local_dir, self.id, tid, port, execs,
-                                    self._install_credentials)
+                                    self._install_credentials, self.log_rotation)
                 self.workers[rec.worker_id] = rec
                 self.local.save()
         self.register()
-        self._clean_code({tid for tid, _ in wanted.values()} |
-                         {r.topology_id for r in self.workers.values()})
+        running = ({tid for tid, _ in wanted.values()} |
+                   {r.topology_id for r in self.workers.values()})
+        self._clean_code(running)
+        log_grace = float(self.conf.get("worker.log.cleanup.grace.secs") or 0)
+        live = running | set(self.state.topology_ids())
+        for name in log_files.remove_dead_worker_logs(log_files.logs_dir(self.local_dir),
+                                                       live, log_grace, time.time()):
+            log.info("removed %s (its topology is gone)", name)
 
     def _install_credentials(self, worker_dir: Path) -> None:
         """The cluster's generated transport credentials into a new worker's directory

@@ -4,7 +4,8 @@ local heartbeats and pids directories.
 ``storm.local.dir`` layout used here: ``supervisor/localstate`` (JSON: ``supervisor_id`` and
 ``workers`` = worker id -> topology id, port, executors, pid, launch time),
 ``workers/<worker-id>/heartbeats/<millis>`` (written by the worker), ``workers/<worker-id>/pids/
-<pid>``, ``logs/<topology-id>-<port>.log``. Plain functions and values; the supervisor's
+<pid>``, ``logs/<topology-id>-<port>.log`` (the worker's rotated log) and ``.out`` (its raw
+stdout/stderr; see :mod:`squall.daemon.log_files`). Plain functions and values; the supervisor's
 monitor thread is the only caller. Nothing here talks to ZooKeeper.
 """
 from __future__ import annotations
@@ -22,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from squall.daemon import log_files
 
 log = logging.getLogger(__name__)
 WORKER_MODULE = "squall.daemon.worker_main"
@@ -135,10 +138,13 @@ def record_alive(rec: WorkerRecord) -> bool:
 
 def launch_worker(local_dir: Path, supervisor_id: str, topology_id: str, port: int,
                   executors: list[list[int]],
-                  prepare: Callable[[Path], None] | None = None) -> WorkerRecord:
-    """Start a worker process in its own process group, output to its log file.
-    ``prepare(worker_dir)`` runs first (the worker's credentials); when it raises, nothing
-    is left behind and the exception propagates."""
+                  prepare: Callable[[Path], None] | None = None,
+                  rotation: tuple[int, int] = (0, 0)) -> WorkerRecord:
+    """Start a worker process in its own process group. ``prepare(worker_dir)`` runs first
+    (the worker's credentials); when it raises, nothing is left behind and the exception
+    propagates. The worker logs to its rotated log file (``rotation``: max bytes, backups);
+    its raw stdout/stderr go to its ``.out`` file, which is rotated here, at launch, once it
+    passes the max."""
     worker_id = uuid.uuid4().hex
     wdir = worker_dir(local_dir, worker_id)
     (wdir / "heartbeats").mkdir(parents=True)
@@ -149,15 +155,21 @@ def launch_worker(local_dir: Path, supervisor_id: str, topology_id: str, port: i
         except BaseException:
             shutil.rmtree(wdir, ignore_errors=True)
             raise
-    logs = local_dir / "logs"
+    logs = log_files.logs_dir(local_dir)
     logs.mkdir(exist_ok=True)
-    with open(logs / f"{topology_id}-{port}.log", "ab") as out:
+    log_file = logs / log_files.worker_log_name(topology_id, port)
+    raw = log_file.with_suffix(".out")
+    max_bytes, _ = rotation
+    if max_bytes and raw.exists() and raw.stat().st_size > max_bytes:
+        os.replace(raw, raw.with_name(raw.name + ".1"))
+    with open(raw, "ab") as out:
         out.write(f"--- worker {worker_id} starting {time.ctime()}\n".encode())
         out.flush()
         proc = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE, "--topology-id", topology_id,
              "--supervisor-id", supervisor_id, "--port", str(port), "--worker-id", worker_id,
-             "--local-dir", str(local_dir)],
+             "--local-dir", str(local_dir), "--log-file", str(log_file),
+             "--log-max-bytes", str(rotation[0]), "--log-backups", str(rotation[1])],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=str(wdir),
             start_new_session=True)
     log.info("launched worker %s (pid %d) for %s on port %d", worker_id, proc.pid, topology_id,

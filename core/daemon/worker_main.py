@@ -1,6 +1,9 @@
 """The worker process: ``python -m squall.daemon.worker_main`` (launched by a supervisor).
 
-Arguments: ``--topology-id``, ``--supervisor-id``, ``--port``, ``--worker-id``, ``--local-dir``.
+Arguments: ``--topology-id``, ``--supervisor-id``, ``--port``, ``--worker-id``, ``--local-dir``;
+``--log-file`` (with ``--log-max-bytes``, ``--log-backups``) sends its log, its ``sys.stdout``
+and ``sys.stderr`` to that rotated file (:mod:`squall.daemon.log_files`; without it the log goes
+to stdout).
 The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) and the topology
 (``supervisor/stormdist/<topology-id>/``: conf, topology JSON, code on ``sys.path``), builds a
 :class:`~squall.runtime.worker.Worker` with the executors ``/assignments`` gives its
@@ -14,6 +17,14 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
   exits when its slot no longer has exactly its executors (the supervisor starts a new worker);
 - follows ``/storms/<topology-id>``'s status: ``active`` activates the spouts, anything else
   deactivates them;
+- serves its executors' built-in metrics on ``http://<host>:<metrics_port>/metrics``
+  (OpenMetrics text, refreshed with each ZooKeeper beat, which publishes ``metrics_port``)
+  when ``worker.metrics.endpoint`` is true: on the worker's port + ``worker.metrics.port.offset``,
+  or a free port when that is null;
+- samples emits into its events log as ``topology.debug`` and ``component_debug`` in
+  ``/storms/<topology-id>`` (``squall debug``) say (:mod:`squall.runtime.event_log`);
+- follows ``/logconfigs/<topology-id>``: sets the log levels requested there and restores them
+  when the request expires (:mod:`squall.daemon.log_levels`);
 - SIGTERM / SIGINT: orderly shutdown (spouts deactivated, executors stopped, links closed).
 
 Exit codes: 0 after an orderly shutdown or a lost assignment, 1 when it cannot start or its
@@ -86,8 +97,14 @@ class WorkerProcess:
         self.changed = threading.Event()
         self.worker: Any = None
         self.store: Any = None
+        self.metrics_endpoint: Any = None
+        self.debug: dict[str, float] = {}
         self.seq = 0
         self.active: bool | None = None
+        self.log_file: Path | None = Path(args.log_file) if args.log_file else None
+        self.log_rotation = (int(args.log_max_bytes), int(args.log_backups))
+        from squall.daemon.log_levels import LogLevels
+        self.log_levels = LogLevels()
 
     def run(self) -> int:
         from squall import drivers
@@ -104,6 +121,14 @@ class WorkerProcess:
         conf.update(worker_conf(conf, self.worker_dir))   # squall.transport.tls credentials
         self.conf = conf
         logging.getLogger().setLevel(str(conf.get("worker.log.level") or "INFO").upper())
+        if self.log_file is not None:
+            from squall.daemon.log_files import separate_events_log
+            separate_events_log(self.log_file.with_name(f"{self.tid}-{self.port}.events.log"),
+                                *self.log_rotation)
+        if self.log_file is not None and conf.get("worker.metrics.log.separate"):
+            from squall.daemon.log_files import separate_metrics_log
+            separate_metrics_log(self.log_file.with_name(f"{self.tid}-{self.port}.metrics.log"),
+                                 *self.log_rotation)
         from squall.errors import ConfigError
         from squall.runtime import gc_tuning
         try:
@@ -136,14 +161,32 @@ class WorkerProcess:
         self.worker.build()
         hooks.squall_worker_start(topology_id=self.tid, port=self.port, conf=conf)
         self.worker.start()
+        self._start_metrics_endpoint(host)
         log.info("worker %s:%d started with executors %s", self.tid, self.port, self.executors)
         self.heartbeat_local()
         self._apply_status(base)
+        self.log_levels.apply(self.state.get_log_config(self.tid, watch=self._on_change))
         try:
             return self._loop()
         finally:
             self._shutdown(transport)
             hooks.squall_worker_stop(topology_id=self.tid, port=self.port)
+
+    def _start_metrics_endpoint(self, host: str) -> None:
+        if not self.conf.get("worker.metrics.endpoint"):
+            return
+        from squall.metrics.openmetrics import MetricsEndpoint
+        offset = self.conf.get("worker.metrics.port.offset")
+        endpoint = MetricsEndpoint(host, 0 if offset is None else self.port + int(offset))
+        try:
+            endpoint.start()
+        except OSError as exc:   # the worker runs on without it
+            log.error("worker %s:%d: the /metrics endpoint cannot listen on %s:%d: %s",
+                      self.tid, self.port, host, endpoint.requested_port, exc)
+            return
+        self.metrics_endpoint = endpoint
+        log.info("worker %s:%d serves /metrics on %s:%d", self.tid, self.port, host,
+                 endpoint.port)
 
     def _on_change(self, _path: str) -> None:
         self.changed.set()
@@ -185,8 +228,14 @@ class WorkerProcess:
     def heartbeat_zk(self) -> None:
         self.seq += 1
         stats = self.worker.stats()
+        extra: dict[str, Any] = {"spout_pending": self.worker.spout_pending()}
+        if self.metrics_endpoint is not None:
+            from squall.metrics.openmetrics import render, worker_families
+            self.metrics_endpoint.update(render(worker_families(
+                stats, self.tid, self.worker.host, self.port)))
+            extra["metrics_port"] = self.metrics_endpoint.port
         self.state.write_worker_beat(self.tid, self.node, self.port, {
-            **stats, "seq": self.seq, "topology_id": self.tid, "node": self.node,
+            **stats, **extra, "seq": self.seq, "topology_id": self.tid, "node": self.node,
             "port": self.port, "host": self.worker.host})
         for entry in self.worker.drain_errors():
             component = str(entry.get("component") or "unknown")
@@ -207,9 +256,17 @@ class WorkerProcess:
             self.task_to_worker = mapping
             self.worker.update_assignment(mapping)
         self._apply_status(base)
+        self.log_levels.apply(self.state.get_log_config(self.tid, watch=self._on_change))
         return True
 
     def _apply_status(self, base: dict[str, Any]) -> None:
+        from squall.runtime.event_log import settings_of
+        debug = settings_of(self.conf, base.get("component_debug"))
+        if debug != self.debug:
+            self.debug = debug
+            self.worker.set_debug(debug)
+            log.info("worker %s:%d: emits sampled into the events log: %s", self.tid,
+                     self.port, debug or "none")
         active = base.get("status") == "active"
         if active != self.active:
             self.active = active
@@ -235,6 +292,8 @@ class WorkerProcess:
             log.debug("closing the transport failed", exc_info=True)
 
     def close(self) -> None:
+        if self.metrics_endpoint is not None:
+            self.metrics_endpoint.stop()
         if self.store is not None:
             self.store.close()
         (self.worker_dir / "pids" / str(os.getpid())).unlink(missing_ok=True)
@@ -247,14 +306,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--worker-id", required=True)
     p.add_argument("--local-dir", required=True)
+    p.add_argument("--log-file", default=None)
+    p.add_argument("--log-max-bytes", type=int, default=0)
+    p.add_argument("--log-backups", type=int, default=0)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO,
-                        format=f"%(asctime)s %(levelname)s [worker {args.port}] %(name)s: "
-                               "%(message)s", stream=sys.stdout)
+    if args.log_file:
+        from squall.daemon.log_files import setup_worker_logging
+        setup_worker_logging(Path(args.log_file), args.log_max_bytes, args.log_backups,
+                             args.port)
+    else:
+        logging.basicConfig(level=logging.INFO,
+                            format=f"%(asctime)s %(levelname)s [worker {args.port}] %(name)s: "
+                                   "%(message)s", stream=sys.stdout)
     proc = WorkerProcess(args)
 
     def stop(*_: Any) -> None:

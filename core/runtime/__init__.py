@@ -27,6 +27,7 @@ credit windows          :mod:`.wire.outbox`, ``.inbox``  ``Outbox.credit``, ``re
 load-aware groupings    :mod:`.load`                     ``LoadTracker.tick``
 ticks, metrics, stats   :mod:`.timers`, :mod:`.stats`    ``Timers.run``, ``fold_stats``
 errors of components    :mod:`.errors`                   ``ErrorLog.record``
+sampled emits (debug)   :mod:`.event_log`                ``EventSampler.apply``
 garbage collector       :mod:`.gc_tuning`                ``apply``
 in one process          :mod:`.local_cluster`            ``LocalCluster``
 ======================  ===============================  ======================================

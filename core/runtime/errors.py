@@ -47,8 +47,8 @@ class ErrorLog:
         if now - window[0] > self.interval:
             window[0], window[1] = now, 0
         window[1] += 1
-        if window[1] <= self.max_per_interval:
-            log.error("component %s task %d: %s", component, task, line)
+        if window[1] <= self.max_per_interval:   # the whole traceback, for the worker log
+            log.error("component %s task %d: %s", component, task, text.rstrip() or line)
         elif window[1] == self.max_per_interval + 1:
             log.error("component %s: more errors suppressed for %.0f s", component, self.interval)
 

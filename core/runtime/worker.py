@@ -20,6 +20,7 @@ from squall.api.tuple import Source, Tuple
 from squall.runtime import errors as error_log
 from squall.runtime.acks import AckLedger
 from squall.runtime.emit import Clock, Wiring, build_routes, make_emit, round_trip
+from squall.runtime.event_log import EventSampler, settings_of
 from squall.runtime.executors import executor_class
 from squall.runtime.executors.base import Executor, Services
 from squall.runtime.executors.spout import SpoutExecutor
@@ -150,6 +151,10 @@ class Worker:
         self.timers = Timers(conf=self.conf, topology=topo, executors=self.executors,
                              sources=self.sources, load=self.load, deliver=self._deliver,
                              capacity=self.flow.high, identity=self._identity)
+        # emits are sampled into the events log only where debugging is on (event_log)
+        self.events = EventSampler(self.tasks)
+        if self.conf.get("topology.debug"):
+            self.events.apply(settings_of(self.conf, None))
 
     def _install(self, ex: Executor, ts: TaskState) -> None:
         """The task's context and routes, and the runtime's methods on its instance."""
@@ -274,6 +279,11 @@ class Worker:
             self.loop.submit(lambda: [self.outbox.send_control(key, "credit", zeros)
                                       for key in self.outbox.peers()])
 
+    def set_debug(self, settings: dict[str, float]) -> None:
+        """Sample emits into the events log: component (``*``: all) -> percentage; the
+        components not named stop being sampled (see :mod:`.event_log`)."""
+        self.call_on_loop(lambda: self.events.apply(settings))
+
     def call_on_loop(self, fn: Any, timeout: float = 10.0) -> None:
         """Run ``fn`` on the loop thread and wait for it (or here if no loop runs)."""
         self.loop.call(fn, timeout)
@@ -361,6 +371,13 @@ class Worker:
                               for ex in self.executors},
                 "uptime_secs": int(time.time() - self.start_time), "time_secs": int(time.time()),
                 "worker": self.counters()}
+
+    def spout_pending(self) -> dict[str, int]:
+        """Executor (``"[start, end]"``) -> the tuples its spout tasks have in flight (tracked
+        emits not yet acked or failed), for the spout executors of this worker. Read from any
+        thread (sizes of the loop's dicts)."""
+        return {f"[{ex.range[0]}, {ex.range[1]}]": sum(ex.pending(ts) for ts in ex.tasks)
+                for ex in self.executors if isinstance(ex, SpoutExecutor)}
 
     def counters(self) -> dict[str, Any]:
         """The worker's own totals since it started: loop passes, passes that waited idle,

@@ -10,6 +10,7 @@ The store is already chrooted at ``storm.zookeeper.root``, so paths here start a
 ``/errors/<topology-id>/<component>/e<seq>``       error text, time, host, port (newest 10)
 ``/nimbuses/<host:port>``                          ephemeral nimbus registration
 ``/leader-lock``                                   the nimbus leader election
+``/logconfigs/<topology-id>``                      log levels set at run time (``loggers``)
 =================================================  ===========================================
 
 Values are UTF-8 JSON objects. Every method may be called from any thread and raises
@@ -35,7 +36,9 @@ WORKERBEATS = "/workerbeats"
 ERRORS = "/errors"
 NIMBUSES = "/nimbuses"
 LEADER_LOCK = "/leader-lock"
-ROOTS = (STORMS, ASSIGNMENTS, SUPERVISORS, WORKERBEATS, ERRORS, NIMBUSES, LEADER_LOCK)
+LOGCONFIGS = "/logconfigs"
+ROOTS = (STORMS, ASSIGNMENTS, SUPERVISORS, WORKERBEATS, ERRORS, NIMBUSES, LEADER_LOCK,
+         LOGCONFIGS)
 #: errors kept per component
 ERRORS_KEPT = 10
 ERROR_PREFIX = "e"
@@ -259,11 +262,27 @@ class ClusterState:
         """A candidacy in the nimbus election under ``/leader-lock``."""
         return self.store.leader_election(LEADER_LOCK, identifier)
 
+    # -- /logconfigs --------------------------------------------------------------------------
+    def get_log_config(self, topology_id: str, watch: WatchCallback | None = None
+                       ) -> dict[str, Any] | None:
+        """The topology's run-time log levels (see :mod:`squall.daemon.log_levels`)."""
+        return self._read(f"{LOGCONFIGS}/{_safe(topology_id, 'topology id')}", watch)
+
+    def set_log_config(self, topology_id: str, record: Mapping[str, Any]) -> None:
+        self._write(f"{LOGCONFIGS}/{_safe(topology_id, 'topology id')}", record)
+
+    def log_config_topology_ids(self) -> list[str]:
+        return self.store.children(LOGCONFIGS)
+
+    def remove_log_config(self, topology_id: str) -> None:
+        self.store.delete(f"{LOGCONFIGS}/{_safe(topology_id, 'topology id')}", recursive=True)
+
     # -- whole topology -----------------------------------------------------------------------
     def remove_topology(self, topology_id: str) -> None:
         """Forget everything about a topology (kill's last step): assignment, base, beats,
-        errors."""
+        errors, log levels."""
         self.remove_assignment(topology_id)
         self.remove_storm(topology_id)
         self.remove_worker_beats(topology_id)
         self.remove_errors(topology_id)
+        self.remove_log_config(topology_id)

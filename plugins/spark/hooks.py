@@ -1,14 +1,17 @@
 """The Spark plugin's hooks (entry point ``spark`` in ``squall.plugins``).
 
 Adds its config keys (``spark.master`` and the ``spark.source.retry.*`` keys, with their
-defaults) and ``squall metrics report DIR [--bucket minute]``. Importing this module does not
-import pyspark; the command imports it when it runs.
+defaults) and ``squall metrics report DIR [--bucket SIZE] [--format F] [--html FILE] [--engine
+arrow|spark]``. Importing this module imports neither pyarrow nor pyspark; the command imports
+what it uses when it runs.
 """
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
+from squall.errors import SquallError
 from squall.hookspecs import hookimpl
 
 __all__ = ["squall_add_commands", "squall_add_defaults"]
@@ -52,13 +55,22 @@ def squall_add_commands(subparsers: Any) -> None:
                                                     "metrics consumer")
     metrics.set_defaults(func=lambda args, conf: _usage(metrics))
     actions = metrics.add_subparsers(dest="metrics_command", metavar="ACTION")
-    rep = actions.add_parser("report", help="summarise a metrics dataset with Spark SQL: "
-                                            "throughput, latency and failures per component")
+    rep = actions.add_parser("report", help="summarise a metrics dataset: throughput, latency "
+                                            "and failures per component over time")
     _global_options(rep)
     rep.add_argument("dir", metavar="DIR", help="the consumer's path (a Parquet dataset)")
-    rep.add_argument("--bucket", default="minute",
-                     choices=["second", "minute", "hour", "day"],
-                     help="time bucket of the tables over time (default: minute)")
+    rep.add_argument("--bucket", default="minute", metavar="SIZE",
+                     help="time bucket of the tables over time: second, minute, hour, day or "
+                          "a duration such as 5s, 10m, 1h (default: minute; never shorter "
+                          "than the data points are apart)")
+    rep.add_argument("--format", dest="fmt", default="text", choices=["text", "csv", "json"],
+                     help="text tables (default), CSV of the rows over time, or JSON of all")
+    rep.add_argument("--html", metavar="FILE", default=None,
+                     help="also write a self-contained HTML page with charts of throughput, "
+                          "latency and failures over time")
+    rep.add_argument("--engine", default="arrow", choices=["arrow", "spark"],
+                     help="compute with pyarrow in this process (default) or with Spark SQL "
+                          "on spark.master (for datasets larger than memory)")
     rep.set_defaults(func=_cmd_report)
 
 
@@ -68,17 +80,30 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _cmd_report(args: argparse.Namespace, conf: dict[str, Any]) -> int:
-    """Print the report; SquallError (missing DIR, no data) reaches the CLI's error line."""
-    from squall.plugins.spark.report import check_dataset, report
-    from squall.plugins.spark.session import get_session
+    """Print the report (and write ``--html``); SquallError (missing DIR, no data, a bad
+    bucket) reaches the CLI's error line."""
+    from squall.plugins.spark.report import build, check_dataset
+    from squall.plugins.spark.report_model import parse_bucket
+    from squall.plugins.spark.report_render import html, render
 
+    parse_bucket(args.bucket)
     check_dataset(args.dir)              # before starting a JVM: a wrong DIR fails in one line
-
-    settings = {"spark.ui.enabled": False, "spark.sql.session.timeZone": "UTC",
-                **(conf.get("spark.conf") or {})}
-    spark = get_session(conf.get("spark.master"), settings, app_name="squall-metrics-report")
+    spark = None
+    if args.engine == "spark":
+        from squall.plugins.spark.session import get_session
+        settings = {"spark.ui.enabled": False, "spark.sql.session.timeZone": "UTC",
+                    **(conf.get("spark.conf") or {})}
+        spark = get_session(conf.get("spark.master"), settings,
+                            app_name="squall-metrics-report")
     try:
-        print(report(args.dir, spark=spark, bucket=args.bucket), end="")
+        rep = build(args.dir, args.bucket, args.engine, spark)
     finally:
-        spark.stop()
+        if spark is not None:
+            spark.stop()
+    if args.html:
+        try:
+            Path(args.html).write_text(html(rep), encoding="utf-8")
+        except OSError as exc:
+            raise SquallError(f"cannot write {args.html}: {exc}") from exc
+    print(render(rep, args.fmt), end="")
     return 0

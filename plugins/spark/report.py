@@ -1,44 +1,65 @@
-"""``squall metrics report DIR``: summarise a ``spark`` metrics dataset with Spark SQL.
+"""``squall metrics report DIR``: summarise a ``spark`` metrics dataset.
 
-:func:`report` reads the Parquet dataset the ``spark`` metrics consumer writes
-(:mod:`squall.plugins.spark.sink`) and returns plain-text tables: totals per component, then
-per time bucket (a minute by default) the throughput in tuples per second, the average
-latencies in milliseconds and the failures.
+:func:`build` reads the Parquet dataset the ``spark`` metrics consumer writes
+(:mod:`squall.plugins.spark.sink`) and computes a :class:`~.report_model.Report`: totals per
+component, then per time bucket the throughput in tuples per second, the mean latencies in ms
+and the failures (rules in :mod:`.report_model`). Two engines compute the same report:
 
-Throughput of a component in a bucket is the sum over its tasks of each task's average rate
-(``value / interval`` of its ``__emit-count``, ``__execute-count``... points in that bucket).
-Latencies are the mean of the tasks' per-bucket averages (``__execute-latency``,
-``__process-latency``, ``__complete-latency``).
+- ``arrow`` (default): pyarrow in this process, no JVM: a second or two for a day of metrics;
+- ``spark``: Spark SQL (``spark.master``; for datasets too large for one machine's memory).
+
+:func:`report` returns it rendered (:mod:`.report_render`: text, csv or json); the CLI adds
+``--html FILE`` (charts). Importing this module imports neither pyarrow nor pyspark.
 """
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from squall.errors import SquallError
+from squall.plugins.spark.report_model import (
+    COUNTS,
+    LATENCIES,
+    REQUIRED,
+    Report,
+    bucket_secs,
+    parse_bucket,
+)
+from squall.plugins.spark.report_render import FORMATS, format_table, render
 
-__all__ = ["BUCKETS", "check_dataset", "format_table", "report"]
+__all__ = ["ENGINES", "FORMATS", "build", "check_dataset", "format_table", "report"]
 
-BUCKETS = ("second", "minute", "hour", "day")
-_COUNTS = {"emitted": "__emit-count", "executed": "__execute-count", "acked": "__ack-count",
-           "failed": "__fail-count"}
-_LATENCIES = {"execute": "__execute-latency", "process": "__process-latency",
-              "complete": "__complete-latency"}
-_REQUIRED = {"time", "topology", "component", "task", "metric", "value", "interval"}
+ENGINES = ("arrow", "spark")
 _views = itertools.count(1)
 
 
-def report(dir: str | Path, spark: Any = None, bucket: str = "minute") -> str:
-    """The report for the dataset under ``dir`` as text.
+def report(dir: str | Path, spark: Any = None, bucket: str = "minute", fmt: str = "text",
+           engine: str | None = None) -> str:
+    """The report for the dataset under ``dir``, rendered as ``fmt`` (text, csv, json).
 
-    Uses ``spark`` if given, else the process's session or a new local one (``local[*]``,
-    stopped before returning). Blocks while Spark runs the queries. Raises SquallError for a
-    missing directory, one without metrics data, or an unknown ``bucket``."""
-    if bucket not in BUCKETS:
-        raise SquallError(f"unknown time bucket {bucket!r}; choose one of {', '.join(BUCKETS)}")
+    ``engine`` None: ``spark`` when a session is given, else ``arrow``. Raises SquallError for
+    a missing directory, one without metrics data, an unknown ``bucket``, format or engine."""
+    if fmt not in FORMATS:
+        raise SquallError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return render(build(dir, bucket, engine or ("spark" if spark is not None else "arrow"),
+                        spark), fmt)
+
+
+def build(dir: str | Path, bucket: str = "minute", engine: str = "arrow",
+          spark: Any = None) -> Report:
+    """The :class:`Report` of the dataset under ``dir`` (see the module docstring). With the
+    ``spark`` engine, uses ``spark`` if given, else the process's session or a new local one
+    (stopped before returning). Blocks while it computes."""
+    requested = parse_bucket(bucket)
+    if engine not in ENGINES:
+        raise SquallError(f"unknown report engine {engine!r}; choose one of "
+                          f"{', '.join(ENGINES)}")
     path = check_dataset(dir)
+    if engine == "arrow":
+        from squall.plugins.spark.report_arrow import compute
+        return compute(path, requested)
     own = None
     if spark is None:
         from pyspark import SparkContext
@@ -50,7 +71,7 @@ def report(dir: str | Path, spark: Any = None, bucket: str = "minute") -> str:
                             app_name="squall-metrics-report")
         own = spark if fresh else None
     try:
-        return _report(spark, path, bucket)
+        return _spark_report(spark, path, requested)
     finally:
         if own is not None:
             own.stop()
@@ -70,7 +91,8 @@ def check_dataset(dir: str | Path) -> Path:
     raise SquallError(f"no metrics data under {str(path)!r} (no Parquet files)")
 
 
-def _report(spark: Any, path: Path, bucket: str) -> str:
+# -- the Spark engine ---------------------------------------------------------------------------
+def _spark_report(spark: Any, path: Path, requested: int) -> Report:
     from squall.plugins.spark.session import first_line
 
     try:
@@ -78,107 +100,62 @@ def _report(spark: Any, path: Path, bucket: str) -> str:
     except Exception as exc:
         raise SquallError(f"cannot read metrics under {str(path)!r}: {first_line(exc)}"
                           ) from exc
-    missing = _REQUIRED - set(df.columns)
+    missing = REQUIRED - set(df.columns)
     if missing:
         raise SquallError(f"{str(path)!r} is not a squall metrics dataset (no column "
                           f"{', '.join(sorted(missing))})")
     view = f"squall_metrics_{next(_views)}"
     df.createOrReplaceTempView(view)
     try:
-        return _tables(spark, view, bucket, path)
+        return _spark_tables(spark, view, requested, path)
     finally:
         spark.catalog.dropTempView(view)
 
 
-def _tables(spark: Any, view: str, bucket: str, path: Path) -> str:
+def _epoch(value: Any) -> datetime:
+    return datetime.fromtimestamp(int(value), timezone.utc).replace(tzinfo=None)
+
+
+def _spark_tables(spark: Any, view: str, requested: int, path: Path) -> Report:
     head = spark.sql(f"SELECT count(*) AS n, min(time) AS t0, max(time) AS t1, "
-                     f"count(DISTINCT topology) AS topologies FROM {view}").collect()[0]
-    tz = spark.conf.get("spark.sql.session.timeZone")
-    lines = [f"squall metrics report: {path}",
-             f"{head.n:,} data points from {head.t0} to {head.t1} ({tz}), "
-             f"{head.topologies} topolog{'y' if head.topologies == 1 else 'ies'}", ""]
-
+                     f"count(DISTINCT topology) AS topologies, max(interval) AS iv "
+                     f"FROM {view}").collect()[0]
+    size = bucket_secs(requested, head.iv)
+    rep = Report(path=str(path), points=int(head.n), start=head.t0, end=head.t1,
+                 topologies=int(head.topologies), bucket_secs=size,
+                 requested_bucket_secs=requested)
+    bucket = f"floor(CAST(time AS DOUBLE) / {size}) * {size}"
     sums = ", ".join(f"sum(CASE WHEN metric = '{m}' THEN value END) AS {k}"
-                     for k, m in _COUNTS.items())
+                     for k, m in COUNTS.items())
     avgs = ", ".join(f"avg(CASE WHEN metric = '{m}' THEN value END) AS {k}"
-                     for k, m in _LATENCIES.items())
-    rows = spark.sql(f"SELECT topology, component, count(DISTINCT task) AS tasks, {sums}, {avgs} "
-                     f"FROM {view} GROUP BY topology, component "
-                     f"ORDER BY topology, component").collect()
-    lines += _section("Totals per component (latencies: mean, ms)",
-                      ["topology", "component", "tasks", *_COUNTS, *(f"{k} ms" for k in
-                                                                   _LATENCIES)],
-                      [[r.topology, r.component, r.tasks, *(_count(r[k]) for k in _COUNTS),
-                        *(_ms(r[k]) for k in _LATENCIES)] for r in rows])
-
-    names = ", ".join(f"'{m}'" for m in (*_COUNTS.values(), *_LATENCIES.values()))
-    per_task = (f"SELECT topology, component, task, date_trunc('{bucket}', time) AS bucket, "
+                     for k, m in LATENCIES.items())
+    for r in spark.sql(f"SELECT topology, component, count(DISTINCT task) AS tasks, {sums}, "
+                       f"{avgs} FROM {view} GROUP BY topology, component "
+                       f"ORDER BY topology, component").collect():
+        rep.totals.append({"topology": r.topology, "component": r.component, "tasks": r.tasks,
+                           **{k: r[k] for k in COUNTS},
+                           **{f"{k}_ms": r[k] for k in LATENCIES}})
+    names = ", ".join(f"'{m}'" for m in (*COUNTS.values(), *LATENCIES.values()))
+    per_task = (f"SELECT topology, component, task, {bucket} AS bucket, "
                 f"metric, avg(CASE WHEN metric LIKE '%-latency' THEN value "
                 f"ELSE value / interval END) AS v "
                 f"FROM {view} WHERE metric IN ({names}) AND interval > 0 "
-                f"GROUP BY topology, component, task, date_trunc('{bucket}', time), metric")
+                f"GROUP BY topology, component, task, {bucket}, metric")
     rates = ", ".join(f"sum(CASE WHEN metric = '{m}' THEN v END) AS {k}"
-                      for k, m in _COUNTS.items())
+                      for k, m in COUNTS.items())
     lats = ", ".join(f"avg(CASE WHEN metric = '{m}' THEN v END) AS {k}"
-                     for k, m in _LATENCIES.items())
-    rows = spark.sql(f"SELECT bucket, topology, component, {rates}, {lats} FROM ({per_task}) "
-                     f"GROUP BY bucket, topology, component "
-                     f"ORDER BY bucket, topology, component").collect()
-    lines += _section(f"Throughput per {bucket} (tuples/s)",
-                      [bucket, "topology", "component", *(f"{k}/s" for k in _COUNTS)],
-                      [[str(r.bucket), r.topology, r.component, *(_rate(r[k]) for k in _COUNTS)]
-                       for r in rows])
-    lines += _section(f"Latency per {bucket} (ms)",
-                      [bucket, "topology", "component", *_LATENCIES],
-                      [[str(r.bucket), r.topology, r.component, *(_ms(r[k]) for k in _LATENCIES)]
-                       for r in rows if any(r[k] is not None for k in _LATENCIES)])
-    failures = spark.sql(f"SELECT date_trunc('{bucket}', time) AS bucket, topology, component, "
-                         f"sum(value) AS failed FROM {view} "
-                         f"WHERE metric = '{_COUNTS['failed']}' AND value > 0 "
-                         f"GROUP BY 1, 2, 3 ORDER BY 1, 2, 3").collect()
-    lines += _section(f"Failures per {bucket}", [bucket, "topology", "component", "failed"],
-                      [[str(r.bucket), r.topology, r.component, _count(r.failed)]
-                       for r in failures], empty="no failures")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _section(title: str, headers: Sequence[str], rows: list[list[Any]],
-             empty: str = "no data") -> list[str]:
-    return [title, format_table(headers, rows) if rows else f"  ({empty})", ""]
-
-
-def _count(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.3f}"
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table: text columns left-aligned, numbers right-aligned.
-
-    >>> print(format_table(["name", "n"], [["a", "1"], ["bb", "22"]]))
-      name   n
-      ----  --
-      a      1
-      bb    22
-    """
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    numeric = [all(_numeric(r[i]) for r in cells) for i in range(len(headers))]
-
-    def line(values: Sequence[str]) -> str:
-        return "  " + "  ".join(v.rjust(w) if num else v.ljust(w)
-                                for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]),
-                      *(line(r) for r in cells)])
-
-
-def _numeric(text: str) -> bool:
-    return text == "-" or text.replace(",", "").replace(".", "", 1).lstrip("-").isdigit()
+                     for k, m in LATENCIES.items())
+    for r in spark.sql(f"SELECT bucket, topology, component, {rates}, {lats} FROM ({per_task}) "
+                       f"GROUP BY bucket, topology, component "
+                       f"ORDER BY bucket, topology, component").collect():
+        rep.over_time.append({"bucket": _epoch(r.bucket), "topology": r.topology,
+                              "component": r.component,
+                              **{f"{k}_per_s": r[k] for k in COUNTS},
+                              **{f"{k}_ms": r[k] for k in LATENCIES}})
+    for r in spark.sql(f"SELECT {bucket} AS bucket, topology, component, "
+                       f"sum(value) AS failed FROM {view} "
+                       f"WHERE metric = '{COUNTS['failed']}' AND value > 0 "
+                       f"GROUP BY 1, 2, 3 ORDER BY 1, 2, 3").collect():
+        rep.failures.append({"bucket": _epoch(r.bucket), "topology": r.topology,
+                             "component": r.component, "failed": r.failed})
+    return rep

@@ -75,12 +75,16 @@ def flatten(name: str, value: Any) -> Iterator[tuple[str, float]]:
 class SparkMetricsConsumer(MetricsConsumer):
     """Appends data points to a date-partitioned Parquet dataset (see the module docstring).
 
+    Needs pyarrow (imported when it first writes; ``squall plugins`` checks ``squall_requires``).
+
     ``prepare``, ``handle`` and ``cleanup`` run on the consumer task's executor thread; a
     write blocks on the local disk (or the mounted file system holding DIR). ``prepare``
     raises ConfigError for a bad argument or a DIR that cannot be created; a failed write
     raises OSError from ``handle`` (reported by the consumer bolt; the points stay buffered
     and are written with the next flush).
     """
+
+    squall_requires = ("pyarrow",)
 
     def __init__(self) -> None:
         self.path: Path | None = None

@@ -283,7 +283,7 @@ MISTAKES = [
     (["-c", "squall.transport=bogus", "local", WC, "--duration", "5"],
      "no squall.transports named 'bogus'"),
     (["-c", "squall.serializer=pickle", "config"], "no squall.serializers named 'pickle'"),
-    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["frobnicate"], "unknown command 'frobnicate'"),
     (["local"], "the following arguments are required: target"),
     (["demo", "--duration", "abc"], "argument --duration: expected a number of seconds"),
     (["local", WC, "--duration", "0"], "argument --duration: must be more than 0 seconds"),

@@ -70,3 +70,40 @@ def test_a_restarted_server_keeps_its_port_and_data(tmp_path: Path) -> None:
         store.start()
         assert store.get("/kept") == b"yes"
         store.close()
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if text.encode() in (proc / "cmdline").read_bytes():
+                    out.append(int(proc.name))
+            except OSError:
+                continue
+    return out
+
+
+def test_squall_dev_zookeeper_stops_its_java_process_on_sigterm(tmp_path: Path) -> None:
+    data = tmp_path / "zk-term"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "squall", "dev-zookeeper", "--port", "0", "--dir", str(data)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        match = re.search(r"127\.0\.0\.1:(\d+)", proc.stdout.readline())
+        assert match
+        port = int(match.group(1))
+        assert four_letter_word("127.0.0.1", port, "ruok") == "imok"
+        java = [p for p in _processes_mentioning(str(data)) if p != proc.pid]
+        assert java, "no ZooKeeper JVM found"
+        proc.terminate()                                   # SIGTERM, as a service manager
+        assert proc.wait(30) == 0
+        assert not [p for p in java if Path(f"/proc/{p}").exists()
+                    and b"Z" not in Path(f"/proc/{p}/stat").read_bytes().split(b")")[-1][:3]]
+        with pytest.raises(OSError):
+            four_letter_word("127.0.0.1", port, "ruok")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

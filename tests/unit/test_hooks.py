@@ -172,8 +172,9 @@ class _FakeDaemon:
     ("supervisor", "squall.daemon.supervisor", "Supervisor"),
 ])
 def test_daemons_are_built_with_the_configured_conf(plugin: ModuleType, monkeypatch, command,
-                                                     module, cls) -> None:
+                                                     module, cls, tmp_path: Path) -> None:
     pytest.importorskip("squall.cli.cluster")
+    monkeypatch.chdir(tmp_path)          # the daemon's log goes under ./squall-local/logs
     __import__(module)
     monkeypatch.setattr(sys.modules[module], cls, _FakeDaemon)
     _FakeDaemon.built.clear()

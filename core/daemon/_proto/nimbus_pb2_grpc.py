@@ -74,6 +74,16 @@ class NimbusStub:
                 request_serializer=nimbus__pb2.DownloadRequest.SerializeToString,
                 response_deserializer=nimbus__pb2.Chunk.FromString,
                 _registered_method=True)
+        self.SetLogLevels = channel.unary_unary(
+                '/squall.nimbus.Nimbus/SetLogLevels',
+                request_serializer=nimbus__pb2.LogLevelsRequest.SerializeToString,
+                response_deserializer=nimbus__pb2.Empty.FromString,
+                _registered_method=True)
+        self.Debug = channel.unary_unary(
+                '/squall.nimbus.Nimbus/Debug',
+                request_serializer=nimbus__pb2.DebugRequest.SerializeToString,
+                response_deserializer=nimbus__pb2.Empty.FromString,
+                _registered_method=True)
 
 
 class NimbusServicer:
@@ -127,6 +137,18 @@ class NimbusServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetLogLevels(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Debug(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NimbusServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -169,6 +191,16 @@ def add_NimbusServicer_to_server(servicer, server):
                     servicer.Download,
                     request_deserializer=nimbus__pb2.DownloadRequest.FromString,
                     response_serializer=nimbus__pb2.Chunk.SerializeToString,
+            ),
+            'SetLogLevels': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetLogLevels,
+                    request_deserializer=nimbus__pb2.LogLevelsRequest.FromString,
+                    response_serializer=nimbus__pb2.Empty.SerializeToString,
+            ),
+            'Debug': grpc.unary_unary_rpc_method_handler(
+                    servicer.Debug,
+                    request_deserializer=nimbus__pb2.DebugRequest.FromString,
+                    response_serializer=nimbus__pb2.Empty.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -387,6 +419,60 @@ class Nimbus:
             '/squall.nimbus.Nimbus/Download',
             nimbus__pb2.DownloadRequest.SerializeToString,
             nimbus__pb2.Chunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetLogLevels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/squall.nimbus.Nimbus/SetLogLevels',
+            nimbus__pb2.LogLevelsRequest.SerializeToString,
+            nimbus__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Debug(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/squall.nimbus.Nimbus/Debug',
+            nimbus__pb2.DebugRequest.SerializeToString,
+            nimbus__pb2.Empty.FromString,
             options,
             channel_credentials,
             insecure,

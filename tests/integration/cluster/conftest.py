@@ -96,7 +96,9 @@ class ClusterHarness:
         self.nimbus_ports = [free_port() for _ in range(nimbus_count)]
         self.conf = {**zk_conf, **FAST,
                      "nimbus.seeds": [f"127.0.0.1:{p}" for p in self.nimbus_ports],
-                     "test.output.dir": str(self.out_dir)}
+                     "test.output.dir": str(self.out_dir),
+                     # commands run without their own (``squall ui``) write their log here
+                     "storm.local.dir": str(tmp / "cli-local")}
         self.config_file = tmp / "squall.yaml"
         self.config_file.write_text(yaml.safe_dump(self.conf))
         self.daemons: list[Daemon] = []
@@ -133,7 +135,7 @@ class ClusterHarness:
         ports = ports or tuple(free_port() for _ in range(slots))
         proc, local, log = self._spawn("supervisor", name,
                                        {"supervisor.slots.ports": list(ports),
-                                        **(overrides or {})})
+                                        "logviewer.port": free_port(), **(overrides or {})})
         d = Daemon("supervisor", proc, local, log, ports=ports)
         self.daemons.append(d)
         return d
@@ -167,9 +169,9 @@ class ClusterHarness:
 
     # -- observations -------------------------------------------------------------------------
     def listed(self) -> dict[str, str]:
-        """name -> status from ``squall list``."""
+        """name -> status from ``squall list`` (its header line skipped)."""
         out = self.squall("list").stdout
-        return dict(line.split()[:2] for line in out.splitlines() if line.strip())
+        return dict(line.split()[:2] for line in out.splitlines()[1:] if line.strip())
 
     def wait(self, condition: Any, timeout: float, what: str) -> Any:
         """``wait_until`` that adds the daemons' and workers' log tails to a timeout."""

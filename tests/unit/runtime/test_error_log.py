@@ -68,3 +68,19 @@ def test_traceback_is_kept(clock: list[float]) -> None:
         log.record("b", 1, exc, "h", 1)
     text = log.recent()["b"][0]["error"]
     assert "Traceback" in text and "KeyError: 'missing'" in text
+
+
+def test_the_logged_line_carries_the_whole_traceback(clock: list[float],
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    log = ErrorLog({})
+    caplog.set_level(logging.ERROR, logger="squall.errors")
+
+    def process() -> None:
+        raise KeyError("missing")
+    try:
+        process()
+    except KeyError as exc:
+        log.record("b", 1, exc, "h", 1)
+    (line,) = lines(caplog)
+    assert line.startswith("component b task 1: Traceback (most recent call last):")
+    assert "in process" in line and line.endswith("KeyError: 'missing'")

@@ -28,8 +28,8 @@ def state(server):
 def test_setup_creates_every_top_level_node_and_is_idempotent(state):
     state.setup()
     assert state.store.children("/") == sorted(
-        ["assignments", "errors", "leader-lock", "nimbuses", "storms", "supervisors",
-         "workerbeats"])
+        ["assignments", "errors", "leader-lock", "logconfigs", "nimbuses", "storms",
+         "supervisors", "workerbeats"])
 
 
 def test_storm_base_round_trips_as_utf8_json(state):
@@ -58,9 +58,12 @@ def test_assignments_and_whole_topology_removal(state):
     state.set_assignment("t-1-1", {"executor_node_port": {"[1, 1]": ["s1", 6700]}})
     state.write_worker_beat("t-1-1", "s1", 6700, {"time_secs": 5})
     state.report_error("t-1-1", "split", {"error": "boom"})
+    state.set_log_config("t-1-1", {"loggers": {"ROOT": {"level": "DEBUG", "expires": 0}}})
+    assert state.get_log_config("t-1-1") == {"loggers": {"ROOT": {"level": "DEBUG",
+                                                                  "expires": 0}}}
     assert state.assignments() == {"t-1-1": {"executor_node_port": {"[1, 1]": ["s1", 6700]}}}
     state.remove_topology("t-1-1")
-    for top in ("/storms", "/assignments", "/workerbeats", "/errors"):
+    for top in ("/storms", "/assignments", "/workerbeats", "/errors", "/logconfigs"):
         assert state.store.children(top) == []
 
 

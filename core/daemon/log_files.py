@@ -1,0 +1,198 @@
+"""Log files of squall's processes: where they live, how they rotate and how they are routed.
+
+Layout under ``storm.local.dir/logs/``:
+
+====================================  =========================================================
+``<topology-id>-<port>.log``          a worker's log (``.1`` ... ``.N`` its rotated backups)
+``<topology-id>-<port>.out``          what the worker process wrote to its raw stdout/stderr
+                                      outside Python's logging (a crash of the interpreter)
+``<topology-id>-<port>.metrics.log``  the ``log`` metrics consumer's data points, kept out of
+                                      the worker log (``worker.metrics.log.separate``)
+``<topology-id>-<port>.events.log``   sampled emits (``topology.debug``, ``squall debug``)
+``nimbus.log``, ``supervisor.log``,   each daemon's own log
+``ui.log``
+====================================  =========================================================
+
+Every ``.log`` file rotates when it would pass ``worker.log.max.bytes`` and keeps
+``worker.log.backup.count`` backups. Nothing here runs per tuple.
+"""
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import re
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+log = logging.getLogger(__name__)
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: the logger the ``log`` metrics consumer writes its data points to
+METRICS_LOGGER = "squall.metrics"
+_WORKER_FILE = re.compile(
+    r"^(?P<topology>.+)-(?P<port>\d+)\.(?:log|out|metrics\.log|events\.log)(?:\.\d+)?$")
+#: the logger sampled emits go to (:mod:`squall.runtime.event_log`)
+EVENTS_LOGGER = "squall.events"
+
+
+def logs_dir(local_dir: str | os.PathLike[str]) -> Path:
+    """``storm.local.dir/logs``."""
+    return Path(local_dir) / "logs"
+
+
+def worker_log_name(topology_id: str, port: int) -> str:
+    """The file name of the worker log of ``(topology_id, port)``."""
+    return f"{topology_id}-{int(port)}.log"
+
+
+def worker_file_topology(name: str) -> str | None:
+    """The topology id a worker's log file belongs to (``None`` for a daemon's file)."""
+    m = _WORKER_FILE.match(name)
+    return m.group("topology") if m else None
+
+
+def rotation(conf: Mapping[str, Any]) -> tuple[int, int]:
+    """``(max bytes, backup count)`` from ``worker.log.max.bytes`` / ``worker.log.backup.count``
+    (a max of 0 never rotates)."""
+    return (max(0, int(conf.get("worker.log.max.bytes") or 0)),
+            max(0, int(conf.get("worker.log.backup.count") or 0)))
+
+
+def rotating_handler(path: Path, max_bytes: int, backups: int) -> logging.Handler:
+    """A handler appending to ``path`` (its directory created), rotated at ``max_bytes``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes,
+                                                   backupCount=backups, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    return handler
+
+
+def add_daemon_log(conf: Mapping[str, Any], name: str) -> logging.Handler:
+    """Also write this process's log records to ``storm.local.dir/logs/<name>.log`` (rotated);
+    the existing handlers (the console) stay. Returns the handler (remove it from the root
+    logger, and close it, when the daemon stops)."""
+    path = logs_dir(str(conf.get("storm.local.dir") or "squall-local")).resolve() / f"{name}.log"
+    handler = rotating_handler(path, *rotation(conf))
+    logging.getLogger().addHandler(handler)
+    return handler
+
+
+class _NotMetrics(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != METRICS_LOGGER
+
+
+class _OnlyMetrics(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name == METRICS_LOGGER
+
+
+class StreamToLog:
+    """A text stream that turns what is written into log records, one per line (a worker's
+    ``sys.stdout`` / ``sys.stderr``, so a component's ``print`` lands in the rotated log).
+    Writes from inside logging itself (a handler's error report) go to ``fallback``."""
+
+    def __init__(self, logger: logging.Logger, level: int, fallback: TextIO | None) -> None:
+        self._logger = logger
+        self._level = level
+        self._fallback = fallback
+        self._buffer = ""
+        self._lock = threading.Lock()
+        self._inside = threading.local()
+
+    def write(self, text: str) -> int:
+        if getattr(self._inside, "active", False):
+            return self._fallback.write(text) if self._fallback is not None else len(text)
+        with self._lock:
+            self._buffer += text
+            *lines, self._buffer = self._buffer.split("\n")
+        self._inside.active = True
+        try:
+            for line in lines:
+                if line:
+                    self._logger.log(self._level, "%s", line)
+        finally:
+            self._inside.active = False
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            rest, self._buffer = self._buffer, ""
+        if rest:
+            self._logger.log(self._level, "%s", rest)
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        if self._fallback is None:
+            raise OSError("no file descriptor behind this log stream")
+        return self._fallback.fileno()
+
+
+def setup_worker_logging(log_file: Path, max_bytes: int, backups: int, port: int) -> None:
+    """Route a worker process's logging to its rotated ``log_file`` (replacing the root
+    logger's handlers) and its ``sys.stdout`` / ``sys.stderr`` into that log."""
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+        old.close()
+    handler = rotating_handler(log_file, max_bytes, backups)
+    handler.setFormatter(logging.Formatter(
+        f"%(asctime)s %(levelname)s [worker {port}] %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    out: Any = StreamToLog(logging.getLogger("STDOUT"), logging.INFO, sys.__stdout__)
+    err: Any = StreamToLog(logging.getLogger("STDERR"), logging.ERROR, sys.__stderr__)
+    sys.stdout, sys.stderr = out, err
+
+
+def separate_events_log(log_file: Path, max_bytes: int, backups: int) -> None:
+    """Send the ``squall.events`` logger (sampled emits) to ``log_file`` (rotated; created on
+    the first event) and nowhere else."""
+    handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=max_bytes,
+                                                   backupCount=backups, encoding="utf-8",
+                                                   delay=True)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    events = logging.getLogger(EVENTS_LOGGER)
+    events.addHandler(handler)
+    events.setLevel(logging.INFO)
+    events.propagate = False
+
+
+def separate_metrics_log(log_file: Path, max_bytes: int, backups: int) -> None:
+    """Send the records of the ``squall.metrics`` logger itself (the ``log`` consumer's data
+    points) to ``log_file`` (rotated) and keep them out of the root logger's files; the
+    ``squall.metrics.*`` modules' own records still reach the worker log."""
+    handler = rotating_handler(log_file, max_bytes, backups)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    handler.addFilter(_OnlyMetrics())
+    logging.getLogger(METRICS_LOGGER).addHandler(handler)
+    for root_handler in logging.getLogger().handlers:
+        root_handler.addFilter(_NotMetrics())
+
+
+def remove_dead_worker_logs(logs: Path, keep: set[str], grace_secs: float,
+                            now: float) -> list[str]:
+    """Delete the worker log files of topologies not in ``keep`` that were not written for
+    ``grace_secs`` (a killed topology's logs stay readable that long). Returns the names
+    deleted; a file that cannot be deleted is left (logged at DEBUG)."""
+    removed: list[str] = []
+    try:
+        files = list(logs.iterdir())
+    except FileNotFoundError:
+        return removed
+    for path in files:
+        topology = worker_file_topology(path.name)
+        if topology is None or topology in keep:
+            continue
+        try:
+            if now - path.stat().st_mtime >= grace_secs:
+                path.unlink()
+                removed.append(path.name)
+        except OSError as exc:
+            log.debug("cannot remove %s: %s", path, exc)
+    return sorted(removed)

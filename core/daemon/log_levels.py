@@ -1,0 +1,97 @@
+"""Log levels set at run time (Storm's dynamic log levels, ``squall set-log-level``).
+
+Nimbus keeps a topology's requests in ``/logconfigs/<topology-id>`` as
+``{"loggers": {NAME: {"level": "DEBUG", "expires": EPOCH_SECS_OR_0}}}`` (``ROOT`` names the
+root logger; ``expires`` 0: until changed). :func:`merge_request` computes that record from a
+request; every worker of the topology reads it when it changes (and on its sync timer) and
+hands it to its :class:`LogLevels`, which sets the levels and puts each logger back to the level
+it had before once its request expires or is removed.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from squall.errors import ConfigError
+
+log = logging.getLogger(__name__)
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: the level that removes a request (the logger goes back to its own level)
+RESET = "RESET"
+ROOT = "ROOT"
+
+
+def parse_assignment(item: str) -> tuple[str, str]:
+    """``"squall.worker=DEBUG"`` -> ``("squall.worker", "DEBUG")``; ConfigError naming the
+    item when it is malformed or the level unknown (``WARN`` is accepted for WARNING)."""
+    name, sep, level = item.partition("=")
+    level = level.strip().upper()
+    level = "WARNING" if level == "WARN" else level
+    if not sep or not name.strip():
+        raise ConfigError(f"bad log level {item!r}: expected LOGGER=LEVEL (ROOT for the root "
+                          "logger)")
+    if level not in LEVELS and level != RESET:
+        raise ConfigError(f"bad log level {item!r}: the level must be one of "
+                          f"{', '.join(LEVELS)} or {RESET}")
+    return name.strip(), level
+
+
+def merge_request(current: Mapping[str, Any] | None, levels: Mapping[str, str],
+                  timeout_secs: float, now: float | None = None) -> dict[str, Any]:
+    """The ``/logconfigs`` record after a request: ``levels`` (logger -> level or RESET) set
+    with ``timeout_secs`` (0: no expiry) over ``current``, expired entries dropped."""
+    now = time.time() if now is None else now
+    loggers = {name: dict(entry) for name, entry in
+               ((current or {}).get("loggers") or {}).items()
+               if isinstance(entry, Mapping) and not _expired(entry, now)}
+    for name, level in levels.items():
+        if level == RESET:
+            loggers.pop(name, None)
+        else:
+            loggers[name] = {"level": level,
+                             "expires": now + timeout_secs if timeout_secs > 0 else 0}
+    return {"loggers": loggers}
+
+
+def _expired(entry: Mapping[str, Any], now: float) -> bool:
+    expires = float(entry.get("expires") or 0)
+    return bool(expires) and expires <= now
+
+
+def _logger(name: str) -> logging.Logger:
+    return logging.getLogger() if name == ROOT else logging.getLogger(name)
+
+
+class LogLevels:
+    """The levels a worker set on request, and the levels to restore. Used from the worker
+    process's main thread only."""
+
+    def __init__(self) -> None:
+        self._saved: dict[str, int] = {}    # logger -> level before the first request
+
+    def apply(self, record: Mapping[str, Any] | None, now: float | None = None) -> None:
+        """Make the process's loggers match ``record`` (a ``/logconfigs`` value or None)."""
+        now = time.time() if now is None else now
+        wanted: dict[str, str] = {}
+        for name, entry in ((record or {}).get("loggers") or {}).items():
+            if isinstance(entry, Mapping) and not _expired(entry, now):
+                level = str(entry.get("level") or "").upper()
+                if level in LEVELS:
+                    wanted[str(name)] = level
+        for name in [n for n in self._saved if n not in wanted]:
+            before = self._saved.pop(name)
+            _logger(name).setLevel(before)
+            log.info("log level of %s back to %s", name, logging.getLevelName(before))
+        for name, level in wanted.items():
+            logger = _logger(name)
+            if name not in self._saved:
+                self._saved[name] = logger.level
+            if logger.level != logging.getLevelName(level):
+                logger.setLevel(level)
+                log.info("log level of %s set to %s", name, level)
+
+    def active(self) -> dict[str, str]:
+        """logger -> level for the requests in force."""
+        return {n: logging.getLevelName(_logger(n).level) for n in self._saved}

@@ -1,0 +1,173 @@
+"""The logviewer: a supervisor serves the log files of its workers over HTTP.
+
+Started by the supervisor on ``logviewer.host`` (default: the host name it advertises) and
+``logviewer.port`` (Storm's key, default 8000; 0 picks a free port); the port it got is
+published as ``logviewer_port`` in ``/supervisors/<id>``. Plain text, read-only, files under
+``storm.local.dir/logs`` only:
+
+- ``GET /log?topology=T&port=P`` the log of the worker on port P of topology T;
+  ``&file=out`` its raw stdout/stderr, ``&file=metrics`` its metrics log, ``&file=events`` its
+  events log (``topology.debug``);
+- ``GET /daemonlog?name=supervisor`` a daemon's log (``nimbus``, ``supervisor``, ``ui``);
+- ``&start=B`` (a byte offset; negative: from the end) and ``&length=N`` select a part.
+
+Every answer carries ``X-Log-Size`` (the file's size now), so a client following a log asks for
+``start=<what it has>`` next and starts over from 0 when the size shrank (the file rotated).
+A request naming no known file is 404; malformed parameters are 400. Requests are served on
+threads of their own; nothing here is called per tuple.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from squall.daemon.log_files import worker_log_name
+
+log = logging.getLogger(__name__)
+CHUNK = 1 << 16
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_SUFFIXES = {"log": ".log", "out": ".out", "metrics": ".metrics.log", "events": ".events.log"}
+_DAEMONS = ("nimbus", "supervisor", "ui")
+
+
+class BadRequest(Exception):
+    """A malformed request (answered 400 with the message)."""
+
+
+def worker_file(logs: Path, topology: str, port: str, kind: str = "log") -> Path | None:
+    """The file a ``/log`` request names, or None when the parameters cannot name one."""
+    if not _NAME.match(topology) or ".." in topology or not port.isdigit():
+        return None
+    suffix = _SUFFIXES.get(kind)
+    if suffix is None:
+        return None
+    name = worker_log_name(topology, int(port))[:-len(".log")] + suffix
+    return _inside(logs, logs / name)
+
+
+def daemon_file(logs: Path, name: str) -> Path | None:
+    return _inside(logs, logs / f"{name}.log") if name in _DAEMONS else None
+
+
+def _inside(logs: Path, path: Path) -> Path | None:
+    root = logs.resolve()
+    try:
+        resolved = path.resolve()
+    except OSError:
+        return None
+    return resolved if resolved.parent == root else None
+
+
+def byte_range(size: int, start: str | None, length: str | None) -> tuple[int, int]:
+    """``(offset, count)`` of the bytes a request selects in a file of ``size`` bytes."""
+    try:
+        begin = int(start) if start not in (None, "") else 0
+        count = int(length) if length not in (None, "") else size
+    except ValueError:
+        raise BadRequest("start and length must be integers") from None
+    if count < 0:
+        raise BadRequest("length must not be negative")
+    if begin < 0:
+        begin = max(0, size + begin)
+    begin = min(begin, size)
+    return begin, max(0, min(count, size - begin))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        logs = self.server.logs
+        if url.path == "/log":
+            path = worker_file(logs, query.get("topology", ""), query.get("port", ""),
+                               query.get("file", "log"))
+        elif url.path == "/daemonlog":
+            path = daemon_file(logs, query.get("name", ""))
+        else:
+            self._fail(HTTPStatus.NOT_FOUND, "unknown page: use /log or /daemonlog")
+            return
+        if path is None or not path.is_file():
+            self._fail(HTTPStatus.NOT_FOUND, "no such log file")
+            return
+        try:
+            with path.open("rb") as f:
+                size = os.fstat(f.fileno()).st_size   # of this file, even if it rotates now
+                begin, count = byte_range(size, query.get("start"), query.get("length"))
+                self.send_response(HTTPStatus.OK)
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("Content-Length", str(count))
+                self.send_header("X-Log-Size", str(size))
+                self.end_headers()
+                f.seek(begin)
+                while count > 0:
+                    data = f.read(min(CHUNK, count))
+                    if not data:   # truncated under us: pad nothing, close the connection
+                        self.close_connection = True
+                        break
+                    self.wfile.write(data)
+                    count -= len(data)
+        except BadRequest as exc:
+            self._fail(HTTPStatus.BAD_REQUEST, str(exc))
+        except OSError as exc:
+            log.debug("logviewer: %s: %s", path, exc)
+
+    def _fail(self, status: HTTPStatus, message: str) -> None:
+        body = (message + "\n").encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("logviewer %s: " + format, self.address_string(), *args)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], logs: Path) -> None:
+        super().__init__(address, _Handler)
+        self.logs = logs
+
+
+class LogViewer:
+    """Serves ``logs`` on ``(host, port)``: :meth:`start` binds (OSError when it cannot),
+    :meth:`stop` closes. :attr:`port` is the bound port."""
+
+    def __init__(self, logs: Path, host: str, port: int) -> None:
+        self.logs = logs
+        self.host = host
+        self.requested_port = port
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1]) if self._server is not None else 0
+
+    def start(self) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self._server = _Server((self.host, self.requested_port), self.logs)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name="squall-logviewer", daemon=True)
+        self._thread.start()
+        log.info("logviewer serving %s on %s:%d", self.logs, self.host, self.port)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None

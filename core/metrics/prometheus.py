@@ -1,0 +1,97 @@
+"""The ``prometheus`` metrics consumer: every data point of a topology, for a Prometheus scraper.
+
+Registered with ``topology.metrics.consumer.register: [{class: prometheus, argument: {port:
+9400}}]`` (``host`` defaults to the worker's host; port 0 picks a free one, logged). It serves
+``http://<host>:<port>/metrics`` in the OpenMetrics text format: one gauge per metric name,
+``squall_<metric>`` (``__emit-count`` -> ``squall_emit_count``), holding the newest bucket's
+value of each task (labels ``topology``, ``component``, ``task``, ``host``, ``port``). A map
+value becomes one gauge per numeric key (``__receive`` -> ``squall_receive_population``, ...);
+values that are not numbers are left out. Run it with one task (the default): each task binds
+its own port.
+
+Each worker also serves its executors' built-in counters itself (``worker.metrics.endpoint``);
+this consumer adds user metrics and per-task buckets in one place.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from squall.errors import ConfigError
+from squall.metrics.openmetrics import Family, MetricsEndpoint, metric_name, render
+from squall.spi.metrics import DataPoint, MetricsConsumer, TaskInfo
+
+log = logging.getLogger(__name__)
+DEFAULT_PORT = 9400
+
+
+class PrometheusMetricsConsumer(MetricsConsumer):
+    """See the module docstring. ``handle`` runs on the consumer task's executor thread; the
+    endpoint's threads read a rendered copy."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, dict[tuple[tuple[str, Any], ...], float]] = {}
+        self._lock = threading.Lock()
+        self.endpoint: MetricsEndpoint | None = None
+
+    def prepare(self, conf: Mapping[str, Any], argument: Any, context: Any) -> None:
+        argument = {} if argument is None else argument
+        if not isinstance(argument, Mapping) or set(argument) - {"port", "host"}:
+            raise ConfigError("the 'prometheus' metrics consumer takes {port: N, host: H} "
+                              f"(both optional), got {argument!r}")
+        port = argument.get("port", DEFAULT_PORT)
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port < 65536:
+            raise ConfigError(f"prometheus consumer: port must be 0..65535, got {port!r}")
+        host = str(argument.get("host") or getattr(context, "host", None) or "127.0.0.1")
+        self.endpoint = MetricsEndpoint(host, port)
+        try:
+            self.endpoint.start()
+        except OSError as exc:
+            raise ConfigError(f"prometheus consumer cannot listen on {host}:{port}: {exc}"
+                              ) from exc
+        log.info("prometheus metrics consumer serving http://%s:%d/metrics", host,
+                 self.endpoint.port)
+
+    def handle(self, task_info: TaskInfo, data_points: list[DataPoint]) -> None:
+        labels = (("component", task_info.component), ("host", task_info.worker_host),
+                  ("port", task_info.worker_port), ("task", task_info.task),
+                  ("topology", task_info.topology))
+        with self._lock:
+            for point in data_points:
+                for name, value in _numbers(metric_name(point.name), point.value):
+                    self._values.setdefault(name, {})[labels] = value
+            text = self._render()
+        if self.endpoint is not None:
+            self.endpoint.update(text)
+
+    def _render(self) -> str:
+        families = []
+        for name in sorted(self._values):
+            fam = Family(f"squall_{name}", "gauge", f"newest bucket's value of {name}")
+            for labels, value in sorted(self._values[name].items(), key=lambda kv: kv[0]):
+                fam.add(dict(labels), value)
+            families.append(fam)
+        return render(families)
+
+    def cleanup(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.stop()
+            self.endpoint = None
+
+
+def _numbers(name: str, value: Any) -> list[tuple[str, float]]:
+    if isinstance(value, bool):
+        return [(name, int(value))]
+    if isinstance(value, (int, float)):
+        return [(name, value)]
+    if isinstance(value, Mapping):
+        out = []
+        for key, sub in value.items():
+            out.extend(_numbers(f"{name}_{metric_name(str(key))}", sub))
+        return out
+    return []
+
+
+__all__ = ["PrometheusMetricsConsumer"]

@@ -1,0 +1,121 @@
+"""Sampled emits written to the events log: ``topology.debug`` and ``squall debug``.
+
+``topology.debug: true`` records every emit of every component; ``squall debug TOPOLOGY
+[COMPONENT] --enable --sampling PCT`` records a share of one component's (or every
+component's) emits while the topology runs, until ``--disable``. Each recorded emit is one line
+on the ``squall.events`` logger: the time, component, task, stream, the tuple id or anchors'
+ids and the values (cut at :data:`MAX_VALUES_CHARS`). A worker process sends that logger to
+``<topology-id>-<port>.events.log`` (rotated like its log, served by the logviewer with
+``&file=events``); in a LocalCluster it reaches the console.
+
+What it costs: a task being sampled has its ``emit`` and ``emit_many`` wrapped (one Python call
+and a random draw per emit); every other task keeps the runtime's own functions, untouched, so
+a topology without debugging pays nothing. The wrappers are installed and removed on the
+worker's loop thread (:meth:`EventSampler.apply`).
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from squall.runtime.task import TaskState
+
+events_log = logging.getLogger("squall.events")
+MAX_VALUES_CHARS = 500
+#: key of the setting that applies to every component
+EVERY = "*"
+
+
+def settings_of(conf: Mapping[str, Any], component_debug: Mapping[str, Any] | None
+                ) -> dict[str, float]:
+    """component (or ``*``) -> sampling percentage, from ``topology.debug`` (every component
+    at 100 %) and a topology's ``component_debug`` record (set by ``squall debug``)."""
+    out: dict[str, float] = {EVERY: 100.0} if conf.get("topology.debug") else {}
+    for comp, entry in (component_debug or {}).items():
+        if isinstance(entry, Mapping) and entry.get("enable"):
+            out[str(comp)] = float(entry.get("samplingpct") or 100.0)
+    return out
+
+
+def _line(ts: TaskState, stream: Any, ident: Any, values: Any) -> str:
+    text = repr(values)
+    if len(text) > MAX_VALUES_CHARS:
+        text = text[:MAX_VALUES_CHARS] + "..."
+    return f"{time.time():.3f}\t{ts.component_id}\t{ts.task}\t{stream}\t{ident}\t{text}"
+
+
+def _ident(kw: Mapping[str, Any]) -> Any:
+    if kw.get("tup_id") is not None:
+        return kw["tup_id"]
+    anchors = kw.get("anchors")
+    if anchors is None:
+        return "-"
+    try:
+        return ",".join(str(getattr(a, "id", a)) for a in anchors) or "-"
+    except TypeError:
+        return str(getattr(anchors, "id", anchors))
+
+
+def _sampled_emit(ts: TaskState, original: Callable[..., Any], rate: float
+                  ) -> Callable[..., Any]:
+    draw = random.random
+
+    def emit(*args: Any, **kw: Any) -> Any:
+        if rate >= 1.0 or draw() < rate:
+            stream = args[1] if len(args) > 1 else kw.get("stream", "default")
+            events_log.info("%s", _line(ts, stream, _ident(kw), args[0] if args else None))
+        return original(*args, **kw)
+    emit.squall_event_original = original  # type: ignore[attr-defined]
+    return emit
+
+
+def _sampled_many(ts: TaskState, original: Callable[..., Any], rate: float
+                  ) -> Callable[..., Any]:
+    draw = random.random
+
+    def emit_many(*args: Any, **kw: Any) -> Any:
+        if args and (rate >= 1.0 or draw() < rate):
+            stream = args[1] if len(args) > 1 else kw.get("stream", "default")
+            for values in args[0]:
+                events_log.info("%s", _line(ts, stream, _ident(kw), values))
+        return original(*args, **kw)
+    emit_many.squall_event_original = original  # type: ignore[attr-defined]
+    return emit_many
+
+
+class EventSampler:
+    """Installs and removes the sampling wrappers on a worker's component tasks (those that
+    emit: ackers are left alone). Owns what it wrapped; called on the loop thread only."""
+
+    def __init__(self, tasks: Mapping[int, TaskState]) -> None:
+        self._tasks = tasks
+        self._rates: dict[int, float] = {}        # task -> rate it is sampled at
+
+    def apply(self, settings: Mapping[str, float]) -> None:
+        """Sample each task at its component's percentage (or ``*``'s); stop elsewhere."""
+        for task, ts in self._tasks.items():
+            inst = ts.instance
+            if "emit" not in vars(inst):           # not a component that emits (an acker)
+                continue
+            pct = settings.get(ts.component_id, settings.get(EVERY))
+            rate = min(1.0, max(0.0, float(pct) / 100.0)) if pct else 0.0
+            if self._rates.get(task, 0.0) == rate:
+                continue
+            self._restore(task, inst)
+            if rate > 0.0:
+                inst.emit = _sampled_emit(ts, inst.emit, rate)
+                inst.emit_many = _sampled_many(ts, inst.emit_many, rate)
+                self._rates[task] = rate
+
+    def _restore(self, task: int, inst: Any) -> None:
+        if self._rates.pop(task, None) is None:
+            return
+        inst.emit = inst.emit.squall_event_original
+        inst.emit_many = inst.emit_many.squall_event_original
+
+    def sampled(self) -> dict[int, float]:
+        """task -> the rate (0..1) its emits are sampled at, for the tasks being sampled."""
+        return dict(self._rates)

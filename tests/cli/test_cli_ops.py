@@ -1,0 +1,173 @@
+"""The command line's own behaviour: --version, python -m squall, did-you-mean on a mistyped
+command, help on every argument, the extra to install when a dependency is missing (with
+nothing written first), plugins marked unavailable, rebalance caps explained."""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from squall.cli import cluster
+from squall.cli.main import build_parser
+
+SQUALL = [sys.executable, "-m", "squall"]
+WORDCOUNT = str(Path(__file__).resolve().parents[2] / "examples" / "wordcount.py") + ":topology"
+
+
+def run(*args: str, cwd: Path | None = None, code: str | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "SQUALL_CONF"}
+    command = [sys.executable, "-c", code, *args] if code else [*SQUALL, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=cwd, env=env)
+
+
+def test_version_and_python_dash_m() -> None:
+    from importlib import metadata
+    done = run("--version")
+    assert done.returncode == 0 and done.stdout == f"squall {metadata.version('squall')}\n"
+    assert "usage: squall" in run("--help").stdout
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("sumbit", "submit"), ("lsit", "list"),
+                                              ("plugin", "plugins"), ("rebalanse", "rebalance")])
+def test_a_mistyped_command_gets_a_did_you_mean(typed: str, meant: str) -> None:
+    done = run(typed)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"squall: error: unknown command {typed!r} (did you mean {meant!r}?) "
+                           "(see 'squall --help')\n")
+
+
+def _arguments(parser: argparse.ArgumentParser, path: str) -> list[tuple[str, argparse.Action]]:
+    out = []
+    for action in parser._actions:   # argparse exposes its actions only this way
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += _arguments(sub, f"{path} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            out.append((path, action))
+    return out
+
+
+def test_every_argument_of_every_command_has_help() -> None:
+    missing = [f"{path}: {a.dest}" for path, a in _arguments(build_parser(), "squall")
+               if not a.help or a.help == argparse.SUPPRESS and a.dest not in (
+                   "config", "overrides", "verbose")]
+    assert missing == []
+
+
+# a child interpreter in which the cluster extra's modules cannot be imported
+WITHOUT_CLUSTER = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('grpc', 'kazoo', 'zmq', 'google'):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Block())
+from squall.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("command", [["list"], ["submit", WORDCOUNT], ["ui"], ["nimbus"],
+                                     ["supervisor"], ["logs", "t"], ["set-log-level", "t",
+                                                                     "x=DEBUG"]])
+def test_cluster_commands_without_the_cluster_extra_name_it(command: list[str],
+                                                            tmp_path: Path) -> None:
+    done = run(*command, cwd=tmp_path, code=WITHOUT_CLUSTER)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"squall: error: `squall {command[0]}` needs the 'cluster' extra (missing module "
+        f"{done.stderr.split('missing module ')[1].split(')')[0]}); install it with: pip "
+        "install 'squall[cluster]'")
+    assert list(tmp_path.iterdir()) == []          # no ./squall-local/ (or anything) made
+
+
+def test_plugins_marks_what_cannot_load(tmp_path: Path) -> None:
+    done = run("plugins", code=WITHOUT_CLUSTER)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    zmq = next(x for x in lines if x.split()[:1] == ["zmq"])
+    assert "UNAVAILABLE: needs the 'zmq' module: pip install 'squall[zmq]'" in zmq
+    local = next(x for x in lines if x.split()[:1] == ["local"])
+    assert "UNAVAILABLE" not in local
+
+
+def test_rebalance_caps_are_explained() -> None:
+    info = {"components": {"split": {"tasks": 4}, "count": {"tasks": 8}},
+            "workers": [{"worker": "s1:6700"}, {"worker": "s2:6700"}]}
+    sup = types.SimpleNamespace
+    state = sup(supervisors=[sup(ports=[6700, 6701], used_ports=[6700]),
+                             sup(ports=[6700, 6701], used_ports=[6700, 6701])])
+    notes = cluster.rebalance_caps(info, state, 5, {"split": 6, "count": 8})
+    assert notes == [
+        "split: 6 executors asked, it gets 4: it has 4 tasks (fixed at submit; raise them "
+        "with set_num_tasks)",
+        "5 workers asked, at most 3 can run: the cluster has 1 free slot and the topology "
+        "holds 2"]
+    assert cluster.rebalance_caps(info, state, 3, {"split": 4}) == []
+
+
+def test_uptime_text() -> None:
+    assert [cluster.uptime_text(s) for s in (5, 75, 3725, 93784)] == [
+        "5s", "1m 15s", "1h 2m", "1d 2h 3m"]
+
+
+def test_flow_order_and_the_monitor_frame() -> None:
+    import doctest
+
+    from squall.cli.monitor import frame
+    from squall.daemon import topology_flow
+    assert doctest.testmod(topology_flow).failed == 0
+    # a cycle does not hang it; a component after everything feeding it
+    assert topology_flow.flow_order({"a": [], "b": ["a", "c"], "c": ["b"], "d": ["c"]}) == [
+        "a", "b", "c", "d"]
+
+    def info(emitted: int, executed: int, failed: int) -> dict:
+        return {"name": "wc", "id": "wc-1-1", "status": "active", "num_workers": 2,
+                "uptime_secs": 30, "flow": ["sentences", "split", "count", "__acker"],
+                "components": {
+                    "count": {"kind": "bolt", "executors": 2, "tasks": 4, "emitted": 0,
+                              "executed": executed, "acked": executed, "failed": failed},
+                    "split": {"kind": "bolt", "executors": 1, "tasks": 1,
+                              "emitted": emitted, "executed": emitted // 5, "acked": 0,
+                              "failed": 0},
+                    "sentences": {"kind": "spout", "executors": 1, "tasks": 1,
+                                  "emitted": emitted // 5, "executed": 0,
+                                  "acked": emitted // 5, "failed": 0}},
+                "executors": [
+                    {"component": "count", "kind": "bolt", "executed": 100,
+                     "execute_latency_ms": 2.0, "queued": 3},
+                    {"component": "count", "kind": "bolt", "executed": 300,
+                     "execute_latency_ms": 1.0, "queued": 4},
+                    {"component": "sentences", "kind": "spout", "acked": 10,
+                     "complete_latency_ms": 12.5, "queued": 0, "pending": 17}],
+                "errors": {"count": [{"error": "Traceback ...\nValueError: old"},
+                                     {"error": "Traceback ...\nValueError: bad word"}]}}
+    text = frame(info(1000, 500, 2), info(2000, 900, 5), 2.0)
+    rows = [line.split() for line in text.splitlines()]
+    table = {r[0]: r for r in rows[3:6]}
+    assert [r[0] for r in rows[2:6]] == ["COMPONENT", "sentences", "split", "count"]
+    # EMIT/s EXEC/s ACK/s FAIL/s LATENCY FAILED QUEUED PENDING
+    assert table["count"][4:] == ["0.0", "200.0", "200.0", "1.5", "1.250", "5", "7", "-"]
+    assert table["split"][4] == "500.0" and table["sentences"][8] == "12.500"
+    assert table["sentences"][11] == "17"
+    assert text.rstrip().endswith("count: ValueError: bad word")
+
+
+def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None:
+    from squall.daemon.dev_zookeeper import free_port
+    nowhere = ["-c", f"nimbus.seeds=[127.0.0.1:{free_port()}]"]
+    for args, message in (
+            (["monitor", "wc", "--interval", "0"], "--interval must be more than 0"),
+            (["set-log-level", "wc", "squall.worker"], "expected LOGGER=LEVEL"),
+            (["set-log-level", "wc", "x=DEBUG", "--timeout", "-1"], "--timeout must be"),
+            (["debug", "wc"], "one of the arguments --enable --disable --show is required"),
+            (["monitor", "wc", "--once"], "no nimbus leader answered")):
+        done = run(*nowhere, *args, cwd=tmp_path)
+        assert done.returncode == 2 and done.stdout == "", (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and message in done.stderr, (args, done.stderr)

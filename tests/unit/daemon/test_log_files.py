@@ -1,0 +1,71 @@
+"""Log files: which topology a file belongs to, cleanup after a grace, the metrics log kept
+apart, stdout/stderr into the log, rotation."""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from squall.daemon import log_files
+
+
+def test_worker_file_topology() -> None:
+    f = log_files.worker_file_topology
+    assert f("wc-3-1700000000-6700.log") == "wc-3-1700000000"
+    assert f("wc-3-1700000000-6700.log.2") == "wc-3-1700000000"
+    assert f("wc-3-1700000000-6700.out") == "wc-3-1700000000"
+    assert f("wc-3-1700000000-6700.metrics.log") == "wc-3-1700000000"
+    assert f("supervisor.log") is None and f("supervisor.log.1") is None
+
+
+def test_dead_topologies_logs_go_after_the_grace(tmp_path: Path) -> None:
+    old, fresh = 1_000.0, 10_000.0
+    for name, mtime in (("dead-1-1-6700.log", old), ("dead-1-1-6700.log.1", old),
+                        ("dead-1-1-6700.out", old), ("recent-2-2-6700.log", fresh),
+                        ("live-3-3-6701.log", old), ("supervisor.log", old)):
+        (tmp_path / name).write_text("x")
+        os.utime(tmp_path / name, (mtime, mtime))
+    removed = log_files.remove_dead_worker_logs(tmp_path, {"live-3-3"}, 600, now=10_100.0)
+    assert removed == ["dead-1-1-6700.log", "dead-1-1-6700.log.1", "dead-1-1-6700.out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "live-3-3-6701.log", "recent-2-2-6700.log", "supervisor.log"]
+
+
+@pytest.fixture
+def clean_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    metrics = logging.getLogger(log_files.METRICS_LOGGER)
+    saved_metrics = list(metrics.handlers)
+    import sys
+    out, err = sys.stdout, sys.stderr
+    yield
+    sys.stdout, sys.stderr = out, err
+    for h in list(root.handlers) + list(metrics.handlers):
+        h.close()
+    root.handlers[:], root.level = saved
+    metrics.handlers[:] = saved_metrics
+
+
+def test_worker_log_rotates_and_takes_prints_and_keeps_metrics_apart(
+        tmp_path: Path, clean_logging: None) -> None:
+    log_file = tmp_path / "t-1-1-6700.log"
+    log_files.setup_worker_logging(log_file, 2000, 2, 6700)
+    log_files.separate_metrics_log(tmp_path / "t-1-1-6700.metrics.log", 2000, 2)
+    print("printed by a component")
+    logging.getLogger("squall.metrics").info("1700000000\th:1\t3:count\t__emit-count\t7")
+    logging.getLogger("squall.metrics.consumer_bolt").warning("a consumer problem")
+    for h in logging.getLogger().handlers:
+        h.flush()
+    text = log_file.read_text()
+    assert "[worker 6700] STDOUT: printed by a component" in text
+    assert "a consumer problem" in text and "__emit-count" not in text
+    assert "__emit-count\t7" in (tmp_path / "t-1-1-6700.metrics.log").read_text()
+    for i in range(200):
+        logging.getLogger("squall.worker").info("filler line %d %s", i, "x" * 40)
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("t-1-1-6700.log"))
+    assert names == ["t-1-1-6700.log", "t-1-1-6700.log.1", "t-1-1-6700.log.2"]
+    assert all(p.stat().st_size <= 2000 for p in tmp_path.glob("t-1-1-6700.log*"))

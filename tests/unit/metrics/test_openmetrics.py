@@ -1,0 +1,103 @@
+"""OpenMetrics text of a worker's beat, the endpoint serving it, the prometheus consumer."""
+from __future__ import annotations
+
+import doctest
+import urllib.error
+import urllib.request
+
+import pytest
+
+from squall import drivers
+from squall.errors import ConfigError
+from squall.metrics import openmetrics
+from squall.metrics.openmetrics import MetricsEndpoint, metric_name, render, worker_families
+from squall.metrics.prometheus import PrometheusMetricsConsumer
+from squall.spi.metrics import DataPoint, TaskInfo
+
+BEAT = {
+    "executors": {
+        "[1, 1]": {"component": "split", "kind": "bolt", "emitted": 40, "transferred": 40,
+                   "acked": 10, "failed": 1, "executed": 11, "execute_latency_ms": 0.5,
+                   "process_latency_ms": 0.25, "complete_latency_ms": 0.0, "queued": 3,
+                   "uptime_secs": 9},
+        "[2, 2]": {"component": "words", "kind": "spout", "emitted": 10, "transferred": 10,
+                   "acked": 9, "failed": 0, "executed": 0, "complete_latency_ms": 4.5,
+                   "queued": 0, "uptime_secs": 9},
+    },
+    "worker": {"loop_passes": 100, "sent_bytes": 2048},
+    "uptime_secs": 10,
+}
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(openmetrics).failed == 0
+
+
+def test_metric_names() -> None:
+    assert metric_name("__emit-count") == "emit_count"
+    assert metric_name("9lives") == "m_9lives"
+    assert metric_name("a.b c") == "a_b_c"
+
+
+def test_worker_families_render_counters_and_gauges() -> None:
+    text = render(worker_families(BEAT, "wc-1-1", "h1", 6700))
+    lines = text.splitlines()
+    assert lines[-1] == "# EOF"
+    assert "# TYPE squall_emitted counter" in lines
+    assert ('squall_emitted_total{component="split",executor="[1, 1]",host="h1",kind="bolt",'
+            'port="6700",topology="wc-1-1"} 40') in lines
+    assert any(x.startswith("squall_failed_total{component=\"split\"") and x.endswith(" 1")
+               for x in lines)
+    # complete latency only for spouts
+    complete = [x for x in lines if x.startswith("squall_complete_latency_ms{")]
+    assert len(complete) == 1 and 'component="words"' in complete[0] and complete[0].endswith(
+        " 4.5")
+    assert 'squall_worker_sent_bytes_total{host="h1",port="6700",topology="wc-1-1"} 2048' in lines
+    assert "# TYPE squall_worker_idle_waits counter" not in lines      # no value: no family
+
+
+def test_endpoint_serves_the_latest_text() -> None:
+    ep = MetricsEndpoint("127.0.0.1", 0)
+    ep.start()
+    try:
+        url = f"http://127.0.0.1:{ep.port}"
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+            assert r.read().decode() == "# EOF\n"
+            assert r.headers["Content-Type"].startswith("application/openmetrics-text")
+        ep.update(render(worker_families(BEAT, "t", "h", 1)))
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+            assert "squall_acked_total" in r.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(url + "/other", timeout=10)
+        assert err.value.code == 404
+    finally:
+        ep.stop()
+
+
+def test_prometheus_consumer_is_registered_and_serves_data_points() -> None:
+    assert "prometheus" in dict(drivers.entries("squall.metrics_consumers"))
+    consumer = PrometheusMetricsConsumer()
+    consumer.prepare({}, {"port": 0, "host": "127.0.0.1"}, None)
+    try:
+        info = TaskInfo("wc-1-1", "split", 3, "h1", 6700, 1700000000.0, 60.0)
+        consumer.handle(info, [DataPoint("__emit-count", 12),
+                               DataPoint("__receive", {"population": 2, "capacity": 100}),
+                               DataPoint("words", {"the": 3}), DataPoint("note", "text")])
+        consumer.handle(info, [DataPoint("__emit-count", 7)])       # the newest bucket wins
+        assert consumer.endpoint is not None
+        with urllib.request.urlopen(f"http://127.0.0.1:{consumer.endpoint.port}/metrics",
+                                    timeout=10) as r:
+            text = r.read().decode()
+    finally:
+        consumer.cleanup()
+    labels = 'component="split",host="h1",port="6700",task="3",topology="wc-1-1"'
+    assert f"squall_emit_count{{{labels}}} 7" in text
+    assert f"squall_receive_population{{{labels}}} 2" in text
+    assert f"squall_words_the{{{labels}}} 3" in text
+    assert "note" not in text and text.endswith("# EOF\n")
+
+
+@pytest.mark.parametrize("argument", [{"port": "x"}, {"port": 70000}, {"nope": 1}, [1]])
+def test_prometheus_consumer_rejects_bad_arguments(argument: object) -> None:
+    with pytest.raises(ConfigError, match="prometheus"):
+        PrometheusMetricsConsumer().prepare({}, argument, None)

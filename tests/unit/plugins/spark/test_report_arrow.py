@@ -1,0 +1,124 @@
+"""``squall metrics report`` on pyarrow: the figures, bucket sizes and labels, CSV / JSON, the
+HTML page with its charts, and one-line errors; no Spark involved."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from squall import DataPoint, SquallError, TaskInfo
+from squall.plugins.spark.report import build, report
+from squall.plugins.spark.report_model import bucket_label, parse_bucket
+from squall.plugins.spark.sink import SparkMetricsConsumer
+
+T0 = 1_795_000_020.0       # 2026-11-18 11:07:00 UTC
+
+
+def write_metrics(path: Path, interval: float = 30.0) -> None:
+    """Two minutes of a split bolt (2 tasks) and a spout: known rates, latencies, failures."""
+    sink = SparkMetricsConsumer()
+    sink.prepare({}, {"path": str(path)}, None)
+    steps = int(60 / interval)
+    for minute in range(2):
+        for step in range(steps):
+            stamp = T0 + minute * 60 + step * interval
+            for task in (1, 2):
+                sink.handle(TaskInfo("wc-1", "split", task, "127.0.0.1", 1, stamp, interval), [
+                    DataPoint("__execute-count", 10 * interval * (minute + 1)),
+                    DataPoint("__emit-count", 30 * interval),
+                    DataPoint("__execute-latency", 0.5 * task),
+                    DataPoint("__fail-count", 3 if minute == 1 else 0)])
+            sink.handle(TaskInfo("wc-1", "sentences", 3, "127.0.0.1", 1, stamp, interval), [
+                DataPoint("__emit-count", 20 * interval), DataPoint("__complete-latency", 12.0)])
+    sink.cleanup()
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("metrics")
+    write_metrics(path)
+    return path
+
+
+def test_text_report_figures(dataset: Path) -> None:
+    text = report(dataset)
+    lines = [x.split() for x in text.splitlines()]
+    assert "40 data points from 2026-11-18 11:07:00 to 2026-11-18 11:08:30 (UTC)" in text
+    total = next(x for x in lines if x[:2] == ["wc-1", "split"])
+    # tasks, emitted, executed, acked, failed, execute ms, process ms, complete ms
+    assert total[2:] == ["2", "7,200", "3,600", "-", "12", "0.750", "-", "-"]
+    minutes = [x for x in lines if x[3:4] == ["split"]]
+    # per minute: 2 tasks x 10/s executed in minute 1, 2 x 20/s in minute 2
+    assert [m[5] for m in minutes[:2]] == ["20.0", "40.0"]
+    assert [m[4] for m in minutes[:2]] == ["60.0", "60.0"]
+    failures = text.split("Failures per minute")[1].splitlines()
+    assert [x.split()[-1] for x in failures if "split" in x] == ["12"]
+
+
+def test_buckets_never_shorter_than_the_data_and_labelled_by_their_size(tmp_path: Path) -> None:
+    write_metrics(tmp_path, interval=5.0)
+    rep = build(tmp_path, "second")
+    assert rep.bucket_secs == 5 and rep.bucket == "5 s"
+    text = report(tmp_path, bucket="second")
+    assert "Throughput per 5 s (tuples/s)" in text and "per second" not in text
+    assert "(buckets of 5 s, not second: the data points are 5 s apart)" in text
+    assert len(build(tmp_path, "5s").over_time) == 2 * 24                   # 24 buckets x 2
+    assert build(tmp_path, "10m").bucket == "10 min"
+    assert [bucket_label(s) for s in (1, 60, 3600, 86400, 7200, 90)] == [
+        "second", "minute", "hour", "day", "2 h", "90 s"]
+    assert [parse_bucket(t) for t in ("minute", "5s", "10m", "2h", "1d", "30")] == [
+        60, 5, 600, 7200, 86400, 30]
+    for bad in ("fortnight", "0s", "-5s", "5 parsecs"):
+        with pytest.raises(SquallError, match="unknown time bucket"):
+            parse_bucket(bad)
+
+
+def test_csv_and_json(dataset: Path) -> None:
+    rows = list(csv.DictReader(io.StringIO(report(dataset, fmt="csv"))))
+    split = [r for r in rows if r["component"] == "split"]
+    assert [r["bucket"] for r in split] == ["2026-11-18T11:07:00", "2026-11-18T11:08:00"]
+    assert [float(r["executed_per_s"]) for r in split] == [20.0, 40.0]
+    assert [float(r["failed"]) for r in split] == [0.0, 12.0]
+    assert rows[0]["acked_per_s"] == ""                                    # none: empty cell
+    data = json.loads(report(dataset, fmt="json"))
+    assert data["bucket"] == "minute" and data["bucket_secs"] == 60 and data["points"] == 40
+    assert {t["component"]: t["tasks"] for t in data["totals"]} == {"sentences": 1, "split": 2}
+    assert data["failures"] == [{"bucket": "2026-11-18T11:08:00", "topology": "wc-1",
+                                 "component": "split", "failed": 12.0}]
+    with pytest.raises(SquallError, match="unknown report format"):
+        report(dataset, fmt="xml")
+
+
+def test_cli_writes_the_html_charts_and_prints_json(dataset: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    done = subprocess.run([sys.executable, "-m", "squall.cli.main", "metrics", "report",
+                           str(dataset), "--format", "json", "--html", str(page)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["topologies"] == 1
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "src=" not in html
+    for kind in ("throughput", "latency", "failures"):
+        chart = html.split(f"data-chart='{kind}'>")[1].split("</figure>")[0]
+        assert chart.startswith("<svg")
+        assert "data-series='split'" in chart and "data-series='sentences'" in chart
+    # the failures line of split rises to 12 in the second minute: two points
+    failures = html.split("data-chart='failures'>")[1].split("</figure>")[0]
+    split_line = failures.split("data-series='split'")[0].rsplit("points='", 1)[1]
+    assert len(split_line.split("'")[0].split()) == 2
+
+
+def test_cli_mistakes_are_one_line(tmp_path: Path) -> None:
+    for args, message in (
+            (["--bucket", "fortnight"], "unknown time bucket 'fortnight'"),
+            ([], "does not exist")):
+        done = subprocess.run([sys.executable, "-m", "squall.cli.main", "metrics", "report",
+                               str(tmp_path / "nope"), *args], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
