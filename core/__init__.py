@@ -10,7 +10,7 @@ from squall.api.component import Bolt, Component, Spout
 from squall.api.context import TopologyContext
 from squall.api.tuple import Stream, Tuple, TupleBatch
 from squall.errors import (
-    ConfigError, PluginLoadError, PluginNotFoundError, SchedulingError, SerializationError,
+    ConfigError, DRPCError, PluginLoadError, PluginNotFoundError, SchedulingError, SerializationError,
     SquallError, StateError, TopologyError, TransportError,
 )
 from squall.hookspecs import hookimpl, hookspec
@@ -22,7 +22,8 @@ from squall.spi import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
+    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DRPCError",
+    "DataPoint", "LocalDRPC",
     "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "SingleTargetGrouping", "Spout", "SquallError",
@@ -38,6 +39,7 @@ _LAZY = {
     "LocalCluster": "squall.runtime.local_cluster",
     "CountMetric": "squall.metrics.api",
     "ReducedMetric": "squall.metrics.api",
+    "LocalDRPC": "squall.drpc.local",
 }
 
 

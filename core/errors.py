@@ -63,3 +63,8 @@ class NotAliveError(SquallError):
 
 class AlreadyAliveError(SquallError):
     """A topology with that name is already running."""
+
+
+class DRPCError(SquallError):
+    """A DRPC request that could not be answered: no topology serves the function, it timed
+    out (``drpc.request.timeout.secs``), or the server is gone."""

@@ -1,0 +1,18 @@
+"""DRPC: distributed remote procedure calls answered by Trident topologies.
+
+A caller's ``execute(function, args)`` becomes a request; a topology built with
+``TridentTopology.new_drpc_stream(function, drpc)`` takes it as a batch of one row
+``(args,)`` and its stream's last output rows are the result, returned as their JSON
+(e.g. ``[[17]]``).
+
+==================  ==================  =====================================================
+part                module              what it does
+==================  ==================  =====================================================
+in one process      :mod:`.local`       ``LocalDRPC``: queues per function, waits for results
+==================  ==================  =====================================================
+"""
+from __future__ import annotations
+
+from squall.drpc.local import LocalDRPC
+
+__all__ = ["LocalDRPC"]

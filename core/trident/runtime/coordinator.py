@@ -1,0 +1,105 @@
+"""The master batch coordinator (Storm's ``MasterBatchCoordinator``): a spout that numbers
+batches and runs their two phases.
+
+- It emits ``(txid, attempt)`` on ``$batch`` (tracked by the acker) for up to
+  ``topology.max.spout.pending`` batches at once (1 when unset), at most one every
+  ``topology.trident.batch.emit.interval.millis``. Batches are processed concurrently.
+- When batch ``txid`` is acked and ``txid - 1`` has committed, it emits ``(txid, attempt)``
+  on ``$commit``: commits happen strictly in txid order, one at a time, with no gap.
+- A failed batch or commit restarts that txid and every later one in flight, each with a new
+  attempt id (attempt ids increase across restarts of the coordinator too).
+- The last committed txid is kept in the cluster state store (ZooKeeper on a cluster) under
+  ``/trident/<topology name>/<stream names>``, so a restarted coordinator, or a resubmitted
+  topology of the same name, continues with the next txid.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from squall import drivers
+from squall.api.component import Spout
+from squall.api.tuple import Stream
+
+log = logging.getLogger(__name__)
+
+PROCESSING, PROCESSED, COMMITTING = "processing", "processed", "committing"
+
+
+class TridentCoordinator(Spout):
+    outputs = [Stream(["txid", "attempt"], name="$batch"),
+               Stream(["txid", "attempt"], name="$commit")]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        own = conf.get("trident.coordinator") or {}
+        self.path = f"/trident/{context.topology_name}/{own.get('key', 'default')}"
+        self.max_pending = max(1, int(conf.get("topology.max.spout.pending") or 1))
+        self.interval = float(conf.get("topology.trident.batch.emit.interval.millis")
+                              or 0) / 1000.0
+        self.store = drivers.driver("state", conf)
+        self.store.start()
+        raw = self.store.get(self.path)
+        self.committed = int(json.loads(raw)["committed"]) if raw else 0
+        #: txid -> [attempt, phase] of the batches in flight
+        self.active: dict[int, list[Any]] = {}
+        self.last_attempt = 0
+        self.last_emit = 0.0
+        log.info("trident coordinator %s: continuing after committed txid %d", self.path,
+                 self.committed)
+
+    def _attempt(self) -> int:
+        # increasing across restarts: a bolt that still holds an old attempt's rows never
+        # takes a new attempt for it
+        self.last_attempt = max(self.last_attempt + 1, time.time_ns() // 1000)
+        return self.last_attempt
+
+    def next_tuple(self) -> None:
+        nxt = self.committed + 1
+        status = self.active.get(nxt)
+        if status is not None and status[1] == PROCESSED:
+            status[1] = COMMITTING
+            self.emit([nxt, status[0]], "$commit", tup_id=("c", nxt, status[0]))
+        if len(self.active) >= self.max_pending:
+            return
+        now = time.monotonic()
+        if now - self.last_emit < self.interval:
+            return
+        txid = nxt
+        while txid in self.active:
+            txid += 1
+        attempt = self._attempt()
+        self.active[txid] = [attempt, PROCESSING]
+        self.last_emit = now
+        self.emit([txid, attempt], "$batch", tup_id=("b", txid, attempt))
+
+    def _current(self, tup_id: Any) -> list[Any] | None:
+        _, txid, attempt = tup_id
+        status = self.active.get(txid)
+        return status if status is not None and status[0] == attempt else None
+
+    def ack(self, tup_id: Any) -> None:
+        status = self._current(tup_id)
+        if status is None:
+            return                       # an attempt that was restarted meanwhile
+        kind, txid, _ = tup_id
+        if kind == "b":
+            status[1] = PROCESSED
+            return
+        self.committed = txid
+        del self.active[txid]
+        self.store.put(self.path, json.dumps({"committed": txid}).encode())
+
+    def fail(self, tup_id: Any) -> None:
+        if self._current(tup_id) is None:
+            return
+        kind, txid, _ = tup_id
+        log.warning("trident: %s of txid %d failed; restarting it and the %d later batches "
+                    "in flight", "batch" if kind == "b" else "commit", txid,
+                    sum(1 for t in self.active if t > txid))
+        for t in [t for t in self.active if t >= txid]:
+            del self.active[t]
+
+    def close(self) -> None:
+        self.store.close()
