@@ -10,8 +10,9 @@ import pytest
 import squall
 
 ALL = [
-    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
-    "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
+    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DRPCError",
+    "DataPoint", "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster",
+    "LocalDRPC", "MetricsConsumer",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "SingleTargetGrouping", "Spout",
     "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
