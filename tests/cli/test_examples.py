@@ -187,3 +187,22 @@ def test_rolling_counter_window_slots_follow_the_tick_frequency(freq):
     conf = {"rolling.window.secs": 3, "topology.tick.tuple.freq.secs": freq}
     counter.initialize(conf, None)
     assert len(counter.window.slots) == {0.5: 6, 2: 2, None: 1}[freq]
+
+
+# -- Trident word count with a DRPC query --------------------------------------------------------
+
+trident_wc = load_example("trident_wordcount")
+
+
+def test_trident_wordcount_counts_exactly_and_answers_drpc():
+    from squall import LocalDRPC
+    from squall.trident.state import memory
+    expected = collections.Counter(w for (s,) in trident_wc.SENTENCES for w in s.split())
+    memory.clear("trident-wordcount")
+    with LocalCluster() as cluster, LocalDRPC({"drpc.request.timeout.secs": 60}) as drpc:
+        cluster.submit_topology("trident-wc", {"topology.trident.batch.emit.interval.millis": 5},
+                                trident_wc.topology(drpc, cycle=False))
+        wait_until(lambda: {k[0]: v[1] for k, v in memory.stored("trident-wordcount").items()}
+                   == expected, timeout=60, message="exact Trident word counts")
+        total = expected["the"] + expected["cow"] + expected["to"]
+        assert drpc.execute("words", "the cow to nosuchword") == f"[[{total}]]"

@@ -160,3 +160,19 @@ def test_drpc_request_nobody_serves_times_out() -> None:
     with LocalDRPC({"drpc.request.timeout.secs": 0.2}) as drpc:
         with pytest.raises(DRPCError, match="timed out after 0.2 s"):
             drpc.execute("nothing", "x")
+
+
+def test_word_count_exact_across_two_workers(cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex
+    ARMED.add(tag)
+    t = TridentTopology()
+    (t.new_stream("sentences", _spout(tag)).shuffle().parallelism_hint(3)
+     .each(["sentence"], _split(tag), ["word"])
+     .group_by(["word"])
+     .persistent_aggregate(MemoryMapState(f"w2-{tag}"), Count(), ["count"])
+     .parallelism_hint(2))
+    cluster.submit_topology("trident-2w", {**CONF, "topology.workers": 2,
+                                           "topology.acker.executors": 2}, t.build())
+    wait_until(lambda: _counts(f"w2-{tag}") == _expected(), timeout=60,
+               message="exact word counts across two workers")
+    assert tag not in ARMED
