@@ -12,6 +12,9 @@ the fluent API          :mod:`.topology`, `.stream` ``TridentTopology``, ``Strea
 user operations         :mod:`.operations`,         ``Function``, ``Filter``, ...,
                         :mod:`.aggregators`         ``Count``, ``Sum``, ...
 batch spouts            :mod:`.spout`               ``BatchSpout``, ``FixedBatchSpout``
+partitioned spouts      :mod:`.partitioned`         ``TransactionalSpout``,
+                                                    ``OpaquePartitionedSpout``
+a Redis stream spout    :mod:`.redis_stream`        ``RedisStreamSpout``
 states                  :mod:`.state`               ``MemoryMapState``, ``RedisMapState``
 the recorded graph      :mod:`.graph`               ``Node`` kinds
 graph -> topology       :mod:`.compile`             ``compile_graph``
@@ -27,7 +30,12 @@ from squall.trident.aggregators import (
 from squall.trident.operations import (
     Consumer, Filter, FilterNull, FlatMapFunction, Function, MapFunction, Operation,
 )
+from squall.trident.partitioned import (
+    OpaqueEmitter, OpaquePartitionedSpout, PartitionCoordinator, PartitionEmitter,
+    TransactionalEmitter, TransactionalSpout,
+)
 from squall.trident.query import MapGet, QueryFunction, StateUpdater
+from squall.trident.redis_stream import RedisStreamSpout
 from squall.trident.spout import BatchSpout, FixedBatchSpout
 from squall.trident.state.factory import MapStateFactory, MemoryMapState, RedisMapState
 from squall.trident.stream import GroupedStream, Stream, TridentState
@@ -37,7 +45,9 @@ from squall.trident.tuple import TridentCollector, TridentTuple
 __all__ = [
     "Aggregator", "BatchSpout", "CombinerAggregator", "Consumer", "Count", "Filter",
     "FilterNull", "FixedBatchSpout", "FlatMapFunction", "Function", "GroupedStream",
-    "MapFunction", "MapGet", "MapStateFactory", "Max", "MemoryMapState", "Min", "Operation",
-    "QueryFunction", "RedisMapState", "ReducerAggregator", "StateUpdater", "Stream", "Sum",
-    "TridentCollector", "TridentState", "TridentTopology", "TridentTuple",
+    "MapFunction", "MapGet", "MapStateFactory", "Max", "MemoryMapState", "Min",
+    "OpaqueEmitter", "OpaquePartitionedSpout", "Operation", "PartitionCoordinator",
+    "PartitionEmitter", "QueryFunction", "RedisMapState", "RedisStreamSpout",
+    "ReducerAggregator", "StateUpdater", "Stream", "Sum", "TransactionalEmitter",
+    "TransactionalSpout", "TridentCollector", "TridentState", "TridentTopology", "TridentTuple",
 ]

@@ -110,7 +110,8 @@ def _node_json(n: Node, phase: int) -> dict[str, Any]:
 def _parallelism(members: list[Node]) -> int:
     hints = [n.parallelism for n in members if n.parallelism]
     n = max(hints, default=1)
-    if members[0].kind in ("spout", "drpc") and n > 1:
+    head = members[0]
+    if head.kind in ("spout", "drpc") and not head.params.get("partitioned") and n > 1:
         raise TopologyError(f"a batch spout's stream runs in one task; repartition it "
                             f"(shuffle(), partition_by()) before parallelism_hint({n})")
     return n
@@ -164,9 +165,12 @@ def _build(groups: _Groups, ids: list[str], plans: list[dict[str, Any]]) -> Topo
     b = TopologyBuilder()
     for bg in sorted(set(groups.batch_group)):
         heads = [groups.members[g][0] for g in range(len(ids)) if groups.batch_group[g] == bg]
-        key = "+".join(sorted(h.params["name"] for h in heads if h.kind in ("spout", "drpc")))
+        sources = [h for h in heads if h.kind in ("spout", "drpc")]
+        key = "+".join(sorted(h.params["name"] for h in sources))
+        partitioned = [{"name": h.params["name"], "spout": plan.to_json(h.op, "spout")}
+                       for h in sources if h.params.get("partitioned")]
         b.set_spout(f"$mastercoord-bg{bg}", TridentCoordinator,
-                    config={"trident.coordinator": {"key": key}})
+                    config={"trident.coordinator": {"key": key, "partitioned": partitioned}})
     for g, p in enumerate(plans):
         d = b.set_bolt(ids[g], TridentBolt, _parallelism(groups.members[g]),
                        config={"trident.plan": p})

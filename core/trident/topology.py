@@ -16,6 +16,9 @@ from typing import Any
 from squall.api.topology import Topology
 from squall.errors import TopologyError
 from squall.trident.graph import Graph
+from squall.trident.partitioned import (
+    OpaquePartitionedSpout, PartitionedSpout, TransactionalSpout,
+)
 from squall.trident.spout import BatchSpout
 from squall.trident.stream import Stream, _check_in, _fields
 
@@ -37,17 +40,22 @@ class TridentTopology:
         self._names.add(name)
         return name
 
-    def new_stream(self, txid_name: str, spout: BatchSpout) -> Stream:
-        """A stream of the batches ``spout`` emits. ``txid_name`` names the stream; it keys
-        the coordinator's record of committed txids, so keep it when you resubmit."""
+    def new_stream(self, txid_name: str,
+                   spout: BatchSpout | TransactionalSpout | OpaquePartitionedSpout) -> Stream:
+        """A stream of the batches ``spout`` emits (a :class:`BatchSpout`, or a
+        ``TransactionalSpout`` / ``OpaquePartitionedSpout``, whose stream may run in several
+        tasks). ``txid_name`` names the stream; it keys what the coordinator and the emitters
+        keep in the cluster state store, so keep it when you resubmit."""
         name = self._name(txid_name, "new_stream")
-        if not isinstance(spout, BatchSpout):
-            raise TopologyError(f"new_stream: expected a BatchSpout instance, got {spout!r}")
+        if not isinstance(spout, (BatchSpout, PartitionedSpout)):
+            raise TopologyError(f"new_stream: expected a BatchSpout, TransactionalSpout or "
+                                f"OpaquePartitionedSpout instance, got {spout!r}")
         fields = [str(f) for f in spout.output_fields()]
         if not fields:
             raise TopologyError(f"new_stream {name!r}: {type(spout).__name__} declares no "
                                 "output fields")
-        node = self.graph.add("spout", fields, [], op=spout, params={"name": name})
+        node = self.graph.add("spout", fields, [], op=spout, params={
+            "name": name, "partitioned": isinstance(spout, PartitionedSpout)})
         return Stream(self, node)
 
     def new_drpc_stream(self, function: str, drpc: Any = None) -> Stream:

@@ -14,7 +14,7 @@ from squall.errors import DRPCError
 from squall.testing.waiting import wait_until
 from squall.trident import (
     Count, FixedBatchSpout, Function, MapGet, MemoryMapState, StateUpdater, Sum,
-    TridentTopology,
+    TransactionalEmitter, TransactionalSpout, TridentTopology,
 )
 from squall.trident.state import memory
 
@@ -176,3 +176,74 @@ def test_word_count_exact_across_two_workers(cluster: LocalCluster) -> None:
     wait_until(lambda: _counts(f"w2-{tag}") == _expected(), timeout=60,
                message="exact word counts across two workers")
     assert tag not in ARMED
+
+
+# -- a transactional partitioned spout ------------------------------------------------------
+
+PARTITIONS = {"p0": [s for (s,) in SENTENCES[0::2]], "p1": [s for (s,) in SENTENCES[1::2]]}
+REPLAYS: dict[str, list[tuple[int, str, Any]]] = {}
+
+
+class ListCoordinator:
+    def get_partitions_for_batch(self) -> Any:
+        return sorted(PARTITIONS)
+
+    def is_ready(self, txid: int) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+class ListEmitter(TransactionalEmitter):
+    """Batches of two sentences of a partition; metadata: the [start, end) range."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def emit_partition_batch_new(self, txid: int, collector: Any, partition: Any,
+                                 last_partition_meta: Any) -> Any:
+        start = last_partition_meta["end"] if last_partition_meta else 0
+        meta = {"start": start, "end": min(start + 2, len(PARTITIONS[partition]))}
+        self.emit_partition_batch(txid, collector, partition, meta, replay=False)
+        return meta
+
+    def emit_partition_batch(self, txid: int, collector: Any, partition: Any,
+                             partition_meta: Any, replay: bool = True) -> None:
+        if replay:
+            with _LOCK:
+                REPLAYS.setdefault(self.tag, []).append((txid, partition, partition_meta))
+        for s in PARTITIONS[partition][partition_meta["start"]:partition_meta["end"]]:
+            collector.emit([s])
+
+
+class ListSpout(TransactionalSpout):
+    outputs = ["sentence"]
+    tag = ""
+
+    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
+        return ListCoordinator()
+
+    def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
+        return ListEmitter(self.tag)
+
+
+def test_transactional_partitioned_spout_replays_the_same_partition_batches(
+        cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex
+    ARMED.add(tag)
+    spout = ListSpout()
+    spout.tag = tag
+    t = TridentTopology()
+    (t.new_stream("parts", spout).parallelism_hint(2)
+     .each(["sentence"], _split(tag), ["word"])
+     .group_by(["word"])
+     .persistent_aggregate(MemoryMapState(f"tp-{tag}"), Count(), ["count"]))
+    cluster.submit_topology("trident-partitioned", CONF, t.build())
+    wait_until(lambda: _counts(f"tp-{tag}") == _expected(), timeout=60,
+               message="exact counts from a partitioned spout in two tasks")
+    assert tag not in ARMED
+    # "boom" is in p1's second batch: that txid was replayed from its kept metadata
+    with _LOCK:
+        replays = list(REPLAYS[tag])
+    assert ("p1", {"start": 2, "end": 3}) in [(p, m) for _, p, m in replays]

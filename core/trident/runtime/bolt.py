@@ -93,6 +93,7 @@ class TridentBolt(Bolt):
         plan = conf["trident.plan"]
         nodes = {n["id"]: n for n in plan["nodes"]}
         self.sources = {nid: make_source(nodes[nid]) for nid in plan["sources"]}
+        self.names = {nid: nodes[nid]["params"]["name"] for nid in plan["sources"]}
         for source in self.sources.values():
             source.open(conf, context)
         self.inputs: dict[str, dict[str, Any]] = plan["inputs"]
@@ -145,7 +146,7 @@ class TridentBolt(Bolt):
             b.commit_tup = None
 
     def _on_batch(self, tup: Tuple) -> None:
-        txid, attempt = tup.values[0], tup.values[1]
+        txid, attempt, info = tup.values
         b = self._batch_for(txid, attempt)
         if b is None:
             self.fail(tup)
@@ -153,7 +154,7 @@ class TridentBolt(Bolt):
         b.held.append(tup)
         try:
             for nid, source in self.sources.items():
-                b.rows[nid], meta = source.rows_for(txid)
+                b.rows[nid], meta = source.rows_for(txid, info.get(self.names[nid]))
                 b.meta.update(meta)
         except Exception as exc:
             self._failed(txid, b, exc)

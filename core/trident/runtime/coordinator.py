@@ -1,9 +1,12 @@
 """The master batch coordinator (Storm's ``MasterBatchCoordinator``): a spout that numbers
 batches and runs their two phases.
 
-- It emits ``(txid, attempt)`` on ``$batch`` (tracked by the acker) for up to
+- It emits ``(txid, attempt, info)`` on ``$batch`` (tracked by the acker) for up to
   ``topology.max.spout.pending`` batches at once (1 when unset), at most one every
   ``topology.trident.batch.emit.interval.millis``. Batches are processed concurrently.
+  ``info`` holds, per partitioned spout of the group, what its coordinator's
+  ``get_partitions_for_batch()`` said (the same for every try of a txid); a batch starts
+  only when every such coordinator ``is_ready(txid)``.
 - When batch ``txid`` is acked and ``txid - 1`` has committed, it emits ``(txid, attempt)``
   on ``$commit``: commits happen strictly in txid order, one at a time, with no gap.
 - A failed batch or commit restarts that txid and every later one in flight, each with a new
@@ -14,14 +17,14 @@ batches and runs their two phases.
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
 
-from squall import drivers
 from squall.api.component import Spout
 from squall.api.tuple import Stream
+from squall.trident import plan
+from squall.trident.runtime.meta import MetaStore
 
 log = logging.getLogger(__name__)
 
@@ -29,24 +32,27 @@ PROCESSING, PROCESSED, COMMITTING = "processing", "processed", "committing"
 
 
 class TridentCoordinator(Spout):
-    outputs = [Stream(["txid", "attempt"], name="$batch"),
+    outputs = [Stream(["txid", "attempt", "info"], name="$batch"),
                Stream(["txid", "attempt"], name="$commit")]
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         own = conf.get("trident.coordinator") or {}
-        self.path = f"/trident/{context.topology_name}/{own.get('key', 'default')}"
+        self.store = MetaStore(conf, f"/trident/{context.topology_name}")
+        self.key = str(own.get("key", "default"))
         self.max_pending = max(1, int(conf.get("topology.max.spout.pending") or 1))
         self.interval = float(conf.get("topology.trident.batch.emit.interval.millis")
                               or 0) / 1000.0
-        self.store = drivers.driver("state", conf)
-        self.store.start()
-        raw = self.store.get(self.path)
-        self.committed = int(json.loads(raw)["committed"]) if raw else 0
+        saved = self.store.get(self.key)
+        self.committed = int(saved["committed"]) if saved else 0
+        self.coordinators = {s["name"]: plan.from_json(s["spout"]).get_coordinator(conf, context)
+                             for s in own.get("partitioned", [])}
+        #: txid -> the partition info of its batch, kept for replays until it commits
+        self.infos: dict[int, dict[str, Any]] = {}
         #: txid -> [attempt, phase] of the batches in flight
         self.active: dict[int, list[Any]] = {}
         self.last_attempt = 0
         self.last_emit = 0.0
-        log.info("trident coordinator %s: continuing after committed txid %d", self.path,
+        log.info("trident coordinator %s: continuing after committed txid %d", self.key,
                  self.committed)
 
     def _attempt(self) -> int:
@@ -69,10 +75,16 @@ class TridentCoordinator(Spout):
         txid = nxt
         while txid in self.active:
             txid += 1
+        info = self.infos.get(txid)
+        if info is None:
+            if not all(c.is_ready(txid) for c in self.coordinators.values()):
+                return
+            info = self.infos[txid] = {name: c.get_partitions_for_batch()
+                                       for name, c in self.coordinators.items()}
         attempt = self._attempt()
         self.active[txid] = [attempt, PROCESSING]
         self.last_emit = now
-        self.emit([txid, attempt], "$batch", tup_id=("b", txid, attempt))
+        self.emit([txid, attempt, info], "$batch", tup_id=("b", txid, attempt))
 
     def _current(self, tup_id: Any) -> list[Any] | None:
         _, txid, attempt = tup_id
@@ -89,7 +101,8 @@ class TridentCoordinator(Spout):
             return
         self.committed = txid
         del self.active[txid]
-        self.store.put(self.path, json.dumps({"committed": txid}).encode())
+        self.infos.pop(txid, None)
+        self.store.put(self.key, {"committed": txid})
 
     def fail(self, tup_id: Any) -> None:
         if self._current(tup_id) is None:
@@ -102,4 +115,6 @@ class TridentCoordinator(Spout):
             del self.active[t]
 
     def close(self) -> None:
+        for c in self.coordinators.values():
+            c.close()
         self.store.close()
