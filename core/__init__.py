@@ -22,7 +22,7 @@ from squall.spi import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DRPCError",
+    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DRPCClient", "DRPCError",
     "DataPoint", "LocalDRPC",
     "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
@@ -40,6 +40,7 @@ _LAZY = {
     "CountMetric": "squall.metrics.api",
     "ReducedMetric": "squall.metrics.api",
     "LocalDRPC": "squall.drpc.local",
+    "DRPCClient": "squall.drpc.client",
 }
 
 

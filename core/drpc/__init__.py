@@ -9,10 +9,16 @@ A caller's ``execute(function, args)`` becomes a request; a topology built with
 part                module              what it does
 ==================  ==================  =====================================================
 in one process      :mod:`.local`       ``LocalDRPC``: queues per function, waits for results
+the server          :mod:`.server`      ``DRPCServer.handle``: every call, in one place
+its book            :mod:`.requests`    ``RequestBook``: waiting, fetched, answered requests
+its wire fronts     :mod:`.fronts`      gRPC servicer, HTTP handler (``GET /drpc/f/args``)
+clients             :mod:`.client`      ``DRPCClient`` (callers), ``Invocations`` (topologies)
 ==================  ==================  =====================================================
 """
 from __future__ import annotations
 
+from squall.drpc.client import DRPCClient
 from squall.drpc.local import LocalDRPC
+from squall.drpc.server import Call, Caller, DRPCServer
 
-__all__ = ["LocalDRPC"]
+__all__ = ["Call", "Caller", "DRPCClient", "DRPCServer", "LocalDRPC"]

@@ -61,15 +61,15 @@ class TridentTopology:
     def new_drpc_stream(self, function: str, drpc: Any = None) -> Stream:
         """A stream of DRPC requests for ``function``: each request is a batch of one row
         ``(args,)``; what the stream's last operation outputs is the request's result (JSON
-        of the rows). ``drpc`` is a :class:`squall.LocalDRPC` (in one process)."""
+        of the rows). ``drpc``: a :class:`squall.LocalDRPC` of this process; without one the
+        requests come from the cluster's DRPC servers (``drpc.servers``)."""
         name = self._name(f"drpc-{function}", "new_drpc_stream")
-        if drpc is None:
-            raise TopologyError(f"new_drpc_stream({function!r}): pass a LocalDRPC; DRPC "
-                                "servers (drpc.servers) are not supported yet")
-        service = getattr(drpc, "service_id", None)
-        if not isinstance(service, str):
-            raise TopologyError(f"new_drpc_stream({function!r}): expected a LocalDRPC, got "
-                                f"{drpc!r}")
+        service = None
+        if drpc is not None:
+            service = getattr(drpc, "service_id", None)
+            if not isinstance(service, str):
+                raise TopologyError(f"new_drpc_stream({function!r}): expected a LocalDRPC, "
+                                    f"got {drpc!r}")
         node = self.graph.add("drpc", ["args"], [],
                               params={"name": name, "function": function, "service": service})
         return Stream(self, node)

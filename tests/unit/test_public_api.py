@@ -10,7 +10,7 @@ import pytest
 import squall
 
 ALL = [
-    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DRPCError",
+    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DRPCClient", "DRPCError",
     "DataPoint", "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster",
     "LocalDRPC", "MetricsConsumer",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from squall.drpc import local as local_drpc
+from squall.drpc.client import Invocations, respond
 from squall.trident import plan
 from squall.trident.runtime.evaluate import Rows, result_json
 from squall.trident.runtime.meta import MetaStore
@@ -39,31 +40,44 @@ class SpoutSource:
 
 
 class DRPCSource:
-    """One waiting request per batch (none: an empty batch)."""
+    """One waiting request per batch (none: an empty batch), from a LocalDRPC of this
+    process (``service``) or from the cluster's DRPC servers (``drpc.servers``)."""
 
     def __init__(self, node: dict[str, Any]) -> None:
         self.function: str = node["params"]["function"]
-        self.service: str = node["params"]["service"]
-        self.requests: dict[int, tuple[str, str]] = {}
+        self.service: str | None = node["params"]["service"]
+        self.requests: dict[int, tuple[list[str], str]] = {}
+        self.remote: Invocations | None = None
 
     def open(self, conf: dict[str, Any], context: Any) -> None:
-        pass
+        if self.service is None:
+            self.remote = Invocations(conf, self.function)
+
+    def _take(self) -> tuple[list[str], str] | None:
+        """``(where to answer, args)`` of the next request, or ``None``."""
+        if self.remote is not None:
+            got = self.remote.take()
+            return None if got is None else (["remote", got[0], got[1]], got[2])
+        assert self.service is not None
+        drpc = local_drpc.lookup(self.service)
+        request = drpc.take(self.function) if drpc is not None else None
+        return None if request is None else (["local", self.service, request[0]], request[1])
 
     def rows_for(self, txid: int, info: Any) -> tuple[Rows, dict[str, Any]]:
         request = self.requests.get(txid)
         if request is None:
-            drpc = local_drpc.lookup(self.service)
-            request = drpc.take(self.function) if drpc is not None else None
+            request = self._take()
             if request is None:
                 return [], {}
             self.requests[txid] = request
-        return [(request[1],)], {"drpc": [self.service, request[0]]}
+        return [(request[1],)], {"drpc": request[0]}
 
     def committed(self, txid: int) -> None:
         self.requests.pop(txid, None)
 
     def close(self) -> None:
-        pass
+        if self.remote is not None:
+            self.remote.close()
 
 
 class PartitionedSource:
@@ -161,8 +175,11 @@ def deliver(meta: dict[str, Any], rows: Rows) -> None:
     target = meta.get("drpc")
     if not target:
         return
-    service, request_id = target
-    drpc = local_drpc.lookup(service)
+    kind, where, request_id = target
+    if kind == "remote":
+        respond(where, request_id, result_json(rows))
+        return
+    drpc = local_drpc.lookup(where)
     if drpc is None:
         log.warning("DRPC result for request %s dropped: its LocalDRPC is shut down",
                     request_id)

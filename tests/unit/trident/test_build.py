@@ -60,7 +60,7 @@ class Local(Function):
     (lambda t: t.new_stream("s", _spout()).parallelism_hint(2), "runs in one task"),
     (lambda t: t.new_stream("s", _spout()).group_by(["sentence"]).aggregate(
         Count(), ["a", "b"]), "one output field"),
-    (lambda t: t.new_drpc_stream("f"), "pass a LocalDRPC"),
+    (lambda t: t.new_drpc_stream("f", object()), "expected a LocalDRPC"),
 ])
 def test_bad_declarations_fail_with_a_clear_error(make: Any, message: str) -> None:
     t = TridentTopology()

@@ -9,11 +9,11 @@ from squall.trident import MemoryMapState
 from squall.trident.state import memory
 
 
-def add(n: int):  # noqa: ANN201
+def add(n: int):
     return lambda old: (old or 0) + n
 
 
-def _state(kind: str):  # noqa: ANN202
+def _state(kind: str):
     factory = getattr(MemoryMapState, kind)(f"u-{uuid.uuid4().hex}")
     return factory, factory.make_state()
 
