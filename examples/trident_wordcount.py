@@ -2,7 +2,9 @@
 
     python examples/trident_wordcount.py                 (LocalCluster + LocalDRPC queries)
     squall local examples/trident_wordcount.py:topology --duration 5
-    squall submit examples/trident_wordcount.py:topology --name trident-wordcount
+    squall submit examples/trident_wordcount.py:topology --name trident-wordcount \
+        -c 'drpc.servers=["drpc-host"]'                  (with `squall drpc` running there)
+    curl http://drpc-host:3774/drpc/words/the%20cow      (or DRPCClient(conf).execute)
 
 Sentences come in batches of three from a FixedBatchSpout (a txid always gets the same
 batch); the words are counted per batch and folded into the state when the batch commits,
@@ -36,20 +38,22 @@ class Split(Function):
 
 
 def topology(drpc: LocalDRPC | None = None, cycle: bool = True) -> Topology:
-    """The word count; with ``drpc``, also the ``words`` DRPC function (sum of counts)."""
+    """The word count and the ``words`` DRPC function (the sum of the counts of the words
+    given), served by ``drpc`` or else by the cluster's DRPC servers (``drpc.servers``).
+    On a cluster, the memory state lives in each worker: keep one worker (or use
+    ``RedisMapState``)."""
     t = TridentTopology()
     spout = FixedBatchSpout(["sentence"], 3, SENTENCES, cycle=cycle)
     counts = (t.new_stream("sentences", spout)
               .each(["sentence"], Split(), ["word"])
               .group_by(["word"])
               .persistent_aggregate(MemoryMapState("trident-wordcount"), Count(), ["count"]))
-    if drpc is not None:
-        (t.new_drpc_stream("words", drpc)
-         .each(["args"], Split(), ["word"])
-         .group_by(["word"])
-         .state_query(counts, ["word"], MapGet(), ["count"])
-         .each(["count"], FilterNull())
-         .aggregate(["count"], Sum(), ["sum"]))
+    (t.new_drpc_stream("words", drpc)
+     .each(["args"], Split(), ["word"])
+     .group_by(["word"])
+     .state_query(counts, ["word"], MapGet(), ["count"])
+     .each(["count"], FilterNull())
+     .aggregate(["count"], Sum(), ["sum"]))
     return t.build()
 
 

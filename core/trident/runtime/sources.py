@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from squall.drpc import local as local_drpc
-from squall.drpc.client import Invocations, respond
+from squall.drpc.client import Invocations, respond, server_addresses
 from squall.trident import plan
 from squall.trident.runtime.evaluate import Rows, result_json
 from squall.trident.runtime.meta import MetaStore
@@ -51,6 +51,10 @@ class DRPCSource:
 
     def open(self, conf: dict[str, Any], context: Any) -> None:
         if self.service is None:
+            if not server_addresses(conf):
+                log.error("DRPC stream %r: no DRPC server to fetch requests from (set "
+                          "drpc.servers); it serves none", self.function)
+                return
             self.remote = Invocations(conf, self.function)
 
     def _take(self) -> tuple[list[str], str] | None:
@@ -58,7 +62,8 @@ class DRPCSource:
         if self.remote is not None:
             got = self.remote.take()
             return None if got is None else (["remote", got[0], got[1]], got[2])
-        assert self.service is not None
+        if self.service is None:
+            return None
         drpc = local_drpc.lookup(self.service)
         request = drpc.take(self.function) if drpc is not None else None
         return None if request is None else (["local", self.service, request[0]], request[1])
