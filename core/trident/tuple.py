@@ -60,7 +60,7 @@ class TridentCollector:
         self._prefix = prefix
 
     def emit(self, values: Sequence[Any]) -> None:
-        self.out.append(self._prefix + tuple(values))
+        self.out.append(self._prefix + (values if type(values) is tuple else tuple(values)))
 
     def report_error(self, error: BaseException | str) -> None:
         import logging

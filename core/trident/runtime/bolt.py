@@ -72,8 +72,16 @@ class _Output:
         if self.how == "fields":
             parts: list[Rows] = [[] for _ in range(n)]
             key = self.key
+            target: dict[Any, Rows] = {}      # keys repeat within a batch: hash each once
             for r in rows:
-                parts[fields_hash(key(r)) % n].append(r)
+                k = key(r)
+                try:
+                    part = target[k]
+                except KeyError:
+                    part = target[k] = parts[fields_hash(k) % n]
+                except TypeError:                   # an unhashable value: not cached
+                    part = parts[fields_hash(k) % n]
+                part.append(r)
             return parts
         return [rows[i::n] for i in range(n)]
 

@@ -13,12 +13,15 @@ Rows are plain tuples. Operations raise to fail the batch. Runs on the worker's 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
 from squall.trident import plan
-from squall.trident.aggregators import Aggregator, CombinerAggregator, ReducerAggregator
+from squall.trident.aggregators import (
+    Aggregator, CombinerAggregator, Count, ReducerAggregator, Sum,
+)
 from squall.trident.operations import Filter
 from squall.trident.state.factory import MapStateFactory
 from squall.trident.state.map_state import MapState
@@ -151,12 +154,7 @@ class Evaluator:
         if n.params.get("mode") == "updater":
             return [TridentTuple(n.proj(r), idx) for r in src]
         if isinstance(op, CombinerAggregator):
-            acc: dict[Row, Any] = {}
-            for r in src:
-                k = n.group(r)
-                v = op.init(TridentTuple(n.proj(r), idx))
-                acc[k] = op.combine(acc[k], v) if k in acc else v
-            return acc
+            return _combine(n, src)
         groups: dict[Row, list[TridentTuple]] = {}
         for r in src:
             groups.setdefault(n.group(r), []).append(TridentTuple(n.proj(r), idx))
@@ -219,11 +217,7 @@ def _map(n: NodeRun, src: Rows) -> Rows:
 def _aggregate(n: NodeRun, src: Rows, txid: int) -> Rows:
     op, proj, idx, group = n.op, n.proj, n.in_index, n.group
     if isinstance(op, CombinerAggregator):
-        acc: dict[Row, Any] = {}
-        for r in src:
-            k = group(r)
-            v = op.init(TridentTuple(proj(r), idx))
-            acc[k] = op.combine(acc[k], v) if k in acc else v
+        acc = _combine(n, src)
         if not n.grouped and not acc:
             return [(op.zero(),)]
         return [k + (v,) for k, v in acc.items()]
@@ -252,6 +246,31 @@ def _aggregate(n: NodeRun, src: Rows, txid: int) -> Rows:
         collector.set_prefix(k)
         op.complete(st, collector)
     return collector.out
+
+
+def _combine(n: NodeRun, src: Rows) -> dict[Row, Any]:
+    """A combiner's value per group over ``src``. ``Count`` and ``Sum`` themselves (not
+    subclasses, which may change them) are folded without a call per row."""
+    op, group = n.op, n.group
+    kind = type(op)
+    if kind is Count:
+        return dict(Counter(map(group, src)))
+    if kind is Sum:
+        first = n.proj
+        sums: dict[Row, Any] = {}
+        get = sums.get
+        for r in src:
+            k = group(r)
+            v = first(r)[0]
+            sums[k] = get(k, 0) + (0 if v is None else v)
+        return sums
+    proj, idx = n.proj, n.in_index
+    acc: dict[Row, Any] = {}
+    for r in src:
+        k = group(r)
+        v = op.init(TridentTuple(proj(r), idx))
+        acc[k] = op.combine(acc[k], v) if k in acc else v
+    return acc
 
 
 def _query(n: NodeRun, src: Rows) -> Rows:
