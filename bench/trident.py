@@ -2,7 +2,8 @@
 round trips on an idle two-worker cluster.
 
     python -m bench.trident [--runs 3] [--sizes 20000 120000] [--no-bytewax]
-                            [--drpc-calls 300] [--drpc-interval-ms 1] [--no-drpc]
+                            [--drpc-calls 300] [--drpc-interval-ms 1] [--drpc-pending 1 4]
+                            [--no-drpc] [--no-wordcount]
 
 Word count, local mode, one worker: N sentences of 10 words. Trident: a batch spout giving
 1,000 sentences per txid (transactional: a txid always gets the same sentences) -> ``each``
@@ -16,7 +17,8 @@ within each of ``--runs`` rounds; medians are printed, and the ratios of the med
 
 DRPC: ZooKeeper, nimbus, one supervisor with two slots, ``squall drpc``, all processes on
 127.0.0.1; ``bench/topologies/trident_drpc.py`` (split, group, count) in two workers with
-``topology.trident.batch.emit.interval.millis`` ``--drpc-interval-ms``; after 50 warm-up calls,
+``topology.trident.batch.emit.interval.millis`` ``--drpc-interval-ms`` and each
+``topology.max.spout.pending`` of ``--drpc-pending`` (a fresh cluster each); after 50 warm-up calls,
 ``--drpc-calls`` sequential ``DRPCClient.execute`` calls are timed (p50, p99, max), each
 decoding and checking its answer.
 """
@@ -109,7 +111,7 @@ def bytewax_rate() -> float | None:
 
 # ---------------------------------------------------------------------------------- DRPC
 
-def drpc_latencies(calls: int, interval_ms: int) -> list[float]:
+def drpc_latencies(calls: int, interval_ms: int, pending: int) -> list[float]:
     """Seconds per DRPC call, on a fresh two-worker cluster (see the module docstring)."""
     from bench.distributed import cluster_conf, supervisors_up, wait_for
     from squall import DRPCClient
@@ -146,7 +148,8 @@ def drpc_latencies(calls: int, interval_ms: int) -> list[float]:
             subprocess.run([sys.executable, "-m", "squall.cli.main", "--config", str(conf_file),
                             "submit", f"{HERE / 'topologies' / 'trident_drpc.py'}:topology",
                             "--name", "drpc", "-c", "topology.workers=2",
-                            "-c", f"topology.trident.batch.emit.interval.millis={interval_ms}"],
+                            "-c", f"topology.trident.batch.emit.interval.millis={interval_ms}",
+                            "-c", f"topology.max.spout.pending={pending}"],
                            check=True, capture_output=True)
             drpc = DRPCClient(conf)
             expected = [["end", 1], ["fox", 1], ["the", 2]]
@@ -184,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-bytewax", action="store_true")
     p.add_argument("--drpc-calls", type=int, default=300)
     p.add_argument("--drpc-interval-ms", type=int, default=1)
+    p.add_argument("--drpc-pending", type=int, nargs="+", default=[1],
+                   help="topology.max.spout.pending values to measure, in turn")
     p.add_argument("--no-drpc", action="store_true")
     p.add_argument("--no-wordcount", action="store_true")
     args = p.parse_args(argv)
@@ -213,13 +218,14 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print("  bytewax: not installed (pip install -e '.[bench]') or --no-bytewax")
     if not args.no_drpc:
-        lat = sorted(drpc_latencies(args.drpc_calls, args.drpc_interval_ms))
-        p50 = lat[len(lat) // 2] * 1000
-        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
-        print(f"DRPC round trip, idle two-worker cluster, batch emit interval "
-              f"{args.drpc_interval_ms:g} ms, {len(lat)} calls: p50 {p50:.1f} ms, "
-              f"p99 {p99:.1f} ms, max {lat[-1] * 1000:.1f} ms", flush=True)
-
+        for pending in args.drpc_pending:
+            lat = sorted(drpc_latencies(args.drpc_calls, args.drpc_interval_ms, pending))
+            p50 = lat[len(lat) // 2] * 1000
+            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+            print(f"DRPC round trip, idle two-worker cluster, batch emit interval "
+                  f"{args.drpc_interval_ms} ms, max spout pending {pending}, {len(lat)} calls: "
+                  f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {lat[-1] * 1000:.1f} ms",
+                  flush=True)
 
 if __name__ == "__main__":
     main()
