@@ -12,8 +12,8 @@ batches and runs their two phases.
 - A failed batch or commit restarts that txid and every later one in flight, each with a new
   attempt id (attempt ids increase across restarts of the coordinator too).
 - The last committed txid is kept in the cluster state store (ZooKeeper on a cluster) under
-  ``/trident/<topology name>/<stream names>``, so a restarted coordinator, or a resubmitted
-  topology of the same name, continues with the next txid.
+  ``/trident/<topology name>/coordinators/<stream names>``, so a restarted coordinator, or a
+  resubmitted topology of the same name, continues with the next txid.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class TridentCoordinator(Spout):
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         own = conf.get("trident.coordinator") or {}
-        self.store = MetaStore(conf, f"/trident/{context.topology_name}")
+        self.store = MetaStore(conf, f"/trident/{context.topology_name}/coordinators")
         self.key = str(own.get("key", "default"))
         self.max_pending = max(1, int(conf.get("topology.max.spout.pending") or 1))
         self.interval = float(conf.get("topology.trident.batch.emit.interval.millis")

@@ -23,7 +23,7 @@ class MetaStore:
 
     def get(self, name: str) -> Any:
         raw = self.store.get(self.path(name))
-        return None if raw is None else json.loads(raw)
+        return json.loads(raw) if raw else None        # b"": a parent made for a child
 
     def put(self, name: str, value: Any) -> None:
         self.store.put(self.path(name), json.dumps(value).encode())

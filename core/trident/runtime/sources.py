@@ -88,8 +88,8 @@ class DRPCSource:
 class PartitionedSource:
     """A transactional or opaque partitioned spout's emitter on this task's partitions.
 
-    Per partition, the cluster state store keeps (under ``/trident/<topology>/<stream>/
-    partitions/<partition id>``):
+    Per partition, the cluster state store keeps (under ``/trident/<topology>/spouts/<stream>/
+    <partition id>``):
 
     - transactional: ``{txid: metadata}`` of the batches not yet superseded by a commit, so a
       replayed txid re-emits exactly its batch, and a new one starts after the previous;
@@ -111,8 +111,7 @@ class PartitionedSource:
         self.emitter = self.spout.get_emitter(conf, context)
         self.index, self.tasks = context.task_index, len(
             context.component_tasks(context.component_id))
-        self.store = MetaStore(conf, f"/trident/{context.topology_name}/{self.name}/"
-                                     "partitions")
+        self.store = MetaStore(conf, f"/trident/{context.topology_name}/spouts/{self.name}")
 
     def _mine(self, info: Any) -> list[Any]:
         ordered = self.emitter.get_ordered_partitions(info)

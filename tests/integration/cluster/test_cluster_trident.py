@@ -4,9 +4,10 @@ back through the cluster's DRPC server. One cluster runs both topologies at once
 - a transactional spout (FixedBatchSpout) into a transactional RedisMapState;
 - an opaque spout (RedisStreamSpout over two Redis streams) into an opaque RedisMapState.
 
-Every worker of one supervisor is killed with SIGKILL while both topologies are part-way
-through (batches in flight; the coordinator's record and the spouts' partition metadata are in
-ZooKeeper); the supervisor restarts them and every batch still ends up counted exactly once.
+Every worker is killed with SIGKILL while both topologies are part-way through (batches in
+flight, so the coordinators restart from what they recorded in ZooKeeper, as do the spouts'
+partition metadata); the supervisors restart them and every batch still ends up counted
+exactly once.
 """
 from __future__ import annotations
 
@@ -49,8 +50,7 @@ def test_trident_counts_exact_after_workers_killed(squall_cluster: Any,
     expected = Counter(w for line in lines for w in line.split())
 
     c.start_nimbus()
-    sup1 = c.start_supervisor("sup1", slots=2)
-    c.start_supervisor("sup2", slots=2)
+    sups = [c.start_supervisor("sup1", slots=2), c.start_supervisor("sup2", slots=2)]
     drpc = c.start_drpc({"drpc.request.timeout.secs": 20})
     c.wait_ready(supervisors=2)
     env = {"SQUALL_TEST_REDIS_PORT": str(redis_conf["port"]),
@@ -72,14 +72,16 @@ def test_trident_counts_exact_after_workers_killed(squall_cluster: Any,
     def partial(kind: str) -> bool:
         total = sum(counts(kind).values())
         return 0 < total < sum(expected.values())
-    c.wait(lambda: partial("tx") and partial("op") and len(sup1.worker_pids()) == 2, 90,
+    def workers() -> list[int]:
+        return [pid for s in sups for pid in s.worker_pids()]
+    c.wait(lambda: partial("tx") and partial("op") and len(workers()) == 4, 90,
            "both topologies under way")
-    victims = sup1.worker_pids()
+    victims = workers()
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
     assert partial("tx") or partial("op"), "the kill came after both had finished"
-    c.wait(lambda: len(sup1.worker_pids()) == 2 and not set(victims) & set(sup1.worker_pids()),
-           60, "the killed workers were not replaced")
+    c.wait(lambda: len(workers()) == 4 and not set(victims) & set(workers()), 60,
+           "the killed workers were not replaced")
     c.wait(lambda: counts("tx") == expected, 120, "exact transactional counts")
     c.wait(lambda: counts("op") == expected, 120, "exact opaque counts")
     query = "apple fig nosuchword"
