@@ -153,7 +153,8 @@ def compile_graph(graph: Graph) -> Topology:
                 "stream": stream, "node": n.id, "component": ids[dst], "how": how,
                 "index": [n.fields.index(f) for f in fields], "phase": phase})
             plans[dst]["inputs"][stream] = {"component": ids[src], "node": child.id,
-                                            "slot": slot, "phase": phase}
+                                            "slot": slot, "slots": len(child.parents),
+                                            "phase": phase}
             if phase:
                 plans[dst]["late"] = True
     return _build(groups, ids, plans)

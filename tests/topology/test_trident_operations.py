@@ -71,7 +71,7 @@ def test_operations_on_a_batch() -> None:
     def rec(stream: Any, name: str) -> None:
         stream.peek(Record(tag, name))
     rec(t.join(s1, ["k"], s2, ["k2"], ["k", "x", "y"]), "join")
-    rec(t.merge(s1.project(["x"]), s2.project(["y"])), "merge")
+    rec(t.merge(s1.project(["x"]), s2.project(["y"]), s1.map(Upper(), ["X"])), "merge")
     rec(s1.map(Upper(), ["X"]), "map")
     rec(s1.flat_map(Twice(), ["x"]), "flat_map")
     rec(s1.filter(["x"], NotB()), "filter")
@@ -88,7 +88,7 @@ def test_operations_on_a_batch() -> None:
         .new_values_stream(), "new-values")
     expected = {
         "join": Counter([(1, "a", "p"), (1, "c", "p")]),
-        "merge": Counter([("a",), ("b",), ("c",), ("p",), ("q",)]),
+        "merge": Counter([("a",), ("b",), ("c",), ("p",), ("q",), ("A",), ("B",), ("C",)]),
         "map": Counter([("A",), ("B",), ("C",)]),
         "flat_map": Counter([("a",), ("a",), ("b",), ("b",), ("c",), ("c",)]),
         "filter": Counter([(1, "a"), (1, "c")]),

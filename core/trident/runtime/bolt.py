@@ -184,7 +184,7 @@ class TridentBolt(Bolt):
             rows = [tuple(r) for r in rows]
         slots = b.slots.get(inp["node"])
         if slots is None:
-            slots = b.slots[inp["node"]] = [[], []]
+            slots = b.slots[inp["node"]] = [[] for _ in range(inp["slots"])]
         slots[inp["slot"]].extend(rows)
         if meta:
             b.meta.update(meta)
