@@ -11,7 +11,7 @@ from squall import LocalCluster
 from squall.testing.waiting import wait_until
 from squall.trident import (
     Aggregator, Consumer, Count, Filter, FixedBatchSpout, FlatMapFunction, MapFunction,
-    MemoryMapState, ReducerAggregator, TridentTopology,
+    MemoryMapState, ReducerAggregator, StateUpdater, TridentTopology,
 )
 
 _LOCK = threading.Lock()
@@ -25,6 +25,15 @@ class Record(Consumer):
     def accept(self, tup: Any) -> None:
         with _LOCK:
             SEEN.setdefault(self.key, []).append(tuple(tup.values))
+
+
+class Commits(StateUpdater):
+    def __init__(self, tag: str) -> None:
+        self.key = f"{tag}:commits"
+
+    def update_state(self, state: Any, tuples: Any, collector: Any) -> None:
+        with _LOCK:
+            SEEN.setdefault(self.key, []).append((state.txid,))
 
 
 class Upper(MapFunction):
@@ -86,6 +95,9 @@ def test_operations_on_a_batch() -> None:
     rec(s1.group_by(["k"]).partition_aggregate(["x"], Concat(), ["xs"]), "partition-grouped")
     rec(s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"])
         .new_values_stream(), "new-values")
+    rec(s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"])
+        .new_values_stream().global_(), "new-values-moved")
+    s1.partition_persist(MemoryMapState(), ["k"], Commits(tag))
     expected = {
         "join": Counter([(1, "a", "p"), (1, "c", "p")]),
         "merge": Counter([("a",), ("b",), ("c",), ("p",), ("q",), ("A",), ("B",), ("C",)]),
@@ -101,6 +113,8 @@ def test_operations_on_a_batch() -> None:
         "batch_global": Counter([(3,)]),
         "partition-grouped": Counter([(1, "ac"), (2, "b")]),
         "new-values": Counter([(1, 2), (2, 1)]),
+        # made at commit, they travel to another bolt inside the commit
+        "new-values-moved": Counter([(1, 2), (2, 1)]),
     }
 
     def seen() -> dict[str, Counter[tuple[Any, ...]]]:
@@ -113,4 +127,9 @@ def test_operations_on_a_batch() -> None:
                                 t.build())
         wait_until(lambda: seen() == expected, timeout=60,
                    message=lambda: f"operation outputs: {seen()}")
+        # the batches after it commit too, in order (every commit tree completes)
+        wait_until(lambda: len(SEEN.get(f"{tag}:commits", [])) >= 5, timeout=60)
+        with _LOCK:
+            commits = [txid for (txid,) in SEEN[f"{tag}:commits"]]
+        assert commits == list(range(1, len(commits) + 1))
         assert not any(cluster.get_topology_info("ops")["errors"].values())
