@@ -247,3 +247,12 @@ def test_transactional_partitioned_spout_replays_the_same_partition_batches(
     with _LOCK:
         replays = list(REPLAYS[tag])
     assert ("p1", {"start": 2, "end": 3}) in [(p, m) for _, p, m in replays]
+
+
+def test_a_trident_topology_without_ackers_is_refused(cluster: LocalCluster) -> None:
+    from squall import TopologyError
+    t = TridentTopology()
+    t.new_stream("s", _spout("noack")).partition_persist(MemoryMapState(), ["sentence"],
+                                                         RecordCommits())
+    with pytest.raises(TopologyError, match="needs ackers"):
+        cluster.submit_topology("noack", {"topology.acker.executors": 0}, t.build())
