@@ -233,8 +233,15 @@ class TridentBolt(Bolt):
     # -- commits -----------------------------------------------------------------------------
     def _on_commit(self, tup: Tuple) -> None:
         txid, attempt = tup.values[0], tup.values[1]
-        for source in self.sources.values():
-            source.committed(txid)
+        try:
+            for source in self.sources.values():
+                source.committed(txid)
+        except Exception as exc:    # e.g. the state store is unreachable: replay the txid
+            log.warning("trident %s: recording the commit of txid %d failed: %r",
+                        self.context.component_id, txid, exc)
+            self.report_error(exc)
+            self.fail(tup)
+            return
         if not self.committer:
             self.ack(tup)
             return
