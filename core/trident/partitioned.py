@@ -14,8 +14,11 @@ cluster state store (ZooKeeper on a cluster) so batches survive restarts.
   same rows again. Pair it with a transactional state.
 - :class:`OpaquePartitionedSpout` (Storm's ``IOpaquePartitionedTridentSpout``): every try of
   a txid calls ``emit_partition_batch(txid, collector, partition, last_partition_meta)`` with
-  the metadata of the last *committed* batch, and may emit other rows than before (the source
-  may have lost some). Pair it with an opaque state: still exactly-once.
+  the metadata of the batch before it, and may emit other rows than before (the source
+  may have lost some). Pair it with an opaque state: still exactly-once. Where
+  ``last_partition_meta`` is ``None`` (the partition's first batch) the emitter starts from a
+  position of its own; that position must not move past the first batch until the batch
+  after it commits (``success``), since the first batch may be replayed until then.
 
 Objects travel like every operation (class + JSON-able attributes). ``get_coordinator`` and
 ``get_emitter`` are called in the workers; their methods run on the worker's loop thread and

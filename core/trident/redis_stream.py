@@ -1,13 +1,15 @@
 """``RedisStreamSpout``: an opaque partitioned spout over Redis streams (one partition per
 stream key), with a consumer group recording what has committed.
 
-A batch of a stream holds up to ``batch_size`` entries after the last committed entry id
-(``XRANGE``), and its metadata is the id range it read. When the batch commits, the
-consumer group's last-delivered id moves to its last entry (``XGROUP SETID``), so Redis
-tools (``XINFO GROUPS``) show the topology's progress; a stream without metadata yet starts
-after the group's last-delivered id (the group is created at ``0``, the stream's start,
-unless it exists). Each entry becomes one row of ``fields`` (the entry's values of those
-names, decoded as UTF-8; ``None`` where missing); ``id_field`` adds the entry id.
+A batch of a stream holds up to ``batch_size`` entries after the previous batch's last
+entry id (``XRANGE``), and its metadata is the id range it read. When a batch commits, the
+consumer group's last-delivered id moves to where that batch started, the end of the batch
+before it (``XGROUP SETID``), so Redis tools (``XINFO GROUPS``) show the topology's progress
+one batch behind; a stream without metadata yet starts after the group's last-delivered id
+(the group is created at ``0``, the stream's start, unless it exists). Lagging one batch keeps
+that start stable while the latest commit may still be replayed. Each entry becomes one row
+of ``fields`` (the entry's values of those names, decoded as UTF-8; ``None`` where missing);
+``id_field`` adds the entry id.
 
 Opaque: a replayed batch re-reads from the last committed id and may see other entries (if
 the stream was trimmed); with an opaque state the counts stay exact. Needs the ``redis``
@@ -82,16 +84,19 @@ class _Emitter(OpaqueEmitter):
             row = [values.get(f) for f in fields]
             collector.emit([entry_id, *row] if id_field else row)
         last = entries[-1][0] if entries else start
-        self.emitted.setdefault(txid, {})[stream] = last
+        self.emitted.setdefault(txid, {})[stream] = start
         return {"first": start, "last": last}
 
     def success(self, txid: int) -> None:
+        # the group moves to where this batch started (the end of the one before): until
+        # the coordinator has recorded this commit, this batch may be replayed, and a
+        # replay without metadata starts at the group's id
         done = self.emitted.pop(txid, {})
         for t in [t for t in self.emitted if t < txid]:
             del self.emitted[t]
-        for stream, last in done.items():
+        for stream, first in done.items():
             try:
-                self.client.xgroup_setid(stream, self.spout.group, id=last)
+                self.client.xgroup_setid(stream, self.spout.group, id=first)
             except self.errors as exc:     # the group records progress; metadata rules
                 raise StateError(f"RedisStreamSpout {stream!r}: {exc}") from exc
 
