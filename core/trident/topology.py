@@ -20,7 +20,7 @@ from squall.trident.partitioned import (
     OpaquePartitionedSpout, PartitionedSpout, TransactionalSpout,
 )
 from squall.trident.spout import BatchSpout
-from squall.trident.stream import Stream, _check_in, _fields
+from squall.trident.stream import Stream, TridentState, _check_in, _fields
 
 
 class TridentTopology:
@@ -109,6 +109,13 @@ class TridentTopology:
                                       "index": [[s1.fields.index(f) for f in j1],
                                                 [s2.fields.index(f) for f in j2]]})
         return Stream(self, node)
+
+    def new_values_stream(self, state: TridentState) -> Stream:
+        """The values every commit of ``state`` wrote (``state.new_values_stream()``)."""
+        if not isinstance(state, TridentState):
+            raise TopologyError(f"new_values_stream: expected a TridentState (what "
+                                f"persistent_aggregate returns), got {state!r}")
+        return state.new_values_stream()
 
     def build(self) -> Topology:
         """Compile into an ordinary topology (LocalCluster or ``squall submit``)."""

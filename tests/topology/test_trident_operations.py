@@ -95,8 +95,8 @@ def test_operations_on_a_batch() -> None:
     rec(s1.group_by(["k"]).partition_aggregate(["x"], Concat(), ["xs"]), "partition-grouped")
     rec(s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"])
         .new_values_stream(), "new-values")
-    rec(s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"])
-        .new_values_stream().global_(), "new-values-moved")
+    moved = s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"])
+    rec(t.new_values_stream(moved).global_(), "new-values-moved")
     s1.partition_persist(MemoryMapState(), ["k"], Commits(tag))
     expected = {
         "join": Counter([(1, "a", "p"), (1, "c", "p")]),
