@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 _AGGREGATORS = (CombinerAggregator, ReducerAggregator, Aggregator)
 
 
-def _fields(value: Any, what: str) -> list[str]:
+def field_names(value: Any, what: str) -> list[str]:
+    """``value`` as a list of field names; TopologyError naming ``what`` otherwise."""
     if isinstance(value, str):
         return [value]
     if not isinstance(value, Sequence) or not all(isinstance(f, str) for f in value):
@@ -33,7 +34,8 @@ def _fields(value: Any, what: str) -> list[str]:
     return list(value)
 
 
-def _check_in(node: Node, fields: list[str], what: str) -> None:
+def check_input_fields(node: Node, fields: list[str], what: str) -> None:
+    """TopologyError naming ``what`` unless every field is one of ``node``'s."""
     for f in fields:
         if f not in node.fields:
             raise TopologyError(f"{what}: no field {f!r} in the stream; its fields: "
@@ -80,14 +82,14 @@ class Stream:
              out_fields: Sequence[str] | None = None) -> Stream:
         """``each(in_fields, function, out_fields)`` appends the function's output fields to
         every row it emits for; ``each(in_fields, filter)`` keeps the rows it accepts."""
-        ins = _fields(in_fields, "each")
-        _check_in(self.node, ins, "each")
+        ins = field_names(in_fields, "each")
+        check_input_fields(self.node, ins, "each")
         if isinstance(op, Filter):
             if out_fields:
                 raise TopologyError("each: a Filter takes no output fields")
             return self._add("filter", self.node.fields, params={"in": ins}, op=op)
         _check_op(op, Function, "each")
-        outs = _fields(out_fields or [], "each")
+        outs = field_names(out_fields or [], "each")
         _check_new(self.node, outs, "each")
         return self._add("each", self.node.fields + outs, params={"in": ins}, op=op)
 
@@ -96,8 +98,8 @@ class Stream:
         if len(args) == 1:
             ins, op = self.node.fields, args[0]
         elif len(args) == 2:
-            ins, op = _fields(args[0], "filter"), args[1]
-            _check_in(self.node, ins, "filter")
+            ins, op = field_names(args[0], "filter"), args[1]
+            check_input_fields(self.node, ins, "filter")
         else:
             raise TopologyError("filter takes (filter) or (in_fields, filter)")
         _check_op(op, Filter, "filter")
@@ -107,7 +109,7 @@ class Stream:
         """One row per input: the function's return value (``out_fields``: its field names,
         by default the stream's)."""
         _check_op(function, MapFunction, "map")
-        outs = _fields(out_fields, "map") if out_fields is not None else self.node.fields
+        outs = field_names(out_fields, "map") if out_fields is not None else self.node.fields
         return self._add("map", outs, params={"in": self.node.fields, "flat": False},
                          op=function)
 
@@ -115,14 +117,14 @@ class Stream:
                  out_fields: Sequence[str] | None = None) -> Stream:
         """Zero or more rows per input: the iterable the function returns."""
         _check_op(function, FlatMapFunction, "flat_map")
-        outs = _fields(out_fields, "flat_map") if out_fields is not None else self.node.fields
+        outs = field_names(out_fields, "flat_map") if out_fields is not None else self.node.fields
         return self._add("map", outs, params={"in": self.node.fields, "flat": True},
                          op=function)
 
     def project(self, fields: Sequence[str]) -> Stream:
         """Keep only ``fields``, in that order."""
-        fs = _fields(fields, "project")
-        _check_in(self.node, fs, "project")
+        fs = field_names(fields, "project")
+        check_input_fields(self.node, fs, "project")
         return self._add("project", fs, params={"in": fs})
 
     def peek(self, consumer: Consumer) -> Stream:
@@ -137,8 +139,8 @@ class Stream:
 
     def partition_by(self, fields: Sequence[str]) -> Stream:
         """Rows with equal values of ``fields`` go to the same task."""
-        fs = _fields(fields, "partition_by")
-        _check_in(self.node, fs, "partition_by")
+        fs = field_names(fields, "partition_by")
+        check_input_fields(self.node, fs, "partition_by")
         return self._partition("fields", fs)
 
     def shuffle(self) -> Stream:
@@ -158,20 +160,20 @@ class Stream:
 
     # -- grouping and aggregation ------------------------------------------------------------
     def group_by(self, fields: Sequence[str]) -> GroupedStream:
-        fs = _fields(fields, "group_by")
-        _check_in(self.node, fs, "group_by")
+        fs = field_names(fields, "group_by")
+        check_input_fields(self.node, fs, "group_by")
         return GroupedStream(self, fs)
 
     def _agg_args(self, args: tuple[Any, ...], what: str
                   ) -> tuple[list[str], Any, list[str]]:
         if len(args) == 3:
-            ins, agg, outs = _fields(args[0], what), args[1], _fields(args[2], what)
+            ins, agg, outs = field_names(args[0], what), args[1], field_names(args[2], what)
         elif len(args) == 2:
-            ins, agg, outs = [], args[0], _fields(args[1], what)
+            ins, agg, outs = [], args[0], field_names(args[1], what)
         else:
             raise TopologyError(f"{what} takes (in_fields, aggregator, out_fields) or "
                                 "(aggregator, out_fields)")
-        _check_in(self.node, ins, what)
+        check_input_fields(self.node, ins, what)
         _check_op(agg, _AGGREGATORS, what)
         if not isinstance(agg, Aggregator) and len(outs) != 1:
             raise TopologyError(f"{what}: a {type(agg).__name__} gives one output field, "
@@ -219,9 +221,9 @@ class Stream:
         collector)`` at commit; what it emits (``out_fields``) is the new values stream."""
         _check_op(state, MapStateFactory, "partition_persist")
         _check_op(updater, StateUpdater, "partition_persist")
-        ins = _fields(in_fields, "partition_persist")
-        _check_in(self.node, ins, "partition_persist")
-        outs = _fields(out_fields, "partition_persist")
+        ins = field_names(in_fields, "partition_persist")
+        check_input_fields(self.node, ins, "partition_persist")
+        outs = field_names(out_fields, "partition_persist")
         node = self._topology.graph.add(
             "persist", outs, [self.node], op=updater, state=state,
             params={"group": [], "in": ins, "out": outs, "mode": "updater"})
@@ -234,9 +236,9 @@ class Stream:
             raise TopologyError(f"state_query: expected a TridentState (what "
                                 f"persistent_aggregate returns), got {state!r}")
         _check_op(query, QueryFunction, "state_query")
-        ins = _fields(in_fields, "state_query")
-        _check_in(self.node, ins, "state_query")
-        outs = _fields(out_fields, "state_query")
+        ins = field_names(in_fields, "state_query")
+        check_input_fields(self.node, ins, "state_query")
+        outs = field_names(out_fields, "state_query")
         _check_new(self.node, outs, "state_query")
         return self._add("state_query", self.node.fields + outs,
                          params={"in": ins, "state_node": state.node.id}, op=query,

@@ -20,7 +20,9 @@ from squall.trident.partitioned import (
     OpaquePartitionedSpout, PartitionedSpout, TransactionalSpout,
 )
 from squall.trident.spout import BatchSpout
-from squall.trident.stream import Stream, TridentState, _check_in, _fields
+from squall.trident.stream import (
+    Stream, TridentState, check_input_fields, field_names,
+)
 
 
 class TridentTopology:
@@ -93,12 +95,12 @@ class TridentTopology:
              out_fields: Sequence[str]) -> Stream:
         """Inner join, batch by batch, of ``s1`` and ``s2`` on ``f1`` = ``f2``. The output is
         the join fields, then ``s1``'s other fields, then ``s2``'s (named by ``out_fields``)."""
-        j1, j2 = _fields(f1, "join"), _fields(f2, "join")
-        _check_in(s1.node, j1, "join")
-        _check_in(s2.node, j2, "join")
+        j1, j2 = field_names(f1, "join"), field_names(f2, "join")
+        check_input_fields(s1.node, j1, "join")
+        check_input_fields(s2.node, j2, "join")
         if len(j1) != len(j2) or not j1:
             raise TopologyError(f"join: as many join fields on both sides, got {j1} and {j2}")
-        outs = _fields(out_fields, "join")
+        outs = field_names(out_fields, "join")
         width = len(s1.fields) + len(s2.fields) - len(j1)
         if len(outs) != width or len(set(outs)) != len(outs):
             raise TopologyError(f"join: {width} distinct output fields expected (join fields, "
