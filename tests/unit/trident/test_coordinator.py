@@ -11,14 +11,15 @@ class Context:
     topology_name = "coord-test"
 
 
-def _coordinator(namespace: str, pending: int = 3) -> tuple[TridentCoordinator, list[Any]]:
+def _coordinator(namespace: str, pending: int = 3,
+                 interval_ms: int = 0) -> tuple[TridentCoordinator, list[Any]]:
     c = TridentCoordinator()
     emitted: list[Any] = []
     c.emit = lambda values, stream="default", **kw: emitted.append(  # type: ignore[method-assign]
         (stream, values[0], kw["tup_id"]))
     c.initialize({"squall.state": "memory", "squall.state.memory.namespace": namespace,
                   "topology.max.spout.pending": pending,
-                  "topology.trident.batch.emit.interval.millis": 0,
+                  "topology.trident.batch.emit.interval.millis": interval_ms,
                   "trident.coordinator": {"key": "s", "partitioned": []}}, Context())
     return c, emitted
 
@@ -73,3 +74,10 @@ def test_a_restarted_coordinator_continues_after_the_committed_txid() -> None:
     assert emitted2[0][2][2] > first_attempt
     c2.close()
     keep.close()
+
+
+def test_the_emit_interval_spaces_new_batches() -> None:
+    c, emitted = _coordinator(uuid.uuid4().hex, pending=3, interval_ms=60_000)
+    _spin(c, 20)
+    assert [e[1] for e in emitted] == [1]          # room for 3, but one per interval
+    c.close()
