@@ -171,7 +171,10 @@ def _build(groups: _Groups, ids: list[str], plans: list[dict[str, Any]]) -> Topo
         partitioned = [{"name": h.params["name"], "spout": plan.to_json(h.op, "spout")}
                        for h in sources if h.params.get("partitioned")]
         b.set_spout(f"$mastercoord-bg{bg}", TridentCoordinator,
-                    config={"trident.coordinator": {"key": key, "partitioned": partitioned}})
+                    config={"trident.coordinator": {
+                        "key": key, "partitioned": partitioned,
+                        # DRPC requests cannot be replayed after a restart: nothing to keep
+                        "durable": any(h.kind == "spout" for h in sources)}})
     for g, p in enumerate(plans):
         d = b.set_bolt(ids[g], TridentBolt, _parallelism(groups.members[g]),
                        config={"trident.plan": p})

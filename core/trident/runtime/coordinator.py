@@ -13,7 +13,8 @@ batches and runs their two phases.
   attempt id (attempt ids increase across restarts of the coordinator too).
 - The last committed txid is kept in the cluster state store (ZooKeeper on a cluster) under
   ``/trident/<topology name>/coordinators/<stream names>``, so a restarted coordinator, or a
-  resubmitted topology of the same name, continues with the next txid.
+  resubmitted topology of the same name, continues with the next txid. A group of DRPC
+  streams only keeps nothing (a request does not outlive its caller's wait).
 """
 from __future__ import annotations
 
@@ -37,12 +38,13 @@ class TridentCoordinator(Spout):
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         own = conf.get("trident.coordinator") or {}
-        self.store = MetaStore(conf, f"/trident/{context.topology_name}/coordinators")
+        self.store = (MetaStore(conf, f"/trident/{context.topology_name}/coordinators")
+                      if own.get("durable", True) else None)
         self.key = str(own.get("key", "default"))
         self.max_pending = max(1, int(conf.get("topology.max.spout.pending") or 1))
         self.interval = float(conf.get("topology.trident.batch.emit.interval.millis")
                               or 0) / 1000.0
-        saved = self.store.get(self.key)
+        saved = self.store.get(self.key) if self.store is not None else None
         self.committed = int(saved["committed"]) if saved else 0
         self.coordinators = {s["name"]: plan.from_json(s["spout"]).get_coordinator(conf, context)
                              for s in own.get("partitioned", [])}
@@ -102,7 +104,8 @@ class TridentCoordinator(Spout):
         self.committed = txid
         del self.active[txid]
         self.infos.pop(txid, None)
-        self.store.put(self.key, {"committed": txid})
+        if self.store is not None:
+            self.store.put(self.key, {"committed": txid})
 
     def fail(self, tup_id: Any) -> None:
         if self._current(tup_id) is None:
@@ -117,4 +120,5 @@ class TridentCoordinator(Spout):
     def close(self) -> None:
         for c in self.coordinators.values():
             c.close()
-        self.store.close()
+        if self.store is not None:
+            self.store.close()
