@@ -10,10 +10,9 @@ from squall.api.component import Bolt, Component, Spout
 from squall.api.context import TopologyContext
 from squall.api.tuple import Stream, Tuple, TupleBatch
 from squall.errors import (
-    ConfigError, PluginLoadError, PluginNotFoundError, SchedulingError, SerializationError,
-    SquallError, StateError, TopologyError, TransportError,
+    ConfigError, DRPCError, MultilangError, PluginLoadError, PluginNotFoundError,
+    SchedulingError, SerializationError, SquallError, StateError, TopologyError, TransportError,
 )
-from squall.errors import MultilangError
 from squall.hookspecs import hookimpl, hookspec
 from squall.spi import (
     Acker, Connection, DataPoint, Grouping, GroupingDeclaration, LoadAwareGrouping,
@@ -23,8 +22,8 @@ from squall.spi import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
-    "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
+    "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DRPCClient",
+    "DRPCError", "DataPoint", "LocalDRPC", "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "SingleTargetGrouping", "Spout", "SquallError",
     "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
@@ -46,6 +45,8 @@ _LAZY = {
     "Duration": "squall.windowing",
     "ShellBolt": "squall.multilang",
     "ShellSpout": "squall.multilang",
+    "LocalDRPC": "squall.drpc.local",
+    "DRPCClient": "squall.drpc.client",
 }
 
 

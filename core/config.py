@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 OVERRIDES_KEY = "squall.cli.overrides"
 #: prefixes of squall's (and Storm's) own keys: an unknown key under one of them is a warning
 NAMESPACES = ("storm.", "nimbus.", "supervisor.", "worker.", "task.", "topology.", "ui.",
-              "squall.")
+              "squall.", "drpc.")
 _NUM = (int, float)
 #: types of squall's own keys whose default is null (other null-default keys accept any value;
 #: plugins declare theirs with ``squall_add_config_types``, see :func:`nullable_types`)

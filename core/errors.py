@@ -10,6 +10,7 @@ __all__ = [
     "SquallError", "ConfigError", "PluginNotFoundError", "PluginLoadError", "TopologyError",
     "TransportError", "SchedulingError", "SerializationError", "StateError", "NotAliveError",
     "AlreadyAliveError", "MultilangError", "AuthenticationError", "AuthorizationError",
+    "DRPCError",
 ]
 
 
@@ -76,3 +77,8 @@ class AuthenticationError(SquallError):
 
 class AuthorizationError(SquallError):
     """An authenticated caller asked for something it may not do (another user's topology)."""
+
+
+class DRPCError(SquallError):
+    """A DRPC request that could not be answered: no topology serves the function, it timed
+    out (``drpc.request.timeout.secs``), or the server is gone."""

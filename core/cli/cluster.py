@@ -1,6 +1,6 @@
 """The cluster subcommands of ``squall``: daemons and topology management.
 
-``nimbus``, ``supervisor``, ``ui``, ``dev-zookeeper`` run in the foreground until SIGTERM / Ctrl-C;
+``nimbus``, ``supervisor``, ``ui``, ``drpc``, ``dev-zookeeper`` run in the foreground until SIGTERM / Ctrl-C;
 ``submit``, ``list``, ``kill``, ``activate``, ``deactivate``, ``rebalance`` talk to the nimbus
 leader (found through ``nimbus.seeds``). Each handler is ``func(args, conf) -> int``; user
 mistakes raise :class:`~squall.errors.SquallError` subclasses (printed as one line by
@@ -54,6 +54,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default=None, help="address to bind (default: ui.host)")
     p.add_argument("--port", type=int, default=None, help="port (default: ui.port)")
     p.set_defaults(func=cluster_command(cmd_ui))
+
+    p = subparsers.add_parser("drpc", help="run a DRPC server (gRPC drpc.port, HTTP "
+                              "drpc.http.port)")
+    p.set_defaults(func=cmd_drpc)
 
     p = subparsers.add_parser("dev-zookeeper", help="run a single-node ZooKeeper for development")
     p.add_argument("--port", type=int, default=2181, help="client port (0: a free one)")
@@ -155,6 +159,11 @@ def cmd_supervisor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
 def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.ui import UiServer
     return _run_daemon(UiServer(conf, host=args.host, port=args.port), conf, "ui")
+
+
+def cmd_drpc(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.drpc.server import DRPCServer
+    return _run_daemon(DRPCServer(conf))
 
 
 def cmd_dev_zookeeper(args: argparse.Namespace, conf: dict[str, Any]) -> int:

@@ -183,3 +183,22 @@ def test_rolling_counter_counts_what_enters_and_leaves_its_window():
     config = rolling.topology.components["counter"].config
     assert (config["topology.bolts.window.length.duration.ms"],
             config["topology.bolts.sliding.interval.duration.ms"]) == (9000, 3000)
+
+
+# -- Trident word count with a DRPC query --------------------------------------------------------
+
+trident_wc = load_example("trident_wordcount")
+
+
+def test_trident_wordcount_counts_exactly_and_answers_drpc():
+    from squall import LocalDRPC
+    from squall.trident.state import memory
+    expected = collections.Counter(w for (s,) in trident_wc.SENTENCES for w in s.split())
+    memory.clear("trident-wordcount")
+    with LocalCluster() as cluster, LocalDRPC({"drpc.request.timeout.secs": 60}) as drpc:
+        cluster.submit_topology("trident-wc", {"topology.trident.batch.emit.interval.millis": 5},
+                                trident_wc.topology(drpc, cycle=False))
+        wait_until(lambda: {k[0]: v[1] for k, v in memory.stored("trident-wordcount").items()}
+                   == expected, timeout=60, message="exact Trident word counts")
+        total = expected["the"] + expected["cow"] + expected["to"]
+        assert drpc.execute("words", "the cow to nosuchword") == f"[[{total}]]"

@@ -11,9 +11,9 @@ import squall
 
 ALL = [
     "Acker", "Bolt", "Component", "ConfigError", "Connection", "Count", "CountMetric",
-    "DataPoint", "Duration",
-    "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
-    "MultilangError",
+    "DRPCClient", "DRPCError", "DataPoint", "Duration",
+    "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "LocalDRPC",
+    "MetricsConsumer", "MultilangError",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "ShellBolt", "ShellSpout", "SingleTargetGrouping", "Spout",
     "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",

@@ -140,6 +140,16 @@ class ClusterHarness:
         self.daemons.append(d)
         return d
 
+    def start_drpc(self, overrides: dict[str, Any] | None = None) -> Daemon:
+        """``squall drpc`` on free ports (``.port``: gRPC; ``.ports``: (gRPC, HTTP))."""
+        grpc_port, http_port = free_port(), free_port()
+        proc, local, log = self._spawn("drpc", "drpc", {
+            "drpc.host": "127.0.0.1", "drpc.port": grpc_port, "drpc.http.port": http_port,
+            **(overrides or {})})
+        d = Daemon("drpc", proc, local, log, port=grpc_port, ports=(grpc_port, http_port))
+        self.daemons.append(d)
+        return d
+
     def squall(self, *args: str, check: bool = True, timeout: float = 60,
                env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """Run ``squall --config FILE ARGS...``; AssertionError with its output if it fails

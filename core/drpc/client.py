@@ -1,0 +1,151 @@
+"""Clients of the DRPC servers listed in ``drpc.servers`` (``host`` entries get
+``drpc.port``; ``host:port`` entries keep theirs).
+
+- :class:`DRPCClient`: ``execute(function, args) -> str``, for callers. It tries the servers in
+  order until one answers; a request that gets no result within ``drpc.request.timeout.secs``
+  (the server's) raises :class:`~squall.errors.DRPCError` with the server's reason.
+- :class:`Invocations`: the topology side. A thread of its own long-polls every server for
+  requests of one function and queues them; :meth:`Invocations.take` hands one over without
+  blocking (from the worker's loop thread). Results go back with :func:`respond`, which does not
+  block either (an asynchronous gRPC call on a channel shared per server and process).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from squall.errors import DRPCError
+
+log = logging.getLogger(__name__)
+ERROR_KEY = "squall-error"
+
+
+def server_addresses(conf: Mapping[str, Any]) -> list[str]:
+    """``host:port`` of every server in ``drpc.servers``."""
+    servers = conf.get("drpc.servers") or []
+    if isinstance(servers, str):
+        servers = [s for s in servers.split(",") if s.strip()]
+    port = int(conf.get("drpc.port") or 3772)
+    return [s if ":" in s else f"{s}:{port}" for s in (str(x).strip() for x in servers)]
+
+
+_CHANNELS: dict[str, Any] = {}
+_CHANNELS_LOCK = threading.Lock()
+
+
+def _stub(address: str) -> Any:
+    """A DRPC stub on a channel shared by this process."""
+    import grpc
+
+    from squall.drpc._proto import drpc_pb2_grpc
+    with _CHANNELS_LOCK:
+        channel = _CHANNELS.get(address)
+        if channel is None:
+            channel = _CHANNELS[address] = grpc.insecure_channel(address)
+    return drpc_pb2_grpc.DRPCStub(channel)
+
+
+class DRPCClient:
+    """Calls DRPC functions on the cluster's DRPC servers (``drpc.servers``)."""
+
+    def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
+        from squall import config
+        merged = {**config.defaults(), **(conf or {})}
+        self.addresses = server_addresses(merged)
+        if not self.addresses:
+            raise DRPCError("no DRPC server configured: set drpc.servers")
+        self.timeout = float(merged.get("drpc.request.timeout.secs") or 600)
+
+    def execute(self, function: str, args: str) -> str:
+        """The JSON of the result rows of ``function`` applied to ``args``."""
+        import grpc
+
+        from squall.drpc._proto import drpc_pb2 as pb
+        if not isinstance(function, str) or not isinstance(args, str):
+            raise DRPCError(f"execute takes a function name and an args string, got "
+                            f"{function!r}, {args!r}")
+        tried = []
+        for address in self.addresses:
+            try:
+                reply = _stub(address).Execute(pb.ExecuteRequest(function=function, args=args),
+                                               timeout=self.timeout + 10)
+                return str(reply.result)
+            except grpc.RpcError as exc:
+                code = exc.code()  # type: ignore[attr-defined]
+                if code == grpc.StatusCode.UNAVAILABLE:
+                    tried.append(address)
+                    continue
+                details = exc.details() or str(code)  # type: ignore[attr-defined]
+                raise DRPCError(details) from None
+        raise DRPCError(f"no DRPC server answered (tried {', '.join(tried)}; drpc.servers)")
+
+
+def respond(address: str, request_id: str, result: str) -> None:
+    """Send a result to the server the request came from, without waiting for it."""
+    from squall.drpc._proto import drpc_pb2 as pb
+    future = _stub(address).Result.future(pb.ResultRequest(id=request_id, result=result),
+                                          timeout=30)
+    future.add_done_callback(_log_failure)
+
+
+def _log_failure(future: Any) -> None:
+    exc = future.exception()
+    if exc is not None:
+        log.warning("a DRPC result could not be returned: %s", exc.details() if hasattr(
+            exc, "details") else exc)
+
+
+class Invocations:
+    """Requests of ``function`` fetched from every DRPC server by a thread of its own."""
+
+    POLL_SECS = 1.0
+
+    def __init__(self, conf: Mapping[str, Any], function: str) -> None:
+        self.addresses = server_addresses(conf)
+        if not self.addresses:
+            raise DRPCError(f"the DRPC stream {function!r} needs DRPC servers: set "
+                            "drpc.servers")
+        self.function = function
+        self._queue: deque[tuple[str, str, str]] = deque()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"squall-drpc-fetch-{function}")
+        self._thread.start()
+
+    def take(self) -> tuple[str, str, str] | None:
+        """The oldest fetched request ``(server address, request id, args)``, or ``None``."""
+        try:
+            return self._queue.popleft()
+        except IndexError:
+            return None
+
+    def _run(self) -> None:
+        import grpc
+
+        from squall.drpc._proto import drpc_pb2 as pb
+        failures: dict[str, int] = {}
+        wait = self.POLL_SECS / max(1, len(self.addresses))
+        while not self._stop.is_set():
+            for address in self.addresses:
+                if self._stop.is_set():
+                    return
+                try:
+                    got = _stub(address).Fetch(pb.FetchRequest(
+                        function=self.function, max=64, wait_secs=wait), timeout=wait + 10)
+                except grpc.RpcError as exc:
+                    n = failures[address] = failures.get(address, 0) + 1
+                    if n == 1 or n % 60 == 0:
+                        log.warning("DRPC server %s: cannot fetch %r requests (%d times): %s",
+                                    address, self.function, n,
+                                    exc.details())  # type: ignore[attr-defined]
+                    self._stop.wait(1.0)
+                    continue
+                failures.pop(address, None)
+                for r in got.requests:
+                    self._queue.append((address, r.id, r.args))
+
+    def close(self) -> None:
+        self._stop.set()

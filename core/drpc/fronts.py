@@ -1,0 +1,159 @@
+"""The DRPC server's two fronts: a gRPC servicer and an HTTP handler. Each only translates
+between its wire format and :meth:`DRPCServer.handle`; errors become gRPC status codes (with
+the squall exception's class name in the ``squall-error`` trailing metadata) or HTTP status
+codes with one line of text.
+
+HTTP: ``GET /drpc/<function>/<args>`` and ``POST /drpc/<function>`` (args: the body) answer
+the result (``application/json``); ``GET /drpc`` lists the functions (JSON). A timeout is 504,
+a bad request 400, a server shutting down 503.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import grpc
+
+from squall.drpc._proto import drpc_pb2 as pb
+from squall.drpc._proto import drpc_pb2_grpc as pb_grpc
+from squall.errors import DRPCError
+
+if TYPE_CHECKING:
+    from squall.drpc.server import DRPCServer
+
+log = logging.getLogger(__name__)
+ERROR_KEY = "squall-error"
+MAX_BODY = 1 << 20
+
+
+def _grpc_code(exc: DRPCError) -> grpc.StatusCode:
+    text = str(exc)
+    if "timed out" in text:
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+    if "shut" in text:
+        return grpc.StatusCode.UNAVAILABLE
+    if text.startswith("bad") or "must be" in text or "unknown DRPC call" in text:
+        return grpc.StatusCode.INVALID_ARGUMENT
+    return grpc.StatusCode.ABORTED
+
+
+class GrpcFront(pb_grpc.DRPCServicer):
+    def __init__(self, server: DRPCServer) -> None:
+        self._server = server
+
+    def _handle(self, call: Any, context: grpc.ServicerContext) -> Any:
+        from squall.drpc.server import Caller
+        caller = Caller("grpc", context.peer(),
+                        {k.lower(): v for k, v in context.invocation_metadata()
+                         if isinstance(v, str)})
+        try:
+            return self._server.handle(call, caller)
+        except DRPCError as exc:
+            context.set_trailing_metadata(((ERROR_KEY, type(exc).__name__),))
+            context.abort(_grpc_code(exc), str(exc))
+        except Exception as exc:      # report, keep serving
+            log.exception("DRPC %s failed", call.op)
+            context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+    def Execute(self, request: pb.ExecuteRequest, context: grpc.ServicerContext
+                ) -> pb.ExecuteReply:
+        from squall.drpc.server import Call
+        return pb.ExecuteReply(result=self._handle(
+            Call("execute", function=request.function, args=request.args), context))
+
+    def Fetch(self, request: pb.FetchRequest, context: grpc.ServicerContext) -> pb.Invocations:
+        from squall.drpc.server import Call
+        got = self._handle(Call("fetch", function=request.function, max_requests=request.max,
+                                wait=request.wait_secs), context)
+        return pb.Invocations(requests=[pb.Invocation(id=i, args=a) for i, a in got])
+
+    def Result(self, request: pb.ResultRequest, context: grpc.ServicerContext) -> pb.Empty:
+        from squall.drpc.server import Call
+        self._handle(Call("result", request_id=request.id, result=request.result), context)
+        return pb.Empty()
+
+    def Fail(self, request: pb.FailRequest, context: grpc.ServicerContext) -> pb.Empty:
+        from squall.drpc.server import Call
+        self._handle(Call("fail", request_id=request.id), context)
+        return pb.Empty()
+
+    def Functions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.FunctionList:
+        from squall.drpc.server import Call
+        infos = self._handle(Call("functions"), context)
+        return pb.FunctionList(functions=[pb.FunctionInfo(**i) for i in infos])
+
+
+def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer:
+    """An HTTP server (not started) answering DRPC calls for ``server``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug("DRPC http %s: " + format, self.client_address[0], *args)
+
+        def _reply(self, status: int, body: str, kind: str = "text/plain") -> None:
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", f"{kind}; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _serve(self, function: str | None, args: str | None) -> None:
+            from squall.drpc.server import Call, Caller
+            caller = Caller("http", self.client_address[0],
+                            {k.lower(): v for k, v in self.headers.items()})
+            try:
+                if function is None:
+                    out = json.dumps(server.handle(Call("functions"), caller))
+                else:
+                    out = server.handle(Call("execute", function=function, args=args or ""),
+                                        caller)
+            except DRPCError as exc:
+                code = {grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+                        grpc.StatusCode.UNAVAILABLE: 503}.get(_grpc_code(exc), 400)
+                self._reply(code, f"{exc}\n")
+                return
+            except Exception as exc:   # report, keep serving
+                log.exception("DRPC http request failed")
+                self._reply(500, f"{type(exc).__name__}: {exc}\n")
+                return
+            self._reply(200, out, "application/json")
+
+        def _path(self) -> list[str] | None:
+            parts = self.path.split("?", 1)[0].split("/")
+            if len(parts) < 2 or parts[1] != "drpc":
+                self._reply(404, "not found: use /drpc/<function>/<args>\n")
+                return None
+            return parts[2:]
+
+        def do_GET(self) -> None:
+            parts = self._path()
+            if parts is None:
+                return
+            if not parts or parts == [""]:
+                self._serve(None, None)
+            elif len(parts) == 1:
+                self._serve(unquote(parts[0]), "")
+            else:
+                self._serve(unquote(parts[0]), unquote("/".join(parts[1:])))
+
+        def do_POST(self) -> None:
+            parts = self._path()
+            if parts is None:
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if len(parts) != 1 or not parts[0] or length > MAX_BODY:
+                self._reply(400, "POST /drpc/<function> with the args as the body (at most "
+                                 f"{MAX_BODY} bytes)\n")
+                return
+            body = self.rfile.read(length).decode("utf-8", "replace")
+            self._serve(unquote(parts[0]), body)
+
+    httpd = ThreadingHTTPServer((host, port), Handler)
+    httpd.daemon_threads = True
+    return httpd

@@ -1,0 +1,13 @@
+"""What runs a compiled Trident topology in the workers.
+
+======================  =========================  =========================================
+part                    module                     where to start reading
+======================  =========================  =========================================
+master coordinator      :mod:`.coordinator`        ``TridentCoordinator.next_tuple``
+one bolt of the plan    :mod:`.bolt`               ``TridentBolt.process``: pieces, commits
+a batch in a bolt       :mod:`.batch`              ``BatchTracker``: attempts, completeness
+operations on rows      :mod:`.evaluate`           ``Evaluator.run``: one call per node
+batch sources           :mod:`.sources`            ``SpoutSource``, ``DRPCSource``
+======================  =========================  =========================================
+"""
+from __future__ import annotations

@@ -1,0 +1,124 @@
+"""The master batch coordinator (Storm's ``MasterBatchCoordinator``): a spout that numbers
+batches and runs their two phases.
+
+- It emits ``(txid, attempt, info)`` on ``$batch`` (tracked by the acker) for up to
+  ``topology.max.spout.pending`` batches at once (1 when unset), at most one every
+  ``topology.trident.batch.emit.interval.millis``. Batches are processed concurrently.
+  ``info`` holds, per partitioned spout of the group, what its coordinator's
+  ``get_partitions_for_batch()`` said (the same for every try of a txid); a batch starts
+  only when every such coordinator ``is_ready(txid)``.
+- When batch ``txid`` is acked and ``txid - 1`` has committed, it emits ``(txid, attempt)``
+  on ``$commit``: commits happen strictly in txid order, one at a time, with no gap.
+- A failed batch or commit restarts that txid and every later one in flight, each with a new
+  attempt id (attempt ids increase across restarts of the coordinator too).
+- The last committed txid is kept in the cluster state store (ZooKeeper on a cluster) under
+  ``/trident/<topology name>/coordinators/<stream names>``, so a restarted coordinator, or a
+  resubmitted topology of the same name, continues with the next txid. A group of DRPC
+  streams only keeps nothing (a request does not outlive its caller's wait).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from squall.api.component import Spout
+from squall.api.tuple import Stream
+from squall.trident import plan
+from squall.trident.runtime.meta import MetaStore
+
+log = logging.getLogger(__name__)
+
+PROCESSING, PROCESSED, COMMITTING = "processing", "processed", "committing"
+
+
+class TridentCoordinator(Spout):
+    outputs = [Stream(["txid", "attempt", "info"], name="$batch"),
+               Stream(["txid", "attempt"], name="$commit")]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        own = conf.get("trident.coordinator") or {}
+        self.store = (MetaStore(conf, f"/trident/{context.topology_name}/coordinators")
+                      if own.get("durable", True) else None)
+        self.key = str(own.get("key", "default"))
+        self.max_pending = max(1, int(conf.get("topology.max.spout.pending") or 1))
+        self.interval = float(conf.get("topology.trident.batch.emit.interval.millis")
+                              or 0) / 1000.0
+        saved = self.store.get(self.key) if self.store is not None else None
+        self.committed = int(saved["committed"]) if saved else 0
+        self.coordinators = {s["name"]: plan.from_json(s["spout"]).get_coordinator(conf, context)
+                             for s in own.get("partitioned", [])}
+        #: txid -> the partition info of its batch, kept for replays until it commits
+        self.infos: dict[int, dict[str, Any]] = {}
+        #: txid -> [attempt, phase] of the batches in flight
+        self.active: dict[int, list[Any]] = {}
+        self.last_attempt = 0
+        self.last_emit = 0.0
+        log.info("trident coordinator %s: continuing after committed txid %d", self.key,
+                 self.committed)
+
+    def _attempt(self) -> int:
+        # increasing across restarts: a bolt that still holds an old attempt's rows never
+        # takes a new attempt for it
+        self.last_attempt = max(self.last_attempt + 1, time.time_ns() // 1000)
+        return self.last_attempt
+
+    def next_tuple(self) -> None:
+        nxt = self.committed + 1
+        status = self.active.get(nxt)
+        if status is not None and status[1] == PROCESSED:
+            status[1] = COMMITTING
+            self.emit([nxt, status[0]], "$commit", tup_id=("c", nxt, status[0]))
+        if len(self.active) >= self.max_pending:
+            return
+        now = time.monotonic()
+        if now - self.last_emit < self.interval:
+            return
+        txid = nxt
+        while txid in self.active:
+            txid += 1
+        info = self.infos.get(txid)
+        if info is None:
+            if not all(c.is_ready(txid) for c in self.coordinators.values()):
+                return
+            info = self.infos[txid] = {name: c.get_partitions_for_batch()
+                                       for name, c in self.coordinators.items()}
+        attempt = self._attempt()
+        self.active[txid] = [attempt, PROCESSING]
+        self.last_emit = now
+        self.emit([txid, attempt, info], "$batch", tup_id=("b", txid, attempt))
+
+    def _current(self, tup_id: Any) -> list[Any] | None:
+        _, txid, attempt = tup_id
+        status = self.active.get(txid)
+        return status if status is not None and status[0] == attempt else None
+
+    def ack(self, tup_id: Any) -> None:
+        status = self._current(tup_id)
+        if status is None:
+            return                       # an attempt that was restarted meanwhile
+        kind, txid, _ = tup_id
+        if kind == "b":
+            status[1] = PROCESSED
+            return
+        self.committed = txid
+        del self.active[txid]
+        self.infos.pop(txid, None)
+        if self.store is not None:
+            self.store.put(self.key, {"committed": txid})
+
+    def fail(self, tup_id: Any) -> None:
+        if self._current(tup_id) is None:
+            return
+        kind, txid, _ = tup_id
+        log.warning("trident: %s of txid %d failed; restarting it and the %d later batches "
+                    "in flight", "batch" if kind == "b" else "commit", txid,
+                    sum(1 for t in self.active if t > txid))
+        for t in [t for t in self.active if t >= txid]:
+            del self.active[t]
+
+    def close(self) -> None:
+        for c in self.coordinators.values():
+            c.close()
+        if self.store is not None:
+            self.store.close()

@@ -1,0 +1,303 @@
+"""Running a bolt's operations on a batch: one call per node, over all the batch's rows.
+
+An :class:`Evaluator` is built per task from the bolt's plan (the nodes of :mod:`..graph`
+this bolt runs, parents first). A batch runs in two stages:
+
+- ``process``: every node not downstream of a ``persist`` node, once all the batch's rows
+  are here; ``persist`` nodes prepare what they will write (combined values per key);
+- ``commit``: inside the commit of the txid, ``persist`` nodes write their state and the
+  nodes after them (the new values stream) run.
+
+Rows are plain tuples. Operations raise to fail the batch. Runs on the worker's loop thread.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
+
+from squall.trident import plan
+from squall.trident.aggregators import (
+    Aggregator, CombinerAggregator, Count, ReducerAggregator, Sum,
+)
+from squall.trident.operations import Filter
+from squall.trident.state.factory import MapStateFactory
+from squall.trident.state.map_state import MapState
+from squall.trident.tuple import TridentCollector, TridentTuple
+
+Row = tuple[Any, ...]
+Rows = list[Row]
+
+
+def projector(index: list[int]) -> Callable[[Row], Row]:
+    """A function picking ``index`` positions of a row as a tuple."""
+    if not index:
+        return lambda r: ()
+    if len(index) == 1:
+        i = index[0]
+        return lambda r: (r[i],)
+    return itemgetter(*index)  # type: ignore[return-value]
+
+
+class NodeRun:
+    """One node of the plan in one task: its operation and how it reads its parent."""
+
+    def __init__(self, d: dict[str, Any], fields_of: dict[int, list[str]]) -> None:
+        self.id: int = d["id"]
+        self.kind: str = d["kind"]
+        self.fields: list[str] = d["fields"]
+        self.parents: list[int] = d["parents"]
+        self.params: dict[str, Any] = d["params"]
+        self.op: Any = plan.from_json(d["op"]) if "op" in d else None
+        self.factory = MapStateFactory.from_json(d["state"]) if "state" in d else None
+        self.state: MapState | None = None
+        parent = fields_of.get(self.parents[0], []) if self.parents else []
+        ins = self.params.get("in", [])
+        self.in_index = {f: i for i, f in enumerate(ins)}
+        self.proj = projector([parent.index(f) for f in ins])
+        self.group = projector([parent.index(f) for f in self.params.get("group", [])])
+        self.grouped = bool(self.params.get("group"))
+
+
+class Evaluator:
+    """The nodes of one bolt, for one task (see the module docstring)."""
+
+    def __init__(self, nodes: list[dict[str, Any]],
+                 deliver: Callable[[dict[str, Any], Rows], None]) -> None:
+        fields_of: dict[int, list[str]] = {}
+        self.nodes: list[NodeRun] = []
+        for d in nodes:
+            # only entry nodes (partition, merge, join) have parents in another bolt, and
+            # they read no fields by name
+            self.nodes.append(NodeRun(d, fields_of))
+            fields_of[d["id"]] = d["fields"]
+        post: set[int] = set()
+        for n in self.nodes:
+            if n.kind == "persist" or any(p in post for p in n.parents):
+                post.add(n.id)
+        self.pre = [n for n in self.nodes if n.id not in post]
+        self.post = [n for n in self.nodes if n.id in post]
+        self.persists = [n for n in self.nodes if n.kind == "persist"]
+        self._deliver = deliver
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        for n in self.nodes:
+            if n.op is not None and hasattr(n.op, "prepare"):
+                n.op.prepare(conf, context)
+            if n.factory is not None:
+                n.state = n.factory.make_state()
+
+    def cleanup(self) -> None:
+        for n in self.nodes:
+            if n.op is not None and hasattr(n.op, "cleanup"):
+                n.op.cleanup()
+            if n.state is not None:
+                n.state.close()
+
+    # -- stages ------------------------------------------------------------------------------
+    def process(self, rows: dict[int, Rows], slots: dict[int, list[Rows]], txid: int,
+                meta: dict[str, Any], prepared: dict[int, Any]) -> None:
+        """Run the pre-commit nodes; ``rows`` has the sources' rows and receives every node's
+        output; ``prepared`` receives what persist nodes will write."""
+        for n in self.pre:
+            rows[n.id] = self._run(n, rows, slots, txid, meta)
+        for n in self.persists:
+            if all(p in rows for p in n.parents):
+                prepared[n.id] = self._prepare(n, rows[n.parents[0]])
+
+    def commit(self, rows: dict[int, Rows], prepared: dict[int, Any], txid: int,
+               meta: dict[str, Any]) -> None:
+        """Write the states (in txid order, the caller guarantees it) and run the nodes
+        after them; their outputs land in ``rows``."""
+        for n in self.post:
+            if n.kind == "persist":
+                rows[n.id] = self._write(n, prepared[n.id], txid)
+            else:
+                rows[n.id] = self._run(n, rows, {}, txid, meta)
+
+    # -- one node ----------------------------------------------------------------------------
+    def _run(self, n: NodeRun, rows: dict[int, Rows], slots: dict[int, list[Rows]], txid: int,
+             meta: dict[str, Any]) -> Rows:
+        kind = n.kind
+        if kind in ("spout", "drpc"):
+            return rows[n.id]
+        if kind in ("partition", "merge"):
+            return [r for part in slots.get(n.id, ()) for r in part]
+        if kind == "join":
+            return _join(n, slots.get(n.id, [[], []]))
+        src = rows[n.parents[0]]
+        if kind == "each":
+            return _each(n, src)
+        if kind == "filter":
+            return _filter(n, src)
+        if kind == "map":
+            return _map(n, src)
+        if kind == "project":
+            return [n.proj(r) for r in src]
+        if kind == "peek":
+            for r in src:
+                n.op.accept(TridentTuple(n.proj(r), n.in_index))
+            return src
+        if kind == "aggregate":
+            return _aggregate(n, src, txid)
+        if kind == "state_query":
+            return _query(n, src)
+        if kind == "return":
+            self._deliver(meta, src)
+            return []
+        raise RuntimeError(f"unknown Trident node kind {kind!r}")
+
+    def _prepare(self, n: NodeRun, src: Rows) -> Any:
+        op, idx = n.op, n.in_index
+        if n.params.get("mode") == "updater":
+            return [TridentTuple(n.proj(r), idx) for r in src]
+        if isinstance(op, CombinerAggregator):
+            return _combine(n, src)
+        groups: dict[Row, list[TridentTuple]] = {}
+        for r in src:
+            groups.setdefault(n.group(r), []).append(TridentTuple(n.proj(r), idx))
+        return groups
+
+    def _write(self, n: NodeRun, prepared: Any, txid: int) -> Rows:
+        state = n.state
+        assert state is not None
+        op = n.op
+        state.begin_commit(txid)
+        try:
+            if n.params.get("mode") == "updater":
+                collector = TridentCollector()
+                op.update_state(state, prepared, collector)
+                return collector.out
+            keys = list(prepared)
+            if isinstance(op, CombinerAggregator):
+                def combined(v: Any) -> Callable[[Any], Any]:
+                    return lambda old: v if old is None else op.combine(old, v)
+                updaters = [combined(prepared[k]) for k in keys]
+            else:
+                def reduced(ts: list[TridentTuple]) -> Callable[[Any], Any]:
+                    def fold(old: Any) -> Any:
+                        cur = op.init() if old is None else old
+                        for t in ts:
+                            cur = op.reduce(cur, t)
+                        return cur
+                    return fold
+                updaters = [reduced(prepared[k]) for k in keys]
+            new = state.multi_update(keys, updaters)
+            return [k + (v,) for k, v in zip(keys, new)]
+        finally:
+            state.commit(txid)
+
+
+def _each(n: NodeRun, src: Rows) -> Rows:
+    op, proj, idx = n.op, n.proj, n.in_index
+    if isinstance(op, Filter):
+        return [r for r in src if op.is_keep(TridentTuple(proj(r), idx))]
+    collector = TridentCollector()
+    execute = op.execute
+    for r in src:
+        collector.set_prefix(r)
+        execute(TridentTuple(proj(r), idx), collector)
+    return collector.out
+
+
+def _filter(n: NodeRun, src: Rows) -> Rows:
+    keep, proj, idx = n.op.is_keep, n.proj, n.in_index
+    return [r for r in src if keep(TridentTuple(proj(r), idx))]
+
+
+def _map(n: NodeRun, src: Rows) -> Rows:
+    execute, proj, idx = n.op.execute, n.proj, n.in_index
+    if n.params.get("flat"):
+        return [tuple(v) for r in src for v in execute(TridentTuple(proj(r), idx))]
+    return [tuple(execute(TridentTuple(proj(r), idx))) for r in src]
+
+
+def _aggregate(n: NodeRun, src: Rows, txid: int) -> Rows:
+    op, proj, idx, group = n.op, n.proj, n.in_index, n.group
+    if isinstance(op, CombinerAggregator):
+        acc = _combine(n, src)
+        if not n.grouped and not acc:
+            return [(op.zero(),)]
+        return [k + (v,) for k, v in acc.items()]
+    if isinstance(op, ReducerAggregator):
+        red: dict[Row, Any] = {}
+        for r in src:
+            k = group(r)
+            red[k] = op.reduce(red[k] if k in red else op.init(), TridentTuple(proj(r), idx))
+        if not n.grouped and not red:
+            return [(op.init(),)]
+        return [k + (v,) for k, v in red.items()]
+    assert isinstance(op, Aggregator)
+    collector = TridentCollector()
+    states: dict[Row, Any] = {}
+    if not n.grouped:
+        states[()] = op.init(txid, collector)
+    for r in src:
+        k = group(r)
+        collector.set_prefix(k)
+        if k not in states:
+            states[k] = op.init(txid, collector)
+        new = op.aggregate(states[k], TridentTuple(proj(r), idx), collector)
+        if new is not None:
+            states[k] = new
+    for k, st in states.items():
+        collector.set_prefix(k)
+        op.complete(st, collector)
+    return collector.out
+
+
+def _combine(n: NodeRun, src: Rows) -> dict[Row, Any]:
+    """A combiner's value per group over ``src``. ``Count`` and ``Sum`` themselves (not
+    subclasses, which may change them) are folded without a call per row."""
+    op, group = n.op, n.group
+    kind = type(op)
+    if kind is Count:
+        return dict(Counter(map(group, src)))
+    if kind is Sum:
+        first = n.proj
+        sums: dict[Row, Any] = {}
+        get = sums.get
+        for r in src:
+            k = group(r)
+            v = first(r)[0]
+            sums[k] = get(k, 0) + (0 if v is None else v)
+        return sums
+    proj, idx = n.proj, n.in_index
+    acc: dict[Row, Any] = {}
+    for r in src:
+        k = group(r)
+        v = op.init(TridentTuple(proj(r), idx))
+        acc[k] = op.combine(acc[k], v) if k in acc else v
+    return acc
+
+
+def _query(n: NodeRun, src: Rows) -> Rows:
+    op, proj, idx = n.op, n.proj, n.in_index
+    views = [TridentTuple(proj(r), idx) for r in src]
+    results = op.batch_retrieve(n.state, views) if views else []
+    collector = TridentCollector()
+    for r, view, res in zip(src, views, results):
+        collector.set_prefix(r)
+        op.execute(view, res, collector)
+    return collector.out
+
+
+def _join(n: NodeRun, sides: list[Rows]) -> Rows:
+    left, right = (sides + [[], []])[:2]
+    if not left or not right:
+        return []
+    i1, i2 = n.params["index"]
+    key1, key2 = projector(i1), projector(i2)
+    rest1 = projector([i for i in range(len(left[0])) if i not in i1])
+    rest2 = projector([i for i in range(len(right[0])) if i not in i2])
+    index: dict[Row, list[Row]] = {}
+    for r in right:
+        index.setdefault(key2(r), []).append(rest2(r))
+    return [key1(r) + rest1(r) + other for r in left for other in index.get(key1(r), ())]
+
+
+def result_json(rows: Rows) -> str:
+    """A DRPC result: the JSON of the result rows."""
+    return json.dumps([list(r) for r in rows])

@@ -1,0 +1,103 @@
+"""What a topology names a state by: a kind and a backend with its options.
+
+``MemoryMapState()`` / ``MemoryMapState.transactional()`` / ``.opaque()`` /
+``.non_transactional()`` and ``RedisMapState.transactional(host=, port=, db=, key_prefix=)``
+and likewise return a :class:`MapStateFactory`; it travels to the workers as JSON and
+``make_state()`` builds the task's :class:`~squall.trident.state.map_state.MapState` there.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from squall.trident.state.map_state import KINDS, BackingMap, MapState
+
+
+class MapStateFactory:
+    """A state's kind and backend; built by the ``*MapState`` classes, not directly."""
+
+    def __init__(self, backend: str, kind: str, options: dict[str, Any]) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown map state kind {kind!r}; kinds: {', '.join(KINDS)}")
+        self.backend = backend
+        self.kind = kind
+        self.options = options
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "kind": self.kind, "options": dict(self.options)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> MapStateFactory:
+        return cls(d["backend"], d["kind"], dict(d["options"]))
+
+    def make_state(self) -> MapState:
+        return KINDS[self.kind](self._backing())
+
+    def _backing(self) -> BackingMap:
+        if self.backend == "memory":
+            from squall.trident.state.memory import MemoryBackingMap
+            return MemoryBackingMap(self.options["id"])
+        if self.backend == "redis":
+            from squall.trident.state.redis import RedisBackingMap
+            return RedisBackingMap(**self.options)
+        raise ValueError(f"unknown map state backend {self.backend!r}")
+
+    @property
+    def state_id(self) -> str:
+        """The memory state's id (see :func:`squall.trident.state.memory.stored`)."""
+        return str(self.options.get("id", ""))
+
+    def __repr__(self) -> str:
+        return f"MapStateFactory({self.backend!r}, {self.kind!r})"
+
+
+class MemoryMapState:
+    """A map state in this process's memory (LocalCluster, tests, one-worker topologies).
+
+    ``MemoryMapState()`` is transactional; ``state_id`` names it (one is made up otherwise)."""
+
+    def __new__(cls, state_id: str | None = None) -> MapStateFactory:  # type: ignore[misc]
+        return cls.transactional(state_id)
+
+    @staticmethod
+    def _make(kind: str, state_id: str | None) -> MapStateFactory:
+        return MapStateFactory("memory", kind, {"id": state_id or f"mem-{uuid.uuid4().hex}"})
+
+    @classmethod
+    def transactional(cls, state_id: str | None = None) -> MapStateFactory:
+        return cls._make("transactional", state_id)
+
+    @classmethod
+    def opaque(cls, state_id: str | None = None) -> MapStateFactory:
+        return cls._make("opaque", state_id)
+
+    @classmethod
+    def non_transactional(cls, state_id: str | None = None) -> MapStateFactory:
+        return cls._make("non_transactional", state_id)
+
+
+class RedisMapState:
+    """A map state in Redis: one string per key, ``key_prefix`` + the key's JSON."""
+
+    @staticmethod
+    def _make(kind: str, host: str, port: int, db: int, key_prefix: str,
+              password: str | None) -> MapStateFactory:
+        return MapStateFactory("redis", kind, {"host": host, "port": int(port), "db": int(db),
+                                               "key_prefix": key_prefix, "password": password})
+
+    @classmethod
+    def transactional(cls, host: str = "127.0.0.1", port: int = 6379, db: int = 0,
+                      key_prefix: str = "trident:", password: str | None = None
+                      ) -> MapStateFactory:
+        return cls._make("transactional", host, port, db, key_prefix, password)
+
+    @classmethod
+    def opaque(cls, host: str = "127.0.0.1", port: int = 6379, db: int = 0,
+               key_prefix: str = "trident:", password: str | None = None) -> MapStateFactory:
+        return cls._make("opaque", host, port, db, key_prefix, password)
+
+    @classmethod
+    def non_transactional(cls, host: str = "127.0.0.1", port: int = 6379, db: int = 0,
+                          key_prefix: str = "trident:", password: str | None = None
+                          ) -> MapStateFactory:
+        return cls._make("non_transactional", host, port, db, key_prefix, password)

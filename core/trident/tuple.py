@@ -1,0 +1,67 @@
+"""What Trident operations see and emit: :class:`TridentTuple` and the collectors.
+
+A batch's rows travel as plain Python tuples; an operation receives a :class:`TridentTuple`,
+a read-only view of one row restricted to the operation's input fields (``tup["word"]``,
+``tup[0]``, ``tup.values``). Collectors gather what an operation emits for the rest of the
+chain. Everything here runs on the worker's loop thread, one batch at a time.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+
+class TridentTuple:
+    """One row as an operation sees it: the values of its input fields, by name or position."""
+
+    __slots__ = ("index", "values")
+
+    def __init__(self, values: tuple[Any, ...], index: dict[str, int]) -> None:
+        self.values = values
+        self.index = index
+
+    @property
+    def fields(self) -> list[str]:
+        return sorted(self.index, key=self.index.__getitem__)
+
+    def __getitem__(self, key: str | int) -> Any:
+        if isinstance(key, int):
+            return self.values[key]
+        try:
+            return self.values[self.index[key]]
+        except KeyError:
+            raise KeyError(f"no field {key!r} in this operation's input; fields: "
+                           f"{self.fields}") from None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.values)
+
+    def __repr__(self) -> str:
+        return f"TridentTuple({dict(zip(self.fields, self.values))!r})"
+
+
+class TridentCollector:
+    """Collects the values an operation emits; ``emit(values)`` appends one output row.
+
+    For ``each`` the runtime prefixes every emitted row with the input row (Trident appends a
+    function's output fields to its input); ``report_error`` logs through the operation's
+    logger without failing the batch (raise to fail it)."""
+
+    __slots__ = ("_prefix", "out")
+
+    def __init__(self) -> None:
+        self.out: list[tuple[Any, ...]] = []
+        self._prefix: tuple[Any, ...] = ()
+
+    def set_prefix(self, prefix: tuple[Any, ...]) -> None:
+        self._prefix = prefix
+
+    def emit(self, values: Sequence[Any]) -> None:
+        self.out.append(self._prefix + (values if type(values) is tuple else tuple(values)))
+
+    def report_error(self, error: BaseException | str) -> None:
+        import logging
+        logging.getLogger("squall.trident.operation").error("%s", error)

@@ -1,0 +1,122 @@
+"""The DRPC server over real sockets: a Trident topology (LocalCluster) serving a function
+fetched from the server, answered the same over gRPC and HTTP; bad requests; a request whose
+topology is gone; the ``squall drpc`` command."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import DRPCClient, LocalCluster
+from squall.daemon.dev_zookeeper import free_port
+from squall.drpc import DRPCServer
+from squall.errors import DRPCError
+from squall.testing.waiting import wait_until
+from squall.trident import (
+    Count, FixedBatchSpout, Function, MapGet, MemoryMapState, Sum, TridentTopology,
+)
+
+WORDS = [["the"], ["cow"], ["the"], ["moon"], ["the"]]
+
+
+class Split(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        for w in tup["args"].split():
+            collector.emit([w])
+
+
+@pytest.fixture
+def server() -> Iterator[DRPCServer]:
+    s = DRPCServer({"drpc.host": "127.0.0.1", "drpc.port": 0, "drpc.http.port": 0,
+                    "drpc.request.timeout.secs": 3}).start()
+    yield s
+    s.stop()
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_a_topology_serves_drpc_over_grpc_and_http(server: DRPCServer) -> None:
+    conf = {"drpc.servers": [f"127.0.0.1:{server.port}"], "drpc.request.timeout.secs": 3,
+            "topology.trident.batch.emit.interval.millis": 5}
+    t = TridentTopology()
+    counts = t.new_stream("words", FixedBatchSpout(["word"], 2, WORDS)).group_by(
+        ["word"]).persistent_aggregate(MemoryMapState(), Count(), ["count"])
+    (t.new_drpc_stream("count").each(["args"], Split(), ["word"]).group_by(["word"])
+     .state_query(counts, ["word"], MapGet(), ["count"]).aggregate(["count"], Sum(), ["sum"]))
+    client = DRPCClient(conf)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("drpc-served", conf, t.build())
+        wait_until(lambda: client.execute("count", "the cow") == "[[4]]", timeout=60,
+                   message="the counts through DRPC")
+        assert _get(server.http_port, "/drpc/count/the%20moon%20nosuch") == (200, "[[4]]")
+        assert client.execute("count", "the moon nosuch") == "[[4]]"
+        # the function list the server publishes
+        status, body = _get(server.http_port, "/drpc")
+        assert status == 200 and [f["function"] for f in json.loads(body)] == ["count"]
+        assert json.loads(body)[0]["last_fetch_secs_ago"] >= 0
+        # bad requests: one clear error each, the server keeps serving
+        status, body = _get(server.http_port, "/drpc/a%2Fb/x")
+        assert status == 400 and "bad DRPC function name" in body
+        assert _get(server.http_port, "/nothing")[0] == 404
+        with pytest.raises(DRPCError, match="bad DRPC function name"):
+            client.execute("", "x")
+        assert client.execute("count", "cow") == "[[1]]"
+        cluster.kill_topology("drpc-served")
+        # its topology is gone: the request times out (drpc.request.timeout.secs) clearly
+        wait_until(lambda: _times_out(client), timeout=60)
+    status, body = _get(server.http_port, "/drpc/count/cow")
+    assert status == 504 and "timed out after 3 s" in body
+
+
+def _times_out(client: DRPCClient) -> bool:
+    try:
+        client.execute("count", "cow")
+    except DRPCError as exc:
+        assert "timed out after 3 s (drpc.request.timeout.secs)" in str(exc)
+        return True
+    return False
+
+
+def test_no_server_answering_is_a_clear_error() -> None:
+    client = DRPCClient({"drpc.servers": [f"127.0.0.1:{free_port()}"]})
+    with pytest.raises(DRPCError, match="no DRPC server answered"):
+        client.execute("count", "x")
+    with pytest.raises(DRPCError, match="set drpc.servers"):
+        DRPCClient({})
+
+
+def test_squall_drpc_command_serves_until_terminated(tmp_path: Path) -> None:
+    grpc_port, http_port = free_port(), free_port()
+    cfg = tmp_path / "squall.yaml"
+    cfg.write_text(f"drpc.port: {grpc_port}\ndrpc.http.port: {http_port}\n"
+                   "drpc.host: 127.0.0.1\ndrpc.request.timeout.secs: 1\n")
+    proc = subprocess.Popen([sys.executable, "-m", "squall.cli.main", "--config", str(cfg),
+                             "drpc"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: _answers(http_port), timeout=60, message="squall drpc answers")
+        client = DRPCClient({"drpc.servers": [f"127.0.0.1:{grpc_port}"]})
+        with pytest.raises(DRPCError, match="timed out after 1 s"):
+            client.execute("nobody", "x")
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+
+
+def _answers(port: int) -> bool:
+    try:
+        return _get(port, "/drpc")[0] == 200
+    except OSError:
+        return False

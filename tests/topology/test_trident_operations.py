@@ -1,0 +1,135 @@
+"""Every kind of Trident operation in LocalCluster, on one batch of two spouts sharing a
+coordinator: the rows each one outputs."""
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from typing import Any
+
+from squall import LocalCluster
+from squall.testing.waiting import wait_until
+from squall.trident import (
+    Aggregator, Consumer, Count, Filter, FixedBatchSpout, FlatMapFunction, MapFunction,
+    MemoryMapState, ReducerAggregator, StateUpdater, TridentTopology,
+)
+
+_LOCK = threading.Lock()
+SEEN: dict[str, list[tuple[Any, ...]]] = {}
+
+
+class Record(Consumer):
+    def __init__(self, tag: str, name: str) -> None:
+        self.key = f"{tag}:{name}"
+
+    def accept(self, tup: Any) -> None:
+        with _LOCK:
+            SEEN.setdefault(self.key, []).append(tuple(tup.values))
+
+
+class Commits(StateUpdater):
+    def __init__(self, tag: str) -> None:
+        self.key = f"{tag}:commits"
+
+    def update_state(self, state: Any, tuples: Any, collector: Any) -> None:
+        with _LOCK:
+            SEEN.setdefault(self.key, []).append((state.txid,))
+
+
+class Upper(MapFunction):
+    def execute(self, tup: Any) -> Any:
+        return [tup["x"].upper()]
+
+
+class Twice(FlatMapFunction):
+    def execute(self, tup: Any) -> Any:
+        return [[tup["x"]], [tup["x"]]]
+
+
+class NotB(Filter):
+    def is_keep(self, tup: Any) -> bool:
+        return bool(tup["x"] != "b")
+
+
+class Concat(ReducerAggregator):
+    def init(self) -> str:
+        return ""
+
+    def reduce(self, curr: str, tup: Any) -> str:
+        return curr + tup["x"]
+
+
+class FirstLast(Aggregator):
+    def init(self, batch_id: Any, collector: Any) -> list[str]:
+        return []
+
+    def aggregate(self, state: list[str], tup: Any, collector: Any) -> None:
+        state.append(tup["x"])
+
+    def complete(self, state: list[str], collector: Any) -> None:
+        if state:
+            collector.emit([min(state), max(state)])
+
+
+def test_operations_on_a_batch() -> None:
+    tag = uuid.uuid4().hex
+    t = TridentTopology()
+    s1 = t.new_stream("a", FixedBatchSpout(["k", "x"], 10, [[1, "a"], [2, "b"], [1, "c"]]))
+    s2 = t.new_stream("b", FixedBatchSpout(["k2", "y"], 10, [[1, "p"], [3, "q"]]))
+
+    def rec(stream: Any, name: str) -> None:
+        stream.peek(Record(tag, name))
+    rec(t.join(s1, ["k"], s2, ["k2"], ["k", "x", "y"]), "join")
+    rec(t.merge(s1.project(["x"]), s2.project(["y"]), s1.map(Upper(), ["X"])), "merge")
+    rec(s1.map(Upper(), ["X"]), "map")
+    rec(s1.flat_map(Twice(), ["x"]), "flat_map")
+    rec(s1.filter(["x"], NotB()), "filter")
+    rec(s1.each(["x"], NotB()), "each-filter")
+    rec(s1.group_by(["k"]).aggregate(["x"], Concat(), ["xs"]), "grouped-reducer")
+    rec(s1.aggregate(["x"], FirstLast(), ["first", "last"]), "aggregator")
+    rec(s1.broadcast().parallelism_hint(2).partition_aggregate(Count(), ["n"]), "broadcast")
+    rec(s1.shuffle().parallelism_hint(2).global_().partition_aggregate(Count(), ["n"]),
+        "global")
+    rec(s1.batch_global().parallelism_hint(2).partition_aggregate(Count(), ["n"]),
+        "batch_global")
+    rec(s1.group_by(["k"]).partition_aggregate(["x"], Concat(), ["xs"]), "partition-grouped")
+    rec(s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"])
+        .new_values_stream(), "new-values")
+    moved = s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"])
+    rec(t.new_values_stream(moved).global_(), "new-values-moved")
+    s1.partition_persist(MemoryMapState(), ["k"], Commits(tag))
+    expected = {
+        "join": Counter([(1, "a", "p"), (1, "c", "p")]),
+        "merge": Counter([("a",), ("b",), ("c",), ("p",), ("q",), ("A",), ("B",), ("C",)]),
+        "map": Counter([("A",), ("B",), ("C",)]),
+        "flat_map": Counter([("a",), ("a",), ("b",), ("b",), ("c",), ("c",)]),
+        "filter": Counter([(1, "a"), (1, "c")]),
+        "each-filter": Counter([(1, "a"), (1, "c")]),
+        "grouped-reducer": Counter([(1, "ac"), (2, "b")]),
+        # an Aggregator runs once per batch even when it is empty: only batch 1 has rows
+        "aggregator": Counter([("a", "c")]),
+        "broadcast": Counter([(3,), (3,)]),
+        "global": Counter([(3,)]),
+        "batch_global": Counter([(3,)]),
+        "partition-grouped": Counter([(1, "ac"), (2, "b")]),
+        "new-values": Counter([(1, 2), (2, 1)]),
+        # made at commit, they travel to another bolt inside the commit
+        "new-values-moved": Counter([(1, 2), (2, 1)]),
+    }
+
+    def seen() -> dict[str, Counter[tuple[Any, ...]]]:
+        with _LOCK:
+            return {name: Counter(rows) for name in expected
+                    for rows in [[r for r in SEEN.get(f"{tag}:{name}", [])
+                                  if r not in ((0,),)]]}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("ops", {"topology.trident.batch.emit.interval.millis": 5},
+                                t.build())
+        wait_until(lambda: seen() == expected, timeout=60,
+                   message=lambda: f"operation outputs: {seen()}")
+        # the batches after it commit too, in order (every commit tree completes)
+        wait_until(lambda: len(SEEN.get(f"{tag}:commits", [])) >= 5, timeout=60)
+        with _LOCK:
+            commits = [txid for (txid,) in SEEN[f"{tag}:commits"]]
+        assert commits == list(range(1, len(commits) + 1))
+        assert not any(cluster.get_topology_info("ops")["errors"].values())

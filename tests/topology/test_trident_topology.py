@@ -1,0 +1,258 @@
+"""Trident topologies in LocalCluster: exact counts, commits in txid order, replays."""
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from squall import LocalCluster, LocalDRPC
+from squall.errors import DRPCError
+from squall.testing.waiting import wait_until
+from squall.trident import (
+    Count, FixedBatchSpout, Function, MapGet, MemoryMapState, StateUpdater, Sum,
+    TransactionalEmitter, TransactionalSpout, TridentTopology,
+)
+from squall.trident.state import memory
+
+SENTENCES = [["the cow jumped over the moon"], ["the man went to the store"],
+             ["four score and seven years ago"], ["how many apples can you eat"],
+             ["to be or not to be the person"], ["boom goes the dynamite"]]
+CONF = {"topology.trident.batch.emit.interval.millis": 5, "topology.max.spout.pending": 3,
+        "topology.message.timeout.secs": 20}
+
+#: what the tests observe in the worker (LocalCluster runs in this process)
+_LOCK = threading.Lock()
+EMITTED: dict[str, list[tuple[int, list[list[Any]]]]] = {}
+COMMITS: dict[str, list[int]] = {}
+ARMED: set[str] = set()
+
+
+class RecordingSpout(FixedBatchSpout):
+    """A FixedBatchSpout that records every batch it emits, under its ``tag``."""
+
+    tag = ""
+
+    def emit_batch(self, txid: int, collector: Any) -> None:
+        with _LOCK:
+            EMITTED.setdefault(self.tag, []).append((txid, self.batch_for(txid)))
+        super().emit_batch(txid, collector)
+
+
+class Split(Function):
+    """Splits sentences; raises on the word "boom" while the tag is armed (once)."""
+
+    tag = ""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        for w in tup["sentence"].split():
+            if w == "boom" and self.tag in ARMED:
+                ARMED.discard(self.tag)
+                raise RuntimeError("injected failure")
+            collector.emit([w])
+
+
+class RecordCommits(StateUpdater):
+    tag = ""
+
+    def update_state(self, state: Any, tuples: Any, collector: Any) -> None:
+        with _LOCK:
+            COMMITS.setdefault(self.tag, []).append(state.txid)
+
+
+def _spout(tag: str, cycle: bool = False) -> RecordingSpout:
+    spout = RecordingSpout(["sentence"], 2, SENTENCES, cycle=cycle)
+    spout.tag = tag
+    return spout
+
+
+def _split(tag: str) -> Split:
+    split = Split()
+    split.tag = tag
+    return split
+
+
+def _expected() -> Counter[str]:
+    return Counter(w for (s,) in SENTENCES for w in s.split())
+
+
+def _counts(state_id: str) -> dict[str, int]:
+    return {k[0]: v[1] for k, v in memory.stored(state_id).items()}
+
+
+@pytest.fixture
+def cluster() -> Any:
+    with LocalCluster() as c:
+        yield c
+
+
+def test_word_count_exact_with_a_failed_batch_replayed(cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex
+    ARMED.add(tag)
+    t = TridentTopology()
+    state = MemoryMapState.transactional(f"wc-{tag}")
+    words = t.new_stream("sentences", _spout(tag)).each(["sentence"], _split(tag), ["word"])
+    words.shuffle().parallelism_hint(2).group_by(["word"]).persistent_aggregate(
+        state, Count(), ["count"]).parallelism_hint(3)
+    updater = RecordCommits()
+    updater.tag = tag
+    t.new_stream("commits", _spout(tag + "-c")).partition_persist(
+        MemoryMapState(), ["sentence"], updater)
+    cluster.submit_topology("trident-wc", CONF, t.build())
+    expected = _expected()
+    wait_until(lambda: _counts(f"wc-{tag}") == expected, timeout=60,
+               message="exact word counts")
+    # the failing batch (txid 3 holds "boom") was replayed with the same txid and rows
+    with _LOCK:
+        emitted = list(EMITTED[tag])
+    third = [rows for txid, rows in emitted if txid == 3]
+    assert len(third) >= 2 and all(rows == third[0] for rows in third)
+    assert third[0] == SENTENCES[4:6]
+    # every key stores the txid of the batch that last changed it (transactional layout)
+    stored = memory.stored(f"wc-{tag}")
+    assert stored[("boom",)] == [3, 1]
+    assert stored[("cow",)] == [1, 1]
+    # commits of the other stream: in txid order with no gap, while batches overlapped
+    wait_until(lambda: len(COMMITS.get(tag, [])) >= 6, timeout=60)
+    with _LOCK:
+        commits = list(COMMITS[tag])
+    assert commits == list(range(1, len(commits) + 1))
+    assert tag not in ARMED
+
+
+class CountArgs(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        for w in tup["args"].split():
+            collector.emit([w])
+
+
+def test_drpc_query_reads_the_counts(cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex
+    with LocalDRPC({"drpc.request.timeout.secs": 60}) as drpc:
+        t = TridentTopology()
+        counts = (t.new_stream("sentences", _spout(tag))
+                  .each(["sentence"], _split(tag), ["word"])
+                  .group_by(["word"])
+                  .persistent_aggregate(MemoryMapState(f"q-{tag}"), Count(), ["count"]))
+        (t.new_drpc_stream("words", drpc)
+         .each(["args"], CountArgs(), ["word"])
+         .group_by(["word"])
+         .state_query(counts, ["word"], MapGet(), ["count"])
+         .aggregate(["count"], Sum(), ["sum"]))
+        (t.new_drpc_stream("each", drpc)
+         .each(["args"], CountArgs(), ["word"])
+         .state_query(counts, ["word"], MapGet(), ["count"])
+         .project(["word", "count"]))
+        cluster.submit_topology("trident-drpc", CONF, t.build())
+        expected = _expected()
+        wait_until(lambda: _counts(f"q-{tag}") == expected, timeout=60)
+        total = expected["the"] + expected["to"] + expected["cow"]
+        assert json.loads(drpc.execute("words", "the to cow nosuchword")) == [[total]]
+        assert json.loads(drpc.execute("each", "cow nosuchword")) == [
+            ["cow", 1], ["nosuchword", None]]
+        assert json.loads(drpc.execute("words", "")) == [[0]]
+
+
+def test_drpc_request_nobody_serves_times_out() -> None:
+    with LocalDRPC({"drpc.request.timeout.secs": 0.2}) as drpc:
+        with pytest.raises(DRPCError, match="timed out after 0.2 s"):
+            drpc.execute("nothing", "x")
+
+
+def test_word_count_exact_across_two_workers(cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex
+    ARMED.add(tag)
+    t = TridentTopology()
+    (t.new_stream("sentences", _spout(tag)).shuffle().parallelism_hint(3)
+     .each(["sentence"], _split(tag), ["word"])
+     .group_by(["word"])
+     .persistent_aggregate(MemoryMapState(f"w2-{tag}"), Count(), ["count"])
+     .parallelism_hint(2))
+    cluster.submit_topology("trident-2w", {**CONF, "topology.workers": 2,
+                                           "topology.acker.executors": 2}, t.build())
+    wait_until(lambda: _counts(f"w2-{tag}") == _expected(), timeout=60,
+               message="exact word counts across two workers")
+    assert tag not in ARMED
+
+
+# -- a transactional partitioned spout ------------------------------------------------------
+
+PARTITIONS = {"p0": [s for (s,) in SENTENCES[0::2]], "p1": [s for (s,) in SENTENCES[1::2]]}
+REPLAYS: dict[str, list[tuple[int, str, Any]]] = {}
+
+
+class ListCoordinator:
+    def get_partitions_for_batch(self) -> Any:
+        return sorted(PARTITIONS)
+
+    def is_ready(self, txid: int) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+class ListEmitter(TransactionalEmitter):
+    """Batches of two sentences of a partition; metadata: the [start, end) range."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def emit_partition_batch_new(self, txid: int, collector: Any, partition: Any,
+                                 last_partition_meta: Any) -> Any:
+        start = last_partition_meta["end"] if last_partition_meta else 0
+        meta = {"start": start, "end": min(start + 2, len(PARTITIONS[partition]))}
+        self.emit_partition_batch(txid, collector, partition, meta, replay=False)
+        return meta
+
+    def emit_partition_batch(self, txid: int, collector: Any, partition: Any,
+                             partition_meta: Any, replay: bool = True) -> None:
+        if replay:
+            with _LOCK:
+                REPLAYS.setdefault(self.tag, []).append((txid, partition, partition_meta))
+        for s in PARTITIONS[partition][partition_meta["start"]:partition_meta["end"]]:
+            collector.emit([s])
+
+
+class ListSpout(TransactionalSpout):
+    outputs = ["sentence"]
+    tag = ""
+
+    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
+        return ListCoordinator()
+
+    def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
+        return ListEmitter(self.tag)
+
+
+def test_transactional_partitioned_spout_replays_the_same_partition_batches(
+        cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex
+    ARMED.add(tag)
+    spout = ListSpout()
+    spout.tag = tag
+    t = TridentTopology()
+    (t.new_stream("parts", spout).parallelism_hint(2)
+     .each(["sentence"], _split(tag), ["word"])
+     .group_by(["word"])
+     .persistent_aggregate(MemoryMapState(f"tp-{tag}"), Count(), ["count"]))
+    cluster.submit_topology("trident-partitioned", CONF, t.build())
+    wait_until(lambda: _counts(f"tp-{tag}") == _expected(), timeout=60,
+               message="exact counts from a partitioned spout in two tasks")
+    assert tag not in ARMED
+    # "boom" is in p1's second batch: that txid was replayed from its kept metadata
+    with _LOCK:
+        replays = list(REPLAYS[tag])
+    assert ("p1", {"start": 2, "end": 3}) in [(p, m) for _, p, m in replays]
+
+
+def test_a_trident_topology_without_ackers_is_refused(cluster: LocalCluster) -> None:
+    from squall import TopologyError
+    t = TridentTopology()
+    t.new_stream("s", _spout("noack")).partition_persist(MemoryMapState(), ["sentence"],
+                                                         RecordCommits())
+    with pytest.raises(TopologyError, match="needs ackers"):
+        cluster.submit_topology("noack", {"topology.acker.executors": 0}, t.build())

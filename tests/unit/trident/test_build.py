@@ -1,0 +1,91 @@
+"""TridentTopology.build(): the topology it compiles to and the errors it gives."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from squall import LocalDRPC, TopologyError
+from squall.trident import (
+    Count, FixedBatchSpout, Function, MapGet, MemoryMapState, Sum, TridentTopology,
+)
+from squall.trident.runtime.evaluate import Evaluator
+
+
+class Split(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        for w in tup[0].split():
+            collector.emit([w])
+
+
+def _spout() -> FixedBatchSpout:
+    return FixedBatchSpout(["sentence"], 2, [["a b"], ["b c"]])
+
+
+def test_a_chain_of_operations_is_one_bolt_and_grouping_starts_another() -> None:
+    t = TridentTopology()
+    (t.new_stream("s", _spout()).each(["sentence"], Split(), ["word"])
+     .group_by(["word"]).persistent_aggregate(MemoryMapState(), Count(), ["count"])
+     .parallelism_hint(3))
+    topo = t.build()
+    assert sorted(topo.components) == ["$mastercoord-bg0", "b-1", "spout-s"]
+    assert topo.components["b-1"].parallelism == 3
+    kinds = {(i.component, i.stream, i.grouping) for i in topo.components["b-1"].inputs}
+    assert kinds == {("spout-s", "$e0", "direct"), ("$mastercoord-bg0", "$commit", "all")}
+    assert topo.to_json()           # travels as JSON: no object is pickled
+
+
+def test_a_drpc_stream_ends_in_a_return_bolt() -> None:
+    with LocalDRPC() as drpc:
+        t = TridentTopology()
+        counts = t.new_stream("s", _spout()).group_by(["sentence"]).persistent_aggregate(
+            MemoryMapState(), Count(), ["count"])
+        t.new_drpc_stream("f", drpc).state_query(counts, ["args"], MapGet(), ["count"]) \
+            .aggregate(["count"], Sum(), ["sum"])
+        topo = t.build()
+    # a coordinator per batch group; the DRPC stream's aggregate (b-3) and return (b-4)
+    assert sorted(topo.components) == ["$mastercoord-bg0", "$mastercoord-bg1", "b-1", "b-3",
+                                       "b-4", "spout-drpc-f", "spout-s"]
+    assert topo.components["b-4"].config["trident.plan"]["nodes"][-1]["kind"] == "return"
+
+
+class Local(Function):
+    pass
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda t: t.new_stream("s", _spout()).each(["nope"], Split(), ["w"]), "no field 'nope'"),
+    (lambda t: t.new_stream("s", _spout()).each(["sentence"], Split(), ["sentence"]),
+     "repeat a field"),
+    (lambda t: t.new_stream("s", _spout()).parallelism_hint(2), "runs in one task"),
+    (lambda t: t.new_stream("s", _spout()).group_by(["sentence"]).aggregate(
+        Count(), ["a", "b"]), "one output field"),
+    (lambda t: t.new_drpc_stream("f", object()), "expected a LocalDRPC"),
+])
+def test_bad_declarations_fail_with_a_clear_error(make: Any, message: str) -> None:
+    t = TridentTopology()
+    with pytest.raises(TopologyError, match=message):
+        make(t)
+        t.build()
+
+
+def test_an_operation_that_cannot_travel_is_refused_at_build() -> None:
+    class Inner(Function):
+        def execute(self, tup: Any, collector: Any) -> None: ...
+    t = TridentTopology()
+    t.new_stream("s", _spout()).each(["sentence"], Inner(), ["w"])
+    with pytest.raises(TopologyError, match="define Trident operations at module level"):
+        t.build()
+
+
+def test_join_and_merge_of_one_batch() -> None:
+    t = TridentTopology()
+    s1 = t.new_stream("a", FixedBatchSpout(["k", "x"], 5, []))
+    s2 = t.new_stream("b", FixedBatchSpout(["y", "k"], 5, []))
+    joined = t.join(s1, ["k"], s2, ["k"], ["k", "x", "y"])
+    plan = t.build().components["b-2"].config["trident.plan"]
+    ev = Evaluator(plan["nodes"], lambda meta, rows: None)
+    rows: dict[int, Any] = {}
+    ev.process(rows, {joined.node.id: [[(1, "a"), (2, "b"), (1, "c")], [("p", 1), ("q", 3)]]},
+               1, {}, {})
+    assert rows[joined.node.id] == [(1, "a", "p"), (1, "c", "p")]

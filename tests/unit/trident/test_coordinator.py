@@ -1,0 +1,83 @@
+"""The master batch coordinator: batches in flight, commits in txid order, restarts."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from squall.trident.runtime.coordinator import TridentCoordinator
+
+
+class Context:
+    topology_name = "coord-test"
+
+
+def _coordinator(namespace: str, pending: int = 3,
+                 interval_ms: int = 0) -> tuple[TridentCoordinator, list[Any]]:
+    c = TridentCoordinator()
+    emitted: list[Any] = []
+    c.emit = lambda values, stream="default", **kw: emitted.append(  # type: ignore[method-assign]
+        (stream, values[0], kw["tup_id"]))
+    c.initialize({"squall.state": "memory", "squall.state.memory.namespace": namespace,
+                  "topology.max.spout.pending": pending,
+                  "topology.trident.batch.emit.interval.millis": interval_ms,
+                  "trident.coordinator": {"key": "s", "partitioned": []}}, Context())
+    return c, emitted
+
+
+def _spin(c: TridentCoordinator, n: int = 5) -> None:
+    for _ in range(n):
+        c.next_tuple()
+
+
+def test_commits_strictly_in_txid_order_and_failures_restart_later_batches() -> None:
+    c, emitted = _coordinator(uuid.uuid4().hex)
+    _spin(c)
+    batches = [e for e in emitted if e[0] == "$batch"]
+    assert [b[1] for b in batches] == [1, 2, 3]            # max.spout.pending batches at once
+    ids = {b[1]: b[2] for b in batches}
+    c.ack(ids[2])                                          # 2 is done before 1: no commit yet
+    _spin(c)
+    assert not [e for e in emitted if e[0] == "$commit"]
+    c.ack(ids[1])
+    _spin(c)
+    commits = [e for e in emitted if e[0] == "$commit"]
+    assert [e[1] for e in commits] == [1]                  # one commit at a time, txid 1
+    c.ack(commits[0][2])
+    _spin(c)
+    commits = [e for e in emitted if e[0] == "$commit"]
+    assert [e[1] for e in commits] == [1, 2]
+    c.fail(ids[3])                                         # 3 fails: replayed, new attempt
+    c.ack(commits[1][2])
+    emitted.clear()
+    _spin(c)
+    again = [e for e in emitted if e[0] == "$batch"]
+    assert [e[1] for e in again][:1] == [3] and again[0][2] != ids[3]
+    c.ack(ids[3])                                          # the old attempt's ack is ignored
+    _spin(c)
+    assert not [e for e in emitted if e[0] == "$commit"]
+    c.close()
+
+
+def test_a_restarted_coordinator_continues_after_the_committed_txid() -> None:
+    namespace = uuid.uuid4().hex
+    c, emitted = _coordinator(namespace, pending=1)
+    _spin(c)
+    c.ack(emitted[-1][2])
+    _spin(c)
+    c.ack(emitted[-1][2])                                  # txid 1 committed
+    first_attempt = emitted[0][2][2]
+    keep, _ = _coordinator(namespace)                      # holds the namespace's tree
+    c.close()
+    c2, emitted2 = _coordinator(namespace, pending=1)
+    _spin(c2)
+    assert emitted2[0][:2] == ("$batch", 2)
+    assert emitted2[0][2][2] > first_attempt
+    c2.close()
+    keep.close()
+
+
+def test_the_emit_interval_spaces_new_batches() -> None:
+    c, emitted = _coordinator(uuid.uuid4().hex, pending=3, interval_ms=60_000)
+    _spin(c, 20)
+    assert [e[1] for e in emitted] == [1]          # room for 3, but one per interval
+    c.close()

@@ -1,0 +1,68 @@
+"""Map state kinds: what each stores, and how a replayed txid is applied."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from squall.trident import MemoryMapState
+from squall.trident.state import memory
+
+
+def add(n: int):
+    return lambda old: (old or 0) + n
+
+
+def _state(kind: str):
+    factory = getattr(MemoryMapState, kind)(f"u-{uuid.uuid4().hex}")
+    return factory, factory.make_state()
+
+
+def test_default_memory_map_state_is_transactional() -> None:
+    assert MemoryMapState().kind == "transactional"
+
+
+def test_transactional_skips_a_replayed_txid() -> None:
+    factory, s = _state("transactional")
+    s.begin_commit(1)
+    assert s.multi_update([("a",), ("b",)], [add(2), add(5)]) == [2, 5]
+    s.commit(1)
+    s.begin_commit(2)
+    assert s.multi_update([("a",)], [add(3)]) == [5]
+    s.commit(2)
+    s.begin_commit(2)                       # txid 2 again: already applied
+    assert s.multi_update([("a",), ("c",)], [add(3), add(1)]) == [5, 1]
+    s.commit(2)
+    assert memory.stored(factory.state_id) == {("a",): [2, 5], ("b",): [1, 5], ("c",): [2, 1]}
+    assert s.multi_get([("a",), ("zz",)]) == [5, None]
+
+
+def test_opaque_reapplies_a_replayed_txid_to_the_previous_value() -> None:
+    factory, s = _state("opaque")
+    s.begin_commit(1)
+    s.multi_update([("a",)], [add(2)])
+    s.commit(1)
+    s.begin_commit(2)
+    assert s.multi_update([("a",)], [add(3)]) == [5]
+    s.commit(2)
+    assert memory.stored(factory.state_id)[("a",)] == [2, 2, 5]
+    s.begin_commit(2)                       # txid 2 replayed with other rows
+    assert s.multi_update([("a",)], [add(10)]) == [12]
+    s.commit(2)
+    assert memory.stored(factory.state_id)[("a",)] == [2, 2, 12]
+    assert s.multi_get([("a",)]) == [12]
+
+
+def test_non_transactional_applies_every_time() -> None:
+    factory, s = _state("non_transactional")
+    for _ in range(2):
+        s.begin_commit(1)
+        s.multi_update([("a",)], [add(2)])
+        s.commit(1)
+    assert memory.stored(factory.state_id) == {("a",): 4}
+
+
+def test_writes_outside_a_commit_are_refused() -> None:
+    _, s = _state("transactional")
+    with pytest.raises(RuntimeError, match="inside a commit"):
+        s.multi_put([("a",)], [1])
