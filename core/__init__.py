@@ -23,7 +23,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DRPCClient",
-    "DRPCError", "DataPoint", "LocalDRPC", "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
+    "DRPCError", "DataPoint", "LocalDRPC", "Grouping", "GroupingDeclaration",
+    "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "SingleTargetGrouping", "Spout", "SquallError",
     "StateError", "StateStore", "Stream", "TaskInfo", "Topology",

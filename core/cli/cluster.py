@@ -163,7 +163,7 @@ def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:
 
 def cmd_drpc(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.drpc.server import DRPCServer
-    return _run_daemon(DRPCServer(conf))
+    return _run_daemon(DRPCServer(conf), conf, "drpc")
 
 
 def cmd_dev_zookeeper(args: argparse.Namespace, conf: dict[str, Any]) -> int:
