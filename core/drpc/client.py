@@ -32,19 +32,36 @@ def server_addresses(conf: Mapping[str, Any]) -> list[str]:
     return [s if ":" in s else f"{s}:{port}" for s in (str(x).strip() for x in servers)]
 
 
-_CHANNELS: dict[str, Any] = {}
+#: the credential keys a DRPC channel carries (API.md section 14)
+CREDENTIAL_KEYS = ("nimbus.authentication", "squall.auth.token", "squall.tls.ca",
+                   "squall.tls.cert", "squall.tls.key")
+_CHANNELS: dict[tuple[str, tuple[Any, ...]], Any] = {}
 _CHANNELS_LOCK = threading.Lock()
+_process_credentials: tuple[Any, ...] = ()
 
 
-def _stub(address: str) -> Any:
-    """A DRPC stub on a channel shared by this process."""
-    import grpc
+def use_process_credentials(conf: Mapping[str, Any]) -> None:
+    """Credentials (``squall.auth.token``, ``squall.tls.*``) for this process's calls made
+    without a conf of their own: a topology's results returned to the DRPC servers. Called
+    when a worker starts (the trident plugin's ``squall_worker_start``)."""
+    global _process_credentials
+    _process_credentials = _credentials(conf)
 
+
+def _credentials(conf: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple((k, conf.get(k)) for k in CREDENTIAL_KEYS if conf.get(k))
+
+
+def _stub(address: str, conf: Mapping[str, Any] | None = None) -> Any:
+    """A DRPC stub on a channel shared by this process, carrying ``conf``'s credentials (the
+    process's, see :func:`use_process_credentials`, when ``conf`` is None)."""
     from squall.drpc._proto import drpc_pb2_grpc
+    from squall.security.grpc_auth import client_channel
+    creds = _credentials(conf) if conf is not None else _process_credentials
     with _CHANNELS_LOCK:
-        channel = _CHANNELS.get(address)
+        channel = _CHANNELS.get((address, creds))
         if channel is None:
-            channel = _CHANNELS[address] = grpc.insecure_channel(address)
+            channel = _CHANNELS[(address, creds)] = client_channel(dict(creds), address)
     return drpc_pb2_grpc.DRPCStub(channel)
 
 
@@ -58,6 +75,7 @@ class DRPCClient:
         if not self.addresses:
             raise DRPCError("no DRPC server configured: set drpc.servers")
         self.timeout = float(merged.get("drpc.request.timeout.secs") or 600)
+        self.conf = merged
 
     def execute(self, function: str, args: str) -> str:
         """The JSON of the result rows of ``function`` applied to ``args``."""
@@ -70,7 +88,7 @@ class DRPCClient:
         tried = []
         for address in self.addresses:
             try:
-                reply = _stub(address).Execute(pb.ExecuteRequest(function=function, args=args),
+                reply = _stub(address, self.conf).Execute(pb.ExecuteRequest(function=function, args=args),
                                                timeout=self.timeout + 10)
                 return str(reply.result)
             except grpc.RpcError as exc:
@@ -109,6 +127,7 @@ class Invocations:
             raise DRPCError(f"the DRPC stream {function!r} needs DRPC servers: set "
                             "drpc.servers")
         self.function = function
+        self.conf = dict(conf)
         self._queue: deque[tuple[str, str, str]] = deque()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -133,7 +152,7 @@ class Invocations:
                 if self._stop.is_set():
                     return
                 try:
-                    got = _stub(address).Fetch(pb.FetchRequest(
+                    got = _stub(address, self.conf).Fetch(pb.FetchRequest(
                         function=self.function, max=64, wait_secs=wait), timeout=wait + 10)
                 except grpc.RpcError as exc:
                     n = failures[address] = failures.get(address, 0) + 1

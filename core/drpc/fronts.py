@@ -19,7 +19,7 @@ import grpc
 
 from squall.drpc._proto import drpc_pb2 as pb
 from squall.drpc._proto import drpc_pb2_grpc as pb_grpc
-from squall.errors import DRPCError
+from squall.errors import AuthenticationError, AuthorizationError, DRPCError
 
 if TYPE_CHECKING:
     from squall.drpc.server import DRPCServer
@@ -51,6 +51,10 @@ class GrpcFront(pb_grpc.DRPCServicer):
                          if isinstance(v, str)})
         try:
             return self._server.handle(call, caller)
+        except AuthenticationError as exc:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
+        except AuthorizationError as exc:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
         except DRPCError as exc:
             context.set_trailing_metadata(((ERROR_KEY, type(exc).__name__),))
             context.abort(_grpc_code(exc), str(exc))
@@ -113,6 +117,12 @@ def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer
                 else:
                     out = server.handle(Call("execute", function=function, args=args or ""),
                                         caller)
+            except AuthenticationError as exc:
+                self._reply(401, f"{exc}\n")
+                return
+            except AuthorizationError as exc:
+                self._reply(403, f"{exc}\n")
+                return
             except DRPCError as exc:
                 code = {grpc.StatusCode.DEADLINE_EXCEEDED: 504,
                         grpc.StatusCode.UNAVAILABLE: 503}.get(_grpc_code(exc), 400)

@@ -4,9 +4,20 @@ HTTP on ``drpc.http.port`` (3774) for callers (``GET /drpc/<function>/<args>``).
 Both fronts (:mod:`.fronts`) turn what arrives into a :class:`Call` plus the :class:`Caller`
 (transport, peer address, metadata: gRPC invocation metadata or HTTP headers) and hand it to
 :meth:`DRPCServer.handle`, the one place where requests are checked and served; a caller's
-authentication belongs there. A bad call raises :class:`~squall.errors.DRPCError` (the fronts
-answer it as one error line) and the server keeps serving. ``functions()`` lists the functions
-callers and topologies have named (also ``GET /drpc`` and the gRPC ``Functions`` call).
+authentication is checked there. A bad call raises :class:`~squall.errors.DRPCError` (the
+fronts answer it as one error line) and the server keeps serving. ``functions()`` lists the
+functions callers and topologies have named (also ``GET /drpc`` and the gRPC ``Functions``
+call).
+
+Security (API.md section 14) follows nimbus's settings: with ``nimbus.authentication: token``
+every call needs a token of ``nimbus.auth.tokens`` (gRPC: the ``squall-auth-token`` metadata
+:func:`squall.security.grpc_auth.client_channel` sends; HTTP: ``Authorization: Bearer
+<token>``), with ``mtls`` a client certificate (gRPC only: the HTTP front then refuses every
+call). The gRPC port is TLS when ``squall.tls.cert`` / ``.key`` are set. Any authenticated user
+may ``execute`` and list functions; serving requests (``fetch``, ``result``, ``fail``: what a
+topology's workers do, with their supervisor's token) is for ``nimbus.admins``. A refused call
+is one clear error (401/403 over HTTP, UNAUTHENTICATED/PERMISSION_DENIED over gRPC) and one
+log line per peer and reason.
 """
 from __future__ import annotations
 
@@ -18,13 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from squall.drpc.requests import RequestBook
-from squall.errors import DRPCError, SquallError
+from squall.errors import AuthenticationError, AuthorizationError, DRPCError, SquallError
+from squall.security import user_for_token
+from squall.security.settings import admins, authentication_mode
 
 log = logging.getLogger(__name__)
 
 #: longest wait a topology's fetch may ask for
 MAX_FETCH_WAIT = 5.0
 MAX_FUNCTION_CHARS = 256
+#: calls a topology makes to serve requests (admins only when authentication is on)
+SERVING_OPS = ("fetch", "result", "fail")
 
 
 @dataclass(frozen=True)
@@ -63,12 +78,19 @@ class DRPCServer:
         self._http: Any = None
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
+        self.auth_mode = authentication_mode(self.conf)
+        self.admins = admins(self.conf)
+        self._refusals: set[tuple[str, str]] = set()
+        self._refusals_lock = threading.Lock()
 
     # -- the one place requests are served ---------------------------------------------------
     def handle(self, call: Call, caller: Caller) -> Any:
         """Serve ``call`` from ``caller``: the result of execute (str), fetch (a list of
         ``(id, args)``), result / fail (bool: the request was still waiting), functions
-        (a list of dicts). Raises DRPCError for a bad call or a request that fails."""
+        (a list of dicts). Raises DRPCError for a bad call or a request that fails,
+        AuthenticationError / AuthorizationError for a caller who may not make it."""
+        if self.auth_mode != "none":
+            self._authorize(call, self._user_of(caller), caller)
         if call.op in ("execute", "fetch"):
             _check_function(call.function)
         if call.op == "execute":
@@ -86,6 +108,51 @@ class DRPCServer:
             return self.functions()
         raise DRPCError(f"unknown DRPC call {call.op!r}")
 
+    def _user_of(self, caller: Caller) -> str:
+        """The authenticated user of a call (gRPC calls were authenticated by the server's
+        interceptor before they got here)."""
+        if caller.transport == "grpc":
+            from squall.security.grpc_auth import current_user
+            user = current_user()
+            if user is not None:
+                return user
+            raise self._refuse(AuthenticationError("DRPC refused the call: not authenticated"),
+                               caller)
+        if self.auth_mode == "mtls":
+            raise self._refuse(AuthenticationError(
+                "DRPC refused the call: nimbus.authentication is mtls, which HTTP cannot carry; "
+                "call through gRPC (DRPCClient) with a client certificate"), caller)
+        header = str(caller.metadata.get("authorization") or "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise self._refuse(AuthenticationError(
+                "DRPC refused the call: no token (send Authorization: Bearer <token>)"), caller)
+        user = user_for_token(self.conf, token.strip())
+        if user is None:
+            raise self._refuse(AuthenticationError("DRPC refused the call: unknown token"),
+                               caller)
+        return user
+
+    def _authorize(self, call: Call, user: str, caller: Caller) -> None:
+        if call.op in SERVING_OPS and user not in self.admins:
+            raise self._refuse(AuthorizationError(
+                f"DRPC refused the call: user {user!r} may not serve DRPC requests ({call.op}; "
+                f"only nimbus.admins, as topologies' workers are)"), caller)
+
+    def _refuse(self, exc: SquallError, caller: Caller) -> SquallError:
+        """``exc``, logged once per peer and reason."""
+        key = (caller.peer.rsplit(":", 1)[0], str(exc))
+        with self._refusals_lock:
+            first = key not in self._refusals
+            if first:
+                if len(self._refusals) >= 1024:
+                    self._refusals.clear()
+                self._refusals.add(key)
+        if first:
+            log.warning("%s (from %s over %s); further refusals like it from this peer are not "
+                        "logged", exc, key[0], caller.transport)
+        return exc
+
     def functions(self) -> list[dict[str, object]]:
         """The functions served or asked for (see :meth:`RequestBook.functions`)."""
         return self.book.functions()
@@ -98,13 +165,18 @@ class DRPCServer:
 
         from squall.drpc._proto import drpc_pb2_grpc
         from squall.drpc.fronts import GrpcFront, http_server
+        from squall.security.grpc_auth import AuthInterceptor, server_credentials
         threads = int(self.conf.get("drpc.worker.threads") or 64)
+        interceptors = [AuthInterceptor(self.conf, "DRPC")] if self.auth_mode != "none" else []
         self._grpc = grpc.server(futures.ThreadPoolExecutor(
             max_workers=threads, thread_name_prefix="squall-drpc-rpc"),
-            options=[("grpc.so_reuseport", 0)])
+            interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
         drpc_pb2_grpc.add_DRPCServicer_to_server(GrpcFront(self), self._grpc)
+        credentials = server_credentials(self.conf)
         try:
-            self.port = self._grpc.add_insecure_port(f"{self.host}:{self.port}")
+            address = f"{self.host}:{self.port}"
+            self.port = (self._grpc.add_secure_port(address, credentials)
+                         if credentials is not None else self._grpc.add_insecure_port(address))
         except RuntimeError as exc:
             raise SquallError(f"DRPC cannot listen on {self.host}:{self.port}: {exc}") from exc
         if not self.port:

@@ -10,6 +10,13 @@ COORDINATOR = "squall.trident.runtime.coordinator:TridentCoordinator"
 
 
 @hookimpl
+def squall_worker_start(topology_id: str, port: int, conf: dict[str, Any]) -> None:
+    """A worker returns DRPC results with its own credentials (API.md section 14)."""
+    from squall.drpc.client import use_process_credentials
+    use_process_credentials(conf)
+
+
+@hookimpl
 def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
     """A Trident topology needs ackers: its batches complete through the acker."""
     trident = any(getattr(spec, "ref", None) == COORDINATOR
