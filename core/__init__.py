@@ -11,7 +11,7 @@ from squall.api.context import TopologyContext
 from squall.api.tuple import Stream, Tuple, TupleBatch
 from squall.errors import (
     ConfigError, PluginLoadError, PluginNotFoundError, SchedulingError, SerializationError,
-    SquallError, StateError, TopologyError, TransportError,
+    SquallError, StateError, StateProviderError, TopologyError, TransportError,
 )
 from squall.hookspecs import hookimpl, hookspec
 from squall.spi import (
@@ -27,6 +27,7 @@ __all__ = [
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "SingleTargetGrouping", "Spout", "SquallError",
     "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
+    "KeyValueState", "StateProvider", "StateProviderError", "StatefulBolt",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "hookimpl", "hookspec", "__version__",
 ]
@@ -38,6 +39,9 @@ _LAZY = {
     "LocalCluster": "squall.runtime.local_cluster",
     "CountMetric": "squall.metrics.api",
     "ReducedMetric": "squall.metrics.api",
+    "StatefulBolt": "squall.stateful.bolt",
+    "KeyValueState": "squall.stateful.state",
+    "StateProvider": "squall.stateful.provider",
 }
 
 

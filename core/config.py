@@ -58,6 +58,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
                      "supervisor.disk.slots"], (int,)),
     **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
     "squall.metrics.consumer": (dict,),
+    "topology.state.provider.config": (dict,),
 }
 
 

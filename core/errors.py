@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = [
     "SquallError", "ConfigError", "PluginNotFoundError", "PluginLoadError", "TopologyError",
     "TransportError", "SchedulingError", "SerializationError", "StateError", "NotAliveError",
-    "AlreadyAliveError",
+    "AlreadyAliveError", "StateProviderError",
 ]
 
 
@@ -55,6 +55,10 @@ class SerializationError(SquallError):
 
 class StateError(SquallError):
     """The cluster state store failed (connection lost for good, bad node, ...)."""
+
+
+class StateProviderError(SquallError):
+    """A stateful bolt's state provider failed (its backend down, a checkpoint missing)."""
 
 
 class NotAliveError(SquallError):

@@ -27,10 +27,16 @@ __all__ = ["AckerExecutor", "BoltExecutor", "Executor", "SpoutExecutor", "Thread
            "ThreadedSpout", "executor_class"]
 
 
-def executor_class(kind: str, component_cls: type, conf: dict[str, Any]) -> type[Executor]:
-    """The executor class for a component of ``kind`` (``bolt``, ``spout``, ``acker``)."""
+def executor_class(kind: str, component_cls: type, conf: dict[str, Any], *,
+                   checkpointed: bool = False) -> type[Executor]:
+    """The executor class for a component of ``kind`` (``bolt``, ``spout``, ``acker``);
+    ``checkpointed``: a bolt on the checkpoint path of a stateful bolt (it runs on the loop,
+    :mod:`squall.stateful.executor`)."""
     if kind == "acker":
         return AckerExecutor
+    if checkpointed:
+        from squall.stateful.executor import CheckpointedBoltExecutor
+        return CheckpointedBoltExecutor
     threaded = wants_thread(component_cls, conf)
     if kind == "spout":
         return ThreadedSpout if threaded else SpoutExecutor

@@ -1,0 +1,234 @@
+"""The executor of a bolt on the checkpoint path: a stateful bolt, or a bolt upstream of one.
+
+It is a :class:`~squall.runtime.executors.bolt.BoltExecutor` that also aligns the checkpoint
+tuples of its input tasks (:mod:`squall.stateful.barrier`). When a checkpoint is complete, a
+stateful task acts on it (:class:`~squall.stateful.keeper.StateKeeper`: recover, prepare or
+commit) and any task forwards it on its own ``__checkpoint`` stream, anchored to the
+checkpoint tuples it got, and acks those (or fails them when the action failed). A stateful
+task holds the ack of every input it processed until the checkpoint covering it committed,
+and fails its inputs while it is not recovered. Chosen when the worker is built
+(:func:`squall.runtime.executors.executor_class`), so topologies without stateful bolts run
+the plain bolt executor untouched. Everything runs on the worker's loop thread.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from squall import drivers
+from squall.api.tuple import Tuple, TupleBatch
+from squall.errors import StateProviderError
+from squall.runtime.executors.base import Services, _perf
+from squall.runtime.executors.bolt import BoltExecutor
+from squall.runtime.executors.threaded import wants_thread
+from squall.runtime.task import TaskState
+from squall.stateful.barrier import BarrierAligner
+from squall.stateful.bolt import StatefulBolt
+from squall.stateful.checkpoint import CHECKPOINT, COMMIT, PREPARE, RECOVER, make_provider
+from squall.stateful.keeper import StateKeeper
+from squall.stateful.provider import StateProvider, namespace
+from squall.stateful.wiring import checkpoint_inputs
+
+__all__ = ["CheckpointedBoltExecutor"]
+
+log = logging.getLogger(__name__)
+
+
+class CheckpointedBoltExecutor(BoltExecutor):
+    """Runs the tasks of a bolt on the checkpoint path (see the module docstring)."""
+
+    def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(services, component_id, tasks)
+        topology = services.sources.topology
+        inputs = checkpoint_inputs(topology, component_id)
+        #: the sources of the checkpoint tuples this bolt gets (one per input component)
+        self.barrier_sources = frozenset(
+            services.sources.get(cid, CHECKPOINT) for cid in inputs)
+        input_tasks = [t for cid in inputs for t in topology.tasks(cid)]
+        self.aligners = {ts.task: BarrierAligner(input_tasks) for ts in tasks}
+        self.stateful = isinstance(tasks[0].instance, StatefulBolt)
+        self.keepers: dict[int, StateKeeper] = {}
+        self.provider: StateProvider | None = None
+        self.provider_down = False
+        if wants_thread(type(tasks[0].instance), tasks[0].conf):
+            log.warning("bolt %s is on the checkpoint path of a stateful bolt: it runs on the "
+                        "worker's loop, not on a thread of its own", component_id)
+        if self.stateful:
+            conf = tasks[0].conf
+            self.provider = make_provider(conf)
+            self.serializer = drivers.driver("serializer", conf)
+
+    @classmethod
+    def takes_runs(cls, component_cls: type) -> bool:
+        return False        # every queued entry is a Tuple: barriers are told apart by one
+
+    def install(self, ts: TaskState) -> None:
+        super().install(ts)
+        if not self.stateful:
+            return
+        assert self.provider is not None and ts.context is not None
+        inst = ts.instance
+        acks = self.acks
+        keeper = StateKeeper(
+            provider=self.provider,
+            namespace=namespace(ts.context.topology_name, ts.component_id, ts.task),
+            dumps=self.serializer.dumps, loads=self.serializer.loads,
+            init_state=inst.init_state,
+            ack=lambda tup, _ts=ts: acks.ack_tuple(_ts, tup),
+            fail=lambda tup, _ts=ts: acks.fail_tuple(_ts, tup))
+        self.keepers[ts.task] = keeper
+        inst.ack = keeper.hold        # an explicit ack waits for the commit too
+
+    # -- the loop's turn ---------------------------------------------------------------------
+    def run_once(self) -> int:
+        congested = self.flow.congested
+        if congested and not congested.isdisjoint(self.downstream):
+            self.paused += 1
+            return 0
+        done = 0
+        barriers = self.barrier_sources
+        for ts in self.tasks:
+            q = ts.queue
+            n = len(q)
+            if not n:
+                continue
+            n = self._take(n, self.batch, ts.pass_cap)
+            t0 = _perf()
+            aligner = self.aligners[ts.task]
+            ready: deque[Tuple] = deque()
+            for _ in range(n):
+                tup = q.popleft()
+                if tup.src in barriers:
+                    if ready:
+                        self._run_ready(ts, ready)
+                    self._barrier(ts, aligner, tup)
+                elif aligner.arrived and aligner.holds(tup.task):
+                    aligner.hold(tup)
+                else:
+                    ready.append(tup)
+            if ready:
+                self._run_ready(ts, ready)
+            spent = _perf() - t0
+            ts.pass_cap = int(0.005 * n / spent) if spent > 0 else n << 1
+            ts.exec_ms += spent * 1000.0
+            ts.exec_n += n
+            ts.executed += n
+            done += n
+        return done
+
+    def _run_ready(self, ts: TaskState, ready: deque[Tuple]) -> None:
+        """Process data tuples (and ticks) in order; ``ready`` is emptied."""
+        keeper = self.keepers.get(ts.task)
+        if keeper is not None:
+            self._run_stateful(ts, keeper, ready)
+        elif self.batch_mode:
+            tuples = list(ready)
+            ready.clear()
+            self._run_batch(ts, TupleBatch(tuples, len(tuples))  # type: ignore[arg-type]
+                            if getattr(ts.instance, "lazy_batch", False) else tuples)
+        else:
+            self._run_tuples(ts, ready, len(ready))
+
+    def _run_stateful(self, ts: TaskState, keeper: StateKeeper, ready: deque[Tuple]) -> None:
+        process = ts.instance.process
+        tick_src = self.tick_src
+        fail = self.acks.fail_tuple
+        auto_anchor = self.auto_anchor
+        hold = keeper.hold if self.auto_ack else None
+        while ready:
+            tup = ready.popleft()
+            if tup.src is tick_src:
+                ts.ticks -= 1
+                self._tick(ts, tup)
+                continue
+            if not keeper.ready:
+                fail(ts, tup)         # replayed once the state is recovered
+                continue
+            if auto_anchor:
+                ts.current = tup
+            try:
+                process(tup)
+            except Exception as exc:  # the executor goes on; see API.md section 2
+                ts.current = None
+                self._failed(ts, tup, exc)
+                continue
+            ts.current = None
+            if hold is not None:
+                hold(tup)
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def _barrier(self, ts: TaskState, aligner: BarrierAligner, tup: Tuple) -> None:
+        try:
+            txid, action, seq = tup.values
+        except (TypeError, ValueError):
+            log.warning("bolt %s task %d dropped a malformed checkpoint tuple %.80r",
+                        self.component_id, ts.task, tup.values)
+            self.acks.fail_tuple(ts, tup)
+            return
+        step = aligner.barrier(tup.task, seq, tup)
+        for old in step.abandoned:
+            self.acks.fail_tuple(ts, old)
+        if step.before:
+            self._run_ready(ts, deque(step.before))
+        if step.complete is None:
+            return
+        if self._act(ts, int(txid), str(action)):
+            ts.instance.emit([txid, action, seq], CHECKPOINT, anchors=step.complete)
+            for b in step.complete:
+                self.acks.ack_tuple(ts, b)
+        else:
+            for b in step.complete:
+                self.acks.fail_tuple(ts, b)
+        if step.after:
+            self._run_ready(ts, deque(step.after))
+
+    def _act(self, ts: TaskState, txid: int, action: str) -> bool:
+        """Act on a complete checkpoint; False when it must fail."""
+        keeper = self.keepers.get(ts.task)
+        if keeper is None:
+            return True
+        try:
+            if action == RECOVER:
+                keeper.recover(txid)
+            elif action == PREPARE:
+                keeper.prepare(txid)
+            elif action == COMMIT:
+                keeper.commit(txid)
+            else:
+                log.warning("bolt %s task %d ignored a checkpoint with unknown action %.40r",
+                            self.component_id, ts.task, action)
+                return False
+        except StateProviderError as exc:
+            self._provider_failed(ts, action, txid, exc)
+            return False
+        except Exception as exc:      # init_state raised: reported, recovery is retried
+            self.report_error(ts, exc)
+            return False
+        if self.provider_down:
+            self.provider_down = False
+            log.info("bolt %s: the state provider answers again; checkpoints go on",
+                     self.component_id)
+        return True
+
+    def _provider_failed(self, ts: TaskState, action: str, txid: int,
+                         exc: StateProviderError) -> None:
+        """One error line when the provider starts failing, then debug until it answers."""
+        if self.provider_down:
+            log.debug("bolt %s task %d: %s of checkpoint %d failed: %s", self.component_id,
+                      ts.task, action, txid, exc)
+            return
+        self.provider_down = True
+        log.error("bolt %s task %d: %s of checkpoint %d failed (%s); the checkpoint is not "
+                  "committed, inputs wait unacked or are replayed, and it is retried",
+                  self.component_id, ts.task, action, txid, exc)
+
+    def stop(self) -> None:
+        super().stop()
+        if self.provider is not None:
+            try:
+                self.provider.close()
+            except Exception:
+                log.exception("closing the state provider of %s failed", self.component_id)
+
+    def queued(self) -> int:
+        """Tuples held by the barriers of this executor's tasks."""
+        return sum(len(a.held) for a in self.aligners.values())
