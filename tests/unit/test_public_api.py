@@ -11,14 +11,16 @@ import squall
 
 ALL = [
     "Acker", "Bolt", "Component", "ConfigError", "Connection", "CountMetric", "DataPoint",
-    "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "MetricsConsumer",
+    "Grouping", "GroupingDeclaration", "KeyValueState", "LoadAwareGrouping", "LocalCluster",
+    "MetricsConsumer",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "SingleTargetGrouping", "Spout",
-    "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
+    "SquallError", "StateError", "StateProvider", "StateProviderError", "StateStore",
+    "StatefulBolt", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "__version__", "hookimpl", "hookspec",
 ]
-HEAVY = ("zmq", "pynng", "grpc", "pyspark", "pyarrow", "pandas", "kazoo")
+HEAVY = ("zmq", "pynng", "grpc", "pyspark", "pyarrow", "pandas", "kazoo", "redis")
 PLUGINS = ["transport_zmq", "transport_nng", "transport_grpc", "scheduler_multidim", "spark"]
 
 
