@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from squall.errors import StateProviderError
 from squall.stateful.provider import Changes, StateProvider
@@ -36,9 +38,12 @@ class RedisStateProvider(StateProvider):
         self.port = int(c.get("port") or 6379)
         self.prefix = str(c.get("key_prefix") if c.get("key_prefix") is not None else "squall:")
         timeout = float(c.get("timeout") or 2.0)
+        # no retries inside the client: each call runs on a worker's loop thread, and a
+        # failed checkpoint is retried by the protocol anyway
         self._client = redis.Redis(host=self.host, port=self.port, db=int(c.get("db") or 0),
                                    password=c.get("password") or None,
-                                   socket_timeout=timeout, socket_connect_timeout=timeout)
+                                   socket_timeout=timeout, socket_connect_timeout=timeout,
+                                   retry=Retry(NoBackoff(), 0))
 
     def _keys(self, namespace: str) -> tuple[str, str, str]:
         base = f"{self.prefix}{namespace}"

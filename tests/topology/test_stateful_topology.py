@@ -3,13 +3,15 @@ and failures, checkpoints committing state, and the topologies that are refused.
 from __future__ import annotations
 
 import collections
+import logging
 import threading
+import time
 import uuid
 from typing import Any
 
 import pytest
 
-from squall import Bolt, Spout, StatefulBolt, TopologyBuilder, TopologyError
+from squall import Bolt, Spout, StatefulBolt, TopologyBuilder
 from squall.serializers.msgpack import MsgpackSerializer
 from squall.stateful.memory import MemoryStateProvider
 from squall.stateful.provider import namespace
@@ -20,6 +22,7 @@ _LOCK = threading.Lock()
 #: test key -> what the components of that test's topology report (one process: LocalCluster)
 ACKED: dict[str, list[int]] = collections.defaultdict(list)
 FAILED_ONCE: dict[str, set[Any]] = collections.defaultdict(set)
+FAILS: dict[str, int] = collections.defaultdict(int)
 
 
 def expected(total: int) -> dict[str, int]:
@@ -33,9 +36,17 @@ class ReplayingWords(Spout):
     def initialize(self, conf, context):
         self.key = conf["test.key"]
         self.todo = collections.deque(range(int(conf["test.total"])))
+        rate = float(conf.get("test.rate") or 0)
+        self.gap = 1.0 / rate if rate else 0.0
+        self.next_at = 0.0
 
     def next_tuple(self):
         if self.todo:
+            if self.gap:
+                now = time.monotonic()
+                if now < self.next_at:
+                    return
+                self.next_at = now + self.gap
             i = self.todo.popleft()
             self.emit([WORDS[i % len(WORDS)], i], tup_id=i)
 
@@ -44,6 +55,8 @@ class ReplayingWords(Spout):
             ACKED[self.key].append(tup_id)
 
     def fail(self, tup_id):
+        with _LOCK:
+            FAILS[self.key] += 1
         self.todo.append(tup_id)
 
 
@@ -125,3 +138,65 @@ def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers
     assert any(i % 7 == 3 for _, i in FAILED_ONCE[key]), "nothing was failed"
     counts = committed_counts(key, "swc", topology.tasks("count"))
     assert counts == expected(total)
+
+
+def redis_counts(conf: dict[str, Any], name: str, tasks: list[int]) -> dict[str, int]:
+    """Word -> count summed over the count tasks' committed state in Redis."""
+    from squall.stateful.redis import RedisStateProvider
+    provider = RedisStateProvider(conf)
+    ser = MsgpackSerializer({})
+    out: collections.Counter[str] = collections.Counter()
+    try:
+        for task in tasks:
+            _, data = provider.load(namespace(name, "count", task))
+            out.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
+    finally:
+        provider.close()
+    return dict(out)
+
+
+@pytest.mark.integration
+def test_redis_down_logs_one_error_holds_acks_and_loses_nothing(cluster, tmp_path, caplog):
+    from squall.testing.redis_fixtures import RedisServer
+    server = RedisServer(tmp_path / "redis", durable=True)     # keeps its data when stopped
+    server.start()
+    try:
+        key = uuid.uuid4().hex
+        total = 900
+        redis_conf = {**server.conf(f"{key}:"), "timeout": 1}
+        b = TopologyBuilder()
+        b.set_spout("words", ReplayingWords)
+        b.set_bolt("count", WordCounter).set_num_tasks(2).fields_grouping("words", ["word"])
+        topology = b.create_topology()
+        conf = {"test.key": key, "test.total": total, "test.rate": 300,
+                "topology.state.provider": "redis", "topology.state.provider.config": redis_conf,
+                "topology.state.checkpoint.interval.ms": 200}
+        caplog.set_level(logging.INFO, logger="squall.stateful")
+        cluster.submit_topology("redis-down", conf, topology)
+        acked = lambda: len(ACKED[key])  # noqa: E731
+        wait_until(lambda: acked() >= 100, timeout=60, message="nothing was acked")
+        server.stop()
+
+        def errors() -> list[logging.LogRecord]:
+            return [r for r in caplog.records if r.levelno >= logging.ERROR
+                    and r.name.startswith("squall.stateful")]
+        wait_until(lambda: errors(), timeout=30, message="no error was logged")
+        # while Redis is down nothing more is acked: inputs are failed and replayed
+        fails = FAILS[key]
+        wait_until(lambda: FAILS[key] >= fails + 200, timeout=30, message="no replays")
+        during = acked()
+        fails = FAILS[key]
+        wait_until(lambda: FAILS[key] >= fails + 200, timeout=30, message="no replays")
+        assert acked() == during < total
+        assert len(errors()) == 1, [r.getMessage() for r in errors()]
+        message = errors()[0].getMessage()
+        assert "bolt count" in message and f"127.0.0.1:{server.port}" in message
+        server.start()
+        wait_until(lambda: len(set(ACKED[key])) == total, timeout=90,
+                   message="not every word was acked after Redis came back")
+        assert sorted(ACKED[key]) == list(range(total))
+        assert redis_counts(redis_conf, "redis-down", topology.tasks("count")) == \
+            expected(total)
+        assert any("answers again" in r.getMessage() for r in caplog.records)
+    finally:
+        server.stop()
