@@ -35,6 +35,7 @@ def load_example(name: str) -> ModuleType:
 wordcount = load_example("wordcount")
 exclamation = load_example("exclamation")
 rolling = load_example("rolling_top_words")
+stateful = load_example("stateful_wordcount")
 
 SENTENCES = [*wordcount.LINES, *wordcount.LINES, "and and the war", "a"]
 WORDS = collections.Counter(w for s in SENTENCES for w in s.split())
@@ -187,3 +188,46 @@ def test_rolling_counter_window_slots_follow_the_tick_frequency(freq):
     conf = {"rolling.window.secs": 3, "topology.tick.tuple.freq.secs": freq}
     counter.initialize(conf, None)
     assert len(counter.window.slots) == {0.5: 6, 2: 2, None: 1}[freq]
+
+
+# -- stateful word count ---------------------------------------------------------------------------
+
+STATEFUL_ACKED: dict[str, set[int]] = collections.defaultdict(set)
+
+
+class RecordingSentences(stateful.SentenceSpout):
+    """The example's spout, recording what was acked."""
+
+    def initialize(self, conf, context):
+        super().initialize(conf, context)
+        self.key = conf["test.key"]
+
+    def ack(self, tup_id):
+        STATEFUL_ACKED[self.key].add(tup_id)
+
+
+def test_stateful_wordcount_commits_exact_counts():
+    import uuid
+
+    from squall.serializers.msgpack import MsgpackSerializer
+    from squall.stateful import namespace
+    from squall.stateful.memory import MemoryStateProvider
+
+    key = uuid.uuid4().hex
+    total = 200
+    topology = stateful.build(RecordingSentences)
+    conf = {"wordcount.sentences": total, "test.key": key, "topology.workers": 2,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 100}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("stateful-example", conf, topology)
+        wait_until(lambda: len(STATEFUL_ACKED[key]) == total, timeout=60,
+                   message="not every sentence was acked")
+    ser = MsgpackSerializer({})
+    provider = MemoryStateProvider({"key_prefix": key})
+    counts: collections.Counter[str] = collections.Counter()
+    for task in topology.tasks("count"):
+        _, data = provider.load(namespace("stateful-example", "count", task))
+        counts.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
+    assert counts == collections.Counter(
+        w for i in range(total) for w in stateful.LINES[i % len(stateful.LINES)].split())
