@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from itertools import islice
+from operator import attrgetter
 from squall import drivers
 from squall.api.tuple import Tuple, TupleBatch
 from squall.errors import StateProviderError
@@ -31,6 +33,7 @@ from squall.stateful.wiring import checkpoint_inputs
 __all__ = ["CheckpointedBoltExecutor"]
 
 log = logging.getLogger(__name__)
+_src = attrgetter("src")
 
 
 class CheckpointedBoltExecutor(BoltExecutor):
@@ -41,11 +44,11 @@ class CheckpointedBoltExecutor(BoltExecutor):
         topology = services.sources.topology
         inputs = checkpoint_inputs(topology, component_id)
         #: the sources of the checkpoint tuples this bolt gets (one per input component)
-        self.barrier_sources = frozenset(
-            services.sources.get(cid, CHECKPOINT) for cid in inputs)
+        self.barrier_sources = [services.sources.get(cid, CHECKPOINT) for cid in inputs]
         input_tasks = [t for cid in inputs for t in topology.tasks(cid)]
         self.aligners = {ts.task: BarrierAligner(input_tasks) for ts in tasks}
         self.stateful = isinstance(tasks[0].instance, StatefulBolt)
+        self.lazy_batch = bool(getattr(type(tasks[0].instance), "lazy_batch", False))
         self.keepers: dict[int, StateKeeper] = {}
         self.provider: StateProvider | None = None
         self.provider_down = False
@@ -68,13 +71,20 @@ class CheckpointedBoltExecutor(BoltExecutor):
         assert self.provider is not None and ts.context is not None
         inst = ts.instance
         acks = self.acks
+
+        def ack(fold: dict[int, int], n: int) -> None:
+            ts.acked += n
+            folded = acks.folded          # flushed to the acker after this executor's pass
+            get = folded.get
+            for r, v in fold.items():
+                folded[r] = get(r, 0) ^ v
+
         keeper = StateKeeper(
             provider=self.provider,
             namespace=namespace(ts.context.topology_name, ts.component_id, ts.task),
             dumps=self.serializer.dumps, loads=self.serializer.loads,
-            init_state=inst.init_state,
-            ack=lambda tup, _ts=ts: acks.ack_tuple(_ts, tup),
-            fail=lambda tup, _ts=ts: acks.fail_tuple(_ts, tup))
+            init_state=inst.init_state, ack=ack,
+            fail=lambda roots, n: acks.fail_roots(ts, roots, n))
         self.keepers[ts.task] = keeper
         inst.ack = keeper.hold        # an explicit ack waits for the commit too
 
@@ -85,7 +95,6 @@ class CheckpointedBoltExecutor(BoltExecutor):
             self.paused += 1
             return 0
         done = 0
-        barriers = self.barrier_sources
         for ts in self.tasks:
             q = ts.queue
             n = len(q)
@@ -94,19 +103,18 @@ class CheckpointedBoltExecutor(BoltExecutor):
             n = self._take(n, self.batch, ts.pass_cap)
             t0 = _perf()
             aligner = self.aligners[ts.task]
-            ready: deque[Tuple] = deque()
-            for _ in range(n):
-                tup = q.popleft()
-                if tup.src in barriers:
-                    if ready:
-                        self._run_ready(ts, ready)
-                    self._barrier(ts, aligner, tup)
-                elif aligner.arrived and aligner.holds(tup.task):
-                    aligner.hold(tup)
-                else:
-                    ready.append(tup)
-            if ready:
-                self._run_ready(ts, ready)
+            left = n
+            while left:
+                k = self._data_ahead(q, left)
+                if k:
+                    if aligner.arrived:
+                        self._run_aligning(ts, aligner, q, k)
+                    else:
+                        self._run_data(ts, q, k)
+                    left -= k
+                if left:
+                    left -= 1
+                    self._barrier(ts, aligner, q.popleft())
             spent = _perf() - t0
             ts.pass_cap = int(0.005 * n / spent) if spent > 0 else n << 1
             ts.exec_ms += spent * 1000.0
@@ -115,45 +123,89 @@ class CheckpointedBoltExecutor(BoltExecutor):
             done += n
         return done
 
-    def _run_ready(self, ts: TaskState, ready: deque[Tuple]) -> None:
-        """Process data tuples (and ticks) in order; ``ready`` is emptied."""
+    def _data_ahead(self, q: deque[Tuple], n: int) -> int:
+        """How many of the first ``n`` queued tuples come before a checkpoint tuple (``n``
+        when none does): searched in C, so data tuples cost no Python step here."""
+        sources = list(map(_src, islice(q, n)))
+        first = n
+        for src in self.barrier_sources:
+            try:
+                first = sources.index(src, 0, first)
+            except ValueError:
+                continue
+        return first
+
+    def _run_aligning(self, ts: TaskState, aligner: BarrierAligner, q: deque[Tuple],
+                      n: int) -> None:
+        """Take ``n`` data tuples while a checkpoint is being aligned: those of inputs that
+        delivered it wait in the aligner, the others are processed."""
+        ready: deque[Tuple] = deque()
+        held = aligner.arrived
+        for _ in range(n):
+            tup = q.popleft()
+            if tup.task in held and tup.src is not self.tick_src:
+                aligner.hold(tup)
+            else:
+                ready.append(tup)
+        if ready:
+            self._run_data(ts, ready, len(ready))
+
+    def _run_data(self, ts: TaskState, q: deque[Tuple], n: int) -> None:
+        """Process the first ``n`` tuples of ``q`` (data and ticks) in order."""
         keeper = self.keepers.get(ts.task)
         if keeper is not None:
-            self._run_stateful(ts, keeper, ready)
+            self._run_stateful(ts, keeper, q, n)
         elif self.batch_mode:
-            tuples = list(ready)
-            ready.clear()
-            self._run_batch(ts, TupleBatch(tuples, len(tuples))  # type: ignore[arg-type]
-                            if getattr(ts.instance, "lazy_batch", False) else tuples)
+            tuples = [q.popleft() for _ in range(n)]
+            self._run_batch(ts, TupleBatch(tuples, n)  # type: ignore[arg-type]
+                            if self.lazy_batch else tuples)
         else:
-            self._run_tuples(ts, ready, len(ready))
+            self._run_tuples(ts, q, n)
 
-    def _run_stateful(self, ts: TaskState, keeper: StateKeeper, ready: deque[Tuple]) -> None:
+    def _run_stateful(self, ts: TaskState, keeper: StateKeeper, q: deque[Tuple],
+                      n: int) -> None:
+        """``process`` each of ``n`` tuples; with ``auto_ack`` each one's ack is folded into
+        the keeper's pending acks inline, as :meth:`StateKeeper.hold` does."""
+        popleft = q.popleft
         process = ts.instance.process
         tick_src = self.tick_src
-        fail = self.acks.fail_tuple
         auto_anchor = self.auto_anchor
-        hold = keeper.hold if self.auto_ack else None
-        while ready:
-            tup = ready.popleft()
-            if tup.src is tick_src:
-                ts.ticks -= 1
-                self._tick(ts, tup)
-                continue
-            if not keeper.ready:
-                fail(ts, tup)         # replayed once the state is recovered
-                continue
-            if auto_anchor:
-                ts.current = tup
-            try:
-                process(tup)
-            except Exception as exc:  # the executor goes on; see API.md section 2
+        auto_ack = self.auto_ack
+        hold = keeper.hold
+        fold = keeper.pending
+        get = fold.get
+        folded = 0
+        try:
+            for _ in range(n):
+                tup = popleft()
+                if tup.src is tick_src:
+                    ts.ticks -= 1
+                    self._tick(ts, tup)
+                    continue
+                if not keeper.ready:
+                    self.acks.fail_tuple(ts, tup)     # replayed once the state is recovered
+                    continue
+                if auto_anchor:
+                    ts.current = tup
+                try:
+                    process(tup)
+                except Exception as exc:  # the executor goes on; see API.md section 2
+                    ts.current = None
+                    self._failed(ts, tup, exc)
+                    continue
                 ts.current = None
-                self._failed(ts, tup, exc)
-                continue
+                if auto_ack:
+                    roots = tup.roots
+                    if roots.__class__ is tuple:
+                        v = tup.id ^ tup.ackval
+                        for r in roots:
+                            fold[r] = get(r, 0) ^ v
+                        folded += 1
+                    else:
+                        hold(tup)
+        finally:
             ts.current = None
-            if hold is not None:
-                hold(tup)
+            keeper.pending_n += folded
 
     # -- checkpoints -------------------------------------------------------------------------
     def _barrier(self, ts: TaskState, aligner: BarrierAligner, tup: Tuple) -> None:
@@ -168,7 +220,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
         for old in step.abandoned:
             self.acks.fail_tuple(ts, old)
         if step.before:
-            self._run_ready(ts, deque(step.before))
+            self._run_data(ts, deque(step.before), len(step.before))
         if step.complete is None:
             return
         if self._act(ts, int(txid), str(action)):
@@ -179,7 +231,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             for b in step.complete:
                 self.acks.fail_tuple(ts, b)
         if step.after:
-            self._run_ready(ts, deque(step.after))
+            self._run_data(ts, deque(step.after), len(step.after))
 
     def _act(self, ts: TaskState, txid: int, action: str) -> bool:
         """Act on a complete checkpoint; False when it must fail."""

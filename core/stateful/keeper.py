@@ -1,10 +1,15 @@
-"""One stateful task's checkpoints: its :class:`KeyValueState`, the tuples whose acks wait
-for a commit, and the provider calls of ``recover``, ``prepare`` and ``commit`` (see
-:mod:`squall.stateful.checkpoint` for the protocol)."""
+"""One stateful task's checkpoints: its :class:`KeyValueState`, the acks that wait for a
+commit, and the provider calls of ``recover``, ``prepare`` and ``commit`` (see
+:mod:`squall.stateful.checkpoint` for the protocol).
+
+The acks of the inputs a task processed are not kept as tuples but folded as the acker
+would get them: root id -> XOR of the acks' values (``pending``, then ``prepared``). A commit
+hands the fold to the ack ledger in one go; a rollback fails each of its roots once.
+"""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from squall.errors import StateProviderError
@@ -15,23 +20,30 @@ __all__ = ["StateKeeper"]
 
 log = logging.getLogger(__name__)
 
+#: acks the held inputs: (root -> XOR fold, how many inputs)
+AckFold = Callable[[dict[int, int], int], None]
+#: fails the held inputs: (their roots, how many inputs)
+FailRoots = Callable[[Iterable[int], int], None]
+
 
 class StateKeeper:
     """The checkpoints of one stateful task (namespace ``namespace`` of ``provider``).
 
     ``ready`` is False until a recovery succeeded, and again after any provider failure:
     meanwhile the task fails its inputs (the spouts replay them) and every checkpoint it is
-    asked for. ``ack``/``fail`` ack or fail an input tuple towards the acker; ``init_state``
-    is the bolt's. Provider errors are raised to the caller (the executor fails the
-    checkpoint tuple and logs); the keeper is left consistent. Loop thread only."""
+    asked for. ``pending`` (root -> XOR) and ``pending_n`` are public so the executor folds
+    an input's ack inline (see :meth:`hold` for what it does). Provider errors are raised to
+    the caller (the executor fails the checkpoint tuple and logs); the keeper stays
+    consistent. Loop thread only."""
 
     __slots__ = ("ack", "dumps", "fail", "init_state", "loads", "namespace", "pending",
-                 "prepared", "prepared_txid", "provider", "ready", "state")
+                 "pending_n", "prepared", "prepared_n", "prepared_txid", "provider", "ready",
+                 "state")
 
     def __init__(self, *, provider: StateProvider, namespace: str,
                  dumps: Callable[[Any], bytes], loads: Callable[[bytes], Any],
-                 init_state: Callable[[KeyValueState], None], ack: Callable[[Any], None],
-                 fail: Callable[[Any], None]) -> None:
+                 init_state: Callable[[KeyValueState], None], ack: AckFold,
+                 fail: FailRoots) -> None:
         self.provider = provider
         self.namespace = namespace
         self.dumps = dumps
@@ -41,26 +53,45 @@ class StateKeeper:
         self.fail = fail
         self.ready = False
         self.state: KeyValueState | None = None
-        #: inputs processed since the last prepare: acked when the next checkpoint commits
-        self.pending: list[Any] = []
-        #: inputs of the prepared checkpoint ``prepared_txid``
-        self.prepared: list[Any] = []
+        #: acks of the inputs processed since the last prepare, folded per root
+        self.pending: dict[int, int] = {}
+        self.pending_n = 0
+        #: those of the prepared checkpoint ``prepared_txid``
+        self.prepared: dict[int, int] = {}
+        self.prepared_n = 0
         self.prepared_txid: int | None = None
 
     def hold(self, tup: Any) -> None:
         """An input processed (or acked by the bolt): its ack waits for the commit."""
-        self.pending.append(tup)
-
-    def _drop(self, tuples: list[Any]) -> None:
-        fail = self.fail
-        for tup in tuples:
-            fail(tup)
+        self.pending_n += 1
+        roots = tup.roots
+        if not roots:
+            return
+        fold = self.pending
+        if roots.__class__ is tuple:
+            v = tup.id ^ tup.ackval
+            for r in roots:
+                fold[r] = fold.get(r, 0) ^ v
+        else:           # several anchors: each root with the edge its anchors gave it
+            for r, e in roots.items():
+                fold[r] = fold.get(r, 0) ^ e ^ tup.ackval
 
     def _lose_pending(self) -> None:
         """Forget the uncommitted changes: fail their inputs; recovery must reload."""
         self.ready = False
-        pending, self.pending = self.pending, []
-        self._drop(pending)
+        pending, n = self.pending, self.pending_n
+        self.pending, self.pending_n = {}, 0
+        if n:
+            self.fail(pending, n)
+
+    def _settle_prepared(self, committed: bool) -> None:
+        prepared, n = self.prepared, self.prepared_n
+        self.prepared, self.prepared_n, self.prepared_txid = {}, 0, None
+        if n:
+            if committed:
+                self.ack(prepared, n)
+            else:
+                self.fail(prepared, n)
 
     def recover(self, txid: int) -> None:
         """Commit the prepared checkpoint if it is ``txid`` (decided by the spout), discard
@@ -71,14 +102,7 @@ class StateKeeper:
             self.provider.commit(self.namespace, txid)
             committed = txid
         if self.prepared_txid is not None:
-            held, self.prepared = self.prepared, []
-            covered = self.prepared_txid == committed
-            self.prepared_txid = None
-            if covered:
-                for tup in held:
-                    self.ack(tup)
-            else:
-                self._drop(held)
+            self._settle_prepared(self.prepared_txid == committed)
         self.provider.rollback(self.namespace)
         _, data = self.provider.load(self.namespace)
         self.state = KeyValueState.from_committed(data, self.dumps, self.loads)
@@ -95,13 +119,13 @@ class StateKeeper:
             self._lose_pending()
             raise StateProviderError(f"state {self.namespace!r}: checkpoint "
                                      f"{self.prepared_txid} is still prepared")
-        changes = self.state.take_changes()
         try:
-            self.provider.prepare(self.namespace, txid, changes)
-        except StateProviderError:
+            self.provider.prepare(self.namespace, txid, self.state.take_changes())
+        except Exception:
             self._lose_pending()
             raise
-        self.prepared, self.pending = self.pending, []
+        self.prepared, self.prepared_n = self.pending, self.pending_n
+        self.pending, self.pending_n = {}, 0
         self.prepared_txid = txid
 
     def commit(self, txid: int) -> None:
@@ -112,7 +136,4 @@ class StateKeeper:
             raise StateProviderError(f"state {self.namespace!r}: asked to commit checkpoint "
                                      f"{txid}, prepared is {self.prepared_txid}")
         self.provider.commit(self.namespace, txid)
-        held, self.prepared = self.prepared, []
-        self.prepared_txid = None
-        for tup in held:
-            self.ack(tup)
+        self._settle_prepared(True)

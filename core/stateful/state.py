@@ -6,71 +6,97 @@ from typing import Any
 
 __all__ = ["KeyValueState"]
 
+#: values of these types need no trial encoding at ``put`` (ints only within msgpack's range)
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
+_MIN_INT, _MAX_INT = -(2 ** 63), 2 ** 64 - 1
+
+
+def _freeze(key: Any) -> Any:
+    """A hashable key: lists (as a serializer gives tuples back) become tuples, recursively."""
+    if isinstance(key, (list, tuple)):
+        return tuple(_freeze(k) for k in key)
+    return key
+
 
 class KeyValueState:
     """A key-value map that is checkpointed with the topology (API.md section 11).
 
     Keys and values are any values the topology's serializer encodes (``squall.serializer``,
-    msgpack by default: a tuple comes back as a list after a restart). Keys are compared by
-    their encoding. A value is encoded when it is ``put``: change it in place afterwards and
-    ``put`` it again, or the checkpoint keeps the value it had. An unencodable key or value
-    raises :class:`~squall.errors.SerializationError` at the call (failing the tuple in
-    process). Used from the bolt's own task only (the worker's loop thread).
+    msgpack by default). A list or tuple key is kept as a tuple (so ``["a", 1]`` and
+    ``("a", 1)`` are the same key, before and after a restart); other keys must be hashable.
+    Values are encoded when a checkpoint is prepared, so an object changed in place after
+    ``put`` is saved as it is then; a value the serializer cannot encode raises
+    :class:`~squall.errors.SerializationError` at ``put`` (failing the tuple in ``process``).
+    A tuple value comes back as a list after a restart (msgpack). Used from the bolt's own
+    task only (the worker's loop thread). ``get`` and ``put`` of str keys with plain values
+    cost about two dict operations.
     """
 
-    __slots__ = ("_changes", "_data", "_dumps", "_loads")
+    __slots__ = ("_data", "_dirty", "_dumps", "_loads")
 
-    def __init__(self, data: dict[bytes, Any], dumps: Callable[[Any], bytes],
+    def __init__(self, data: dict[Any, Any], dumps: Callable[[Any], bytes],
                  loads: Callable[[bytes], Any]) -> None:
-        #: encoded key -> value (decoded)
         self._data = data
         self._dumps = dumps
         self._loads = loads
-        #: encoded key -> encoded value, or None (deleted), since the last checkpoint
-        self._changes: dict[bytes, bytes | None] = {}
+        #: keys put or deleted since the last checkpoint
+        self._dirty: set[Any] = set()
 
     @classmethod
     def from_committed(cls, committed: dict[bytes, bytes], dumps: Callable[[Any], bytes],
                        loads: Callable[[bytes], Any]) -> KeyValueState:
-        """The state as a provider's committed map holds it."""
-        return cls({k: loads(v) for k, v in committed.items()}, dumps, loads)
+        """The state as a provider's committed map (encoded keys and values) holds it."""
+        return cls({_freeze(loads(k)): loads(v) for k, v in committed.items()}, dumps, loads)
 
     def get(self, key: Any, default: Any = None) -> Any:
         """The value of ``key``, or ``default``."""
-        return self._data.get(self._dumps(key), default)
+        try:
+            return self._data.get(key, default)
+        except TypeError:                       # unhashable: a list key
+            return self._data.get(_freeze(key), default)
 
     def put(self, key: Any, value: Any) -> None:
         """Set ``key`` to ``value`` (in the next checkpoint)."""
-        k = self._dumps(key)
-        self._changes[k] = self._dumps(value)
-        self._data[k] = value
+        if key.__class__ is not str:
+            key = self._key(key)
+        cls = value.__class__
+        if cls not in _PLAIN or (cls is int and not _MIN_INT <= value <= _MAX_INT):
+            self._dumps(value)                  # SerializationError now, not at checkpoint
+        self._data[key] = value
+        self._dirty.add(key)
 
     def delete(self, key: Any) -> None:
         """Remove ``key`` (nothing happens if it is absent)."""
-        k = self._dumps(key)
-        if self._data.pop(k, _MISSING) is not _MISSING:
-            self._changes[k] = None
+        key = self._key(key)
+        if key in self._data:
+            del self._data[key]
+            self._dirty.add(key)
+
+    def _key(self, key: Any) -> Any:
+        key = _freeze(key)
+        hash(key)                               # TypeError for a dict or set key
+        self._dumps(key)                        # SerializationError for what cannot be encoded
+        return key
 
     def items(self) -> Iterator[tuple[Any, Any]]:
-        """Every ``(key, value)``, keys decoded."""
-        loads = self._loads
-        for k, v in list(self._data.items()):
-            yield loads(k), v
+        """Every ``(key, value)``."""
+        return iter(list(self._data.items()))
 
     def __len__(self) -> int:
         return len(self._data)
 
     def __contains__(self, key: Any) -> bool:
-        return self._dumps(key) in self._data
+        try:
+            return key in self._data
+        except TypeError:
+            return _freeze(key) in self._data
 
     def take_changes(self) -> dict[bytes, bytes | None]:
-        """The changes since the last call (encoded), and start collecting anew."""
-        changes = self._changes
-        self._changes = {}
-        return changes
+        """The changes since the last call, encoded (a value, or None for a deleted key), and
+        start collecting anew."""
+        dirty, self._dirty = self._dirty, set()
+        data, dumps = self._data, self._dumps
+        return {dumps(k): (dumps(data[k]) if k in data else None) for k in dirty}
 
     def __repr__(self) -> str:
-        return f"KeyValueState({len(self._data)} keys, {len(self._changes)} changed)"
-
-
-_MISSING = object()
+        return f"KeyValueState({len(self._data)} keys, {len(self._dirty)} changed)"
