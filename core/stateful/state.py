@@ -12,7 +12,8 @@ _MIN_INT, _MAX_INT = -(2 ** 63), 2 ** 64 - 1
 
 
 def _freeze(key: Any) -> Any:
-    """A hashable key: lists (as a serializer gives tuples back) become tuples, recursively."""
+    """A key as it was put: lists (as a serializer gives tuples back) become tuples,
+    recursively."""
     if isinstance(key, (list, tuple)):
         return tuple(_freeze(k) for k in key)
     return key
@@ -21,18 +22,18 @@ def _freeze(key: Any) -> Any:
 class KeyValueState:
     """A key-value map that is checkpointed with the topology (API.md section 11).
 
-    Keys and values are any values the topology's serializer encodes (``squall.serializer``,
-    msgpack by default). A list or tuple key is kept as a tuple (so ``["a", 1]`` and
-    ``("a", 1)`` are the same key, before and after a restart); other keys must be hashable.
-    Values are encoded when a checkpoint is prepared, so an object changed in place after
-    ``put`` is saved as it is then; a value the serializer cannot encode raises
-    :class:`~squall.errors.SerializationError` at ``put`` (failing the tuple in ``process``).
-    A tuple value comes back as a list after a restart (msgpack). Used from the bolt's own
-    task only (the worker's loop thread). ``get`` and ``put`` of str keys with plain values
-    cost about two dict operations.
+    Keys are hashable values the topology's serializer encodes (``squall.serializer``, msgpack
+    by default): str, int, float, bool, bytes, None and tuples of those (a tuple key comes back
+    a tuple after a restart). Values are any values it encodes; they are encoded when a
+    checkpoint is prepared, so an object changed in place after ``put`` is saved as it is
+    then, and a tuple value comes back as a list after a restart (msgpack). A key or value
+    that cannot be encoded raises :class:`~squall.errors.SerializationError` at ``put`` (an
+    unhashable key TypeError), which fails the tuple in ``process``. Used from the bolt's own
+    task only (the worker's loop thread). ``get`` is the dict's own; ``put`` of a str key
+    with a plain value costs about two dict operations more.
     """
 
-    __slots__ = ("_data", "_dirty", "_dumps", "_loads")
+    __slots__ = ("_data", "_dirty", "_dumps", "_loads", "get")
 
     def __init__(self, data: dict[Any, Any], dumps: Callable[[Any], bytes],
                  loads: Callable[[bytes], Any]) -> None:
@@ -41,6 +42,8 @@ class KeyValueState:
         self._loads = loads
         #: keys put or deleted since the last checkpoint
         self._dirty: set[Any] = set()
+        #: ``get(key, default=None)``: the value of ``key``, or ``default``
+        self.get: Callable[..., Any] = data.get
 
     @classmethod
     def from_committed(cls, committed: dict[bytes, bytes], dumps: Callable[[Any], bytes],
@@ -48,33 +51,27 @@ class KeyValueState:
         """The state as a provider's committed map (encoded keys and values) holds it."""
         return cls({_freeze(loads(k)): loads(v) for k, v in committed.items()}, dumps, loads)
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        """The value of ``key``, or ``default``."""
-        try:
-            return self._data.get(key, default)
-        except TypeError:                       # unhashable: a list key
-            return self._data.get(_freeze(key), default)
-
     def put(self, key: Any, value: Any) -> None:
         """Set ``key`` to ``value`` (in the next checkpoint)."""
         if key.__class__ is not str:
             key = self._key(key)
         cls = value.__class__
-        if cls not in _PLAIN or (cls is int and not _MIN_INT <= value <= _MAX_INT):
-            self._dumps(value)                  # SerializationError now, not at checkpoint
+        if cls is int:
+            if not _MIN_INT <= value <= _MAX_INT:
+                self._dumps(value)              # SerializationError now, not at checkpoint
+        elif cls is not str and cls not in _PLAIN:
+            self._dumps(value)
         self._data[key] = value
         self._dirty.add(key)
 
     def delete(self, key: Any) -> None:
         """Remove ``key`` (nothing happens if it is absent)."""
-        key = self._key(key)
         if key in self._data:
             del self._data[key]
             self._dirty.add(key)
 
     def _key(self, key: Any) -> Any:
-        key = _freeze(key)
-        hash(key)                               # TypeError for a dict or set key
+        hash(key)                               # TypeError for an unhashable key
         self._dumps(key)                        # SerializationError for what cannot be encoded
         return key
 
@@ -86,10 +83,7 @@ class KeyValueState:
         return len(self._data)
 
     def __contains__(self, key: Any) -> bool:
-        try:
-            return key in self._data
-        except TypeError:
-            return _freeze(key) in self._data
+        return key in self._data
 
     def take_changes(self) -> dict[bytes, bytes | None]:
         """The changes since the last call, encoded (a value, or None for a deleted key), and
