@@ -31,6 +31,7 @@ from bench import host
 from squall import Bolt, LocalCluster, Spout, StatefulBolt, TopologyBuilder
 from squall.api.topology import Topology
 
+PENDING = 200_000
 SENTENCE = "the quick brown fox jumps over the lazy dog again"
 _state: dict[str, int] = {"acked": 0, "words": 0}
 
@@ -95,7 +96,7 @@ def run_once(arm: str, interval_ms: int, redis_conf: dict[str, Any], warmup: flo
     """(words/s, words per CPU second, acked words/s) over the measured window."""
     _state.update(acked=0, words=0)
     conf: dict[str, Any] = {"topology.acker.executors": 1,
-                            "topology.max.spout.pending": 2000 if arm == "plain" else 200_000,
+                            "topology.max.spout.pending": 2000 if arm == "plain" else PENDING,
                             "topology.state.checkpoint.interval.ms": interval_ms,
                             "topology.message.timeout.secs": 120}
     if arm == "memory":

@@ -57,6 +57,9 @@ class CheckpointSpout(Spout):
     """The coordinator of checkpoints (see the module docstring). One task."""
 
     outputs = [Stream(FIELDS, name=CHECKPOINT)]
+    #: checkpoints go on while the topology is deactivated, so that what stateful bolts hold
+    #: commits and is acked (a deactivation or a rebalance's wait drains them)
+    stays_active = True
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.interval = float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000

@@ -165,47 +165,60 @@ class CheckpointedBoltExecutor(BoltExecutor):
     def _run_stateful(self, ts: TaskState, keeper: StateKeeper, q: deque[Tuple],
                       n: int) -> None:
         """``process`` each of ``n`` tuples; with ``auto_ack`` each one's ack is folded into
-        the keeper's pending acks inline, as :meth:`StateKeeper.hold` does."""
+        the keeper's pending acks inline, as :meth:`StateKeeper.hold` does (the common case,
+        a recovered task of a bolt that anchors and acks automatically, by the first loop;
+        the rest one by one by :meth:`_run_stateful_one`)."""
         popleft = q.popleft
+        if not (keeper.ready and self.auto_anchor and self.auto_ack):
+            for _ in range(n):
+                self._run_stateful_one(ts, keeper, popleft())
+            return
         process = ts.instance.process
-        tick_src = self.tick_src
-        auto_anchor = self.auto_anchor
-        auto_ack = self.auto_ack
-        hold = keeper.hold
         fold = keeper.pending
         get = fold.get
         folded = 0
         try:
             for _ in range(n):
                 tup = popleft()
-                if tup.src is tick_src:
-                    ts.ticks -= 1
-                    self._tick(ts, tup)
-                    continue
-                if not keeper.ready:
-                    self.acks.fail_tuple(ts, tup)     # replayed once the state is recovered
-                    continue
-                if auto_anchor:
+                roots = tup.roots
+                if roots.__class__ is tuple:
                     ts.current = tup
-                try:
-                    process(tup)
-                except Exception as exc:  # the executor goes on; see API.md section 2
+                    try:
+                        process(tup)
+                    except Exception as exc:  # the executor goes on; see API.md section 2
+                        ts.current = None
+                        self._failed(ts, tup, exc)
+                        continue
+                    v = tup.id ^ tup.ackval
+                    for r in roots:
+                        fold[r] = get(r, 0) ^ v
+                    folded += 1
+                else:               # a tick, an untracked tuple, several anchors
                     ts.current = None
-                    self._failed(ts, tup, exc)
-                    continue
-                ts.current = None
-                if auto_ack:
-                    roots = tup.roots
-                    if roots.__class__ is tuple:
-                        v = tup.id ^ tup.ackval
-                        for r in roots:
-                            fold[r] = get(r, 0) ^ v
-                        folded += 1
-                    else:
-                        hold(tup)
+                    self._run_stateful_one(ts, keeper, tup)
         finally:
             ts.current = None
             keeper.pending_n += folded
+
+    def _run_stateful_one(self, ts: TaskState, keeper: StateKeeper, tup: Tuple) -> None:
+        if tup.src is self.tick_src:
+            ts.ticks -= 1
+            self._tick(ts, tup)
+            return
+        if not keeper.ready:
+            self.acks.fail_tuple(ts, tup)     # replayed once the state is recovered
+            return
+        if self.auto_anchor:
+            ts.current = tup
+        try:
+            ts.instance.process(tup)
+        except Exception as exc:  # the executor goes on; see API.md section 2
+            self._failed(ts, tup, exc)
+            return
+        finally:
+            ts.current = None
+        if self.auto_ack:
+            keeper.hold(tup)
 
     # -- checkpoints -------------------------------------------------------------------------
     def _barrier(self, ts: TaskState, aligner: BarrierAligner, tup: Tuple) -> None:

@@ -45,9 +45,16 @@ def checkpoint_inputs(topology: Topology, component_id: str) -> list[str]:
 
 
 def check_ackers(topology: Topology | dict[str, ComponentSpec], conf: dict[str, Any]) -> None:
-    """TopologyError when the topology has a checkpoint path and ``conf`` has no ackers."""
+    """TopologyError when the topology has a checkpoint path and ``conf`` has no ackers or a
+    checkpoint interval that is not positive."""
     components = topology.components if isinstance(topology, Topology) else topology
-    if CHECKPOINT in components and conf.get("topology.acker.executors", None) == 0:
+    if CHECKPOINT not in components:
+        return
+    interval = conf.get("topology.state.checkpoint.interval.ms", 1000)
+    if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
+        raise TopologyError(f"topology.state.checkpoint.interval.ms must be a positive number "
+                            f"of milliseconds, got {interval!r}")
+    if conf.get("topology.acker.executors", None) == 0:
         stateful = sorted(c for c, s in components.items() if _is_stateful(s)
                           or (checkpointed(s) and s.cls is None))
         raise TopologyError(

@@ -23,6 +23,8 @@ _LOCK = threading.Lock()
 ACKED: dict[str, list[int]] = collections.defaultdict(list)
 FAILED_ONCE: dict[str, set[Any]] = collections.defaultdict(set)
 FAILS: dict[str, int] = collections.defaultdict(int)
+#: ids emitted and neither acked nor failed yet
+IN_FLIGHT: dict[str, set[int]] = collections.defaultdict(set)
 
 
 def expected(total: int) -> dict[str, int]:
@@ -48,15 +50,19 @@ class ReplayingWords(Spout):
                     return
                 self.next_at = now + self.gap
             i = self.todo.popleft()
+            with _LOCK:
+                IN_FLIGHT[self.key].add(i)
             self.emit([WORDS[i % len(WORDS)], i], tup_id=i)
 
     def ack(self, tup_id):
         with _LOCK:
             ACKED[self.key].append(tup_id)
+            IN_FLIGHT[self.key].discard(tup_id)
 
     def fail(self, tup_id):
         with _LOCK:
             FAILS[self.key] += 1
+            IN_FLIGHT[self.key].discard(tup_id)
         self.todo.append(tup_id)
 
 
@@ -138,6 +144,33 @@ def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers
     assert any(i % 7 == 3 for _, i in FAILED_ONCE[key]), "nothing was failed"
     counts = committed_counts(key, "swc", topology.tasks("count"))
     assert counts == expected(total)
+
+
+def test_a_deactivated_topology_still_commits_and_acks_what_is_in_flight(cluster):
+    key = uuid.uuid4().hex
+    b = TopologyBuilder()
+    b.set_spout("words", ReplayingWords)
+    b.set_bolt("count", WordCounter).fields_grouping("words", ["word"])
+    topology = b.create_topology()
+    conf = {"test.key": key, "test.total": 100_000, "test.rate": 500,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 300}
+    cluster.submit_topology("deactivated", conf, topology)
+    wait_until(lambda: len(ACKED[key]) >= 50, timeout=60, message="nothing was acked")
+    cluster.deactivate("deactivated")
+    with _LOCK:
+        in_flight = set(IN_FLIGHT[key])
+        fails = FAILS[key]
+    assert in_flight, "nothing was in flight: make the spout faster"
+    # the checkpoint spout goes on: every word in flight is committed and acked
+    wait_until(lambda: in_flight <= set(ACKED[key]), timeout=30,
+               message="words in flight were not acked while deactivated")
+    with _LOCK:
+        assert not IN_FLIGHT[key] and FAILS[key] == fails
+    acked = ACKED[key]
+    assert len(set(acked)) == len(acked)
+    counts = committed_counts(key, "deactivated", topology.tasks("count"))
+    assert counts == dict(collections.Counter(WORDS[i % len(WORDS)] for i in acked))
 
 
 def redis_counts(conf: dict[str, Any], name: str, tasks: list[int]) -> dict[str, int]:

@@ -114,3 +114,8 @@ def test_a_stateful_bolt_must_define_process():
     b.set_bolt("count", BatchCount).shuffle_grouping("words")
     with pytest.raises(TopologyError, match="must define process"):
         b.create_topology()
+
+
+def test_a_checkpoint_interval_that_is_not_positive_is_refused():
+    with pytest.raises(TopologyError, match="interval.ms must be a positive"):
+        build({"topology.state.checkpoint.interval.ms": 0})
