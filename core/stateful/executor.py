@@ -26,7 +26,7 @@ from squall.runtime.task import TaskState
 from squall.stateful.barrier import BarrierAligner
 from squall.stateful.bolt import StatefulBolt
 from squall.stateful.checkpoint import CHECKPOINT, COMMIT, PREPARE, RECOVER, make_provider
-from squall.stateful.keeper import StateKeeper
+from squall.stateful.keeper import NotRecovered, StateKeeper
 from squall.stateful.provider import StateProvider, namespace
 from squall.stateful.wiring import checkpoint_inputs
 
@@ -224,6 +224,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
     def _barrier(self, ts: TaskState, aligner: BarrierAligner, tup: Tuple) -> None:
         try:
             txid, action, seq = tup.values
+            txid, action = int(txid), str(action)
         except (TypeError, ValueError):
             log.warning("bolt %s task %d dropped a malformed checkpoint tuple %.80r",
                         self.component_id, ts.task, tup.values)
@@ -236,7 +237,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             self._run_data(ts, deque(step.before), len(step.before))
         if step.complete is None:
             return
-        if self._act(ts, int(txid), str(action)):
+        if self._act(ts, txid, action):
             ts.instance.emit([txid, action, seq], CHECKPOINT, anchors=step.complete)
             for b in step.complete:
                 self.acks.ack_tuple(ts, b)
@@ -264,6 +265,10 @@ class CheckpointedBoltExecutor(BoltExecutor):
                 return False
         except StateProviderError as exc:
             self._provider_failed(ts, action, txid, exc)
+            return False
+        except NotRecovered as exc:   # the spout recovers every task next
+            log.debug("bolt %s task %d: %s of checkpoint %d refused: %s", self.component_id,
+                      ts.task, action, txid, exc)
             return False
         except Exception as exc:      # init_state raised: reported, recovery is retried
             self.report_error(ts, exc)

@@ -12,11 +12,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from squall.errors import StateProviderError
 from squall.stateful.provider import StateProvider
 from squall.stateful.state import KeyValueState
 
-__all__ = ["StateKeeper"]
+__all__ = ["NotRecovered", "StateKeeper"]
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +25,22 @@ AckFold = Callable[[dict[int, int], int], None]
 FailRoots = Callable[[Iterable[int], int], None]
 
 
+class NotRecovered(Exception):
+    """A checkpoint asked of a task that has not recovered its state (it started, or lost its
+    uncommitted changes, since the last ``recover``): the checkpoint fails, and the spout
+    sends ``recover``."""
+
+
 class StateKeeper:
     """The checkpoints of one stateful task (namespace ``namespace`` of ``provider``).
 
     ``ready`` is False until a recovery succeeded, and again after any provider failure:
     meanwhile the task fails its inputs (the spouts replay them) and every checkpoint it is
-    asked for. ``pending`` (root -> XOR) and ``pending_n`` are public so the executor folds
-    an input's ack inline (see :meth:`hold` for what it does). Provider errors are raised to
-    the caller (the executor fails the checkpoint tuple and logs); the keeper stays
-    consistent. Loop thread only."""
+    asked for (:class:`NotRecovered`). ``pending`` (root -> XOR) and ``pending_n`` are public
+    so the executor folds an input's ack inline (see :meth:`hold` for what it does).
+    Provider errors (:class:`~squall.errors.StateProviderError`) are raised to the caller
+    (the executor fails the checkpoint tuple and logs); the keeper stays consistent. Loop
+    thread only."""
 
     __slots__ = ("ack", "dumps", "fail", "init_state", "loads", "namespace", "pending",
                  "pending_n", "prepared", "prepared_n", "prepared_txid", "provider", "ready",
@@ -112,13 +118,13 @@ class StateKeeper:
     def prepare(self, txid: int) -> None:
         """Store the changes since the last checkpoint as checkpoint ``txid``."""
         if not self.ready or self.state is None:
-            raise StateProviderError(f"state {self.namespace!r} is not recovered yet")
+            raise NotRecovered(f"state {self.namespace!r} is not recovered yet")
         if self.prepared_txid is not None:
             # a checkpoint is prepared and neither committed nor recovered: the spout never
             # does that; start over from the committed state
             self._lose_pending()
-            raise StateProviderError(f"state {self.namespace!r}: checkpoint "
-                                     f"{self.prepared_txid} is still prepared")
+            raise NotRecovered(f"state {self.namespace!r}: checkpoint {self.prepared_txid} "
+                               "is still prepared")
         try:
             self.provider.prepare(self.namespace, txid, self.state.take_changes())
         except Exception:
@@ -131,9 +137,9 @@ class StateKeeper:
     def commit(self, txid: int) -> None:
         """Apply checkpoint ``txid`` and ack the inputs it covers."""
         if not self.ready:
-            raise StateProviderError(f"state {self.namespace!r} is not recovered yet")
+            raise NotRecovered(f"state {self.namespace!r} is not recovered yet")
         if self.prepared_txid != txid:
-            raise StateProviderError(f"state {self.namespace!r}: asked to commit checkpoint "
-                                     f"{txid}, prepared is {self.prepared_txid}")
+            raise NotRecovered(f"state {self.namespace!r}: asked to commit checkpoint {txid}, "
+                               f"prepared is {self.prepared_txid}")
         self.provider.commit(self.namespace, txid)
         self._settle_prepared(True)

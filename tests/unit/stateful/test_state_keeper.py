@@ -9,7 +9,7 @@ import pytest
 
 from squall.errors import StateProviderError
 from squall.serializers.msgpack import MsgpackSerializer
-from squall.stateful.keeper import StateKeeper
+from squall.stateful.keeper import NotRecovered, StateKeeper
 from squall.stateful.memory import MemoryStateProvider
 from squall.stateful.provider import StateProvider
 from squall.stateful.state import KeyValueState
@@ -148,7 +148,7 @@ def test_a_provider_failure_leaves_the_checkpoint_uncommitted_and_fails_inputs(p
     assert rec.failed == [1] and not k.ready
     with pytest.raises(StateProviderError):
         k.recover(0)
-    with pytest.raises(StateProviderError):
+    with pytest.raises(NotRecovered):
         k.prepare(1)                          # not recovered: refused
     provider.down = False
     k.recover(0)
@@ -177,5 +177,5 @@ def test_commit_of_another_txid_is_refused(provider):
     k = keeper_for(provider, Recorder())
     k.recover(0)
     k.prepare(1)
-    with pytest.raises(StateProviderError):
+    with pytest.raises(NotRecovered):
         k.commit(2)
