@@ -75,6 +75,13 @@ class CheckpointSpout(Spout):
         self.next_at = 0.0
         self.failing = False
 
+    def activate(self) -> None:
+        """The first ``recover`` goes out at once: activation comes before the first
+        ``next_tuple`` of any spout of this worker, so the stateful tasks downstream usually
+        have their state before the first data tuple reaches them (one that comes earlier is
+        failed, and replayed by its spout)."""
+        self.next_tuple()
+
     def next_tuple(self) -> None:
         if self.in_flight is not None:
             return

@@ -231,3 +231,13 @@ def test_stateful_wordcount_commits_exact_counts():
         counts.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
     assert counts == collections.Counter(
         w for i in range(total) for w in stateful.LINES[i % len(stateful.LINES)].split())
+
+
+def test_stateful_wordcount_runs_under_complete_topology():
+    sentences = [[line] for line in stateful.LINES] * 3
+    result = complete_topology(stateful.topology, sources={"sentences": sentences}, timeout=30)
+    assert result.acked == set(range(len(sentences))) and not result.failed
+    final: dict[str, int] = {}
+    for word, count in result.tuples("count"):
+        final[word] = max(final.get(word, 0), count)
+    assert final == collections.Counter(w for (s,) in sentences for w in s.split())
