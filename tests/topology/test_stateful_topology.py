@@ -32,12 +32,15 @@ def expected(total: int) -> dict[str, int]:
 
 
 class ReplayingWords(Spout):
-    """Emits ``[word, i]`` for i < test.total with tup_id i; replays what fails."""
+    """Emits ``[word, i]`` for i < test.total with tup_id i (those not acked yet, when it
+    starts again); replays what fails."""
     outputs = ["word", "i"]
 
     def initialize(self, conf, context):
         self.key = conf["test.key"]
-        self.todo = collections.deque(range(int(conf["test.total"])))
+        with _LOCK:         # a restarted instance (rebalance) carries on where acks stopped
+            done = set(ACKED[self.key])
+        self.todo = collections.deque(i for i in range(int(conf["test.total"])) if i not in done)
         rate = float(conf.get("test.rate") or 0)
         self.gap = 1.0 / rate if rate else 0.0
         self.next_at = 0.0
@@ -131,9 +134,10 @@ def committed_counts(prefix: str, name: str, tasks: list[int]) -> dict[str, int]
 def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers,
                                                                 counter_fails):
     key = uuid.uuid4().hex
-    total = 400
+    total = 1500
     topology = wordcount().create_topology()
     conf = {"test.key": key, "test.total": total, "topology.workers": workers,
+            "test.rate": 2500,              # over several checkpoints
             "test.counter.fails": counter_fails,
             "topology.state.provider.config": {"key_prefix": key},
             "topology.state.checkpoint.interval.ms": 100}
@@ -144,6 +148,23 @@ def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers
     assert any(i % 7 == 3 for _, i in FAILED_ONCE[key]), "nothing was failed"
     counts = committed_counts(key, "swc", topology.tasks("count"))
     assert counts == expected(total)
+
+
+def test_rebalance_moving_stateful_tasks_keeps_counts_exact(cluster):
+    key = uuid.uuid4().hex
+    total = 1500
+    topology = wordcount(counters=2).create_topology()
+    conf = {"test.key": key, "test.total": total, "test.rate": 400, "topology.workers": 2,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 200, "topology.message.timeout.secs": 10}
+    cluster.submit_topology("moved", conf, topology)
+    wait_until(lambda: len(set(ACKED[key])) >= 300, timeout=60, message="nothing was acked")
+    cluster.rebalance("moved", num_workers=1, executors={"count": 1}, wait=1)
+    assert len(set(ACKED[key])) < total, "the stream ended before the rebalance"
+    wait_until(lambda: len(set(ACKED[key])) == total, timeout=90,
+               message="not every word was acked after the rebalance")
+    assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
+    assert committed_counts(key, "moved", topology.tasks("count")) == expected(total)
 
 
 def test_a_deactivated_topology_still_commits_and_acks_what_is_in_flight(cluster):
