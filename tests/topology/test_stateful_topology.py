@@ -134,7 +134,7 @@ def committed_counts(prefix: str, name: str, tasks: list[int]) -> dict[str, int]
 def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers,
                                                                 counter_fails):
     key = uuid.uuid4().hex
-    total = 1500
+    total = 1000
     topology = wordcount().create_topology()
     conf = {"test.key": key, "test.total": total, "topology.workers": workers,
             "test.rate": 2500,              # over several checkpoints
