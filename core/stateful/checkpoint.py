@@ -74,6 +74,8 @@ class CheckpointSpout(Spout):
         self.in_flight: int | None = None
         self.next_at = 0.0
         self.failing = False
+        #: the clock the interval is measured by
+        self.now: Any = time.monotonic
 
     def activate(self) -> None:
         """The first ``recover`` goes out at once: activation comes before the first
@@ -85,7 +87,7 @@ class CheckpointSpout(Spout):
     def next_tuple(self) -> None:
         if self.in_flight is not None:
             return
-        now = time.monotonic()
+        now = self.now()
         if now < self.next_at:
             return
         if self.committed is None:
@@ -107,7 +109,7 @@ class CheckpointSpout(Spout):
         if tup_id != self.in_flight:
             return
         self.in_flight = None
-        now = time.monotonic()
+        now = self.now()
         if self.action == PREPARE:
             try:        # the decision: from here on, recovery commits this checkpoint
                 self.provider.prepare(self.namespace, self.txid, {})
@@ -138,7 +140,7 @@ class CheckpointSpout(Spout):
         # commits txid where it was not yet. A failed recovery is tried again after a pause.
         wait = self.interval if self.action == RECOVER else 0.0
         self.action = RECOVER
-        self.next_at = time.monotonic() + wait
+        self.next_at = self.now() + wait
 
     def _failed(self, why: str) -> None:
         """Log the first failure of a run of them as a warning, the rest at debug."""

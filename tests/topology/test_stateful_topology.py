@@ -1,5 +1,6 @@
-"""Stateful bolts in a LocalCluster (API.md section 11): exact counts with a replaying spout
-and failures, checkpoints committing state, and the topologies that are refused."""
+"""Stateful bolts in a LocalCluster (API.md section 11): exact committed counts with a
+replaying spout and failing bolts, across a rebalance, while deactivated, and while Redis is
+down."""
 from __future__ import annotations
 
 import collections

@@ -8,10 +8,13 @@ spout             :class:`~.spout.SpoutExecutor`               spout
 acker             :class:`~.acker.AckerExecutor`               acker
 bolt, own thread  :class:`~.threaded.ThreadedBolt`             threaded
 spout, own thread :class:`~.threaded.ThreadedSpout`            threaded
+bolt, checkpoint  ``CheckpointedBoltExecutor``                 squall.stateful.executor
 ================  ==========================================  ============================
 
 A component runs on a thread of its own when its class sets ``dedicated_thread = True`` or
-its configuration sets ``topology.executor.dedicated.thread`` (ackers never do).
+its configuration sets ``topology.executor.dedicated.thread`` (ackers never do). A bolt on the
+checkpoint path of a stateful bolt (it subscribes to a ``__checkpoint`` stream) always runs on
+the loop, in a ``CheckpointedBoltExecutor``.
 """
 from __future__ import annotations
 
