@@ -16,11 +16,12 @@ import logging
 from collections import deque
 from itertools import islice
 from operator import attrgetter
+
 from squall import drivers
 from squall.api.tuple import Tuple, TupleBatch
 from squall.errors import StateProviderError
 from squall.runtime.executors.base import Services, _perf
-from squall.runtime.executors.bolt import BoltExecutor
+from squall.runtime.executors.bolt import PASS_SECONDS, BoltExecutor
 from squall.runtime.executors.threaded import wants_thread
 from squall.runtime.task import TaskState
 from squall.stateful.barrier import BarrierAligner
@@ -95,6 +96,9 @@ class CheckpointedBoltExecutor(BoltExecutor):
             self.paused += 1
             return 0
         done = 0
+        # process latency as the plain executor measures it (a stateful task's acks wait for
+        # a commit instead: its inputs' complete latency at the spout tells that wait)
+        timed = self.auto_ack and not self.stateful
         for ts in self.tasks:
             q = ts.queue
             n = len(q)
@@ -102,6 +106,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
                 continue
             n = self._take(n, self.batch, ts.pass_cap)
             t0 = _perf()
+            acked = ts.acked
             aligner = self.aligners[ts.task]
             left = n
             while left:
@@ -116,10 +121,13 @@ class CheckpointedBoltExecutor(BoltExecutor):
                     left -= 1
                     self._barrier(ts, aligner, q.popleft())
             spent = _perf() - t0
-            ts.pass_cap = int(0.005 * n / spent) if spent > 0 else n << 1
+            ts.pass_cap = int(PASS_SECONDS * n / spent) if spent > 0 else n << 1
             ts.exec_ms += spent * 1000.0
             ts.exec_n += n
             ts.executed += n
+            if timed and ts.acked > acked:
+                ts.proc_ms += spent * 1000.0 * (ts.acked - acked)
+                ts.proc_n += ts.acked - acked
             done += n
         return done
 
