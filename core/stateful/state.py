@@ -6,9 +6,9 @@ from typing import Any
 
 __all__ = ["KeyValueState"]
 
-#: values of these types need no trial encoding at ``put`` (ints only within msgpack's range)
+#: values of these types need no trial encoding at ``put`` (ints only within msgpack's range,
+#: -2**63 to 2**64 - 1)
 _PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
-_MIN_INT, _MAX_INT = -(2 ** 63), 2 ** 64 - 1
 
 
 def _freeze(key: Any) -> Any:
@@ -56,8 +56,8 @@ class KeyValueState:
         if key.__class__ is not str:
             key = self._key(key)
         cls = value.__class__
-        if cls is int:
-            if not _MIN_INT <= value <= _MAX_INT:
+        if cls is int:          # msgpack's range, as constants (a global lookup costs more)
+            if not -9223372036854775808 <= value <= 18446744073709551615:
                 self._dumps(value)              # SerializationError now, not at checkpoint
         elif cls is not str and cls not in _PLAIN:
             self._dumps(value)
