@@ -119,3 +119,14 @@ def test_a_stateful_bolt_must_define_process():
 def test_a_checkpoint_interval_that_is_not_positive_is_refused():
     with pytest.raises(TopologyError, match="interval.ms must be a positive"):
         build({"topology.state.checkpoint.interval.ms": 0})
+
+
+@pytest.mark.parametrize("key, value, error", [
+    ("topology.state.checkpoint.interval.ms", "often", "must be int"),
+    ("topology.state.provider.config", 3, "must be dict or null"),
+    ("topology.state.provider", "redsi", "did you mean 'redis'|available: memory, redis"),
+])
+def test_the_state_keys_are_checked(key, value, error):
+    from squall import ConfigError, config
+    with pytest.raises(ConfigError, match=error):
+        config.validate({**config.defaults(), key: value})
