@@ -19,7 +19,8 @@ METRICS_PREFIX = "__metrics_"
 
 def add_system_components(topology: Topology, conf: dict[str, Any]) -> Topology:
     """Return ``topology`` with its acker and metrics-consumer components (idempotent)."""
-    from squall.stateful.wiring import CHECKPOINT, check_ackers
+    from squall.stateful.checkpoint import CHECKPOINT
+    from squall.stateful.wiring import check_ackers
     check_ackers(topology, conf)
     if any(c.startswith("__") and c != CHECKPOINT for c in topology.components):
         return topology
