@@ -11,7 +11,8 @@ from squall.api.context import TopologyContext
 from squall.api.tuple import Stream, Tuple, TupleBatch
 from squall.errors import (
     ConfigError, DRPCError, MultilangError, PluginLoadError, PluginNotFoundError,
-    SchedulingError, SerializationError, SquallError, StateError, TopologyError, TransportError,
+    SchedulingError, SerializationError, SquallError, StateError, StateProviderError,
+    TopologyError, TransportError,
 )
 from squall.hookspecs import hookimpl, hookspec
 from squall.spi import (
@@ -28,6 +29,7 @@ __all__ = [
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "SingleTargetGrouping", "Spout", "SquallError",
     "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
+    "KeyValueState", "StateProvider", "StateProviderError", "StatefulBolt",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "hookimpl", "hookspec", "__version__",
     "Count", "Duration", "WindowedBolt",
@@ -48,6 +50,9 @@ _LAZY = {
     "ShellSpout": "squall.multilang",
     "LocalDRPC": "squall.drpc.local",
     "DRPCClient": "squall.drpc.client",
+    "StatefulBolt": "squall.stateful.bolt",
+    "KeyValueState": "squall.stateful.state",
+    "StateProvider": "squall.stateful.provider",
 }
 
 

@@ -74,6 +74,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["storm.zookeeper.auth.scheme", "storm.zookeeper.auth.payload",
                      "squall.auth.token", "squall.tls.ca", "squall.tls.cert",
                      "squall.tls.key"], (str,)),
+    "topology.state.provider.config": (dict,),
 }
 
 

@@ -57,14 +57,16 @@ ROLES: dict[str, tuple[str, str]] = {
     "scheduler": ("squall.schedulers", "squall.scheduler"),
     "acker": ("squall.ackers", "squall.acker"),
     "state": ("squall.state_stores", "squall.state"),
+    "state_provider": ("squall.state_providers", "topology.state.provider"),
 }
 GROUPS = (
     "squall.transports", "squall.serializers", "squall.schedulers", "squall.ackers",
     "squall.state_stores", "squall.groupings", "squall.metrics_consumers", "squall.plugins",
+    "squall.state_providers",
 )
 #: top-level module of a missing dependency -> the extra that installs it
 EXTRAS = {"zmq": "zmq", "pynng": "nng", "grpc": "grpc", "google": "grpc", "kazoo": "zookeeper",
-          "pyspark": "spark", "pyarrow": "spark", "pandas": "spark"}
+          "pyspark": "spark", "pyarrow": "spark", "pandas": "spark", "redis": "redis"}
 
 
 # -- what is installed -------------------------------------------------------------------------

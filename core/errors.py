@@ -10,7 +10,7 @@ __all__ = [
     "SquallError", "ConfigError", "PluginNotFoundError", "PluginLoadError", "TopologyError",
     "TransportError", "SchedulingError", "SerializationError", "StateError", "NotAliveError",
     "AlreadyAliveError", "MultilangError", "AuthenticationError", "AuthorizationError",
-    "DRPCError",
+    "DRPCError", "StateProviderError",
 ]
 
 
@@ -60,6 +60,10 @@ class StateError(SquallError):
 
 class MultilangError(SquallError):
     """A multi-lang subprocess could not start, broke the protocol, died or stopped answering."""
+
+
+class StateProviderError(SquallError):
+    """A stateful bolt's state provider failed (its backend down, a checkpoint missing)."""
 
 
 class NotAliveError(SquallError):

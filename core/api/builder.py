@@ -202,6 +202,9 @@ class TopologyBuilder:
                     raise TopologyError(f"bolt {spec.id!r} subscribes to {inp.component}:"
                                         f"{inp.stream} twice")
                 seen.add(key)
+        # stateful bolts (API.md section 11): the __checkpoint spout and the checkpoint path
+        from squall.stateful.wiring import wire
+        wire(specs, conf)
         return Topology(specs.values(), conf)
 
 

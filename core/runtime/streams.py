@@ -28,6 +28,11 @@ class Sources:
         self.tick = Source(SYSTEM, TICK_STREAM, ("freq",))
         self.ack = {s: Source(SYSTEM, s, ("root", "value", "task")) for s in ACK_STREAMS}
 
+    @property
+    def topology(self) -> Topology:
+        """The topology these sources are of."""
+        return self._topology
+
     def get(self, component: str, stream: str) -> Source:
         """The Source of ``stream`` of ``component`` (an acker stream's whoever emits it;
         an undeclared pair gets a Source without fields)."""

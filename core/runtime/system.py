@@ -3,7 +3,9 @@ component's instance is made.
 
 ``add_system_components`` completes a user topology before it is scheduled (nimbus and
 LocalCluster both call it): ``__acker`` tasks (``topology.acker.executors``; null means one per
-worker) and one ``__metrics_<name>`` bolt per registered metrics consumer.
+worker) and one ``__metrics_<name>`` bolt per registered metrics consumer. (The builder adds
+``__checkpoint`` itself, see :mod:`squall.stateful.wiring`; a topology with it and without
+ackers is refused here.)
 """
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ METRICS_PREFIX = "__metrics_"
 
 def add_system_components(topology: Topology, conf: dict[str, Any]) -> Topology:
     """Return ``topology`` with its acker and metrics-consumer components (idempotent)."""
-    if any(c.startswith("__") for c in topology.components):
+    from squall.stateful.checkpoint import CHECKPOINT
+    from squall.stateful.wiring import check_ackers
+    check_ackers(topology, conf)
+    if any(c.startswith("__") and c != CHECKPOINT for c in topology.components):
         return topology
     extra = []
     ackers = conf.get("topology.acker.executors")

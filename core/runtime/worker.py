@@ -35,6 +35,7 @@ from squall.runtime.task import LocalTasks, TaskState
 from squall.runtime.timers import Timers
 from squall.runtime.wire.inbox import Inbox
 from squall.runtime.wire.outbox import Outbox
+from squall.stateful.wiring import checkpointed
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +106,8 @@ class Worker:
             group = [TaskState(cid, task, instantiate(spec, conf), conf)
                      for task in range(start, end + 1)
                      for conf in [config.component_conf(self.conf, spec.config)]]
-            plan.append((executor_class(spec.kind, type(group[0].instance), group[0].conf),
-                         cid, group))
+            plan.append((executor_class(spec.kind, type(group[0].instance), group[0].conf,
+                                        checkpointed=checkpointed(spec)), cid, group))
         self.tasks = {ts.task: ts for _, _, group in plan for ts in group}
         self.local = LocalTasks(
             self.tasks,

@@ -35,7 +35,9 @@ class RedisServer:
 
     host = "127.0.0.1"
 
-    def __init__(self, workdir: Path, port: int | None = None) -> None:
+    def __init__(self, workdir: Path, port: int | None = None, *, durable: bool = False) -> None:
+        """``durable``: keep the data across :meth:`stop`/:meth:`start` (an append-only file
+        fsync'd on every write, as a Redis holding state would run); off by default."""
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
@@ -44,13 +46,16 @@ class RedisServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or _free_port()
         self._proc: subprocess.Popen[bytes] | None = None
+        self.durable = durable
 
     def start(self, timeout: float = 15.0) -> None:
         if self.is_running():
             return
         self._proc = subprocess.Popen(
             [self.binary, "--bind", self.host, "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir), "--protected-mode", "no"],
+             *(["--appendonly", "yes", "--appendfsync", "always"] if self.durable
+               else ["--appendonly", "no"]),
+             "--dir", str(self.workdir), "--protected-mode", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until(self._answers, timeout=timeout, message=f"redis-server on port {self.port}")
 

@@ -173,6 +173,7 @@ BUILTIN = {
     "squall.serializers": {"msgpack"},
     "squall.ackers": {"xor"},
     "squall.state_stores": {"memory", "zookeeper"},
+    "squall.state_providers": {"memory", "redis"},
     "squall.schedulers": {"even", "multidim"},
     "squall.groupings": set(),
     "squall.metrics_consumers": set(),

@@ -36,6 +36,7 @@ def load_example(name: str) -> ModuleType:
 wordcount = load_example("wordcount")
 exclamation = load_example("exclamation")
 rolling = load_example("rolling_top_words")
+stateful = load_example("stateful_wordcount")
 
 SENTENCES = [*wordcount.LINES, *wordcount.LINES, "and and the war", "a"]
 WORDS = collections.Counter(w for s in SENTENCES for w in s.split())
@@ -202,3 +203,56 @@ def test_trident_wordcount_counts_exactly_and_answers_drpc():
                    == expected, timeout=60, message="exact Trident word counts")
         total = expected["the"] + expected["cow"] + expected["to"]
         assert drpc.execute("words", "the cow to nosuchword") == f"[[{total}]]"
+
+
+# -- stateful word count ---------------------------------------------------------------------------
+
+STATEFUL_ACKED: dict[str, set[int]] = collections.defaultdict(set)
+
+
+class RecordingSentences(stateful.SentenceSpout):
+    """The example's spout, recording what was acked."""
+
+    def initialize(self, conf, context):
+        super().initialize(conf, context)
+        self.key = conf["test.key"]
+
+    def ack(self, tup_id):
+        STATEFUL_ACKED[self.key].add(tup_id)
+
+
+def test_stateful_wordcount_commits_exact_counts():
+    import uuid
+
+    from squall.serializers.msgpack import MsgpackSerializer
+    from squall.stateful import namespace
+    from squall.stateful.memory import MemoryStateProvider
+
+    key = uuid.uuid4().hex
+    total = 200
+    topology = stateful.build(RecordingSentences)
+    conf = {"wordcount.sentences": total, "test.key": key, "topology.workers": 2,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 100}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("stateful-example", conf, topology)
+        wait_until(lambda: len(STATEFUL_ACKED[key]) == total, timeout=60,
+                   message="not every sentence was acked")
+    ser = MsgpackSerializer({})
+    provider = MemoryStateProvider({"key_prefix": key})
+    counts: collections.Counter[str] = collections.Counter()
+    for task in topology.tasks("count"):
+        _, data = provider.load(namespace("stateful-example", "count", task))
+        counts.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
+    assert counts == collections.Counter(
+        w for i in range(total) for w in stateful.LINES[i % len(stateful.LINES)].split())
+
+
+def test_stateful_wordcount_runs_under_complete_topology():
+    sentences = [[line] for line in stateful.LINES] * 3
+    result = complete_topology(stateful.topology, sources={"sentences": sentences}, timeout=30)
+    assert result.acked == set(range(len(sentences))) and not result.failed
+    final: dict[str, int] = {}
+    for word, count in result.tuples("count"):
+        final[word] = max(final.get(word, 0), count)
+    assert final == collections.Counter(w for (s,) in sentences for w in s.split())

@@ -18,7 +18,8 @@ def test_names_entries_and_roles_of_the_builtin_drivers():
     assert {"local", "zmq", "nng", "grpc"} <= set(drivers.names(GROUP))
     assert drivers.names(GROUP) == sorted(drivers.names(GROUP))
     assert dict(drivers.entries(GROUP))["local"].startswith("squall ")
-    assert set(drivers.ROLES) == {"transport", "serializer", "scheduler", "acker", "state"}
+    assert set(drivers.ROLES) == {"transport", "serializer", "scheduler", "acker", "state",
+                                  "state_provider"}
     assert {group for group, _ in drivers.ROLES.values()} <= set(drivers.GROUPS)
 
 
@@ -32,7 +33,7 @@ def test_checking_and_listing_import_no_plugin():
             "drivers.validate_conf({'squall.transport': 'nng', 'squall.scheduler': 'multidim'})\n"
             "config.validate(config.load_config(env={}))\n"
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in\n"
-            "               ('zmq', 'pynng', 'grpc', 'pyspark', 'pyarrow', 'kazoo')\n"
+            "               ('zmq', 'pynng', 'grpc', 'pyspark', 'pyarrow', 'kazoo', 'redis')\n"
             "               or m.startswith(('squall.plugins.transport_grpc.transport',\n"
             "                                'squall.plugins.transport_nng.transport',\n"
             "                                'squall.plugins.transport_zmq.transport',\n"

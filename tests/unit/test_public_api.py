@@ -12,15 +12,16 @@ import squall
 ALL = [
     "Acker", "Bolt", "Component", "ConfigError", "Connection", "Count", "CountMetric",
     "DRPCClient", "DRPCError", "DataPoint", "Duration",
-    "Grouping", "GroupingDeclaration", "LoadAwareGrouping", "LocalCluster", "LocalDRPC",
-    "MetricsConsumer", "MultilangError",
+    "Grouping", "GroupingDeclaration", "KeyValueState", "LoadAwareGrouping", "LocalCluster",
+    "LocalDRPC", "MetricsConsumer", "MultilangError",
     "PluginLoadError", "PluginNotFoundError", "ReducedMetric", "Scheduler", "SchedulingError",
     "SerializationError", "Serializer", "ShellBolt", "ShellSpout", "SingleTargetGrouping", "Spout",
-    "SquallError", "StateError", "StateStore", "Stream", "TaskInfo", "Topology",
+    "SquallError", "StateError", "StateProvider", "StateProviderError", "StateStore",
+    "StatefulBolt", "Stream", "TaskInfo", "Topology",
     "TopologyBuilder", "TopologyContext", "TopologyError", "Transport", "TransportError", "Tuple",
     "TupleBatch", "WindowedBolt", "__version__", "hookimpl", "hookspec",
 ]
-HEAVY = ("zmq", "pynng", "grpc", "pyspark", "pyarrow", "pandas", "kazoo")
+HEAVY = ("zmq", "pynng", "grpc", "pyspark", "pyarrow", "pandas", "kazoo", "redis")
 PLUGINS = ["transport_zmq", "transport_nng", "transport_grpc", "scheduler_multidim", "spark"]
 
 

@@ -8,12 +8,15 @@ spout             :class:`~.spout.SpoutExecutor`               spout
 acker             :class:`~.acker.AckerExecutor`               acker
 bolt, own thread  :class:`~.threaded.ThreadedBolt`             threaded
 spout, own thread :class:`~.threaded.ThreadedSpout`            threaded
+bolt, checkpoint  ``CheckpointedBoltExecutor``                 squall.stateful.executor
 ================  ==========================================  ============================
 
 A component runs on a thread of its own when its class sets ``dedicated_thread = True`` or
 its configuration sets ``topology.executor.dedicated.thread`` (ackers never do). A
 :class:`squall.WindowedBolt` runs on :class:`squall.windowing.executor.WindowedBoltExecutor`
-(a BoltExecutor holding its windows), always on the loop.
+(a BoltExecutor holding its windows), always on the loop. A bolt on the checkpoint path of a
+stateful bolt (it subscribes to a ``__checkpoint`` stream) always runs on the loop, in a
+``CheckpointedBoltExecutor`` (a windowed bolt is refused there when the topology is built).
 """
 from __future__ import annotations
 
@@ -31,10 +34,16 @@ __all__ = ["AckerExecutor", "BoltExecutor", "Executor", "SpoutExecutor", "Thread
            "ThreadedSpout", "executor_class"]
 
 
-def executor_class(kind: str, component_cls: type, conf: dict[str, Any]) -> type[Executor]:
-    """The executor class for a component of ``kind`` (``bolt``, ``spout``, ``acker``)."""
+def executor_class(kind: str, component_cls: type, conf: dict[str, Any], *,
+                   checkpointed: bool = False) -> type[Executor]:
+    """The executor class for a component of ``kind`` (``bolt``, ``spout``, ``acker``);
+    ``checkpointed``: a bolt on the checkpoint path of a stateful bolt (it runs on the loop,
+    :mod:`squall.stateful.executor`)."""
     if kind == "acker":
         return AckerExecutor
+    if checkpointed:
+        from squall.stateful.executor import CheckpointedBoltExecutor
+        return CheckpointedBoltExecutor
     if kind == "bolt" and is_windowed(component_cls):
         return WindowedBoltExecutor        # windows live on the loop (never threaded)
     threaded = wants_thread(component_cls, conf)

@@ -32,6 +32,9 @@ class SpoutExecutor(Executor):
         self.timeouts = bool(conf.get("topology.enable.message.timeouts", True))
         self.next_rotate = time.monotonic() + self.timeout
         self.active = False
+        #: a system spout that goes on while the topology is deactivated (the checkpoint
+        #: spout: what stateful bolts hold still commits, and is acked, meanwhile)
+        self.stays_active = bool(getattr(type(tasks[0].instance), "stays_active", False))
         self.malformed = 0           # completions from the network that were not one
 
     def pending(self, ts: TaskState) -> int:
@@ -148,7 +151,7 @@ class SpoutExecutor(Executor):
                 self._call(ts, ts.instance.fail, tup_id)
 
     def set_active(self, active: bool) -> None:
-        if active == self.active:
+        if active == self.active or (self.stays_active and not active):
             return
         self.active = active
         for ts in self.tasks:

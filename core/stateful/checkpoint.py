@@ -1,0 +1,155 @@
+"""The checkpoint spout (system component ``__checkpoint``): it drives every stateful task's
+checkpoints through the ``__checkpoint`` stream, as Storm's CheckpointSpout does.
+
+Its tuples are ``(txid, action, seq)``; ``seq`` numbers its emissions (the barrier key).
+Actions, each tracked by the acker (every task on the checkpoint path acks it once it has
+acted on it, anchoring what it forwards):
+
+``recover``  every stateful task commits its prepared checkpoint if it is ``txid`` (the
+             spout had decided to commit it), discards any other, reloads the committed state,
+             fails the tuples it held and calls ``init_state``. Emitted first (Storm's
+             INITSTATE) and after any failure (its ROLLBACK).
+``prepare``  every stateful task stores its changes as checkpoint ``txid``. When the tuple
+             is acked (every task prepared), the spout records ``txid`` as committed (the
+             decision) and emits ``commit``; when it fails, ``recover`` with the last
+             committed txid.
+``commit``   every stateful task applies checkpoint ``txid`` and acks the tuples it covers.
+             When it fails (a task died), ``recover`` with ``txid``: a restarted task commits
+             its prepared checkpoint then.
+
+One checkpoint is in flight at a time; ``prepare`` starts every
+``topology.state.checkpoint.interval.ms``. The spout keeps its decision (the committed txid)
+with the configured state provider, so it survives the spout's restart.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from squall import drivers
+from squall.api.component import Spout
+from squall.api.context import TopologyContext
+from squall.api.tuple import Stream
+from squall.errors import StateProviderError
+from squall.stateful.provider import StateProvider, namespace
+
+__all__ = ["CHECKPOINT", "COMMIT", "FIELDS", "PREPARE", "RECOVER", "CheckpointSpout",
+           "make_provider"]
+
+log = logging.getLogger(__name__)
+
+#: the checkpoint spout's component id and the stream it (and the checkpoint path) emits
+CHECKPOINT = "__checkpoint"
+FIELDS = ("txid", "action", "seq")
+RECOVER, PREPARE, COMMIT = "recover", "prepare", "commit"
+
+
+def make_provider(conf: dict[str, Any]) -> StateProvider:
+    """The configured provider (``topology.state.provider``) built with its options."""
+    cls = drivers.driver_class("state_provider", conf)
+    options = conf.get("topology.state.provider.config") or {}
+    provider: StateProvider = cls(options)
+    return provider
+
+
+class CheckpointSpout(Spout):
+    """The coordinator of checkpoints (see the module docstring). One task."""
+
+    outputs = [Stream(FIELDS, name=CHECKPOINT)]
+    #: checkpoints go on while the topology is deactivated, so that what stateful bolts hold
+    #: commits and is acked (a deactivation or a rebalance's wait drains them)
+    stays_active = True
+
+    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        self.interval = float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000
+        self.provider = make_provider(conf)
+        self.namespace = namespace(context.topology_name, CHECKPOINT, context.task_id)
+        #: the last committed txid; None until read from the provider
+        self.committed: int | None = None
+        self.action = RECOVER
+        self.txid = 0
+        self.seq = 0
+        #: the seq of the tuple in flight (None: none)
+        self.in_flight: int | None = None
+        self.next_at = 0.0
+        self.failing = False
+        #: the clock the interval is measured by
+        self.now: Any = time.monotonic
+
+    def activate(self) -> None:
+        """The first ``recover`` goes out at once: activation comes before the first
+        ``next_tuple`` of any spout of this worker, so the stateful tasks downstream usually
+        have their state before the first data tuple reaches them (one that comes earlier is
+        failed, and replayed by its spout)."""
+        self.next_tuple()
+
+    def next_tuple(self) -> None:
+        if self.in_flight is not None:
+            return
+        now = self.now()
+        if now < self.next_at:
+            return
+        if self.committed is None:
+            try:
+                self.committed = self.provider.txids(self.namespace)[0]
+            except StateProviderError as exc:
+                self._failed(f"cannot read the last committed checkpoint: {exc}")
+                self.next_at = now + self.interval
+                return
+        if self.action == RECOVER:
+            self.txid = self.committed
+        elif self.action == PREPARE:
+            self.txid = self.committed + 1
+        self.seq += 1
+        self.in_flight = self.seq
+        self.emit([self.txid, self.action, self.seq], stream=CHECKPOINT, tup_id=self.seq)
+
+    def ack(self, tup_id: Any) -> None:
+        if tup_id != self.in_flight:
+            return
+        self.in_flight = None
+        now = self.now()
+        if self.action == PREPARE:
+            try:        # the decision: from here on, recovery commits this checkpoint
+                self.provider.prepare(self.namespace, self.txid, {})
+                self.provider.commit(self.namespace, self.txid)
+            except StateProviderError as exc:
+                self._failed(f"checkpoint {self.txid} not committed: {exc}")
+                self.action = RECOVER
+                self.next_at = now + self.interval
+                return
+            self.committed = self.txid
+            self.action = COMMIT
+            self.next_at = now
+            return
+        if self.failing:
+            self.failing = False
+            log.info("checkpoints of topology %s go on (%s of txid %d done)",
+                     self.context.topology_name, self.action, self.txid)
+        self.action = PREPARE
+        self.next_at = now + self.interval
+
+    def fail(self, tup_id: Any) -> None:
+        if tup_id != self.in_flight:
+            return
+        self.in_flight = None
+        self._failed(f"{self.action} of txid {self.txid} failed; every stateful task rolls "
+                     "back to the last committed checkpoint")
+        # after a failed prepare nothing new is committed; after a failed commit, recovery
+        # commits txid where it was not yet. A failed recovery is tried again after a pause.
+        wait = self.interval if self.action == RECOVER else 0.0
+        self.action = RECOVER
+        self.next_at = self.now() + wait
+
+    def _failed(self, why: str) -> None:
+        """Log the first failure of a run of them as a warning, the rest at debug."""
+        if self.failing:
+            log.debug("checkpoint spout: %s", why)
+            return
+        self.failing = True
+        log.warning("checkpoint spout of topology %s: %s (retrying every %.3g s)",
+                    self.context.topology_name, why, self.interval)
+
+    def close(self) -> None:
+        self.provider.close()

@@ -1,0 +1,312 @@
+"""The executor of a bolt on the checkpoint path: a stateful bolt, or a bolt upstream of one.
+
+It is a :class:`~squall.runtime.executors.bolt.BoltExecutor` that also aligns the checkpoint
+tuples of its input tasks (:mod:`squall.stateful.barrier`). When a checkpoint is complete, a
+stateful task acts on it (:class:`~squall.stateful.keeper.StateKeeper`: recover, prepare or
+commit) and any task forwards it on its own ``__checkpoint`` stream, anchored to the
+checkpoint tuples it got, and acks those (or fails them when the action failed). A stateful
+task holds the ack of every input it processed until the checkpoint covering it committed,
+and fails its inputs while it is not recovered. Chosen when the worker is built
+(:func:`squall.runtime.executors.executor_class`), so topologies without stateful bolts run
+the plain bolt executor untouched. Everything runs on the worker's loop thread.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from itertools import islice
+from operator import attrgetter
+
+from squall import drivers
+from squall.api.tuple import Tuple, TupleBatch
+from squall.errors import StateProviderError
+from squall.runtime.executors.base import Services, _perf
+from squall.runtime.executors.bolt import PASS_SECONDS, BoltExecutor
+from squall.runtime.executors.threaded import wants_thread
+from squall.runtime.task import TaskState
+from squall.stateful.barrier import BarrierAligner
+from squall.stateful.bolt import StatefulBolt
+from squall.stateful.checkpoint import CHECKPOINT, COMMIT, PREPARE, RECOVER, make_provider
+from squall.stateful.keeper import NotRecovered, StateKeeper
+from squall.stateful.provider import StateProvider, namespace
+from squall.stateful.wiring import checkpoint_inputs
+
+__all__ = ["CheckpointedBoltExecutor"]
+
+log = logging.getLogger(__name__)
+_src = attrgetter("src")
+
+
+class CheckpointedBoltExecutor(BoltExecutor):
+    """Runs the tasks of a bolt on the checkpoint path (see the module docstring)."""
+
+    def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
+        super().__init__(services, component_id, tasks)
+        topology = services.sources.topology
+        inputs = checkpoint_inputs(topology, component_id)
+        #: the sources of the checkpoint tuples this bolt gets (one per input component)
+        self.barrier_sources = [services.sources.get(cid, CHECKPOINT) for cid in inputs]
+        input_tasks = [t for cid in inputs for t in topology.tasks(cid)]
+        self.aligners = {ts.task: BarrierAligner(input_tasks) for ts in tasks}
+        self.stateful = isinstance(tasks[0].instance, StatefulBolt)
+        self.lazy_batch = bool(getattr(type(tasks[0].instance), "lazy_batch", False))
+        self.keepers: dict[int, StateKeeper] = {}
+        self.provider: StateProvider | None = None
+        self.provider_down = False
+        if wants_thread(type(tasks[0].instance), tasks[0].conf):
+            log.warning("bolt %s is on the checkpoint path of a stateful bolt: it runs on the "
+                        "worker's loop, not on a thread of its own", component_id)
+        if self.stateful:
+            conf = tasks[0].conf
+            self.provider = make_provider(conf)
+            self.serializer = drivers.driver("serializer", conf)
+
+    @classmethod
+    def takes_runs(cls, component_cls: type) -> bool:
+        return False        # every queued entry is a Tuple: barriers are told apart by one
+
+    def install(self, ts: TaskState) -> None:
+        super().install(ts)
+        if not self.stateful:
+            return
+        assert self.provider is not None and ts.context is not None
+        inst = ts.instance
+        acks = self.acks
+
+        def ack(fold: dict[int, int], n: int) -> None:
+            ts.acked += n
+            folded = acks.folded          # flushed to the acker after this executor's pass
+            get = folded.get
+            for r, v in fold.items():
+                folded[r] = get(r, 0) ^ v
+
+        keeper = StateKeeper(
+            provider=self.provider,
+            namespace=namespace(ts.context.topology_name, ts.component_id, ts.task),
+            dumps=self.serializer.dumps, loads=self.serializer.loads,
+            init_state=inst.init_state, ack=ack,
+            fail=lambda roots, n: acks.fail_roots(ts, roots, n))
+        self.keepers[ts.task] = keeper
+        inst.ack = keeper.hold        # an explicit ack waits for the commit too
+
+    # -- the loop's turn ---------------------------------------------------------------------
+    def run_once(self) -> int:
+        congested = self.flow.congested
+        if congested and not congested.isdisjoint(self.downstream):
+            self.paused += 1
+            return 0
+        done = 0
+        # process latency as the plain executor measures it (a stateful task's acks wait for
+        # a commit instead: its inputs' complete latency at the spout tells that wait)
+        timed = self.auto_ack and not self.stateful
+        for ts in self.tasks:
+            q = ts.queue
+            n = len(q)
+            if not n:
+                continue
+            n = self._take(n, self.batch, ts.pass_cap)
+            t0 = _perf()
+            acked = ts.acked
+            aligner = self.aligners[ts.task]
+            left = n
+            while left:
+                k = self._data_ahead(q, left)
+                if k:
+                    if aligner.arrived:
+                        self._run_aligning(ts, aligner, q, k)
+                    else:
+                        self._run_data(ts, q, k)
+                    left -= k
+                if left:
+                    left -= 1
+                    self._barrier(ts, aligner, q.popleft())
+            spent = _perf() - t0
+            ts.pass_cap = int(PASS_SECONDS * n / spent) if spent > 0 else n << 1
+            ts.exec_ms += spent * 1000.0
+            ts.exec_n += n
+            ts.executed += n
+            if timed and ts.acked > acked:
+                ts.proc_ms += spent * 1000.0 * (ts.acked - acked)
+                ts.proc_n += ts.acked - acked
+            done += n
+        return done
+
+    def _data_ahead(self, q: deque[Tuple], n: int) -> int:
+        """How many of the first ``n`` queued tuples come before a checkpoint tuple (``n``
+        when none does): searched in C, so data tuples cost no Python step here."""
+        sources = list(map(_src, islice(q, n)))
+        first = n
+        for src in self.barrier_sources:
+            try:
+                first = sources.index(src, 0, first)
+            except ValueError:
+                continue
+        return first
+
+    def _run_aligning(self, ts: TaskState, aligner: BarrierAligner, q: deque[Tuple],
+                      n: int) -> None:
+        """Take ``n`` data tuples while a checkpoint is being aligned: those of inputs that
+        delivered it wait in the aligner, the others are processed."""
+        ready: deque[Tuple] = deque()
+        held = aligner.arrived
+        for _ in range(n):
+            tup = q.popleft()
+            if tup.task in held and tup.src is not self.tick_src:
+                aligner.hold(tup)
+            else:
+                ready.append(tup)
+        if ready:
+            self._run_data(ts, ready, len(ready))
+
+    def _run_data(self, ts: TaskState, q: deque[Tuple], n: int) -> None:
+        """Process the first ``n`` tuples of ``q`` (data and ticks) in order."""
+        keeper = self.keepers.get(ts.task)
+        if keeper is not None:
+            self._run_stateful(ts, keeper, q, n)
+        elif self.batch_mode:
+            tuples = [q.popleft() for _ in range(n)]
+            self._run_batch(ts, TupleBatch(tuples, n)  # type: ignore[arg-type]
+                            if self.lazy_batch else tuples)
+        else:
+            self._run_tuples(ts, q, n)
+
+    def _run_stateful(self, ts: TaskState, keeper: StateKeeper, q: deque[Tuple],
+                      n: int) -> None:
+        """``process`` each of ``n`` tuples; with ``auto_ack`` each one's ack is folded into
+        the keeper's pending acks inline, as :meth:`StateKeeper.hold` does (the common case,
+        a recovered task of a bolt that anchors and acks automatically, by the first loop;
+        the rest one by one by :meth:`_run_stateful_one`)."""
+        popleft = q.popleft
+        if not (keeper.ready and self.auto_anchor and self.auto_ack):
+            for _ in range(n):
+                self._run_stateful_one(ts, keeper, popleft())
+            return
+        process = ts.instance.process
+        fold = keeper.pending
+        get = fold.get
+        folded = 0
+        try:
+            for _ in range(n):
+                tup = popleft()
+                roots = tup.roots
+                if roots.__class__ is tuple:
+                    ts.current = tup
+                    try:
+                        process(tup)
+                    except Exception as exc:  # the executor goes on; see API.md section 2
+                        ts.current = None
+                        self._failed(ts, tup, exc)
+                        continue
+                    v = tup.id ^ tup.ackval
+                    for r in roots:
+                        fold[r] = get(r, 0) ^ v
+                    folded += 1
+                else:               # a tick, an untracked tuple, several anchors
+                    ts.current = None
+                    self._run_stateful_one(ts, keeper, tup)
+        finally:
+            ts.current = None
+            keeper.pending_n += folded
+
+    def _run_stateful_one(self, ts: TaskState, keeper: StateKeeper, tup: Tuple) -> None:
+        if tup.src is self.tick_src:
+            ts.ticks -= 1
+            self._tick(ts, tup)
+            return
+        if not keeper.ready:
+            self.acks.fail_tuple(ts, tup)     # replayed once the state is recovered
+            return
+        if self.auto_anchor:
+            ts.current = tup
+        try:
+            ts.instance.process(tup)
+        except Exception as exc:  # the executor goes on; see API.md section 2
+            self._failed(ts, tup, exc)
+            return
+        finally:
+            ts.current = None
+        if self.auto_ack:
+            keeper.hold(tup)
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def _barrier(self, ts: TaskState, aligner: BarrierAligner, tup: Tuple) -> None:
+        try:
+            txid, action, seq = tup.values
+            txid, action = int(txid), str(action)
+        except (TypeError, ValueError):
+            log.warning("bolt %s task %d dropped a malformed checkpoint tuple %.80r",
+                        self.component_id, ts.task, tup.values)
+            self.acks.fail_tuple(ts, tup)
+            return
+        step = aligner.barrier(tup.task, seq, tup)
+        for old in step.abandoned:
+            self.acks.fail_tuple(ts, old)
+        if step.before:
+            self._run_data(ts, deque(step.before), len(step.before))
+        if step.complete is None:
+            return
+        if self._act(ts, txid, action):
+            ts.instance.emit([txid, action, seq], CHECKPOINT, anchors=step.complete)
+            for b in step.complete:
+                self.acks.ack_tuple(ts, b)
+        else:
+            for b in step.complete:
+                self.acks.fail_tuple(ts, b)
+        if step.after:
+            self._run_data(ts, deque(step.after), len(step.after))
+
+    def _act(self, ts: TaskState, txid: int, action: str) -> bool:
+        """Act on a complete checkpoint; False when it must fail."""
+        keeper = self.keepers.get(ts.task)
+        if keeper is None:
+            return True
+        try:
+            if action == RECOVER:
+                keeper.recover(txid)
+            elif action == PREPARE:
+                keeper.prepare(txid)
+            elif action == COMMIT:
+                keeper.commit(txid)
+            else:
+                log.warning("bolt %s task %d ignored a checkpoint with unknown action %.40r",
+                            self.component_id, ts.task, action)
+                return False
+        except StateProviderError as exc:
+            self._provider_failed(ts, action, txid, exc)
+            return False
+        except NotRecovered as exc:   # the spout recovers every task next
+            log.debug("bolt %s task %d: %s of checkpoint %d refused: %s", self.component_id,
+                      ts.task, action, txid, exc)
+            return False
+        except Exception as exc:      # init_state raised: reported, recovery is retried
+            self.report_error(ts, exc)
+            return False
+        if self.provider_down:
+            self.provider_down = False
+            log.info("bolt %s: the state provider answers again; checkpoints go on",
+                     self.component_id)
+        return True
+
+    def _provider_failed(self, ts: TaskState, action: str, txid: int,
+                         exc: StateProviderError) -> None:
+        """One error line when the provider starts failing, then debug until it answers."""
+        if self.provider_down:
+            log.debug("bolt %s task %d: %s of checkpoint %d failed: %s", self.component_id,
+                      ts.task, action, txid, exc)
+            return
+        self.provider_down = True
+        log.error("bolt %s task %d: %s of checkpoint %d failed (%s); the checkpoint is not "
+                  "committed, inputs wait unacked or are replayed, and it is retried",
+                  self.component_id, ts.task, action, txid, exc)
+
+    def stop(self) -> None:
+        super().stop()
+        if self.provider is not None:
+            try:
+                self.provider.close()
+            except Exception:
+                log.exception("closing the state provider of %s failed", self.component_id)
+
+    def queued(self) -> int:
+        """Tuples held by the barriers of this executor's tasks."""
+        return sum(len(a.held) for a in self.aligners.values())

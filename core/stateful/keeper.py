@@ -1,0 +1,145 @@
+"""One stateful task's checkpoints: its :class:`KeyValueState`, the acks that wait for a
+commit, and the provider calls of ``recover``, ``prepare`` and ``commit`` (see
+:mod:`squall.stateful.checkpoint` for the protocol).
+
+The acks of the inputs a task processed are not kept as tuples but folded as the acker
+would get them: root id -> XOR of the acks' values (``pending``, then ``prepared``). A commit
+hands the fold to the ack ledger in one go; a rollback fails each of its roots once.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from squall.stateful.provider import StateProvider
+from squall.stateful.state import KeyValueState
+
+__all__ = ["NotRecovered", "StateKeeper"]
+
+log = logging.getLogger(__name__)
+
+#: acks the held inputs: (root -> XOR fold, how many inputs)
+AckFold = Callable[[dict[int, int], int], None]
+#: fails the held inputs: (their roots, how many inputs)
+FailRoots = Callable[[Iterable[int], int], None]
+
+
+class NotRecovered(Exception):
+    """A checkpoint asked of a task that has not recovered its state (it started, or lost its
+    uncommitted changes, since the last ``recover``): the checkpoint fails, and the spout
+    sends ``recover``."""
+
+
+class StateKeeper:
+    """The checkpoints of one stateful task (namespace ``namespace`` of ``provider``).
+
+    ``ready`` is False until a recovery succeeded, and again after any provider failure:
+    meanwhile the task fails its inputs (the spouts replay them) and every checkpoint it is
+    asked for (:class:`NotRecovered`). ``pending`` (root -> XOR) and ``pending_n`` are public
+    so the executor folds an input's ack inline (see :meth:`hold` for what it does).
+    Provider errors (:class:`~squall.errors.StateProviderError`) are raised to the caller
+    (the executor fails the checkpoint tuple and logs); the keeper stays consistent. Loop
+    thread only."""
+
+    __slots__ = ("ack", "dumps", "fail", "init_state", "loads", "namespace", "pending",
+                 "pending_n", "prepared", "prepared_n", "prepared_txid", "provider", "ready",
+                 "state")
+
+    def __init__(self, *, provider: StateProvider, namespace: str,
+                 dumps: Callable[[Any], bytes], loads: Callable[[bytes], Any],
+                 init_state: Callable[[KeyValueState], None], ack: AckFold,
+                 fail: FailRoots) -> None:
+        self.provider = provider
+        self.namespace = namespace
+        self.dumps = dumps
+        self.loads = loads
+        self.init_state = init_state
+        self.ack = ack
+        self.fail = fail
+        self.ready = False
+        self.state: KeyValueState | None = None
+        #: acks of the inputs processed since the last prepare, folded per root
+        self.pending: dict[int, int] = {}
+        self.pending_n = 0
+        #: those of the prepared checkpoint ``prepared_txid``
+        self.prepared: dict[int, int] = {}
+        self.prepared_n = 0
+        self.prepared_txid: int | None = None
+
+    def hold(self, tup: Any) -> None:
+        """An input processed (or acked by the bolt): its ack waits for the commit."""
+        self.pending_n += 1
+        roots = tup.roots
+        if not roots:
+            return
+        fold = self.pending
+        if roots.__class__ is tuple:
+            v = tup.id ^ tup.ackval
+            for r in roots:
+                fold[r] = fold.get(r, 0) ^ v
+        else:           # several anchors: each root with the edge its anchors gave it
+            for r, e in roots.items():
+                fold[r] = fold.get(r, 0) ^ e ^ tup.ackval
+
+    def _lose_pending(self) -> None:
+        """Forget the uncommitted changes: fail their inputs; recovery must reload."""
+        self.ready = False
+        pending, n = self.pending, self.pending_n
+        self.pending, self.pending_n = {}, 0
+        if n:
+            self.fail(pending, n)
+
+    def _settle_prepared(self, committed: bool) -> None:
+        prepared, n = self.prepared, self.prepared_n
+        self.prepared, self.prepared_n, self.prepared_txid = {}, 0, None
+        if n:
+            if committed:
+                self.ack(prepared, n)
+            else:
+                self.fail(prepared, n)
+
+    def recover(self, txid: int) -> None:
+        """Commit the prepared checkpoint if it is ``txid`` (decided by the spout), discard
+        any other, reload the committed state and hand it to ``init_state``."""
+        self._lose_pending()
+        committed, prepared = self.provider.txids(self.namespace)
+        if prepared == txid and committed != txid:
+            self.provider.commit(self.namespace, txid)
+            committed = txid
+        if self.prepared_txid is not None:
+            self._settle_prepared(self.prepared_txid == committed)
+        self.provider.rollback(self.namespace)
+        _, data = self.provider.load(self.namespace)
+        self.state = KeyValueState.from_committed(data, self.dumps, self.loads)
+        self.init_state(self.state)
+        self.ready = True
+
+    def prepare(self, txid: int) -> None:
+        """Store the changes since the last checkpoint as checkpoint ``txid``."""
+        if not self.ready or self.state is None:
+            raise NotRecovered(f"state {self.namespace!r} is not recovered yet")
+        if self.prepared_txid is not None:
+            # a checkpoint is prepared and neither committed nor recovered: the spout never
+            # does that; start over from the committed state
+            self._lose_pending()
+            raise NotRecovered(f"state {self.namespace!r}: checkpoint {self.prepared_txid} "
+                               "is still prepared")
+        try:
+            self.provider.prepare(self.namespace, txid, self.state.take_changes())
+        except Exception:
+            self._lose_pending()
+            raise
+        self.prepared, self.prepared_n = self.pending, self.pending_n
+        self.pending, self.pending_n = {}, 0
+        self.prepared_txid = txid
+
+    def commit(self, txid: int) -> None:
+        """Apply checkpoint ``txid`` and ack the inputs it covers."""
+        if not self.ready:
+            raise NotRecovered(f"state {self.namespace!r} is not recovered yet")
+        if self.prepared_txid != txid:
+            raise NotRecovered(f"state {self.namespace!r}: asked to commit checkpoint {txid}, "
+                               f"prepared is {self.prepared_txid}")
+        self.provider.commit(self.namespace, txid)
+        self._settle_prepared(True)

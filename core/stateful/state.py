@@ -1,0 +1,96 @@
+"""The state a stateful bolt sees: :class:`KeyValueState`."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["KeyValueState"]
+
+#: values of these types need no trial encoding at ``put`` (ints only within msgpack's range,
+#: -2**63 to 2**64 - 1)
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def _freeze(key: Any) -> Any:
+    """A key as it was put: lists (as a serializer gives tuples back) become tuples,
+    recursively."""
+    if isinstance(key, (list, tuple)):
+        return tuple(_freeze(k) for k in key)
+    return key
+
+
+class KeyValueState:
+    """A key-value map that is checkpointed with the topology (API.md section 11).
+
+    Keys are hashable values the topology's serializer encodes (``squall.serializer``, msgpack
+    by default): str, int, float, bool, bytes, None and tuples of those (a tuple key comes back
+    a tuple after a restart). Values are any values it encodes; they are encoded when a
+    checkpoint is prepared, so an object changed in place after ``put`` is saved as it is
+    then, and a tuple value comes back as a list after a restart (msgpack). A key or value
+    that cannot be encoded raises :class:`~squall.errors.SerializationError` at ``put`` (an
+    unhashable key TypeError), which fails the tuple in ``process``. Used from the bolt's own
+    task only (the worker's loop thread). ``get`` is the dict's own; ``put`` of a str key
+    with a plain value costs about two dict operations more.
+    """
+
+    __slots__ = ("_data", "_dirty", "_dumps", "_loads", "get")
+
+    def __init__(self, data: dict[Any, Any], dumps: Callable[[Any], bytes],
+                 loads: Callable[[bytes], Any]) -> None:
+        self._data = data
+        self._dumps = dumps
+        self._loads = loads
+        #: keys put or deleted since the last checkpoint
+        self._dirty: set[Any] = set()
+        #: ``get(key, default=None)``: the value of ``key``, or ``default``
+        self.get: Callable[..., Any] = data.get
+
+    @classmethod
+    def from_committed(cls, committed: dict[bytes, bytes], dumps: Callable[[Any], bytes],
+                       loads: Callable[[bytes], Any]) -> KeyValueState:
+        """The state as a provider's committed map (encoded keys and values) holds it."""
+        return cls({_freeze(loads(k)): loads(v) for k, v in committed.items()}, dumps, loads)
+
+    def put(self, key: Any, value: Any) -> None:
+        """Set ``key`` to ``value`` (in the next checkpoint)."""
+        if key.__class__ is not str:
+            key = self._key(key)
+        cls = value.__class__
+        if cls is int:          # msgpack's range, as constants (a global lookup costs more)
+            if not -9223372036854775808 <= value <= 18446744073709551615:
+                self._dumps(value)              # SerializationError now, not at checkpoint
+        elif cls is not str and cls not in _PLAIN:
+            self._dumps(value)
+        self._data[key] = value
+        self._dirty.add(key)
+
+    def delete(self, key: Any) -> None:
+        """Remove ``key`` (nothing happens if it is absent)."""
+        if key in self._data:
+            del self._data[key]
+            self._dirty.add(key)
+
+    def _key(self, key: Any) -> Any:
+        hash(key)                               # TypeError for an unhashable key
+        self._dumps(key)                        # SerializationError for what cannot be encoded
+        return key
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        """Every ``(key, value)``."""
+        return iter(list(self._data.items()))
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._data
+
+    def take_changes(self) -> dict[bytes, bytes | None]:
+        """The changes since the last call, encoded (a value, or None for a deleted key), and
+        start collecting anew."""
+        dirty, self._dirty = self._dirty, set()
+        data, dumps = self._data, self._dumps
+        return {dumps(k): (dumps(data[k]) if k in data else None) for k in dirty}
+
+    def __repr__(self) -> str:
+        return f"KeyValueState({len(self._data)} keys, {len(self._dirty)} changed)"

@@ -1,0 +1,137 @@
+"""Wiring the checkpoint path into a topology, when ``create_topology()`` finds a stateful
+bolt.
+
+The checkpoint path is every stateful bolt and every bolt upstream of one. The builder adds
+the ``__checkpoint`` spout (:class:`~squall.stateful.checkpoint.CheckpointSpout`); each bolt
+on the path subscribes with ``all`` grouping to the ``__checkpoint`` stream of each of its
+upstream bolts, or of the ``__checkpoint`` spout where it reads from a spout, and declares a
+``__checkpoint`` stream of its own to forward checkpoints on. So every task of the path gets
+each checkpoint once from every input task (the barrier it aligns on).
+
+Refused with :class:`~squall.errors.TopologyError`: a stateful bolt in a topology without
+ackers (checked here when ``create_topology(conf)`` is given ``topology.acker.executors: 0``,
+and again at submit by :func:`check_ackers`), a cycle on the path, a stateful bolt without
+``process``, and a bolt on the path that runs on a thread of its own.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from squall.api.topology import ComponentSpec, Input, Topology
+from squall.api.tuple import Stream
+from squall.errors import TopologyError
+from squall.stateful.checkpoint import CHECKPOINT, FIELDS
+
+__all__ = ["check_ackers", "checkpoint_inputs", "checkpointed", "wire"]
+
+CHECKPOINT_REF = "squall.stateful.checkpoint:CheckpointSpout"
+
+
+def _is_stateful(spec: ComponentSpec) -> bool:
+    from squall.stateful.bolt import StatefulBolt
+    return spec.kind == "bolt" and isinstance(spec.cls, type) and issubclass(spec.cls,
+                                                                              StatefulBolt)
+
+
+def checkpointed(spec: ComponentSpec) -> bool:
+    """Whether ``spec`` is a bolt on the checkpoint path (it gets checkpoint tuples)."""
+    return spec.kind == "bolt" and any(i.stream == CHECKPOINT for i in spec.inputs)
+
+
+def checkpoint_inputs(topology: Topology, component_id: str) -> list[str]:
+    """The components whose ``__checkpoint`` stream ``component_id`` subscribes to."""
+    spec = topology.components[component_id]
+    return sorted({i.component for i in spec.inputs if i.stream == CHECKPOINT})
+
+
+def check_ackers(topology: Topology | dict[str, ComponentSpec], conf: dict[str, Any]) -> None:
+    """TopologyError when the topology has a checkpoint path and ``conf`` has no ackers or a
+    checkpoint interval that is not positive."""
+    components = topology.components if isinstance(topology, Topology) else topology
+    if CHECKPOINT not in components:
+        return
+    interval = conf.get("topology.state.checkpoint.interval.ms", 1000)
+    if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
+        raise TopologyError(f"topology.state.checkpoint.interval.ms must be a positive number "
+                            f"of milliseconds, got {interval!r}")
+    if conf.get("topology.acker.executors", None) == 0:
+        stateful = sorted(c for c, s in components.items() if _is_stateful(s)
+                          or (checkpointed(s) and s.cls is None))
+        raise TopologyError(
+            f"stateful bolts ({', '.join(stateful) or 'the checkpoint path'}) need ackers: "
+            "their inputs are acked when a checkpoint commits; set topology.acker.executors "
+            "to at least 1 (or leave it null)")
+
+
+def wire(specs: dict[str, ComponentSpec], conf: dict[str, Any] | None) -> None:
+    """Add the checkpoint path to ``specs`` (validated user components) in place, when one of
+    them is a stateful bolt; see the module docstring."""
+    stateful = [cid for cid, spec in sorted(specs.items()) if _is_stateful(spec)]
+    if not stateful:
+        return
+    for cid in stateful:
+        cls = specs[cid].cls
+        from squall.stateful.bolt import StatefulBolt
+        if getattr(cls, "process", None) is getattr(StatefulBolt, "process", None):
+            raise TopologyError(f"stateful bolt {cid!r}: {cls.__qualname__} must define "  # type: ignore[union-attr]
+                                "process() (stateful bolts take their tuples one by one)")
+    path = _upstream_closure(specs, stateful)
+    _check_acyclic(specs, path)
+    from squall.windowing.topology import is_windowed
+    for cid in sorted(path):
+        if isinstance(specs[cid].cls, type) and is_windowed(specs[cid].cls):
+            raise TopologyError(f"bolt {cid!r} is a WindowedBolt on the checkpoint path of a "
+                                f"stateful bolt ({', '.join(stateful)}): windowed bolts do not "
+                                "pass checkpoints on; keep them off a stateful bolt's inputs")
+        if getattr(specs[cid].cls, "dedicated_thread", False) or \
+                specs[cid].config.get("topology.executor.dedicated.thread"):
+            raise TopologyError(f"bolt {cid!r} is on the checkpoint path of a stateful bolt "
+                                "and cannot run on a thread of its own (dedicated_thread)")
+    stream = Stream(FIELDS, name=CHECKPOINT)
+    for cid in sorted(path):
+        spec = specs[cid]
+        sources = sorted({CHECKPOINT if specs[i.component].kind == "spout" else i.component
+                          for i in spec.inputs})
+        spec.inputs = spec.inputs + [Input(src, CHECKPOINT, "all") for src in sources]
+        spec.streams = {**spec.streams, CHECKPOINT: stream}
+    from squall.stateful.checkpoint import CheckpointSpout
+    specs[CHECKPOINT] = ComponentSpec(id=CHECKPOINT, kind="spout", cls=CheckpointSpout,
+                                      ref=CHECKPOINT_REF, parallelism=1, num_tasks=1,
+                                      streams={CHECKPOINT: stream})
+    check_ackers(specs, conf or {})
+
+
+def _upstream_closure(specs: dict[str, ComponentSpec], start: list[str]) -> set[str]:
+    """``start`` and every bolt upstream of them."""
+    path: set[str] = set()
+    todo = list(start)
+    while todo:
+        cid = todo.pop()
+        if cid in path:
+            continue
+        path.add(cid)
+        todo.extend(i.component for i in specs[cid].inputs
+                    if specs[i.component].kind == "bolt")
+    return path
+
+
+def _check_acyclic(specs: dict[str, ComponentSpec], path: set[str]) -> None:
+    """TopologyError naming a cycle among the bolts of ``path`` (its barriers would wait
+    for themselves)."""
+    state: dict[str, int] = {}          # 1: being visited, 2: done
+
+    def visit(cid: str, trail: list[str]) -> None:
+        state[cid] = 1
+        for up in sorted({i.component for i in specs[cid].inputs if i.component in path}):
+            if state.get(up) == 1:
+                cycle = trail[trail.index(up):] + [up] if up in trail else [cid, up]
+                raise TopologyError("the checkpoint path of a stateful bolt has a cycle ("
+                                    f"{' <- '.join(cycle)}); stateful bolts need an acyclic "
+                                    "upstream")
+            if state.get(up) is None:
+                visit(up, trail + [up])
+        state[cid] = 2
+
+    for cid in sorted(path):
+        if state.get(cid) is None:
+            visit(cid, [cid])

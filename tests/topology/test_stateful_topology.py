@@ -1,0 +1,257 @@
+"""Stateful bolts in a LocalCluster (API.md section 11): exact committed counts with a
+replaying spout and failing bolts, across a rebalance, while deactivated, and while Redis is
+down."""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from squall import Bolt, Spout, StatefulBolt, TopologyBuilder
+from squall.serializers.msgpack import MsgpackSerializer
+from squall.stateful.memory import MemoryStateProvider
+from squall.stateful.provider import namespace
+from squall.testing.waiting import wait_until
+
+WORDS = ["cow", "moon", "apple", "snow", "dwarf", "cow", "moon", "cow"]
+_LOCK = threading.Lock()
+#: test key -> what the components of that test's topology report (one process: LocalCluster)
+ACKED: dict[str, list[int]] = collections.defaultdict(list)
+FAILED_ONCE: dict[str, set[Any]] = collections.defaultdict(set)
+FAILS: dict[str, int] = collections.defaultdict(int)
+#: ids emitted and neither acked nor failed yet
+IN_FLIGHT: dict[str, set[int]] = collections.defaultdict(set)
+
+
+def expected(total: int) -> dict[str, int]:
+    return dict(collections.Counter(WORDS[i % len(WORDS)] for i in range(total)))
+
+
+class ReplayingWords(Spout):
+    """Emits ``[word, i]`` for i < test.total with tup_id i (those not acked yet, when it
+    starts again); replays what fails."""
+    outputs = ["word", "i"]
+
+    def initialize(self, conf, context):
+        self.key = conf["test.key"]
+        with _LOCK:         # a restarted instance (rebalance) carries on where acks stopped
+            done = set(ACKED[self.key])
+        self.todo = collections.deque(i for i in range(int(conf["test.total"])) if i not in done)
+        rate = float(conf.get("test.rate") or 0)
+        self.gap = 1.0 / rate if rate else 0.0
+        self.next_at = 0.0
+
+    def next_tuple(self):
+        if self.todo:
+            if self.gap:
+                now = time.monotonic()
+                if now < self.next_at:
+                    return
+                self.next_at = now + self.gap
+            i = self.todo.popleft()
+            with _LOCK:
+                IN_FLIGHT[self.key].add(i)
+            self.emit([WORDS[i % len(WORDS)], i], tup_id=i)
+
+    def ack(self, tup_id):
+        with _LOCK:
+            ACKED[self.key].append(tup_id)
+            IN_FLIGHT[self.key].discard(tup_id)
+
+    def fail(self, tup_id):
+        with _LOCK:
+            FAILS[self.key] += 1
+            IN_FLIGHT[self.key].discard(tup_id)
+        self.todo.append(tup_id)
+
+
+class FailsOnce(Bolt):
+    """Passes words on; fails every tup_id % 7 == 3 the first time it sees it."""
+    outputs = ["word", "i"]
+
+    def initialize(self, conf, context):
+        self.key = conf["test.key"]
+
+    def process(self, tup):
+        word, i = tup.values
+        with _LOCK:
+            first = i % 7 == 3 and ("fwd", i) not in FAILED_ONCE[self.key]
+            if first:
+                FAILED_ONCE[self.key].add(("fwd", i))
+        if first:
+            raise RuntimeError(f"failing {i} once")
+        self.emit([word, i])
+
+
+class WordCounter(StatefulBolt):
+    outputs = ["word", "count"]
+
+    def initialize(self, conf, context):
+        self.key = conf["test.key"]
+        self.fail_own = bool(conf.get("test.counter.fails"))
+
+    def init_state(self, state):
+        self.counts = state
+
+    def process(self, tup):
+        word, i = tup.values
+        if self.fail_own and i % 11 == 5:
+            with _LOCK:
+                first = ("count", i) not in FAILED_ONCE[self.key]
+                FAILED_ONCE[self.key].add(("count", i))
+            if first:
+                raise RuntimeError(f"counter fails {i} once")
+        n = self.counts.get(word, 0) + 1
+        self.counts.put(word, n)
+        self.emit([word, n])
+
+
+def wordcount(counters: int = 2) -> Any:
+    b = TopologyBuilder()
+    b.set_spout("words", ReplayingWords)
+    b.set_bolt("flaky", FailsOnce, parallelism=2).shuffle_grouping("words")
+    b.set_bolt("count", WordCounter, parallelism=counters).fields_grouping("flaky", ["word"])
+    return b
+
+
+def committed_counts(prefix: str, name: str, tasks: list[int]) -> dict[str, int]:
+    """Word -> count summed over the count tasks' committed state (memory provider)."""
+    provider = MemoryStateProvider({"key_prefix": prefix})
+    ser = MsgpackSerializer({})
+    out: collections.Counter[str] = collections.Counter()
+    for task in tasks:
+        _, data = provider.load(namespace(name, "count", task))
+        out.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
+    return dict(out)
+
+
+@pytest.mark.parametrize("workers, counter_fails", [(1, False), (2, True)],
+                         ids=["one-worker", "two-workers-counter-fails"])
+def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers,
+                                                                counter_fails):
+    key = uuid.uuid4().hex
+    total = 1000
+    topology = wordcount().create_topology()
+    conf = {"test.key": key, "test.total": total, "topology.workers": workers,
+            "test.rate": 2500,              # over several checkpoints
+            "test.counter.fails": counter_fails,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 100}
+    cluster.submit_topology("swc", conf, topology)
+    wait_until(lambda: len(set(ACKED[key])) == total, timeout=60,
+               message="not every word was acked")
+    assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
+    assert any(i % 7 == 3 for _, i in FAILED_ONCE[key]), "nothing was failed"
+    counts = committed_counts(key, "swc", topology.tasks("count"))
+    assert counts == expected(total)
+
+
+def test_rebalance_moving_stateful_tasks_keeps_counts_exact(cluster):
+    key = uuid.uuid4().hex
+    total = 1500
+    topology = wordcount(counters=2).create_topology()
+    conf = {"test.key": key, "test.total": total, "test.rate": 400, "topology.workers": 2,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 200, "topology.message.timeout.secs": 10}
+    cluster.submit_topology("moved", conf, topology)
+    wait_until(lambda: len(set(ACKED[key])) >= 300, timeout=60, message="nothing was acked")
+    cluster.rebalance("moved", num_workers=1, executors={"count": 1}, wait=1)
+    assert len(set(ACKED[key])) < total, "the stream ended before the rebalance"
+    wait_until(lambda: len(set(ACKED[key])) == total, timeout=90,
+               message="not every word was acked after the rebalance")
+    assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
+    assert committed_counts(key, "moved", topology.tasks("count")) == expected(total)
+
+
+def test_a_deactivated_topology_still_commits_and_acks_what_is_in_flight(cluster):
+    key = uuid.uuid4().hex
+    b = TopologyBuilder()
+    b.set_spout("words", ReplayingWords)
+    b.set_bolt("count", WordCounter).fields_grouping("words", ["word"])
+    topology = b.create_topology()
+    conf = {"test.key": key, "test.total": 100_000, "test.rate": 500,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 300}
+    cluster.submit_topology("deactivated", conf, topology)
+    wait_until(lambda: len(ACKED[key]) >= 50, timeout=60, message="nothing was acked")
+    cluster.deactivate("deactivated")
+    with _LOCK:
+        in_flight = set(IN_FLIGHT[key])
+        fails = FAILS[key]
+    assert in_flight, "nothing was in flight: make the spout faster"
+    # the checkpoint spout goes on: every word in flight is committed and acked
+    wait_until(lambda: in_flight <= set(ACKED[key]), timeout=30,
+               message="words in flight were not acked while deactivated")
+    with _LOCK:
+        assert not IN_FLIGHT[key] and FAILS[key] == fails
+    acked = ACKED[key]
+    assert len(set(acked)) == len(acked)
+    counts = committed_counts(key, "deactivated", topology.tasks("count"))
+    assert counts == dict(collections.Counter(WORDS[i % len(WORDS)] for i in acked))
+
+
+def redis_counts(conf: dict[str, Any], name: str, tasks: list[int]) -> dict[str, int]:
+    """Word -> count summed over the count tasks' committed state in Redis."""
+    from squall.stateful.redis import RedisStateProvider
+    provider = RedisStateProvider(conf)
+    ser = MsgpackSerializer({})
+    out: collections.Counter[str] = collections.Counter()
+    try:
+        for task in tasks:
+            _, data = provider.load(namespace(name, "count", task))
+            out.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
+    finally:
+        provider.close()
+    return dict(out)
+
+
+@pytest.mark.integration
+def test_redis_down_logs_one_error_holds_acks_and_loses_nothing(cluster, tmp_path, caplog):
+    from squall.testing.redis_fixtures import RedisServer
+    server = RedisServer(tmp_path / "redis", durable=True)     # keeps its data when stopped
+    server.start()
+    try:
+        key = uuid.uuid4().hex
+        total = 900
+        redis_conf = {**server.conf(f"{key}:"), "timeout": 1}
+        b = TopologyBuilder()
+        b.set_spout("words", ReplayingWords)
+        b.set_bolt("count", WordCounter).set_num_tasks(2).fields_grouping("words", ["word"])
+        topology = b.create_topology()
+        conf = {"test.key": key, "test.total": total, "test.rate": 300,
+                "topology.state.provider": "redis", "topology.state.provider.config": redis_conf,
+                "topology.state.checkpoint.interval.ms": 200}
+        caplog.set_level(logging.INFO, logger="squall.stateful")
+        cluster.submit_topology("redis-down", conf, topology)
+        acked = lambda: len(ACKED[key])  # noqa: E731
+        wait_until(lambda: acked() >= 100, timeout=60, message="nothing was acked")
+        server.stop()
+
+        def errors() -> list[logging.LogRecord]:
+            return [r for r in caplog.records if r.levelno >= logging.ERROR
+                    and r.name.startswith("squall.stateful")]
+        wait_until(lambda: errors(), timeout=30, message="no error was logged")
+        # while Redis is down nothing more is acked: inputs are failed and replayed
+        fails = FAILS[key]
+        wait_until(lambda: FAILS[key] >= fails + 200, timeout=30, message="no replays")
+        during = acked()
+        fails = FAILS[key]
+        wait_until(lambda: FAILS[key] >= fails + 200, timeout=30, message="no replays")
+        assert acked() == during < total
+        assert len(errors()) == 1, [r.getMessage() for r in errors()]
+        message = errors()[0].getMessage()
+        assert "bolt count" in message and f"127.0.0.1:{server.port}" in message
+        server.start()
+        wait_until(lambda: len(set(ACKED[key])) == total, timeout=90,
+                   message="not every word was acked after Redis came back")
+        assert sorted(ACKED[key]) == list(range(total))
+        assert redis_counts(redis_conf, "redis-down", topology.tasks("count")) == \
+            expected(total)
+        assert any("answers again" in r.getMessage() for r in caplog.records)
+    finally:
+        server.stop()

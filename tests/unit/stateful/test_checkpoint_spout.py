@@ -1,0 +1,131 @@
+"""The checkpoint spout's protocol (squall.stateful.checkpoint.CheckpointSpout): recover
+first, then prepare / commit every interval; the commit decision is kept with the provider
+before commit goes out; any failure sends recover."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from squall.api.context import TopologyContext
+from squall.stateful.checkpoint import CHECKPOINT, COMMIT, PREPARE, RECOVER, CheckpointSpout
+from squall.stateful.memory import MemoryStateProvider
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def spout_for(prefix: str, clock: Clock) -> tuple[CheckpointSpout, list[tuple[Any, ...]]]:
+    emitted: list[tuple[Any, ...]] = []
+    spout = CheckpointSpout()
+    spout.emit = lambda values, stream, tup_id: emitted.append(  # type: ignore[method-assign]
+        (tuple(values), stream, tup_id))
+    context = TopologyContext(topology_id="t-1", topology_name="t", component_id=CHECKPOINT,
+                              task_id=9, task_to_component={9: CHECKPOINT},
+                              this_worker_port=None)
+    spout.context = context
+    spout.initialize({"topology.state.checkpoint.interval.ms": 1000,
+                      "topology.state.provider": "memory",
+                      "topology.state.provider.config": {"key_prefix": prefix}}, context)
+    spout.now = clock
+    return spout, emitted
+
+
+@pytest.fixture
+def prefix() -> str:
+    return uuid.uuid4().hex
+
+
+def actions(emitted):
+    return [(values[0], values[1]) for values, _, _ in emitted]
+
+
+def test_recover_first_then_prepare_and_commit_every_interval(prefix):
+    clock = Clock()
+    spout, emitted = spout_for(prefix, clock)
+    spout.activate()
+    assert actions(emitted) == [(0, RECOVER)] and emitted[0][1] == CHECKPOINT
+    spout.next_tuple()                          # one checkpoint tuple in flight at a time
+    assert len(emitted) == 1
+    spout.ack(emitted[-1][2])
+    spout.next_tuple()
+    assert len(emitted) == 1                    # the interval has not passed
+    clock.t += 1.0
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (1, PREPARE)
+    spout.ack(emitted[-1][2])
+    # every task prepared: the decision is kept before commit goes out
+    provider = MemoryStateProvider({"key_prefix": prefix})
+    assert provider.txids(spout.namespace) == (1, None)
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (1, COMMIT)
+    spout.ack(emitted[-1][2])
+    clock.t += 1.0
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (2, PREPARE)
+    assert len({tup_id for _, _, tup_id in emitted}) == len(emitted)   # a key per emission
+
+
+def test_a_failed_prepare_recovers_the_last_commit_at_once(prefix):
+    clock = Clock()
+    spout, emitted = spout_for(prefix, clock)
+    spout.activate()
+    spout.ack(emitted[-1][2])
+    clock.t += 1.0
+    spout.next_tuple()
+    spout.fail(emitted[-1][2])
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (0, RECOVER)
+    spout.fail(emitted[-1][2])                  # a failed recovery waits an interval
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (0, RECOVER) and len(emitted) == 3
+    clock.t += 1.0
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (0, RECOVER) and len(emitted) == 4
+
+
+def test_a_failed_commit_recovers_the_decided_checkpoint(prefix):
+    clock = Clock()
+    spout, emitted = spout_for(prefix, clock)
+    spout.activate()
+    spout.ack(emitted[-1][2])
+    clock.t += 1.0
+    spout.next_tuple()
+    spout.ack(emitted[-1][2])
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (1, COMMIT)
+    spout.fail(emitted[-1][2])
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (1, RECOVER)     # tasks that did not commit 1 commit it
+
+
+def test_a_restarted_spout_recovers_from_the_kept_decision(prefix):
+    clock = Clock()
+    spout, emitted = spout_for(prefix, clock)
+    spout.activate()
+    spout.ack(emitted[-1][2])
+    clock.t += 1.0
+    spout.next_tuple()
+    spout.ack(emitted[-1][2])                   # decision: 1
+    again, emitted2 = spout_for(prefix, clock)
+    again.activate()
+    assert actions(emitted2) == [(1, RECOVER)]
+
+
+def test_a_late_completion_of_an_old_checkpoint_is_ignored(prefix):
+    clock = Clock()
+    spout, emitted = spout_for(prefix, clock)
+    spout.activate()
+    old = emitted[-1][2]
+    spout.fail(old)
+    clock.t += 1.0
+    spout.next_tuple()
+    spout.ack(old)                              # the first recover, timed out and acked late
+    spout.next_tuple()
+    assert len(emitted) == 2

@@ -1,0 +1,181 @@
+"""A stateful task's checkpoints (squall.stateful.keeper.StateKeeper) over the memory
+provider: prepare, commit, rollback and recovery, and when its inputs are acked or failed."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from squall.errors import StateProviderError
+from squall.serializers.msgpack import MsgpackSerializer
+from squall.stateful.keeper import NotRecovered, StateKeeper
+from squall.stateful.memory import MemoryStateProvider
+from squall.stateful.provider import StateProvider
+from squall.stateful.state import KeyValueState
+
+SER = MsgpackSerializer({})
+
+
+class Input:
+    """An input tuple as the keeper sees it: one root, its edge id, no ack value."""
+
+    def __init__(self, root: int, id: int) -> None:
+        self.roots = (root,)
+        self.id = id
+        self.ackval = 0
+
+
+class Recorder:
+    """What the keeper acked (root -> XOR) and failed (roots), and the states it handed out."""
+
+    def __init__(self) -> None:
+        self.acked: dict[int, int] = {}
+        self.acked_n = 0
+        self.failed: list[int] = []
+        self.failed_n = 0
+        self.states: list[KeyValueState] = []
+
+    def ack(self, fold: dict[int, int], n: int) -> None:
+        for r, v in fold.items():
+            self.acked[r] = self.acked.get(r, 0) ^ v
+        self.acked_n += n
+
+    def fail(self, roots: Any, n: int) -> None:
+        self.failed.extend(roots)
+        self.failed_n += n
+
+
+class Flaky(MemoryStateProvider):
+    """The memory provider, down while ``down`` is set (as Redis is when stopped)."""
+    down = False
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("load", "txids", "prepare", "commit", "rollback") and \
+                object.__getattribute__(self, "down"):
+            raise StateProviderError("backend down")
+        return object.__getattribute__(self, name)
+
+
+@pytest.fixture
+def provider() -> Flaky:
+    return Flaky({"key_prefix": uuid.uuid4().hex})
+
+
+def keeper_for(provider: StateProvider, rec: Recorder, ns: str = "t/count/1") -> StateKeeper:
+    return StateKeeper(provider=provider, namespace=ns, dumps=SER.dumps, loads=SER.loads,
+                       init_state=rec.states.append, ack=rec.ack, fail=rec.fail)
+
+
+def test_inputs_are_acked_only_when_their_checkpoint_commits(provider):
+    rec = Recorder()
+    k = keeper_for(provider, rec)
+    k.recover(0)
+    state = rec.states[-1]
+    state.put("cow", 1)
+    k.hold(Input(100, 0b0011))
+    k.hold(Input(100, 0b0101))                # same tree: folded into one XOR
+    k.prepare(1)
+    state.put("cow", 2)
+    k.hold(Input(200, 7))                     # after the prepare: in the next checkpoint
+    assert rec.acked_n == 0
+    assert provider.load("t/count/1") == (0, {})
+    k.commit(1)
+    assert rec.acked == {100: 0b0110} and rec.acked_n == 2
+    assert provider.load("t/count/1") == (1, {SER.dumps("cow"): SER.dumps(1)})
+    k.prepare(2)
+    k.commit(2)
+    assert rec.acked == {100: 0b0110, 200: 7} and rec.acked_n == 3 and rec.failed == []
+
+
+def test_recovery_rolls_back_uncommitted_changes_and_fails_their_inputs(provider):
+    rec = Recorder()
+    k = keeper_for(provider, rec)
+    k.recover(0)
+    rec.states[-1].put("cow", 1)
+    k.hold(Input(1, 1))
+    k.prepare(1)
+    k.commit(1)
+    rec.states[-1].put("cow", 5)
+    rec.states[-1].put("moon", 1)
+    k.hold(Input(2, 1))
+    k.prepare(2)                              # prepared, never committed
+    rec.states[-1].delete("cow")
+    k.hold(Input(3, 1))
+    k.recover(1)                              # the spout's decision: 1 is the last commit
+    assert sorted(rec.failed) == [2, 3] and rec.failed_n == 2
+    assert rec.acked == {1: 1}
+    assert len(rec.states) == 2 and dict(rec.states[-1].items()) == {"cow": 1}
+    assert provider.txids("t/count/1") == (1, None)
+
+
+def test_recovery_commits_the_prepared_checkpoint_the_spout_decided_on(provider):
+    rec = Recorder()
+    k = keeper_for(provider, rec)
+    k.recover(0)
+    rec.states[-1].put("cow", 1)
+    k.hold(Input(1, 9))
+    k.prepare(1)
+    # the commit of 1 was decided but never reached this task: recovery applies it
+    k.recover(1)
+    assert rec.acked == {1: 9} and rec.failed == []
+    assert dict(rec.states[-1].items()) == {"cow": 1}
+
+
+def test_a_restarted_task_commits_what_it_prepared_before_dying(provider):
+    rec = Recorder()
+    k = keeper_for(provider, rec)
+    k.recover(0)
+    rec.states[-1].put("cow", 1)
+    k.prepare(1)
+    # kill -9: a new keeper (the held acks are gone with the old worker)
+    again = Recorder()
+    keeper_for(provider, again).recover(1)
+    assert dict(again.states[-1].items()) == {"cow": 1}
+    keeper_for(provider, Recorder()).recover(1)   # recovering again changes nothing
+    assert provider.txids("t/count/1") == (1, None)
+
+
+def test_a_provider_failure_leaves_the_checkpoint_uncommitted_and_fails_inputs(provider):
+    rec = Recorder()
+    k = keeper_for(provider, rec)
+    k.recover(0)
+    rec.states[-1].put("cow", 1)
+    k.hold(Input(1, 1))
+    provider.down = True
+    with pytest.raises(StateProviderError):
+        k.prepare(1)
+    assert rec.failed == [1] and not k.ready
+    with pytest.raises(StateProviderError):
+        k.recover(0)
+    with pytest.raises(NotRecovered):
+        k.prepare(1)                          # not recovered: refused
+    provider.down = False
+    k.recover(0)
+    assert k.ready and dict(rec.states[-1].items()) == {}
+    assert provider.load("t/count/1") == (0, {})
+
+
+def test_a_failed_commit_keeps_the_acks_until_recovery_decides(provider):
+    rec = Recorder()
+    k = keeper_for(provider, rec)
+    k.recover(0)
+    rec.states[-1].put("cow", 1)
+    k.hold(Input(1, 5))
+    k.prepare(1)
+    provider.down = True
+    with pytest.raises(StateProviderError):
+        k.commit(1)
+    assert rec.acked == {} and rec.failed == []
+    provider.down = False
+    k.recover(1)                               # the spout decided on 1 before the commit
+    assert rec.acked == {1: 5} and rec.failed == []
+    assert dict(rec.states[-1].items()) == {"cow": 1}
+
+
+def test_commit_of_another_txid_is_refused(provider):
+    k = keeper_for(provider, Recorder())
+    k.recover(0)
+    k.prepare(1)
+    with pytest.raises(NotRecovered):
+        k.commit(2)
