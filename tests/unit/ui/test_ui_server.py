@@ -6,7 +6,7 @@ import logging
 import socket
 
 import pytest
-from conftest import topology_info
+from ui_fakes import topology_info
 from prometheus_client.parser import text_string_to_metric_families
 
 from squall.testing.waiting import wait_until

@@ -1,7 +1,7 @@
 """The UI's JSON in Storm's shapes, from nimbus's answers (no server)."""
 from __future__ import annotations
 
-from conftest import topology_info
+from ui_fakes import topology_info
 
 from squall.ui import views
 from squall.ui.history import History
