@@ -1,7 +1,7 @@
 """A short in-memory history of each topology's throughput and latency, for the UI's charts.
 
 The UI's sampler records every topology's info each ``ui.sample.secs``; :class:`History` keeps
-the newest ``ui.history.size`` samples per topology (all-time counters and the 10-minute mean
+the newest ``ui.history.size`` distinct samples per topology (all-time counters and the 10-minute mean
 latencies) and turns consecutive samples into rates. Nothing is stored on disk: a restarted
 UI starts with empty charts. Thread-safe (the sampler writes, request handlers read).
 """
@@ -30,13 +30,17 @@ def _component_sample(stats: Mapping[str, Any]) -> dict[str, float]:
 class History:
     """``size`` samples per topology id; see the module docstring."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, idle_secs: float = 15.0) -> None:
         self._size = max(2, int(size))
+        self._idle_secs = idle_secs
         self._samples: dict[str, deque[tuple[float, dict[str, dict[str, float]]]]] = {}
         self._lock = threading.Lock()
 
     def record(self, topology_id: str, now: float, info: Mapping[str, Any]) -> None:
-        """Add one sample of ``info`` (a nimbus topology info) taken at ``now``."""
+        """Add one sample of ``info`` (a nimbus topology info) taken at ``now``. A sample equal
+        to the one before is left out unless ``idle_secs`` passed since (workers report on
+        their own period: a sample taken before their next report would show a dip to zero
+        and then a double rate)."""
         sample = {comp: _component_sample(stats)
                   for comp, stats in (info.get("components") or {}).items()
                   if not str(comp).startswith("__")}
@@ -44,6 +48,8 @@ class History:
             ring = self._samples.get(topology_id)
             if ring is None:
                 ring = self._samples[topology_id] = deque(maxlen=self._size)
+            elif ring[-1][1] == sample and now - ring[-1][0] < self._idle_secs:
+                return
             ring.append((now, sample))
 
     def keep(self, topology_ids: Iterable[str]) -> None:

@@ -40,7 +40,9 @@ class UiServer:
         self.port = int(port if port is not None else conf.get("ui.port") or 8080)
         self._sample_secs = float(conf.get("ui.sample.secs") or 5)
         self._clients = Clients(self.conf, make_client or _nimbus_client)
-        self.view = ClusterView(self._clients, History(int(conf.get("ui.history.size") or 120)))
+        history = History(int(conf.get("ui.history.size") or 120),
+                          idle_secs=3 * self._sample_secs)
+        self.view = ClusterView(self._clients, history)
         self._access = Access(self.conf)
         self._stop = threading.Event()
         self._server: Any = None

@@ -43,6 +43,14 @@ def window_hint(window: str) -> str:
     return "All time" if window == ":all-time" else pretty_duration(int(window))
 
 
+def _executor_id(key: Any) -> str:
+    """Storm's ``"[start-end]"`` from an executor key (``"1-2"``, ``[1, 2]`` or ``"[1, 2]"``)."""
+    if isinstance(key, (list, tuple)) and len(key) == 2:
+        return f"[{key[0]}-{key[1]}]"
+    text = str(key).strip("[]").replace(", ", "-").replace(",", "-")
+    return f"[{text}]"
+
+
 def _ms(value: Any) -> str:
     return f"{float(value or 0.0):.3f}"
 
@@ -275,7 +283,7 @@ def component_page(info: Mapping[str, Any], component: str, window: str,
     for x in execs:
         w = _window_stats(x, window)
         node_port = str(x.get("worker", ""))
-        row = {"id": f"[{x.get('executor', '')}]", "host": x.get("host", ""),
+        row = {"id": _executor_id(x.get("executor", "")), "host": x.get("host", ""),
                "port": int(node_port.rpartition(":")[2] or 0) if ":" in node_port else None,
                "uptime": pretty_duration(x.get("uptime_secs", 0)),
                "uptimeSeconds": int(x.get("uptime_secs", 0)),

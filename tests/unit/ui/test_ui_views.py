@@ -102,3 +102,14 @@ def test_history_turns_samples_into_rates_and_forgets_killed_topologies():
     assert series["topology"][0]["completeLatency"] == 20.0
     history.keep([])
     assert history.series("wc-1", kinds) == {"topology": [], "components": {}}
+
+
+def test_a_repeated_sample_waits_for_the_workers_next_report():
+    history = History(size=10, idle_secs=15)
+    kinds = {"words": "spout", "count": "bolt"}
+    history.record("wc-1", 100.0, topology_info("wc", "alice", scale=1))
+    history.record("wc-1", 101.0, topology_info("wc", "alice", scale=1))   # no new report yet
+    history.record("wc-1", 102.0, topology_info("wc", "alice", scale=2))
+    assert [p["emitted"] for p in history.series("wc-1", kinds)["topology"]] == [500.0]
+    history.record("wc-1", 120.0, topology_info("wc", "alice", scale=2))   # idle: zero
+    assert [p["emitted"] for p in history.series("wc-1", kinds)["topology"]] == [500.0, 0.0]

@@ -39,7 +39,7 @@ def topology_info(name: str, owner: str, *, scale: int = 1, logviewer: int | Non
         {"executor": "2-2", "component": "count", "kind": "bolt", "tasks": [2],
          "worker": "sup1:6700", "host": "h1", "uptime_secs": 100,
          "windows": windows(0, 600 * scale, 600 * scale, 0.5)},
-        {"executor": "3-3", "component": "count", "kind": "bolt", "tasks": [3],
+        {"executor": [3, 3], "component": "count", "kind": "bolt", "tasks": [3],
          "worker": "sup1:6701", "host": "h1", "uptime_secs": 100,
          "windows": windows(0, 400 * scale, 400 * scale, 0.5)},
     ]
