@@ -12,11 +12,14 @@ from squall.runtime.executors.base import Executor
 BUILTIN_METRICS = {"emitted": "__emit-count", "transferred": "__transfer-count",
                    "acked": "__ack-count", "failed": "__fail-count",
                    "executed": "__execute-count"}
+#: latency name -> the TaskState histogram that feeds its percentiles
+_HISTOGRAMS = {"execute": "exec_hist", "complete": "complete_hist"}
 
 
 def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
     """Fold each executor's counters since the last fold into its windowed stats, and drop
     the process-latency samples of bolts older than ``max_age`` seconds (never acked)."""
+    from squall.metrics import histogram
     from squall.metrics.stats import WindowedStats
     from squall.runtime.executors.bolt import BoltExecutor
     stamp = time.time()
@@ -32,7 +35,9 @@ def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
             ptotal, pn = prev.get(f"_{name}_total", 0.0), prev.get(f"_{name}_n", 0)
             if n - pn:
                 lat[name] = (total - ptotal, n - pn)
-        ex.windows.add(counts, lat, stamp)
+        hists = {name: histogram.diff(cur[f"_{name}_hist"], prev.get(f"_{name}_hist"))
+                 for name in _HISTOGRAMS}
+        ex.windows.add(counts, lat, stamp, hists)
         ex.last_fold = cur
         if isinstance(ex, BoltExecutor):
             ex.drop_stale_samples(max_age)
@@ -55,6 +60,10 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
         total[f"{name}_latency_ms"] = ms / n if n else 0.0
         if not windows:
             total[f"_{name}_total"], total[f"_{name}_n"] = ms, n
+    if not windows:
+        for name, attr in _HISTOGRAMS.items():
+            lists = [getattr(ts, attr) for ts in ex.tasks]
+            total[f"_{name}_hist"] = [sum(c) for c in zip(*lists)]
     if windows and ex.windows is not None:
         total["windows"] = ex.windows.snapshot(time.time())
     total["queued"] = sum(ts.queued() for ts in ex.tasks)

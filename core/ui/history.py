@@ -15,7 +15,8 @@ from typing import Any
 __all__ = ["History"]
 
 _COUNTS = ("emitted", "transferred", "acked", "failed", "executed")
-_LATENCIES = ("execute_latency_ms", "process_latency_ms", "complete_latency_ms")
+_LATENCIES = ("execute_latency_ms", "process_latency_ms", "complete_latency_ms",
+              "execute_latency_p99_ms", "complete_latency_p99_ms")
 
 
 def _component_sample(stats: Mapping[str, Any]) -> dict[str, float]:
@@ -62,8 +63,9 @@ class History:
     def series(self, topology_id: str, kinds: Mapping[str, str]) -> dict[str, Any]:
         """Chart data: ``{"topology": [point...], "components": {comp: [point...]}}``; a point
         is ``{"time", "emitted", "acked", "failed", "executed"}`` (per second since the sample
-        before) plus the component's latencies (ms). The topology's ``acked`` / ``failed`` /
-        ``completeLatency`` come from its spouts (``kinds``: component -> kind)."""
+        before) plus the component's latencies (ms, 10-minute means and 99th percentiles). The
+        topology's ``acked`` / ``failed`` / ``completeLatency`` (mean) / ``completeLatencyP99``
+        (the highest of its spouts') come from its spouts (``kinds``: component -> kind)."""
         with self._lock:
             samples = list(self._samples.get(topology_id) or ())
         topology: list[dict[str, float]] = []
@@ -73,7 +75,7 @@ class History:
             if span <= 0:
                 continue
             total = {"time": t1, "emitted": 0.0, "acked": 0.0, "failed": 0.0,
-                     "completeLatency": 0.0}
+                     "completeLatency": 0.0, "completeLatencyP99": 0.0}
             weight = 0.0
             for comp, now in after.items():
                 prev = before.get(comp)
@@ -90,6 +92,8 @@ class History:
                     total["acked"] += point["acked"]
                     total["failed"] += point["failed"]
                     total["completeLatency"] += now["complete_latency_ms"] * point["acked"]
+                    total["completeLatencyP99"] = max(total["completeLatencyP99"],
+                                                      now["complete_latency_p99_ms"])
                     weight += point["acked"]
             total["completeLatency"] = total["completeLatency"] / weight if weight else 0.0
             topology.append(total)

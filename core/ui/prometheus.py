@@ -67,7 +67,10 @@ def render(cluster: Any, topologies: Iterable[Mapping[str, Any]]) -> str:
                f"Tuples {counter} by the component's tasks since they started.",
                [(labels, int(total.get(counter) or 0)) for labels, total, _ in rows])
     family("squall_component_latency_ms", "gauge",
-           "Mean latency over the last 10 minutes, in milliseconds.",
-           [({**labels, "latency": name}, float(recent.get(f"{name}_latency_ms") or 0.0))
-            for labels, _, recent in rows for name in _LATENCIES])
+           "Latency over the last 10 minutes in milliseconds: the mean, and the 50th and 99th "
+           "percentiles where the workers measure them.",
+           [({**labels, "latency": name, "stat": stat}, float(recent[key] or 0.0))
+            for labels, _, recent in rows for name in _LATENCIES
+            for stat, key in (("mean", f"{name}_latency_ms"), ("p50", f"{name}_latency_p50_ms"),
+                              ("p99", f"{name}_latency_p99_ms")) if key in recent])
     return "\n".join(lines) + "\n"

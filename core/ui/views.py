@@ -173,12 +173,18 @@ def _component_row(comp: str, stats: Mapping[str, Any], execs: list[Mapping[str,
         row["executeLatency"] = _ms(w.get("execute_latency_ms"))
         row["processLatency"] = _ms(w.get("process_latency_ms"))
         row["capacity"] = f"{max((_executor_capacity(x, window) for x in execs), default=0):.3f}"
-    for key in ("execute", "process", "complete"):
+    _add_percentiles(row, w)
+    return row
+
+
+def _add_percentiles(row: dict[str, Any], w: Mapping[str, Any]) -> None:
+    """``executeLatencyP50`` ... ``completeLatencyP99`` (strings, ms) where the window has
+    them (workers fold a latency histogram per executor); left out otherwise."""
+    for key in ("execute", "complete"):
         for pct in ("p50", "p99"):
             name = f"{key}_latency_{pct}_ms"
             if name in w:
                 row[f"{key}Latency{pct.upper()}"] = _ms(w[name])
-    return row
 
 
 def _executor_capacity(x: Mapping[str, Any], window: str) -> float:
@@ -296,6 +302,7 @@ def component_page(info: Mapping[str, Any], component: str, window: str,
             row["executeLatency"] = _ms(w.get("execute_latency_ms"))
             row["processLatency"] = _ms(w.get("process_latency_ms"))
             row["capacity"] = f"{_executor_capacity(x, window):.3f}"
+        _add_percentiles(row, w)
         executor_stats.append(row)
     return {"id": component, "encodedId": quote(component, safe=""),
             "name": info.get("name", ""), "topologyId": tid,

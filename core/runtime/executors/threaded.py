@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from squall.api.tuple import Tuple, TupleBatch
+from squall.metrics.histogram import index as _bucket
 from squall.runtime.emit.fast import KEYWORDS, positional_options
 from squall.runtime.emit.general import check_anchors, check_emit
 from squall.runtime.executors.base import Executor, Services, _perf
@@ -437,6 +438,8 @@ class ThreadedBolt(BoltExecutor):
         spent = _perf() - t0
         ts.exec_ms += spent * 1000.0
         ts.exec_n += n
+        if n:
+            ts.exec_hist[_bucket(spent * 1000.0 / n)] += n
         ts.executed += n
         if auto_ack:    # each tuple acked in the pass: processed from its start to its end
             ts.proc_ms += spent * 1000.0 * n
@@ -483,6 +486,8 @@ class ThreadedBolt(BoltExecutor):
             spent = _perf() - t0
             ts.exec_ms += spent * 1000.0
             ts.exec_n += len(tuples)
+            if tuples:
+                ts.exec_hist[_bucket(spent * 1000.0 / len(tuples))] += len(tuples)
             ts.executed += len(tuples)
             if self.auto_ack:
                 ts.proc_ms += spent * 1000.0 * len(tuples)

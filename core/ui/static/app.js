@@ -15,6 +15,7 @@ function esc(value) {
 }
 function num(value) { return NUM.format(Number(value || 0)); }
 function ms(value) { return NUM.format(Number(Number(value || 0).toFixed(3))); }
+function pct(value) { return value === undefined ? "" : ms(value); }
 function when(secs) { return secs ? new Date(secs * 1000).toLocaleString() : ""; }
 function link(href, text) {
   return href ? `<a href="${esc(href)}">${esc(text)}</a>` : esc(text);
@@ -112,6 +113,11 @@ function statsRows(rows) {
   return rows.map(s => [esc(s.windowPretty), num(s.emitted), num(s.transferred),
                         ms(s.completeLatency), num(s.acked), num(s.failed)]);
 }
+function spoutStatsRows(rows) {
+  return rows.map(s => [esc(s.windowPretty), num(s.emitted), num(s.transferred),
+                        ms(s.completeLatency), pct(s.completeLatencyP50),
+                        pct(s.completeLatencyP99), num(s.acked), num(s.failed)]);
+}
 
 async function topologyPage(main, id) {
   const w = encodeURIComponent(state.window);
@@ -158,19 +164,21 @@ async function topologyPage(main, id) {
      ["failed"]], statsRows(t.topologyStats));
   main.querySelector("#spouts").innerHTML = table(
     [["id", "l"], ["executors"], ["tasks"], ["emitted"], ["transferred"],
-     ["complete latency ms"], ["acked"], ["failed"], ["last error", "l"]],
+     ["complete latency ms"], ["p50"], ["p99"], ["acked"], ["failed"], ["last error", "l"]],
     t.spouts.map(s => [link(`${topo}/component/${encodeURIComponent(s.spoutId)}`, s.spoutId),
                        num(s.executors), num(s.tasks), num(s.emitted), num(s.transferred),
-                       ms(s.completeLatency), num(s.acked), num(s.failed),
+                       ms(s.completeLatency), pct(s.completeLatencyP50),
+                       pct(s.completeLatencyP99), num(s.acked), num(s.failed),
                        esc((s.lastError || "").split("\n").pop())]), "spouts-table");
   main.querySelector("#bolts").innerHTML = table(
     [["id", "l"], ["executors"], ["tasks"], ["emitted"], ["transferred"], ["capacity"],
-     ["execute latency ms"], ["executed"], ["process latency ms"], ["acked"], ["failed"],
-     ["last error", "l"]],
+     ["execute latency ms"], ["p50"], ["p99"], ["executed"], ["process latency ms"], ["acked"],
+     ["failed"], ["last error", "l"]],
     t.bolts.map(b => [link(`${topo}/component/${encodeURIComponent(b.boltId)}`, b.boltId),
                       num(b.executors), num(b.tasks), num(b.emitted), num(b.transferred),
                       `<span class="${Number(b.capacity) > 0.8 ? "hot" : ""}">` +
-                      `${esc(b.capacity)}</span>`, ms(b.executeLatency), num(b.executed),
+                      `${esc(b.capacity)}</span>`, ms(b.executeLatency),
+                      pct(b.executeLatencyP50), pct(b.executeLatencyP99), num(b.executed),
                       ms(b.processLatency), num(b.acked), num(b.failed),
                       esc((b.lastError || "").split("\n").pop())]), "bolts-table");
   main.querySelector("#workers").innerHTML = table(
@@ -190,7 +198,8 @@ async function topologyPage(main, id) {
   drawGraph(viz);
   drawCharts(history.topology, [["emitted", "emitted/s"], ["acked", "acked/s"],
                                 ["failed", "failed/s"]],
-             [["completeLatency", "complete latency ms"]]);
+             [["completeLatency", "complete latency ms (mean)"],
+              ["completeLatencyP99", "complete latency ms (p99)"]]);
 }
 
 async function componentPage(main, id, component) {
@@ -219,23 +228,27 @@ async function componentPage(main, id, component) {
   main.querySelector("#windows").innerHTML = windowButtons();
   const perWindow = spout ? c.spoutSummary : c.boltStats;
   main.querySelector("#stats").innerHTML = spout ? table(
-    [["window", "l"], ["emitted"], ["transferred"], ["complete latency ms"], ["acked"],
-     ["failed"]], statsRows(perWindow)) : table(
+    [["window", "l"], ["emitted"], ["transferred"], ["complete latency ms"], ["p50"], ["p99"],
+     ["acked"], ["failed"]], spoutStatsRows(perWindow)) : table(
     [["window", "l"], ["emitted"], ["transferred"], ["capacity"], ["execute latency ms"],
-     ["executed"], ["process latency ms"], ["acked"], ["failed"]],
+     ["p50"], ["p99"], ["executed"], ["process latency ms"], ["acked"], ["failed"]],
     perWindow.map(s => [esc(s.windowPretty), num(s.emitted), num(s.transferred),
-                        esc(s.capacity), ms(s.executeLatency), num(s.executed),
+                        esc(s.capacity), ms(s.executeLatency), pct(s.executeLatencyP50),
+                        pct(s.executeLatencyP99), num(s.executed),
                         ms(s.processLatency), num(s.acked), num(s.failed)]));
   main.querySelector("#executors").innerHTML = table(
     [["executor", "l"], ["host", "l"], ["port"], ["uptime"], ["emitted"], ["transferred"],
-     ...(spout ? [["complete latency ms"]] : [["capacity"], ["execute latency ms"],
-                                             ["executed"], ["process latency ms"]]),
+     ...(spout ? [["complete latency ms"], ["p99"]]
+              : [["capacity"], ["execute latency ms"], ["p99"], ["executed"],
+                 ["process latency ms"]]),
      ["acked"], ["failed"], ["log", "l"]],
     c.executorStats.map(x => [esc(x.id), esc(x.host), esc(x.port), esc(x.uptime),
                               num(x.emitted), num(x.transferred),
-                              ...(spout ? [ms(x.completeLatency)] : [esc(x.capacity),
-                                  ms(x.executeLatency), num(x.executed),
-                                  ms(x.processLatency)]),
+                              ...(spout ? [ms(x.completeLatency),
+                                           pct(x.completeLatencyP99)]
+                                        : [esc(x.capacity), ms(x.executeLatency),
+                                           pct(x.executeLatencyP99), num(x.executed),
+                                           ms(x.processLatency)]),
                               num(x.acked), num(x.failed), logLink(x.workerLogLink)]),
     "executors-table");
   main.querySelector("#errors").innerHTML = c.componentErrors.length ? table(
@@ -245,9 +258,11 @@ async function componentPage(main, id, component) {
   drawCharts(series, spout ? [["emitted", "emitted/s"], ["acked", "acked/s"],
                               ["failed", "failed/s"]]
                            : [["executed", "executed/s"], ["emitted", "emitted/s"]],
-             spout ? [["complete_latency_ms", "complete latency ms"]]
-                   : [["execute_latency_ms", "execute latency ms"],
-                      ["process_latency_ms", "process latency ms"]]);
+             spout ? [["complete_latency_ms", "complete latency ms (mean)"],
+                      ["complete_latency_p99_ms", "complete latency ms (p99)"]]
+                   : [["execute_latency_ms", "execute latency ms (mean)"],
+                      ["execute_latency_p99_ms", "execute latency ms (p99)"],
+                      ["process_latency_ms", "process latency ms (mean)"]]);
 }
 
 // -- the picture of the topology -------------------------------------------------------------

@@ -122,9 +122,11 @@ def test_metrics_are_prometheus_text_of_what_the_user_may_see(secure_ui):
     emitted = {(s.labels["topology"], s.labels["component"]): s.value
                for s in metrics["squall_component_emitted"]}
     assert emitted == {("wc", "words"): 1000, ("wc", "count"): 0}
-    latency = {(s.labels["component"], s.labels["latency"]): s.value
+    latency = {(s.labels["component"], s.labels["latency"], s.labels["stat"]): s.value
                for s in metrics["squall_component_latency_ms"]}
-    assert latency[("count", "execute")] == 0.5
+    assert latency[("count", "execute", "mean")] == 0.5
+    assert latency[("count", "execute", "p99")] == 2.0
+    assert latency[("words", "complete", "p50")] == 18.0
     assert metrics["squall_cluster_supervisors"][0].value == 1
     everything = families(ROOT)
     assert {s.labels["topology"] for s in everything["squall_component_emitted"]} == {

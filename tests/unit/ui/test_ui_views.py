@@ -29,6 +29,8 @@ def test_topology_page_has_storms_fields_per_window_and_leaves_system_components
     [bolt] = page["bolts"]
     assert bolt["boltId"] == "count" and bolt["executed"] == 1000
     assert bolt["executeLatency"] == "0.500" and bolt["processLatency"] == "1.000"
+    assert (bolt["executeLatencyP50"], bolt["executeLatencyP99"]) == ("0.400", "2.000")
+    assert spout["completeLatencyP99"] == "60.000"
     # capacity: the busiest executor, 600 executed * 0.5 ms over min(600 s, 100 s uptime)
     assert bolt["capacity"] == "0.003"
     assert page["msgTimeout"] == 30
@@ -75,6 +77,7 @@ def test_component_page_lists_executors_with_their_worker_and_window_stats():
     assert [(x["id"], x["port"], x["executed"]) for x in page["executorStats"]] == [
         ("[2-2]", 6700, 600), ("[3-3]", 6701, 400)]
     assert page["executorStats"][0]["capacity"] == "0.003"
+    assert page["executorStats"][0]["executeLatencyP99"] == "2.000"
     assert views.component_page(topology_info("wc", "alice"), "nope", "600", now=0) is None
     assert views.component_page(topology_info("wc", "alice"), "__acker", "600", now=0) is None
 
@@ -100,6 +103,7 @@ def test_history_turns_samples_into_rates_and_forgets_killed_topologies():
     assert series["topology"][0]["acked"] == 90.0
     assert series["components"]["count"][1]["executed"] == 100.0
     assert series["topology"][0]["completeLatency"] == 20.0
+    assert series["topology"][0]["completeLatencyP99"] == 60.0
     history.keep([])
     assert history.series("wc-1", kinds) == {"topology": [], "components": {}}
 

@@ -17,7 +17,9 @@ from squall.ui import UiServer
 def windows(emitted: int, executed: int, acked: int, latency: float) -> dict[str, Any]:
     one = {"emitted": emitted, "transferred": emitted, "executed": executed, "acked": acked,
            "failed": 0, "execute_latency_ms": latency, "process_latency_ms": latency * 2,
-           "complete_latency_ms": latency * 10}
+           "complete_latency_ms": latency * 10, "execute_latency_p50_ms": latency * 0.8,
+           "execute_latency_p99_ms": latency * 4, "complete_latency_p50_ms": latency * 9,
+           "complete_latency_p99_ms": latency * 30}
     return {w: dict(one) for w in ("600", "10800", "86400", ":all-time")}
 
 

@@ -1,0 +1,73 @@
+"""Latency histograms with logarithmic buckets, for percentiles at a fixed, small cost.
+
+A histogram is a list of :data:`SIZE` counts; :func:`index` maps a latency in milliseconds to
+its bucket in O(1) (``math.frexp``): four buckets per power of two, from about 15 ns to about
+4.6 hours (latencies outside land in the first or last bucket), so a percentile read from the
+buckets is within about 12 % of the true value. The executors add to their tasks' lists (a bolt
+once per pass, a spout for one completion in 16, as Storm samples its stats); the stats timer
+folds the differences into :class:`~squall.metrics.stats.WindowedStats` as sparse
+``[[index, count], ...]`` lists, which add up across executors and windows.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from math import frexp, ldexp
+
+__all__ = ["SIZE", "add_sparse", "diff", "index", "new", "percentile", "to_sparse"]
+
+SIZE = 160
+_LOWEST = -16           # bucket 0 starts at 2 ** -17 ms
+
+
+def new() -> list[int]:
+    """An empty histogram."""
+    return [0] * SIZE
+
+
+def index(ms: float) -> int:
+    """The bucket of a latency of ``ms`` milliseconds."""
+    if ms <= 0.0:
+        return 0
+    m, e = frexp(ms)                        # ms = m * 2 ** e, 0.5 <= m < 1
+    i = (e - _LOWEST) * 4 + int(m * 8.0) - 4
+    return 0 if i < 0 else (SIZE - 1 if i >= SIZE else i)
+
+
+def _middle(i: int) -> float:
+    """The middle of bucket ``i`` in milliseconds."""
+    e, s = divmod(i, 4)
+    return ldexp((4.5 + s) / 8.0, e + _LOWEST)
+
+
+def diff(current: Sequence[int], before: Sequence[int] | None) -> dict[int, int]:
+    """What was added to ``current`` since ``before`` (None: since empty), sparse."""
+    if before is None:
+        return {i: n for i, n in enumerate(current) if n}
+    return {i: n - b for i, (n, b) in enumerate(zip(current, before)) if n != b}
+
+
+def add_sparse(into: dict[int, int], pairs: Iterable[Sequence[int]] | Mapping[int, int]) -> None:
+    """Add a sparse histogram (a mapping, or ``[[index, count], ...]``) into ``into``."""
+    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    for i, n in items:
+        into[int(i)] = into.get(int(i), 0) + int(n)
+
+
+def to_sparse(hist: Mapping[int, int]) -> list[list[int]]:
+    """``[[index, count], ...]`` in index order (JSON-ready)."""
+    return [[i, n] for i, n in sorted(hist.items()) if n]
+
+
+def percentile(hist: Mapping[int, int], q: float) -> float:
+    """The ``q`` quantile (0 < q <= 1) of a sparse histogram in milliseconds; 0.0 when
+    empty."""
+    total = sum(hist.values())
+    if total <= 0:
+        return 0.0
+    rank = q * total
+    seen = 0
+    for i in sorted(hist):
+        seen += hist[i]
+        if seen >= rank:
+            return _middle(i)
+    return _middle(max(hist))
