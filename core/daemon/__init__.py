@@ -30,7 +30,6 @@ Supervisor (``squall supervisor``)
 
 Shared and tools
     ``packaging``          code packages: what ``squall submit`` ships, stores, extracts, loads.
-    ``ui``                 ``squall ui``: a web page and JSON API over a :class:`NimbusClient`.
     ``dev_zookeeper``      a single-node ZooKeeper for development and tests.
     ``_proto``             the generated gRPC messages and stubs.
 """
