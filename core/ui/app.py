@@ -59,6 +59,10 @@ _STATUS = {"AuthenticationError": 401, "AuthorizationError": 403, "NotAliveError
            "NimbusUnavailableError": 503}
 _HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
             "X-Frame-Options": "DENY"}
+#: the page runs only its own scripts and talks only to this UI
+_PAGE_HEADERS = {**_HEADERS, "Content-Security-Policy": (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")}
 
 
 class _HttpError(Exception):
@@ -166,6 +170,7 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
             except Exception as exc:          # a bug: one line with its class, keep serving
                 log.error("squall ui: %s %s failed: %s: %s", request.method, request.url.path,
                           type(exc).__name__, exc)
+                log.debug("squall ui: the failure's traceback", exc_info=True)
                 return _error(500, f"internal error: {type(exc).__name__}")
         return endpoint
 
@@ -231,7 +236,7 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
                                  media_type=prometheus.CONTENT_TYPE, headers=_HEADERS)
 
     async def page(request: Request) -> Response:
-        return FileResponse(STATIC / "index.html", headers=_HEADERS)
+        return FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
 
     async def not_found(request: Request) -> Response:
         if request.method not in ("GET", "HEAD"):

@@ -239,6 +239,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                 "--window-size=1400,1800",
                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(driver_path))
     driver.set_page_load_timeout(60)
     try:
@@ -340,8 +341,12 @@ def test_pages_in_a_browser(cluster, ui, browser, tmp_path):
     wait_until(lambda: "/component/count" in driver.current_url
                and driver.find_elements(By.ID, "executors-table"), timeout=60)
     executors = _text(driver, "executors-table")
-    assert "127.0.0.1" in executors and "[" in executors
-    _screenshot(driver, driver.find_element(By.TAG_NAME, "body"), tmp_path / "component.png")
+    assert re.search(r"\[\d+-\d+\]", executors) and "127.0.0.1" in executors
+    page = _screenshot(driver, driver.find_element(By.TAG_NAME, "body"),
+                       tmp_path / "component.png")
+    assert _non_background(page, (255, 255, 255)) > 1000
+    # no script error and nothing the page's content security policy refused
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
 def test_kill_with_confirm_in_a_browser(cluster, ui, browser):
