@@ -3,17 +3,18 @@
 A histogram is a list of :data:`SIZE` counts; :func:`index` maps a latency in milliseconds to
 its bucket in O(1) (``math.frexp``): four buckets per power of two, from about 15 ns to about
 4.6 hours (latencies outside land in the first or last bucket), so a percentile read from the
-buckets is within about 12 % of the true value. The executors add to their tasks' lists (a bolt
-once per pass, a spout for one completion in 16, as Storm samples its stats); the stats timer
-folds the differences into :class:`~squall.metrics.stats.WindowedStats` as sparse
-``[[index, count], ...]`` lists, which add up across executors and windows.
+buckets is within about 12 % of the true value. The executors add to their tasks' lists (a
+bolt's pass that crosses a 16th tuple, weighted by its tuples; a spout's 16th completion: a
+sample, as Storm samples its stats); the stats timer takes the lists (a fresh one in their
+place) into :class:`~squall.metrics.stats.WindowedStats`, kept as sparse ``[[index, count],
+...]`` lists that add up across executors and windows.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from math import frexp, ldexp
 
-__all__ = ["SIZE", "add_sparse", "diff", "index", "new", "percentile", "to_sparse"]
+__all__ = ["SIZE", "add_sparse", "index", "new", "percentile", "to_sparse"]
 
 SIZE = 160
 _LOWEST = -16           # bucket 0 starts at 2 ** -17 ms
@@ -37,13 +38,6 @@ def _middle(i: int) -> float:
     """The middle of bucket ``i`` in milliseconds."""
     e, s = divmod(i, 4)
     return ldexp((4.5 + s) / 8.0, e + _LOWEST)
-
-
-def diff(current: Sequence[int], before: Sequence[int] | None) -> dict[int, int]:
-    """What was added to ``current`` since ``before`` (None: since empty), sparse."""
-    if before is None:
-        return {i: n for i, n in enumerate(current) if n}
-    return {i: n - b for i, (n, b) in enumerate(zip(current, before)) if n != b}
 
 
 def add_sparse(into: dict[int, int], pairs: Iterable[Sequence[int]] | Mapping[int, int]) -> None:

@@ -19,7 +19,6 @@ _HISTOGRAMS = {"execute": "exec_hist", "complete": "complete_hist"}
 def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
     """Fold each executor's counters since the last fold into its windowed stats, and drop
     the process-latency samples of bolts older than ``max_age`` seconds (never acked)."""
-    from squall.metrics import histogram
     from squall.metrics.stats import WindowedStats
     from squall.runtime.executors.bolt import BoltExecutor
     stamp = time.time()
@@ -35,12 +34,27 @@ def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
             ptotal, pn = prev.get(f"_{name}_total", 0.0), prev.get(f"_{name}_n", 0)
             if n - pn:
                 lat[name] = (total - ptotal, n - pn)
-        hists = {name: histogram.diff(cur[f"_{name}_hist"], prev.get(f"_{name}_hist"))
-                 for name in _HISTOGRAMS}
+        hists = {name: _drain(ex, attr) for name, attr in _HISTOGRAMS.items()}
         ex.windows.add(counts, lat, stamp, hists)
         ex.last_fold = cur
         if isinstance(ex, BoltExecutor):
             ex.drop_stale_samples(max_age)
+
+
+def _drain(ex: Executor, attr: str) -> dict[int, int]:
+    """The samples in the ``attr`` histograms of ``ex``'s tasks since the last fold (sparse),
+    each task given a fresh one. On the loop thread: a threaded component's sample that lands
+    in the list being replaced is lost (a sample, not a count)."""
+    from squall.metrics import histogram
+    out: dict[int, int] = {}
+    for ts in ex.tasks:
+        hist = getattr(ts, attr)
+        if any(hist):
+            setattr(ts, attr, histogram.new())
+            for i, n in enumerate(hist):
+                if n:
+                    out[i] = out.get(i, 0) + n
+    return out
 
 
 def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
@@ -60,10 +74,6 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
         total[f"{name}_latency_ms"] = ms / n if n else 0.0
         if not windows:
             total[f"_{name}_total"], total[f"_{name}_n"] = ms, n
-    if not windows:
-        for name, attr in _HISTOGRAMS.items():
-            lists = [getattr(ts, attr) for ts in ex.tasks]
-            total[f"_{name}_hist"] = [sum(c) for c in zip(*lists)]
     if windows and ex.windows is not None:
         total["windows"] = ex.windows.snapshot(time.time())
     total["queued"] = sum(ts.queued() for ts in ex.tasks)

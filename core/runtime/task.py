@@ -67,8 +67,8 @@ class TaskState:
         self.executed = 0
         self.exec_ms = 0.0
         self.exec_n = 0
-        #: latency histograms (squall.metrics.histogram) for the percentiles: execute latency
-        #: per pass, complete latency of one completion in 16
+        #: latency histograms (squall.metrics.histogram) for the percentiles, emptied by each
+        #: stats fold: a bolt's pass that crosses a 16th tuple, a spout's 16th completion
         self.exec_hist = histogram.new()
         self.complete_hist = histogram.new()
         #: process latency: (ms, samples); see BoltExecutor.run_once and ack_function

@@ -437,8 +437,9 @@ class ThreadedBolt(BoltExecutor):
             put(ts, _count_acked, (ts, plain))
         spent = _perf() - t0
         ts.exec_ms += spent * 1000.0
-        ts.exec_n += n
-        if n:
+        before = ts.exec_n
+        ts.exec_n = after = before + n
+        if (before ^ after) >> 4:       # as BoltExecutor.run_once: one pass in 16 tuples
             ts.exec_hist[_bucket(spent * 1000.0 / n)] += n
         ts.executed += n
         if auto_ack:    # each tuple acked in the pass: processed from its start to its end
@@ -485,8 +486,9 @@ class ThreadedBolt(BoltExecutor):
                         put(ts, _count_acked, (ts, plain))
             spent = _perf() - t0
             ts.exec_ms += spent * 1000.0
-            ts.exec_n += len(tuples)
-            if tuples:
+            before = ts.exec_n
+            ts.exec_n = after = before + len(tuples)
+            if (before ^ after) >> 4:
                 ts.exec_hist[_bucket(spent * 1000.0 / len(tuples))] += len(tuples)
             ts.executed += len(tuples)
             if self.auto_ack:

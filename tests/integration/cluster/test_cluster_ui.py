@@ -309,6 +309,9 @@ def test_pages_in_a_browser(cluster, ui, browser, tmp_path):
     wait_until(lambda: re.search(r"\d,\d{3}", _text(driver, "spouts-table")),
                timeout=90)
     assert "topology.workers" in _text(driver, "configuration-table")
+    page = _screenshot(driver, driver.find_element(By.TAG_NAME, "body"),
+                       tmp_path / "topology.png")
+    assert _non_background(page, (255, 255, 255)) > 1000
 
     graph = driver.find_element(By.ID, "graph")
     assert graph.size["width"] > 0 and graph.size["height"] > 0
