@@ -86,7 +86,8 @@ def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory,
     """Nimbus, one supervisor and the word count topology ``wc`` at 50 sentences/s."""
     if not zookeeper.is_running():
         zookeeper.start()
-    conf = {**zookeeper.conf(f"/squall-tests/ui-{uuid.uuid4().hex[:8]}"),
+    root = f"/squall-tests/ui-{uuid.uuid4().hex[:8]}"
+    conf = {**zookeeper.conf(root),
             "squall.state": "zookeeper", "storm.zookeeper.session.timeout": 10000,
             "storm.zookeeper.connection.timeout": 10000}
     c = ClusterHarness(tmp_path_factory.mktemp("ui-cluster"), conf)
@@ -99,7 +100,19 @@ def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory,
         yield c
     finally:
         c.close()
+        _delete_chroot(zookeeper.hosts, root)
     assert not c.daemon_tracebacks(), "\n".join(c.daemon_tracebacks())
+
+
+def _delete_chroot(hosts: str, root: str) -> None:
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts=hosts, timeout=10)
+    client.start(timeout=10)
+    try:
+        client.delete(root, recursive=True)
+    finally:
+        client.stop()
+        client.close()
 
 
 @pytest.fixture(scope="module")
