@@ -48,14 +48,17 @@ class _Bucket:
         self.index = index
         self.counts: dict[str, int] = {}
         self.latencies: dict[str, list[float]] = {}
-        self.hists: dict[str, dict[int, int]] = {}
+        self.hists: dict[str, list[int]] = {}
 
 
-def _fold_hists(hists: dict[str, dict[int, int]],
+def _fold_hists(hists: dict[str, list[int]],
                 new_hists: Mapping[str, Mapping[int, int]]) -> None:
     for name, hist in new_hists.items():
         if hist:
-            histogram.add_sparse(hists.setdefault(name, {}), hist)
+            dense = hists.get(name)
+            if dense is None:
+                dense = hists[name] = histogram.new()
+            histogram.add_sparse(dense, hist)
 
 
 def _fold(counts: dict[str, int], latencies: dict[str, list[float]],
@@ -97,27 +100,29 @@ class _Window:
         _fold_hists(bucket.hists, hists)
 
     def totals(self, now: float) -> tuple[dict[str, int], dict[str, list[float]],
-                                          dict[str, dict[int, int]]]:
+                                          dict[str, list[int]]]:
         self._expire(int(now // self.bucket_secs))
         counts: dict[str, int] = {}
         latencies: dict[str, list[float]] = {}
-        hists: dict[str, dict[int, int]] = {}
+        by_name: dict[str, list[list[int]]] = {}
         for bucket in self.buckets:
             _fold(counts, latencies, bucket.counts, bucket.latencies)
-            _fold_hists(hists, bucket.hists)
-        return counts, latencies, hists
+            for name, hist in bucket.hists.items():
+                by_name.setdefault(name, []).append(hist)
+        return counts, latencies, {n: histogram.merged(h) for n, h in by_name.items()}
 
 
-def _report_percentiles(out: dict[str, Any], hists: Mapping[str, Mapping[int, int]]) -> None:
+def _report_percentiles(out: dict[str, Any], hists: Mapping[str, list[int]]) -> None:
     for name, hist in hists.items():
-        if hist:
-            for label, q in PERCENTILES:
-                out[f"{name}_latency_{label}_ms"] = histogram.percentile(hist, q)
+        if any(hist):
+            values = histogram.percentiles(hist, [q for _, q in PERCENTILES])
+            for (label, _), value in zip(PERCENTILES, values):
+                out[f"{name}_latency_{label}_ms"] = value
             out[f"{name}{_HIST}"] = histogram.to_sparse(hist)
 
 
 def _report(counts: Mapping[str, int], latencies: Mapping[str, list[float]],
-            hists: Mapping[str, Mapping[int, int]]) -> dict[str, Any]:
+            hists: Mapping[str, list[int]]) -> dict[str, Any]:
     out: dict[str, Any] = {name: 0 for name in COUNTS}
     out.update(counts)
     for name in LATENCIES:
@@ -145,7 +150,7 @@ class WindowedStats:
         self._windows = {name: _Window(int(name), buckets) for name in windows}
         self._all_counts: dict[str, int] = {}
         self._all_latencies: dict[str, list[float]] = {}
-        self._all_hists: dict[str, dict[int, int]] = {}
+        self._all_hists: dict[str, list[int]] = {}
         self._lock = threading.Lock()
 
     def add(self, counts: Mapping[str, int], latencies: Mapping[str, _Latency] | None = None,
@@ -173,7 +178,7 @@ def aggregate(snapshots: Iterable[Mapping[str, Mapping[str, Any]]]) -> dict[str,
     ``executed``, complete latency by ``acked``); histograms add up and give the percentiles."""
     sums: dict[str, dict[str, float]] = {}
     weights: dict[str, dict[str, float]] = {}
-    hists: dict[str, dict[str, dict[int, int]]] = {}
+    hists: dict[str, dict[str, list[int]]] = {}
     for snap in snapshots:
         for window, stats in snap.items():
             s = sums.setdefault(window, {})
@@ -181,7 +186,10 @@ def aggregate(snapshots: Iterable[Mapping[str, Mapping[str, Any]]]) -> dict[str,
             h = hists.setdefault(window, {})
             for key, value in stats.items():
                 if key.endswith(_HIST):
-                    histogram.add_sparse(h.setdefault(key[:-len(_HIST)], {}), value)
+                    name = key[:-len(_HIST)]
+                    if name not in h:
+                        h[name] = histogram.new()
+                    histogram.add_sparse(h[name], value)
                 elif key.endswith(("_p50_ms", "_p99_ms")):
                     continue            # recomputed from the summed histograms
                 elif key.endswith("_latency_ms"):
