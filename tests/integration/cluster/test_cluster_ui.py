@@ -8,6 +8,7 @@ tests run in file order and the last one kills the topology and stops nimbus.
 from __future__ import annotations
 
 import getpass
+import importlib.util
 import io
 import json
 import os
@@ -28,9 +29,20 @@ import pytest
 from squall.daemon.dev_zookeeper import free_port
 from squall.testing.waiting import wait_until
 
-from conftest import ClusterHarness
-
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+
+def _load_harness() -> Any:
+    """The cluster test harness class of this directory's conftest (loaded by path: a bare
+    ``import conftest`` finds whichever conftest pytest imported last)."""
+    spec = importlib.util.spec_from_file_location("ui_cluster_harness",
+                                                  Path(__file__).with_name("conftest.py"))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.ClusterHarness
+
+
+ClusterHarness = _load_harness()
 
 
 def _call(url: str, method: str = "GET", body: bytes | None = None,
@@ -49,7 +61,7 @@ def _call(url: str, method: str = "GET", body: bytes | None = None,
 class UiProcess:
     """``squall ui`` as a subprocess on a free port."""
 
-    def __init__(self, cluster: ClusterHarness, *overrides: str) -> None:
+    def __init__(self, cluster: Any, *overrides: str) -> None:
         self.port = free_port()
         args = [sys.executable, "-m", "squall.cli.main", "--config", str(cluster.config_file),
                 "-c", "ui.sample.secs=1"]
@@ -82,7 +94,7 @@ class UiProcess:
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory,
-            wordcount: Any) -> Iterator[ClusterHarness]:
+            wordcount: Any) -> Iterator[Any]:
     """Nimbus, one supervisor and the word count topology ``wc`` at 50 sentences/s."""
     if not zookeeper.is_running():
         zookeeper.start()
@@ -116,7 +128,7 @@ def _delete_chroot(hosts: str, root: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def ui(cluster: ClusterHarness) -> Iterator[UiProcess]:
+def ui(cluster: Any) -> Iterator[UiProcess]:
     proc = UiProcess(cluster)
 
     def counted() -> bool:
