@@ -157,7 +157,7 @@ def cmd_supervisor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
 
 
 def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:
-    from squall.daemon.ui import UiServer
+    from squall.ui import UiServer
     return _run_daemon(UiServer(conf, host=args.host, port=args.port), conf, "ui")
 
 

@@ -43,7 +43,6 @@ Logs
 Shared and tools
     ``packaging``          code packages: what ``squall submit`` ships, stores, extracts, loads.
     ``topology_flow``      components in the order tuples flow through them (``squall monitor``).
-    ``ui``                 ``squall ui``: a web page and JSON API over a :class:`NimbusClient`.
     ``dev_zookeeper``      a single-node ZooKeeper for development and tests.
     ``_proto``             the generated gRPC messages and stubs.
 """

@@ -14,9 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from squall.api.topology import Topology
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_leader import Leadership, NotLeaderError
 from squall.errors import NotAliveError
+from squall.security import redact
 from squall.state.cluster_state import ClusterState, beat_key
 
 COUNTERS = ("emitted", "transferred", "acked", "failed", "executed")
@@ -33,6 +35,32 @@ def live_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:
         raise NotAliveError(f"no topology named {name!r} is running; running: "
                             f"{', '.join(running) or 'none'}")
     return tid, base
+
+
+def topology_graph(topology: Topology) -> list[dict[str, Any]]:
+    """The user's components (system ones left out), each ``{"id", "kind", "executors",
+    "tasks", "inputs": [{"component", "stream", "grouping", "fields"}]}``: what the UI draws."""
+    out = []
+    for cid, spec in sorted(topology.components.items()):
+        if cid.startswith("__"):
+            continue
+        out.append({"id": cid, "kind": spec.kind, "executors": spec.parallelism,
+                    "tasks": spec.num_tasks,
+                    "inputs": [{"component": i.component, "stream": i.stream,
+                                "grouping": i.grouping, "fields": list(i.fields)}
+                               for i in spec.inputs if not i.component.startswith("__")]})
+    return out
+
+
+def logviewer_ports(supervisors: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """supervisor id -> the ``logviewer_port`` its ``/supervisors/<id>`` record publishes
+    (supervisors that publish none are left out)."""
+    out = {}
+    for sid, info in supervisors.items():
+        port = info.get("logviewer_port")
+        if port:
+            out[sid] = int(port)
+    return out
 
 
 class NimbusReads:
@@ -86,8 +114,10 @@ class NimbusReads:
         return out
 
     def topology_info(self, name: str) -> dict[str, Any]:
-        """The status, workers, per-component counters (and stats windows), per-executor stats,
-        newest errors and the components in flow order (``flow``) of the topology named
+        """The status, owner, workers (with their supervisor's ``logviewer_port``, None where it
+        publishes none), per-component counters (and stats windows), per-executor stats, newest
+        errors, components in flow order (``flow``), graph (see :func:`topology_graph`) and
+        redacted conf of the topology named
         ``name``; NotAliveError if there is none."""
         tid, base = live_topology(self._state, name)
         state = self._state
@@ -98,11 +128,14 @@ class NimbusReads:
         executors = []
         windows: dict[str, list[Any]] = {}
         workers = []
+        logviewers = logviewer_ports(state.supervisors())
         for node, port in sorted({(str(n), int(p)) for n, p in enp.values()}):
             beat = beats.get(beat_key(node, port)) or {}
             if beat:
-                workers.append({"worker": f"{node}:{port}",
+                workers.append({"worker": f"{node}:{port}", "supervisor_id": node,
+                                "port": port,
                                 "host": (assignment.get("node_host") or {}).get(node, ""),
+                                "logviewer_port": logviewers.get(node),
                                 "uptime_secs": beat.get("uptime_secs", 0),
                                 **(beat.get("worker") or {})})
         for key, (node, port) in sorted(enp.items()):
@@ -136,9 +169,12 @@ class NimbusReads:
                 "num_workers": len({tuple(v) for v in enp.values()}),
                 "num_executors": len(enp),
                 "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
+                "owner": str(base.get("owner") or ""),
                 "components": components, "executors": executors, "workers": workers,
                 "flow": _flow(loaded[1]) if loaded else sorted(components),
-                "errors": state.errors(tid)}
+                "errors": state.errors(tid),
+                "graph": topology_graph(loaded[1]) if loaded else [],
+                "conf": redact(loaded[0]) if loaded else {}}
 
     def package_file(self, topology_id: str, file: str) -> Path:
         """The path of one file of ``topology_id``'s package. TopologyError for a name that is

@@ -12,6 +12,8 @@ from squall.runtime.executors.base import Executor
 BUILTIN_METRICS = {"emitted": "__emit-count", "transferred": "__transfer-count",
                    "acked": "__ack-count", "failed": "__fail-count",
                    "executed": "__execute-count"}
+#: latency name -> the TaskState histogram that feeds its percentiles
+_HISTOGRAMS = {"execute": "exec_hist", "complete": "complete_hist"}
 
 
 def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
@@ -32,10 +34,27 @@ def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
             ptotal, pn = prev.get(f"_{name}_total", 0.0), prev.get(f"_{name}_n", 0)
             if n - pn:
                 lat[name] = (total - ptotal, n - pn)
-        ex.windows.add(counts, lat, stamp)
+        hists = {name: _drain(ex, attr) for name, attr in _HISTOGRAMS.items()}
+        ex.windows.add(counts, lat, stamp, hists)
         ex.last_fold = cur
         if isinstance(ex, BoltExecutor):
             ex.drop_stale_samples(max_age)
+
+
+def _drain(ex: Executor, attr: str) -> dict[int, int]:
+    """The samples in the ``attr`` histograms of ``ex``'s tasks since the last fold (sparse),
+    each task given a fresh one. On the loop thread: a threaded component's sample that lands
+    in the list being replaced is lost (a sample, not a count)."""
+    from squall.metrics import histogram
+    out: dict[int, int] = {}
+    for ts in ex.tasks:
+        hist = getattr(ts, attr)
+        if any(hist):
+            setattr(ts, attr, histogram.new())
+            for i, n in enumerate(hist):
+                if n:
+                    out[i] = out.get(i, 0) + n
+    return out
 
 
 def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:

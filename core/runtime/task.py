@@ -9,6 +9,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Source, Tuple
+from squall.metrics import histogram
 
 if TYPE_CHECKING:
     from squall.api.context import TopologyContext
@@ -23,8 +24,9 @@ class TaskState:
     Counters are plain integers and floats, folded into stats on a timer."""
 
     __slots__ = (
-        "acked", "applied_tracked", "complete_ms", "complete_n", "component_id", "conf",
-        "context", "current", "deferred", "emitted", "exec_ms", "exec_n", "executed",
+        "acked", "applied_tracked", "complete_hist", "complete_ms", "complete_n",
+        "component_id", "conf", "context", "current", "deferred", "emitted", "exec_hist",
+        "exec_ms", "exec_n", "executed",
         "executor", "failed", "idle_until", "instance", "metrics", "pass_cap", "pending_new",
         "pending_old", "proc_ms", "proc_n", "put_tracked", "queue", "queue_peak", "root_plan",
         "routes",
@@ -65,6 +67,10 @@ class TaskState:
         self.executed = 0
         self.exec_ms = 0.0
         self.exec_n = 0
+        #: latency histograms (squall.metrics.histogram) for the percentiles, emptied by each
+        #: stats fold: a bolt's pass that crosses a 16th tuple, a spout's 16th completion
+        self.exec_hist = histogram.new()
+        self.complete_hist = histogram.new()
         #: process latency: (ms, samples); see BoltExecutor.run_once and ack_function
         self.proc_ms = 0.0
         self.proc_n = 0

@@ -298,3 +298,6 @@ def test_stats_windows_in_topology_info_have_exact_counts(cluster: LocalCluster)
             (n, n, 0, 0), (window, sink)
         assert spout["complete_latency_ms"] > 0 and sink["execute_latency_ms"] > 0
         assert sink["process_latency_ms"] >= sink["execute_latency_ms"]
+        # percentiles from the latency histograms (a spout samples one completion in 16)
+        assert 0 < spout["complete_latency_p50_ms"] <= spout["complete_latency_p99_ms"]
+        assert 0 < sink["execute_latency_p50_ms"] <= sink["execute_latency_p99_ms"]

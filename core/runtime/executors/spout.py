@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from squall.api.tuple import Tuple
+from squall.metrics.histogram import index as _bucket
 from squall.runtime.executors.base import Executor, Services
 from squall.runtime.streams import ACK_ACK
 from squall.runtime.task import TaskState
@@ -124,7 +125,10 @@ class SpoutExecutor(Executor):
                 return        # already timed out
         if ok:
             ts.acked += 1
-            ts.complete_ms += (self.clock.now - entry[1]) * 1000.0
+            latency = (self.clock.now - entry[1]) * 1000.0
+            ts.complete_ms += latency
+            if not ts.complete_n & 15:     # one completion in 16 feeds the percentiles
+                ts.complete_hist[_bucket(latency)] += 1
             ts.complete_n += 1
             self._call(ts, ts.instance.ack, entry[0])
         else:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from squall.api.tuple import Tuple, TupleBatch
+from squall.metrics.histogram import index as _bucket
 from squall.runtime.emit.fast import KEYWORDS, positional_options
 from squall.runtime.emit.general import check_anchors, check_arity, check_emit
 from squall.runtime.executors.base import Executor, Services, _perf
@@ -443,7 +444,10 @@ class ThreadedBolt(BoltExecutor):
             put(ts, _count_acked, (ts, plain))
         spent = _perf() - t0
         ts.exec_ms += spent * 1000.0
-        ts.exec_n += n
+        before = ts.exec_n
+        ts.exec_n = after = before + n
+        if (before ^ after) >> 4:       # as BoltExecutor.run_once: one pass in 16 tuples
+            ts.exec_hist[_bucket(spent * 1000.0 / n)] += n
         ts.executed += n
         if auto_ack:    # each tuple acked in the pass: processed from its start to its end
             ts.proc_ms += spent * 1000.0 * n
@@ -489,7 +493,10 @@ class ThreadedBolt(BoltExecutor):
                         put(ts, _count_acked, (ts, plain))
             spent = _perf() - t0
             ts.exec_ms += spent * 1000.0
-            ts.exec_n += len(tuples)
+            before = ts.exec_n
+            ts.exec_n = after = before + len(tuples)
+            if (before ^ after) >> 4:
+                ts.exec_hist[_bucket(spent * 1000.0 / len(tuples))] += len(tuples)
             ts.executed += len(tuples)
             if self.auto_ack:
                 ts.proc_ms += spent * 1000.0 * len(tuples)

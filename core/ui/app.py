@@ -1,0 +1,268 @@
+"""The UI's web application (Starlette): the pages, Storm's UI REST API, ``/metrics``.
+
+Routes (``:id`` is a topology id or name; ``window`` is ``600``, ``10800``, ``86400`` or
+``:all-time``, the default):
+
+===========================================================  =====================================
+``GET /``, ``/topology/:id``, ``/topology/:id/component/:c``  the page (one HTML shell, app.js)
+``GET /static/...``                                           the page's scripts, styles, libraries
+``GET /api/v1/cluster/summary``                               :func:`.views.cluster_summary`
+``GET /api/v1/supervisor/summary``, ``nimbus/summary``,
+``topology/summary``                                          the matching ``views`` function
+``GET /api/v1/topology/:id?window=``                          :func:`.views.topology_page`
+``GET /api/v1/topology/:id/component/:c?window=``             :func:`.views.component_page`
+``GET /api/v1/topology/:id/visualization?window=``            :func:`.views.visualization`
+``GET /api/v1/topology/:id/history``                          the charts' series (squall's own)
+``POST /api/v1/topology/:id/activate``, ``deactivate``        the action
+``POST /api/v1/topology/:id/rebalance/:wait``                 body ``{"rebalanceOptions":
+                                                              {"numWorkers": N, "executors":
+                                                              {"comp": N}}}`` (optional)
+``POST /api/v1/topology/:id/kill/:wait``                      the action
+``GET /metrics``                                              :func:`.prometheus.render`
+===========================================================  =====================================
+
+Actions answer Storm's ``{"topologyOperation", "topologyId", "status": "success"}``; errors
+are ``{"error": "one line"}`` with 400 (bad request or refused by nimbus), 401 (authentication
+on and no known bearer token), 403 (a POST from another origin), 404 (no such topology, path
+or component), 503 (no nimbus answers). Nimbus calls run in Starlette's thread pool. A POST acts
+only once its whole body has arrived; a client that goes away is one log line.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from squall.errors import SquallError
+from squall.ui import prometheus, views
+from squall.ui.access import Access, Forbidden, Unauthorized, User
+from squall.ui.cluster_view import ClusterView
+
+__all__ = ["STATIC", "make_app"]
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).resolve().parent / "static"
+_ACTIONS = ("activate", "deactivate", "rebalance", "kill")
+#: HTTP status of squall's exceptions by class name (nearest in the MRO wins)
+_STATUS = {"AuthenticationError": 401, "AuthorizationError": 403, "NotAliveError": 404,
+           "NimbusUnavailableError": 503}
+_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY"}
+#: the page runs only its own scripts and talks only to this UI
+_PAGE_HEADERS = {**_HEADERS, "Content-Security-Policy": (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")}
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _status_of(exc: SquallError) -> int:
+    for cls in type(exc).__mro__:
+        if cls.__name__ in _STATUS:
+            return _STATUS[cls.__name__]
+    return 400
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    headers = dict(_HEADERS)
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="squall"'
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _window(request: Request) -> str:
+    window = request.query_params.get("window") or ":all-time"
+    if window not in views.WINDOWS:
+        raise _HttpError(400, f"window={window!r}: expected one of {', '.join(views.WINDOWS)}")
+    return window
+
+
+def _wait(raw: str | None) -> float | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        wait = float(raw)
+    except ValueError:
+        raise _HttpError(400, f"wait time {raw!r} is not a number") from None
+    if wait < 0:
+        raise _HttpError(400, f"wait time {raw!r} is negative")
+    return wait
+
+
+def _rebalance_options(body: bytes) -> tuple[int | None, dict[str, int]]:
+    """``(numWorkers, executors)`` from a rebalance body (empty: neither)."""
+    if not body.strip():
+        return None, {}
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        raise _HttpError(400, "the rebalance body is not JSON") from None
+    opts = doc.get("rebalanceOptions", {}) if isinstance(doc, dict) else None
+    if not isinstance(opts, dict):
+        raise _HttpError(400, 'expected {"rebalanceOptions": {"numWorkers": N, '
+                              '"executors": {"component": N}}}')
+    workers = opts.get("numWorkers")
+    try:
+        workers = None if workers in (None, "") else int(workers)
+        executors = {str(c): int(n) for c, n in (opts.get("executors") or {}).items()}
+    except (TypeError, ValueError, AttributeError):
+        raise _HttpError(400, "numWorkers and every executors count must be integers") from None
+    if workers is not None and workers < 1:
+        raise _HttpError(400, f"numWorkers={workers}: expected at least 1")
+    for comp, n in executors.items():
+        if n < 1:
+            raise _HttpError(400, f"executors of {comp!r}={n}: expected at least 1")
+    return workers, executors
+
+
+def _same_origin(request: Request) -> bool:
+    """True unless the request names an ``Origin`` other than this UI's own (scheme, host and
+    port as the browser reached it)."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True            # not sent by a browser page
+    parts = urlsplit(origin)
+    return (parts.scheme == request.url.scheme
+            and parts.netloc.lower() == (request.headers.get("host") or "").lower())
+
+
+Handler = Callable[[Request, User], Awaitable[Response]]
+
+
+def make_app(access: Access, view: ClusterView) -> Starlette:
+    """The Starlette application over ``view``, guarded by ``access``."""
+
+    def guarded(handler: Handler, post: bool = False) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                if post and not _same_origin(request):
+                    raise Forbidden(f"a POST from {request.headers.get('origin')!r} is not "
+                                    f"this UI's own")
+                user = access.user(request.headers.get("authorization"))
+                return await handler(request, user)
+            except ClientDisconnect:
+                log.info("squall ui: %s %s: the client went away before its request arrived; "
+                         "nothing done", request.method, request.url.path)
+                return Response(status_code=400)
+            except Unauthorized as exc:
+                return _error(401, str(exc))
+            except Forbidden as exc:
+                return _error(403, str(exc))
+            except _HttpError as exc:
+                return _error(exc.status, str(exc))
+            except SquallError as exc:
+                return _error(_status_of(exc), str(exc))
+            except Exception as exc:          # a bug: one line with its class, keep serving
+                log.error("squall ui: %s %s failed: %s: %s", request.method, request.url.path,
+                          type(exc).__name__, exc)
+                log.debug("squall ui: the failure's traceback", exc_info=True)
+                return _error(500, f"internal error: {type(exc).__name__}")
+        return endpoint
+
+    def reply(value: Any) -> JSONResponse:
+        return JSONResponse(value, headers=_HEADERS)
+
+    async def cluster_summary(request: Request, user: User) -> Response:
+        info, visible, _ = await run_in_threadpool(view.cluster, user)
+        return reply(views.cluster_summary(info, visible))
+
+    async def supervisor_summary(request: Request, user: User) -> Response:
+        info, _, _ = await run_in_threadpool(view.cluster, user)
+        return reply(views.supervisor_summary(info))
+
+    async def nimbus_summary(request: Request, user: User) -> Response:
+        info, _, _ = await run_in_threadpool(view.cluster, user)
+        return reply(views.nimbus_summary(info))
+
+    async def topology_summary(request: Request, user: User) -> Response:
+        _, visible, owners = await run_in_threadpool(view.cluster, user)
+        return reply(views.topology_summary(visible, owners))
+
+    async def topology(request: Request, user: User) -> Response:
+        window = _window(request)
+        info = await run_in_threadpool(view.topology, user, request.path_params["id"])
+        return reply(views.topology_page(info, window, time.time()))
+
+    async def component(request: Request, user: User) -> Response:
+        window = _window(request)
+        info = await run_in_threadpool(view.topology, user, request.path_params["id"])
+        comp = request.path_params["component"]
+        page = views.component_page(info, comp, window, time.time())
+        if page is None:
+            raise _HttpError(404, f"topology {info.get('name')!r} has no component {comp!r}")
+        return reply(page)
+
+    async def visualization(request: Request, user: User) -> Response:
+        window = _window(request)
+        info = await run_in_threadpool(view.topology, user, request.path_params["id"])
+        return reply(views.visualization(info, window))
+
+    async def history(request: Request, user: User) -> Response:
+        series = await run_in_threadpool(view.history, user, request.path_params["id"])
+        return reply(series)
+
+    async def action(request: Request, user: User) -> Response:
+        body = await request.body()          # all of it, or ClientDisconnect: nothing done
+        name = request.path_params["action"]
+        if name not in _ACTIONS:
+            raise _HttpError(404, f"no action {name!r}; actions: {', '.join(_ACTIONS)}")
+        wait = _wait(request.path_params.get("wait"))
+        if name in ("activate", "deactivate") and "wait" in request.path_params:
+            raise _HttpError(404, f"{name} takes no wait time")
+        workers, executors = _rebalance_options(body) if name == "rebalance" else (None, {})
+        tid = await run_in_threadpool(view.act, user, request.path_params["id"], name, wait,
+                                      workers, executors)
+        log.info("squall ui: %s %s by %s", name, tid, user.name or "anonymous")
+        return reply({"topologyOperation": name, "topologyId": tid, "status": "success"})
+
+    async def metrics(request: Request, user: User) -> Response:
+        cluster, infos = view.latest(user)
+        return PlainTextResponse(prometheus.render(cluster, infos),
+                                 media_type=prometheus.CONTENT_TYPE, headers=_HEADERS)
+
+    async def page(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
+
+    async def not_found(request: Request) -> Response:
+        if request.method not in ("GET", "HEAD"):
+            return _error(405, f"no {request.method} {request.url.path}")
+        return _error(404, f"no {request.method} {request.url.path}")
+
+    api = "/api/v1"
+    routes = [
+        Route("/", page),
+        Route("/topology/{id}", page),
+        Route("/topology/{id}/component/{component}", page),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Route(f"{api}/cluster/summary", guarded(cluster_summary)),
+        Route(f"{api}/supervisor/summary", guarded(supervisor_summary)),
+        Route(f"{api}/nimbus/summary", guarded(nimbus_summary)),
+        Route(f"{api}/topology/summary", guarded(topology_summary)),
+        Route(f"{api}/topology/{{id}}", guarded(topology)),
+        Route(f"{api}/topology/{{id}}/component/{{component}}", guarded(component)),
+        Route(f"{api}/topology/{{id}}/visualization", guarded(visualization)),
+        Route(f"{api}/topology/{{id}}/history", guarded(history)),
+        Route(f"{api}/topology/{{id}}/{{action}}", guarded(action, post=True),
+              methods=["POST"]),
+        Route(f"{api}/topology/{{id}}/{{action}}/{{wait}}", guarded(action, post=True),
+              methods=["POST"]),
+        Route("/metrics", guarded(metrics)),
+        Route("/{path:path}", not_found, methods=["GET", "HEAD", "POST", "PUT", "DELETE"]),
+    ]
+    return Starlette(routes=routes)
+

@@ -1,0 +1,76 @@
+"""``GET /metrics``: the cluster view in Prometheus's text exposition format (version 0.0.4).
+
+Rendered from the sampler's newest sample (so a scrape costs no nimbus call): cluster gauges,
+and per user component (labels ``topology``, ``topology_id``, ``component``, ``kind``) the
+all-time counters and the 10-minute mean latencies. Workers' own metrics endpoints are
+another matter (each worker's); this is the cluster seen from the UI.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["CONTENT_TYPE", "render"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_COUNTERS = ("emitted", "transferred", "acked", "failed", "executed")
+_LATENCIES = ("execute", "process", "complete")
+
+
+def _escape(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(labels: Mapping[str, Any]) -> str:
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
+
+
+def _number(value: Any) -> str:
+    return repr(float(value or 0.0)) if isinstance(value, float) else str(int(value or 0))
+
+
+def render(cluster: Any, topologies: Iterable[Mapping[str, Any]]) -> str:
+    """The exposition text for ``cluster`` (a ClusterInfo, or None before the first sample)
+    and the nimbus topology infos ``topologies``."""
+    lines: list[str] = []
+
+    def family(name: str, kind: str, help_text: str,
+               samples: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            lines.append(f"{name}{_labels(labels) if labels else ''} {_number(value)}")
+
+    if cluster is not None:
+        slots = sum(len(s.ports) for s in cluster.supervisors)
+        used = sum(len(s.used_ports) for s in cluster.supervisors)
+        family("squall_cluster_supervisors", "gauge", "Supervisors registered.",
+               [({}, len(cluster.supervisors))])
+        family("squall_cluster_slots", "gauge", "Worker slots of all supervisors.",
+               [({"state": "used"}, used), ({"state": "free"}, slots - used)])
+    infos = list(topologies)
+    family("squall_cluster_topologies", "gauge", "Topologies shown.", [({}, len(infos))])
+    family("squall_topology_workers", "gauge", "Workers of the topology.",
+           [({"topology": i.get("name", ""), "topology_id": i.get("id", ""),
+              "status": i.get("status", "")}, int(i.get("num_workers") or 0)) for i in infos])
+    rows = []
+    for info in infos:
+        for comp, stats in sorted((info.get("components") or {}).items()):
+            if str(comp).startswith("__"):
+                continue
+            windows = stats.get("windows") or {}
+            labels = {"topology": info.get("name", ""), "topology_id": info.get("id", ""),
+                      "component": comp, "kind": stats.get("kind", "")}
+            rows.append((labels, windows.get(":all-time") or stats, windows.get("600") or stats))
+    for counter in _COUNTERS:
+        family(f"squall_component_{counter}_total", "counter",
+               f"Tuples {counter} by the component's tasks since they started.",
+               [(labels, int(total.get(counter) or 0)) for labels, total, _ in rows])
+    family("squall_component_latency_ms", "gauge",
+           "Latency over the last 10 minutes in milliseconds: the mean, and the 50th and 99th "
+           "percentiles where the workers measure them.",
+           [({**labels, "latency": name, "stat": stat}, float(recent[key] or 0.0))
+            for labels, _, recent in rows for name in _LATENCIES
+            for stat, key in (("mean", f"{name}_latency_ms"), ("p50", f"{name}_latency_p50_ms"),
+                              ("p99", f"{name}_latency_p99_ms")) if key in recent])
+    return "\n".join(lines) + "\n"

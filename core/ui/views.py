@@ -1,0 +1,342 @@
+"""The JSON of the UI's REST API, shaped as Storm's UI REST API (``docs/STORM-UI-REST-API.md``):
+the same paths, envelopes and field names, so that tools written for Storm's UI read squall's.
+
+Pure functions from what nimbus answers (``NimbusClient.cluster_info()``, a
+``NimbusClient.topology_info()`` dict) to plain dicts; no I/O, no clock except the ``now``
+passed in. Latencies are strings with three decimals and capacity too, as Storm sends them;
+counts are integers. Fields squall adds (``owner``, ``leader``, ``graph`` ...) are extra keys.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from squall.security import redact
+
+__all__ = ["WINDOWS", "cluster_summary", "component_page", "nimbus_summary", "pretty_duration",
+           "supervisor_summary", "topology_page", "topology_summary", "visualization",
+           "window_hint", "worker_log_link"]
+
+#: the windows of Storm's UI, in seconds, and all time
+WINDOWS = ("600", "10800", "86400", ":all-time")
+_COUNTS = ("emitted", "transferred", "acked", "failed", "executed")
+
+
+def pretty_duration(secs: float) -> str:
+    """``"1d 2h 3m 4s"`` as Storm's UI writes uptimes (leading zero units left out)."""
+    secs = int(secs)
+    days, rest = divmod(secs, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m")]
+    out: list[str] = []
+    for value, unit in parts:
+        if value or out:
+            out.append(f"{value}{unit}")
+    out.append(f"{seconds}s")
+    return " ".join(out)
+
+
+def window_hint(window: str) -> str:
+    """``"10m 0s"`` for ``"600"``; ``"All time"`` for ``":all-time"``."""
+    return "All time" if window == ":all-time" else pretty_duration(int(window))
+
+
+def _executor_id(key: Any) -> str:
+    """Storm's ``"[start-end]"`` from an executor key (``"1-2"``, ``[1, 2]`` or ``"[1, 2]"``)."""
+    if isinstance(key, (list, tuple)) and len(key) == 2:
+        return f"[{key[0]}-{key[1]}]"
+    text = str(key).strip("[]").replace(", ", "-").replace(",", "-")
+    return f"[{text}]"
+
+
+def _ms(value: Any) -> str:
+    return f"{float(value or 0.0):.3f}"
+
+
+def worker_log_link(topology_id: str, host: str, port: Any, logviewer_port: Any) -> str:
+    """The supervisor's log viewer URL of one worker's log; ``""`` when the supervisor
+    publishes no ``logviewer_port``."""
+    if not logviewer_port or not host:
+        return ""
+    return (f"http://{host}:{int(logviewer_port)}/log?topology={quote(topology_id)}"
+            f"&port={int(port)}")
+
+
+# -- cluster -----------------------------------------------------------------------------------
+def cluster_summary(info: Any, visible: Sequence[Any]) -> dict[str, Any]:
+    """``/api/v1/cluster/summary`` from a ClusterInfo; ``visible``: the topology summaries the
+    caller may see (their executors and tasks are counted)."""
+    from squall import __version__
+    slots = sum(len(s.ports) for s in info.supervisors)
+    used = sum(len(s.used_ports) for s in info.supervisors)
+    return {"stormVersion": __version__, "supervisors": len(info.supervisors),
+            "topologies": len(visible), "slotsTotal": slots, "slotsUsed": used,
+            "slotsFree": slots - used,
+            "executorsTotal": sum(int(t.num_executors) for t in visible),
+            "tasksTotal": sum(int(t.num_tasks) for t in visible),
+            "leader": info.leader, "nimbuses": list(info.nimbuses)}
+
+
+def supervisor_summary(info: Any) -> dict[str, Any]:
+    """``/api/v1/supervisor/summary``: ``{"supervisors": [...]}``."""
+    return {"supervisors": [
+        {"id": s.id, "host": s.hostname, "uptime": pretty_duration(s.uptime_secs),
+         "uptimeSeconds": int(s.uptime_secs), "slotsTotal": len(s.ports),
+         "slotsUsed": len(s.used_ports), "slots": list(s.ports), "usedSlots": list(s.used_ports)}
+        for s in info.supervisors]}
+
+
+def nimbus_summary(info: Any) -> dict[str, Any]:
+    """``/api/v1/nimbus/summary``: every registered nimbus, the leader marked ``Leader``."""
+    out = []
+    for address in info.nimbuses:
+        host, _, port = str(address).rpartition(":")
+        out.append({"host": host, "port": int(port) if port.isdigit() else 0,
+                    "status": "Leader" if address == info.leader else "Not a Leader"})
+    return {"nimbuses": out}
+
+
+def topology_summary(visible: Iterable[Any], owners: Mapping[str, str]) -> dict[str, Any]:
+    """``/api/v1/topology/summary`` from TopologySummary messages (``owners``: id -> owner)."""
+    return {"topologies": [
+        {"id": t.id, "name": t.name, "status": str(t.status).upper(),
+         "statusReason": t.status_reason, "uptime": pretty_duration(t.uptime_secs),
+         "uptimeSeconds": int(t.uptime_secs), "tasksTotal": int(t.num_tasks),
+         "workersTotal": int(t.num_workers), "executorsTotal": int(t.num_executors),
+         "owner": owners.get(t.id, "")}
+        for t in visible]}
+
+
+# -- a topology --------------------------------------------------------------------------------
+def _window_stats(stats: Mapping[str, Any], window: str) -> dict[str, Any]:
+    windows = stats.get("windows") or {}
+    if window in windows:
+        return dict(windows[window])
+    if window == ":all-time":        # a worker that reports no windows: its all-time counters
+        return {k: stats.get(k, 0) for k in (*_COUNTS, "execute_latency_ms",
+                                             "process_latency_ms", "complete_latency_ms")}
+    return {}
+
+
+def _capacity(executed: int, execute_ms: float, window: str, uptime: float) -> float:
+    """Storm's capacity: the share of the window the executor spent executing."""
+    span = uptime if window == ":all-time" else min(float(window), uptime)
+    return executed * execute_ms / (span * 1000.0) if span > 0 else 0.0
+
+
+def _worker_links(info: Mapping[str, Any]) -> dict[str, str]:
+    """``"node:port"`` -> the log link of that worker (``""`` without a log viewer)."""
+    tid = str(info.get("id", ""))
+    return {str(w.get("worker")): worker_log_link(tid, str(w.get("host") or ""), w.get("port"),
+                                                  w.get("logviewer_port"))
+            for w in info.get("workers") or ()}
+
+
+def _errors(info: Mapping[str, Any], component: str, now: float) -> list[dict[str, Any]]:
+    """The component's kept errors, newest first, in Storm's ``componentErrors`` shape."""
+    tid = str(info.get("id", ""))
+    links = {(str(w.get("host") or ""), int(w.get("port") or 0)): w.get("logviewer_port")
+             for w in info.get("workers") or ()}
+    out = []
+    for e in reversed((info.get("errors") or {}).get(component) or []):
+        if not isinstance(e, Mapping):
+            e = {"error": str(e)}
+        host, port = str(e.get("host") or ""), int(e.get("port") or 0)
+        when = int(e.get("time_secs") or 0)
+        out.append({"error": str(e.get("error", "")), "errorTime": when,
+                    "errorLapsedSecs": max(0, int(now - when)) if when else None,
+                    "errorHost": host, "errorPort": port, "task": e.get("task"),
+                    "errorWorkerLogLink": worker_log_link(tid, host, port,
+                                                          links.get((host, port)))})
+    return out
+
+
+def _component_row(comp: str, stats: Mapping[str, Any], execs: list[Mapping[str, Any]],
+                   window: str, errors: list[dict[str, Any]]) -> dict[str, Any]:
+    w = _window_stats(stats, window)
+    kind = str(stats.get("kind", ""))
+    row: dict[str, Any] = {"executors": int(stats.get("executors", 0)),
+                           "tasks": int(stats.get("tasks", 0)),
+                           **{k: int(w.get(k, 0)) for k in _COUNTS}}
+    last = errors[0] if errors else {}
+    row.update({"lastError": last.get("error", ""), "errorHost": last.get("errorHost", ""),
+                "errorPort": last.get("errorPort"), "errorTime": last.get("errorTime"),
+                "errorLapsedSecs": last.get("errorLapsedSecs"),
+                "errorWorkerLogLink": last.get("errorWorkerLogLink", "")})
+    if kind == "spout":
+        row["spoutId"] = comp
+        row["completeLatency"] = _ms(w.get("complete_latency_ms"))
+    else:
+        row["boltId"] = comp
+        row["executeLatency"] = _ms(w.get("execute_latency_ms"))
+        row["processLatency"] = _ms(w.get("process_latency_ms"))
+        row["capacity"] = f"{max((_executor_capacity(x, window) for x in execs), default=0):.3f}"
+    _add_percentiles(row, w)
+    return row
+
+
+def _add_percentiles(row: dict[str, Any], w: Mapping[str, Any]) -> None:
+    """``executeLatencyP50`` ... ``completeLatencyP99`` (strings, ms) where the window has
+    them (workers fold a latency histogram per executor); left out otherwise."""
+    for key in ("execute", "complete"):
+        for pct in ("p50", "p99"):
+            name = f"{key}_latency_{pct}_ms"
+            if name in w:
+                row[f"{key}Latency{pct.upper()}"] = _ms(w[name])
+
+
+def _executor_capacity(x: Mapping[str, Any], window: str) -> float:
+    w = _window_stats(x, window)
+    return _capacity(int(w.get("executed", 0)), float(w.get("execute_latency_ms", 0.0)), window,
+                     float(x.get("uptime_secs") or 0))
+
+
+def _executors_of(info: Mapping[str, Any], comp: str) -> list[Mapping[str, Any]]:
+    return [x for x in info.get("executors") or () if x.get("component") == comp]
+
+
+def _user_components(info: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {c: s for c, s in (info.get("components") or {}).items() if not c.startswith("__")}
+
+
+def _topology_stats(info: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``topologyStats``: per window, emitted and transferred over the user's components,
+    acked, failed and the complete latency (weighted by acks) over its spouts."""
+    comps = _user_components(info)
+    out = []
+    for window in WINDOWS:
+        emitted = transferred = acked = failed = 0
+        latency_weight = 0.0
+        for stats in comps.values():
+            w = _window_stats(stats, window)
+            emitted += int(w.get("emitted", 0))
+            transferred += int(w.get("transferred", 0))
+            if stats.get("kind") == "spout":
+                acked += int(w.get("acked", 0))
+                failed += int(w.get("failed", 0))
+                latency_weight += float(w.get("complete_latency_ms", 0.0)) * int(w.get("acked", 0))
+        out.append({"window": window, "windowPretty": window_hint(window), "emitted": emitted,
+                    "transferred": transferred, "acked": acked, "failed": failed,
+                    "completeLatency": _ms(latency_weight / acked if acked else 0.0)})
+    return out
+
+
+def topology_page(info: Mapping[str, Any], window: str, now: float) -> dict[str, Any]:
+    """``/api/v1/topology/:id``: the topology, ``topologyStats`` (every window), ``spouts``
+    and ``bolts`` (for ``window``), ``workers`` (with log links), ``configuration`` (redacted),
+    and squall's ``errors`` (every component's, newest first) and ``graph``."""
+    tid = str(info.get("id", ""))
+    links = _worker_links(info)
+    spouts: list[dict[str, Any]] = []
+    bolts: list[dict[str, Any]] = []
+    errors: dict[str, list[dict[str, Any]]] = {}
+    for comp, stats in sorted(_user_components(info).items()):
+        errors[comp] = _errors(info, comp, now)
+        row = _component_row(comp, stats, _executors_of(info, comp), window, errors[comp])
+        (spouts if stats.get("kind") == "spout" else bolts).append(row)
+    workers = []
+    for w in info.get("workers") or ():
+        counts: dict[str, int] = {}
+        for x in info.get("executors") or ():
+            if x.get("worker") == w.get("worker") and not str(x.get("component")).startswith("__"):
+                comp = str(x.get("component"))
+                counts[comp] = counts.get(comp, 0) + len(x.get("tasks") or ())
+        workers.append({"topologyId": tid, "topologyName": info.get("name", ""),
+                        "supervisorId": w.get("supervisor_id", ""), "host": w.get("host", ""),
+                        "port": w.get("port"), "uptime": pretty_duration(w.get("uptime_secs", 0)),
+                        "uptimeSeconds": int(w.get("uptime_secs", 0)),
+                        "executorsTotal": sum(1 for x in info.get("executors") or ()
+                                              if x.get("worker") == w.get("worker")),
+                        "componentNumTasks": counts,
+                        "workerLogLink": links.get(str(w.get("worker")), "")})
+    conf = redact(info.get("conf") or {})
+    return {"id": tid, "name": info.get("name", ""), "owner": info.get("owner", ""),
+            "status": str(info.get("status", "")).upper(),
+            "statusReason": info.get("status_reason", ""),
+            "uptime": pretty_duration(info.get("uptime_secs", 0)),
+            "uptimeSeconds": int(info.get("uptime_secs", 0)),
+            "tasksTotal": int(info.get("num_tasks", 0)),
+            "workersTotal": int(info.get("num_workers", 0)),
+            "executorsTotal": int(info.get("num_executors", 0)),
+            "msgTimeout": conf.get("topology.message.timeout.secs"),
+            "debug": bool(conf.get("topology.debug", False)),
+            "window": window, "windowHint": window_hint(window),
+            "topologyStats": _topology_stats(info), "spouts": spouts, "bolts": bolts,
+            "workers": workers, "configuration": conf, "errors": errors,
+            "graph": list(info.get("graph") or ())}
+
+
+def component_page(info: Mapping[str, Any], component: str, window: str,
+                   now: float) -> dict[str, Any] | None:
+    """``/api/v1/topology/:id/component/:component``; None for a component it does not have."""
+    stats = _user_components(info).get(component)
+    if stats is None:
+        return None
+    tid = str(info.get("id", ""))
+    kind = str(stats.get("kind", ""))
+    execs = _executors_of(info, component)
+    errors = _errors(info, component, now)
+    per_window = []
+    for name in WINDOWS:
+        row = _component_row(component, stats, execs, name, errors)
+        per_window.append({"window": name, "windowPretty": window_hint(name),
+                           **{k: v for k, v in row.items()
+                              if not k.startswith(("error", "lastError"))}})
+    links = _worker_links(info)
+    executor_stats = []
+    for x in execs:
+        w = _window_stats(x, window)
+        node_port = str(x.get("worker", ""))
+        row = {"id": _executor_id(x.get("executor", "")), "host": x.get("host", ""),
+               "port": int(node_port.rpartition(":")[2] or 0) if ":" in node_port else None,
+               "uptime": pretty_duration(x.get("uptime_secs", 0)),
+               "uptimeSeconds": int(x.get("uptime_secs", 0)),
+               "tasks": list(x.get("tasks") or ()),
+               **{k: int(w.get(k, 0)) for k in _COUNTS},
+               "workerLogLink": links.get(node_port, "")}
+        if kind == "spout":
+            row["completeLatency"] = _ms(w.get("complete_latency_ms"))
+        else:
+            row["executeLatency"] = _ms(w.get("execute_latency_ms"))
+            row["processLatency"] = _ms(w.get("process_latency_ms"))
+            row["capacity"] = f"{_executor_capacity(x, window):.3f}"
+        _add_percentiles(row, w)
+        executor_stats.append(row)
+    return {"id": component, "encodedId": quote(component, safe=""),
+            "name": info.get("name", ""), "topologyId": tid,
+            "encodedTopologyId": quote(tid, safe=""), "user": info.get("owner", ""),
+            "topologyStatus": str(info.get("status", "")).upper(),
+            "componentType": kind, "executors": int(stats.get("executors", 0)),
+            "tasks": int(stats.get("tasks", 0)), "window": window,
+            "windowHint": window_hint(window),
+            ("spoutSummary" if kind == "spout" else "boltStats"): per_window,
+            "executorStats": executor_stats, "componentErrors": errors}
+
+
+def visualization(info: Mapping[str, Any], window: str) -> dict[str, Any]:
+    """``/api/v1/topology/:id/visualization``: per component (Storm's ``:type``,
+    ``:capacity``, ``:latency``, ``:inputs``) and squall's ``:rate`` (tuples emitted per second
+    over ``window``), which the page writes on the component's outgoing edges."""
+    comps = _user_components(info)
+    uptime = float(info.get("uptime_secs") or 0)
+    span = uptime if window == ":all-time" else min(float(window), uptime)
+    out: dict[str, Any] = {}
+    for node in info.get("graph") or ():
+        cid = str(node.get("id"))
+        stats = comps.get(cid) or {}
+        w = _window_stats(stats, window)
+        kind = str(node.get("kind", ""))
+        latency = w.get("complete_latency_ms" if kind == "spout" else "execute_latency_ms", 0.0)
+        execs = _executors_of(info, cid)
+        out[cid] = {":type": kind, ":executors": int(node.get("executors", 0)),
+                    ":capacity": max((_executor_capacity(x, window) for x in execs), default=0.0),
+                    ":latency": float(latency or 0.0),
+                    ":emitted": int(w.get("emitted", 0)),
+                    ":rate": int(w.get("emitted", 0)) / span if span > 0 else 0.0,
+                    ":inputs": [{":component": i.get("component"), ":stream": i.get("stream"),
+                                 ":grouping": i.get("grouping"),
+                                 ":fields": list(i.get("fields") or ())}
+                                for i in node.get("inputs") or ()]}
+    return out

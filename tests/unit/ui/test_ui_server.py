@@ -1,0 +1,198 @@
+"""The UI's web server (real uvicorn on 127.0.0.1) over a fake nimbus: routes, errors, access
+control, origin checks, broken clients and ``/metrics``."""
+from __future__ import annotations
+
+import logging
+import socket
+
+import pytest
+from ui_fakes import topology_info
+from prometheus_client.parser import text_string_to_metric_families
+
+from squall.testing.waiting import wait_until
+
+ALICE = {"Authorization": "Bearer t-alice"}
+ROOT = {"Authorization": "Bearer t-root"}
+
+
+def test_topology_by_id_or_name_component_and_visualization(open_ui):
+    _, http = open_ui
+    by_name = http.call("/api/v1/topology/wc?window=600")
+    by_id = http.call("/api/v1/topology/wc-1-1700000000?window=600")
+    assert by_name == by_id and by_name[0] == 200
+    status, comp = http.call("/api/v1/topology/wc-1-1700000000/component/count")
+    assert status == 200 and comp["componentType"] == "bolt"
+    status, viz = http.call("/api/v1/topology/wc/visualization")
+    assert status == 200 and set(viz) == {"words", "count"}
+    status, nimbuses = http.call("/api/v1/nimbus/summary")
+    assert nimbuses["nimbuses"] == [{"host": "n1", "port": 6627, "status": "Leader"},
+                                    {"host": "n2", "port": 6627, "status": "Not a Leader"}]
+    status, sups = http.call("/api/v1/supervisor/summary")
+    assert sups["supervisors"][0]["slotsTotal"] == 3 and sups["supervisors"][0]["uptime"] \
+        == "1h 1m 40s"
+
+
+def test_mistakes_are_one_clear_line_each(open_ui, nimbus):
+    _, http = open_ui
+    assert http.call("/api/v1/topology/nope") == (
+        404, {"error": "no topology named 'nope' is running"})
+    status, err = http.call("/api/v1/topology/wc?window=7")
+    assert status == 400 and "window" in err["error"]
+    status, err = http.call("/api/v1/topology/wc/component/nope")
+    assert status == 404 and "nope" in err["error"]
+    assert http.call("/api/v1/nothing")[0] == 404
+    assert http.call("/api/v1/topology/wc", "POST")[0] == 405
+    assert http.call("/api/v1/topology/wc/explode", "POST")[0] == 404
+    status, err = http.call("/api/v1/topology/wc/kill/soon", "POST")
+    assert status == 400 and "soon" in err["error"]
+    status, err = http.call("/api/v1/topology/wc/rebalance/0", "POST", b"{not json")
+    assert status == 400 and "JSON" in err["error"]
+    status, err = http.call("/api/v1/topology/wc/rebalance/0", "POST",
+                            b'{"rebalanceOptions": {"executors": {"count": 0}}}')
+    assert status == 400 and "count" in err["error"]
+    nimbus.refuse_rebalance = True
+    status, err = http.call("/api/v1/topology/wc/rebalance/0", "POST",
+                            b'{"rebalanceOptions": {"executors": {"nope": 2}}}')
+    assert status == 400 and "nope" in err["error"]
+    assert nimbus.calls == []
+
+
+def test_actions_answer_as_storms_and_reach_nimbus(open_ui, nimbus):
+    _, http = open_ui
+    assert http.call("/api/v1/topology/wc-1-1700000000/deactivate", "POST") == (200, {
+        "topologyOperation": "deactivate", "topologyId": "wc-1-1700000000",
+        "status": "success"})
+    assert http.call("/api/v1/topology/wc/activate", "POST")[0] == 200
+    body = b'{"rebalanceOptions": {"numWorkers": 3, "executors": {"count": "4"}}}'
+    assert http.call("/api/v1/topology/wc/rebalance/2", "POST", body)[0] == 200
+    assert http.call("/api/v1/topology/wc/kill/0", "POST")[0] == 200
+    assert nimbus.calls == [(None, "deactivate", "wc"), (None, "activate", "wc"),
+                            (None, "rebalance", "wc", 2.0, 3, {"count": 4}),
+                            (None, "kill", "wc", 0.0)]
+
+
+def test_a_post_from_another_origin_is_refused_even_without_authentication(open_ui, nimbus):
+    ui, http = open_ui
+    evil = {"Origin": "http://evil.example"}
+    status, err = http.call("/api/v1/topology/wc/kill/0", "POST", headers=evil)
+    assert status == 403 and "evil.example" in err["error"]
+    own = {"Origin": f"http://127.0.0.1:{ui.port}"}
+    assert http.call("/api/v1/topology/wc/deactivate", "POST", headers=own)[0] == 200
+    assert nimbus.calls == [(None, "deactivate", "wc")]
+
+
+def test_with_authentication_every_call_needs_a_known_token(secure_ui, nimbus):
+    _, http = secure_ui
+    for path in ("/api/v1/cluster/summary", "/api/v1/topology/summary",
+                 "/api/v1/topology/wc", "/metrics"):
+        assert http.call(path)[0] == 401
+        assert http.call(path, headers={"Authorization": "Bearer wrong"})[0] == 401
+    status, err = http.call("/api/v1/topology/wc/kill/0", "POST")
+    assert status == 401 and "t-" not in err["error"]
+    assert nimbus.calls == []
+    # the page itself loads (it asks for the token)
+    assert http.call("/")[0] == 200
+
+
+def test_a_user_sees_and_acts_on_only_their_topologies(secure_ui, nimbus):
+    _, http = secure_ui
+    status, tops = http.call("/api/v1/topology/summary", headers=ALICE)
+    assert status == 200 and [t["name"] for t in tops["topologies"]] == ["wc"]
+    assert http.call("/api/v1/cluster/summary", headers=ALICE)[1]["topologies"] == 1
+    # bob's topology is answered as one that does not exist
+    assert http.call("/api/v1/topology/other", headers=ALICE)[0] == 404
+    assert http.call("/api/v1/topology/other/kill/0", "POST", headers=ALICE)[0] == 404
+    assert http.call("/api/v1/topology/wc/deactivate", "POST", headers=ALICE)[0] == 200
+    # nimbus is called with the user's own token, so it can authorize the request too
+    assert nimbus.calls == [("t-alice", "deactivate", "wc")]
+    status, tops = http.call("/api/v1/topology/summary", headers=ROOT)
+    assert sorted(t["name"] for t in tops["topologies"]) == ["other", "wc"]
+
+
+def test_metrics_are_prometheus_text_of_what_the_user_may_see(secure_ui):
+    ui, http = secure_ui
+    wait_until(lambda: ui.view.latest(_root())[1], timeout=30)
+
+    def families(headers: dict[str, str]) -> dict[str, list]:
+        status, text = http.call("/metrics", headers=headers)
+        assert status == 200
+        return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+    metrics = families(ALICE)
+    emitted = {(s.labels["topology"], s.labels["component"]): s.value
+               for s in metrics["squall_component_emitted"]}
+    assert emitted == {("wc", "words"): 1000, ("wc", "count"): 0}
+    latency = {(s.labels["component"], s.labels["latency"], s.labels["stat"]): s.value
+               for s in metrics["squall_component_latency_ms"]}
+    assert latency[("count", "execute", "mean")] == 0.5
+    assert latency[("count", "execute", "p99")] == 2.0
+    assert latency[("words", "complete", "p50")] == 18.0
+    assert metrics["squall_cluster_supervisors"][0].value == 1
+    everything = families(ROOT)
+    assert {s.labels["topology"] for s in everything["squall_component_emitted"]} == {
+        "wc", "other"}
+
+
+def _root():
+    from squall.ui.access import User
+    return User("root", "t-root", admin=True)
+
+
+def test_history_fills_from_the_sampler(open_ui, nimbus):
+    ui, http = open_ui
+
+    polls = [1]
+
+    def grown() -> bool:        # the counts grow between the sampler's samples
+        polls[0] += 1
+        nimbus.topologies["wc"] = topology_info("wc", "alice", scale=polls[0])
+        return len(http.call("/api/v1/topology/wc/history")[1]["topology"]) >= 2
+    wait_until(grown, timeout=30)
+    status, series = http.call("/api/v1/topology/wc/history")
+    assert status == 200 and series["topology"][-1]["emitted"] > 0
+    assert "count" in series["components"]
+
+
+def test_a_post_whose_body_never_arrives_does_nothing_and_logs_one_line(open_ui, nimbus,
+                                                                        caplog):
+    ui, _ = open_ui
+    caplog.set_level(logging.INFO, logger="squall.ui")
+    with socket.create_connection(("127.0.0.1", ui.port)) as sock:
+        sock.sendall(b"POST /api/v1/topology/wc/rebalance/0 HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 500\r\n\r\n"
+                     b'{"rebalanceOptions": ')
+    wait_until(lambda: any("went away" in r.getMessage() for r in caplog.records), timeout=30)
+    assert nimbus.calls == []
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+def test_a_client_that_goes_away_mid_answer_is_no_traceback(open_ui, caplog):
+    ui, http = open_ui
+    caplog.set_level(logging.DEBUG)
+    for _ in range(5):
+        with socket.create_connection(("127.0.0.1", ui.port)) as sock:
+            sock.sendall(b"GET /static/vendor/cytoscape-3.34.4.min.js HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.recv(100)
+    assert http.call("/api/v1/cluster/summary")[0] == 200     # still serving
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+def test_a_port_in_use_is_one_config_error(nimbus):
+    from squall.errors import ConfigError
+    from squall.ui import UiServer
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ui = UiServer({}, host="127.0.0.1", port=port, make_client=nimbus.client)
+        with pytest.raises(ConfigError, match=f"127.0.0.1:{port}"):
+            ui.start()
+        ui.stop()
+
+
+def test_binds_loopback_by_default(nimbus):
+    from squall.config import load_config
+    from squall.ui import UiServer
+    conf = load_config()
+    assert conf["ui.host"] == "127.0.0.1"
+    assert UiServer(conf, make_client=nimbus.client).host == "127.0.0.1"
