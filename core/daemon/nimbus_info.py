@@ -164,7 +164,7 @@ class NimbusReads:
         loaded = self._code.topology_of(tid)
         launch = float(base.get("launch_time") or time.time())
         return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
-                "status_reason": base.get("status_reason") or "", "owner": base.get("owner", ""),
+                "status_reason": base.get("status_reason") or "",
                 "uptime_secs": int(time.time() - launch),
                 "num_workers": len({tuple(v) for v in enp.values()}),
                 "num_executors": len(enp),
