@@ -119,8 +119,9 @@ class NimbusReads:
             components[comp_id]["windows"] = aggregate(snaps)
         loaded = self._code.topology_of(tid)
         launch = float(base.get("launch_time") or time.time())
+        from squall.runtime.stats import stall_reason
         return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
-                "status_reason": base.get("status_reason") or "",
+                "status_reason": base.get("status_reason") or stall_reason(executors),
                 "uptime_secs": int(time.time() - launch),
                 "num_workers": len({tuple(v) for v in enp.values()}),
                 "num_executors": len(enp),

@@ -33,6 +33,11 @@ class SpoutExecutor(Executor):
         self.next_rotate = time.monotonic() + self.timeout
         self.active = False
         self.malformed = 0           # completions from the network that were not one
+        #: since when (loop clock) backpressure has held the spouts back without a break
+        #: (0: it does not), and whether that spell was logged (past ``stall_secs``)
+        self.held_since = 0.0
+        self.held_logged = False
+        self.stall_secs = float(conf.get("topology.backpressure.stall.report.secs") or 60)
 
     def pending(self, ts: TaskState) -> int:
         """Trees of task ``ts`` in flight."""
@@ -55,7 +60,11 @@ class SpoutExecutor(Executor):
         congested = self.flow.congested
         if congested and not congested.isdisjoint(self.downstream):
             self.paused += 1        # a task it emits to is congested: no next_tuple
+            if not self.held_since:
+                self.held_since = self.clock.now
             return done
+        if self.held_since:
+            self.released()
         now = self.clock.now
         report_error = self.report_error
         batch = self.batch
@@ -86,6 +95,30 @@ class SpoutExecutor(Executor):
                     break
             self.run_deferred_acks(ts)
         return done
+
+    def released(self) -> None:
+        """Backpressure let the spouts go again."""
+        if self.held_logged:
+            log.info("spout %s resumes after %.0f s held back by backpressure",
+                     self.component_id, self.clock.now - self.held_since)
+        self.held_since = 0.0
+        self.held_logged = False
+
+    def held_secs(self, now: float) -> float:
+        """Seconds backpressure has held the spouts back without a break (0: it does not)."""
+        return now - self.held_since if self.held_since else 0.0
+
+    def waiting_for(self, now: float) -> str:
+        """Why ``next_tuple`` is not being called now: ``inactive``, ``backpressure``,
+        ``max.spout.pending`` (every task has that many trees in flight), or ``""`` (it is
+        called). Read from any thread, for the stats."""
+        if not self.active:
+            return "inactive"
+        if self.held_secs(now) > 0:
+            return "backpressure"
+        if self.max_pending and all(self.pending(ts) >= self.max_pending for ts in self.tasks):
+            return "max.spout.pending"
+        return ""
 
     def run_deferred_acks(self, ts: TaskState) -> None:
         """Ack the tup_ids of untracked emits (a topology without ackers): after the
@@ -136,6 +169,11 @@ class SpoutExecutor(Executor):
             self.report_error(ts, exc)
 
     def on_timer(self, now: float) -> None:
+        if self.held_since and not self.held_logged and now - self.held_since >= self.stall_secs:
+            self.held_logged = True
+            log.warning("spout %s has been held back by backpressure for %.0f s: a task it "
+                        "feeds (or one downstream of it) does not keep up",
+                        self.component_id, now - self.held_since)
         if not self.timeouts or now < self.next_rotate:
             return
         self.next_rotate = now + self.timeout
