@@ -27,7 +27,7 @@ from squall.runtime.flow import Backpressure, watermarks
 from squall.runtime.load import LoadTracker
 from squall.runtime.loop import Loop
 from squall.runtime.stats import executor_stats
-from squall.runtime.streams import Sources
+from squall.runtime.streams import Sources, accepts
 from squall.runtime.system import instantiate
 from squall.runtime.task import LocalTasks, TaskState
 from squall.runtime.timers import Timers
@@ -123,7 +123,9 @@ class Worker:
                            outbox=self.outbox, serializer=self.serializer,
                            control=self._control, wake=self._wakeup.set,
                            room=watermarks(self.conf)[0], incarnation=self.incarnation,
-                           clock=self.clock)
+                           clock=self.clock,
+                           accepts={t: accepts(topo, ts.component_id)
+                                    for t, ts in self.tasks.items()})
         self.flow = Backpressure(self.conf, self.local, self.inbox.pending.__len__,
                                  self.inbox.held, self.outbox.saturated,
                                  self.outbox.broadcast_control, incarnation=self.incarnation,
