@@ -81,14 +81,30 @@ class Nimbus:
         topologies = TopologyLifecycle(self.conf, state, self._code, scheduling,
                                        leadership.require, self._wake.set)
         self._serve(topologies, NimbusReads(state, self._code, leadership))
-        self._store.add_reconnect_listener(self._wake.set)
-        loops = ((lambda: leadership.run(self._stop, self._wake.set), "election"),
+        def leading() -> None:      # supervisors not registered yet get time to register
+            scheduling.start_grace()
+            self._wake.set()
+
+        def new_session() -> None:  # every supervisor gets time to register again
+            scheduling.start_grace(session_lost=True)
+            self._wake.set()
+        self._store.add_reconnect_listener(new_session)
+        loops = ((lambda: leadership.run(self._stop, leading), "election"),
                  (lambda: self._monitor_loop(state, leadership, topologies), "monitor"))
         for target, name in loops:
             t = threading.Thread(target=target, name=f"squall-nimbus-{name}", daemon=True)
             t.start()
             self._threads.append(t)
         log.info("nimbus %s started (local dir %s)", self.address, self.local_dir)
+
+    @property
+    def store(self) -> Any:
+        """The state store this nimbus talks to (None before :meth:`start`)."""
+        return self._store
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leadership is not None and self._leadership.is_leader
 
     def _bind(self) -> None:
         """Create the gRPC server and bind its port (``nimbus.host``:``nimbus.port``); sets
