@@ -59,6 +59,12 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
     "squall.metrics.consumer": (dict,),
 }
+#: Storm's numeric keys are counts, sizes and durations: none may be negative (a value that
+#: would leave a topology that never runs is refused at submit); these must be at least 1
+AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
+                          "topology.transfer.batch.size", "topology.executor.receive.buffer.size",
+                          "topology.message.timeout.secs", "topology.max.task.parallelism"))
+_COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.")
 
 
 class _Loader(yaml.SafeLoader):
@@ -351,6 +357,12 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
                 raise ConfigError(f"config key {key!r} must be {_type_names(*rule)}, got "
                                   f"{type(value).__name__ if value is not None else 'null'} "
                                   f"{value!r}")
+            if rule is not None and key.startswith(_COUNTED) and \
+                    isinstance(value, (int, float)) and not isinstance(value, bool):
+                least = 1 if key in AT_LEAST_ONE else 0
+                if value < least:
+                    raise ConfigError(f"config key {key!r} must be at least {least}"
+                                      f"{' (or null)' if rule[1] else ''}, got {value!r}")
         elif key.startswith(NAMESPACES):
             msg = f"unknown config key {key!r}"
             hint = _close_key(key, known)
