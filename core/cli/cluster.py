@@ -165,7 +165,7 @@ def cmd_list(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     if not info.topologies:
         print("no topologies running", file=sys.stderr)
     for t in info.topologies:
-        print(f"{t.name} {t.status}")
+        print(f"{t.name} {t.status}" + (f"  ({t.status_reason})" if t.status_reason else ""))
     return 0
 
 

@@ -11,6 +11,11 @@
   ``supervisor.worker.start.timeout.secs``) or are no longer assigned (SIGTERM, then SIGKILL
   after ``supervisor.worker.shutdown.sleep.secs``), and launches one worker process per assigned
   slot that has none. Never two workers on one port: the old one is dead before a new one starts.
+- A slot whose workers keep failing to start is relaunched with a growing wait
+  (:mod:`~squall.daemon.supervisor_backoff`); the workers report why to ``/errors``.
+- A supervisor that cannot write its local dir (full, read-only) leaves ``/supervisors`` with
+  one error line, so nimbus moves its executors, and registers again once it can; started on
+  such a dir, it exits with one line.
 - After its own restart it adopts the workers it left (process alive, heartbeat fresh, same
   assignment) and kills the others. Stopping the supervisor leaves its workers running (as
   Storm does); :meth:`Supervisor.kill_workers` stops them.
@@ -21,6 +26,7 @@ thread refreshes the registration. ``start``/``stop`` from the caller's thread.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import socket
 import threading
@@ -30,6 +36,7 @@ from typing import Any
 
 from squall import drivers
 from squall.daemon import packaging
+from squall.daemon.supervisor_backoff import LaunchBackoff
 from squall.daemon.supervisor_local import (
     LocalState,
     WorkerRecord,
@@ -61,8 +68,16 @@ class Supervisor:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.store: Any = None
-        self.local = LocalState(self.local_dir)
-        self.id = self.local.supervisor_id
+        try:
+            self.local = LocalState(self.local_dir)
+            self.id = self.local.supervisor_id
+        except OSError as exc:
+            raise SquallError(f"supervisor cannot use storm.local.dir {self.local_dir}: "
+                              f"{exc.strerror or exc}") from None
+        self.backoff = LaunchBackoff()
+        #: why the local dir cannot be written ('' when it can): then this supervisor is not
+        #: registered, so nimbus gives its slots to others
+        self.unhealthy = ""
 
     @property
     def workers(self) -> dict[str, WorkerRecord]:
@@ -72,7 +87,9 @@ class Supervisor:
     def start(self) -> None:
         """Connect, register, adopt or clean old workers, start syncing. StateError if the
         store is unreachable."""
-        (self.local_dir / "supervisor" / "stormdist").mkdir(parents=True, exist_ok=True)
+        problem = self.local_dir_problem()
+        if problem:
+            raise SquallError(f"supervisor cannot write storm.local.dir: {problem}")
         packaging.write_json(supervisor_conf_path(self.local_dir), self.conf)
         self.store = drivers.driver("state", self.conf)
         self.store.start()
@@ -123,6 +140,8 @@ class Supervisor:
 
     # -- registration -------------------------------------------------------------------------
     def register(self) -> None:
+        if self.unhealthy:
+            return
         now = time.time()
         self.state.register_supervisor(self.id, {
             "hostname": self.hostname, "time_secs": int(now),
@@ -150,6 +169,8 @@ class Supervisor:
                 self.sync()
             except SquallError as exc:
                 log.warning("supervisor sync failed: %s", exc)
+            except OSError as exc:     # its local dir (the next round's health check says)
+                log.error("supervisor sync failed: %s", exc)
             except Exception:  # keep supervising whatever happened
                 log.exception("supervisor sync failed")
             self._wake.wait(freq)
@@ -169,8 +190,40 @@ class Supervisor:
                     wanted[port] = (tid, sorted([list(e) for e in execs]))
         return wanted
 
+    def local_dir_problem(self) -> str:
+        """'' when this supervisor can write where it keeps things (a probe file in each of
+        its local dirs), else what went wrong."""
+        for d in (self.local_dir / "supervisor" / "stormdist", self.local_dir / "workers",
+                  self.local_dir / "logs"):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                probe = d / f".probe-{os.getpid()}"
+                probe.write_bytes(b"squall")
+                probe.unlink()
+            except OSError as exc:
+                return f"{d}: {exc.strerror or exc}"
+        return ""
+
+    def check_health(self) -> bool:
+        """Leave ``/supervisors`` when the local dir cannot be written, come back when it
+        can; True when healthy."""
+        problem = self.local_dir_problem()
+        if problem and not self.unhealthy:
+            log.error("supervisor %s cannot write its local dir (%s): it leaves the cluster "
+                      "so nimbus moves its workers, and comes back once it can", self.id,
+                      problem)
+            self.unhealthy = problem
+            self.state.unregister_supervisor(self.id)
+        elif not problem and self.unhealthy:
+            log.info("supervisor %s can write its local dir again; registering", self.id)
+            self.unhealthy = ""
+            self.register()
+        return not self.unhealthy
+
     def sync(self) -> None:
         """One round: registration, code, dead/stale/unassigned workers out, new ones in."""
+        if not self.check_health():
+            return
         self.register()
         wanted = self.assigned_slots()
         for port, (tid, _) in list(wanted.items()):
@@ -185,9 +238,15 @@ class Supervisor:
                 kill_worker(self.local_dir, rec, grace)
                 del self.workers[wid]
                 self.local.save()
+                failed = reason in ("process died", "no heartbeat since launch")
+                wait = self.backoff.stopped(rec.port, time.time() - rec.launched, failed)
+                if wait:
+                    log.warning("the workers of %s on port %d failed to start %d times in a "
+                                "row (see its log and /errors); next launch in %.0f s",
+                                rec.topology_id, rec.port, self.backoff.count(rec.port), wait)
         busy = {r.port for r in self.workers.values()}
         for port, (tid, execs) in sorted(wanted.items()):
-            if port not in busy:
+            if port not in busy and self.backoff.ready(port):
                 rec = launch_worker(self.local_dir, self.id, tid, port, execs)
                 self.workers[rec.worker_id] = rec
                 self.local.save()

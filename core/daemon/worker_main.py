@@ -17,7 +17,11 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 - SIGTERM / SIGINT: orderly shutdown (spouts deactivated, executors stopped, links closed).
 
 Exit codes: 0 after an orderly shutdown or a lost assignment, 1 when it cannot start or its
-executors died. Its pid file is ``workers/<worker-id>/pids/<pid>``.
+executors died. A worker that cannot start (its code does not import, a component raises in
+``initialize``...) first reports why, with the traceback, to
+``/errors/<topology-id>/__worker`` (``start_failure: true``, its ``node`` and ``port``):
+nimbus's topology info and ``squall list`` show it as the topology's ``status_reason``. Its
+pid file is ``workers/<worker-id>/pids/<pid>``.
 """
 from __future__ import annotations
 
@@ -34,6 +38,8 @@ from typing import Any
 
 log = logging.getLogger("squall.worker")
 KEEP_HEARTBEATS = 5
+#: the component ``/errors`` lists a worker's start failures under
+WORKER_COMPONENT = "__worker"
 
 
 def supervisor_conf_path(local_dir: str | os.PathLike[str]) -> Path:
@@ -88,6 +94,8 @@ class WorkerProcess:
         self.store: Any = None
         self.seq = 0
         self.active: bool | None = None
+        self.conf: dict[str, Any] = {}
+        self.started = False
 
     def run(self) -> int:
         from squall import drivers
@@ -96,6 +104,7 @@ class WorkerProcess:
         from squall.state.cluster_state import ClusterState
 
         sup_conf = json.loads(supervisor_conf_path(self.local_dir).read_text(encoding="utf-8"))
+        self.conf = sup_conf
         dist = self.local_dir / "supervisor" / "stormdist" / self.tid
         tconf, topology = packaging.load_topology(dist)
         from squall.plugin_manager import configure
@@ -134,6 +143,7 @@ class WorkerProcess:
         self.worker.build()
         hooks.squall_worker_start(topology_id=self.tid, port=self.port, conf=conf)
         self.worker.start()
+        self.started = True
         log.info("worker %s:%d started with executors %s", self.tid, self.port, self.executors)
         self.heartbeat_local()
         self._apply_status(base)
@@ -232,6 +242,30 @@ class WorkerProcess:
         except Exception:
             log.debug("closing the transport failed", exc_info=True)
 
+    def report_start_failure(self, exc: BaseException) -> None:
+        """Tell ``/errors`` why this worker could not start (best effort: a store that cannot
+        be reached is only logged)."""
+        if self.started:
+            return
+        import traceback
+        from squall.errors import SquallError
+        entry = {"component": WORKER_COMPONENT, "task": 0, "start_failure": True,
+                 "error": "".join(traceback.format_exception(type(exc), exc,
+                                                             exc.__traceback__)),
+                 "time_secs": int(time.time()), "node": self.node, "port": self.port,
+                 "host": str(self.conf.get("storm.local.hostname") or "")}
+        try:
+            if self.store is None:
+                from squall import drivers
+                from squall.state.cluster_state import ClusterState
+                self.store = drivers.driver("state", self.conf)
+                self.store.start()
+                self.state = ClusterState(self.store, self.conf)
+            self.state.report_error(self.tid, WORKER_COMPONENT, entry)
+        except (SquallError, OSError) as err:
+            log.warning("worker %s:%d could not report its start failure: %s", self.tid,
+                        self.port, err)
+
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
@@ -265,9 +299,11 @@ def main(argv: list[str] | None = None) -> int:
         return proc.run()
     except SquallError as exc:
         log.error("worker %s:%d cannot run: %s", args.topology_id, args.port, exc)
+        proc.report_start_failure(exc)
         return 1
-    except Exception:  # the supervisor restarts us; say why first
+    except Exception as exc:  # the supervisor restarts us; say why first
         log.exception("worker %s:%d failed", args.topology_id, args.port)
+        proc.report_start_failure(exc)
         return 1
     finally:
         proc.close()

@@ -174,6 +174,10 @@ class ClusterState:
         self._write(f"{SUPERVISORS}/{_safe(supervisor_id, 'supervisor id')}", info,
                     ephemeral=True)
 
+    def unregister_supervisor(self, supervisor_id: str) -> None:
+        """Remove the supervisor's node (it cannot take work now)."""
+        self.store.delete(f"{SUPERVISORS}/{_safe(supervisor_id, 'supervisor id')}")
+
     def supervisors(self) -> dict[str, dict[str, Any]]:
         out = {}
         for sid in self.supervisor_ids():
