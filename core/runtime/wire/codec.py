@@ -131,11 +131,15 @@ def read_entries(obj: Any) -> list[list[Any]]:
 
 
 def check_entries(task: int, entries: list[list[Any]], accepts: Accepts,
-                  comp_of: Mapping[int, str]) -> None:
+                  comp_of: Mapping[int, str], deep: bool) -> None:
     """Check every entry of a message for ``task`` (already :func:`read_entries`'d) against
-    what ``task`` takes (``accepts``) and the topology's task -> component map; ValueError
-    naming the first problem. Costs a few C-level passes per entry, no Python call per
-    tuple."""
+    what ``task`` takes (``accepts``) and the topology's task -> component map: its source,
+    its stream, each tuple's arity (and ints only on the acker's streams); with ``deep``
+    also the shape of its ids and roots, which :func:`run_of`, :func:`ones_of` and
+    :func:`runs_of` check anyway while they build an entry's tuples (so a one-entry message
+    is checked whole without ``deep``; a message of several entries needs it, since its
+    first entries may be delivered before a later one is built). ValueError naming the first
+    problem. A few C-level passes per entry; ``deep`` costs about as much again."""
     for src_task, stream, values, ids, roots in entries:
         comp = comp_of.get(src_task)
         if comp is None and src_task != 0:
@@ -153,6 +157,8 @@ def check_entries(task: int, entries: list[list[Any]], accepts: Accepts,
         if stream in INT_STREAMS and not set(map(type, chain.from_iterable(values))) <= {int}:
             raise ValueError(f"a {stream} tuple for task {task} holds a value that is not "
                              f"an int")
+        if not deep:
+            continue
         if ids.__class__ is not list:                                   # RUN
             if ids.__class__ is not int or (roots is not None and (
                     roots.__class__ is not list or not roots
