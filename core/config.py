@@ -63,8 +63,11 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
 #: would leave a topology that never runs is refused at submit); these must be at least 1
 AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
                           "topology.transfer.batch.size", "topology.executor.receive.buffer.size",
-                          "topology.message.timeout.secs", "topology.max.task.parallelism"))
+                          "topology.message.timeout.secs", "topology.max.task.parallelism",
+                          "topology.min.replication.count"))
 _COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.")
+#: keys where -1 means "no limit", as in Storm
+MINUS_ONE_UNLIMITED = frozenset(("topology.max.replication.wait.time.sec",))
 
 
 class _Loader(yaml.SafeLoader):
@@ -360,7 +363,7 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
             if rule is not None and key.startswith(_COUNTED) and \
                     isinstance(value, (int, float)) and not isinstance(value, bool):
                 least = 1 if key in AT_LEAST_ONE else 0
-                if value < least:
+                if value < least and not (value == -1 and key in MINUS_ONE_UNLIMITED):
                     raise ConfigError(f"config key {key!r} must be at least {least}"
                                       f"{' (or null)' if rule[1] else ''}, got {value!r}")
         elif key.startswith(NAMESPACES):

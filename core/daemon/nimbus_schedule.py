@@ -212,6 +212,7 @@ class Scheduling:
         self._fresh.pop(topology_id, None)
 
     def _build(self, rebalanced: set[str], shapes: Mapping[str, Mapping[str, Any]] | None = None,
+               hold: frozenset[str] = frozenset(),
                ) -> tuple[Topologies, Cluster, dict[str, Any], dict[str, Any], dict[str, str]]:
         """The inputs of one pass. ``rebalanced`` topologies are marked so the scheduler
         reshapes their surviving placement; ``shapes`` overrides storm records (a rebalance
@@ -242,7 +243,7 @@ class Scheduling:
                 existing[tid] = SchedulerAssignment.from_executor_node_port(
                     tid, assignment.get("executor_node_port") or {})
         for tid, base in sorted(storms.items(), key=lambda kv: kv[1].get("launch_time", 0)):
-            if base.get("status") not in SCHEDULABLE:
+            if base.get("status") not in SCHEDULABLE or tid in hold:
                 continue
             loaded = self._code.topology_of(tid)
             if loaded is None:
@@ -292,14 +293,15 @@ class Scheduling:
             return None
         return _shortfall(cluster, topology)
 
-    def run(self) -> None:
+    def run(self, hold: frozenset[str] = frozenset()) -> None:
         """One pass over every topology. Each topology :meth:`rebalanced` since the last pass
         has its surviving placement reshaped by the scheduler; one that was running and cannot
         be placed in its new shape gets its old shape back (it keeps running where it was, the
         status reason says why) and the pass is made again. Placed ones are forgotten as
-        rebalanced."""
+        rebalanced. Topologies in ``hold`` (their package is still reaching other nimbuses)
+        are left out of the pass."""
         fresh = self._fresh
-        topologies, cluster, storms, stored, errors = self._build(set(fresh))
+        topologies, cluster, storms, stored, errors = self._build(set(fresh), hold=hold)
         for tid, reason in errors.items():    # never silently unplaced: the status says why
             if storms[tid].get("status_reason") != reason:
                 self._state.update_storm(tid, status_reason=reason)
@@ -324,7 +326,7 @@ class Scheduling:
                                      status_reason=NOT_APPLIED + why)
             reverted = True
         if reverted:
-            self.run()
+            self.run(hold)
             return
         waiting = self._absent(stored, {s.id for s in cluster.supervisors()})
         for topology in topologies:
