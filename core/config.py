@@ -51,7 +51,7 @@ _NUM = (int, float)
 #: plugins declare theirs with ``squall_add_config_types``, see :func:`nullable_types`)
 NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["topology.acker.executors", "topology.max.spout.pending",
-                     "topology.max.task.parallelism"], (int,)),
+                     "topology.max.task.parallelism", "topology.max.replays"], (int,)),
     "topology.tick.tuple.freq.secs": _NUM,
     # whole slots only, as the supervisor reads them (checked again by validate)
     **dict.fromkeys(["supervisor.cpu.slots", "supervisor.memory.slots", "supervisor.net.slots",
@@ -64,7 +64,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
 AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
                           "topology.transfer.batch.size", "topology.executor.receive.buffer.size",
                           "topology.message.timeout.secs", "topology.max.task.parallelism",
-                          "topology.min.replication.count"))
+                          "topology.min.replication.count", "topology.max.replays"))
 _COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.")
 #: keys where -1 means "no limit", as in Storm
 MINUS_ONE_UNLIMITED = frozenset(("topology.max.replication.wait.time.sec",))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import Any
 
 from squall.api.tuple import Tuple
@@ -14,6 +15,8 @@ from squall.runtime.streams import ACK_ACK
 from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.runtime.executors")
+#: failing tuple ids a spout executor counts (the most recent; older ones are forgotten)
+FAILS_KEPT = 100_000
 
 
 class SpoutExecutor(Executor):
@@ -38,6 +41,11 @@ class SpoutExecutor(Executor):
         self.held_since = 0.0
         self.held_logged = False
         self.stall_secs = float(conf.get("topology.backpressure.stall.report.secs") or 60)
+        #: ``topology.max.replays``: failures of one tuple id before it is reported as a
+        #: poison tuple (0: not counted); the counts, and the newest poison tuples reported
+        self.max_replays = int(conf.get("topology.max.replays") or 0)
+        self.fail_counts: dict[Any, int] = {}
+        self.poison: deque[dict[str, Any]] = deque(maxlen=10)
 
     def pending(self, ts: TaskState) -> int:
         """Trees of task ``ts`` in flight."""
@@ -159,7 +167,28 @@ class SpoutExecutor(Executor):
             self._call(ts, ts.instance.ack, entry[0])
         else:
             ts.failed += 1
+            if self.max_replays:
+                self._count_failure(ts, entry[0], "failed downstream")
             self._call(ts, ts.instance.fail, entry[0])
+
+    def _count_failure(self, ts: TaskState, tup_id: Any, why: str) -> None:
+        """One more failure of ``tup_id``: past ``topology.max.replays`` it is reported (an
+        error of the component naming it, and the ``poison`` stats), once per further
+        time it crosses the limit."""
+        counts = self.fail_counts
+        try:
+            n = counts.pop(tup_id, 0) + 1
+        except TypeError:           # an unhashable tuple id: not counted
+            return
+        counts[tup_id] = n          # re-inserted: the most recently failed stay longest
+        if len(counts) > FAILS_KEPT:
+            del counts[next(iter(counts))]
+        if n == self.max_replays + 1:
+            self.poison.append({"task": ts.task, "tup_id": repr(tup_id)[:200], "fails": n,
+                                "last": why, "time_secs": int(time.time())})
+            self.report_error(ts, f"poison tuple: tuple id {tup_id!r:.200} of spout "
+                                  f"{self.component_id} failed {n} times (last: {why}; "
+                                  f"topology.max.replays is {self.max_replays})", True)
 
     def _call(self, ts: TaskState, fn: Any, *args: Any) -> None:
         """Call one of the spout's callbacks; an error is reported as the task's."""
@@ -183,6 +212,8 @@ class SpoutExecutor(Executor):
             ts.pending_new = {}
             for tup_id, _ in expired.values():
                 ts.failed += 1
+                if self.max_replays:
+                    self._count_failure(ts, tup_id, "timed out")
                 self._call(ts, ts.instance.fail, tup_id)
 
     def set_active(self, active: bool) -> None:
