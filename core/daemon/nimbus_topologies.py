@@ -28,7 +28,7 @@ from squall.daemon.nimbus_info import live_topology
 from squall.daemon.nimbus_replication import Replication
 from squall.daemon.nimbus_schedule import Scheduling
 from squall.errors import AlreadyAliveError, TopologyError
-from squall.state.cluster_state import ClusterState
+from squall.state.cluster_state import ClusterState, beat_key, parse_beat_key
 
 log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -216,6 +216,16 @@ class TopologyLifecycle:
         for tid in state.beat_topology_ids():
             if tid not in live:
                 state.remove_worker_beats(tid)
+                continue
+            # the beats of workers that moved away (seed 002, step 8: a worker that died
+            # could not remove its own)
+            assignment = state.get_assignment(tid) or {}
+            slots = {beat_key(str(n), int(p))
+                     for n, p in (assignment.get("executor_node_port") or {}).values()}
+            for key in state.worker_beat_keys(tid):
+                if slots and key not in slots:
+                    node, port = parse_beat_key(key)
+                    state.remove_worker_beat(tid, node, port)
         for tid in state.error_topology_ids():
             if tid not in live:
                 state.remove_errors(tid)

@@ -40,12 +40,11 @@ from squall.daemon.supervisor_backoff import LaunchBackoff
 from squall.daemon.supervisor_local import (
     LocalState,
     WorkerRecord,
-    is_our_worker,
     kill_worker,
     latest_heartbeat,
     launch_worker,
-    pid_alive,
     record_alive,
+    registered_process,
     stray_worker_ids,
 )
 from squall.daemon.worker_main import my_executors, supervisor_conf_path
@@ -259,7 +258,7 @@ class Supervisor:
         """Why ``rec`` must stop ('' if it is fine)."""
         if wanted is None or wanted != rec.slot():
             return "no longer assigned"
-        if not record_alive(rec):
+        if not record_alive(rec, self.local_dir):
             return "process died"
         beat = latest_heartbeat(self.local_dir, rec.worker_id)
         now = time.time()
@@ -323,7 +322,8 @@ class Supervisor:
                 kept_ports.add(rec.port)
         for wid in stray_worker_ids(self.local_dir, set(self.workers)):
             pids = _pids(self.local_dir / "workers" / wid)
-            live = [p for p in pids if pid_alive(p) and is_our_worker(p, wid)]
+            pids_dir = self.local_dir / "workers" / wid / "pids"
+            live = [p for p in pids if registered_process(pids_dir, p)]
             stray = WorkerRecord(wid, "?", -1, [], live[0] if live else 0)
             if live:
                 log.info("killing stray worker %s (pid %d)", wid, live[0])

@@ -117,9 +117,8 @@ class WorkerProcess:
             gc_tuning.apply(conf)
         except ConfigError as exc:      # the worker runs on with the interpreter's defaults
             log.error("%s", exc)
-        pid_dir = self.worker_dir / "pids"
-        pid_dir.mkdir(parents=True, exist_ok=True)
-        (pid_dir / str(os.getpid())).touch()
+        from squall.daemon.supervisor_local import register_pid
+        register_pid(self.worker_dir / "pids")
         self.store = drivers.driver("state", conf)
         self.store.start()
         self.state = ClusterState(self.store, conf)
@@ -232,6 +231,10 @@ class WorkerProcess:
             self.worker.shutdown()
         except Exception:  # shutting down anyway
             log.exception("worker shutdown failed")
+        try:        # seed 002, step 8: its beat goes with it
+            self.state.remove_worker_beat(self.tid, self.node, self.port)
+        except Exception as exc:
+            log.warning("worker %s:%d could not remove its beat: %s", self.tid, self.port, exc)
         for entry in self.worker.drain_errors():
             try:
                 self.state.report_error(self.tid, str(entry.get("component")), entry)

@@ -209,6 +209,10 @@ class ClusterState:
     def remove_worker_beats(self, topology_id: str) -> None:
         self.store.delete(f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}", recursive=True)
 
+    def worker_beat_keys(self, topology_id: str) -> list[str]:
+        """``"<node>-<port>"`` of every worker beat of ``topology_id``."""
+        return self.store.children(f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}")
+
     def beat_topology_ids(self) -> list[str]:
         return self.store.children(WORKERBEATS)
 

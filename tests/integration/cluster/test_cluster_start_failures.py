@@ -67,6 +67,10 @@ def test_a_supervisor_that_cannot_write_its_dir_leaves_and_its_work_moves(squall
                "its executors did not move")
         c.wait(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(400)), 90,
                "some sentences were never acked")
+        # the beat of the worker that moved away is gone (seed 002, step 8)
+        tid = c.state.find_topology_id("wc")
+        c.wait(lambda: {k.rsplit("-", 1)[0] for k in c.state.worker_beat_keys(tid)}
+               == {n for n, _ in c.worker_slots("wc")}, 30, "a stale worker beat stayed")
         assert s1.log_text().count("cannot write its local dir") == 1
     finally:
         _immutable(workers_dir, False)
