@@ -168,10 +168,13 @@ class Scheduling:
         executors move. Called from any thread when this nimbus becomes the leader (those
         not registered yet get the time; one seen registered since and gone again is gone)
         or, with ``session_lost``, when it got a new ZooKeeper session (every supervisor
-        may be losing its own session about now: each gets the time, seen or not)."""
+        may be losing its own session about now: each gets the time, seen or not; and every
+        worker's beat age starts again from now, since none could write one meanwhile)."""
         until = time.monotonic() + self._grace_secs
         if session_lost:
             self._everyone_until = until
+            # workers could not write their beats either: their ages count from now
+            self._beats = BeatTracker()
         else:
             self._grace_until = until
             self._seen = set()

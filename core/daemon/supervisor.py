@@ -234,10 +234,12 @@ class Supervisor:
             if reason:
                 log.info("stopping worker %s (%s port %d): %s", wid, rec.topology_id, rec.port,
                          reason)
+                # a start failure: it died (or hung) before its first heartbeat
+                failed = reason in ("process died", "no heartbeat since launch") and \
+                    latest_heartbeat(self.local_dir, rec.worker_id) is None
                 kill_worker(self.local_dir, rec, grace)
                 del self.workers[wid]
                 self.local.save()
-                failed = reason in ("process died", "no heartbeat since launch")
                 wait = self.backoff.stopped(rec.port, time.time() - rec.launched, failed)
                 if wait:
                     log.warning("the workers of %s on port %d failed to start %d times in a "

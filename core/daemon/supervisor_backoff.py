@@ -1,12 +1,13 @@
 """How soon a supervisor relaunches the worker of a slot whose workers keep failing.
 
-A worker that dies (or never writes a heartbeat) within :data:`SETTLE_SECS` of its launch
-*failed to start*: its topology's code does not import in the worker, a component raises in
-``initialize``, its port is taken... Relaunching it at once, every monitor round, would make
-dozens of processes a minute that all fail the same way. The first failure is relaunched at
+A worker that dies (or hangs) before its first heartbeat *failed to start*: its topology's
+code does not import in the worker, a component raises in ``initialize``, its port is
+taken... Relaunching it at once, every monitor round, would make dozens of processes a
+minute that all fail the same way. The first failure is relaunched at
 once (a worker killed by accident comes back without delay); each further failure in a row
-doubles the wait, from :data:`FIRST_SECS` up to :data:`CAP_SECS`. A worker that ran for
-``SETTLE_SECS`` clears the slot's count.
+doubles the wait, from :data:`FIRST_SECS` up to :data:`CAP_SECS`. A worker that stops
+for any other reason (killed after it started, unassigned), or that ran for
+:data:`SETTLE_SECS`, clears the slot's count.
 
 Used by the supervisor's monitor thread only.
 """

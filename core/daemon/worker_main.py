@@ -7,7 +7,8 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 ``(supervisor, port)`` and the configured transport, and then, on its main thread:
 
 - writes a local heartbeat file every ``worker.heartbeat.frequency.secs``
-  (``workers/<worker-id>/heartbeats/<millis>``, newest few kept) for its supervisor;
+  (``workers/<worker-id>/heartbeats/<millis>``, newest few kept) for its supervisor, on a
+  thread of its own (so a state store that blocks does not stop it);
 - writes executor stats to ``/workerbeats/<topology-id>/<node>-<port>`` and the components'
   errors to ``/errors`` every ``task.heartbeat.frequency.secs``;
 - follows ``/assignments/<topology-id>`` (watch + timer): refreshes links to other workers, and
@@ -145,6 +146,11 @@ class WorkerProcess:
         self.started = True
         log.info("worker %s:%d started with executors %s", self.tid, self.port, self.executors)
         self.heartbeat_local()
+        # local beats on a thread of their own: a state store that blocks (ZooKeeper down)
+        # must not make the supervisor think this worker hangs
+        beats = threading.Thread(target=self._local_beats, name="squall-worker-beats",
+                                 daemon=True)
+        beats.start()
         self._apply_status(base)
         try:
             return self._loop()
@@ -155,21 +161,30 @@ class WorkerProcess:
     def _on_change(self, _path: str) -> None:
         self.changed.set()
 
+    def _local_beats(self) -> None:
+        """The local heartbeat thread: a beat every ``worker.heartbeat.frequency.secs``
+        while the executors live."""
+        every = float(self.conf.get("worker.heartbeat.frequency.secs") or 1)
+        while not self.stop.wait(every):
+            if not self.worker.is_alive():
+                return
+            try:
+                self.heartbeat_local()
+            except OSError as exc:
+                log.warning("worker %s:%d: local heartbeat failed: %s", self.tid, self.port,
+                            exc)
+
     def _loop(self) -> int:
         from squall.errors import StateError
-        local_every = float(self.conf.get("worker.heartbeat.frequency.secs") or 1)
         zk_every = float(self.conf.get("task.heartbeat.frequency.secs") or 3)
         sync_every = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
-        next_local = next_zk = next_sync = 0.0
+        next_zk = next_sync = 0.0
         while not self.stop.is_set():
             now = time.monotonic()
             if not self.worker.is_alive():
                 log.error("worker %s:%d: its executors stopped; exiting", self.tid, self.port)
                 return 1
             try:
-                if now >= next_local:
-                    next_local = now + local_every
-                    self.heartbeat_local()
                 if self.changed.is_set() or now >= next_sync:
                     self.changed.clear()
                     next_sync = now + sync_every
@@ -180,7 +195,7 @@ class WorkerProcess:
                     self.heartbeat_zk()
             except StateError as exc:
                 log.warning("worker %s:%d: state store: %s", self.tid, self.port, exc)
-            wait = max(0.01, min(next_local, next_zk, next_sync) - time.monotonic())
+            wait = max(0.01, min(next_zk, next_sync) - time.monotonic())
             self.changed.wait(wait)
         return 0
 
