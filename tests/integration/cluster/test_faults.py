@@ -139,7 +139,7 @@ def test_zookeeper_down_past_the_session_timeout(running: dict[str, Any]) -> Non
         zk.start()
     _recover(running, "zookeeper down 6 s", outage)
     c.wait(lambda: len(c.state.supervisor_ids()) == 2, 60, "supervisors did not re-register")
-    assert _worker_pids(running) == pids            # nimbus waited: no worker restarted
+    assert _worker_pids(running) == pids, c.logs_tail()     # nimbus waited: none restarted
 
 
 def test_garbage_on_every_port(running: dict[str, Any]) -> None:
@@ -162,6 +162,6 @@ def test_garbage_on_every_port(running: dict[str, Any]) -> None:
             push.close()
         ctx.term()
     _recover(running, "garbage on every port", garbage)
-    assert _worker_pids(running) == pids
+    assert _worker_pids(running) == pids, running["c"].logs_tail()
     assert all(n.alive() for n in running["nimbuses"])
     assert c.listed().get("wc") == "active"
