@@ -360,12 +360,7 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
                 raise ConfigError(f"config key {key!r} must be {_type_names(*rule)}, got "
                                   f"{type(value).__name__ if value is not None else 'null'} "
                                   f"{value!r}")
-            if rule is not None and key.startswith(_COUNTED) and \
-                    isinstance(value, (int, float)) and not isinstance(value, bool):
-                least = 1 if key in AT_LEAST_ONE else 0
-                if value < least and not (value == -1 and key in MINUS_ONE_UNLIMITED):
-                    raise ConfigError(f"config key {key!r} must be at least {least}"
-                                      f"{' (or null)' if rule[1] else ''}, got {value!r}")
+
         elif key.startswith(NAMESPACES):
             msg = f"unknown config key {key!r}"
             hint = _close_key(key, known)
@@ -380,11 +375,29 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     thresholds(conf)
     from squall.runtime.load import bounds
     bounds(conf)
+    _check_ranges(conf, known, nullable)
     drivers.validate_conf(dict(conf))
     if warn:
         for msg in warnings:
             log.warning("%s", msg)
     return warnings
+
+
+def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
+                  nullable: Mapping[str, tuple[type, ...]]) -> None:
+    """Storm's numeric keys (counts, sizes, durations) are never negative; those in
+    :data:`AT_LEAST_ONE` are at least 1. ConfigError naming the first key that is not."""
+    for key, value in conf.items():
+        if key not in known or not key.startswith(_COUNTED) or \
+                not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        rule = _expected(key, known[key], nullable)
+        if rule is None:
+            continue
+        least = 1 if key in AT_LEAST_ONE else 0
+        if value < least and not (value == -1 and key in MINUS_ONE_UNLIMITED):
+            raise ConfigError(f"config key {key!r} must be at least {least}"
+                              f"{' (or null)' if rule[1] else ''}, got {value!r}")
 
 
 def _yaml_value(value: Any) -> str:
