@@ -116,6 +116,10 @@ def test_nimbus_leader_killed_right_after_a_submit(running: dict[str, Any]) -> N
     c.squall("submit", c.wordcount_target, "--name", "wc2", "-c", "topology.workers=1",
              "-c", "test.sentences=100", "-c", "test.emit.per.sec=50",
              "-c", f"test.output.dir={out}", "-c", "topology.min.replication.count=2")
+    # the submit returned: the standby holds the package already
+    tid = c.state.find_topology_id("wc2")
+    standby = nimbuses[1 - index]
+    assert (standby.local_dir / "nimbus" / "stormdist" / tid / "stormcode.zip").is_file()
     t0 = time.monotonic()
     nimbuses[index].kill9()
     c.wait(lambda: set(wc.read_acks(out)) == set(range(100)), 120,
