@@ -258,58 +258,47 @@ class Inbox:
 
     def deliver(self, task: int, entries: list[list[Any]]) -> int:
         """Deliver entries to ``task`` of this worker, whatever its queue holds; returns the
-        tuples. Every entry is built first, so one that does not build (ValueError) leaves
-        nothing of them delivered."""
+        tuples. Each entry is built whole before it is queued and counted, so one that does
+        not build (ValueError) leaves nothing of itself delivered; a message of several
+        entries was checked deep by :meth:`dispatch` first, so none of them fails midway."""
         ts = self.tasks.states[task]
         lazy = task in self.tasks.lazy
         q = ts.queue
         source = self.sources.get
         comp_of = self.comp_of
-        acker_here = task in self.acks.local
-        built: list[tuple[int, Any, list[Any], str, Any]] = []
-        for src_task, stream, values, ids, roots in entries:
-            if not values:
-                continue
-            src = source(comp_of.get(src_task, SYSTEM), stream)
-            if ids.__class__ is not list:                               # RUN
-                if roots is None and acker_here:
-                    built.append((src_task, src, values, "acks", None))
-                else:
-                    built.append((src_task, src, values, codec.RUN,
-                                  codec.run_of(src_task, src, values, ids, roots)))
-            elif ids and ids[0].__class__ is list:                      # RUNS
-                built.append((src_task, src, values, codec.RUNS,
-                              codec.runs_of(task, src_task, src, values, ids, roots)))
-            else:                                                       # ONES
-                built.append((src_task, src, values, codec.ONES,
-                              codec.ones_of(task, src_task, src, values, ids, roots)))
         owner = self.outbox.task_to_worker.get
         delivered = self.delivered
         dirty = self.dirty
         last = self.last_delivery
         now = self.clock.now
         n = 0
-        for src_task, src, values, kind, item in built:
+        for src_task, stream, values, ids, roots in entries:
+            if not values:
+                continue
+            src = source(comp_of.get(src_task, SYSTEM), stream)
+            if ids.__class__ is not list:                               # RUN
+                if roots is None and task in self.acks.local:
+                    self.acks.acker_values(ts, src, values)
+                else:
+                    run = codec.run_of(src_task, src, values, ids, roots)
+                    if lazy:
+                        q.append(run)
+                        ts.run_extra += len(run.values) - 1
+                    else:
+                        q.extend(run.tuples())
+            elif ids and ids[0].__class__ is list:                      # RUNS
+                runs = codec.runs_of(task, src_task, src, values, ids, roots)
+                if lazy:                    # every run to one lazy_batch task: queued at once
+                    q.extend(runs)
+                    ts.run_extra += len(values) - len(runs)
+                else:
+                    for run in runs:
+                        q.extend(run.tuples())
+            else:                                                       # ONES
+                q.extend(codec.ones_of(task, src_task, src, values, ids, roots))
             n += len(values)
             key = (owner(src_task), task)
             delivered[key] = delivered.get(key, 0) + len(values)
             dirty.add(key)
             last[key] = now
-            if kind is codec.RUN:
-                if lazy:
-                    q.append(item)
-                    ts.run_extra += len(item.values) - 1
-                else:
-                    q.extend(item.tuples())
-            elif kind is codec.ONES:
-                q.extend(item)
-            elif kind is codec.RUNS:
-                if lazy:                    # every run to one lazy_batch task: queued at once
-                    q.extend(item)
-                    ts.run_extra += len(values) - len(item)
-                else:
-                    for run in item:
-                        q.extend(run.tuples())
-            else:
-                self.acks.acker_values(ts, src, values)
         return n

@@ -74,11 +74,19 @@ class PeerGate:
         self.port = port
         #: control messages dropped because their sender is no peer
         self.dropped = 0
+        #: ``who`` strings already read (most messages come from a few peers)
+        self._keys: dict[Any, Key | None] = {}
 
     def admit(self, kind: str, who: Any) -> Key | None:
         """The sender's key when it is a peer; else None (dropped and logged, once per
         sender per minute)."""
-        key = parse_who(who)
+        keys = self._keys
+        if who.__class__ is str and who in keys:
+            key = keys[who]
+        else:
+            key = parse_who(who)
+            if key is not None and len(keys) < 1024:
+                keys[who] = key
         if key is not None and self.is_peer(key):
             return key
         self.dropped += 1
