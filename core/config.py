@@ -52,7 +52,7 @@ _NUM = (int, float)
 #: plugins declare theirs with ``squall_add_config_types``, see :func:`nullable_types`)
 NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["topology.acker.executors", "topology.max.spout.pending",
-                     "topology.max.task.parallelism"], (int,)),
+                     "topology.max.task.parallelism", "topology.max.replays"], (int,)),
     "topology.tick.tuple.freq.secs": _NUM,
     # whole slots only, as the supervisor reads them (checked again by validate)
     **dict.fromkeys(["supervisor.cpu.slots", "supervisor.memory.slots", "supervisor.net.slots",
@@ -76,6 +76,15 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
                      "squall.tls.key"], (str,)),
     "topology.state.provider.config": (dict,),
 }
+#: Storm's numeric keys are counts, sizes and durations: none may be negative (a value that
+#: would leave a topology that never runs is refused at submit); these must be at least 1
+AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
+                          "topology.transfer.batch.size", "topology.executor.receive.buffer.size",
+                          "topology.message.timeout.secs", "topology.max.task.parallelism",
+                          "topology.min.replication.count", "topology.max.replays"))
+_COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.")
+#: keys where -1 means "no limit", as in Storm
+MINUS_ONE_UNLIMITED = frozenset(("topology.max.replication.wait.time.sec",))
 
 
 class _Loader(yaml.SafeLoader):
@@ -385,11 +394,29 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     bounds(conf)
     from squall.security.settings import check as check_security
     check_security(conf)
+    _check_ranges(conf, known, nullable)
     drivers.validate_conf(dict(conf))
     if warn:
         for msg in warnings:
             log.warning("%s", msg)
     return warnings
+
+
+def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
+                  nullable: Mapping[str, tuple[type, ...]]) -> None:
+    """Storm's numeric keys (counts, sizes, durations) are never negative; those in
+    :data:`AT_LEAST_ONE` are at least 1. ConfigError naming the first key that is not."""
+    for key, value in conf.items():
+        if key not in known or not key.startswith(_COUNTED) or \
+                not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        rule = _expected(key, known[key], nullable)
+        if rule is None:
+            continue
+        least = 1 if key in AT_LEAST_ONE else 0
+        if value < least and not (value == -1 and key in MINUS_ONE_UNLIMITED):
+            raise ConfigError(f"config key {key!r} must be at least {least}"
+                              f"{' (or null)' if rule[1] else ''}, got {value!r}")
 
 
 def _yaml_value(value: Any) -> str:

@@ -220,11 +220,13 @@ def cmd_list(args: argparse.Namespace, conf: dict[str, Any]) -> int:
         return 0
     rows = [[t.name, t.status, str(t.num_workers), str(t.num_executors), str(t.num_tasks),
              uptime_text(int(t.uptime_secs))] for t in info.topologies]
+    reasons = [t.status_reason for t in info.topologies]
     head = ["NAME", "STATUS", "WORKERS", "EXECUTORS", "TASKS", "UPTIME"]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    for row in [head, *rows]:
-        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                        for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
+    for row, reason in zip([head, *rows], ["", *reasons], strict=True):
+        line = "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        print(line + (f"  ({reason})" if reason else ""))
     return 0
 
 

@@ -25,7 +25,6 @@ Threads: gRPC handler threads serve the API; one monitor thread runs the periodi
 """
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -37,6 +36,7 @@ from squall.daemon.nimbus_access import TopologyAccess
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import NimbusReads
 from squall.daemon.nimbus_leader import Leadership
+from squall.daemon.nimbus_replication import NO_CODE, Replication
 from squall.daemon.nimbus_schedule import Scheduling
 from squall.daemon.nimbus_topologies import TopologyLifecycle
 from squall.errors import SquallError
@@ -78,24 +78,45 @@ class Nimbus:
         scheduler = drivers.driver("scheduler", self.conf)
         self._bind()
         self._store.delete(f"{NIMBUSES}/{self.address}")   # a node left by a previous life
-        state.register_nimbus(self.address, {"host": self.address.rsplit(":", 1)[0],
-                                             "port": self.port,
-                                             "time_secs": int(self.start_time)})
+        registration = {"host": self.address.rsplit(":", 1)[0], "port": self.port,
+                        "time_secs": int(self.start_time)}
+        state.register_nimbus(self.address, {**registration, "packages": []})
         leadership = self._leadership = Leadership(state.leader_election(self.address),
                                                    self.address)
+        replication = Replication(state, self._code, self.address, registration,
+                                  leadership.leader_address, self.conf)
+        replication.publish()
         scheduling = Scheduling(self.conf, state, scheduler, self._code)
         topologies = TopologyLifecycle(self.conf, state, self._code, scheduling,
-                                       leadership.require, self._wake.set)
+                                       leadership.require, self._wake.set, replication)
         self._serve(topologies, NimbusReads(state, self._code, leadership),
                     TopologyAccess(self.conf, state))
-        self._store.add_reconnect_listener(self._wake.set)
-        loops = ((lambda: leadership.run(self._stop, self._wake.set), "election"),
-                 (lambda: self._monitor_loop(state, leadership, topologies), "monitor"))
+
+        def leading() -> None:      # supervisors not registered yet get time to register
+            scheduling.start_grace()
+            self._wake.set()
+
+        def new_session() -> None:  # every supervisor gets time to register again
+            scheduling.start_grace(session_lost=True)
+            self._wake.set()
+        self._store.add_reconnect_listener(new_session)
+        loops = ((lambda: leadership.run(self._stop, leading), "election"),
+                 (lambda: self._monitor_loop(state, leadership, topologies, replication),
+                  "monitor"))
         for target, name in loops:
             t = threading.Thread(target=target, name=f"squall-nimbus-{name}", daemon=True)
             t.start()
             self._threads.append(t)
         log.info("nimbus %s started (local dir %s)", self.address, self.local_dir)
+
+    @property
+    def store(self) -> Any:
+        """The state store this nimbus talks to (None before :meth:`start`)."""
+        return self._store
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leadership is not None and self._leadership.is_leader
 
     def _bind(self) -> None:
         """Create the gRPC server and bind its port (``nimbus.host``:``nimbus.port``); sets
@@ -162,7 +183,7 @@ class Nimbus:
 
     # -- periodic work (monitor thread) -------------------------------------------------------
     def _monitor_loop(self, state: ClusterState, leadership: Leadership,
-                      topologies: TopologyLifecycle) -> None:
+                      topologies: TopologyLifecycle, replication: Replication) -> None:
         freq = float(self.conf.get("nimbus.monitor.freq.secs") or 10)
         while not self._stop.is_set():
             self._wake.wait(freq)
@@ -171,30 +192,22 @@ class Nimbus:
                 return
             try:
                 state.supervisor_ids(watch=lambda _p: self._wake.set())
-                state.topology_ids(watch=lambda _p: self._wake.set())
+                live = state.topology_ids(watch=lambda _p: self._wake.set())
+                replication.sync(live)
                 if leadership.is_leader:
+                    self._report_unfound(state, replication.unfound)
                     topologies.monitor_pass()
-                else:
-                    self._sync_packages(state, leadership)
                 self._code.clean(set(state.topology_ids()))
+                replication.publish()
             except SquallError as exc:
                 log.warning("nimbus monitor pass failed: %s", exc)
             except Exception:  # keep monitoring whatever happened
                 log.exception("nimbus monitor pass failed")
 
-    def _sync_packages(self, state: ClusterState, leadership: Leadership) -> None:
-        """Standby: download the packages this nimbus lacks from the leader."""
-        leader = leadership.leader_address()
-        if not leader or leader == self.address:
-            return
-        missing = self._code.missing(state.topology_ids())
-        if not missing:
-            return
-        from squall.daemon.nimbus_client import NimbusClient
-        client = NimbusClient(self.conf, addresses=[leader], timeout=60)
-        try:
-            for tid in missing:
-                self._code.install_downloaded(tid, functools.partial(client.download, tid))
-                log.info("downloaded the package of %s from the leader %s", tid, leader)
-        finally:
-            client.close()
+    @staticmethod
+    def _report_unfound(state: ClusterState, unfound: set[str]) -> None:
+        """The leader says, in their status reason, which topologies' code is nowhere."""
+        for tid in sorted(unfound):
+            base = state.get_storm(tid)
+            if base is not None and base.get("status_reason") != NO_CODE:
+                state.update_storm(tid, status_reason=NO_CODE)

@@ -38,6 +38,8 @@ class CodeStore:
         self._inbox = local_dir / "inbox"
         self._conf = dict(conf)
         self._loaded: dict[str, tuple[dict[str, Any], Topology]] = {}
+        #: topologies whose missing package was logged (once each)
+        self._told_missing: set[str] = set()
 
     def prepare(self) -> None:
         """Create the directories (at start)."""
@@ -56,8 +58,11 @@ class CodeStore:
             return cached
         directory = self.directory(topology_id)
         if not packaging.has_package(directory):
-            log.error("no local package for topology %s in %s", topology_id, directory)
+            if topology_id not in self._told_missing:
+                self._told_missing.add(topology_id)
+                log.error("no local package for topology %s in %s", topology_id, directory)
             return None
+        self._told_missing.discard(topology_id)
         tconf = packaging.read_json(directory / packaging.CONF_FILE)
         topology = Topology.from_json(packaging.read_json(directory / packaging.TOPOLOGY_FILE),
                                       resolve=False)
@@ -115,6 +120,11 @@ class CodeStore:
             if path.name not in live and not path.name.endswith(".tmp"):
                 shutil.rmtree(path, ignore_errors=True)
                 self._loaded.pop(path.name, None)
+
+    def packages(self) -> list[str]:
+        """The topology ids this store holds a complete package for, sorted."""
+        return sorted(p.name for p in self.stormdist.iterdir()
+                      if not p.name.endswith(".tmp") and packaging.has_package(p))
 
     def missing(self, topology_ids: Iterable[str]) -> list[str]:
         """Those of ``topology_ids`` this store has no complete package for."""

@@ -22,6 +22,29 @@ from squall.security import redact
 from squall.state.cluster_state import ClusterState, beat_key
 
 COUNTERS = ("emitted", "transferred", "acked", "failed", "executed")
+#: a worker start failure this recent, with no beat of that worker since, is the topology's
+#: status reason (a failing slot is relaunched at least every minute: see supervisor_backoff)
+FAILURE_RECENT_SECS = 150
+
+
+def start_failure_reason(errors: dict[str, list[dict[str, Any]]],
+                         beats: dict[str, dict[str, Any]], now: float) -> str:
+    """Why the topology does not run (``""`` if it does): its newest worker start failure
+    when that is recent and the worker has not beaten since."""
+    from squall.daemon.worker_main import WORKER_COMPONENT
+    for entry in reversed(errors.get(WORKER_COMPONENT) or []):
+        if not entry.get("start_failure"):
+            continue
+        at = float(entry.get("time_secs") or 0)
+        if now - at > FAILURE_RECENT_SECS:
+            return ""
+        beat = beats.get(beat_key(str(entry.get("node")), int(entry.get("port") or 0))) or {}
+        if float(beat.get("time_secs") or 0) >= at:
+            continue
+        lines = str(entry.get("error") or "").strip().splitlines()
+        return (f"workers fail to start ({entry.get('host') or entry.get('node')}:"
+                f"{entry.get('port')}): {lines[-1] if lines else 'unknown error'}")
+    return ""
 
 
 def live_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:
@@ -105,8 +128,10 @@ class NimbusReads:
                 continue
             enp = (assignments.get(tid) or {}).get("executor_node_port") or {}
             loaded = self._code.topology_of(tid)
+            reason = base.get("status_reason") or start_failure_reason(
+                self._state.errors(tid), self._state.worker_beats(tid), now)
             out.append({"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
-                        "status_reason": base.get("status_reason") or "",
+                        "status_reason": reason,
                         "num_workers": len({tuple(v) for v in enp.values()}),
                         "num_executors": len(enp),
                         "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
@@ -163,8 +188,12 @@ class NimbusReads:
             components[comp_id]["windows"] = aggregate(snaps)
         loaded = self._code.topology_of(tid)
         launch = float(base.get("launch_time") or time.time())
+        from squall.runtime.stats import stall_reason
+        errors = state.errors(tid)
+        reason = (base.get("status_reason") or start_failure_reason(errors, beats, time.time())
+                  or stall_reason(executors))
         return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
-                "status_reason": base.get("status_reason") or "",
+                "status_reason": reason,
                 "uptime_secs": int(time.time() - launch),
                 "num_workers": len({tuple(v) for v in enp.values()}),
                 "num_executors": len(enp),
@@ -172,7 +201,7 @@ class NimbusReads:
                 "owner": str(base.get("owner") or ""),
                 "components": components, "executors": executors, "workers": workers,
                 "flow": _flow(loaded[1]) if loaded else sorted(components),
-                "errors": state.errors(tid),
+                "errors": errors,
                 "graph": topology_graph(loaded[1]) if loaded else [],
                 "conf": redact(loaded[0]) if loaded else {}}
 

@@ -12,6 +12,12 @@ executors as it can. A rebalance that cannot be placed never takes a running top
 :func:`rebalance_shortfall` lets ``Nimbus.rebalance`` refuse it up front, and if capacity went
 away during the wait the topology keeps its old shape and placement (see :func:`schedule_pass`).
 
+After this nimbus becomes the leader, or gets a new ZooKeeper session, it gives supervisors
+``nimbus.supervisor.timeout.secs`` to register again (:meth:`Scheduling.start_grace`): a
+topology with executors on a supervisor that is not registered keeps its assignment as it is
+until the supervisor is back or the time is up, so a ZooKeeper outage that every daemon lived
+through restarts no worker.
+
 Runs on nimbus's monitor thread only (the leader's), under nimbus's lock.
 """
 from __future__ import annotations
@@ -150,6 +156,52 @@ class Scheduling:
         self._beats = BeatTracker()
         #: topologies rebalanced since the last pass -> their shape before
         self._fresh: dict[str, dict[str, Any]] = {}
+        #: until when (monotonic) supervisors that are not registered keep their executors
+        self._grace_secs = float(conf.get("nimbus.supervisor.timeout.secs") or 0)
+        self._grace_until = self._everyone_until = 0.0
+        self._waited_for: frozenset[str] = frozenset()
+        #: supervisors seen registered since the grace began (one that leaves again is gone)
+        self._seen: set[str] = set()
+
+    def start_grace(self, session_lost: bool = False) -> None:
+        """Supervisors get ``nimbus.supervisor.timeout.secs`` to register before their
+        executors move. Called from any thread when this nimbus becomes the leader (those
+        not registered yet get the time; one seen registered since and gone again is gone)
+        or, with ``session_lost``, when it got a new ZooKeeper session (every supervisor
+        may be losing its own session about now: each gets the time, seen or not; and every
+        worker's beat age starts again from now, since none could write one meanwhile)."""
+        until = time.monotonic() + self._grace_secs
+        if session_lost:
+            self._everyone_until = until
+            # workers could not write their beats either: their ages count from now
+            self._beats = BeatTracker()
+        else:
+            self._grace_until = until
+            self._seen = set()
+        self._waited_for = frozenset()
+
+    def _absent(self, stored: Mapping[str, Any], live: set[str]) -> dict[str, set[str]]:
+        """While a grace lasts: topology id -> the supervisors it has executors on that are
+        waited for (see :meth:`start_grace`); empty when no grace lasts."""
+        now = time.monotonic()
+        everyone = now < self._everyone_until
+        if not everyone and now >= self._grace_until:
+            return {}
+        seen = self._seen
+        seen |= live
+        out: dict[str, set[str]] = {}
+        for tid, assignment in stored.items():
+            nodes = {str(n) for n, _ in (assignment.get("executor_node_port") or {}).values()}
+            waited = nodes - live if everyone else nodes - seen
+            if waited:
+                out[tid] = waited
+        missing = frozenset().union(*out.values()) if out else frozenset()
+        if missing and missing != self._waited_for:
+            log.warning("supervisors %s are not registered; nimbus waits up to %.0f s for them "
+                        "before moving their executors", ", ".join(sorted(missing)),
+                        max(self._grace_until, self._everyone_until) - now)
+        self._waited_for = missing
+        return out
 
     def rebalanced(self, topology_id: str, before: Mapping[str, Any]) -> None:
         """``topology_id`` was just given a new shape; ``before`` is its old one
@@ -163,6 +215,7 @@ class Scheduling:
         self._fresh.pop(topology_id, None)
 
     def _build(self, rebalanced: set[str], shapes: Mapping[str, Mapping[str, Any]] | None = None,
+               hold: frozenset[str] = frozenset(),
                ) -> tuple[Topologies, Cluster, dict[str, Any], dict[str, Any], dict[str, str]]:
         """The inputs of one pass. ``rebalanced`` topologies are marked so the scheduler
         reshapes their surviving placement; ``shapes`` overrides storm records (a rebalance
@@ -193,7 +246,7 @@ class Scheduling:
                 existing[tid] = SchedulerAssignment.from_executor_node_port(
                     tid, assignment.get("executor_node_port") or {})
         for tid, base in sorted(storms.items(), key=lambda kv: kv[1].get("launch_time", 0)):
-            if base.get("status") not in SCHEDULABLE:
+            if base.get("status") not in SCHEDULABLE or tid in hold:
                 continue
             loaded = self._code.topology_of(tid)
             if loaded is None:
@@ -243,14 +296,15 @@ class Scheduling:
             return None
         return _shortfall(cluster, topology)
 
-    def run(self) -> None:
+    def run(self, hold: frozenset[str] = frozenset()) -> None:
         """One pass over every topology. Each topology :meth:`rebalanced` since the last pass
         has its surviving placement reshaped by the scheduler; one that was running and cannot
         be placed in its new shape gets its old shape back (it keeps running where it was, the
         status reason says why) and the pass is made again. Placed ones are forgotten as
-        rebalanced."""
+        rebalanced. Topologies in ``hold`` (their package is still reaching other nimbuses)
+        are left out of the pass."""
         fresh = self._fresh
-        topologies, cluster, storms, stored, errors = self._build(set(fresh))
+        topologies, cluster, storms, stored, errors = self._build(set(fresh), hold=hold)
         for tid, reason in errors.items():    # never silently unplaced: the status says why
             if storms[tid].get("status_reason") != reason:
                 self._state.update_storm(tid, status_reason=reason)
@@ -275,10 +329,13 @@ class Scheduling:
                                      status_reason=NOT_APPLIED + why)
             reverted = True
         if reverted:
-            self.run()
+            self.run(hold)
             return
+        waiting = self._absent(stored, {s.id for s in cluster.supervisors()})
         for topology in topologies:
             tid = topology.id
+            if tid in waiting:
+                continue        # its supervisors may yet come back: placement unchanged
             rebalanced = fresh.pop(tid, None) is not None
             self._write_assignment(tid, cluster, stored.get(tid))
             self._write_status(tid, cluster, storms[tid], topology, rebalanced)

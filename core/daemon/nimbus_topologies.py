@@ -24,9 +24,10 @@ from squall.api.topology import Topology
 from squall.daemon import validate
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import live_topology
+from squall.daemon.nimbus_replication import Replication
 from squall.daemon.nimbus_schedule import Scheduling
 from squall.errors import AlreadyAliveError, ConfigError, TopologyError
-from squall.state.cluster_state import ClusterState
+from squall.state.cluster_state import ClusterState, beat_key, parse_beat_key
 
 log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -61,14 +62,18 @@ class TopologyLifecycle:
 
     def __init__(self, conf: Mapping[str, Any], state: ClusterState, code: CodeStore,
                  scheduling: Scheduling, require_leader: Callable[[], None],
-                 wake: Callable[[], None]) -> None:
+                 wake: Callable[[], None], replication: Replication | None = None) -> None:
         self._conf = dict(conf)
         self._state = state
         self._code = code
         self._scheduling = scheduling
         self._require_leader = require_leader
         self._wake = wake
+        self._replication = replication
         self._lock = threading.RLock()
+        #: submitted topologies waiting for their package to reach enough nimbuses: not
+        #: scheduled yet
+        self._replicating: set[str] = set()
 
     # -- commands (gRPC handler threads) ------------------------------------------------------
     def submit(self, name: str, conf: dict[str, Any], topology_json: dict[str, Any],
@@ -98,12 +103,20 @@ class TopologyLifecycle:
                 counter = self._code.next_counter(self._state.topology_ids())
                 tid = f"{name}-{counter}-{int(time.time())}"
                 self._code.install(staged, tid)
+                if self._replication is not None:
+                    self._replicating.add(tid)
                 workers = int(merged.get("topology.workers") or 1)
                 self._state.set_storm(tid, {
                     "name": name, "launch_time": int(time.time()), "status": "active",
                     "status_reason": "", "num_workers": workers, "owner": owner,
                     "component_executors": {c: s.parallelism
                                             for c, s in sorted(full.components.items())}})
+        if self._replication is not None:
+            try:
+                holders = self._replication.wait_for(tid, merged)
+            finally:
+                self._replicating.discard(tid)
+            log.info("the package of %s is on %d nimbus(es)", tid, holders)
         from squall.plugin_manager import get_plugin_manager
         get_plugin_manager().hook.squall_topology_submitted(name=name, topology_id=tid,
                                                             conf=merged)
@@ -227,7 +240,7 @@ class TopologyLifecycle:
         pass, remove ZooKeeper nodes of topologies that are gone."""
         with self._lock:
             self._finish_transitions()
-            self._scheduling.run()
+            self._scheduling.run(hold=frozenset(self._replicating))
             self._clean_orphans()
 
     def _finish_transitions(self) -> None:
@@ -260,6 +273,16 @@ class TopologyLifecycle:
         for tid in state.beat_topology_ids():
             if tid not in live:
                 state.remove_worker_beats(tid)
+                continue
+            # the beats of workers that moved away (seed 002, step 8: a worker that died
+            # could not remove its own)
+            assignment = state.get_assignment(tid) or {}
+            slots = {beat_key(str(n), int(p))
+                     for n, p in (assignment.get("executor_node_port") or {}).values()}
+            for key in state.worker_beat_keys(tid):
+                if slots and key not in slots:
+                    node, port = parse_beat_key(key)
+                    state.remove_worker_beat(tid, node, port)
         for tid in state.error_topology_ids():
             if tid not in live:
                 state.remove_errors(tid)

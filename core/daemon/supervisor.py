@@ -14,6 +14,11 @@
 - Serves its workers' log files over HTTP (:mod:`squall.daemon.logviewer`, port published as
   ``logviewer_port``) and deletes the logs of topologies it no longer runs once they were not
   written for ``worker.log.cleanup.grace.secs``.
+- A slot whose workers keep failing to start is relaunched with a growing wait
+  (:mod:`~squall.daemon.supervisor_backoff`); the workers report why to ``/errors``.
+- A supervisor that cannot write its local dir (full, read-only) leaves ``/supervisors`` with
+  one error line, so nimbus moves its executors, and registers again once it can; started on
+  such a dir, it exits with one line.
 - After its own restart it adopts the workers it left (process alive, heartbeat fresh, same
   assignment) and kills the others. Stopping the supervisor leaves its workers running (as
   Storm does); :meth:`Supervisor.kill_workers` stops them.
@@ -24,6 +29,7 @@ thread refreshes the registration. ``start``/``stop`` from the caller's thread.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import socket
 import threading
@@ -34,15 +40,15 @@ from typing import Any
 from squall import drivers
 from squall.daemon import log_files, packaging
 from squall.daemon.logviewer import LogViewer
+from squall.daemon.supervisor_backoff import LaunchBackoff
 from squall.daemon.supervisor_local import (
     LocalState,
     WorkerRecord,
-    is_our_worker,
     kill_worker,
     latest_heartbeat,
     launch_worker,
-    pid_alive,
     record_alive,
+    registered_process,
     stray_worker_ids,
 )
 from squall.daemon.worker_main import my_executors, supervisor_conf_path
@@ -65,10 +71,18 @@ class Supervisor:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.store: Any = None
-        self.local = LocalState(self.local_dir)
-        self.id = self.local.supervisor_id
+        try:
+            self.local = LocalState(self.local_dir)
+            self.id = self.local.supervisor_id
+        except OSError as exc:
+            raise SquallError(f"supervisor cannot use storm.local.dir {self.local_dir}: "
+                              f"{exc.strerror or exc}") from None
         self.log_rotation = log_files.rotation(self.conf)
         self.logviewer: LogViewer | None = None
+        self.backoff = LaunchBackoff()
+        #: why the local dir cannot be written ('' when it can): then this supervisor is not
+        #: registered, so nimbus gives its slots to others
+        self.unhealthy = ""
 
     @property
     def workers(self) -> dict[str, WorkerRecord]:
@@ -78,7 +92,9 @@ class Supervisor:
     def start(self) -> None:
         """Connect, register, adopt or clean old workers, start syncing. StateError if the
         store is unreachable."""
-        (self.local_dir / "supervisor" / "stormdist").mkdir(parents=True, exist_ok=True)
+        problem = self.local_dir_problem()
+        if problem:
+            raise SquallError(f"supervisor cannot write storm.local.dir: {problem}")
         packaging.write_json(supervisor_conf_path(self.local_dir), self.conf, private=True)
         self.store = drivers.driver("state", self.conf)
         self.store.start()
@@ -145,6 +161,8 @@ class Supervisor:
 
     # -- registration -------------------------------------------------------------------------
     def register(self) -> None:
+        if self.unhealthy:
+            return
         now = time.time()
         self.state.register_supervisor(self.id, {
             "hostname": self.hostname, "time_secs": int(now),
@@ -173,6 +191,8 @@ class Supervisor:
                 self.sync()
             except SquallError as exc:
                 log.warning("supervisor sync failed: %s", exc)
+            except OSError as exc:     # its local dir (the next round's health check says)
+                log.error("supervisor sync failed: %s", exc)
             except Exception:  # keep supervising whatever happened
                 log.exception("supervisor sync failed")
             self._wake.wait(freq)
@@ -192,8 +212,40 @@ class Supervisor:
                     wanted[port] = (tid, sorted([list(e) for e in execs]))
         return wanted
 
+    def local_dir_problem(self) -> str:
+        """'' when this supervisor can write where it keeps things (a probe file in each of
+        its local dirs), else what went wrong."""
+        for d in (self.local_dir / "supervisor" / "stormdist", self.local_dir / "workers",
+                  self.local_dir / "logs"):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                probe = d / f".probe-{os.getpid()}"
+                probe.write_bytes(b"squall")
+                probe.unlink()
+            except OSError as exc:
+                return f"{d}: {exc.strerror or exc}"
+        return ""
+
+    def check_health(self) -> bool:
+        """Leave ``/supervisors`` when the local dir cannot be written, come back when it
+        can; True when healthy."""
+        problem = self.local_dir_problem()
+        if problem and not self.unhealthy:
+            log.error("supervisor %s cannot write its local dir (%s): it leaves the cluster "
+                      "so nimbus moves its workers, and comes back once it can", self.id,
+                      problem)
+            self.unhealthy = problem
+            self.state.unregister_supervisor(self.id)
+        elif not problem and self.unhealthy:
+            log.info("supervisor %s can write its local dir again; registering", self.id)
+            self.unhealthy = ""
+            self.register()
+        return not self.unhealthy
+
     def sync(self) -> None:
         """One round: registration, code, dead/stale/unassigned workers out, new ones in."""
+        if not self.check_health():
+            return
         self.register()
         wanted = self.assigned_slots()
         for port, (tid, _) in list(wanted.items()):
@@ -205,12 +257,20 @@ class Supervisor:
             if reason:
                 log.info("stopping worker %s (%s port %d): %s", wid, rec.topology_id, rec.port,
                          reason)
+                # a start failure: it died (or hung) before its first heartbeat
+                failed = reason in ("process died", "no heartbeat since launch") and \
+                    latest_heartbeat(self.local_dir, rec.worker_id) is None
                 kill_worker(self.local_dir, rec, grace)
                 del self.workers[wid]
                 self.local.save()
+                wait = self.backoff.stopped(rec.port, time.time() - rec.launched, failed)
+                if wait:
+                    log.warning("the workers of %s on port %d failed to start %d times in a "
+                                "row (see its log and /errors); next launch in %.0f s",
+                                rec.topology_id, rec.port, self.backoff.count(rec.port), wait)
         busy = {r.port for r in self.workers.values()}
         for port, (tid, execs) in sorted(wanted.items()):
-            if port not in busy:
+            if port not in busy and self.backoff.ready(port):
                 rec = launch_worker(self.local_dir, self.id, tid, port, execs,
                                     self._install_credentials, self.log_rotation)
                 self.workers[rec.worker_id] = rec
@@ -236,7 +296,7 @@ class Supervisor:
         """Why ``rec`` must stop ('' if it is fine)."""
         if wanted is None or wanted != rec.slot():
             return "no longer assigned"
-        if not record_alive(rec):
+        if not record_alive(rec, self.local_dir):
             return "process died"
         beat = latest_heartbeat(self.local_dir, rec.worker_id)
         now = time.time()
@@ -300,7 +360,8 @@ class Supervisor:
                 kept_ports.add(rec.port)
         for wid in stray_worker_ids(self.local_dir, set(self.workers)):
             pids = _pids(self.local_dir / "workers" / wid)
-            live = [p for p in pids if pid_alive(p) and is_our_worker(p, wid)]
+            pids_dir = self.local_dir / "workers" / wid / "pids"
+            live = [p for p in pids if registered_process(pids_dir, p)]
             stray = WorkerRecord(wid, "?", -1, [], live[0] if live else 0)
             if live:
                 log.info("killing stray worker %s (pid %d)", wid, live[0])

@@ -120,6 +120,57 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/<pid>/stat's field 22);
+    None when it cannot be read (no such process, no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def register_pid(pids_dir: Path, pid: int | None = None) -> None:
+    """Register process ``pid`` (default: this one) in a worker's ``pids/`` dir, with its
+    start time, so the supervisor stops it with the worker (a worker's children may register
+    themselves: they are stopped even if they left its process group)."""
+    pid = os.getpid() if pid is None else pid
+    pids_dir.mkdir(parents=True, exist_ok=True)
+    ticks = start_ticks(pid)
+    (pids_dir / str(pid)).write_text("" if ticks is None else str(ticks), encoding="ascii")
+
+
+def registered_process(pids_dir: Path, pid: int) -> bool:
+    """Whether ``pid`` runs the process that registered it in ``pids_dir`` (not a recycled
+    pid): its start time is the one recorded, or, for a pid file without one, it started
+    before the file was written."""
+    if not pid_alive(pid):
+        return False
+    ticks = start_ticks(pid)
+    if ticks is None:
+        return True     # no /proc: trust the pid
+    path = pids_dir / str(pid)
+    try:
+        recorded = path.read_text(encoding="ascii").strip()
+        written = path.stat().st_mtime
+    except OSError:
+        return False
+    if recorded.isdigit():
+        return int(recorded) == ticks
+    return _boot_time() + ticks / os.sysconf("SC_CLK_TCK") <= written + 1.0
+
+
+def _boot_time() -> float:
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("btime "):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return 0.0
+
+
 def is_our_worker(pid: int, worker_id: str) -> bool:
     """True if ``pid`` runs the worker module for ``worker_id`` (guards against pid reuse)."""
     try:
@@ -130,9 +181,15 @@ def is_our_worker(pid: int, worker_id: str) -> bool:
     return WORKER_MODULE.encode() in cmd and worker_id.encode() in cmd
 
 
-def record_alive(rec: WorkerRecord) -> bool:
+def record_alive(rec: WorkerRecord, local_dir: Path | None = None) -> bool:
+    """Whether the worker of ``rec`` runs: our child's exit status, or (an adopted worker)
+    its registration in its ``pids/`` dir, or its command line before it registered."""
     if rec.proc is not None:
         return rec.proc.poll() is None
+    if local_dir is not None:
+        pids = worker_dir(local_dir, rec.worker_id) / "pids"
+        if (pids / str(rec.pid)).exists():
+            return registered_process(pids, rec.pid)
     return pid_alive(rec.pid) and is_our_worker(rec.pid, rec.worker_id)
 
 
@@ -189,16 +246,19 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def kill_worker(local_dir: Path, rec: WorkerRecord, grace: float) -> None:
-    """SIGTERM the worker's process group, SIGKILL after ``grace`` seconds, reap it, and
-    remove its directory. Blocks up to ``grace`` + a moment."""
+    """SIGTERM the worker's process group and every process registered in its ``pids/``
+    dir (each checked by its start time, so a recycled pid is left alone), SIGKILL after
+    ``grace`` seconds, reap it, and remove its directory. Blocks up to ``grace`` + a
+    moment."""
+    pids_dir = worker_dir(local_dir, rec.worker_id) / "pids"
     pids = {rec.pid}
     try:
-        pids.update(int(p.name) for p in (worker_dir(local_dir, rec.worker_id) / "pids").iterdir()
-                    if p.name.isdigit())
+        pids.update(int(p.name) for p in pids_dir.iterdir() if p.name.isdigit())
     except FileNotFoundError:
         pass
     pids = {p for p in pids if p > 0 and ((rec.proc is not None and p == rec.pid)
-                                        or is_our_worker(p, rec.worker_id))}
+                                        or registered_process(pids_dir, p)
+                                        or (p == rec.pid and is_our_worker(p, rec.worker_id)))}
     for pid in pids:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace

@@ -10,7 +10,8 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 ``(supervisor, port)`` and the configured transport, and then, on its main thread:
 
 - writes a local heartbeat file every ``worker.heartbeat.frequency.secs``
-  (``workers/<worker-id>/heartbeats/<millis>``, newest few kept) for its supervisor;
+  (``workers/<worker-id>/heartbeats/<millis>``, newest few kept) for its supervisor, on a
+  thread of its own (so a state store that blocks does not stop it);
 - writes executor stats to ``/workerbeats/<topology-id>/<node>-<port>`` and the components'
   errors to ``/errors`` every ``task.heartbeat.frequency.secs``;
 - follows ``/assignments/<topology-id>`` (watch + timer): refreshes links to other workers, and
@@ -28,7 +29,11 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 - SIGTERM / SIGINT: orderly shutdown (spouts deactivated, executors stopped, links closed).
 
 Exit codes: 0 after an orderly shutdown or a lost assignment, 1 when it cannot start or its
-executors died. Its pid file is ``workers/<worker-id>/pids/<pid>``.
+executors died. A worker that cannot start (its code does not import, a component raises in
+``initialize``...) first reports why, with the traceback, to
+``/errors/<topology-id>/__worker`` (``start_failure: true``, its ``node`` and ``port``):
+nimbus's topology info and ``squall list`` show it as the topology's ``status_reason``. Its
+pid file is ``workers/<worker-id>/pids/<pid>``.
 """
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ from typing import Any
 
 log = logging.getLogger("squall.worker")
 KEEP_HEARTBEATS = 5
+#: the component ``/errors`` lists a worker's start failures under
+WORKER_COMPONENT = "__worker"
 
 
 def supervisor_conf_path(local_dir: str | os.PathLike[str]) -> Path:
@@ -105,6 +112,8 @@ class WorkerProcess:
         self.log_rotation = (int(args.log_max_bytes), int(args.log_backups))
         from squall.daemon.log_levels import LogLevels
         self.log_levels = LogLevels()
+        self.conf: dict[str, Any] = {}
+        self.started = False
 
     def run(self) -> int:
         from squall import drivers
@@ -113,6 +122,7 @@ class WorkerProcess:
         from squall.state.cluster_state import ClusterState
 
         sup_conf = json.loads(supervisor_conf_path(self.local_dir).read_text(encoding="utf-8"))
+        self.conf = sup_conf
         dist = self.local_dir / "supervisor" / "stormdist" / self.tid
         tconf, topology = packaging.load_topology(dist)
         from squall.plugin_manager import configure
@@ -135,9 +145,8 @@ class WorkerProcess:
             gc_tuning.apply(conf)
         except ConfigError as exc:      # the worker runs on with the interpreter's defaults
             log.error("%s", exc)
-        pid_dir = self.worker_dir / "pids"
-        pid_dir.mkdir(parents=True, exist_ok=True)
-        (pid_dir / str(os.getpid())).touch()
+        from squall.daemon.supervisor_local import register_pid
+        register_pid(self.worker_dir / "pids")
         self.store = drivers.driver("state", conf)
         self.store.start()
         self.state = ClusterState(self.store, conf)
@@ -162,8 +171,14 @@ class WorkerProcess:
         hooks.squall_worker_start(topology_id=self.tid, port=self.port, conf=conf)
         self.worker.start()
         self._start_metrics_endpoint(host)
+        self.started = True
         log.info("worker %s:%d started with executors %s", self.tid, self.port, self.executors)
         self.heartbeat_local()
+        # local beats on a thread of their own: a state store that blocks (ZooKeeper down)
+        # must not make the supervisor think this worker hangs
+        beats = threading.Thread(target=self._local_beats, name="squall-worker-beats",
+                                 daemon=True)
+        beats.start()
         self._apply_status(base)
         self.log_levels.apply(self.state.get_log_config(self.tid, watch=self._on_change))
         try:
@@ -191,21 +206,30 @@ class WorkerProcess:
     def _on_change(self, _path: str) -> None:
         self.changed.set()
 
+    def _local_beats(self) -> None:
+        """The local heartbeat thread: a beat every ``worker.heartbeat.frequency.secs``
+        while the executors live."""
+        every = float(self.conf.get("worker.heartbeat.frequency.secs") or 1)
+        while not self.stop.wait(every):
+            if not self.worker.is_alive():
+                return
+            try:
+                self.heartbeat_local()
+            except OSError as exc:
+                log.warning("worker %s:%d: local heartbeat failed: %s", self.tid, self.port,
+                            exc)
+
     def _loop(self) -> int:
         from squall.errors import StateError
-        local_every = float(self.conf.get("worker.heartbeat.frequency.secs") or 1)
         zk_every = float(self.conf.get("task.heartbeat.frequency.secs") or 3)
         sync_every = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
-        next_local = next_zk = next_sync = 0.0
+        next_zk = next_sync = 0.0
         while not self.stop.is_set():
             now = time.monotonic()
             if not self.worker.is_alive():
                 log.error("worker %s:%d: its executors stopped; exiting", self.tid, self.port)
                 return 1
             try:
-                if now >= next_local:
-                    next_local = now + local_every
-                    self.heartbeat_local()
                 if self.changed.is_set() or now >= next_sync:
                     self.changed.clear()
                     next_sync = now + sync_every
@@ -216,7 +240,7 @@ class WorkerProcess:
                     self.heartbeat_zk()
             except StateError as exc:
                 log.warning("worker %s:%d: state store: %s", self.tid, self.port, exc)
-            wait = max(0.01, min(next_local, next_zk, next_sync) - time.monotonic())
+            wait = max(0.01, min(next_zk, next_sync) - time.monotonic())
             self.changed.wait(wait)
         return 0
 
@@ -281,6 +305,10 @@ class WorkerProcess:
             self.worker.shutdown()
         except Exception:  # shutting down anyway
             log.exception("worker shutdown failed")
+        try:        # seed 002, step 8: its beat goes with it
+            self.state.remove_worker_beat(self.tid, self.node, self.port)
+        except Exception as exc:
+            log.warning("worker %s:%d could not remove its beat: %s", self.tid, self.port, exc)
         for entry in self.worker.drain_errors():
             try:
                 self.state.report_error(self.tid, str(entry.get("component")), entry)
@@ -290,6 +318,30 @@ class WorkerProcess:
             transport.close()
         except Exception:
             log.debug("closing the transport failed", exc_info=True)
+
+    def report_start_failure(self, exc: BaseException) -> None:
+        """Tell ``/errors`` why this worker could not start (best effort: a store that cannot
+        be reached is only logged)."""
+        if self.started:
+            return
+        import traceback
+        from squall.errors import SquallError
+        entry = {"component": WORKER_COMPONENT, "task": 0, "start_failure": True,
+                 "error": "".join(traceback.format_exception(type(exc), exc,
+                                                             exc.__traceback__)),
+                 "time_secs": int(time.time()), "node": self.node, "port": self.port,
+                 "host": str(self.conf.get("storm.local.hostname") or "")}
+        try:
+            if self.store is None:
+                from squall import drivers
+                from squall.state.cluster_state import ClusterState
+                self.store = drivers.driver("state", self.conf)
+                self.store.start()
+                self.state = ClusterState(self.store, self.conf)
+            self.state.report_error(self.tid, WORKER_COMPONENT, entry)
+        except (SquallError, OSError) as err:
+            log.warning("worker %s:%d could not report its start failure: %s", self.tid,
+                        self.port, err)
 
     def close(self) -> None:
         if self.metrics_endpoint is not None:
@@ -334,9 +386,11 @@ def main(argv: list[str] | None = None) -> int:
         return proc.run()
     except SquallError as exc:
         log.error("worker %s:%d cannot run: %s", args.topology_id, args.port, exc)
+        proc.report_start_failure(exc)
         return 1
-    except Exception:  # the supervisor restarts us; say why first
+    except Exception as exc:  # the supervisor restarts us; say why first
         log.exception("worker %s:%d failed", args.topology_id, args.port)
+        proc.report_start_failure(exc)
         return 1
     finally:
         proc.close()

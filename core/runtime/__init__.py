@@ -16,6 +16,7 @@ emit (general path)     :mod:`.emit.general`             ``emit_general``
 to another worker       :mod:`.wire.outbox`              ``Outbox.send_*``, ``flush``
 the wire format         :mod:`.wire.codec`               the entry table; ``encode``, ``*_of``
 from another worker     :mod:`.wire.inbox`               ``Inbox._receive``, ``dispatch``
+what is let in          :mod:`.wire.codec`, ``.peers``   ``check_entries``; ``PeerGate.admit``
 the loop (one pass)     :mod:`.loop`                     ``Loop._run``
 run a bolt              :mod:`.executors.bolt`           ``BoltExecutor.run_once``
 run a spout             :mod:`.executors.spout`          ``SpoutExecutor.run_once``

@@ -6,25 +6,41 @@ A task of this worker is *congested* when its queue holds more than the high wat
 a TupleRun counts its tuples) and stays so until it holds no more than the low watermark
 (``...low.watermark`` × the same). Every change is told to the other workers of the topology
 (a control message listing tasks and their state), so every worker knows every congested
-task. An executor whose downstream tasks (the tasks its emits may reach) include a congested
-one is *blocked*: a spout does not call ``next_tuple``, a bolt does not take tuples from its
+task.
+
+A remote congestion is state with a lifetime: its worker renews it (the full list of its
+congested tasks) every :data:`RENEW_SECS` while it lasts, and a receiver forgets what was not
+renewed for :data:`CONGESTION_TTL_SECS` (its worker died, or a report was lost or forged).
+Each report carries its worker's incarnation: a restarted worker's first report (an empty
+one, sent when it starts) wipes out what its previous life had said. A report naming a task
+its sender does not run is refused whole.
+
+An executor whose downstream tasks (the tasks its emits may reach) include a congested one
+is *blocked*: a spout does not call ``next_tuple``, a bolt does not take tuples from its
 queue, until none is. A blocked bolt's own queue then fills, so what feeds it is blocked in
 turn: a slow bolt slows only what feeds it, hop by hop, and nothing is dropped. Received
 messages piling up in front of the loop (more than half of
 :data:`~squall.runtime.wire.inbox.INBOX_LIMIT`) make every task of this worker congested until
 they are down to an eighth.
 
-Checked by the loop after it dispatched received messages and at the end of each pass.
+Checked by the loop after it dispatched received messages and at the end of each pass;
+renewals and expiry run with the loop's timers (:meth:`Backpressure.tick`).
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from squall.runtime.task import LocalTasks
 from squall.runtime.wire.inbox import INBOX_LIMIT
 
+log = logging.getLogger("squall.runtime.flow")
 INBOX_HIGH, INBOX_LOW = INBOX_LIMIT // 2, INBOX_LIMIT // 8   # received messages
+#: a worker with congested tasks tells the others again this often
+RENEW_SECS = 1.0
+#: a remote congestion not renewed for this long is forgotten
+CONGESTION_TTL_SECS = 5.0
 
 
 def watermarks(conf: dict[str, Any]) -> tuple[int, int]:
@@ -44,7 +60,8 @@ class Backpressure:
 
     def __init__(self, conf: dict[str, Any], tasks: LocalTasks, inbox_len: Callable[[], int],
                  held: dict[int, int], saturated: set[int],
-                 broadcast: Callable[[str, Any], None]) -> None:
+                 broadcast: Callable[[str, Any], None], incarnation: str = "",
+                 runs: Callable[[str, int], bool] = lambda who, task: True) -> None:
         self.high, self.low = watermarks(conf)
         self.tasks = tasks
         self.inbox_len = inbox_len
@@ -53,10 +70,16 @@ class Backpressure:
         #: other workers' tasks whose credit window is full (the outbox's)
         self.saturated = saturated
         self.broadcast = broadcast
+        #: this worker's incarnation (in its reports), and whether worker ``who`` runs a task
+        self.incarnation = incarnation
+        self.runs = runs
+        self.next_renew = 0.0
         #: every congested task, here or elsewhere (what blocks an executor)
         self.congested: set[int] = set()
         self.mine: set[int] = set()
         self.remote: dict[str, set[int]] = {}
+        #: per worker with congested tasks: its incarnation, and when it last reported
+        self.heard: dict[str, tuple[str, float]] = {}
         #: received messages piled up: every task here counts as congested
         self.inbox_full = False
         #: seconds this worker had a congested task before the current spell, which began
@@ -102,30 +125,72 @@ class Backpressure:
                 changed.append([task, True])
         if changed:
             self.recount()
-            self.broadcast("congested", changed)
+            self.broadcast("congested", [self.incarnation, changed, False])
+            self.next_renew = now + RENEW_SECS
         if mine and not self.overloaded:
             self.overloaded, self.since = True, now
         elif not mine and self.overloaded:
             self.overloaded = False
             self.overloaded_secs += now - self.since
 
-    def remote_report(self, who: str, value: Any) -> None:
-        """Another worker's ``congested`` control message: ``[[task, on], ...]``;
-        ValueError if it is anything else."""
-        if value.__class__ is not list:
-            raise ValueError(f"a congestion report must be a list of [task, on] pairs, got "
-                             f"{value!r:.80}")
-        tasks = self.remote.setdefault(who, set())
-        for pair in value:
+    def remote_report(self, who: str, value: Any, now: float) -> None:
+        """Another worker's ``congested`` control message, ``[incarnation, [[task, on], ...],
+        full]`` (``full``: the list is every task it has congested); ValueError, and nothing
+        changed, if it is anything else or names a task ``who`` does not run."""
+        if (value.__class__ is not list or len(value) != 3 or value[0].__class__ is not str
+                or value[1].__class__ is not list or value[2].__class__ is not bool):
+            raise ValueError(f"a congestion report must be [incarnation, [[task, on], ...], "
+                             f"full], got {value!r:.80}")
+        incarnation, pairs, full = value
+        for pair in pairs:
             if (pair.__class__ is not list or len(pair) != 2 or pair[0].__class__ is not int
                     or pair[1].__class__ is not bool):
                 raise ValueError(f"a congestion report entry must be [task, true/false], got "
                                  f"{pair!r:.80}")
-            (tasks.add if pair[1] else tasks.discard)(pair[0])
+            if not self.runs(who, pair[0]):
+                raise ValueError(f"task {pair[0]} does not run in worker {who}")
+        seen = self.heard.get(who)
+        if full or seen is None or seen[0] != incarnation:
+            tasks: set[int] = set()         # renewed whole, or its worker restarted
+        else:
+            tasks = set(self.remote.get(who, ()))
+        for task, on in pairs:
+            (tasks.add if on else tasks.discard)(task)
+        if tasks:
+            self.remote[who] = tasks
+            self.heard[who] = (incarnation, now)
+        else:
+            self.remote.pop(who, None)
+            self.heard.pop(who, None)
         self.recount()
+
+    def tick(self, now: float) -> None:
+        """Renew this worker's congestion with the others; forget the remote congestions
+        that were not renewed in time. Called with the loop's timers."""
+        if self.mine and now >= self.next_renew:
+            self.next_renew = now + RENEW_SECS
+            self.broadcast("congested", [self.incarnation,
+                                         [[t, True] for t in sorted(self.mine)], True])
+        if self.heard:
+            stale = [who for who, (_, at) in self.heard.items()
+                     if now - at > CONGESTION_TTL_SECS]
+            for who in stale:
+                log.warning("worker %s did not renew its congestion of tasks %s for %.0f s; "
+                            "sending to them again", who, sorted(self.remote.get(who, ()))[:10],
+                            CONGESTION_TTL_SECS)
+                self.remote.pop(who, None)
+                self.heard.pop(who, None)
+            if stale:
+                self.recount()
+
+    def announce(self) -> None:
+        """Tell every other worker that this incarnation has nothing congested (sent when
+        the worker starts: what a previous life of it reported no longer holds)."""
+        self.broadcast("congested", [self.incarnation, [], True])
 
     def forget(self, who: str) -> None:
         """A worker no longer assigned: its congested tasks no longer count."""
+        self.heard.pop(who, None)
         if self.remote.pop(who, None):
             self.recount()
 

@@ -25,7 +25,7 @@ from squall import drivers
 from squall.api.topology import Topology
 from squall.errors import AlreadyAliveError, ConfigError, NotAliveError, TopologyError
 from squall.runtime import gc_tuning
-from squall.runtime.stats import executor_stats
+from squall.runtime.stats import executor_stats, stall_reason
 from squall.runtime.system import add_system_components
 from squall.runtime.worker import Worker
 from squall.state.memory import NAMESPACE_KEY
@@ -352,6 +352,7 @@ class LocalCluster:
         for comp_id, snaps in windows.items():
             components[comp_id]["windows"] = aggregate(snaps)
         return {"name": run.name, "id": run.id, "status": run.status,
+                "status_reason": stall_reason(executors),
                 "uptime_secs": int(time.time() - run.launch_time),
                 "num_workers": len(run.workers), "num_executors": len(executors),
                 "num_tasks": len(run.topology.all_tasks()), "components": components,

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from squall.runtime.executors.base import Executor
+from squall.runtime.executors.spout import SpoutExecutor
 
 #: TaskState counter -> the built-in metric's name
 BUILTIN_METRICS = {"emitted": "__emit-count", "transferred": "__transfer-count",
@@ -80,5 +81,24 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
     #: the most tuples one of its tasks' queues held, and the passes backpressure paused it
     total["queued_peak"] = max(ts.queue_peak for ts in ex.tasks)
     total["paused"] = ex.paused
+    if isinstance(ex, SpoutExecutor):
+        now = ex.clock.now
+        total["held_secs"] = round(ex.held_secs(now), 1)
+        total["stalled"] = ex.held_secs(now) >= ex.stall_secs
+        total["waiting_for"] = ex.waiting_for(now)
+        if ex.max_replays:
+            total["poison"] = list(ex.poison)
     total["uptime_secs"] = int(time.time() - ex.start_time)
     return total
+
+
+def stall_reason(executors: Iterable[dict[str, Any]]) -> str:
+    """A topology's ``status_reason`` from its executors' stats when backpressure has held a
+    spout back past ``topology.backpressure.stall.report.secs`` (``""`` when none is)."""
+    stalled = sorted({(str(st.get("component")), float(st.get("held_secs") or 0))
+                      for st in executors if st.get("stalled")}, key=lambda c: -c[1])
+    if not stalled:
+        return ""
+    names = ", ".join(c for c, _ in stalled[:3])
+    return (f"spouts held back by backpressure for {stalled[0][1]:.0f} s ({names}): a bolt "
+            f"downstream does not keep up")

@@ -3,7 +3,7 @@
 the same descriptor (compared by identity on the hot paths)."""
 from __future__ import annotations
 
-from squall.api.topology import Topology
+from squall.api.topology import ACKER, Topology
 from squall.api.tuple import TICK_STREAM, Source
 
 #: the acker's system streams: a spout starts a tree, a bolt acks an edge, anyone fails a tree
@@ -11,6 +11,8 @@ ACK_INIT, ACK_ACK, ACK_FAIL = "__ack_init", "__ack_ack", "__ack_fail"
 ACK_STREAMS = (ACK_INIT, ACK_ACK, ACK_FAIL)
 #: a task's data points on their way to the metrics consumer bolts
 METRICS_STREAM = "__metrics"
+#: the component id prefix of metrics consumer bolts (squall.runtime.system's)
+METRICS_PREFIX = "__metrics_"
 SYSTEM = "__system"
 
 
@@ -55,4 +57,25 @@ def input_fields(topology: Topology, component: str) -> dict[str, dict[str, tupl
         stream = src.streams.get(inp.stream) if src is not None else None
         out.setdefault(inp.component, {})[inp.stream] = \
             tuple(stream.fields) if stream is not None else ()
+    return out
+
+
+def accepts(topology: Topology, component_id: str) -> dict[tuple[str | None, str], int]:
+    """What a task of ``component_id`` takes from other workers: (source component, stream)
+    -> the stream's arity (see :data:`squall.runtime.wire.codec.Accepts`). A bolt takes the
+    streams it subscribes to; a spout the acker's completions; an acker the acker streams
+    from any task; a metrics consumer bolt every task's data points. Anything else arriving
+    for the task is dropped whole by the inbox."""
+    spec = topology.components[component_id]
+    if spec.kind == "acker":
+        return {(None, ACK_INIT): 3, (None, ACK_ACK): 2, (None, ACK_FAIL): 2}
+    out: dict[tuple[str | None, str], int] = {}
+    if spec.kind == "spout":
+        out[(ACKER, ACK_ACK)] = out[(ACKER, ACK_FAIL)] = 1
+    for sub in spec.inputs:
+        source = topology.components.get(sub.component)
+        if source is not None and sub.stream in source.streams:
+            out[(sub.component, sub.stream)] = len(source.streams[sub.stream].fields)
+    if component_id.startswith(METRICS_PREFIX):
+        out[(None, METRICS_STREAM)] = 2
     return out

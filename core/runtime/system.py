@@ -13,8 +13,8 @@ from typing import Any
 
 from squall import drivers
 from squall.api.topology import ACKER, ComponentSpec, Topology
+from squall.runtime.streams import METRICS_PREFIX as METRICS_PREFIX  # re-exported
 
-METRICS_PREFIX = "__metrics_"
 
 
 def add_system_components(topology: Topology, conf: dict[str, Any]) -> Topology:

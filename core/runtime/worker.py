@@ -29,13 +29,14 @@ from squall.runtime.flow import Backpressure, watermarks
 from squall.runtime.load import LoadTracker
 from squall.runtime.loop import Loop
 from squall.runtime.stats import executor_stats
-from squall.runtime.streams import Sources, input_fields
+from squall.runtime.streams import Sources, accepts, input_fields
 from squall.runtime.system import instantiate
 from squall.runtime.task import LocalTasks, TaskState
 from squall.runtime.timers import Timers
 from squall.runtime.wire.inbox import Inbox
 from squall.runtime.wire.outbox import Outbox
 from squall.stateful.wiring import checkpointed
+from squall.runtime.wire.peers import LimitedLog, PeerGate
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,9 @@ class Worker:
         self.outbox.set_assignment(task_to_worker)
         self.executors: list[Executor] = []
         self.tasks: dict[int, TaskState] = {}
+        #: warnings about what other workers (or strangers) sent, once per sender per minute
+        self.limited_log = LimitedLog(log)
+        self.gate = PeerGate(self.outbox.is_peer, self.limited_log, port)
         self._built = False
         self._switch_held = False
 
@@ -123,10 +127,13 @@ class Worker:
                            outbox=self.outbox, serializer=self.serializer,
                            control=self._control, wake=self._wakeup.set,
                            room=watermarks(self.conf)[0], incarnation=self.incarnation,
-                           clock=self.clock)
+                           clock=self.clock,
+                           accepts={t: accepts(topo, ts.component_id)
+                                    for t, ts in self.tasks.items()})
         self.flow = Backpressure(self.conf, self.local, self.inbox.pending.__len__,
                                  self.inbox.held, self.outbox.saturated,
-                                 self.outbox.broadcast_control)
+                                 self.outbox.broadcast_control, incarnation=self.incarnation,
+                                 runs=self._runs)
         self.loop = Loop(name=f"squall-worker-{self.topology_id}-{self.port}", clock=self.clock,
                          inbox=self.inbox, outbox=self.outbox, acks=self.acks, flow=self.flow,
                          holding=self.wiring.holding, timers=self._timers, wakeup=self._wakeup)
@@ -213,31 +220,38 @@ class Worker:
         if self._built:
             self.flow.recount()
 
+    def _runs(self, who: str, task: int) -> bool:
+        """Whether worker ``who`` (``host:port``) runs ``task`` in the assignment."""
+        key = self.outbox.task_to_worker.get(task)
+        return key is not None and f"{key[0]}:{key[1]}" == who
+
     def _control(self, kind: str, who: str, value: Any) -> None:
-        """A control message from another worker."""
-        if kind == "credit":
-            try:
-                host, _, port = who.rpartition(":")
-                incarnation, totals = value
-                self.outbox.credit((host, int(port)), str(incarnation), totals,
-                                   self.clock.now)
-            except (ValueError, TypeError) as exc:
-                log.warning("worker %s ignored a credit report from %.60r: %s", self.port,
-                            who, exc)
-        elif kind == "congested":
-            try:
-                self.flow.remote_report(who, value)
-            except ValueError as exc:
-                log.warning("worker %s ignored a congestion report from %.60r: %s", self.port,
-                            who, exc)
-        elif kind == "load":
-            self.load.on_report(who, value)
-        else:
-            log.warning("worker %s ignored a control message of unknown kind %.40r from "
-                        "%.60r", self.port, kind, who)
+        """A control message from another worker: taken only from a worker of the
+        assignment; a malformed one changes nothing and is logged (once per sender per
+        minute)."""
+        key = self.gate.admit(kind, who)
+        if key is None:
+            return
+        who = f"{key[0]}:{key[1]}"
+        try:
+            if kind == "credit":
+                if value.__class__ is not list or len(value) != 2:
+                    raise ValueError(f"a credit report must be [incarnation, totals], got "
+                                     f"{value!r:.80}")
+                self.outbox.credit(key, str(value[0]), value[1], self.clock.now)
+            elif kind == "congested":
+                self.flow.remote_report(who, value, self.clock.now)
+            elif kind == "load":
+                self.load.on_report(who, value)
+            else:
+                raise ValueError(f"unknown kind {kind!r:.40}")
+        except (ValueError, TypeError) as exc:
+            self.limited_log.warning(("control", who), "worker %s ignored a %.20r control "
+                                     "message from %s: %s", self.port, kind, who, exc)
 
     def _timers(self, now: float) -> None:
         self.timers.run(now)
+        self.flow.tick(now)
 
     def _deliver(self, task: int, tup: Tuple) -> None:
         q = self.local.queues.get(task)
@@ -275,10 +289,16 @@ class Worker:
         if self.transport is not None:
             self.port = self.inbox.bind(self.transport, self.topology_id, self.port)
             self.outbox.set_address(self.host, self.port)
-            # a restarted worker's senders forget what they had on its way to the old one
+            self.gate.port = self.port
+            # a restarted worker's senders forget what they had on its way to the old one,
+            # and what the old one said was congested
             zeros = [self.incarnation, [[t, 0] for t in self.local_task_ids]]
-            self.loop.submit(lambda: [self.outbox.send_control(key, "credit", zeros)
-                                      for key in self.outbox.peers()])
+
+            def hello() -> None:
+                for key in self.outbox.peers():
+                    self.outbox.send_control(key, "credit", zeros)
+                self.flow.announce()
+            self.loop.submit(hello)
 
     def set_debug(self, settings: dict[str, float]) -> None:
         """Sample emits into the events log: component (``*``: all) -> percentage; the

@@ -177,6 +177,10 @@ class ClusterState:
         self._write(f"{SUPERVISORS}/{_safe(supervisor_id, 'supervisor id')}", info,
                     ephemeral=True)
 
+    def unregister_supervisor(self, supervisor_id: str) -> None:
+        """Remove the supervisor's node (it cannot take work now)."""
+        self.store.delete(f"{SUPERVISORS}/{_safe(supervisor_id, 'supervisor id')}")
+
     def supervisors(self) -> dict[str, dict[str, Any]]:
         out = {}
         for sid in self.supervisor_ids():
@@ -207,6 +211,10 @@ class ClusterState:
 
     def remove_worker_beats(self, topology_id: str) -> None:
         self.store.delete(f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}", recursive=True)
+
+    def worker_beat_keys(self, topology_id: str) -> list[str]:
+        """``"<node>-<port>"`` of every worker beat of ``topology_id``."""
+        return self.store.children(f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}")
 
     def beat_topology_ids(self) -> list[str]:
         return self.store.children(WORKERBEATS)

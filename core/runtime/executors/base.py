@@ -22,12 +22,13 @@ _perf = time.perf_counter
 class Services:
     """What an executor may use of its worker, built once by the worker: the ack ledger,
     the loop (its clock, wake-up and running state), backpressure's verdict for spouts, the
-    streams' sources, error reporting (``report_error(ts, exc)``) and the batch size."""
+    streams' sources, error reporting (``report_error(ts, exc, user=False)``: ``user`` errors
+    never stop the worker) and the batch size."""
 
     __slots__ = ("acks", "batch_size", "clock", "flow", "loop", "report_error", "sources")
 
     def __init__(self, *, acks: AckLedger, loop: Loop, clock: Clock, flow: Backpressure,
-                 sources: Sources, report_error: Callable[[TaskState, BaseException], None],
+                 sources: Sources, report_error: Callable[..., None],
                  batch_size: int) -> None:
         self.acks = acks
         self.loop = loop

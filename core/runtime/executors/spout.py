@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import Any
 
 from squall.api.tuple import Tuple
@@ -15,6 +16,8 @@ from squall.runtime.streams import ACK_ACK
 from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.runtime.executors")
+#: failing tuple ids a spout executor counts (the most recent; older ones are forgotten)
+FAILS_KEPT = 100_000
 
 
 class SpoutExecutor(Executor):
@@ -37,6 +40,16 @@ class SpoutExecutor(Executor):
         #: spout: what stateful bolts hold still commits, and is acked, meanwhile)
         self.stays_active = bool(getattr(type(tasks[0].instance), "stays_active", False))
         self.malformed = 0           # completions from the network that were not one
+        #: since when (loop clock) backpressure has held the spouts back without a break
+        #: (0: it does not), and whether that spell was logged (past ``stall_secs``)
+        self.held_since = 0.0
+        self.held_logged = False
+        self.stall_secs = float(conf.get("topology.backpressure.stall.report.secs") or 60)
+        #: ``topology.max.replays``: failures of one tuple id before it is reported as a
+        #: poison tuple (0: not counted); the counts, and the newest poison tuples reported
+        self.max_replays = int(conf.get("topology.max.replays") or 0)
+        self.fail_counts: dict[Any, int] = {}
+        self.poison: deque[dict[str, Any]] = deque(maxlen=10)
 
     def pending(self, ts: TaskState) -> int:
         """Trees of task ``ts`` in flight."""
@@ -59,7 +72,11 @@ class SpoutExecutor(Executor):
         congested = self.flow.congested
         if congested and not congested.isdisjoint(self.downstream):
             self.paused += 1        # a task it emits to is congested: no next_tuple
+            if not self.held_since:
+                self.held_since = self.clock.now
             return done
+        if self.held_since:
+            self.released()
         now = self.clock.now
         report_error = self.report_error
         batch = self.batch
@@ -90,6 +107,30 @@ class SpoutExecutor(Executor):
                     break
             self.run_deferred_acks(ts)
         return done
+
+    def released(self) -> None:
+        """Backpressure let the spouts go again."""
+        if self.held_logged:
+            log.info("spout %s resumes after %.0f s held back by backpressure",
+                     self.component_id, self.clock.now - self.held_since)
+        self.held_since = 0.0
+        self.held_logged = False
+
+    def held_secs(self, now: float) -> float:
+        """Seconds backpressure has held the spouts back without a break (0: it does not)."""
+        return now - self.held_since if self.held_since else 0.0
+
+    def waiting_for(self, now: float) -> str:
+        """Why ``next_tuple`` is not being called now: ``inactive``, ``backpressure``,
+        ``max.spout.pending`` (every task has that many trees in flight), or ``""`` (it is
+        called). Read from any thread, for the stats."""
+        if not self.active:
+            return "inactive"
+        if self.held_secs(now) > 0:
+            return "backpressure"
+        if self.max_pending and all(self.pending(ts) >= self.max_pending for ts in self.tasks):
+            return "max.spout.pending"
+        return ""
 
     def run_deferred_acks(self, ts: TaskState) -> None:
         """Ack the tup_ids of untracked emits (a topology without ackers): after the
@@ -133,7 +174,28 @@ class SpoutExecutor(Executor):
             self._call(ts, ts.instance.ack, entry[0])
         else:
             ts.failed += 1
+            if self.max_replays:
+                self._count_failure(ts, entry[0], "failed downstream")
             self._call(ts, ts.instance.fail, entry[0])
+
+    def _count_failure(self, ts: TaskState, tup_id: Any, why: str) -> None:
+        """One more failure of ``tup_id``: past ``topology.max.replays`` it is reported (an
+        error of the component naming it, and the ``poison`` stats), once per further
+        time it crosses the limit."""
+        counts = self.fail_counts
+        try:
+            n = counts.pop(tup_id, 0) + 1
+        except TypeError:           # an unhashable tuple id: not counted
+            return
+        counts[tup_id] = n          # re-inserted: the most recently failed stay longest
+        if len(counts) > FAILS_KEPT:
+            del counts[next(iter(counts))]
+        if n == self.max_replays + 1:
+            self.poison.append({"task": ts.task, "tup_id": repr(tup_id)[:200], "fails": n,
+                                "last": why, "time_secs": int(time.time())})
+            self.report_error(ts, f"poison tuple: tuple id {tup_id!r:.200} of spout "
+                                  f"{self.component_id} failed {n} times (last: {why}; "
+                                  f"topology.max.replays is {self.max_replays})", True)
 
     def _call(self, ts: TaskState, fn: Any, *args: Any) -> None:
         """Call one of the spout's callbacks; an error is reported as the task's."""
@@ -143,6 +205,11 @@ class SpoutExecutor(Executor):
             self.report_error(ts, exc)
 
     def on_timer(self, now: float) -> None:
+        if self.held_since and not self.held_logged and now - self.held_since >= self.stall_secs:
+            self.held_logged = True
+            log.warning("spout %s has been held back by backpressure for %.0f s: a task it "
+                        "feeds (or one downstream of it) does not keep up",
+                        self.component_id, now - self.held_since)
         if not self.timeouts or now < self.next_rotate:
             return
         self.next_rotate = now + self.timeout
@@ -152,6 +219,8 @@ class SpoutExecutor(Executor):
             ts.pending_new = {}
             for tup_id, _ in expired.values():
                 ts.failed += 1
+                if self.max_replays:
+                    self._count_failure(ts, tup_id, "timed out")
                 self._call(ts, ts.instance.fail, tup_id)
 
     def set_active(self, active: bool) -> None:

@@ -23,12 +23,18 @@ RUNS   a list of ``[edge, count]``  a list: each run's root ids,    one :class:`
 =====  ===========================  ==============================  ==========================
 
 Single tuples are folded into runs as they are queued, so a batch of single emits costs the
-serializer one list per tuple instead of an entry each. Decoding checks a whole entry before
-anything of it is delivered and raises ValueError on anything else.
+serializer one list per tuple instead of an entry each.
+
+What arrives is checked whole before anything of it is delivered (:func:`check_entries`):
+every entry's source task is a task of the topology (or 0, the system), its (source
+component, stream) is one the receiving task subscribes to (:data:`Accepts`), each tuple's
+values are a list of the stream's arity, and its ids and roots have the shape its ``ids``
+column announces; anything else raises ValueError and the message is dropped.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 from typing import Any
 
 from squall.api.tuple import Source, Tuple, TupleRun
@@ -39,6 +45,11 @@ _NOTHING = object()
 
 #: (task, payload) messages of one batch
 Messages = list[tuple[int, bytes]]
+#: what one task takes from the wire: (source component, stream) -> the stream's arity;
+#: a ``None`` component takes the stream from any task of the topology (the system streams)
+Accepts = Mapping[tuple[str | None, str], int]
+#: streams whose values are ints only (the acker's)
+INT_STREAMS = frozenset(("__ack_init", "__ack_ack", "__ack_fail"))
 
 
 class OpenRun:
@@ -147,6 +158,63 @@ def read_entries(obj: Any) -> list[list[Any]]:
             raise ValueError(f"an entry's source task, stream or values are malformed: "
                              f"{e[:3]!r:.80}")
     return obj
+
+
+def check_entries(task: int, entries: list[list[Any]], accepts: Accepts,
+                  comp_of: Mapping[int, str], deep: bool) -> None:
+    """Check every entry of a message for ``task`` (already :func:`read_entries`'d) against
+    what ``task`` takes (``accepts``) and the topology's task -> component map: its source,
+    its stream, each tuple's arity (and ints only on the acker's streams); with ``deep``
+    also the shape of its ids and roots, which :func:`run_of`, :func:`ones_of` and
+    :func:`runs_of` check anyway while they build an entry's tuples (so a one-entry message
+    is checked whole without ``deep``; a message of several entries needs it, since its
+    first entries may be delivered before a later one is built). ValueError naming the first
+    problem. A few C-level passes per entry; ``deep`` costs about as much again."""
+    for src_task, stream, values, ids, roots in entries:
+        comp = comp_of.get(src_task)
+        if comp is None and src_task != 0:
+            raise ValueError(f"source task {src_task} is not a task of this topology")
+        arity = accepts.get((comp, stream))
+        if arity is None:
+            arity = accepts.get((None, stream))
+            if arity is None:
+                raise ValueError(f"task {task} does not subscribe to stream {stream!r:.40} of "
+                                 f"{comp or 'the system'}")
+        n = len(values)
+        if list(map(type, values)).count(list) != n or list(map(len, values)).count(arity) != n:
+            raise ValueError(f"stream {stream!r:.40} of {comp} has {arity} fields; a tuple "
+                             f"for task {task} does not")
+        if stream in INT_STREAMS and not set(map(type, chain.from_iterable(values))) <= {int}:
+            raise ValueError(f"a {stream} tuple for task {task} holds a value that is not "
+                             f"an int")
+        if not deep:
+            continue
+        if ids.__class__ is not list:                                   # RUN
+            if ids.__class__ is not int or (roots is not None and (
+                    roots.__class__ is not list or not roots
+                    or list(map(type, roots)).count(int) != len(roots))):
+                raise ValueError(f"a run for task {task} has a malformed edge or roots")
+            continue
+        if not ids and not n:
+            continue
+        if roots.__class__ is not list or len(roots) != len(ids) or not ids \
+                or roots[0].__class__ is not list:
+            raise ValueError(f"an entry for task {task}: {len(ids)} ids, roots "
+                             f"{roots!r:.60}")
+        kinds = set(map(type, roots))
+        if not kinds <= {int, list} or (
+                list in kinds and not set(map(type, chain.from_iterable(
+                    r for r in roots if r.__class__ is list))) <= {int}):
+            raise ValueError(f"an entry for task {task} has roots that are not lists of ints")
+        if ids[0].__class__ is list:                                    # RUNS
+            if list(map(type, ids)).count(list) != len(ids) or \
+                    list(map(len, ids)).count(2) != len(ids) or \
+                    not set(map(type, chain.from_iterable(ids))) <= {int} or \
+                    sum(p[1] for p in ids) != n or min(p[1] for p in ids) < 1:
+                raise ValueError(f"runs for task {task}: pairs that are not [edge, count] "
+                                 f"adding up to its {n} tuples")
+        elif len(ids) != n or list(map(type, ids)).count(int) != n:      # ONES
+            raise ValueError(f"an entry for task {task}: {n} tuples, ids {ids!r:.60}")
 
 
 def shape(ids: Any) -> str:

@@ -1,11 +1,12 @@
 """The receiving side: the receive thread that takes message batches from the transport, and
 the loop's dispatch of them, by task id, into the queues of this worker's tasks.
 
-A message for a task of this worker is decoded (:mod:`.codec`) and delivered; one for a task
-it does not run is forwarded undecoded to the worker that does; a control message (task 0)
-goes to the worker's control handler. A message that does not decode, or an entry that does
-not check out, is logged and dropped with the rest of its message (an entry is checked whole
-before any of its tuples is delivered).
+A message for a task of this worker is decoded (:mod:`.codec`), checked whole
+(:func:`.codec.check_entries`: source, stream subscribed by the task, arity, ids and roots)
+and delivered; one for a task it does not run is forwarded undecoded to the worker that does;
+a control message (task 0) goes to the worker's control handler. A message that does not
+decode or check out is dropped whole (nothing of it is delivered) and logged, once per
+sending worker per minute: bytes from outside never reach a component.
 
 A task's queue is filled only up to ``room`` tuples (the backpressure high watermark): entries
 for a task whose queue is that full wait here, in order, and are delivered as it drains, so a
@@ -27,6 +28,7 @@ from squall.errors import TransportError
 from squall.runtime.streams import SYSTEM, Sources
 from squall.runtime.task import LocalTasks
 from squall.runtime.wire import codec
+from squall.runtime.wire.peers import LimitedLog
 
 if TYPE_CHECKING:
     from squall.runtime.acks import AckLedger
@@ -50,8 +52,12 @@ class Inbox:
     def __init__(self, *, tasks: LocalTasks, sources: Sources,
                  task_to_component: dict[int, str], acks: AckLedger, outbox: Outbox,
                  serializer: Any, control: Callable[[str, str, Any], None],
-                 wake: Callable[[], None], room: int, incarnation: str, clock: Any) -> None:
+                 wake: Callable[[], None], room: int, incarnation: str, clock: Any,
+                 accepts: dict[int, codec.Accepts] | None = None) -> None:
         self.tasks = tasks
+        #: what each task of this worker takes from the wire (None: not checked, for tests
+        #: that feed entries by hand)
+        self.accepts = accepts
         self.sources = sources
         self.comp_of = task_to_component
         self.acks = acks
@@ -76,6 +82,9 @@ class Inbox:
         self.incarnation = incarnation
         #: messages taken from the transport (complete_topology's quiet check)
         self.received_batches = 0
+        #: messages dropped because they did not decode or check out
+        self.dropped = 0
+        self.limited_log = LimitedLog(log)
         self.conn: Any = None
         self.port = 0
         self._receiving = False
@@ -133,6 +142,9 @@ class Inbox:
         pending = self.pending
         budget = DISPATCH_TUPLES - done
         local = self.tasks.queues
+        accepts = self.accepts
+        check = codec.check_entries
+        comp_of = self.comp_of
         # every message is decoded (what arrived is bounded by INBOX_LIMIT), so backpressure
         # sees at once what waits for each task; past the pass's budget, entries wait
         for _ in range(min(len(pending), DISPATCH_MESSAGES)):
@@ -140,6 +152,8 @@ class Inbox:
             try:
                 if task in local:
                     entries = codec.read_entries(self.loads(payload))
+                    if accepts is not None:
+                        check(task, entries, accepts[task], comp_of, len(entries) > 1)
                     if budget > 0:
                         n = self._offer(task, entries)
                         budget -= n
@@ -156,9 +170,19 @@ class Inbox:
         return done
 
     def _malformed(self, task: Any, payload: Any, exc: Exception) -> None:
-        log.warning("worker %d dropped a malformed batch of %d bytes for task %r: %s",
-                    self.port, len(payload) if isinstance(payload, (bytes, bytearray))
-                    else -1, task, exc)
+        """A message that did not decode or check out: dropped whole, logged once per
+        sending worker (as its entries name it) per minute."""
+        self.dropped += 1
+        sender: Any = "unknown"
+        try:
+            entries = self.loads(payload)
+            sender = self.outbox.task_to_worker.get(entries[0][0], "unknown")
+        except Exception:       # undecodable: no sender to name
+            pass
+        self.limited_log.warning(("malformed", sender), "worker %d dropped a malformed batch of "
+                                 "%d bytes for task %.20r (sender %s): %s", self.port,
+                                 len(payload) if isinstance(payload, (bytes, bytearray))
+                                 else -1, task, sender, exc)
 
     def _offer(self, task: int, entries: list[list[Any]]) -> int:
         """Deliver ``entries`` while ``task``'s queue has room; the rest wait, in order.
@@ -234,7 +258,9 @@ class Inbox:
 
     def deliver(self, task: int, entries: list[list[Any]]) -> int:
         """Deliver entries to ``task`` of this worker, whatever its queue holds; returns the
-        tuples."""
+        tuples. Each entry is built whole before it is queued and counted, so one that does
+        not build (ValueError) leaves nothing of itself delivered; a message of several
+        entries was checked deep by :meth:`dispatch` first, so none of them fails midway."""
         ts = self.tasks.states[task]
         lazy = task in self.tasks.lazy
         q = ts.queue
@@ -250,21 +276,16 @@ class Inbox:
             if not values:
                 continue
             src = source(comp_of.get(src_task, SYSTEM), stream)
-            n += len(values)
-            key = (owner(src_task), task)
-            delivered[key] = delivered.get(key, 0) + len(values)
-            dirty.add(key)
-            last[key] = now
             if ids.__class__ is not list:                               # RUN
                 if roots is None and task in self.acks.local:
                     self.acks.acker_values(ts, src, values)
-                    continue
-                run = codec.run_of(src_task, src, values, ids, roots)
-                if lazy:
-                    q.append(run)
-                    ts.run_extra += len(run.values) - 1
                 else:
-                    q.extend(run.tuples())
+                    run = codec.run_of(src_task, src, values, ids, roots)
+                    if lazy:
+                        q.append(run)
+                        ts.run_extra += len(run.values) - 1
+                    else:
+                        q.extend(run.tuples())
             elif ids and ids[0].__class__ is list:                      # RUNS
                 runs = codec.runs_of(task, src_task, src, values, ids, roots)
                 if lazy:                    # every run to one lazy_batch task: queued at once
@@ -275,4 +296,9 @@ class Inbox:
                         q.extend(run.tuples())
             else:                                                       # ONES
                 q.extend(codec.ones_of(task, src_task, src, values, ids, roots))
+            n += len(values)
+            key = (owner(src_task), task)
+            delivered[key] = delivered.get(key, 0) + len(values)
+            dirty.add(key)
+            last[key] = now
         return n

@@ -108,6 +108,10 @@ class Outbox:
     def peers(self) -> frozenset[Key]:
         return frozenset(self.outboxes)
 
+    def is_peer(self, key: Key) -> bool:
+        """Whether ``key`` is another worker of the assignment."""
+        return key in self.outboxes
+
     # -- the emit paths' entry points -----------------------------------------------------------
     def send_tuple(self, task: int, tup: Tuple | TupleRun) -> None:
         """Queue a Tuple (or a TupleRun) for a remote task."""

@@ -256,3 +256,21 @@ def ha_cluster(tmp_path: Path, zk_conf: dict[str, Any]) -> Iterator[ClusterHarne
 def wordcount() -> Any:
     """The test topology module (``expected_counts``, ``read_acks``, ``read_counts``)."""
     return load_topology_module()
+
+
+@pytest.fixture(scope="module")
+def fault_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ClusterHarness, Any]]:
+    """``(harness, zookeeper)``: a cluster with two nimbus ports on a ZooKeeper of its own
+    (fault tests stop and restart it), shared by the tests of one module."""
+    from squall.daemon.dev_zookeeper import DevZooKeeper
+    tmp = tmp_path_factory.mktemp("faults")
+    zk = DevZooKeeper(tmp / "zookeeper").start()
+    harness = ClusterHarness(tmp, {**zk.conf("/squall-faults"), "squall.state": "zookeeper",
+                                   "storm.zookeeper.connection.timeout": 10000},
+                             nimbus_count=2)
+    try:
+        yield harness, zk
+    finally:
+        harness.close()
+        zk.stop()
+    assert not harness.daemon_tracebacks(), "\n".join(harness.daemon_tracebacks())

@@ -5,8 +5,8 @@ sentence tuples in total), ``test.emit.per.sec`` (spout rate per task; 0 = as fa
 
 - Each spout task emits ``[sentence, i]`` for the sentence ids ``i`` with ``i % n == k`` (n spout
   tasks, k its index), with ``i`` as the tuple id; appends every acked id to ``acks-<task>.txt``
-  and replays failed ids; ``activate`` / ``deactivate`` write ``active`` / ``inactive`` to
-  ``spout-<task>.state`` (and the name of the thread ``activate`` ran on to
+  and replays failed ids (before new ones); ``activate`` / ``deactivate`` write ``active`` /
+  ``inactive`` to ``spout-<task>.state`` (and the name of the thread ``activate`` ran on to
   ``spout-<task>.thread``). Every instance also appends ``<time> <pid> <event> [id]`` lines to
   ``events-<task>.log`` (events ``init``, ``activate``, ``deactivate``, ``emit``, ``close``), so
   a test can see when spouts emitted relative to (de)activation, per instance. On (re)start a
@@ -159,7 +159,7 @@ class RecordingSpout(Spout):
             f.write(f"{tup_id}\n")
 
     def fail(self, tup_id):
-        self.todo.append(tup_id)
+        self.todo.appendleft(tup_id)      # replayed first, not after every other id
 
 
 class SplitBolt(Bolt):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from squall.runtime.flow import Backpressure
+from squall.runtime.flow import CONGESTION_TTL_SECS, RENEW_SECS, Backpressure
 from squall.runtime.task import LocalTasks, TaskState
 
 
@@ -18,7 +18,8 @@ def flow(held: dict[int, int] | None = None) -> tuple[Backpressure, LocalTasks, 
             "topology.backpressure.high.watermark": 0.9,
             "topology.backpressure.low.watermark": 0.5}
     bp = Backpressure(conf, tasks, lambda: 0, held if held is not None else {}, set(),
-                      lambda kind, value: told.append((kind, value)))
+                      lambda kind, value: told.append((kind, value)), incarnation="me",
+                      runs=lambda who, task: who == "h:2" and task in (7, 8))
     return bp, tasks, told
 
 
@@ -30,7 +31,7 @@ def test_a_task_is_congested_above_high_until_down_to_low() -> None:
     assert not bp.congested and not told           # at the high watermark, not above it
     q.append(90)
     bp.check(1.0)
-    assert bp.congested == {1} and told == [("congested", [[1, True]])]
+    assert bp.congested == {1} and told == [("congested", ["me", [[1, True]], False])]
     for _ in range(30):
         q.popleft()
     bp.check(2.0)
@@ -38,7 +39,7 @@ def test_a_task_is_congested_above_high_until_down_to_low() -> None:
     for _ in range(11):
         q.popleft()
     bp.check(3.0)
-    assert not bp.congested and told[-1] == ("congested", [[1, False]])
+    assert not bp.congested and told[-1] == ("congested", ["me", [[1, False]], False])
     assert bp.overloaded_total(3.0) == pytest.approx(2.0)
     assert tasks.states[1].queue_peak == 91
 
@@ -52,15 +53,63 @@ def test_tuples_waiting_in_the_inbox_count_as_the_tasks() -> None:
 
 def test_other_workers_reports_block_the_executors_that_feed_their_tasks() -> None:
     bp, _, _ = flow()
-    bp.remote_report("h:2", [[7, True], [8, True]])
+    bp.remote_report("h:2", ["i1", [[7, True], [8, True]], False], 0.0)
     assert bp.blocks(frozenset({3, 7})) and not bp.blocks(frozenset({3, 4}))
-    bp.remote_report("h:2", [[7, False]])
+    bp.remote_report("h:2", ["i1", [[7, False]], False], 0.0)
     assert not bp.blocks(frozenset({3, 7})) and bp.blocks(frozenset({8}))
     bp.forget("h:2")
     assert not bp.congested
-    for bad in ("x", [[7, 1]], [["7", True]], [[7]]):
+    for bad in ("x", [[7, True]], ["i1", [[7, 1]], False], ["i1", [["7", True]], False],
+                ["i1", [[7]], False], ["i1", [[7, True]], 0]):
         with pytest.raises(ValueError):
-            bp.remote_report("h:3", bad)
+            bp.remote_report("h:2", bad, 0.0)
+    assert not bp.congested
+
+
+def test_a_report_about_tasks_its_sender_does_not_run_is_refused_whole() -> None:
+    bp, _, _ = flow()
+    with pytest.raises(ValueError, match="does not run"):
+        bp.remote_report("h:2", ["i1", [[7, True], [99, True]], False], 0.0)
+    with pytest.raises(ValueError, match="does not run"):
+        bp.remote_report("h:3", ["i1", [[7, True]], False], 0.0)
+    assert not bp.congested
+
+
+def test_a_remote_congestion_expires_unless_renewed() -> None:
+    bp, _, _ = flow()
+    bp.remote_report("h:2", ["i1", [[7, True]], False], 0.0)
+    bp.tick(CONGESTION_TTL_SECS - 1)
+    assert bp.blocks(frozenset({7}))
+    bp.remote_report("h:2", ["i1", [[7, True]], True], CONGESTION_TTL_SECS - 1)   # renewed
+    bp.tick(CONGESTION_TTL_SECS + 1)
+    assert bp.blocks(frozenset({7}))
+    bp.tick(2 * CONGESTION_TTL_SECS)
+    assert not bp.congested
+
+
+def test_a_renewal_replaces_what_was_said_and_a_restart_wipes_it() -> None:
+    bp, _, _ = flow()
+    bp.remote_report("h:2", ["i1", [[7, True], [8, True]], False], 0.0)
+    bp.remote_report("h:2", ["i1", [[8, True]], True], 1.0)          # the full list now
+    assert bp.congested == {8}
+    bp.remote_report("h:2", ["i2", [], True], 2.0)                    # restarted, announces
+    assert not bp.congested
+    bp.remote_report("h:2", ["i1", [[7, True]], False], 3.0)
+    bp.remote_report("h:2", ["i2", [[8, True]], False], 3.0)          # a delta of a new life
+    assert bp.congested == {8}
+
+
+def test_a_congested_worker_renews_its_state_and_announces_a_clean_start() -> None:
+    bp, tasks, told = flow()
+    tasks.queues[1].extend(range(95))
+    bp.check(0.0)
+    told.clear()
+    bp.tick(0.5)
+    assert not told                                   # renewed every RENEW_SECS
+    bp.tick(RENEW_SECS + 0.1)
+    assert told == [("congested", ["me", [[1, True]], True])]
+    bp.announce()
+    assert told[-1] == ("congested", ["me", [], True])
 
 
 def test_a_full_credit_window_blocks_like_a_congested_task() -> None:

@@ -1,0 +1,100 @@
+"""Workers that cannot start, and supervisors that cannot write their local dir (issue #30):
+relaunches back off, the reason reaches ``/errors`` and ``squall list``; a supervisor whose
+dir turns read-only leaves the cluster so its work moves; one started on such a dir exits with
+one line."""
+from __future__ import annotations
+
+import re
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+FAILING = str(Path(__file__).resolve().parent.parent / "topologies" / "failing.py") + ":topology"
+
+
+def _launch_times(log: str) -> list[float]:
+    stamps = re.findall(r"^(\S+ \S+) INFO .*launched worker", log, re.M)
+    return [datetime.strptime(s, "%Y-%m-%d %H:%M:%S,%f").timestamp() for s in stamps]
+
+
+def _immutable(path: Path, on: bool) -> None:
+    """Make ``path`` unwritable, even for root (``chattr +i``), or writable again; skips the
+    test where the file system or the kernel refuses the flag."""
+    done = subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        if on:
+            pytest.skip(f"chattr +i is refused here: {done.stderr.strip()}")
+        raise AssertionError(f"chattr -i {path} failed: {done.stderr}")
+
+
+def test_a_worker_that_cannot_start_is_relaunched_ever_later_and_says_why(squall_cluster):
+    c = squall_cluster
+    c.start_nimbus()
+    sup = c.start_supervisor("sup1", slots=1)
+    c.wait_ready(supervisors=1)
+    c.squall("submit", FAILING, "--name", "broken", "-c", "test.fail.init=true")
+    tid = c.wait(lambda: c.state.find_topology_id("broken"), 20, "no topology")
+    errors = c.wait(lambda: c.state.errors(tid).get("__worker"), 60, "no start failure reported")
+    assert "the broken bolt cannot open its database" in errors[-1]["error"]
+    assert "Traceback" in errors[-1]["error"]
+    c.wait(lambda: "cannot open its database" in c.squall("list").stdout, 30,
+           "squall list does not say why")
+    # relaunched at once after the first failure, then 1, 2, 4 s later...
+    times = c.wait(lambda: len(_launch_times(sup.log_text())) >= 5 and
+                   _launch_times(sup.log_text()), 120, "too few launches")
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert gaps[3] >= 3.5 and gaps[3] > gaps[0], gaps
+    assert "failed to start 4 times in a row" in sup.log_text()
+
+
+def test_a_supervisor_that_cannot_write_its_dir_leaves_and_its_work_moves(squall_cluster,
+                                                                          wordcount):
+    c = squall_cluster
+    c.start_nimbus()
+    s1 = c.start_supervisor("sup1")
+    s2 = c.start_supervisor("sup2")
+    c.wait_ready(supervisors=2)
+    c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
+             "-c", "test.sentences=400", "-c", "test.emit.per.sec=40")
+    c.wait(lambda: len({n for n, _ in c.worker_slots("wc")}) == 2, 30, "not on 2 supervisors")
+    c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > 40, 30, "no acks")
+    workers_dir = s1.local_dir / "workers"
+    (s1_id,) = [sid for sid in c.state.supervisor_ids()
+                if (c.state.get_supervisor(sid) or {}).get("ports") == sorted(s1.ports)]
+    _immutable(workers_dir, True)
+    try:
+        c.wait(lambda: s1_id not in c.state.supervisor_ids(), 30,
+               "the supervisor stayed registered")
+        c.wait(lambda: s1_id not in {n for n, _ in c.worker_slots("wc")}, 30,
+               "its executors did not move")
+        c.wait(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(400)), 90,
+               "some sentences were never acked")
+        # the beat of the worker that moved away is gone (seed 002, step 8)
+        tid = c.state.find_topology_id("wc")
+        c.wait(lambda: {k.rsplit("-", 1)[0] for k in c.state.worker_beat_keys(tid)}
+               == {n for n, _ in c.worker_slots("wc")}, 30, "a stale worker beat stayed")
+        assert s1.log_text().count("cannot write its local dir") == 1
+    finally:
+        _immutable(workers_dir, False)
+    c.wait(lambda: s1_id in c.state.supervisor_ids(), 30, "it did not come back")
+    assert s1.alive() and s2.alive()
+
+
+def test_a_supervisor_started_on_a_read_only_dir_exits_with_one_line(squall_cluster):
+    c = squall_cluster
+    ro = c.tmp / "readonly"
+    ro.mkdir()
+    _immutable(ro, True)
+    try:
+        proc = c.squall("-c", f"storm.local.dir={ro}", "supervisor", check=False, timeout=60)
+    finally:
+        _immutable(ro, False)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "storm.local.dir" in lines[0], proc.stderr

@@ -1,0 +1,120 @@
+"""What a topology tells about tuples that keep failing and spouts that are not called
+(issue #30): ``topology.max.replays`` reports a poison tuple (an error naming its id, the
+spout's ``poison`` stats); a spout's stats say why ``next_tuple`` is not being called
+(STORM-2384), and a spout held back by backpressure too long is the topology's
+``status_reason``."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall.testing import wait_until
+
+LOCK = threading.Lock()
+FAILS: dict[Any, int] = {}
+
+
+class Replaying(Spout):
+    """Emits ids 0..9 and replays every failed one."""
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(range(10))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit([i], tup_id=f"id-{i}")
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILS[tup_id] = FAILS.get(tup_id, 0) + 1
+        self.todo.append(int(tup_id.split("-")[1]))
+
+
+class RejectsSeven(Bolt):
+    def process(self, tup: Any) -> None:
+        if tup["n"] == 7:
+            raise ValueError("seven cannot be processed")
+
+
+def _spout(info: dict[str, Any], component: str) -> dict[str, Any]:
+    return next(ex for ex in info["executors"] if ex["component"] == component)
+
+
+def test_a_tuple_failed_more_than_max_replays_is_reported_once() -> None:
+    FAILS.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Replaying)
+    b.set_bolt("picky", RejectsSeven).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("poison", {"topology.max.replays": 3}, b.create_topology())
+        wait_until(lambda: FAILS.get("id-7", 0) >= 6, 30, message=lambda: f"{FAILS}")
+        info = cluster.get_topology_info("poison")
+        poison = _spout(info, "numbers")["poison"]
+        assert [(p["tup_id"], p["fails"]) for p in poison] == [("'id-7'", 4)]
+        reports = [e["error"] for e in info["errors"].get("numbers", [])
+                   if "poison tuple" in e["error"]]
+        assert len(reports) == 1 and "'id-7'" in reports[0] and "failed 4 times" in reports[0]
+        assert set(FAILS) == {"id-7"}
+
+
+class Idle(Spout):
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Endless(Spout):
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        self.i += 1
+        self.emit([self.i], tup_id=self.i)
+
+
+class Stuck(Bolt):
+    """Spends 10 ms on each tuple: far slower than the spout."""
+
+    def process(self, tup: Any) -> None:
+        end = time.monotonic() + 0.01
+        while time.monotonic() < end:
+            pass
+
+
+def test_a_spout_says_why_it_is_not_called() -> None:
+    b = TopologyBuilder()
+    b.set_spout("idle", Idle)
+    b.set_spout("busy", Endless)
+    b.set_bolt("sink", RejectsSeven).shuffle_grouping("busy").shuffle_grouping("idle")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("why", {"topology.max.spout.pending": 5}, b.create_topology())
+        wait_until(lambda: _spout(cluster.get_topology_info("why"), "busy")["emitted"] > 0, 30)
+        cluster.deactivate("why")
+        wait_until(lambda: _spout(cluster.get_topology_info("why"), "idle")["waiting_for"]
+                   == "inactive", 10)
+        cluster.activate("why")
+        wait_until(lambda: _spout(cluster.get_topology_info("why"), "idle")["waiting_for"]
+                   == "", 10)
+
+
+def test_a_spout_held_back_past_the_limit_is_the_topologys_status_reason() -> None:
+    b = TopologyBuilder()
+    b.set_spout("endless", Endless)
+    b.set_bolt("stuck", Stuck).shuffle_grouping("endless")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("held", {"topology.workers": 2,
+                                         "topology.executor.receive.buffer.size": 50,
+                                         "topology.backpressure.stall.report.secs": 1},
+                                b.create_topology())
+        wait_until(lambda: "held back by backpressure" in
+                   cluster.get_topology_info("held")["status_reason"], 30,
+                   message=lambda: str(_spout(cluster.get_topology_info("held"), "endless")))
+        spout = _spout(cluster.get_topology_info("held"), "endless")
+        assert spout["stalled"] and spout["waiting_for"] == "backpressure"
