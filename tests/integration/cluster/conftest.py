@@ -231,6 +231,13 @@ class ClusterHarness:
             self._store.close()
 
 
+@pytest.fixture(scope="session")
+def harness_class() -> type[ClusterHarness]:
+    """:class:`ClusterHarness`, for a test that builds a cluster of its own (a bare ``import
+    conftest`` finds whichever conftest pytest imported last)."""
+    return ClusterHarness
+
+
 @pytest.fixture
 def squall_cluster(tmp_path: Path, zk_conf: dict[str, Any]) -> Iterator[ClusterHarness]:
     harness = ClusterHarness(tmp_path, zk_conf)

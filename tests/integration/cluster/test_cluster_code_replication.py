@@ -21,6 +21,8 @@ def test_a_topology_whose_package_is_nowhere_says_so_once(squall_cluster, wordco
              "-c", "test.emit.per.sec=30")
     tid = c.state.find_topology_id("wc")
     c.wait(lambda: c.assignment("wc"), 30, "not assigned")
+    # the supervisor has the package and its workers run before the only copy is lost
+    c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > 0, 60, "the workers never acked")
     n0.kill9()
     shutil.rmtree(n0.local_dir / "nimbus" / "stormdist" / tid)
     n0 = c.start_nimbus()

@@ -56,8 +56,8 @@ def netns() -> Iterator[dict[str, str]]:
 
 
 def test_a_partitioned_supervisors_work_moves_and_nothing_is_lost(
-        netns: dict[str, str], tmp_path: Path, wordcount: Any) -> None:
-    from conftest import ClusterHarness   # the cluster harness of this directory
+        netns: dict[str, str], tmp_path: Path, wordcount: Any, harness_class: Any) -> None:
+    ClusterHarness = harness_class
     outer, inner = netns["outer"], netns["inner"]
     zk = DevZooKeeper(tmp_path / "zookeeper", host=outer).start()
     c = ClusterHarness(tmp_path, {**zk.conf("/squall-partition"), "squall.state": "zookeeper",
