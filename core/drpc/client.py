@@ -101,6 +101,27 @@ class DRPCClient:
         raise DRPCError(f"no DRPC server answered (tried {', '.join(tried)}; drpc.servers)")
 
 
+    def functions(self) -> list[dict[str, Any]]:
+        """What every DRPC server of ``drpc.servers`` serves: one entry per server and
+        function (``server``, ``function``, ``waiting``, ``in_flight``,
+        ``last_fetch_secs_ago``), and ``{"server", "error"}`` for a server that did not
+        answer."""
+        import grpc
+
+        from squall.drpc._proto import drpc_pb2 as pb
+        out: list[dict[str, Any]] = []
+        for address in self.addresses:
+            try:
+                reply = _stub(address, self.conf).Functions(pb.Empty(), timeout=10)
+            except grpc.RpcError as exc:
+                out.append({"server": address, "error": exc.details() or str(exc.code())})
+                continue
+            out.extend({"server": address, "function": f.function, "waiting": f.waiting,
+                        "in_flight": f.in_flight, "last_fetch_secs_ago": f.last_fetch_secs_ago}
+                       for f in reply.functions)
+        return out
+
+
 def respond(address: str, request_id: str, result: str) -> None:
     """Send a result to the server the request came from, without waiting for it."""
     from squall.drpc._proto import drpc_pb2 as pb

@@ -94,6 +94,16 @@ class Clients:
                 self._by_token.move_to_end(user.token)
             return client
 
+    def drpc_functions(self, user: User) -> list[dict[str, Any]]:
+        """What the DRPC servers of ``drpc.servers`` serve, asked with ``user``'s token (the
+        UI's own when it sent none); ``[]`` when no DRPC server is configured."""
+        from squall.drpc.client import DRPCClient, server_addresses
+        if not server_addresses(self._conf):
+            return []
+        conf = self._conf if user.token is None else {**self._conf,
+                                                      "squall.auth.token": user.token}
+        return DRPCClient(conf).functions()
+
     @property
     def own(self) -> Any:
         """The UI's own client (its conf's ``squall.auth.token``), for sampling."""

@@ -13,6 +13,7 @@ Routes (``:id`` is a topology id or name; ``window`` is ``600``, ``10800``, ``86
 ``GET /api/v1/topology/:id/component/:c?window=``             :func:`.views.component_page`
 ``GET /api/v1/topology/:id/visualization?window=``            :func:`.views.visualization`
 ``GET /api/v1/topology/:id/history``                          the charts' series (squall's own)
+``GET /api/v1/drpc/summary``                                  DRPC functions served (squall's)
 ``POST /api/v1/topology/:id/activate``, ``deactivate``        the action
 ``POST /api/v1/topology/:id/rebalance/:wait``                 body ``{"rebalanceOptions":
                                                               {"numWorkers": N, "executors":
@@ -181,6 +182,10 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         info, visible, _ = await run_in_threadpool(view.cluster, user)
         return reply(views.cluster_summary(info, visible))
 
+    async def drpc_summary(request: Request, user: User) -> Response:
+        functions = await run_in_threadpool(view.drpc, user)
+        return reply({"functions": [views.drpc_function(f) for f in functions]})
+
     async def supervisor_summary(request: Request, user: User) -> Response:
         info, _, _ = await run_in_threadpool(view.cluster, user)
         return reply(views.supervisor_summary(info))
@@ -251,6 +256,7 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Route(f"{api}/cluster/summary", guarded(cluster_summary)),
         Route(f"{api}/supervisor/summary", guarded(supervisor_summary)),
+        Route(f"{api}/drpc/summary", guarded(drpc_summary)),
         Route(f"{api}/nimbus/summary", guarded(nimbus_summary)),
         Route(f"{api}/topology/summary", guarded(topology_summary)),
         Route(f"{api}/topology/{{id}}", guarded(topology)),

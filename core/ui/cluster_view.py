@@ -40,6 +40,11 @@ class ClusterView:
         visible = [t for t in info.topologies if user.sees(owners.get(t.id))]
         return info, visible, {t.id: owners.get(t.id, "") for t in visible}
 
+    def drpc(self, user: User) -> list[dict[str, Any]]:
+        """The functions the cluster's DRPC servers (``drpc.servers``) serve, asked with
+        ``user``'s credentials; ``[]`` without DRPC servers."""
+        return self._clients.drpc_functions(user)
+
     def topology(self, user: User, key: str) -> dict[str, Any]:
         """The nimbus topology info of the topology whose id or name is ``key``."""
         client = self._clients.for_user(user)

@@ -65,6 +65,15 @@ def worker_log_link(topology_id: str, host: str, port: Any, logviewer_port: Any)
 
 
 # -- cluster -----------------------------------------------------------------------------------
+def drpc_function(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One entry of ``/api/v1/drpc/summary`` (see :meth:`squall.DRPCClient.functions`)."""
+    if "error" in entry:
+        return {"server": entry["server"], "error": entry["error"]}
+    return {"server": entry["server"], "function": entry["function"],
+            "waiting": entry["waiting"], "inFlight": entry["in_flight"],
+            "lastFetchSecsAgo": entry["last_fetch_secs_ago"]}
+
+
 def cluster_summary(info: Any, visible: Sequence[Any]) -> dict[str, Any]:
     """``/api/v1/cluster/summary`` from a ClusterInfo; ``visible``: the topology summaries the
     caller may see (their executors and tasks are counted)."""

@@ -72,9 +72,9 @@ function windowButtons() {
 }
 
 async function clusterPage(main) {
-  const [cluster, nimbuses, topologies, supervisors] = await Promise.all([
+  const [cluster, nimbuses, topologies, supervisors, drpc] = await Promise.all([
     api("cluster/summary"), api("nimbus/summary"), api("topology/summary"),
-    api("supervisor/summary")]);
+    api("supervisor/summary"), api("drpc/summary")]);
   document.getElementById("crumbs").textContent = "cluster";
   main.innerHTML =
     "<h2>Cluster</h2>" +
@@ -99,7 +99,15 @@ async function clusterPage(main) {
     table([["id", "l"], ["host", "l"], ["uptime"], ["slots"], ["used"]],
           supervisors.supervisors.map(s => [esc(s.id), esc(s.host), esc(s.uptime),
                                             num(s.slotsTotal), num(s.slotsUsed)]),
-          "supervisors");
+          "supervisors") +
+    (drpc.functions.length ? "<h2>DRPC functions</h2>" +
+      table([["server", "l"], ["function", "l"], ["waiting"], ["in flight"],
+             ["last fetch (s ago)"]],
+            drpc.functions.map(f => f.error
+              ? [esc(f.server), `<span class="muted">${esc(f.error)}</span>`, "", "", ""]
+              : [esc(f.server), esc(f.function), num(f.waiting), num(f.inFlight),
+                 f.lastFetchSecsAgo < 0 ? "never" : ms(f.lastFetchSecsAgo)]),
+            "drpc") : "");
 }
 
 function errorRows(errors, component) {

@@ -196,3 +196,27 @@ def test_binds_loopback_by_default(nimbus):
     conf = load_config()
     assert conf["ui.host"] == "127.0.0.1"
     assert UiServer(conf, make_client=nimbus.client).host == "127.0.0.1"
+
+
+def test_the_drpc_functions_the_cluster_serves_are_listed(nimbus):
+    from squall.drpc import DRPCServer
+    from squall.errors import DRPCError
+    from ui_fakes import serve
+
+    drpc = DRPCServer({"drpc.host": "127.0.0.1", "drpc.port": 0, "drpc.http.port": 0,
+                       "drpc.request.timeout.secs": 0.2}).start()
+    try:
+        from squall import DRPCClient
+        conf = {"drpc.servers": [f"127.0.0.1:{drpc.port}"]}
+        with pytest.raises(DRPCError, match="timed out"):       # asked, served by nobody
+            DRPCClient({**conf, "drpc.request.timeout.secs": 0.2}).execute("count", "a b")
+        for _, http in serve(conf, nimbus):
+            status, body = http.call("/api/v1/drpc/summary")
+            assert status == 200
+            assert body["functions"] == [{
+                "server": f"127.0.0.1:{drpc.port}", "function": "count", "waiting": 0,
+                "inFlight": 0, "lastFetchSecsAgo": -1.0}]
+    finally:
+        drpc.stop()
+    for _, http in serve({}, nimbus):                              # no DRPC servers: none
+        assert http.call("/api/v1/drpc/summary") == (200, {"functions": []})
