@@ -19,6 +19,11 @@ Routes (``:id`` is a topology id or name; ``window`` is ``600``, ``10800``, ``86
                                                               {"numWorkers": N, "executors":
                                                               {"comp": N}}}`` (optional)
 ``POST /api/v1/topology/:id/kill/:wait``                      the action
+``POST /api/v1/topology/:id/debug/enable|disable/:pct``,
+``.../component/:c/debug/enable|disable/:pct``                Storm's event logger (events logs)
+``POST /api/v1/topology/:id/logconfig``                       body ``{"namedLoggerLevels":
+                                                              {"logger": {"target_level":
+                                                              "DEBUG", "timeout": 60}}}``
 ``GET /metrics``                                              :func:`.prometheus.render`
 ===========================================================  =====================================
 
@@ -131,6 +136,37 @@ def _rebalance_options(body: bytes) -> tuple[int | None, dict[str, int]]:
     return workers, executors
 
 
+def _number(raw: str, what: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise _HttpError(400, f"the {what} {raw!r} is not a number") from None
+
+
+def _log_levels(body: bytes) -> dict[float, dict[str, str]]:
+    """Storm's ``{"namedLoggerLevels": {"logger": {"target_level": "DEBUG", "timeout": 60}}}``
+    as ``{timeout: {logger: level}}`` (``ROOT`` names the root logger; a missing timeout is
+    0, no revert; ``target_level`` ``RESET`` undoes an earlier level)."""
+    try:
+        doc = json.loads(body or b"{}")
+    except ValueError:
+        raise _HttpError(400, "the logconfig body is not JSON") from None
+    named = doc.get("namedLoggerLevels") if isinstance(doc, dict) else None
+    if not isinstance(named, dict) or not named:
+        raise _HttpError(400, 'expected {"namedLoggerLevels": {"logger": {"target_level": '
+                              '"DEBUG", "timeout": 60}}}')
+    out: dict[float, dict[str, str]] = {}
+    for logger, spec in named.items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("target_level"), str):
+            raise _HttpError(400, f"logger {logger!r}: expected {{\"target_level\": LEVEL, "
+                                  f"\"timeout\": SECONDS}}")
+        timeout = spec.get("timeout") or 0
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise _HttpError(400, f"logger {logger!r}: timeout must be a number of seconds")
+        out.setdefault(float(timeout), {})[str(logger)] = spec["target_level"].upper()
+    return out
+
+
 def _same_origin(request: Request) -> bool:
     """True unless the request names an ``Origin`` other than this UI's own (scheme, host and
     port as the browser reached it)."""
@@ -235,6 +271,33 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         log.info("squall ui: %s %s by %s", name, tid, user.name or "anonymous")
         return reply({"topologyOperation": name, "topologyId": tid, "status": "success"})
 
+    async def debug(request: Request, user: User) -> Response:
+        await request.body()                 # all of it, or ClientDisconnect: nothing done
+        enable = {"enable": True, "disable": False}.get(request.path_params["action"])
+        if enable is None:
+            raise _HttpError(404, "debug takes enable or disable")
+        pct = _number(request.path_params.get("spct", "100"), "sampling percentage")
+        if not 0 < pct <= 100:
+            raise _HttpError(400, f"the sampling percentage must be in (0, 100], got {pct:g}")
+        component = request.path_params.get("component")
+        tid = await run_in_threadpool(view.debug, user, request.path_params["id"], component,
+                                      enable, pct)
+        log.info("squall ui: debug %s %s%s by %s", "on" if enable else "off", tid,
+                 f" {component}" if component else "", user.name or "anonymous")
+        return reply({"topologyOperation": "debug", "topologyId": tid, "status": "success",
+                      "debug": enable, "samplingPct": pct, "component": component})
+
+    async def logconfig(request: Request, user: User) -> Response:
+        body = await request.body()
+        by_timeout = _log_levels(body)
+        tid = request.path_params["id"]
+        for timeout, levels in sorted(by_timeout.items()):
+            tid = await run_in_threadpool(view.set_log_levels, user, request.path_params["id"],
+                                          levels, timeout)
+        log.info("squall ui: log levels of %s set by %s", tid, user.name or "anonymous")
+        return reply({"topologyOperation": "logconfig", "topologyId": tid,
+                      "status": "success"})
+
     async def metrics(request: Request, user: User) -> Response:
         cluster, infos = view.latest(user)
         return PlainTextResponse(prometheus.render(cluster, infos),
@@ -263,6 +326,12 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         Route(f"{api}/topology/{{id}}/component/{{component}}", guarded(component)),
         Route(f"{api}/topology/{{id}}/visualization", guarded(visualization)),
         Route(f"{api}/topology/{{id}}/history", guarded(history)),
+        Route(f"{api}/topology/{{id}}/logconfig", guarded(logconfig, post=True),
+              methods=["POST"]),
+        Route(f"{api}/topology/{{id}}/debug/{{action}}/{{spct}}", guarded(debug, post=True),
+              methods=["POST"]),
+        Route(f"{api}/topology/{{id}}/component/{{component}}/debug/{{action}}/{{spct}}",
+              guarded(debug, post=True), methods=["POST"]),
         Route(f"{api}/topology/{{id}}/{{action}}", guarded(action, post=True),
               methods=["POST"]),
         Route(f"{api}/topology/{{id}}/{{action}}/{{wait}}", guarded(action, post=True),

@@ -92,6 +92,25 @@ class ClusterView:
             raise ValueError(f"unknown action {action!r}")
         return str(info.get("id"))
 
+    def debug(self, user: User, key: str, component: str | None, enable: bool,
+              sampling_pct: float) -> str:
+        """Start or stop sampling emits of ``component`` (every component when None) of the
+        topology ``key`` into its workers' events logs; returns its id."""
+        info = self.topology(user, key)
+        if component is not None and component not in (info.get("components") or {}):
+            raise NotAliveError(f"topology {info.get('name')!r} has no component {component!r}")
+        self._clients.for_user(user).debug(str(info.get("name")), component, enable,
+                                           sampling_pct)
+        return str(info.get("id"))
+
+    def set_log_levels(self, user: User, key: str, levels: Mapping[str, str],
+                       timeout_secs: float) -> str:
+        """Set logger levels in every worker of the topology ``key`` for ``timeout_secs``
+        (0: until reset); returns its id."""
+        info = self.topology(user, key)
+        self._clients.for_user(user).set_log_levels(str(info.get("name")), levels, timeout_secs)
+        return str(info.get("id"))
+
     # -- the sampler ---------------------------------------------------------------------------
     def sample(self) -> None:
         """Record every topology's info in the history, with the UI's own credentials (called

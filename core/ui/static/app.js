@@ -5,6 +5,7 @@
 const REFRESH_MS = 5000;
 const WINDOWS = [["600", "10m"], ["10800", "3h"], ["86400", "1d"], [":all-time", "all time"]];
 const NUM = new Intl.NumberFormat("en-US");
+const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "RESET"];
 const state = { window: new URLSearchParams(location.search).get("window") || ":all-time",
                 charts: {}, graph: null, timer: null };
 
@@ -148,7 +149,16 @@ async function topologyPage(main, id) {
       ` wait s <input name="wait" type="number" min="0" value="0">` +
       ` <button type="submit">rebalance</button></form>` +
       `<form id="kill">kill, wait s <input name="wait" type="number" min="0" value="0">` +
-      ` <button type="submit">kill</button></form> <span id="action-result"></span></div>` +
+      ` <button type="submit">kill</button></form>` +
+      `<form id="debug">debug: component <input name="component" placeholder="all"` +
+      ` style="width:7em"> sampling % <input name="pct" type="number" min="0.01" max="100"` +
+      ` step="any" value="10"> <button type="submit" name="on">on</button>` +
+      ` <button type="button" id="debug-off">off</button></form>` +
+      `<form id="loglevel">log level: logger <input name="logger" value="ROOT"` +
+      ` style="width:9em"> <select name="level">` +
+      LEVELS.map(l => `<option>${l}</option>`).join("") + `</select> for s` +
+      ` <input name="timeout" type="number" min="0" value="60">` +
+      ` <button type="submit">set</button></form> <span id="action-result"></span></div>` +
       `<div id="windows"></div><h2>Topology stats</h2><div id="stats"></div>` +
       `<h2>Topology</h2><div id="graph"></div>` +
       `<h2>Throughput and latency</h2><div class="charts"><div class="chart">` +
@@ -371,6 +381,23 @@ function bindActions(main, id) {
     const options = { executors };
     if (form.workers.value) options.numWorkers = Number(form.workers.value);
     post(`rebalance/${Number(form.wait.value || 0)}`, { rebalanceOptions: options });
+  };
+  function debugPath(form, action) {
+    const comp = form.component.value.trim();
+    return (comp ? `component/${encodeURIComponent(comp)}/` : "") +
+           `debug/${action}/${Number(form.pct.value || 100)}`;
+  }
+  main.querySelector("#debug").onsubmit = event => {
+    event.preventDefault();
+    post(debugPath(event.target, "enable"));
+  };
+  main.querySelector("#debug-off").onclick = () =>
+    post(debugPath(main.querySelector("#debug"), "disable"));
+  main.querySelector("#loglevel").onsubmit = event => {
+    event.preventDefault();
+    const form = event.target;
+    post("logconfig", { namedLoggerLevels: { [form.logger.value.trim() || "ROOT"]: {
+      target_level: form.level.value, timeout: Number(form.timeout.value || 0) } } });
   };
   main.querySelector("#kill").onsubmit = event => {
     event.preventDefault();

@@ -382,6 +382,17 @@ def test_kill_with_confirm_in_a_browser(cluster, ui, browser):
     driver = browser
     driver.get(ui.base + "/topology/wc")
     wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#kill button"), timeout=60)
+    # a log level and debug sampling set from the page reach the cluster state
+    tid = cluster.state.find_topology_id("wc")
+    logger = driver.find_element(By.CSS_SELECTOR, "#loglevel input[name=logger]")
+    logger.clear()
+    logger.send_keys("squall.ui.test")
+    _click(driver, By.CSS_SELECTOR, "#loglevel button")
+    cluster.wait(lambda: "squall.ui.test" in json.dumps(cluster.state.get_log_config(tid)),
+                 30, "the log level set from the page did not reach the workers' config")
+    _click(driver, By.CSS_SELECTOR, "#debug button[name=on]")
+    cluster.wait(lambda: (cluster.state.get_storm(tid) or {}).get("component_debug"), 30,
+                 "debug switched on from the page was not recorded")
     _click(driver, By.CSS_SELECTOR, "#kill button")
     alert = driver.switch_to.alert
     assert "wc" in alert.text

@@ -71,6 +71,35 @@ def test_actions_answer_as_storms_and_reach_nimbus(open_ui, nimbus):
                             (None, "kill", "wc", 0.0)]
 
 
+def test_debug_and_log_levels_take_storms_paths_and_reach_nimbus(open_ui, nimbus):
+    _, http = open_ui
+    status, body = http.call("/api/v1/topology/wc/debug/enable/10", "POST")
+    assert status == 200 and body["topologyOperation"] == "debug" and body["debug"] is True
+    assert http.call("/api/v1/topology/wc-1-1700000000/component/count/debug/disable/100",
+                     "POST")[0] == 200
+    levels = (b'{"namedLoggerLevels": {"ROOT": {"target_level": "debug", "timeout": 30},'
+              b' "squall.worker": {"target_level": "INFO", "timeout": 30},'
+              b' "mine": {"target_level": "RESET"}}}')
+    assert http.call("/api/v1/topology/wc/logconfig", "POST", levels)[0] == 200
+    assert nimbus.calls == [
+        (None, "debug", "wc", None, True, 10.0), (None, "debug", "wc", "count", False, 100.0),
+        (None, "logconfig", "wc", {"mine": "RESET"}, 0.0),
+        (None, "logconfig", "wc", {"ROOT": "DEBUG", "squall.worker": "INFO"}, 30.0)]
+    # mistakes: one clear line each, nothing reaches nimbus
+    nimbus.calls.clear()
+    for path, body, status, words in (
+            ("/api/v1/topology/wc/debug/maybe/10", b"", 404, "enable or disable"),
+            ("/api/v1/topology/wc/debug/enable/0", b"", 400, "sampling percentage"),
+            ("/api/v1/topology/wc/component/nope/debug/enable/5", b"", 404, "no component"),
+            ("/api/v1/topology/wc/logconfig", b"{}", 400, "namedLoggerLevels"),
+            ("/api/v1/topology/wc/logconfig",
+             b'{"namedLoggerLevels": {"x": {"target_level": "INFO", "timeout": -1}}}', 400,
+             "timeout")):
+        got_status, got = http.call(path, "POST", body)
+        assert got_status == status and words in got["error"], (path, got)
+    assert nimbus.calls == []
+
+
 def test_a_post_from_another_origin_is_refused_even_without_authentication(open_ui, nimbus):
     ui, http = open_ui
     evil = {"Origin": "http://evil.example"}

@@ -111,6 +111,14 @@ class FakeClient:
             raise TopologyError("rebalance refused: no such component 'nope'")
         self._act("rebalance", name, wait, workers, dict(executors or {}))
 
+    def debug(self, name: str, component: str | None, enable: bool,
+              sampling_pct: float = 100.0) -> None:
+        self._act("debug", name, component, enable, sampling_pct)
+
+    def set_log_levels(self, name: str, levels: Mapping[str, str], timeout_secs: float = 0
+                       ) -> None:
+        self._act("logconfig", name, dict(levels), timeout_secs)
+
     def close(self) -> None:
         pass
 
