@@ -205,7 +205,9 @@ async function topologyPage(main, id) {
     t.workers.map(x => [esc(x.host), esc(x.port), esc(x.supervisorId), esc(x.uptime),
                         num(x.executorsTotal), esc(Object.entries(x.componentNumTasks)
                           .map(([c, n]) => `${c}: ${n}`).join(", ")),
-                        logLink(x.workerLogLink)]), "workers-table");
+                        logLink(x.workerLogLink) + (x.workerLogLink ? " " +
+                          `<a class="events" href="${esc(x.workerLogLink)}&file=events">` +
+                          "events</a>" : "")]), "workers-table");
   main.querySelector("#errors").innerHTML = errors.length ? table(
     [["component", "l"], ["time", "l"], ["worker", "l"], ["task"], ["log", "l"],
      ["error", "l"]], errors.map(e => e[0]), "errors-table") : "<p class=muted>none</p>";

@@ -377,6 +377,15 @@ def test_pages_in_a_browser(cluster, ui, browser, tmp_path):
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
+def _read_url(url: str) -> str:
+    """The body at ``url``, or ``""`` while it cannot be read."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return str(reply.read().decode("utf-8", "replace"))
+    except (urllib.error.URLError, OSError):
+        return ""
+
+
 def test_kill_with_confirm_in_a_browser(cluster, ui, browser):
     from selenium.webdriver.common.by import By
     driver = browser
@@ -393,6 +402,10 @@ def test_kill_with_confirm_in_a_browser(cluster, ui, browser):
     _click(driver, By.CSS_SELECTOR, "#debug button[name=on]")
     cluster.wait(lambda: (cluster.state.get_storm(tid) or {}).get("component_debug"), 30,
                  "debug switched on from the page was not recorded")
+    # ... and the worker's row links to the events log the sampled emits go to
+    events = driver.find_element(By.CSS_SELECTOR, "#workers-table a.events").get_attribute("href")
+    cluster.wait(lambda: "split" in _read_url(events), 60,
+                 f"no sampled emit of split in the events log at {events}")
     _click(driver, By.CSS_SELECTOR, "#kill button")
     alert = driver.switch_to.alert
     assert "wc" in alert.text
