@@ -169,15 +169,17 @@ class Scheduling:
         not registered yet get the time; one seen registered since and gone again is gone)
         or, with ``session_lost``, when it got a new ZooKeeper session (every supervisor
         may be losing its own session about now: each gets the time, seen or not; and every
-        worker's beat age starts again from now, since none could write one meanwhile)."""
+        worker's beat age starts again from now, since none could write one meanwhile).
+        Either way a beat's age counts from now: a new leader has seen no beat change yet,
+        and the outage that made it leader may have kept workers from writing theirs (as
+        Storm's nimbus starts its heartbeat cache empty)."""
         until = time.monotonic() + self._grace_secs
         if session_lost:
             self._everyone_until = until
-            # workers could not write their beats either: their ages count from now
-            self._beats = BeatTracker()
         else:
             self._grace_until = until
             self._seen = set()
+        self._beats = BeatTracker()
         self._waited_for = frozenset()
 
     def _absent(self, stored: Mapping[str, Any], live: set[str]) -> dict[str, set[str]]:

@@ -26,6 +26,8 @@ FAILED_ONCE: dict[str, set[Any]] = collections.defaultdict(set)
 FAILS: dict[str, int] = collections.defaultdict(int)
 #: ids emitted and neither acked nor failed yet
 IN_FLIGHT: dict[str, set[int]] = collections.defaultdict(set)
+#: per test key: what was in flight when the spout was deactivated
+AT_DEACTIVATE: dict[str, set[int]] = {}
 
 
 def expected(total: int) -> dict[str, int]:
@@ -68,6 +70,10 @@ class ReplayingWords(Spout):
             FAILS[self.key] += 1
             IN_FLIGHT[self.key].discard(tup_id)
         self.todo.append(tup_id)
+
+    def deactivate(self):
+        with _LOCK:         # what was in flight the moment the spout stopped
+            AT_DEACTIVATE[self.key] = set(IN_FLIGHT[self.key])
 
 
 class FailsOnce(Bolt):
@@ -176,12 +182,13 @@ def test_a_deactivated_topology_still_commits_and_acks_what_is_in_flight(cluster
     topology = b.create_topology()
     conf = {"test.key": key, "test.total": 100_000, "test.rate": 500,
             "topology.state.provider.config": {"key_prefix": key},
-            "topology.state.checkpoint.interval.ms": 300}
+            "topology.state.checkpoint.interval.ms": 1000}
     cluster.submit_topology("deactivated", conf, topology)
     wait_until(lambda: len(ACKED[key]) >= 50, timeout=60, message="nothing was acked")
     cluster.deactivate("deactivated")
+    wait_until(lambda: key in AT_DEACTIVATE, timeout=30, message="the spout was not deactivated")
     with _LOCK:
-        in_flight = set(IN_FLIGHT[key])
+        in_flight = AT_DEACTIVATE[key]
         fails = FAILS[key]
     assert in_flight, "nothing was in flight: make the spout faster"
     # the checkpoint spout goes on: every word in flight is committed and acked

@@ -130,6 +130,8 @@ def test_nimbus_leader_killed_right_after_a_submit(running: dict[str, Any]) -> N
            "kill through the new leader failed")
     nimbuses[index] = c.start_nimbus(index)
     c.wait(lambda: len(c.state.nimbuses()) == 2, 30, "the old leader did not come back")
+    # the next cases count the workers of wc alone: wc2's worker must be gone first
+    c.wait(lambda: len(_worker_pids(running)) == 3, 60, "wc2's worker did not stop")
 
 
 def test_zookeeper_down_past_the_session_timeout(running: dict[str, Any]) -> None:
