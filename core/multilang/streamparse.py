@@ -263,6 +263,15 @@ def _wire(host: Any, inst: Any, spout: bool) -> _Calls:
     return calls
 
 
+def _start(host: Any, conf: dict[str, Any], context: TopologyContext, spout: bool) -> Any:
+    """The pystorm instance ``host`` (a squall component) runs for its task: made, wired to
+    ``host``'s calls (:func:`_wire`) and initialized as pystorm would."""
+    inst = _instance(conf, context)
+    _wire(host, inst, spout=spout)
+    inst.initialize(conf, inst.context)
+    return inst
+
+
 class StreamparseBolt(Bolt):
     """Hosts the pystorm ``Bolt`` subclass named by ``squall.streamparse.class`` in the
     worker, one instance per task, for classes with pystorm's defaults (``auto_ack``,
@@ -274,9 +283,7 @@ class StreamparseBolt(Bolt):
         return _declared(config)
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        inst = self.hosted = _instance(conf, context)
-        _wire(self, inst, spout=False)
-        inst.initialize(conf, inst.context)
+        inst = self.hosted = _start(self, conf, context, spout=False)
         self.process = inst.process     # type: ignore[method-assign]
 
     def process(self, tup: Tuple) -> None:
@@ -304,9 +311,7 @@ class StreamparseManualBolt(StreamparseBolt):
     auto_fail: ClassVar[bool] = False
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        inst = self.hosted = _instance(conf, context)
-        _wire(self, inst, spout=False)
-        inst.initialize(conf, inst.context)
+        inst = self.hosted = _start(self, conf, context, spout=False)
         user_process = inst.process
         ack, fail, report = self.ack, self.fail, self.report_error
         acks = bool(inst.auto_ack) and not hasattr(inst, "process_batches")
@@ -340,9 +345,7 @@ class StreamparseSpout(Spout):
         return _declared(config)
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        inst = self.hosted = _instance(conf, context)
-        _wire(self, inst, spout=True)
-        inst.initialize(conf, inst.context)
+        inst = self.hosted = _start(self, conf, context, spout=True)
         self.next_tuple = inst.next_tuple      # type: ignore[method-assign]
 
     def ack(self, tup_id: Any) -> None:
