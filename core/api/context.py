@@ -16,7 +16,6 @@ class TopologyContext:
                  outputs: Mapping[str, tuple[str, ...]] | None = None,
                  host: str = "127.0.0.1", register_metric: Any = None,
                  worker_tasks: Sequence[int] = (),
-                 sources: Sequence[tuple[str, str]] = (),
                  inputs: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
@@ -29,7 +28,6 @@ class TopologyContext:
         self._register_metric = register_metric
         #: the task ids this task's worker runs (``local_or_shuffle`` prefers them)
         self.worker_tasks = list(worker_tasks)
-        self._sources = [(str(c), str(s)) for c, s in sources]
         self._inputs = {c: dict(s) for c, s in (inputs or {}).items()}
 
     def component_tasks(self, component_id: str) -> list[int]:
@@ -39,7 +37,8 @@ class TopologyContext:
     def this_sources(self) -> list[tuple[str, str]]:
         """The ``(component, stream)`` pairs this component subscribes to (Storm's
         ``getThisSources``)."""
-        return list(self._sources)
+        return [(c, s) for c, streams in self._inputs.items() for s in streams]
+
     def task_to_component(self) -> dict[int, str]:
         """Every task id of the topology -> its component id (a copy)."""
         return dict(self._task_to_component)

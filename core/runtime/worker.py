@@ -174,7 +174,6 @@ class Worker:
             task_to_component=topo.task_to_component, this_worker_port=self.port,
             host=self.host, worker_tasks=self.local_task_ids,
             outputs={n: s.fields for n, s in topo.components[ts.component_id].streams.items()},
-            sources=[(i.component, i.stream) for i in topo.components[ts.component_id].inputs],
             inputs=input_fields(topo, ts.component_id),
             register_metric=self._metric_registrar(ts))
         build_routes(ts, topo, self.sources, ts.context)
