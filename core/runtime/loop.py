@@ -16,6 +16,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from squall.runtime import osthread
+
 if TYPE_CHECKING:
     from squall.runtime.acks import AckLedger
     from squall.runtime.emit import Clock
@@ -123,6 +125,7 @@ class Loop:
         self.looping = False        # a loop that never started (or died) takes no more calls
 
     def _run(self) -> None:
+        osthread.set_name("squall-loop")
         executors = self.executors
         commands = self.commands
         clock = self.clock

@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from squall.runtime import osthread
 from squall.api.tuple import Tuple, TupleBatch
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.emit.fast import KEYWORDS, positional_options
@@ -139,6 +140,7 @@ class ComponentThread:
             self.waiting_room = False
 
     def _main(self) -> None:
+        osthread.set_name(f"sq-{self.component_id}")
         try:
             self.serve()
         except BaseException:
