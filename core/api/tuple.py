@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import itemgetter
 from typing import Any, overload
@@ -102,23 +102,72 @@ class Tuple:
 class TupleRun:
     """Tuples of one ``emit_many`` call (or several untracked ones), queued as one entry.
 
-    Internal: only ``emit_many`` makes them, and only for the tasks of ``lazy_batch`` bolts in
-    the same worker, so the receiving bolt can read their values without a :class:`Tuple`
-    per item. Anchored runs share the anchor's ``roots`` and one random ``edge`` stands for
-    the whole run in the acker's XOR; when Tuples are built, ``edge`` is split into one id
-    per tuple whose XOR is ``edge`` again, so acking them one by one or the run at once
-    gives the acker the same value.
+    Internal: ``emit_many`` makes them for the tasks of ``lazy_batch`` bolts in the same
+    worker, and the inbox for what arrives from other workers, so the receiving bolt can read
+    their values without a :class:`Tuple` per item. Anchored runs share the anchor's
+    ``roots`` and one random ``edge`` stands for the whole run in the acker's XOR; when
+    Tuples are built, ``edge`` is split into one id per tuple whose XOR is ``edge`` again, so
+    acking them one by one or the run at once gives the acker the same value.
+
+    A run from another worker arrives by column (:meth:`of_columns`): ``column(i)`` hands
+    out a decoded column as it is, and the value tuples (``values``) are zipped from the
+    columns only when something reads them. ``len(run)`` counts its tuples either way.
     """
 
-    __slots__ = ("edge", "roots", "src", "task", "values")
+    __slots__ = ("_columns", "_count", "_values", "edge", "roots", "src", "task")
 
     def __init__(self, values: list[tuple[Any, ...]], task: int, src: Source,
                  roots: tuple[int, ...] | None = None, edge: int = 0) -> None:
-        self.values = values
+        self._values: list[tuple[Any, ...]] | None = values
+        self._columns: list[list[Any]] | None = None
+        self._count = 0
         self.task = task
         self.src = src
         self.roots = roots
         self.edge = edge
+
+    @classmethod
+    def of_columns(cls, columns: list[list[Any]], count: int, task: int, src: Source,
+                   roots: tuple[int, ...] | None = None, edge: int = 0) -> TupleRun:
+        """A run of ``count`` tuples given by column (one list per field, each of
+        ``count`` values; no field: no column)."""
+        run = cls.__new__(cls)
+        run._values = None
+        run._columns = columns
+        run._count = count
+        run.task = task
+        run.src = src
+        run.roots = roots
+        run.edge = edge
+        return run
+
+    @property
+    def values(self) -> list[tuple[Any, ...]]:
+        """Every tuple's values, in order (zipped from the columns on first read)."""
+        values = self._values
+        if values is None:
+            cols = self._columns or ()
+            if not cols:
+                values = [()] * self._count
+            elif len(cols) == 1:
+                values = list(zip(cols[0]))
+            else:
+                values = list(zip(*cols))
+            self._values = values
+            self._columns = None
+        return values
+
+    def column(self, index: int) -> Iterable[Any]:
+        """Field ``index`` of every tuple, in order: a run by column hands out its column
+        itself (not to be modified), another an iterator over its values."""
+        cols = self._columns
+        if cols is not None:
+            return cols[index]
+        return map(itemgetter(index), self.values)
+
+    def __len__(self) -> int:
+        values = self._values
+        return self._count if values is None else len(values)
 
     def tuples(self) -> list[Tuple]:
         """One Tuple per values (built without ``__init__``, as ``make_emit`` does)."""
@@ -212,19 +261,18 @@ class TupleBatch(Sequence[Tuple]):
     def column(self, field: str) -> list[Any]:
         """The value of ``field`` in every tuple, in order; KeyError if a tuple lacks it."""
         out: list[Any] = []
-        src = get = None
+        src = None
         i = 0
         for part in self._parts:
-            if part.src is not src:     # parts of one stream share one getter
+            if part.src is not src:     # parts of one stream share one field index
                 src = part.src
                 try:
                     i = src.index[field]
                 except KeyError:
                     raise KeyError(f"stream {src.component}:{src.stream} has no field "
                                    f"{field!r}; fields: {list(src.fields)}") from None
-                get = itemgetter(i)
             if part.__class__ is TupleRun:
-                out.extend(map(get, part.values))  # type: ignore[arg-type]
+                out.extend(part.column(i))      # type: ignore[union-attr]
             else:
                 out.append(part.values[i])
         return out

@@ -62,7 +62,7 @@ class AckLedger:
 
     def ack_run(self, ts: TaskState, run: TupleRun) -> None:
         """Ack every tuple of a TupleRun whose Tuples were never built: one XOR per root."""
-        ts.acked += len(run.values)
+        ts.acked += len(run)
         roots = run.roots
         if roots:
             acks = self.folded

@@ -256,7 +256,7 @@ def test_backpressure_counts_the_tuples_in_runs_not_the_entries(cluster: LocalCl
     overloaded: list[bool] = []
 
     def one_run() -> None:      # as the inbox delivers one untracked run from the wire
-        worker.inbox.deliver(task, [[spout_task, "default", [["x"]] * 1900, 0, None]])
+        worker.inbox.deliver(task, [[spout_task, "default", [1900, ["x"] * 1900], 0, None]])
         worker.flow.check(worker.clock.now)
         overloaded.append(worker.flow.overloaded)
     worker.call_on_loop(one_run)

@@ -328,13 +328,13 @@ def test_a_malformed_run_is_dropped_and_the_worker_goes_on(caplog: Any) -> None:
                    message="both record tasks receiving")
         (src, dest), = [(s, d) for s, d in SEEN if PORTS[d] != PORTS[s]] or [(0, 0)]
         assert dest, f"no record task in the other worker: {PORTS}"
-        bad = [[src, "default", [[1], [2]], [5], [[7], 0]],      # 2 values, 1 id
-               [src, "default", [[1]], [5], [0]],                # roots refer back
+        bad = [[src, "default", [2, [1, 2]], [5], [[7], 0]],     # 2 values, 1 id
+               [src, "default", [1, [1]], [5], [0]],             # roots refer back
                # anchored runs by column: counts that do not add up to the values, a
                # first run whose roots refer back, a pair that is not [edge, count]
-               [src, "default", [[1], [2]], [[5, 1]], [[7]]],
-               [src, "default", [[1]], [[5, 1]], [0]],
-               [src, "default", [[1]], [[5, "1"]], [[7]]]]
+               [src, "default", [2, [1, 2]], [[5, 1]], [[7]]],
+               [src, "default", [1, [1]], [[5, 1]], [0]],
+               [src, "default", [1, [1]], [[5, "1"]], [[7]]]]
         conn = LocalTransport({}).connect(TOPOLOGY[0], "127.0.0.1", PORTS[dest])
         receiver = next(w for w in cluster.workers("runs") if w.port == PORTS[dest])
         for entry in bad:               # a message of one entry each, for task dest

@@ -279,7 +279,7 @@ class BoltExecutor(Executor):
             while q and len(parts) < batch and (not cap or taken < cap or not parts):
                 p = q.popleft()
                 parts.append(p)
-                taken += len(p.values) if p.__class__ is TupleRun else 1
+                taken += len(p) if p.__class__ is TupleRun else 1
             extra = taken - len(parts)
             ts.run_extra -= extra
         n = size = len(parts) + extra    # size: tuples for process_batch, without ticks
@@ -302,7 +302,7 @@ class BoltExecutor(Executor):
             if self.auto_fail:
                 for p in parts:
                     if p.__class__ is TupleRun:
-                        acks.fail_roots(ts, p.roots, len(p.values))
+                        acks.fail_roots(ts, p.roots, len(p))
                     else:
                         acks.fail_tuple(ts, p)
             return n

@@ -7,9 +7,13 @@ A batch for one worker is a list of transport messages ``(task, payload)``:
   ``host:port``);
 * ``task > 0``: ``payload`` is the serialized list of ``task``'s entries, in emit order.
 
-Every entry is ``[src_task, stream, values, ids, roots]``, a run of tuples from one source
-task on one stream stored by column (``values`` a list of value lists). Its shape is told by
-``ids``:
+Every entry is ``[src_task, stream, block, ids, roots]``, a run of tuples from one source
+task on one stream. ``block`` holds the run's values by column: ``[n, column of field 0,
+column of field 1, ...]``, each column a list of ``n`` values (:func:`columns`,
+:func:`rows`). By column, a run of one-field tuples is one flat list for the serializer to
+write and read, where a list per tuple cost it about four times as much (a list object per
+word made and read back); the receiver zips the columns back into value tuples in C. The
+run's shape is told by ``ids``:
 
 =====  ===========================  ==============================  ==========================
 shape  ``ids``                      ``roots``                       delivered as
@@ -23,21 +27,24 @@ RUNS   a list of ``[edge, count]``  a list: each run's root ids,    one :class:`
 =====  ===========================  ==============================  ==========================
 
 Single tuples are folded into runs as they are queued, so a batch of single emits costs the
-serializer one list per tuple instead of an entry each.
+serializer a few flat lists instead of an entry (or a list) per tuple.
 
 What arrives is checked whole before anything of it is delivered (:func:`check_entries`):
 every entry's source task is a task of the topology (or 0, the system), its (source
-component, stream) is one the receiving task subscribes to (:data:`Accepts`), each tuple's
-values are a list of the stream's arity, and its ids and roots have the shape its ``ids``
-column announces; anything else raises ValueError and the message is dropped.
+component, stream) is one the receiving task subscribes to (:data:`Accepts`), its block holds
+one column per field of the stream, each of the count it announces, and its ids and roots
+have the shape its ``ids`` column announces; anything else raises ValueError and the message
+is dropped.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from squall.api.tuple import Source, Tuple, TupleRun
+from squall.errors import SerializationError
 
 CONTROL = 0
 RUN, ONES, RUNS = "run", "ones", "runs"
@@ -50,6 +57,9 @@ Messages = list[tuple[int, bytes]]
 Accepts = Mapping[tuple[str | None, str], int]
 #: streams whose values are ints only (the acker's)
 INT_STREAMS = frozenset(("__ack_init", "__ack_ack", "__ack_fail"))
+#: most tuples one entry may announce (a run is capped far below: see the outbox's run cap);
+#: a block of a stream without fields carries only its count, which must not ask for more
+MAX_ROWS = 1 << 20
 
 
 class OpenRun:
@@ -79,12 +89,54 @@ class OpenRun:
 
 
 # -- encoding -------------------------------------------------------------------------------
+def columns(values: list[Any]) -> list[Any]:
+    """The block of ``values`` (a run's value tuples, all of one stream's arity): ``[n,
+    column 0, column 1, ...]``, each column made in one C pass. SerializationError if the
+    tuples are not all of one arity (the emit paths check each against its stream)."""
+    n = len(values)
+    if not n:
+        return [0]
+    arity = len(values[0])
+    if list(map(len, values)).count(arity) != n:
+        raise SerializationError(f"a run of {n} tuples holds tuples of different arities")
+    if arity == 1:
+        return [n, list(map(_first, values))]
+    return [n, *(list(map(itemgetter(i), values)) for i in range(arity))]
+
+
+_first = itemgetter(0)
+
+
+def block_columns(block: list[Any]) -> tuple[int, list[list[Any]]]:
+    """A block's count and columns; ValueError unless its columns are lists of the count it
+    announces."""
+    n = block[0]
+    cols = block[1:]
+    if n.__class__ is not int or not 0 <= n <= MAX_ROWS or \
+            list(map(type, cols)).count(list) != len(cols) or \
+            list(map(len, cols)).count(n) != len(cols):
+        raise ValueError(f"a block must be [count, column, ...] with columns of that count, "
+                         f"got {block!r:.80}")
+    return n, cols
+
+
+def rows(block: list[Any]) -> list[tuple[Any, ...]]:
+    """A block's value tuples again (zipped in C); ValueError as :func:`block_columns`."""
+    n, cols = block_columns(block)
+    if not cols:
+        return [()] * n
+    if len(cols) == 1:
+        return list(zip(cols[0]))
+    return list(zip(*cols))
+
+
 def entry(item: OpenRun | TupleRun) -> list[Any]:
     """The entry of an open run or of a TupleRun (a RUN of its own)."""
+    block = columns(item.values)
     if item.__class__ is OpenRun:
-        return [item.task, item.src.stream, item.values,
+        return [item.task, item.src.stream, block,
                 0 if item.ids is None else item.ids, item.roots]   # type: ignore[union-attr]
-    return [item.task, item.src.stream, item.values, item.edge,    # type: ignore[union-attr]
+    return [item.task, item.src.stream, block, item.edge,          # type: ignore[union-attr]
             item.roots]
 
 
@@ -146,7 +198,8 @@ def read_control(obj: Any) -> tuple[str, str, Any]:
 
 
 def read_entries(obj: Any) -> list[list[Any]]:
-    """A decoded task payload as its entries; ValueError unless a list of 5-lists."""
+    """A decoded task payload as its entries; ValueError unless a list of 5-lists (whose
+    blocks are lists starting with their count)."""
     if obj.__class__ is not list:
         raise ValueError(f"a task's payload must be a list of entries, got {obj!r:.60}")
     for e in obj:
@@ -154,7 +207,7 @@ def read_entries(obj: Any) -> list[list[Any]]:
             raise ValueError(f"an entry must be [src_task, stream, values, ids, roots], got "
                              f"{e!r:.80}")
         if e[0].__class__ is not int or e[1].__class__ is not str \
-                or e[2].__class__ is not list:
+                or e[2].__class__ is not list or not e[2] or e[2][0].__class__ is not int:
             raise ValueError(f"an entry's source task, stream or values are malformed: "
                              f"{e[:3]!r:.80}")
     return obj
@@ -164,13 +217,15 @@ def check_entries(task: int, entries: list[list[Any]], accepts: Accepts,
                   comp_of: Mapping[int, str], deep: bool) -> None:
     """Check every entry of a message for ``task`` (already :func:`read_entries`'d) against
     what ``task`` takes (``accepts``) and the topology's task -> component map: its source,
-    its stream, each tuple's arity (and ints only on the acker's streams); with ``deep``
+    its stream, its block's columns (one per field, each of the block's count; ints only
+    on the acker's streams); with ``deep``
     also the shape of its ids and roots, which :func:`run_of`, :func:`ones_of` and
     :func:`runs_of` check anyway while they build an entry's tuples (so a one-entry message
     is checked whole without ``deep``; a message of several entries needs it, since its
     first entries may be delivered before a later one is built). ValueError naming the first
-    problem. A few C-level passes per entry; ``deep`` costs about as much again."""
-    for src_task, stream, values, ids, roots in entries:
+    problem. A few C-level passes per field of an entry (per tuple only on the acker's
+    streams and with ``deep``)."""
+    for src_task, stream, block, ids, roots in entries:
         comp = comp_of.get(src_task)
         if comp is None and src_task != 0:
             raise ValueError(f"source task {src_task} is not a task of this topology")
@@ -180,11 +235,17 @@ def check_entries(task: int, entries: list[list[Any]], accepts: Accepts,
             if arity is None:
                 raise ValueError(f"task {task} does not subscribe to stream {stream!r:.40} of "
                                  f"{comp or 'the system'}")
-        n = len(values)
-        if list(map(type, values)).count(list) != n or list(map(len, values)).count(arity) != n:
-            raise ValueError(f"stream {stream!r:.40} of {comp} has {arity} fields; a tuple "
-                             f"for task {task} does not")
-        if stream in INT_STREAMS and not set(map(type, chain.from_iterable(values))) <= {int}:
+        n = block[0]
+        cols = block[1:]
+        if len(cols) != arity:
+            raise ValueError(f"stream {stream!r:.40} of {comp} has {arity} fields; a run "
+                             f"for task {task} has {len(cols)}")
+        if n.__class__ is not int or not 0 <= n <= MAX_ROWS or \
+                list(map(type, cols)).count(list) != arity or \
+                list(map(len, cols)).count(n) != arity:
+            raise ValueError(f"a run of stream {stream!r:.40} of {comp} for task {task} does "
+                             f"not hold {n!r:.20} values in each of its {arity} columns")
+        if stream in INT_STREAMS and not set(map(type, chain.from_iterable(cols))) <= {int}:
             raise ValueError(f"a {stream} tuple for task {task} holds a value that is not "
                              f"an int")
         if not deep:
@@ -242,15 +303,16 @@ def read_id(tid: Any) -> int | None:
     raise ValueError(f"id {tid!r:.60} is not an int")
 
 
-def run_of(src_task: int, src: Source, values: list[Any], edge: Any, roots: Any) -> TupleRun:
-    """A RUN entry as one TupleRun."""
-    return TupleRun(list(map(tuple, values)), src_task, src, read_roots(roots),
-                    read_id(edge) or 0)
+def run_of(src_task: int, src: Source, block: list[Any], edge: Any, roots: Any) -> TupleRun:
+    """A RUN entry as one TupleRun, by column (its value tuples are made only if read)."""
+    n, cols = block_columns(block)
+    return TupleRun.of_columns(cols, n, src_task, src, read_roots(roots), read_id(edge) or 0)
 
 
-def ones_of(task: int, src_task: int, src: Source, values: list[Any], ids: list[Any],
+def ones_of(task: int, src_task: int, src: Source, block: list[Any], ids: list[Any],
             roots: Any) -> list[Tuple]:
     """A ONES entry as one Tuple per values; checked whole first."""
+    values = rows(block)
     if roots.__class__ is not list or not len(values) == len(ids) == len(roots):
         raise ValueError(f"run for task {task}: {len(values)} values, {len(ids)} ids, "
                          f"roots {roots!r:.60}")
@@ -268,7 +330,7 @@ def ones_of(task: int, src_task: int, src: Source, values: list[Any], ids: list[
         if r.__class__ is not int:      # 0: the same roots as the tuple before
             prev = read_roots(r)
         tup = new(Tuple)
-        tup.values = tuple(v)
+        tup.values = v
         tup.task = src_task
         tup.src = src
         tup.id = i
@@ -278,10 +340,11 @@ def ones_of(task: int, src_task: int, src: Source, values: list[Any], ids: list[
     return tuples
 
 
-def runs_of(task: int, src_task: int, src: Source, values: list[Any], pairs: list[Any],
+def runs_of(task: int, src_task: int, src: Source, block: list[Any], pairs: list[Any],
             roots: Any) -> list[TupleRun]:
-    """A RUNS entry as its TupleRuns: each ``[edge, count]`` pair takes the next ``count``
-    values; checked whole first."""
+    """A RUNS entry as its TupleRuns, by column: each ``[edge, count]`` pair takes the next
+    ``count`` values of every column; checked whole first."""
+    n, cols = block_columns(block)
     if roots.__class__ is not list or len(pairs) != len(roots):
         raise ValueError(f"runs for task {task}: {len(pairs)} runs, roots {roots!r:.60}")
     if roots[0].__class__ is int:
@@ -292,18 +355,20 @@ def runs_of(task: int, src_task: int, src: Source, values: list[Any], pairs: lis
                 or pair[1].__class__ is not int or pair[1] < 1):
             raise ValueError(f"runs for task {task}: {pair!r:.60} is not [edge, count]")
         total += pair[1]
-    if total != len(values):
-        raise ValueError(f"runs for task {task}: counts add up to {total}, "
-                         f"{len(values)} values")
-    vals = list(map(tuple, values))
+    if total != n:
+        raise ValueError(f"runs for task {task}: counts add up to {total}, {n} values")
+    of_columns = TupleRun.of_columns
+    if len(pairs) == 1:
+        return [of_columns(cols, n, src_task, src, read_roots(roots[0]), pairs[0][0])]
     runs = []
     at = 0
     prev: tuple[int, ...] | None = None
-    for (edge, n), r in zip(pairs, roots):
+    for (edge, count), r in zip(pairs, roots):
         if r.__class__ is not int:      # 0: the same roots as the run before
             prev = read_roots(r)
-        runs.append(TupleRun(vals[at:at + n], src_task, src, prev, edge))
-        at += n
+        end = at + count
+        runs.append(of_columns([c[at:end] for c in cols], count, src_task, src, prev, edge))
+        at = end
     return runs
 
 

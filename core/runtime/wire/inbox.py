@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from squall.errors import TransportError
+from squall.runtime import osthread
 from squall.runtime.streams import SYSTEM, Sources
 from squall.runtime.task import LocalTasks
 from squall.runtime.wire import codec
@@ -103,6 +104,7 @@ class Inbox:
 
     def _receive(self) -> None:
         """Wait on the transport; hand what arrives to the loop."""
+        osthread.set_name("squall-recv")
         conn = self.conn
         pending = self.pending
         while self._receiving:
@@ -207,7 +209,7 @@ class Inbox:
         if waiting is None:
             waiting = self.waiting[task] = deque()
         waiting.extend(entries)
-        self.held[task] = self.held.get(task, 0) + sum(len(e[2]) for e in entries)
+        self.held[task] = self.held.get(task, 0) + sum(e[2][0] for e in entries)
 
     def _release(self) -> int:
         """Deliver waiting entries to the queues that have room again."""
@@ -219,7 +221,7 @@ class Inbox:
             waiting = self.waiting[task]
             while waiting and len(ts.queue) + ts.run_extra < room:
                 entry = waiting.popleft()
-                self.held[task] -= len(entry[2])
+                self.held[task] -= entry[2][0]
                 try:
                     done += self.deliver(task, [entry])
                 except Exception as exc:
@@ -272,33 +274,34 @@ class Inbox:
         last = self.last_delivery
         now = self.clock.now
         n = 0
-        for src_task, stream, values, ids, roots in entries:
-            if not values:
+        for src_task, stream, block, ids, roots in entries:
+            count = block[0]
+            if not count:
                 continue
             src = source(comp_of.get(src_task, SYSTEM), stream)
             if ids.__class__ is not list:                               # RUN
                 if roots is None and task in self.acks.local:
-                    self.acks.acker_values(ts, src, values)
+                    self.acks.acker_values(ts, src, codec.rows(block))
                 else:
-                    run = codec.run_of(src_task, src, values, ids, roots)
+                    run = codec.run_of(src_task, src, block, ids, roots)
                     if lazy:
                         q.append(run)
-                        ts.run_extra += len(run.values) - 1
+                        ts.run_extra += count - 1
                     else:
                         q.extend(run.tuples())
             elif ids and ids[0].__class__ is list:                      # RUNS
-                runs = codec.runs_of(task, src_task, src, values, ids, roots)
+                runs = codec.runs_of(task, src_task, src, block, ids, roots)
                 if lazy:                    # every run to one lazy_batch task: queued at once
                     q.extend(runs)
-                    ts.run_extra += len(values) - len(runs)
+                    ts.run_extra += count - len(runs)
                 else:
                     for run in runs:
                         q.extend(run.tuples())
             else:                                                       # ONES
-                q.extend(codec.ones_of(task, src_task, src, values, ids, roots))
-            n += len(values)
+                q.extend(codec.ones_of(task, src_task, src, block, ids, roots))
+            n += count
             key = (owner(src_task), task)
-            delivered[key] = delivered.get(key, 0) + len(values)
+            delivered[key] = delivered.get(key, 0) + count
             dirty.add(key)
             last[key] = now
         return n

@@ -59,7 +59,9 @@ def _fuzz(rng: random.Random, tasks: list[int], good: bytes) -> tuple[int, bytes
     src = rng.choice([*tasks, 0, 999])
     stream = rng.choice(["default", "nope", "__ack_ack", "__ack_fail", "__ack_init",
                          "__metrics", "__tick"])
-    values = rng.choice([[[7]], [[7, 8]], [[]], [["x"]], [7], [[[1, 2]]]])
+    # blocks ([count, column, ...]) of every kind of wrong, and rows (an older layout)
+    values = rng.choice([[1, [7]], [1, [7], [8]], [2, [7]], [1, ["x"]], [0], [1, [[1, 2]]],
+                         [1, 7], ["1", [7]], [[7]], [[7, 8]], [[]], [7]])
     ids = rng.choice([0, [5], [[5, 1]], ["x"]])
     roots = rng.choice([None, [[1]], [0], ["r"]])
     return rng.choice([task, 0]), msgpack.packb([[src, stream, values, ids, roots]])
@@ -94,7 +96,7 @@ def test_hostile_frames_deliver_nothing_and_stop_nothing(transport_name: str,
             w.activate()
         wait_until(lambda: len(ACKED) > 100, 30, message="no acks")
         numbers = set(topo.tasks("numbers"))
-        good = msgpack.packb([[min(numbers), "default", [[1], [2], [3]], [11, 12, 13],
+        good = msgpack.packb([[min(numbers), "default", [3, [1, 2, 3]], [11, 12, 13],
                                [[1], 0, 0]]])
         tasks = sorted(task_to_worker)
         conns = [stranger.connect("fuzz-1-1", "127.0.0.1", port) for port in ports]

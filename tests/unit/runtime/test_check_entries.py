@@ -39,18 +39,20 @@ def test_each_kind_of_task_takes_what_it_subscribes_to() -> None:
                                         (None, "__ack_fail"): 2}
 
 
-GOOD = [2, "default", [["w", 1], ["v", 2]], [5, 6], [[7], 0]]
+GOOD = [2, "default", [2, ["w", "v"], [1, 2]], [5, 6], [[7], 0]]
 
 
 @pytest.mark.parametrize("entry,why", [
-    ([99, "default", [["w", 1]], 0, None], "not a task of this topology"),
-    ([2, "side", [["w"]], 0, None], "does not subscribe"),              # not subscribed
-    ([0, "default", [["w", 1]], 0, None], "does not subscribe"),        # from the system
-    ([3, "__ack_ack", [[1]], 0, None], "does not subscribe"),           # acks to a bolt
-    ([2, "default", [["w"]], 0, None], "has 2 fields"),                 # arity
-    ([2, "default", [["w", 1, 2]], 0, None], "has 2 fields"),
-    ([2, "default", ["wx"], 0, None], "has 2 fields"),                  # not a list
-    ([2, "default", [7], 0, None], "has 2 fields"),
+    ([99, "default", [1, ["w"], [1]], 0, None], "not a task of this topology"),
+    ([2, "side", [1, ["w"]], 0, None], "does not subscribe"),           # not subscribed
+    ([0, "default", [1, ["w"], [1]], 0, None], "does not subscribe"),   # from the system
+    ([3, "__ack_ack", [1, [1]], 0, None], "does not subscribe"),        # acks to a bolt
+    ([2, "default", [1, ["w"]], 0, None], "has 2 fields"),              # arity
+    ([2, "default", [1, ["w"], [1], [2]], 0, None], "has 2 fields"),
+    ([2, "default", [1, "w", "x"], 0, None], "does not hold"),          # not lists
+    ([2, "default", [2, ["w"], [1]], 0, None], "does not hold"),        # short columns
+    ([2, "default", [1, ["w"], [1, 2]], 0, None], "does not hold"),
+    ([2, "default", ["1", ["w"], [1]], 0, None], "does not hold"),      # not a count
 ])
 def test_a_wrong_source_stream_or_arity_is_refused(entry: list[Any], why: str) -> None:
     topo = topology()
@@ -60,13 +62,13 @@ def test_a_wrong_source_stream_or_arity_is_refused(entry: list[Any], why: str) -
 
 
 @pytest.mark.parametrize("entry", [
-    [2, "default", [["w", 1]], "x", None],            # an edge that is not an int
-    [2, "default", [["w", 1]], 0, ["r"]],             # roots that are not ints
-    [2, "default", [["w", 1], ["v", 2]], [5], [[7]]],   # ids and tuples disagree
-    [2, "default", [["w", 1]], [5], [0]],             # the first roots refer back
-    [2, "default", [["w", 1]], [5], [["r"]]],
-    [2, "default", [["w", 1], ["v", 2]], [[5, 1]], [[7]]],     # counts do not add up
-    [2, "default", [["w", 1]], [[5, "1"]], [[7]]],
+    [2, "default", [1, ["w"], [1]], "x", None],         # an edge that is not an int
+    [2, "default", [1, ["w"], [1]], 0, ["r"]],          # roots that are not ints
+    [2, "default", [2, ["w", "v"], [1, 2]], [5], [[7]]],   # ids and tuples disagree
+    [2, "default", [1, ["w"], [1]], [5], [0]],          # the first roots refer back
+    [2, "default", [1, ["w"], [1]], [5], [["r"]]],
+    [2, "default", [2, ["w", "v"], [1, 2]], [[5, 1]], [[7]]],  # counts do not add up
+    [2, "default", [1, ["w"], [1]], [[5, "1"]], [[7]]],
 ])
 def test_a_message_of_several_entries_is_checked_deep(entry: list[Any]) -> None:
     topo = topology()
@@ -81,8 +83,8 @@ def test_the_ackers_streams_carry_ints_only() -> None:
     topo = topology()
     acker = topo.tasks("__acker")[0]
     acc = accepts(topo, "__acker")
-    check_entries(acker, [[0, "__ack_ack", [[1, 2]], 0, None]], acc, topo.task_to_component,
-                  False)
+    check_entries(acker, [[0, "__ack_ack", [1, [1], [2]], 0, None]], acc,
+                  topo.task_to_component, False)
     with pytest.raises(ValueError, match="not an int"):
-        check_entries(acker, [[0, "__ack_ack", [[1, "x"]], 0, None]], acc,
+        check_entries(acker, [[0, "__ack_ack", [1, [1], ["x"]], 0, None]], acc,
                       topo.task_to_component, False)

@@ -30,9 +30,9 @@ def test_one_message_per_task_with_its_entries_in_emit_order() -> None:
     messages = codec.encode([(3, a), (4, c), (3, b)], dumps)
     assert [task for task, _ in messages] == [3, 4]
     by_task = {task: codec.read_entries(loads(p)) for task, p in messages}
-    assert by_task[3] == [[7, "default", [["x"], ["y"]], 0, None],
-                          [7, "default", [["z"]], 0, None]]
-    assert by_task[4] == [[8, "default", [["w"]], 0, None]]
+    assert by_task[3] == [[7, "default", [2, ["x", "y"]], 0, None],
+                          [7, "default", [1, ["z"]], 0, None]]
+    assert by_task[4] == [[8, "default", [1, ["w"]], 0, None]]
 
 
 def test_an_untracked_run_decodes_to_one_tuple_run() -> None:
@@ -54,6 +54,7 @@ def test_single_tracked_tuples_keep_their_ids_and_roots_with_repeats_referring_b
         run.ids.append(tid)             # type: ignore[union-attr]
         run.add_roots(roots)
     entry = codec.entry(run)
+    assert entry[2] == [3, ["a", "b", "c"]]     # the values by column
     assert entry[4] == [shared, 0, (13,)]       # the second tuple's roots refer back
     src_task, _, values, ids, roots = loads(dumps(entry))
     assert codec.shape(ids) == codec.ONES
@@ -80,7 +81,7 @@ def test_anchored_runs_split_by_their_counts() -> None:
 
 def test_a_tuple_run_is_an_entry_of_its_own() -> None:
     run = TupleRun([("a",), ("b",)], 7, SRC, (4,), 99)
-    assert codec.entry(run) == [7, "default", [("a",), ("b",)], 99, (4,)]
+    assert codec.entry(run) == [7, "default", [2, ["a", "b"]], 99, (4,)]
     src_task, _, values, ids, roots = loads(dumps(codec.entry(run)))
     decoded = codec.run_of(src_task, SRC, values, ids, roots)
     assert (decoded.values, decoded.edge, decoded.roots) == ([("a",), ("b",)], 99, (4,))
@@ -93,19 +94,21 @@ def test_control_messages_round_trip() -> None:
 
 
 @pytest.mark.parametrize("payload", [
-    "text", [[1, "default", [], 0]], [[1, "default", "values", 0, None]],
-    [["1", "default", [], 0, None]], [[1, 5, [], 0, None]], [1, 2, 3]])
+    "text", [[1, "default", [0], 0]], [[1, "default", "values", 0, None]],
+    [["1", "default", [0], 0, None]], [[1, 5, [0], 0, None]], [1, 2, 3],
+    [[1, "default", [], 0, None]], [[1, "default", ["2", [1, 2]], 0, None]]])
 def test_a_payload_that_is_not_a_list_of_entries_is_refused(payload: Any) -> None:
     with pytest.raises(ValueError):
         codec.read_entries(payload)
 
 
 @pytest.mark.parametrize("values,ids,roots", [
-    ([[1], [2]], [5], [[7], 0]),        # 2 values, 1 id
-    ([[1]], [5], [0]),                  # the first roots refer back
-    ([[1]], ["5"], [[7]]),              # an id that is not an int
-    ([[1]], [5], [["x"]]),              # roots that are not ints
-    ([[1]], [5], None),                 # no roots column
+    ([2, [1, 2]], [5], [[7], 0]),       # 2 values, 1 id
+    ([1, [1]], [5], [0]),               # the first roots refer back
+    ([1, [1]], ["5"], [[7]]),           # an id that is not an int
+    ([1, [1]], [5], [["x"]]),           # roots that are not ints
+    ([1, [1]], [5], None),              # no roots column
+    ([2, [1]], [5, 6], [[7], 0]),       # a column shorter than the count
 ])
 def test_malformed_single_tuples_are_refused_whole(values: Any, ids: Any, roots: Any) -> None:
     with pytest.raises(ValueError):
@@ -113,11 +116,11 @@ def test_malformed_single_tuples_are_refused_whole(values: Any, ids: Any, roots:
 
 
 @pytest.mark.parametrize("values,pairs,roots", [
-    ([[1], [2]], [[5, 1]], [[7]]),      # counts add up to 1, 2 values
-    ([[1]], [[5, 1]], [0]),             # the first run's roots refer back
-    ([[1]], [[5, "1"]], [[7]]),         # a pair that is not [edge, count]
-    ([[1]], [[5, 0]], [[7]]),           # an empty run
-    ([[1]], [[5, 1]], [[7], [8]]),      # more roots than runs
+    ([2, [1, 2]], [[5, 1]], [[7]]),     # counts add up to 1, 2 values
+    ([1, [1]], [[5, 1]], [0]),          # the first run's roots refer back
+    ([1, [1]], [[5, "1"]], [[7]]),      # a pair that is not [edge, count]
+    ([1, [1]], [[5, 0]], [[7]]),        # an empty run
+    ([1, [1]], [[5, 1]], [[7], [8]]),   # more roots than runs
 ])
 def test_malformed_anchored_runs_are_refused_whole(values: Any, pairs: Any, roots: Any) -> None:
     with pytest.raises(ValueError):
@@ -143,9 +146,9 @@ def test_read_id_and_read_roots() -> None:
 
 
 def test_roots_in_collects_every_root_and_skips_what_does_not_read() -> None:
-    entries = [[1, "s", [[1]], 9, [4]], [1, "s", [[1], [2]], [1, 2], [[5, 6], 0]],
-               [1, "s", [[1]], [[3, 1]], [[7]]], [1, "s", [[1]], 0, None], ["junk"],
-               [1, "s", [[1]], [1], ["bad"]]]
+    entries = [[1, "s", [1, [1]], 9, [4]], [1, "s", [2, [1, 2]], [1, 2], [[5, 6], 0]],
+               [1, "s", [1, [1]], [[3, 1]], [[7]]], [1, "s", [1, [1]], 0, None], ["junk"],
+               [1, "s", [1, [1]], [1], ["bad"]]]
     assert codec.roots_in(entries) == {4, 5, 6, 7}
 
 
@@ -157,19 +160,75 @@ def test_pieces_cut_a_run_into_entries_that_mean_the_same() -> None:
         ones.add_roots(roots)
     cut = codec.pieces(ones)
     assert [codec.entry(p) for p in cut] == [           # a repeat's roots are spelled out
-        [7, "default", [("a",)], [1], [(11,)]], [7, "default", [("b",)], [2], [(11,)]],
-        [7, "default", [("c",)], [3], [(13,)]]]
+        [7, "default", [1, ["a"]], [1], [(11,)]], [7, "default", [1, ["b"]], [2], [(11,)]],
+        [7, "default", [1, ["c"]], [3], [(13,)]]]
     runs = OpenRun(7, SRC, True)
     for values, edge, roots in (([("a",), ("b",)], 5, (1,)), ([("c",)], 6, (1,))):
         runs.values.extend(values)
         runs.ids.append([edge, len(values)])    # type: ignore[union-attr]
         runs.add_roots(roots)
     assert [codec.entry(p) for p in codec.pieces(runs)] == [
-        [7, "default", [("a",), ("b",)], [[5, 2]], [(1,)]],
-        [7, "default", [("c",)], [[6, 1]], [(1,)]]]
+        [7, "default", [2, ["a", "b"]], [[5, 2]], [(1,)]],
+        [7, "default", [1, ["c"]], [[6, 1]], [(1,)]]]
     plain = OpenRun(7, SRC, False)
     plain.values.extend([("x",), ("y",)])
     assert [codec.entry(p) for p in codec.pieces(plain)] == [
-        [7, "default", [("x",)], 0, None], [7, "default", [("y",)], 0, None]]
+        [7, "default", [1, ["x"]], 0, None], [7, "default", [1, ["y"]], 0, None]]
     whole = TupleRun([("a",)], 7, SRC, (4,), 99)
     assert codec.pieces(whole) == [whole]
+
+
+@pytest.mark.parametrize("values", [
+    [], [("a",), ("b",)], [("a", 1, None), ("b", 2, [3])], [(), (), ()],
+    [(["x", "y"], {"k": 1})]])
+def test_a_run_travels_by_column_and_comes_back_as_its_tuples(values: list[Any]) -> None:
+    block = codec.columns(values)
+    assert block[0] == len(values)
+    assert len(block) == 1 + (len(values[0]) if values else 0)
+    assert codec.rows(loads(dumps(block))) == [tuple(v) for v in values]
+
+
+def test_tuples_of_different_arities_do_not_make_a_block() -> None:
+    from squall.errors import SerializationError
+    with pytest.raises(SerializationError, match="arities"):
+        codec.columns([("a",), ("b", 2)])
+
+
+@pytest.mark.parametrize("block", [
+    [2, ["a"]], [1, ["a"], ["b", "c"]], ["1", ["a"]], [1, "a"], [-1], [codec.MAX_ROWS + 1]])
+def test_a_block_whose_columns_disagree_with_its_count_is_refused(block: list[Any]) -> None:
+    with pytest.raises(ValueError, match="block"):
+        codec.rows(block)
+
+
+def test_a_run_by_column_reads_as_the_same_tuples_and_hands_out_its_columns() -> None:
+    words, counts = ["a", "b", "c"], [1, 2, 3]
+    run = TupleRun.of_columns([words, counts], 3, 7, SRC)
+    assert len(run) == 3
+    assert run.column(0) is words                       # no copy, no tuple per row
+    assert run.values == [("a", 1), ("b", 2), ("c", 3)]
+    assert len(run) == 3 and list(run.column(1)) == counts
+    assert [t.values for t in run.tuples()] == run.values
+    assert TupleRun.of_columns([], 2, 7, SRC).values == [(), ()]
+
+
+def test_anchored_runs_arrive_by_column_each_with_its_slice() -> None:
+    run = OpenRun(7, SRC, True)
+    for values, edge, roots in (([("a",), ("b",)], 5, (1,)), ([("c",)], 6, (2,))):
+        run.values.extend(values)
+        run.ids.append([edge, len(values)])     # type: ignore[union-attr]
+        run.add_roots(roots)
+    src_task, _, block, ids, roots = loads(dumps(codec.entry(run)))
+    first, second = codec.runs_of(3, src_task, SRC, block, ids, roots)
+    assert (list(first.column(0)), first.edge, first.roots) == (["a", "b"], 5, (1,))
+    assert (list(second.column(0)), second.edge, second.roots) == (["c"], 6, (2,))
+
+
+def test_a_batch_reads_columns_across_runs_by_column_rows_and_single_tuples() -> None:
+    from squall.api.tuple import TupleBatch
+    parts = [TupleRun.of_columns([["a", "b"]], 2, 7, SRC), Tuple(("c",), 7, SRC),
+             TupleRun([("d",)], 7, SRC)]
+    batch = TupleBatch(parts, 4)                        # type: ignore[arg-type]
+    assert batch.column("word") == ["a", "b", "c", "d"]
+    assert batch.built is None                          # no Tuple was made for that
+    assert [t["word"] for t in batch] == ["a", "b", "c", "d"]

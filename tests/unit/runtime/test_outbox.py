@@ -64,10 +64,10 @@ def test_emits_for_one_task_join_one_run_and_each_task_gets_its_message() -> Non
     assert out.pending() == 3 and not transport.conns
     out.flush_all()
     (batch,) = transport.conns[THERE].batches
-    assert entries(batch) == {5: [[1, "default", [["a"], ["c"]], 0, None]],
-                              6: [[1, "default", [["b"]], 0, None]]}
+    assert entries(batch) == {5: [[1, "default", [2, ["a", "c"]], 0, None]],
+                              6: [[1, "default", [1, ["b"]], 0, None]]}
     (batch,) = transport.conns[ELSEWHERE].batches
-    assert entries(batch) == {7: [[1, "default", [["d"], ["e"]], [11, 12], [[3], 0]]]}
+    assert entries(batch) == {7: [[1, "default", [2, ["d", "e"]], [11, 12], [[3], 0]]]}
     assert out.sent_batches == 3 and out.pending() == 0
 
 
@@ -78,9 +78,9 @@ def test_anchored_runs_from_one_source_travel_as_one_entry() -> None:
     out.send_values(5, ("d",), 1, SRC)          # a single tuple after them: a new entry
     out.flush_all()
     (batch,) = transport.conns[THERE].batches
-    assert entries(batch)[5] == [[1, "default", [["a"], ["b"], ["c"]], [[40, 2], [41, 1]],
+    assert entries(batch)[5] == [[1, "default", [3, ["a", "b", "c"]], [[40, 2], [41, 1]],
                                   [[9], 0]],
-                                 [1, "default", [["d"]], 0, None]]
+                                 [1, "default", [1, ["d"]], 0, None]]
 
 
 def test_a_full_run_is_sent_at_once() -> None:
@@ -88,7 +88,7 @@ def test_a_full_run_is_sent_at_once() -> None:
     for i in range(out.run_cap):
         out.send_values(5, (i,), 1, SRC)
     (batch,) = transport.conns[THERE].batches
-    assert len(entries(batch)[5][0][2]) == out.run_cap
+    assert entries(batch)[5][0][2][0] == out.run_cap
 
 
 def test_with_an_interval_an_outbox_waits_for_it_unless_flushed_idle() -> None:
@@ -122,7 +122,7 @@ def test_a_task_no_worker_runs_is_lost_at_once() -> None:
 def test_a_forwarded_message_follows_what_waited_for_its_worker() -> None:
     out, transport, _ = outbox()
     out.send_values(5, ("a",), 1, SRC)
-    payload = msgpack.packb([[2, "default", [["z"]], 0, None]])
+    payload = msgpack.packb([[2, "default", [1, ["z"]], 0, None]])
     assert out.forward(6, payload)
     batches = transport.conns[THERE].batches
     assert [[task for task, _ in b] for b in batches] == [[5], [6]]
