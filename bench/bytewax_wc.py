@@ -1,13 +1,16 @@
 """One process of the bytewax word count that ``python -m bench.scale`` compares squall with.
 
     python -m bench.bytewax_wc --proc-id I --addresses HOST:PORT;... --progress FILE
+                              [--corpus varied|fixed]
 
 Not a benchmark by itself: ``bench.scale`` starts W of these (one bytewax worker each, joined
 by ``bytewax.testing.cluster_main`` over 127.0.0.1) and reads their progress files. The
 dataflow is the scale-out workload: every worker's input partition yields 100 sentences of 10
-words per ``next_batch`` without end -> ``flat_map`` to words (one call per sentence) ->
-``key_on`` the word -> ``stateful_map`` keeping a running count per word (bytewax routes each
-key to one worker, as a fields grouping does) -> a sink that only counts what it is given.
+words per ``next_batch`` without end, from the corpus ``--corpus`` names
+(``bench/topologies/corpus.py``, as squall's spouts, each partition from an offset of its
+own) -> ``flat_map`` to words (one call per sentence) -> ``key_on`` the word ->
+``stateful_map`` keeping a running count per word (bytewax routes each key to one worker, as
+a fields grouping does) -> a sink that only counts what it is given.
 
 A thread writes ``"<CLOCK_MONOTONIC seconds> <words counted>"`` to ``--progress`` every 0.2 s
 (atomically), so a reader knows exactly when each count was true. Needs ``bytewax==0.21.1``
@@ -16,6 +19,7 @@ A thread writes ``"<CLOCK_MONOTONIC seconds> <words counted>"`` to ``--progress`
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import threading
 import time
@@ -27,22 +31,27 @@ from bytewax.inputs import DynamicSource, StatelessSourcePartition
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from bytewax.testing import cluster_main
 
-SENTENCE = "the quick brown fox jumps over the lazy dog again"
+from bench.topologies.corpus import KINDS, period
+
 PER_CALL = 100
+_corpus = ["varied"]    # set from --corpus before the flow is built
 
 _counted = [0]      # words that reached this process's sink
 
 
 class _Sentences(StatelessSourcePartition[str]):
+    def __init__(self, worker_index: int) -> None:
+        self.batches = itertools.cycle(period(_corpus[0], PER_CALL, offset=worker_index * 37))
+
     def next_batch(self) -> list[str]:
-        return [SENTENCE] * PER_CALL
+        return next(self.batches)
 
 
 class Sentences(DynamicSource[str]):
     """Every worker reads its own endless share of the sentences."""
 
     def build(self, step_id: str, worker_index: int, worker_count: int) -> _Sentences:
-        return _Sentences()
+        return _Sentences(worker_index)
 
 
 class _Counted(StatelessSinkPartition[Any]):
@@ -84,7 +93,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--proc-id", type=int, required=True)
     p.add_argument("--addresses", default="", help="every process's host:port, ';'-separated")
     p.add_argument("--progress", required=True)
+    p.add_argument("--corpus", choices=KINDS, default="varied")
     args = p.parse_args(argv)
+    _corpus[0] = args.corpus
     threading.Thread(target=_report, args=(args.progress,), daemon=True).start()
     addresses = [a for a in args.addresses.split(";") if a]
     cluster_main(flow(), addresses, args.proc_id)

@@ -1,14 +1,15 @@
 """Scale-out: the distributed word count with W workers on one supervisor, and its CPU per word.
 
     python -m bench.scale [--workers 1 2 4 8 12] [--forms per-tuple batch] [--acking off on]
-                          [--seconds 6] [--warmup 3] [--runs 1] [--no-bytewax] [--detail]
+                          [--seconds 6] [--warmup 3] [--runs 1] [--corpus varied|fixed]
+                          [--no-bytewax] [--detail]
 
 For each W, form and acking a fresh cluster (nimbus and one supervisor with W slots, as
 processes on 127.0.0.1, over the ZooKeeper from Debian's package that all cases share, each
 case under its own root) runs ``bench/topologies/swc.py`` in W workers: W spout tasks (100
-sentences of 10 words per ``next_tuple``) -> split x W (shuffle) -> count x W (fields on the
-word). Acking on: W ackers, ``tup_id`` on every sentence, ``topology.max.spout.pending`` 2000
-per spout task; off: no ackers, no ids.
+sentences of 10 words per ``next_tuple``, from ``--corpus``: see ``bench/topologies/corpus.py``)
+-> split x W (shuffle) -> count x W (fields on the word). Acking on: W ackers, ``tup_id`` on
+every sentence, ``topology.max.spout.pending`` 2000 per spout task; off: no ackers, no ids.
 
 Once every worker has beaten with counts in it and ``--warmup`` seconds have passed, the
 window runs from one beat of each worker to its first beat ``--seconds`` later (a ZooKeeper
@@ -294,7 +295,8 @@ def _progress(path: Path) -> tuple[float, int] | None:
     return float(t), int(n)
 
 
-def run_bytewax(workers: int, seconds: float, warmup: float, detail: bool) -> Result:
+def run_bytewax(workers: int, seconds: float, warmup: float, detail: bool,
+                corpus: str = "varied") -> Result:
     with tempfile.TemporaryDirectory(prefix="sqscale-bytewax-") as d:
         tmp = Path(d)
         addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(workers)) \
@@ -306,7 +308,8 @@ def run_bytewax(workers: int, seconds: float, warmup: float, detail: bool) -> Re
                 with open(tmp / f"proc-{i}.log", "ab") as log:
                     procs.append(subprocess.Popen(
                         [sys.executable, "-m", "bench.bytewax_wc", "--proc-id", str(i),
-                         "--addresses", addresses, "--progress", str(files[i])],
+                         "--addresses", addresses, "--progress", str(files[i]),
+                         "--corpus", corpus],
                         cwd=HERE.parent, stdout=log, stderr=log, start_new_session=True))
 
             def counting() -> bool:
@@ -412,19 +415,24 @@ def main(argv: list[str] | None = None) -> None:
                    help="seconds after every worker counts before the window")
     p.add_argument("--runs", type=int, default=1, help="repeat every case; medians shown")
     p.add_argument("--no-bytewax", action="store_true", help="skip the bytewax comparison")
+    p.add_argument("--corpus", choices=["varied", "fixed"], default="varied",
+                   help="the sentences (bench/topologies/corpus.py): 1,000 over a 10,000-word "
+                        "vocabulary, or one sentence (a hot key under fields grouping)")
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config for squall's cases, a YAML value (repeatable)")
     p.add_argument("--detail", action="store_true",
                    help="per case, CPU per word by process kind and by worker thread name")
     args = p.parse_args(argv)
-    extra = {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in args.conf)}
+    extra = {"bench.corpus": args.corpus,
+             **{k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in args.conf)}}
     # a SIGTERM unwinds like Ctrl-C: every cluster, bytewax process and temp dir is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, signal.default_int_handler)   # even if started with it ignored
     workers = sorted(set(args.workers))
     bytewax = not args.no_bytewax and bytewax_available()
     print(host.line(), flush=True)
-    print(f"{os.cpu_count()} CPUs; window {args.seconds:g} s after a {args.warmup:g} s warm-up; "
+    print(f"{os.cpu_count()} CPUs; corpus {args.corpus}; window {args.seconds:g} s after a "
+          f"{args.warmup:g} s warm-up; "
           f"acking on: W ackers, max spout pending {PENDING} per spout task", flush=True)
     if not bytewax:
         print("bytewax: skipped (" + ("--no-bytewax" if args.no_bytewax else
@@ -453,7 +461,8 @@ def main(argv: list[str] | None = None) -> None:
                         print(_detail(r), flush=True)
                 if bytewax:
                     try:
-                        r = run_bytewax(w, args.seconds, args.warmup, args.detail)
+                        r = run_bytewax(w, args.seconds, args.warmup, args.detail,
+                                        args.corpus)
                     except (Exception, SystemExit) as exc:
                         print(f"  run {run + 1} W={w:<2} bytewax failed: {_why(exc)}", flush=True)
                         continue

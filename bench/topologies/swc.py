@@ -3,7 +3,8 @@
 ``build(parallelism, batch)`` gives W spout tasks -> split x W (shuffle) -> count x W (fields
 grouping on the word). The bolts are ``dwc``'s (``Split``/``Count`` for the per-tuple form,
 ``SplitBatch``/``CountBatch`` for the batch form); the spout differs from ``dwc``'s in that
-every ``next_tuple`` produces 100 sentences of 10 words in both forms:
+every ``next_tuple`` produces 100 sentences of 10 words in both forms, from the corpus
+``bench.corpus`` names (``varied``, the default, or ``fixed``: see ``corpus``):
 
 * per-tuple form, untracked: 100 ``emit`` calls;
 * batch form, untracked: one ``emit_many`` of the 100;
@@ -14,9 +15,11 @@ The spouts never run dry: ``bench.scale`` measures a window of the steady state.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-from dwc import SENTENCE, Count, CountBatch, Split, SplitBatch
+from corpus import period
+from dwc import Count, CountBatch, Split, SplitBatch
 
 from squall import Spout, TopologyBuilder
 from squall.api.topology import Topology
@@ -31,19 +34,25 @@ class Sentences(Spout):
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.tracked = bool(conf.get("bench.tracked"))
         self.i = 0
+        # each task from an offset of its own; every sentence's 1-tuple made once, here
+        self.batches = itertools.cycle([
+            [(s,) for s in sentences] for sentences in
+            period(str(conf.get("bench.corpus") or "varied"), PER_CALL,
+                   offset=context.task_index * 37)])
 
     def next_tuple(self) -> None:
+        rows = next(self.batches)
         if self.tracked:
             emit, i = self.emit, self.i
-            for k in range(i + 1, i + PER_CALL + 1):
-                emit(SENTENCE, tup_id=k)
+            for k, row in enumerate(rows, i + 1):
+                emit(row, tup_id=k)
             self.i = i + PER_CALL
         elif self.many:
-            self.emit_many([SENTENCE] * PER_CALL)
+            self.emit_many(rows)
         else:
             emit = self.emit
-            for _ in range(PER_CALL):
-                emit(SENTENCE)
+            for row in rows:
+                emit(row)
 
 
 class SentencesBatch(Sentences):
