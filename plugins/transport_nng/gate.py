@@ -64,12 +64,12 @@ class MembershipGate:
             name = _peer_name(pipe)
             reason = ("it presented no certificate" if name is None else
                       f"its certificate (CN={name}) is not signed by this cluster's CA")
-            try:
-                address = host_of(str(pipe.remote_address))
-            except pynng.NNGException:
-                address = "?"
         except Exception as exc:    # fail closed: a pipe we cannot judge is not admitted
-            reason, address = f"its certificate could not be checked ({exc})", "?"
+            reason = f"its certificate could not be checked ({exc})"
+        try:
+            address = host_of(str(pipe.remote_address))
+        except Exception:           # (pynng.NNGException, or a pipe already gone)
+            address = "?"
         try:
             pipe.close()
         except pynng.NNGException:  # gone already: nothing of it reaches the socket either
