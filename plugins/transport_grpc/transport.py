@@ -80,6 +80,8 @@ _ACK_DELAY = 0.002
 _MERGE = 64
 #: header a receiver sends when its stream starts: it splits merged messages (Batch.count)
 _MERGES_KEY = "squall-merges"
+#: how long a sender the receiver refused waits before it opens another stream (seconds)
+_REFUSED_RETRY = 1.0
 _BACKOFF = {"grpc.initial_reconnect_backoff_ms": 50, "grpc.min_reconnect_backoff_ms": 50,
             "grpc.max_reconnect_backoff_ms": 1000}
 
@@ -127,8 +129,10 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
             else ((_MERGES_KEY, "1"), (CHALLENGE_KEY, challenge.hex())))
         if (members is not None and challenge is not None
                 and not members.admit(request_iterator, context, challenge)):
+            if self._closed:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "receiver closed")
             context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                          "refused: not a worker of this cluster")
+                          "not a worker of this cluster (squall.transport.tls)")
         peer, cond, frames, sessions = context.peer(), self._cond, self._frames, self._sessions
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         mine: dict[bytes, _Session] = {}       # sessions heard on this stream (under cond)
@@ -244,6 +248,7 @@ class GrpcSender(Connection):
                  prover: Prover | None = None) -> None:
         self.port = port
         self._prover = prover
+        self._refused = False   # a receiver refused this sender (logged once at WARNING)
         self._channel, self._address, self._linger = channel, address, linger
         self._limit = limit
         self._merge_bytes = merge_bytes
@@ -341,9 +346,19 @@ class GrpcSender(Connection):
                 for ack in call:
                     self._acked(ack.seq)
             except grpc.RpcError as exc:
-                if self._closed.is_set() and exc.code() == grpc.StatusCode.CANCELLED:
+                code = exc.code()
+                if self._closed.is_set() and code == grpc.StatusCode.CANCELLED:
                     return
-                log.debug("grpc stream to %s broke (%s); reopening", self._address, exc.code())
+                if code == grpc.StatusCode.UNAUTHENTICATED:
+                    # the receiver does not take this worker for one of its cluster's
+                    # (squall.transport.tls): say so once, and try again slowly
+                    (log.debug if self._refused else log.warning)(
+                        "grpc receiver %s refused this worker (%s); retrying every %g s",
+                        self._address, exc.details(), _REFUSED_RETRY)
+                    self._refused = True
+                    self._closed.wait(_REFUSED_RETRY)
+                    continue
+                log.debug("grpc stream to %s broke (%s); reopening", self._address, code)
                 self._closed.wait(0.05)
             except ValueError:        # channel closed under us during shutdown
                 return
