@@ -7,11 +7,11 @@ nimbus and one supervisor with 2 slots) and runs ``bench/topologies/dwc.py`` (pe
 in 2 workers, so every word crosses the transport between them about half the time. "plain"
 is the default cluster; "secure" adds what README's "Running a secure cluster" sets:
 ZooKeeper digest ACLs, token authentication of the nimbus API (every daemon and this client
-send a token) and ``squall.transport.tls`` (CURVE with the ZAP allow-list for zmq, mutual TLS
-for grpc and nng) with credentials nimbus generates. Plain and secure alternate, pair after
-pair, so both see the same host load; the figures are the medians of each side and of the
-per-pair ratios (secure / plain), of words per second and of words per worker CPU second
-(steadier on a loaded host).
+send a token) and ``squall.transport.tls`` (CURVE with the ZAP allow-list for zmq, certificates
+of the cluster's CA both ways for grpc and nng) with credentials nimbus generates. Plain and
+secure alternate, pair after pair, so both see the same host load; the figures are the medians
+of each side and of the per-pair ratios (secure / plain), of words per second and of words per
+worker CPU second (steadier on a loaded host).
 
 Words/s is the count bolts' executed total between two worker beats seen through the nimbus
 API (polled every 0.1 s around each edge, so the window is exact to about 0.1 s), after a

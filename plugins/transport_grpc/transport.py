@@ -31,10 +31,15 @@ Options (``squall.transport.grpc.*``): ``max.message.mb`` (256), ``linger.ms`` (
 ``tls.server.name`` (the name checked in the server certificate, ``localhost`` by default;
 an empty string checks the host dialed, IP addresses included).
 
-``squall.transport.tls: true`` (API.md section 14) makes it mutual TLS: the files default to
-``squall.tls.ca`` / ``.cert`` / ``.key`` (the cluster's credentials), a receiver demands a
-client certificate signed by that CA, and a sender presents its own; a peer without one fails
-the handshake and none of its batches arrives.
+``squall.transport.tls: true`` (API.md section 14) makes it mutual authentication by the
+cluster's CA: the files default to ``squall.tls.ca`` / ``.cert`` / ``.key`` (the cluster's
+credentials). TLS authenticates the receiver (a sender checks its certificate against that CA);
+the sender authenticates in each stream (:mod:`.membership`): the receiver's headers carry a
+random challenge and the stream must open with the sender's certificate chain and its key's
+signature of the challenge. grpc decides a TLS client certificate out of Python's sight, so
+this is what lets the receiver say whom it refused: a stream without a valid proof (another
+CA's certificate, none at all) is ended before any of its batches reaches the inbox, and
+``grpc receiver on port P refused a peer at <host>: ...`` is logged once per peer address.
 
 Threading: every method of a connection may be called from any thread; ``close`` wakes a
 waiting ``recv`` at once.
@@ -55,6 +60,8 @@ import grpc
 from squall.errors import ConfigError, TransportError
 from squall.plugins.transport_grpc._proto import transport_pb2 as pb
 from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
+from squall.plugins.transport_grpc.membership import CHALLENGE_KEY, MembershipCheck, StreamProof
+from squall.security.peer_proof import Prover, Verifier
 from squall.transports.framing import FrameError, GarbageLog, decode_frames, encode, split_frames
 from squall.spi.transport import Connection, Message, Transport
 
@@ -73,6 +80,8 @@ _ACK_DELAY = 0.002
 _MERGE = 64
 #: header a receiver sends when its stream starts: it splits merged messages (Batch.count)
 _MERGES_KEY = "squall-merges"
+#: how long a sender the receiver refused waits before it opens another stream (seconds)
+_REFUSED_RETRY = 1.0
 _BACKOFF = {"grpc.initial_reconnect_backoff_ms": 50, "grpc.min_reconnect_backoff_ms": 50,
             "grpc.max_reconnect_backoff_ms": 1000}
 
@@ -89,10 +98,13 @@ class _Session:
 
 
 class GrpcReceiver(Connection, pb_grpc.TransferServicer):
-    """A bound gRPC server; its inbox holds at most ``limit`` undecoded batches."""
+    """A bound gRPC server; its inbox holds at most ``limit`` undecoded batches. With
+    ``members`` (``squall.transport.tls``) a stream's batches are taken only after its sender
+    proved it is one of the cluster's."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, members: MembershipCheck | None = None) -> None:
         self.port = 0
+        self.members = members
         self.server: grpc.Server | None = None
         self._limit = limit
         #: (frame, peer, session id, seq) in arrival order
@@ -110,7 +122,17 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
         ``recv`` puts an ``_ACK`` in ``events`` when it delivered batches of a session this
         stream answers for; acks owed wait up to ``_ACK_DELAY`` for more deliveries, so one
         cumulative ack covers many batches."""
-        context.send_initial_metadata(((_MERGES_KEY, "1"),))    # see GrpcSender._run
+        members = self.members
+        challenge = members.challenge() if members is not None else None
+        context.send_initial_metadata(                          # see GrpcSender._run
+            ((_MERGES_KEY, "1"),) if challenge is None
+            else ((_MERGES_KEY, "1"), (CHALLENGE_KEY, challenge.hex())))
+        if (members is not None and challenge is not None
+                and not members.admit(request_iterator, context, challenge)):
+            if self._closed:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "receiver closed")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          "not a worker of this cluster (squall.transport.tls)")
         peer, cond, frames, sessions = context.peer(), self._cond, self._frames, self._sessions
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         mine: dict[bytes, _Session] = {}       # sessions heard on this stream (under cond)
@@ -222,8 +244,11 @@ class GrpcSender(Connection):
     of unacknowledged batches."""
 
     def __init__(self, channel: grpc.Channel, address: str, port: int, limit: int,
-                 linger: float, merge_bytes: int = 4 << 20) -> None:
+                 linger: float, merge_bytes: int = 4 << 20,
+                 prover: Prover | None = None) -> None:
         self.port = port
+        self._prover = prover
+        self._refused = False   # a receiver refused this sender (logged once at WARNING)
         self._channel, self._address, self._linger = channel, address, linger
         self._limit = limit
         self._merge_bytes = merge_bytes
@@ -251,8 +276,13 @@ class GrpcSender(Connection):
             self._next_seq += 1
             self._cond.notify_all()
 
-    def _batches(self) -> Iterator[pb.Batch]:
-        """One stream's requests: the window from its oldest batch on, then what comes."""
+    def _batches(self, proof: StreamProof | None) -> Iterator[pb.Batch]:
+        """One stream's requests: the proof of membership its receiver asked for (if any),
+        the window from its oldest batch on, then what comes."""
+        if proof is not None:
+            first = proof.message()
+            if first is not None:
+                yield first
         cond, window, session = self._cond, self._window, self._session
         with cond:
             cursor = window[0][0] if window else self._next_seq
@@ -301,17 +331,34 @@ class GrpcSender(Connection):
                     return
             try:
                 self._peer_merges = False     # until this stream's receiver says it splits
-                call = self._stub.Stream(self._batches(), wait_for_ready=True)
+                proof = StreamProof(self._prover) if self._prover is not None else None
+                call = self._stub.Stream(self._batches(proof), wait_for_ready=True)
                 # the receiver's headers (sent as its stream starts) say whether it splits
-                # merged messages; one that does not still gets every batch on its own
-                headers = dict(call.initial_metadata() or ())
+                # merged messages (one that does not still gets every batch on its own) and
+                # what to prove first (squall.transport.tls)
+                headers: dict[str, Any] = {}
+                try:
+                    headers = dict(call.initial_metadata() or ())
+                finally:
+                    if proof is not None:
+                        proof.headers(headers)
                 self._peer_merges = headers.get(_MERGES_KEY) == "1"
                 for ack in call:
                     self._acked(ack.seq)
             except grpc.RpcError as exc:
-                if self._closed.is_set() and exc.code() == grpc.StatusCode.CANCELLED:
+                code = exc.code()
+                if self._closed.is_set() and code == grpc.StatusCode.CANCELLED:
                     return
-                log.debug("grpc stream to %s broke (%s); reopening", self._address, exc.code())
+                if code == grpc.StatusCode.UNAUTHENTICATED:
+                    # the receiver does not take this worker for one of its cluster's
+                    # (squall.transport.tls): say so once, and try again slowly
+                    (log.debug if self._refused else log.warning)(
+                        "grpc receiver %s refused this worker (%s); retrying every %g s",
+                        self._address, exc.details(), _REFUSED_RETRY)
+                    self._refused = True
+                    self._closed.wait(_REFUSED_RETRY)
+                    continue
+                log.debug("grpc stream to %s broke (%s); reopening", self._address, code)
                 self._closed.wait(0.05)
             except ValueError:        # channel closed under us during shutdown
                 return
@@ -349,6 +396,16 @@ class GrpcTransport(Transport):
         self.linger = float(self.option("linger.ms", 1000)) / 1000
         self._conns: list[Connection] = []
         self._lock = threading.Lock()
+        self._provers: dict[tuple[bytes, bytes], Prover] = {}
+
+    def _prover(self, cert: bytes, key: bytes) -> Prover:
+        """The membership prover of these credentials (parsed once per transport)."""
+        with self._lock:
+            prover = self._provers.get((cert, key))
+            if prover is None:
+                prover = self._provers[(cert, key)] = Prover(
+                    cert, key, "squall.transport.grpc.tls.cert.file / .key.file")
+            return prover
 
     def _read(self, key: str) -> bytes:
         path = self.option(key, None)
@@ -369,11 +426,13 @@ class GrpcTransport(Transport):
         return conn
 
     def bind(self, topology_id: str, port: int) -> Connection:
-        receiver = GrpcReceiver(max(1, self.limit))
+        # with squall.transport.tls, TLS authenticates this receiver to its senders and the
+        # senders prove their membership in each stream (see .membership)
+        members = (MembershipCheck(Verifier(self._read("tls.ca.file")),
+                                   f"grpc receiver on 127.0.0.1:{port}") if self.mutual else None)
+        receiver = GrpcReceiver(max(1, self.limit), members)
         creds = (grpc.ssl_server_credentials(
-            [(self._read("tls.key.file"), self._read("tls.cert.file"))],
-            root_certificates=self._read("tls.ca.file") if self.mutual else None,
-            require_client_auth=self.mutual) if self.tls else None)
+            [(self._read("tls.key.file"), self._read("tls.cert.file"))]) if self.tls else None)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=256,
                                                         thread_name_prefix="squall-grpc-recv"),
                              options=[*self.options, ("grpc.so_reuseport", 0)])
@@ -388,15 +447,20 @@ class GrpcTransport(Transport):
             raise TransportError(f"grpc cannot listen on {address}")
         receiver.server, receiver.port = server, bound
         receiver.garbage.where = f"grpc receiver on port {bound}"
+        if members is not None:
+            members.refusals.where = receiver.garbage.where
         server.start()
         return self._track(receiver)
 
     def connect(self, topology_id: str, host: str, port: int) -> Connection:
         address = f"{host}:{port}"
         options: list[tuple[str, Any]] = [*self.options, *_BACKOFF.items()]
+        prover = None
         if self.tls:
             own = ((self._read("tls.key.file"), self._read("tls.cert.file")) if self.mutual
                    else (None, None))
+            if own[1] is not None:
+                prover = self._prover(own[1], own[0])
             creds = grpc.ssl_channel_credentials(root_certificates=self._read("tls.ca.file"),
                                                  private_key=own[0], certificate_chain=own[1])
             name = self.option("tls.server.name", None)
@@ -406,7 +470,7 @@ class GrpcTransport(Transport):
         else:
             channel = grpc.insecure_channel(address, options=options)
         return self._track(GrpcSender(channel, address, port, max(1, self.limit), self.linger,
-                                      min(4 << 20, self.max_message // 2)))
+                                      min(4 << 20, self.max_message // 2), prover))
 
     def close(self) -> None:
         with self._lock:

@@ -49,12 +49,15 @@ Options (``squall.transport.nng.*``): ``send.buffer`` (batches; defaults to
 mbedTLS checks DNS names, not IP addresses).
 
 ``squall.transport.tls: true`` (API.md section 14) makes it mutual TLS: the files default to
-``squall.tls.ca`` / ``.cert`` / ``.key`` (the cluster's credentials), a listener requires a
-client certificate signed by that CA and a dialer presents its own; a peer without one fails
-the handshake and none of its batches arrives.
+``squall.tls.ca`` / ``.cert`` / ``.key`` (the cluster's credentials), a listener asks every
+peer for a client certificate and a dialer presents its own. The listener's
+:class:`~.gate.MembershipGate` closes the pipe of a peer whose certificate is missing or not
+signed by that CA before nng adds it to the socket, so none of its batches arrives, and logs
+``nng receiver on port P refused a peer at <host>: ...`` once per peer address.
 
 Modules: this one holds the receiver and the transport, :mod:`.sender` the sending side,
-:mod:`.wire` the headers and the calls into pynng's cffi layer.
+:mod:`.wire` the headers and the calls into pynng's cffi layer, :mod:`.gate` the admission of
+peers under ``squall.transport.tls``.
 
 Threading: nng sockets are thread-safe; ``close`` from another thread wakes a waiting ``recv``.
 A sender's window is guarded by a lock shared by ``send`` and its background thread, which
@@ -73,6 +76,7 @@ import pynng
 
 from squall.errors import ConfigError, TransportError
 from squall.transports.framing import MAGIC, FrameError, GarbageLog, decode
+from squall.plugins.transport_nng.gate import MembershipGate
 from squall.plugins.transport_nng.sender import _NNG_QUEUE, _SEND_WAIT_MS, NngSender
 from squall.plugins.transport_nng.wire import (
     _ACK,
@@ -299,12 +303,12 @@ class NngTransport(Transport):
     def _tls_config(self, server: bool) -> pynng.TLSConfig:
         try:
             if server:
-                if self.mutual:
+                if self.mutual:     # checked, and refused when wrong, by MembershipGate
                     return pynng.TLSConfig(pynng.TLSConfig.MODE_SERVER,
                                            own_cert_string=self._read("tls.cert.file"),
                                            own_key_string=self._read("tls.key.file"),
                                            ca_string=self._read("tls.ca.file"),
-                                           auth_mode=pynng.TLSConfig.AUTH_MODE_REQUIRED)
+                                           auth_mode=pynng.TLSConfig.AUTH_MODE_OPTIONAL)
                 return pynng.TLSConfig(pynng.TLSConfig.MODE_SERVER,
                                        own_cert_string=self._read("tls.cert.file"),
                                        own_key_string=self._read("tls.key.file"))
@@ -324,9 +328,12 @@ class NngTransport(Transport):
     def bind(self, topology_id: str, port: int) -> Connection:
         sock = pynng.Pair1(polyamorous=True, recv_max_size=MAX_MESSAGE,
                            recv_buffer_size=_RECV_QUEUE, send_buffer_size=_ACK_QUEUE)
+        gate = MembershipGate(f"nng receiver on 127.0.0.1:{port}") if self.mutual else None
         try:
             if self.tls:
                 sock.tls_config = self._tls_config(server=True)
+            if gate is not None:    # before listening: no pipe may join without its verdict
+                sock.add_pre_pipe_connect_cb(gate.admit)
             listener = sock.listen(f"{self.scheme}://127.0.0.1:{port}")
         except ConfigError:
             sock.close()
@@ -336,6 +343,8 @@ class NngTransport(Transport):
             raise TransportError(f"nng cannot listen on 127.0.0.1:{port}: {exc}") from exc
         # InAddr.port is wrong for tls+tcp listeners in pynng 0.9; the text form is right
         bound = int(str(listener.local_address).rsplit(":", 1)[1])
+        if gate is not None:
+            gate.refusals.where = f"nng receiver on port {bound}"
         return self._track(NngReceiver(sock, bound))
 
     def connect(self, topology_id: str, host: str, port: int) -> Connection:

@@ -3,7 +3,8 @@
 With ``squall.transport.tls: true`` every bound zmq socket of a worker has one, on the
 receiver's own context: a peer whose CURVE public key is not one of the cluster's is refused
 during the handshake, so none of its messages reaches the receiver. A refused peer address is
-logged once (a WARNING), later refusals from it at DEBUG.
+logged once (a WARNING, :class:`squall.transports.refusals.RefusalLog`), later refusals from
+it at DEBUG.
 
 Threading: one thread per handler answers the requests; :meth:`ZapAllowList.stop` (any thread)
 ends it within 0.2 s and closes its socket, which must happen before the context terminates.
@@ -16,12 +17,13 @@ from collections.abc import Iterable
 
 import zmq
 
+from squall.transports.refusals import RefusalLog
+
 __all__ = ["ZapAllowList"]
 
 log = logging.getLogger(__name__)
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 _POLL_MS = 200
-_MAX_REMEMBERED = 1024
 
 
 class ZapAllowList:
@@ -30,14 +32,21 @@ class ZapAllowList:
 
     def __init__(self, ctx: zmq.Context, allowed: Iterable[bytes], where: str) -> None:
         self._allowed = frozenset(allowed)
-        self.where = where
-        self._refused: set[bytes] = set()
+        self.refusals = RefusalLog(log, where)
         self._stop = threading.Event()
         self._sock = ctx.socket(zmq.REP)
         self._sock.linger = 0
         self._sock.bind(ZAP_ENDPOINT)
         self._thread = threading.Thread(target=self._run, name="squall-zmq-zap", daemon=True)
         self._thread.start()
+
+    @property
+    def where(self) -> str:
+        return self.refusals.where
+
+    @where.setter
+    def where(self, where: str) -> None:
+        self.refusals.where = where
 
     def _run(self) -> None:
         sock = self._sock
@@ -60,20 +69,10 @@ class ZapAllowList:
         key = request[6] if mechanism == b"CURVE" and len(request) > 6 else b""
         if key in self._allowed:
             return [version, request_id, b"200", b"OK", b"worker", b""]
-        self._log_refusal(address, mechanism)
+        self.refusals.refused(address.decode(errors="replace") or "?",
+                              f"its {mechanism.decode(errors='replace')} key is not one of "
+                              "this cluster's workers")
         return [version, request_id, b"400", b"not a key of this cluster", b"", b""]
-
-    def _log_refusal(self, address: bytes, mechanism: bytes) -> None:
-        peer = address.decode(errors="replace") or "?"
-        if address in self._refused:
-            log.debug("%s refused %s again", self.where, peer)
-            return
-        if len(self._refused) >= _MAX_REMEMBERED:
-            self._refused.clear()
-        self._refused.add(address)
-        log.warning("%s refused a peer at %s: its %s key is not one of this cluster's workers "
-                    "(its tuples are dropped; further refusals of this peer are not logged)",
-                    self.where, peer, mechanism.decode(errors="replace"))
 
     def stop(self) -> None:
         """End the handler thread and close its socket (waits for it)."""

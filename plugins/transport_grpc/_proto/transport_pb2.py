@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0ftransport.proto\x12\x13squall.transport.v1\"C\n\x05\x42\x61tch\x12\r\n\x05\x66rame\x18\x01 \x01(\x0c\x12\x0f\n\x07session\x18\x02 \x01(\x0c\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\r\n\x05\x63ount\x18\x04 \x01(\r\"\x12\n\x03\x41\x63k\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x32N\n\x08Transfer\x12\x42\n\x06Stream\x12\x1a.squall.transport.v1.Batch\x1a\x18.squall.transport.v1.Ack(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0ftransport.proto\x12\x13squall.transport.v1\"n\n\x05\x42\x61tch\x12\r\n\x05\x66rame\x18\x01 \x01(\x0c\x12\x0f\n\x07session\x18\x02 \x01(\x0c\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\r\n\x05\x63ount\x18\x04 \x01(\r\x12\x13\n\x0bmember_cert\x18\x05 \x01(\x0c\x12\x14\n\x0cmember_proof\x18\x06 \x01(\x0c\"\x12\n\x03\x41\x63k\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x32N\n\x08Transfer\x12\x42\n\x06Stream\x12\x1a.squall.transport.v1.Batch\x1a\x18.squall.transport.v1.Ack(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,9 +32,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'transport_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_BATCH']._serialized_start=40
-  _globals['_BATCH']._serialized_end=107
-  _globals['_ACK']._serialized_start=109
-  _globals['_ACK']._serialized_end=127
-  _globals['_TRANSFER']._serialized_start=129
-  _globals['_TRANSFER']._serialized_end=207
+  _globals['_BATCH']._serialized_end=150
+  _globals['_ACK']._serialized_start=152
+  _globals['_ACK']._serialized_end=170
+  _globals['_TRANSFER']._serialized_start=172
+  _globals['_TRANSFER']._serialized_end=250
 # @@protoc_insertion_point(module_scope)

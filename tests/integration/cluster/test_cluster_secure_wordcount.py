@@ -1,5 +1,6 @@
 """The README's secure cluster, for real: its YAML (ZooKeeper digest ACLs, token
-authentication, TLS between workers) runs the word count exactly, as a non-admin user."""
+authentication, TLS between workers) runs the word count exactly, as a non-admin user, and a
+worker refuses (and logs) a peer without the cluster's credentials on every transport."""
 from __future__ import annotations
 
 import re
@@ -58,9 +59,9 @@ def secure_cluster(squall_cluster: Any, zookeeper: Any) -> Iterator[Any]:
         client.close()
 
 
-@pytest.mark.parametrize("transport", ["zmq", "grpc"])
+@pytest.mark.parametrize("transport", ["zmq", "grpc", "nng"])
 def test_secure_wordcount_counts_exactly(secure_cluster: Any, wordcount: Any, zookeeper: Any,
-                                         transport: str) -> None:
+                                         transport: str, tmp_path: Path) -> None:
     c = secure_cluster
     c.conf["squall.transport"] = transport
     c.config_file.write_text(yaml.safe_dump(c.conf))
@@ -85,27 +86,42 @@ def test_secure_wordcount_counts_exactly(secure_cluster: Any, wordcount: Any, zo
     for key in keys:
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
-    if transport == "zmq":
-        _outsider_is_refused(c, sup, keys[0], wordcount, expected)
+    _outsider_is_refused(c, sup, keys[0], wordcount, expected, transport, tmp_path)
     _zookeeper_is_closed(c, zookeeper)
 
 
-def _outsider_is_refused(c: Any, sup: Any, key: Path, wordcount: Any,
-                         expected: dict[str, int]) -> None:
-    """A peer that knows a worker's public key but holds no cluster key: its tuples are
-    dropped, and the worker logs it once."""
-    import zmq
-    from zmq.utils import z85
-
+def _outsider(key: Path, transport: str, work: Path) -> Any:
+    """zmq: a peer that knows a worker's public key but holds no cluster key; grpc and nng: a
+    peer that trusts the cluster's CA but holds a certificate of another CA."""
+    from squall.plugins.transport_grpc import GrpcTransport
+    from squall.plugins.transport_nng import NngTransport
     from squall.plugins.transport_zmq import ZmqTransport
-    from squall.security.transport_creds import curve_seed
-    server_public = zmq.curve_public(z85.encode(curve_seed({"squall.tls.key": str(key)})))
+    if transport == "zmq":
+        import zmq
+        from zmq.utils import z85
+
+        from squall.security.transport_creds import curve_seed
+        public = zmq.curve_public(z85.encode(curve_seed({"squall.tls.key": str(key)})))
+        return ZmqTransport({"squall.transport.zmq.curve.enabled": True,
+                             "squall.transport.zmq.curve.server.public.key": public.decode(),
+                             "squall.transport.zmq.linger.ms": 0})
+    from squall.security import certs
+    stranger = certs.issue(certs.make_ca("elsewhere"), "squall-worker")
+    cls = GrpcTransport if transport == "grpc" else NngTransport
+    return cls({
+        "squall.transport.tls": True, "squall.tls.ca": str(key.parent / "ca.crt"),
+        "squall.tls.cert": str(certs.write_private(work / "stranger.crt", stranger.cert)),
+        "squall.tls.key": str(certs.write_private(work / "stranger.key", stranger.key))})
+
+
+def _outsider_is_refused(c: Any, sup: Any, key: Path, wordcount: Any,
+                         expected: dict[str, int], transport: str, work: Path) -> None:
+    """A peer without the cluster's credentials: its tuples are dropped, and the worker logs
+    it once."""
     tid = c.state.find_topology_id("wc")
     port = sorted(c.worker_slots("wc"))[0][1]
     worker_log = sup.local_dir / "logs" / f"{tid}-{port}.log"
-    with ZmqTransport({"squall.transport.zmq.curve.enabled": True,
-                       "squall.transport.zmq.curve.server.public.key": server_public.decode(),
-                       "squall.transport.zmq.linger.ms": 0}) as outsider:
+    with _outsider(key, transport, work) as outsider:
         outsider.connect(tid, "127.0.0.1", port).send([(1, b"intruder")])
         c.wait(lambda: "refused a peer at 127.0.0.1" in worker_log.read_text(), 30,
                "the worker did not log the refused peer")
