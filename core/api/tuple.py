@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import repeat
 from operator import itemgetter
 from typing import Any, overload
 
@@ -172,17 +171,26 @@ class TupleRun:
     def tuples(self) -> list[Tuple]:
         """One Tuple per values (built without ``__init__``, as ``make_emit`` does)."""
         task, src, roots = self.task, self.src, self.roots
-        if roots is None:
-            ids: Any = repeat(None)
-        else:
-            ids = [_rand64(64) for _ in range(len(self.values) - 1)]
-            last = self.edge
-            for i in ids:
-                last ^= i
-            ids.append(last)
         out: list[Tuple] = []
         append = out.append
         new = object.__new__
+        if roots is None:
+            # untracked (every run from an untracked emit or another worker's untracked
+            # tuples): no id to pair with each values, about 10 % less per Tuple (timeit)
+            for v in self.values:
+                tup = new(Tuple)
+                tup.values = v
+                tup.task = task
+                tup.src = src
+                tup.id = tup.roots = None
+                tup.ackval = 0
+                append(tup)
+            return out
+        ids = [_rand64(64) for _ in range(len(self.values) - 1)]
+        last = self.edge
+        for i in ids:
+            last ^= i
+        ids.append(last)
         for v, i in zip(self.values, ids):
             tup = new(Tuple)
             tup.values = v
