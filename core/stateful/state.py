@@ -53,8 +53,6 @@ class KeyValueState:
 
     def put(self, key: Any, value: Any) -> None:
         """Set ``key`` to ``value`` (in the next checkpoint)."""
-        if key.__class__ is not str:
-            key = self._key(key)
         cls = value.__class__
         if cls is int:
             # msgpack's range, as constants (a global lookup costs more), compared only past
@@ -65,8 +63,12 @@ class KeyValueState:
                 self._dumps(value)              # SerializationError now, not at checkpoint
         elif cls is not str and cls not in _PLAIN:
             self._dumps(value)
+        dirty = self._dirty
+        if key not in dirty:    # the key's first put since the last checkpoint: checked then
+            if key.__class__ is not str:        # (-120 instructions per put of a dirty key)
+                key = self._key(key)
+            dirty.add(key)
         self._data[key] = value
-        self._dirty.add(key)
 
     def delete(self, key: Any) -> None:
         """Remove ``key`` (nothing happens if it is absent)."""
