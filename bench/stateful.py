@@ -239,7 +239,8 @@ def paired(arms: list[str], rounds: int, interval_ms: int, redis_conf: dict[str,
 
     others = [a for a in arms if a != "plain"]
     ratios: dict[str, list[float]] = {arm: [] for arm in others}
-    with tree_env(None) as env:
+    # one hash seed for both (as --instructions): the words' dicts probe alike in both
+    with tree_env(None, PYTHONHASHSEED="0") as env:
         for r in range(rounds):
             for arm in others:
                 a, b = start("plain", env), start(arm, env)
