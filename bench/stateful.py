@@ -3,6 +3,7 @@ counter, alternated in one run.
 
     python -m bench.stateful [--rounds 5] [--warmup 3] [--seconds 8] [--interval-ms 1000]
     python -m bench.stateful --instructions [--sizes 2000 6000]
+    python -m bench.stateful --paired [--rounds 5] [--arms plain memory]
 
 Spout -> split (shuffle) -> count (fields grouping) in one LocalCluster worker, one task each,
 sentences of 10 words, acking on (stateful bolts need it). Arms: ``plain`` (a Bolt counting
@@ -15,6 +16,12 @@ stay out; acks of the stateful arms arrive once a checkpoint, so their ack rate 
 figure). "CPU" divides by the process's CPU time over the window instead of wall time. Each
 round runs every arm once, in a rotating order, each in a fresh LocalCluster; printed: the
 median rates per arm and the median of the per-round ratios to ``plain`` (by CPU rate).
+
+``--paired``: each round runs ``plain`` and each other arm at the same time, in two processes
+of their own (same workload and conf), and takes the ratio of their CPU rates: on a shared host
+whose load changes from second to second both sides of a ratio see the same load, where the
+alternated runs above see different moments of it. Both processes then share the caches and
+the cores, so its ratios are not the alternated ones (see bench/README.md, "stateful").
 
 ``--instructions``: CPU instructions per word counted by valgrind (callgrind), each arm in a
 fresh process, marginal between two numbers of sentences (a finite spout; a run ends when the
@@ -201,6 +208,53 @@ def run_once(arm: str, interval_ms: int, redis_conf: dict[str, Any], warmup: flo
     return (w1 - w0) / (t1 - t0), (w1 - w0) / (c1 - c0), (a1 - a0) * 10 / (t1 - t0)
 
 
+PAIRED_CHILD = "import json, sys\nfrom bench.stateful import run_once\n" \
+    "a = json.loads(sys.argv[1])\n" \
+    "print('RATES', json.dumps(run_once(a['arm'], a['interval_ms'], a['redis'], a['warmup'], " \
+    "a['seconds'])), flush=True)\n"
+
+
+def paired(arms: list[str], rounds: int, interval_ms: int, redis_conf: dict[str, Any],
+           warmup: float, seconds: float) -> None:
+    """``--paired``: ``plain`` and each other arm at the same time, each in a process of its
+    own; per round the ratio of their CPU rates."""
+    import json
+    import subprocess
+    import sys
+
+    from bench.tree import ROOT, tree_env
+
+    def start(arm: str, env: dict[str, str]) -> subprocess.Popen[str]:
+        args = json.dumps({"arm": arm, "interval_ms": interval_ms, "redis": redis_conf,
+                           "warmup": warmup, "seconds": seconds})
+        return subprocess.Popen([sys.executable, "-c", PAIRED_CHILD, args], env=env, cwd=ROOT,
+                                stdout=subprocess.PIPE, text=True)
+
+    def rates(proc: subprocess.Popen[str]) -> list[float]:
+        out, _ = proc.communicate()
+        for line in out.splitlines():
+            if line.startswith("RATES "):
+                return list(json.loads(line[6:]))
+        raise RuntimeError(f"a paired run printed no rates (exit {proc.returncode})")
+
+    others = [a for a in arms if a != "plain"]
+    ratios: dict[str, list[float]] = {arm: [] for arm in others}
+    # one hash seed for both (as --instructions): the words' dicts probe alike in both
+    with tree_env(None, PYTHONHASHSEED="0") as env:
+        for r in range(rounds):
+            for arm in others:
+                a, b = start("plain", env), start(arm, env)
+                plain, this = rates(a), rates(b)
+                ratios[arm].append(this[1] / plain[1])
+                print(f"  round {r + 1}: plain {plain[1] / 1000:,.0f}k CPU, {arm} "
+                      f"{this[1] / 1000:,.0f}k CPU, x{ratios[arm][-1]:.2f}", flush=True)
+    print(f"stateful word count, paired (plain and the arm at the same time), checkpoint every "
+          f"{interval_ms} ms; words per CPU second over {seconds:g} s after {warmup:g} s")
+    for arm in others:
+        print(f"  {arm:<8} x plain {statistics.median(ratios[arm]):.2f}   "
+              f"({', '.join(f'{x:.2f}' for x in ratios[arm])})", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.stateful")
     p.add_argument("--rounds", type=int, default=5)
@@ -212,6 +266,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="count instructions per word with valgrind instead")
     p.add_argument("--sizes", type=int, nargs=2, default=(2000, 6000),
                    help="sentences of the two --instructions runs")
+    p.add_argument("--paired", action="store_true",
+                   help="run plain and each other arm at the same time (a loaded host)")
     args = p.parse_args(argv)
     if args.instructions:
         instructions(args.arms or ["plain", "memory", "dict"], tuple(args.sizes),
@@ -226,6 +282,10 @@ def main(argv: list[str] | None = None) -> None:
         server.start()
         try:
             print(host.line(), flush=True)
+            if args.paired:
+                paired(args.arms, args.rounds, args.interval_ms, server.conf(), args.warmup,
+                       args.seconds)
+                return
             for r in range(args.rounds):
                 order = args.arms[r % len(args.arms):] + args.arms[:r % len(args.arms)]
                 this = {arm: run_once(arm, args.interval_ms, server.conf(), args.warmup,

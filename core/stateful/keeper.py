@@ -19,7 +19,7 @@ __all__ = ["NotRecovered", "StateKeeper"]
 
 log = logging.getLogger(__name__)
 
-#: acks the held inputs: (root -> XOR fold, how many inputs)
+#: acks the held inputs: (root -> XOR fold, how many inputs); the fold is handed over
 AckFold = Callable[[dict[int, int], int], None]
 #: fails the held inputs: (their roots, how many inputs)
 FailRoots = Callable[[Iterable[int], int], None]

@@ -157,6 +157,47 @@ def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers
     assert counts == expected(total)
 
 
+TICKS: dict[str, int] = collections.defaultdict(int)
+
+
+class Thrice(Bolt):
+    """Emits each word three times, anchored to its input: consecutive tuples of one tree at
+    the counter (the runs its pass folds once)."""
+    outputs = ["word", "i"]
+
+    def process(self, tup):
+        for _ in range(3):
+            self.emit(list(tup.values))
+
+
+class TickingCounter(WordCounter):
+    def process_tick(self, tup):
+        with _LOCK:
+            TICKS[self.key] += 1
+
+
+def test_runs_of_one_tree_and_tick_tuples_keep_counts_exact(cluster):
+    key = uuid.uuid4().hex
+    total = 600
+    b = TopologyBuilder()
+    b.set_spout("words", ReplayingWords)
+    b.set_bolt("flaky", FailsOnce).shuffle_grouping("words")
+    b.set_bolt("thrice", Thrice).shuffle_grouping("flaky")
+    b.set_bolt("count", TickingCounter, config={"topology.tick.tuple.freq.secs": 0.05}
+               ).fields_grouping("thrice", ["word"])
+    topology = b.create_topology()
+    conf = {"test.key": key, "test.total": total, "test.rate": 1500,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 100}
+    cluster.submit_topology("runs", conf, topology)
+    wait_until(lambda: len(set(ACKED[key])) == total, timeout=60,
+               message="not every word was acked")
+    assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
+    assert TICKS[key] > 0, "the counter got no tick tuple"
+    counts = committed_counts(key, "runs", topology.tasks("count"))
+    assert counts == {w: 3 * n for w, n in expected(total).items()}
+
+
 def test_rebalance_moving_stateful_tasks_keeps_counts_exact(cluster):
     key = uuid.uuid4().hex
     total = 1500
