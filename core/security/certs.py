@@ -28,18 +28,19 @@ class Issued:
     key: bytes
 
 
-def _crypto() -> Any:
+def x509_module(needed_for: str = "generating TLS certificates") -> Any:
+    """``cryptography.x509``; PluginLoadError naming what ``needed_for`` it when the package
+    is missing."""
     try:
-        import cryptography  # noqa: F401
+        from cryptography import x509
     except ImportError as exc:
-        raise PluginLoadError("generating TLS certificates needs the 'cryptography' package: "
+        raise PluginLoadError(f"{needed_for} needs the 'cryptography' package: "
                               "pip install 'squall[security]'") from exc
-    from cryptography import x509
     return x509
 
 
 def _builder(subject_cn: str, issuer: Any, public_key: Any, days: int) -> Any:
-    x509 = _crypto()
+    x509 = x509_module()
     from cryptography.x509.oid import NameOID
     now = datetime.datetime.now(datetime.timezone.utc)
     return (x509.CertificateBuilder()
@@ -60,7 +61,7 @@ def _pem_key(key: Any) -> bytes:
 
 def make_ca(common_name: str, days: int = 3650) -> Issued:
     """A self-signed certificate authority."""
-    x509 = _crypto()
+    x509 = x509_module()
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     key = ec.generate_private_key(ec.SECP256R1())
@@ -82,7 +83,7 @@ def issue(ca: Issued, common_name: str, hosts: Sequence[str] = ("localhost", "12
     """A certificate for ``common_name`` signed by ``ca``, usable by servers (for ``hosts``,
     names or IP addresses) and by clients (the CN is the user of ``nimbus.authentication:
     mtls``)."""
-    x509 = _crypto()
+    x509 = x509_module()
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID

@@ -30,7 +30,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from squall.errors import ConfigError, PluginLoadError
+from squall.errors import ConfigError
+from squall.security.certs import x509_module
 
 __all__ = ["CHALLENGE_BYTES", "Prover", "Verifier", "new_challenge"]
 
@@ -43,12 +44,7 @@ _MAX_DEPTH = 8
 
 
 def _crypto() -> Any:
-    try:
-        from cryptography import x509
-    except ImportError as exc:
-        raise PluginLoadError("squall.transport.tls with this transport needs the "
-                              "'cryptography' package: pip install 'squall[security]'") from exc
-    return x509
+    return x509_module("squall.transport.tls with this transport")
 
 
 def new_challenge() -> bytes:
