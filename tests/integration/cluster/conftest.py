@@ -227,8 +227,9 @@ class ClusterHarness:
                         os.killpg(pid, sig)
                     except (ProcessLookupError, PermissionError):
                         pass
-        if self._store is not None:
+        if self._store is not None:     # close() may run twice (a fixture's, then the harness's)
             self._store.close()
+            self._store = None
 
 
 @pytest.fixture(scope="session")
