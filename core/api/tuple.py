@@ -98,6 +98,16 @@ class Tuple:
                 f"id={self.id}, values={tuple(self.values)!r})")
 
 
+def zip_columns(columns: list[list[Any]], count: int) -> list[tuple[Any, ...]]:
+    """The value tuples of ``count`` tuples given by column (one list per field, each of
+    ``count`` values), zipped in C."""
+    if not columns:
+        return [()] * count
+    if len(columns) == 1:
+        return list(zip(columns[0]))
+    return list(zip(*columns))
+
+
 class TupleRun:
     """Tuples of one ``emit_many`` call (or several untracked ones), queued as one entry.
 
@@ -145,14 +155,7 @@ class TupleRun:
         """Every tuple's values, in order (zipped from the columns on first read)."""
         values = self._values
         if values is None:
-            cols = self._columns or ()
-            if not cols:
-                values = [()] * self._count
-            elif len(cols) == 1:
-                values = list(zip(cols[0]))
-            else:
-                values = list(zip(*cols))
-            self._values = values
+            values = self._values = zip_columns(self._columns or [], self._count)
             self._columns = None
         return values
 

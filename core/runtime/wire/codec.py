@@ -43,7 +43,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-from squall.api.tuple import Source, Tuple, TupleRun
+from squall.api.tuple import Source, Tuple, TupleRun, zip_columns
 from squall.errors import SerializationError
 
 CONTROL = 0
@@ -123,11 +123,7 @@ def block_columns(block: list[Any]) -> tuple[int, list[list[Any]]]:
 def rows(block: list[Any]) -> list[tuple[Any, ...]]:
     """A block's value tuples again (zipped in C); ValueError as :func:`block_columns`."""
     n, cols = block_columns(block)
-    if not cols:
-        return [()] * n
-    if len(cols) == 1:
-        return list(zip(cols[0]))
-    return list(zip(*cols))
+    return zip_columns(cols, n)
 
 
 def entry(item: OpenRun | TupleRun) -> list[Any]:
@@ -235,16 +231,15 @@ def check_entries(task: int, entries: list[list[Any]], accepts: Accepts,
             if arity is None:
                 raise ValueError(f"task {task} does not subscribe to stream {stream!r:.40} of "
                                  f"{comp or 'the system'}")
-        n = block[0]
-        cols = block[1:]
+        try:
+            n, cols = block_columns(block)
+        except ValueError:
+            raise ValueError(f"a run of stream {stream!r:.40} of {comp} for task {task} does "
+                             f"not hold {block[0]!r:.20} values in each of its "
+                             f"{len(block) - 1} columns") from None
         if len(cols) != arity:
             raise ValueError(f"stream {stream!r:.40} of {comp} has {arity} fields; a run "
                              f"for task {task} has {len(cols)}")
-        if n.__class__ is not int or not 0 <= n <= MAX_ROWS or \
-                list(map(type, cols)).count(list) != arity or \
-                list(map(len, cols)).count(n) != arity:
-            raise ValueError(f"a run of stream {stream!r:.40} of {comp} for task {task} does "
-                             f"not hold {n!r:.20} values in each of its {arity} columns")
         if stream in INT_STREAMS and not set(map(type, chain.from_iterable(cols))) <= {int}:
             raise ValueError(f"a {stream} tuple for task {task} holds a value that is not "
                              f"an int")
