@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from itertools import islice
 from operator import attrgetter
 
@@ -123,32 +124,23 @@ class CheckpointedBoltExecutor(BoltExecutor):
             acked = ts.acked
             aligner = self.aligners[ts.task]
             keeper = self.keepers.get(ts.task)
-            if keeper is None:
-                def one_tracked(tup: Tuple, ts: TaskState = ts) -> None:
-                    self._run_tracked_one(ts, tup)
-            else:
-                def one_stateful(tup: Tuple, ts: TaskState = ts,
-                                 keeper: StateKeeper = keeper) -> None:
-                    self._run_stateful_one(ts, keeper, tup)
+            one = partial(self._run_tracked_one, ts) if keeper is None else \
+                partial(self._run_stateful_one, ts, keeper)
             left = n
             while left:
-                if inline is not None and not aligner.arrived:
+                if inline is not None and not aligner.arrived and (keeper is None
+                                                                   or keeper.ready):
+                    k, barrier, folded = self._run_inline(
+                        ts, q, left, inline, acks.folded if keeper is None else keeper.pending,
+                        one)
                     if keeper is None:
-                        k, barrier, folded = self._run_inline(ts, q, left, inline, acks.folded,
-                                                              one_tracked)
                         ts.acked += folded
-                        left -= k
-                        if barrier is not None:
-                            self._barrier(ts, aligner, barrier)
-                        continue
-                    if keeper.ready:
-                        k, barrier, folded = self._run_inline(ts, q, left, inline,
-                                                              keeper.pending, one_stateful)
+                    else:
                         keeper.pending_n += folded
-                        left -= k
-                        if barrier is not None:
-                            self._barrier(ts, aligner, barrier)
-                        continue
+                    left -= k
+                    if barrier is not None:
+                        self._barrier(ts, aligner, barrier)
+                    continue
                 k = self._data_ahead(q, left)
                 if k:
                     if aligner.arrived:
@@ -221,7 +213,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
                 self._run_stateful_one(ts, keeper, popleft())
             return
         _, _, folded = self._run_inline(ts, q, n, None, keeper.pending,
-                                        lambda tup: self._run_stateful_one(ts, keeper, tup))
+                                        partial(self._run_stateful_one, ts, keeper))
         keeper.pending_n += folded
 
     def _run_inline(self, ts: TaskState, q: deque[Tuple], n: int, barrier: Source | None,
@@ -283,28 +275,6 @@ class CheckpointedBoltExecutor(BoltExecutor):
                 for r in run:
                     fold[r] = get(r, 0) ^ acc
         return n, None, folded
-
-    def _run_tracked_one(self, ts: TaskState, tup: Tuple) -> None:
-        """A tuple :meth:`_run_inline` does not fold, of a task that is not stateful (as
-        BoltExecutor._run_tracked runs it)."""
-        if tup.src is self.tick_src:
-            ts.ticks -= 1
-            self._tick(ts, tup)
-            return
-        roots = tup.roots
-        if roots:
-            ts.current = tup
-        try:
-            ts.instance.process(tup)
-        except Exception as exc:
-            ts.current = None
-            self._failed(ts, tup, exc)
-            return
-        ts.current = None
-        if roots:
-            self.acks.ack_tuple(ts, tup)
-        else:
-            ts.acked += 1
 
     def _run_stateful_one(self, ts: TaskState, keeper: StateKeeper, tup: Tuple) -> None:
         if tup.src is self.tick_src:

@@ -196,7 +196,6 @@ class BoltExecutor(Executor):
         (one call less per tuple: -1.5 % instructions per word, acking on)."""
         popleft = q.popleft
         process = ts.instance.process
-        tick_src = self.tick_src
         acks = self.acks.folded
         acks_get = acks.get
         skipped = 0          # tuples not acked here: failed, ticks, acked by ack_tuple
@@ -217,29 +216,36 @@ class BoltExecutor(Executor):
                     for r in roots:
                         acks[r] = acks_get(r, 0) ^ v
                     continue
-                # a tick, an untracked tuple, or roots of another kind: no anchor
+                # a tick, an untracked tuple, or roots of another kind: counted there
                 ts.current = None
                 skipped += 1
-                if tup.src is tick_src:
-                    ts.ticks -= 1
-                    self._tick(ts, tup)
-                    continue
-                if roots:
-                    ts.current = tup
-                try:
-                    process(tup)
-                except Exception as exc:
-                    ts.current = None
-                    self._failed(ts, tup, exc)
-                    continue
-                ts.current = None
-                if roots:
-                    self.acks.ack_tuple(ts, tup)
-                else:
-                    skipped -= 1
+                self._run_tracked_one(ts, tup)
         finally:
             ts.current = None
         ts.acked += n - skipped
+
+    def _run_tracked_one(self, ts: TaskState, tup: Tuple) -> None:
+        """One tuple of a tracked pass that the pass's loop does not fold itself (a tick, an
+        untracked tuple, roots of another kind): processed, and acked (counted) unless it is
+        a tick or it failed."""
+        if tup.src is self.tick_src:
+            ts.ticks -= 1
+            self._tick(ts, tup)
+            return
+        roots = tup.roots
+        if roots:
+            ts.current = tup
+        try:
+            ts.instance.process(tup)
+        except Exception as exc:
+            ts.current = None
+            self._failed(ts, tup, exc)
+            return
+        ts.current = None
+        if roots:
+            self.acks.ack_tuple(ts, tup)
+        else:
+            ts.acked += 1
 
     def _run_plain(self, ts: TaskState, q: Any, n: int) -> None:
         """``_run_tuples`` without ackers and with no tick queued: the tuples are taken and
