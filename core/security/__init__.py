@@ -8,6 +8,8 @@
   (``*.password``, ``*.payload``, ``*.token*``, ``*.key*``).
 - :func:`scrubber` returns a function that replaces the conf's secret values wherever they
   appear in a text (error reports of components: an exception message may quote a password).
+- :class:`FirstSeen` tells whether a key (a refused peer, a reason) is new, so that a refusal
+  is logged once per key however often a client retries.
 
 The package's modules:
 
@@ -17,6 +19,8 @@ The package's modules:
                                    client channels (nimbus; DRPC)
 :mod:`.certs`                      a CA and the certificates it signs (``cryptography``)
 :mod:`.transport_creds`            the credentials workers authenticate each other with
+:mod:`.peer_proof`                 a transport peer's proof that it holds a certificate of
+                                   the cluster (grpc under ``squall.transport.tls``)
 =================================  ==========================================================
 
 ZooKeeper ACLs live with the store: :mod:`squall.state._zk_auth`; who may do what on nimbus:
@@ -25,12 +29,13 @@ ZooKeeper ACLs live with the store: :mod:`squall.state._zk_auth`; who may do wha
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 REDACTED = "******"
 
-__all__ = ["REDACTED", "is_secret_key", "redact", "scrubber", "user_for_token"]
+__all__ = ["REDACTED", "FirstSeen", "is_secret_key", "redact", "scrubber", "user_for_token"]
 #: secret values shorter than this are not scrubbed from texts (they would match by chance)
 MIN_SCRUBBED = 4
 
@@ -104,3 +109,23 @@ def user_for_token(conf: Mapping[str, Any], token: str | None) -> str | None:
         if hmac.compare_digest(str(known).encode(), str(token).encode()):
             found = str(user)
     return found
+
+
+class FirstSeen:
+    """The keys seen so far, up to ``limit`` of them (past that it starts over, so a flood of
+    new keys cannot grow it). Thread-safe."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self._seen: set[Hashable] = set()
+        self._lock = threading.Lock()
+
+    def first(self, key: Hashable) -> bool:
+        """Whether ``key`` is seen for the first time (it is remembered from now on)."""
+        with self._lock:
+            if key in self._seen:
+                return False
+            if len(self._seen) >= self.limit:
+                self._seen.clear()
+            self._seen.add(key)
+            return True

@@ -21,7 +21,6 @@ from __future__ import annotations
 import collections
 import contextvars
 import logging
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,14 +28,13 @@ from typing import Any
 import grpc
 
 from squall.errors import ConfigError
-from squall.security import user_for_token
+from squall.security import FirstSeen, user_for_token
 from squall.security.settings import authentication_mode, tls_files
 
 log = logging.getLogger(__name__)
 
 #: gRPC metadata key carrying ``squall.auth.token``
 TOKEN_METADATA = "squall-auth-token"
-_MAX_REMEMBERED = 1024
 _USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("squall_user", default=None)
 
 __all__ = ["TOKEN_METADATA", "AuthInterceptor", "client_channel", "current_user",
@@ -145,8 +143,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         if self._mode == "token" and not self._conf["nimbus.auth.tokens"]:
             raise ConfigError("nimbus.authentication is token but nimbus.auth.tokens is empty: "
                               "no client could call " + service)
-        self._logged: set[tuple[str, str]] = set()
-        self._lock = threading.Lock()
+        self._logged = FirstSeen()
 
     @property
     def mode(self) -> str:
@@ -169,14 +166,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
 
     def _refused(self, context: grpc.ServicerContext, method: str, reason: str) -> None:
         peer = (context.peer() or "?").rsplit(":", 1)[0]
-        key = (peer, reason)
-        with self._lock:
-            first = key not in self._logged
-            if first:
-                if len(self._logged) >= _MAX_REMEMBERED:
-                    self._logged.clear()
-                self._logged.add(key)
-        if first:
+        if self._logged.first((peer, reason)):
             log.warning("%s refused a call from %s (%s): %s; further refusals for this reason "
                         "from this peer are not logged", self._service, peer,
                         method.rsplit("/", 1)[-1], reason)

@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 
-__all__ = ["RefusalLog", "host_of"]
+from squall.security import FirstSeen
 
-#: a receiver remembers this many refused addresses; past that it starts over
-_MAX_REMEMBERED = 1024
+__all__ = ["RefusalLog", "host_of"]
 
 
 def host_of(peer: str) -> str:
@@ -43,7 +42,7 @@ class RefusalLog:
     def __init__(self, logger: logging.Logger, where: str) -> None:
         self.logger, self.where = logger, where
         self.count = 0
-        self._refused: set[str] = set()
+        self._refused = FirstSeen()
         self._lock = threading.Lock()
 
     def refused(self, address: str, reason: str) -> None:
@@ -51,12 +50,7 @@ class RefusalLog:
         log ``reason`` (what it lacked, e.g. ``"it presented no certificate"``)."""
         with self._lock:
             self.count += 1
-            first = address not in self._refused
-            if first:
-                if len(self._refused) >= _MAX_REMEMBERED:
-                    self._refused.clear()
-                self._refused.add(address)
-        if first:
+        if self._refused.first(address):
             self.logger.warning("%s refused a peer at %s: %s (its tuples are dropped; further "
                                 "refusals of this peer are not logged)",
                                 self.where, address, reason)
