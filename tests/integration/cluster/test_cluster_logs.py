@@ -28,6 +28,14 @@ def current_log(local: Path) -> str:
     return text
 
 
+def rotated_log(local: Path) -> str:
+    """The worker log with its backups before it, oldest first (``.log.2``, ``.log.1``,
+    ``.log``)."""
+    logs = {n: t for n, t in worker_logs(local).items() if re.search(r"-\d+\.log(\.\d+)?$", n)}
+    order = sorted(logs, key=lambda n: -int(n.rsplit(".", 1)[1]) if n[-1].isdigit() else 0)
+    return "".join(logs[n] for n in order)
+
+
 def test_logs_rotation_follow_levels_and_cleanup(squall_cluster):
     c = squall_cluster
     c.start_nimbus()
@@ -92,8 +100,9 @@ def test_logs_rotation_follow_levels_and_cleanup(squall_cluster):
     seen: list[str] = []
 
     def ticks_after_revert() -> bool:
-        # what the worker logged from the revert to the ticker's next print (100 ticks)
-        text = current_log(sup.local_dir).split("log level of chatty back to NOTSET", 1)
+        # what the worker logged from the revert to the ticker's next print (100 ticks), read
+        # across the backups too: the log may rotate between the two lines
+        text = rotated_log(sup.local_dir).split("log level of chatty back to NOTSET", 1)
         if len(text) == 2 and "printed tick" in text[1]:
             seen.append(text[1].split("printed tick", 1)[0])
         return bool(seen)
