@@ -118,12 +118,17 @@ class TupleRun:
     Tuples are built, ``edge`` is split into one id per tuple whose XOR is ``edge`` again, so
     acking them one by one or the run at once gives the acker the same value.
 
+    A run *by tree* (``ids`` not None) gathers tuples of several trees for one task: the
+    held anchored ``emit_many`` values of a batch bolt, routed together. ``ids`` is then each
+    tuple's own edge and ``roots`` each tuple's one root id (a list of ints, one per tuple,
+    not a tuple shared by all), and ``edge`` is 0.
+
     A run from another worker arrives by column (:meth:`of_columns`): ``column(i)`` hands
     out a decoded column as it is, and the value tuples (``values``) are zipped from the
     columns only when something reads them. ``len(run)`` counts its tuples either way.
     """
 
-    __slots__ = ("_columns", "_count", "_values", "edge", "roots", "src", "task")
+    __slots__ = ("_columns", "_count", "_values", "edge", "ids", "roots", "src", "task")
 
     def __init__(self, values: list[tuple[Any, ...]], task: int, src: Source,
                  roots: tuple[int, ...] | None = None, edge: int = 0) -> None:
@@ -134,21 +139,40 @@ class TupleRun:
         self.src = src
         self.roots = roots
         self.edge = edge
+        self.ids: list[int] | None = None
+
+    @classmethod
+    def by_tree(cls, values: list[tuple[Any, ...]], task: int, src: Source, ids: list[int],
+                roots: list[int]) -> TupleRun:
+        """A run of tuples of several trees: ``ids[i]`` and ``roots[i]`` are the edge and
+        the one root of ``values[i]``."""
+        run = cls(values, task, src, roots)        # type: ignore[arg-type]
+        run.ids = ids
+        return run
 
     @classmethod
     def of_columns(cls, columns: list[list[Any]], count: int, task: int, src: Source,
-                   roots: tuple[int, ...] | None = None, edge: int = 0) -> TupleRun:
+                   roots: tuple[int, ...] | list[int] | None = None, edge: int = 0,
+                   ids: list[int] | None = None) -> TupleRun:
         """A run of ``count`` tuples given by column (one list per field, each of
-        ``count`` values; no field: no column)."""
+        ``count`` values; no field: no column); by tree with ``ids``."""
         run = cls.__new__(cls)
         run._values = None
         run._columns = columns
         run._count = count
         run.task = task
         run.src = src
-        run.roots = roots
+        run.roots = roots               # type: ignore[assignment]
         run.edge = edge
+        run.ids = ids
         return run
+
+    def trees(self) -> Iterable[int]:
+        """Every root id the run's tuples belong to, each once."""
+        roots = self.roots
+        if roots is None:
+            return ()
+        return roots if self.ids is None else dict.fromkeys(roots)
 
     @property
     def values(self) -> list[tuple[Any, ...]]:
@@ -186,6 +210,17 @@ class TupleRun:
                 tup.task = task
                 tup.src = src
                 tup.id = tup.roots = None
+                tup.ackval = 0
+                append(tup)
+            return out
+        if self.ids is not None:        # by tree: each tuple's own edge and root
+            for v, i, r in zip(self.values, self.ids, roots):   # type: ignore[arg-type]
+                tup = new(Tuple)
+                tup.values = v
+                tup.task = task
+                tup.src = src
+                tup.id = i
+                tup.roots = (r,)
                 tup.ackval = 0
                 append(tup)
             return out

@@ -61,14 +61,21 @@ class AckLedger:
                 acks[r] = acks.get(r, 0) ^ e ^ tup.ackval
 
     def ack_run(self, ts: TaskState, run: TupleRun) -> None:
-        """Ack every tuple of a TupleRun whose Tuples were never built: one XOR per root."""
+        """Ack every tuple of a TupleRun whose Tuples were never built: one XOR per root, or
+        per tuple of a run by tree."""
         ts.acked += len(run)
         roots = run.roots
         if roots:
             acks = self.folded
+            get = acks.get
+            ids = run.ids
+            if ids is not None:
+                for r, e in zip(roots, ids):
+                    acks[r] = get(r, 0) ^ e
+                return
             edge = run.edge
             for r in roots:
-                acks[r] = acks.get(r, 0) ^ edge
+                acks[r] = get(r, 0) ^ edge
 
     def flush(self) -> None:
         """Send the folded acks: an acker task here gets them straight (its

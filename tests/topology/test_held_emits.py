@@ -1,7 +1,8 @@
-"""Untracked ``emit_many`` values are held and routed together (one grouping pass for a whole
-pass of a batch bolt): what a user can see of that is only that nothing changes. Each target
-task receives one emitter's tuples in emit order, whatever mix of emit_many, emit, streams and
-anchors produced them, held values are never left behind, and counts stay exact."""
+"""``emit_many`` values are held and routed together (one grouping pass for a whole pass of
+a batch bolt; anchored ones by tree, on streams that reach another worker): what a user can
+see of that is only that nothing changes. Each target task receives one emitter's tuples in
+emit order, whatever mix of emit_many, emit, streams and anchors produced them, held values
+are never left behind, and counts stay exact."""
 from __future__ import annotations
 
 import threading
@@ -35,7 +36,8 @@ class Lines(Spout):
 
 class Mixed(Bolt):
     """Per input line: emit_many, emit_many on another stream, a tracked emit anchored to
-    the line, a plain emit, and emit_many again: seq 0..6 in emit order."""
+    the line, a plain emit, and emit_many anchored to the line (held by tree where the
+    stream reaches another worker): seq 0..6 in emit order."""
 
     outputs = [Stream(["line", "seq"]), Stream(["line", "seq"], name="other")]
 
@@ -46,7 +48,7 @@ class Mixed(Bolt):
             self.emit_many([(i, 2)], "other")
             self.emit((i, 3), anchors=[tup])
             self.emit((i, 4))
-            self.emit_many([[i, 5], [i, 6]])       # lists: arrive as tuples
+            self.emit_many([[i, 5], [i, 6]], anchors=[tup])     # lists: arrive as tuples
 
 
 class Big(Bolt):

@@ -74,7 +74,7 @@ class Plans:
     """What a task's emits need of each stream with one subscriber whose grouping picks
     one task (the fast paths' streams), worked out once."""
 
-    __slots__ = ("by_stream", "choose_many", "run_streams", "source_of_single")
+    __slots__ = ("by_stream", "choose_many", "run_streams", "source_of_single", "tree_streams")
 
     def __init__(self, ts: TaskState, w: Wiring) -> None:
         queues_get = w.queues.get
@@ -86,6 +86,9 @@ class Plans:
         self.source_of_single: dict[str, Source] = {}
         #: streams with a target that takes runs (a lazy_batch task here, or any remote task)
         self.run_streams: set[str] = set()
+        #: streams with a target in another worker: a batch bolt's anchored emit_many
+        #: values on them are held and routed together, by tree (fast.Hold)
+        self.tree_streams: set[str] = set()
         for name, routes in ts.routes.items():
             if len(routes) != 1 or routes[0].one is None or routes[0].direct:
                 continue
@@ -100,6 +103,8 @@ class Plans:
             self.source_of_single[name] = src
             if any(t in w.lazy or t not in w.queues for t in route.targets):
                 self.run_streams.add(name)
+            if any(t not in w.queues for t in route.targets):
+                self.tree_streams.add(name)
 
 
 def build_routes(ts: TaskState, topology: Topology, sources: Sources, context: Any) -> None:
@@ -124,7 +129,8 @@ def make_emit(ts: TaskState, w: Wiring, *, spout: bool) -> tuple[fast.Emit, fast
     ts.root_plan = w.acks.root_plan(ts.task)
     plans = Plans(ts, w)
     route = fast.route_many(ts, w, plans)
-    hold = fast.Hold(w.holding, route, plans.source_of_single.__getitem__)
+    hold = fast.Hold(w.holding, route, fast.route_trees(ts, w, plans),
+                     plans.source_of_single.__getitem__)
     general = fast.stream_emit(ts, w, plans, hold.values, hold.release, spout)
     emit_many = fast.many_emit(ts, w, plans, general, hold, route, spout)
     default = plans.by_stream.get("default")

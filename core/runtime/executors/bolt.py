@@ -308,7 +308,7 @@ class BoltExecutor(Executor):
             if self.auto_fail:
                 for p in parts:
                     if p.__class__ is TupleRun:
-                        acks.fail_roots(ts, p.roots, len(p))
+                        acks.fail_roots(ts, p.trees(), len(p))
                     else:
                         acks.fail_tuple(ts, p)
             return n

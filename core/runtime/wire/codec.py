@@ -24,7 +24,11 @@ ONES   a list: one id per tuple     a list: each tuple's root ids,  one :class:`
                                     ``0`` = the tuple before's      (single emits)
 RUNS   a list of ``[edge, count]``  a list: each run's root ids,    one :class:`TupleRun` per
        pairs, run after run         ``0`` = the run before's        pair (anchored emit_many)
+TREES  a list: one id per tuple     a list of ints: each tuple's    one TupleRun by tree
+                                    one root id                     (held anchored emit_many)
 =====  ===========================  ==============================  ==========================
+
+ONES and TREES differ by their first roots item: a list (root ids) or an int (the root).
 
 Single tuples are folded into runs as they are queued, so a batch of single emits costs the
 serializer a few flat lists instead of an entry (or a list) per tuple.
@@ -47,7 +51,7 @@ from squall.api.tuple import Source, Tuple, TupleRun, zip_columns
 from squall.errors import SerializationError
 
 CONTROL = 0
-RUN, ONES, RUNS = "run", "ones", "runs"
+RUN, ONES, RUNS, TREES = "run", "ones", "runs", "trees"
 _NOTHING = object()
 
 #: (task, payload) messages of one batch
@@ -65,19 +69,21 @@ MAX_ROWS = 1 << 20
 class OpenRun:
     """Outbound: one entry being filled, column by column, before it is encoded.
 
-    ``ids``/``roots`` are None for an untracked RUN; lists for ONES, or for RUNS when the ids
-    are ``[edge, count]`` pairs. ``last_roots`` is the roots the last non-0 roots entry
-    holds (a ``0`` stands for it)."""
+    ``ids``/``roots`` are None for an untracked RUN; lists for ONES, for RUNS when the ids
+    are ``[edge, count]`` pairs, or for TREES (``by_tree``: an int id and an int root per
+    tuple). ``last_roots`` is the roots the last non-0 roots entry holds (a ``0`` stands for
+    it)."""
 
-    __slots__ = ("ids", "last_roots", "roots", "src", "task", "values")
+    __slots__ = ("by_tree", "ids", "last_roots", "roots", "src", "task", "values")
 
-    def __init__(self, task: int, src: Source, tracked: bool) -> None:
+    def __init__(self, task: int, src: Source, tracked: bool, by_tree: bool = False) -> None:
         self.task = task
         self.src = src
         self.values: list[Any] = []
         self.ids: list[Any] | None = [] if tracked else None
         self.roots: list[Any] | None = [] if tracked else None
         self.last_roots: Any = _NOTHING
+        self.by_tree = by_tree
 
     def add_roots(self, roots: Any) -> None:
         """Append a roots entry (``0`` when it repeats the last one)."""
@@ -127,21 +133,26 @@ def rows(block: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def entry(item: OpenRun | TupleRun) -> list[Any]:
-    """The entry of an open run or of a TupleRun (a RUN of its own)."""
+    """The entry of an open run or of a TupleRun (a RUN of its own, or TREES by tree)."""
     block = columns(item.values)
     if item.__class__ is OpenRun:
         return [item.task, item.src.stream, block,
                 0 if item.ids is None else item.ids, item.roots]   # type: ignore[union-attr]
-    return [item.task, item.src.stream, block, item.edge,          # type: ignore[union-attr]
+    ids = item.ids                                                  # type: ignore[union-attr]
+    return [item.task, item.src.stream, block, item.edge if ids is None else ids,
             item.roots]
 
 
 def pieces(item: OpenRun | TupleRun) -> list[OpenRun | TupleRun]:
     """``item`` cut into the smallest entries that still mean the same: one per tuple of an
-    untracked run or a ONES run, one per anchored run of a RUNS run (an edge stands for its
-    whole run), a TupleRun whole. For finding the tuples a serializer refuses."""
+    untracked run, a ONES run or a TREES run (of either kind), one per anchored run of a
+    RUNS run (an edge stands for its whole run), another TupleRun whole. For finding the
+    tuples a serializer refuses."""
     if item.__class__ is not OpenRun:
-        return [item]
+        if item.ids is None:                                        # type: ignore[union-attr]
+            return [item]
+        item = open_trees(item.task, item.src, item.values,         # type: ignore[union-attr]
+                          item.ids, item.roots)                     # type: ignore[union-attr]
     run: OpenRun = item         # type: ignore[assignment]
     out: list[OpenRun | TupleRun] = []
     if run.ids is None:
@@ -150,6 +161,9 @@ def pieces(item: OpenRun | TupleRun) -> list[OpenRun | TupleRun]:
             one.values.append(v)
             out.append(one)
         return out
+    if run.by_tree:
+        return [open_trees(run.task, run.src, [v], [i], [r])
+                for v, i, r in zip(run.values, run.ids, run.roots)]  # type: ignore[arg-type]
     roots: Any = None
     start = 0
     for i, tid in enumerate(run.ids):
@@ -164,6 +178,16 @@ def pieces(item: OpenRun | TupleRun) -> list[OpenRun | TupleRun]:
         start += count
         out.append(one)
     return out
+
+
+def open_trees(task: int, src: Source, values: list[Any], ids: list[int],
+               roots: list[int]) -> OpenRun:
+    """An open TREES run holding ``values`` with their ids and roots."""
+    run = OpenRun(task, src, True, by_tree=True)
+    run.values.extend(values)
+    run.ids.extend(ids)             # type: ignore[union-attr]
+    run.roots.extend(roots)         # type: ignore[union-attr]
+    return run
 
 
 def encode(items: Iterable[tuple[int, OpenRun | TupleRun]],
@@ -253,8 +277,16 @@ def check_entries(task: int, entries: list[list[Any]], accepts: Accepts,
             continue
         if not ids and not n:
             continue
-        if roots.__class__ is not list or len(roots) != len(ids) or not ids \
-                or roots[0].__class__ is not list:
+        if roots.__class__ is not list or len(roots) != len(ids) or not ids:
+            raise ValueError(f"an entry for task {task}: {len(ids)} ids, roots "
+                             f"{roots!r:.60}")
+        if roots[0].__class__ is int:                                   # TREES
+            if len(ids) != n or list(map(type, ids)).count(int) != n or \
+                    list(map(type, roots)).count(int) != n:
+                raise ValueError(f"an entry for task {task}: {n} tuples by tree, ids "
+                                 f"{ids!r:.40}, roots {roots!r:.40}")
+            continue
+        if roots[0].__class__ is not list:
             raise ValueError(f"an entry for task {task}: {len(ids)} ids, roots "
                              f"{roots!r:.60}")
         kinds = set(map(type, roots))
@@ -273,10 +305,14 @@ def check_entries(task: int, entries: list[list[Any]], accepts: Accepts,
             raise ValueError(f"an entry for task {task}: {n} tuples, ids {ids!r:.60}")
 
 
-def shape(ids: Any) -> str:
-    """The shape of an entry by its ``ids`` column (see the module's table)."""
+def shape(ids: Any, roots: Any = None) -> str:
+    """The shape of an entry by its ``ids`` and ``roots`` columns (see the module's table)."""
     if ids.__class__ is list:
-        return RUNS if ids and ids[0].__class__ is list else ONES
+        if ids and ids[0].__class__ is list:
+            return RUNS
+        if roots.__class__ is list and roots and roots[0].__class__ is int:
+            return TREES
+        return ONES
     return RUN
 
 
@@ -335,6 +371,18 @@ def ones_of(task: int, src_task: int, src: Source, block: list[Any], ids: list[A
     return tuples
 
 
+def trees_of(task: int, src_task: int, src: Source, block: list[Any], ids: list[Any],
+             roots: list[Any]) -> TupleRun:
+    """A TREES entry as one TupleRun by tree, by column; checked whole first."""
+    n, cols = block_columns(block)
+    if ids.__class__ is not list or roots.__class__ is not list or \
+            not len(ids) == len(roots) == n or list(map(type, ids)).count(int) != n or \
+            list(map(type, roots)).count(int) != n:
+        raise ValueError(f"a run by tree for task {task}: {n} values, ids {ids!r:.40}, "
+                         f"roots {roots!r:.40}")
+    return TupleRun.of_columns(cols, n, src_task, src, roots, 0, ids)
+
+
 def runs_of(task: int, src_task: int, src: Source, block: list[Any], pairs: list[Any],
             roots: Any) -> list[TupleRun]:
     """A RUNS entry as its TupleRuns, by column: each ``[edge, count]`` pair takes the next
@@ -374,8 +422,11 @@ def roots_in(entries: Iterable[list[Any]]) -> set[int]:
     for e in entries:
         try:
             ids, roots = e[3], e[4]
-            if shape(ids) == RUN:
+            kind = shape(ids, roots)
+            if kind == RUN:
                 found.update(read_roots(roots) or ())
+            elif kind == TREES:
+                found.update(r for r in roots if r.__class__ is int)
             else:
                 for r in roots:
                     if r.__class__ is not int:

@@ -297,6 +297,13 @@ class Inbox:
                 else:
                     for run in runs:
                         q.extend(run.tuples())
+            elif roots.__class__ is list and roots and roots[0].__class__ is int:   # TREES
+                run = codec.trees_of(task, src_task, src, block, ids, roots)
+                if lazy:
+                    q.append(run)
+                    ts.run_extra += count - 1
+                else:
+                    q.extend(run.tuples())
             else:                                                       # ONES
                 q.extend(codec.ones_of(task, src_task, src, block, ids, roots))
             n += count

@@ -199,13 +199,33 @@ class Outbox:
             self.send_tuple(task, TupleRun(values, src_task, src, roots, edge))
             return
         run = opened.get(-task)
-        if run is None or run.task != src_task or run.src is not src:
+        if run is None or run.task != src_task or run.src is not src or run.by_tree:
             opened.pop(task, None)      # single tuples after this run start a new entry
             run = opened[-task] = OpenRun(src_task, src, True)
             self.outbox_of_task[task].append((task, run))
         run.values.extend(values)
         run.ids.append([edge, len(values)])         # type: ignore[union-attr]
         run.add_roots(roots)
+        if len(run.values) >= self.run_cap:
+            self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def send_trees(self, task: int, values: list[Any], src_task: int, src: Source,
+                   ids: list[int], roots: list[int]) -> None:
+        """Queue tuples of several trees (``ids[i]`` and ``roots[i]`` the edge and the one
+        root of ``values[i]``) for a remote task without building their TupleRun: those of
+        consecutive calls from one source task and stream travel as one TREES entry."""
+        opened = self.open_of_task.get(task)
+        if opened is None:
+            self.send_tuple(task, TupleRun.by_tree(values, src_task, src, ids, roots))
+            return
+        run = opened.get(-task)
+        if run is None or run.task != src_task or run.src is not src or not run.by_tree:
+            opened.pop(task, None)      # single tuples after these start a new entry
+            run = opened[-task] = OpenRun(src_task, src, True, by_tree=True)
+            self.outbox_of_task[task].append((task, run))
+        run.values.extend(values)
+        run.ids.extend(ids)                         # type: ignore[union-attr]
+        run.roots.extend(roots)                     # type: ignore[union-attr]
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
 
@@ -389,6 +409,9 @@ class Outbox:
             if item.src.stream.startswith("__ack"):
                 continue
             if item.__class__ is OpenRun:
+                if item.by_tree:
+                    failed.update(item.roots)
+                    continue
                 for roots in item.roots or ():
                     failed.update(roots or ())
             elif item.roots:

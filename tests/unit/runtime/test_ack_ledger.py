@@ -6,7 +6,7 @@ from typing import Any
 
 from squall.ackers.xor import XorAcker
 from squall.api.topology import Topology
-from squall.api.tuple import Tuple
+from squall.api.tuple import Tuple, TupleRun
 from squall.runtime.acks import AckLedger
 from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT, Sources
 from squall.runtime.task import LocalTasks, TaskState
@@ -98,3 +98,19 @@ def test_without_ackers_nothing_is_tracked() -> None:
     acks.fail_roots(tasks.states[BOLT], (1, 2), 3)
     acks.fail_lost({1})
     assert tasks.states[BOLT].failed == 3 and not out.sent
+
+
+def test_a_run_by_tree_acks_each_tuple_with_its_own_edge_into_its_own_tree() -> None:
+    acks, tasks, _ = ledger([ACKER_HERE])
+    spout, bolt = tasks.states[SPOUT], tasks.states[BOLT]
+    acks.init_tree(spout, ACKER_HERE, 100, 0b0011)
+    acks.init_tree(spout, ACKER_HERE, 200, 0b1100)
+    first = TupleRun.by_tree([("a",), ("b",), ("c",)], SPOUT, None, [0b0001, 0b0100, 0b0010],
+                             [100, 200, 100])       # type: ignore[arg-type]
+    acks.ack_run(bolt, first)
+    assert acks.folded == {100: 0b0011, 200: 0b0100} and bolt.acked == 3
+    acks.flush()
+    assert list(tasks.spout_queues[SPOUT]) == [(100, True)]     # 200 waits for its 0b1000
+    acks.ack_run(bolt, TupleRun.by_tree([("d",)], SPOUT, None, [0b1000], [200]))  # type: ignore[arg-type]
+    acks.flush()
+    assert list(tasks.spout_queues[SPOUT]) == [(100, True), (200, True)]

@@ -65,7 +65,9 @@ def test_a_wrong_source_stream_or_arity_is_refused(entry: list[Any], why: str) -
     [2, "default", [1, ["w"], [1]], "x", None],         # an edge that is not an int
     [2, "default", [1, ["w"], [1]], 0, ["r"]],          # roots that are not ints
     [2, "default", [2, ["w", "v"], [1, 2]], [5], [[7]]],   # ids and tuples disagree
-    [2, "default", [1, ["w"], [1]], [5], [0]],          # the first roots refer back
+    [2, "default", [2, ["w", "v"], [1, 2]], [5, 6], [7, [8]]],    # by tree: a roots list
+    [2, "default", [2, ["w", "v"], [1, 2]], [5, "6"], [7, 8]],    # by tree: an id not an int
+    [2, "default", [2, ["w", "v"], [1, 2]], [5], [7]],   # by tree: ids and tuples disagree
     [2, "default", [1, ["w"], [1]], [5], [["r"]]],
     [2, "default", [2, ["w", "v"], [1, 2]], [[5, 1]], [[7]]],  # counts do not add up
     [2, "default", [1, ["w"], [1]], [[5, "1"]], [[7]]],

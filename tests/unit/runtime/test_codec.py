@@ -232,3 +232,36 @@ def test_a_batch_reads_columns_across_runs_by_column_rows_and_single_tuples() ->
     assert batch.column("word") == ["a", "b", "c", "d"]
     assert batch.built is None                          # no Tuple was made for that
     assert [t["word"] for t in batch] == ["a", "b", "c", "d"]
+
+
+def test_tuples_by_tree_travel_with_their_own_ids_and_roots() -> None:
+    run = codec.open_trees(7, SRC, [("a",), ("b",), ("c",)], [21, 22, 23], [4, 5, 4])
+    entry = codec.entry(run)
+    assert entry == [7, "default", [3, ["a", "b", "c"]], [21, 22, 23], [4, 5, 4]]
+    src_task, _, values, ids, roots = loads(dumps(entry))
+    assert codec.shape(ids, roots) == codec.TREES
+    assert codec.shape([1], [[4]]) == codec.ONES       # a list of root ids: one tuple each
+    decoded = codec.trees_of(3, src_task, SRC, values, ids, roots)
+    assert (len(decoded), decoded.ids, decoded.roots, decoded.edge) == (3, [21, 22, 23],
+                                                                        [4, 5, 4], 0)
+    assert list(decoded.column(0)) == ["a", "b", "c"]
+    assert sorted(decoded.trees()) == [4, 5]            # each tree once
+    assert [(t.values, t.id, t.roots) for t in decoded.tuples()] == [
+        (("a",), 21, (4,)), (("b",), 22, (5,)), (("c",), 23, (4,))]
+    # a TupleRun by tree is an entry of its own, and is cut per tuple like an open one
+    local = TupleRun.by_tree([("a",), ("b",)], 7, SRC, [21, 22], [4, 5])
+    assert codec.entry(local) == [7, "default", [2, ["a", "b"]], [21, 22], [4, 5]]
+    assert [codec.entry(p) for p in codec.pieces(local)] == [
+        [7, "default", [1, ["a"]], [21], [4]], [7, "default", [1, ["b"]], [22], [5]]]
+    assert codec.roots_in([entry]) == {4, 5}
+
+
+@pytest.mark.parametrize("ids,roots", [
+    ([21, 22], [4, 5]),             # fewer ids and roots than values
+    ([21, 22, 23], [4, 5]),
+    ([21, "22", 23], [4, 5, 6]),    # an id that is not an int
+    ([21, 22, 23], [4, [5], 6]),    # a root that is not an int
+    ([21, 22, 23], "456")])
+def test_malformed_tuples_by_tree_are_refused_whole(ids: Any, roots: Any) -> None:
+    with pytest.raises(ValueError):
+        codec.trees_of(3, 7, SRC, [3, ["a", "b", "c"]], ids, roots)

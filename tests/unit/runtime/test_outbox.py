@@ -201,3 +201,26 @@ def test_a_silent_receivers_window_opens_after_a_while() -> None:
     assert out.saturated == {5}
     out.expire_windows(started + 60.0)
     assert not out.saturated
+
+
+def test_tuples_by_tree_from_one_source_travel_as_one_entry_in_emit_order() -> None:
+    out, transport, _ = outbox()
+    out.send_trees(5, [("a",), ("b",)], 1, SRC, [21, 22], [3, 4])
+    out.send_trees(5, (("c",),), 1, SRC, (23,), (3,))
+    out.send_anchored(5, [("d",)], 1, SRC, 40, (9,))     # an anchored run: a new entry
+    out.send_trees(5, [("e",)], 1, SRC, [24], [8])
+    out.send_values(5, ("f",), 1, SRC)
+    out.flush_all()
+    (batch,) = transport.conns[THERE].batches
+    assert entries(batch)[5] == [
+        [1, "default", [3, ["a", "b", "c"]], [21, 22, 23], [3, 4, 3]],
+        [1, "default", [1, ["d"]], [[40, 1]], [[9]]],
+        [1, "default", [1, ["e"]], [24], [8]],
+        [1, "default", [1, ["f"]], 0, None]]
+
+
+def test_tuples_by_tree_that_cannot_be_sent_fail_each_of_their_trees() -> None:
+    out, _, lost = outbox(fail=True)
+    out.send_trees(5, [("a",), ("b",), ("c",)], 1, SRC, [21, 22, 23], [3, 4, 3])
+    out.flush_all()
+    assert lost == [{3, 4}]
