@@ -51,7 +51,7 @@ class Clock:
 
 class Wiring:
     """What every emit of one worker reaches: this worker's queues, the outbox, the ack
-    ledger, the loop's clock and the list of tasks holding untracked values."""
+    ledger, the loop's clock and the list of tasks holding emit_many values."""
 
     __slots__ = ("acking", "acks", "batch_size", "clock", "holding", "lazy", "outbox",
                  "queues")
@@ -65,7 +65,7 @@ class Wiring:
         self.acking = acks.acking
         self.clock = clock
         self.batch_size = batch_size
-        #: release functions of tasks holding untracked emit_many values (fast.Hold); the
+        #: release functions of tasks holding emit_many values (fast.Hold); the
         #: loop calls and empties it after each executor's pass
         self.holding: list[Callable[[], None]] = []
 

@@ -138,9 +138,9 @@ def entry(item: OpenRun | TupleRun) -> list[Any]:
     if item.__class__ is OpenRun:
         return [item.task, item.src.stream, block,
                 0 if item.ids is None else item.ids, item.roots]   # type: ignore[union-attr]
-    ids = item.ids                                                  # type: ignore[union-attr]
-    return [item.task, item.src.stream, block, item.edge if ids is None else ids,
-            item.roots]
+    run: TupleRun = item        # type: ignore[assignment]
+    return [run.task, run.src.stream, block, run.edge if run.ids is None else run.ids,
+            run.roots]
 
 
 def pieces(item: OpenRun | TupleRun) -> list[OpenRun | TupleRun]:
@@ -149,10 +149,11 @@ def pieces(item: OpenRun | TupleRun) -> list[OpenRun | TupleRun]:
     RUNS run (an edge stands for its whole run), another TupleRun whole. For finding the
     tuples a serializer refuses."""
     if item.__class__ is not OpenRun:
-        if item.ids is None:                                        # type: ignore[union-attr]
+        whole: TupleRun = item      # type: ignore[assignment]
+        if whole.ids is None:
             return [item]
-        item = open_trees(item.task, item.src, item.values,         # type: ignore[union-attr]
-                          item.ids, item.roots)                     # type: ignore[union-attr]
+        item = open_trees(whole.task, whole.src, whole.values, whole.ids,
+                          whole.roots)  # type: ignore[arg-type]
     run: OpenRun = item         # type: ignore[assignment]
     out: list[OpenRun | TupleRun] = []
     if run.ids is None:
