@@ -507,3 +507,58 @@ def test_a_malformed_load_report_is_ignored_and_a_good_one_is_believed(caplog: A
         wait_until(lambda: all(len(SEEN[key]) > n + 100 for key, n in busy.items()), 10,
                    message="the workers stopped delivering after the load reports")
         assert "loop died" not in caplog.text
+
+
+#: line -> words of it the counting bolts processed; line -> that number when it was acked
+PROCESSED: dict[int, int] = defaultdict(int)
+AT_ACK: dict[int, int] = {}
+
+
+class NumberedLines(Spout):
+    """Lines ``i`` of ``i % 7 + 3`` words, each tracked by ``i``; at its ack, how many of its
+    words were processed is noted."""
+    outputs = ["line"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.n, self.i = conf["test.lines"], 0
+
+    def next_tuple(self) -> None:
+        if self.i < self.n:
+            i, self.i = self.i, self.i + 1
+            self.emit([" ".join(f"{i}:{k}" for k in range(i % 7 + 3))], tup_id=i)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            AT_ACK[tup_id] = PROCESSED[tup_id]
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class CountPerLine(Placed):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            PROCESSED[int(tup["word"].split(":")[0])] += 1
+
+
+def test_a_line_whose_words_are_held_by_tree_completes_only_once_all_are_processed() -> None:
+    # the batch splitter's anchored emit_many values are held past its pass (each with its
+    # own edge, XORed into its line at once) and the line itself is acked before they are
+    # routed: its tree must still complete only after every word was processed, in either
+    # worker
+    _reset()
+    PROCESSED.clear()
+    AT_ACK.clear()
+    n = 400
+    b = TopologyBuilder()
+    b.set_spout("lines", NumberedLines, 1)
+    b.set_bolt("split", SplitBatch, 2).shuffle_grouping("lines")
+    b.set_bolt("count", CountPerLine, 3).fields_grouping("split", ["word"])
+    with LocalCluster() as cluster:
+        cluster.submit_topology("held", {"topology.workers": 2, "topology.acker.executors": 2,
+                                         "test.lines": n}, b.create_topology())
+        wait_until(lambda: len(AT_ACK) + len(FAILED) == n, 30, message="not every line ended")
+    assert len(set(PORTS.values())) == 2, f"tasks all in one worker: {PORTS}"
+    assert not FAILED
+    assert AT_ACK == {i: i % 7 + 3 for i in range(n)}
