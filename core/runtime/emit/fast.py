@@ -311,8 +311,6 @@ def route_trees(ts: TaskState, w: Wiring, plans: Plans
     src_task = ts.task
     manys = plans.choose_many
     by_tree = TupleRun.by_tree
-    T = Tuple
-    new = object.__new__
 
     def deliver(t: int, vals: Sequence[Any], ids: Sequence[int], roots: Sequence[int],
                 src: Source) -> None:
@@ -324,16 +322,8 @@ def route_trees(ts: TaskState, w: Wiring, plans: Plans
         q = queues_get(t)
         if q is None:
             send_trees(t, vals, src_task, src, ids, roots)    # type: ignore[arg-type]
-            return
-        for values, i, r in zip(vals, ids, roots):
-            tup = new(T)
-            tup.values = values
-            tup.task = src_task
-            tup.src = src
-            tup.id = i
-            tup.roots = (r,)
-            tup.ackval = 0
-            q.append(tup)
+        else:                       # a bolt here without lazy_batch: a Tuple each
+            q.extend(by_tree(vals, src_task, src, ids, roots).tuples())  # type: ignore[arg-type]
 
     def route(values: list[Any], ids: list[int], roots: list[int], stream: str,
               src: Source) -> None:
@@ -448,30 +438,29 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
         if list(map(type, values_list)).count(tuple) != n:     # runs and held values: tuples
             values_list = [v if v.__class__ is tuple else tuple(v) for v in values_list]
         if n < HOLD_CAP:
+            # untracked values, and anchored ones on a stream that reaches another worker,
+            # wait in the hold (one kind at a time)
             if anchor is None:
+                holds = True
+            else:
+                roots = anchor.roots
+                holds = stream in tree_streams and roots.__class__ is tuple and len(roots) == 1
+            if holds:
+                tracked = anchor is not None
+                if anchor is not None:
+                    # each value's own edge, all XORed into the anchor now: it may be acked
+                    # before the loop routes what is held
+                    edges = fast_edges(n)
+                    anchor.ackval ^= reduce(xor, edges)
                 if not held:
                     holding_append(release)
-                elif hold.stream != stream or held_ids:
+                elif hold.stream != stream or bool(held_ids) is not tracked:
                     release()               # still registered: the loop has not run since
                 hold.stream = stream
                 held.extend(values_list)
-                if len(held) >= HOLD_CAP:
-                    release()
-                return
-            roots = anchor.roots
-            if stream in tree_streams and roots.__class__ is tuple and len(roots) == 1:
-                # each value's own edge, all XORed into the anchor now: it may be acked
-                # before the loop routes what is held
-                edges = fast_edges(n)
-                anchor.ackval ^= reduce(xor, edges)
-                if not held:
-                    holding_append(release)
-                elif hold.stream != stream or not held_ids:
-                    release()
-                hold.stream = stream
-                held.extend(values_list)
-                held_ids.extend(edges)
-                held_roots.extend(roots * n)
+                if tracked:
+                    held_ids.extend(edges)
+                    held_roots.extend(roots * n)
                 if len(held) >= HOLD_CAP:
                     release()
                 return

@@ -198,11 +198,7 @@ class Outbox:
         if opened is None:
             self.send_tuple(task, TupleRun(values, src_task, src, roots, edge))
             return
-        run = opened.get(-task)
-        if run is None or run.task != src_task or run.src is not src or run.by_tree:
-            opened.pop(task, None)      # single tuples after this run start a new entry
-            run = opened[-task] = OpenRun(src_task, src, True)
-            self.outbox_of_task[task].append((task, run))
+        run = self._anchored(opened, task, src_task, src, False)
         run.values.extend(values)
         run.ids.append([edge, len(values)])         # type: ignore[union-attr]
         run.add_roots(roots)
@@ -218,16 +214,25 @@ class Outbox:
         if opened is None:
             self.send_tuple(task, TupleRun.by_tree(values, src_task, src, ids, roots))
             return
-        run = opened.get(-task)
-        if run is None or run.task != src_task or run.src is not src or not run.by_tree:
-            opened.pop(task, None)      # single tuples after these start a new entry
-            run = opened[-task] = OpenRun(src_task, src, True, by_tree=True)
-            self.outbox_of_task[task].append((task, run))
+        run = self._anchored(opened, task, src_task, src, True)
         run.values.extend(values)
         run.ids.extend(ids)                         # type: ignore[union-attr]
         run.roots.extend(roots)                     # type: ignore[union-attr]
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def _anchored(self, opened: dict[int, OpenRun], task: int, src_task: int, src: Source,
+                  by_tree: bool) -> OpenRun:
+        """The open run of anchored runs (RUNS) or of tuples by tree (TREES) that ``task``'s
+        next ones from ``src_task`` on ``src`` join: kept under ``-task``, started anew at
+        the end of its outbox unless the last one is of that kind and source."""
+        run = opened.get(-task)
+        if run is None or run.task != src_task or run.src is not src or \
+                run.by_tree is not by_tree:
+            opened.pop(task, None)      # single tuples after it start a new entry
+            run = opened[-task] = OpenRun(src_task, src, True, by_tree)
+            self.outbox_of_task[task].append((task, run))
+        return run
 
     def send_values_run(self, task: int, values: list[Any], src_task: int,
                         src: Source) -> None:
