@@ -13,6 +13,8 @@ beats is the saturating rate. Then, on the same topology, the spout is paced at 
 samples that arrived in ``--seconds`` give p50 / p99 / p99.9 exactly (nearest rank over every
 kept sample). The rate is set through a control file the spouts re-read every 0.25 s. With
 acking on, the spout's mean complete latency over the same window comes from the beats too.
+``--windows N`` measures N windows in a row at each level and adds a row of their medians
+(one window's tail moves with whatever else ran on the host in it).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import math
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -128,18 +131,31 @@ def measure(beats: Beats, samples: Path, label: str, target: float | None, warmu
     lat = [ms for _, ms in kept]
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
-        with open(dump / f"{label.replace(' %', '')}.tsv", "w") as f:
+        name = label.replace(" %", "").replace(" #", "-")
+        with open(dump / f"{name}.tsv", "w") as f:
             f.writelines(f"{t - t1:.6f}\t{ms:.3f}\n" for t, ms in sorted(kept))
     return Row(label, target, sentences, words, quantiles(lat, QUANTILES) if lat else (),
                len(lat), complete, os.getloadavg()[0])
 
 
+def median_row(rows: Sequence[Row], label: str) -> Row:
+    """The medians of several windows' figures (each quantile on its own)."""
+    with_lat = [r.latency_ms for r in rows if r.latency_ms]
+    completes = [r.complete_ms for r in rows if r.complete_ms is not None]
+    return Row(label, rows[0].target, statistics.median(r.sentences for r in rows),
+               statistics.median(r.words for r in rows),
+               tuple(statistics.median(q) for q in zip(*with_lat)) if with_lat else (),
+               sum(r.samples for r in rows),
+               statistics.median(completes) if completes else None, rows[-1].load)
+
+
 def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[float],
              seconds: float, warmup: float, keep: int, pending: int,
              extra: Sequence[str], dump: Path | None = None,
-             on_row: Callable[[Row], None] = lambda row: None) -> list[Row]:
-    """A fresh cluster for one acking mode: the saturating row, then one row per level
-    (each also given to ``on_row`` as it is measured)."""
+             on_row: Callable[[Row], None] = lambda row: None, windows: int = 1) -> list[Row]:
+    """A fresh cluster for one acking mode: the saturating row, then per level ``windows``
+    rows and, with more than one, the row of their medians (each row also given to
+    ``on_row`` as it is measured)."""
     with tempfile.TemporaryDirectory(prefix="squall-bench-lat-") as d:
         tmp = Path(d)
         samples = tmp / "samples"
@@ -168,9 +184,16 @@ def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[fl
             for level in levels:
                 rate = sat.words / WORDS * level / 100
                 set_control(control, rate, min(1.0, keep / (rate * WORDS * seconds)))
-                rows.append(measure(beats, samples, f"{level:g} %", rate, warmup, seconds,
-                                    out))
-                on_row(rows[-1])
+                label = f"{level:g} %"
+                runs = []
+                for i in range(windows):
+                    runs.append(measure(beats, samples, label if windows == 1 else
+                                        f"{label} #{i + 1}", rate, warmup if i == 0 else 0,
+                                        seconds, out))
+                    on_row(runs[-1])
+                rows += runs
+                if windows > 1:
+                    rows.append(median_row(runs, f"{label}, median of {windows}"))
             return rows
         finally:
             if beats is not None:
@@ -223,6 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--levels", type=float, nargs="+", default=[25, 50, 90],
                    help="per cent of the saturating rate")
     p.add_argument("--acking", nargs="+", choices=["off", "on"], default=["off", "on"])
+    p.add_argument("--windows", type=int, default=1,
+                   help="windows in a row at each level (more than one adds their medians)")
     p.add_argument("--transport", default="zmq")
     p.add_argument("--samples", type=int, default=200_000,
                    help="about how many words' latencies to keep per window")
@@ -251,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
                                         if acking else ""), flush=True)
             rows = run_mode(zk, args.transport, acking, args.levels, args.seconds,
                             args.warmup, args.samples, args.max_pending, args.conf,
-                            args.dump, progress)
+                            args.dump, progress, max(1, args.windows))
             print(table(rows, acking), flush=True)
 
 
