@@ -1,11 +1,15 @@
 """End-to-end latency of the distributed word count: spout emit -> count bolt.
 
     python -m bench.latency [--seconds 5] [--levels 25 50 90] [--acking off on] [--transport zmq]
+                            [--corpus varied|fixed] [--windows 1]
 
 For each acking mode, starts a cluster on 127.0.0.1 as ``bench.distributed`` does (a
 ZooKeeper, a nimbus, one supervisor with two slots) and submits
 ``bench/topologies/latency.py`` in two workers: 2 spout, 2 split (shuffle), 2 count (fields)
-executors; acking on adds 2 ackers. The spout stamps each sentence with ``time.monotonic()``
+executors; acking on adds 2 ackers. The sentences are ``--corpus``'s
+(``bench/topologies/corpus.py``: ``varied`` spreads the words evenly over the count tasks,
+``fixed`` repeats one sentence whose hot keys load one worker more than the other). The
+spout stamps each sentence with ``time.monotonic()``
 (one clock for every process on Linux) and the count bolt keeps ``arrival - stamp`` for a
 random sample of words. First the spout runs unpaced: the count bolts' words/s between worker
 beats is the saturating rate. Then, on the same topology, the spout is paced at each level
@@ -152,7 +156,8 @@ def median_row(rows: Sequence[Row], label: str) -> Row:
 def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[float],
              seconds: float, warmup: float, keep: int, pending: int,
              extra: Sequence[str], dump: Path | None = None,
-             on_row: Callable[[Row], None] = lambda row: None, windows: int = 1) -> list[Row]:
+             on_row: Callable[[Row], None] = lambda row: None, windows: int = 1,
+             corpus: str = "varied") -> list[Row]:
     """A fresh cluster for one acking mode: the saturating row, then per level ``windows``
     rows and, with more than one, the row of their medians (each row also given to
     ``on_row`` as it is measured)."""
@@ -170,7 +175,7 @@ def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[fl
             wait_for(lambda: supervisors_up(client) == 1, 60, "the supervisor")
             cluster.squall("submit", TARGET, "--name", "wc", "-c", "topology.workers=2",
                            "-c", f"bench.tracked={acking}", "-c", f"bench.control={control}",
-                           "-c", f"bench.samples={samples}",
+                           "-c", f"bench.samples={samples}", "-c", f"bench.corpus={corpus}",
                            "-c", "topology.max.spout.pending=" + (str(pending) if acking
                                                                   else "null"),
                            "-c", f"topology.acker.executors={2 if acking else 0}",
@@ -249,6 +254,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--windows", type=int, default=1,
                    help="windows in a row at each level (more than one adds their medians)")
     p.add_argument("--transport", default="zmq")
+    p.add_argument("--corpus", choices=["varied", "fixed"], default="varied",
+                   help="the sentences (bench/topologies/corpus.py): 1,000 over a 10,000-word "
+                        "vocabulary, or one sentence over and over (hot keys)")
     p.add_argument("--samples", type=int, default=200_000,
                    help="about how many words' latencies to keep per window")
     p.add_argument("--max-pending", type=int, default=50_000,
@@ -265,7 +273,8 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(machine(), flush=True)
-    print(f"2 workers on one supervisor, {args.transport}; window {args.seconds:g} s after "
+    print(f"2 workers on one supervisor, {args.transport}, corpus {args.corpus}; window "
+          f"{args.seconds:g} s after "
           f"{args.warmup:g} s at each rate; latency spout emit -> count bolt", flush=True)
     with contextlib.ExitStack() as stack:
         zdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="squall-bench-zk-"))
@@ -276,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
                                         if acking else ""), flush=True)
             rows = run_mode(zk, args.transport, acking, args.levels, args.seconds,
                             args.warmup, args.samples, args.max_pending, args.conf,
-                            args.dump, progress, max(1, args.windows))
+                            args.dump, progress, max(1, args.windows), args.corpus)
             print(table(rows, acking), flush=True)
 
 

@@ -6,7 +6,8 @@ stamp on with every word, and count keeps ``now - stamp`` for a random sample of
 it receives. ``time.monotonic()`` is CLOCK_MONOTONIC on Linux, one clock for every process
 of the machine, so a stamp taken in one worker process is read in another.
 
-Conf: ``bench.tracked`` (spout tuples carry ids: acking on), ``bench.control`` (a JSON file
+Conf: ``bench.corpus`` (the sentences, ``corpus.py``: ``varied``, the default, or ``fixed``),
+``bench.tracked`` (spout tuples carry ids: acking on), ``bench.control`` (a JSON file
 ``{"rate": sentences/s for all spout tasks together, 0 = unpaced, "p": the share of words
 count keeps}`` that spout and count re-read when it changes), ``bench.samples`` (a
 directory: each count task appends its samples to ``lat-<task>.bin`` every
@@ -21,9 +22,10 @@ import time
 from array import array
 from typing import Any
 
+from corpus import sentences
+
 from squall import Bolt, Spout, TopologyBuilder
 
-SENTENCE = "the quick brown fox jumps over the lazy dog again"
 #: how often spout and count look at the control file, and count writes its samples
 FLUSH_SECS = 0.25
 #: count reads the clock once every this many words (and at every sampled one)
@@ -43,9 +45,10 @@ def read_control(path: str, seen: int) -> tuple[int, dict[str, float] | None]:
 
 
 class Stamped(Spout):
-    """Emits sentences stamped with the emit time, at the control file's rate (this task's
-    share of it) spread evenly: each call emits one sentence when one is due, none when the
-    sentences due by now were all emitted."""
+    """Emits the corpus's sentences in turn (each task from an offset of its own) stamped
+    with the emit time, at the control file's rate (this task's share of it) spread evenly:
+    each call emits one sentence when one is due, none when the sentences due by now were
+    all emitted."""
 
     outputs = ["sentence", "stamp"]
 
@@ -53,6 +56,8 @@ class Stamped(Spout):
         self.tracked = bool(conf.get("bench.tracked"))
         self.control = str(conf["bench.control"])
         self.share = 1 / len(context.component_tasks(context.component_id))
+        self.corpus = sentences(str(conf.get("bench.corpus") or "varied"))
+        self.next_sentence = context.task_index * 37 % len(self.corpus)
         self.mtime = 0
         self.rate = 0.0          # this task's sentences/s; 0: unpaced
         self.origin = time.monotonic()
@@ -72,10 +77,12 @@ class Stamped(Spout):
             return              # nothing due yet
         self.sent += 1
         self.i += 1
+        sentence = self.corpus[self.next_sentence]
+        self.next_sentence = (self.next_sentence + 1) % len(self.corpus)
         if self.tracked:
-            self.emit((SENTENCE, time.monotonic()), tup_id=self.i)
+            self.emit((sentence, time.monotonic()), tup_id=self.i)
         else:
-            self.emit((SENTENCE, time.monotonic()))
+            self.emit((sentence, time.monotonic()))
 
 
 class Split(Bolt):
