@@ -7,9 +7,8 @@ For each acking mode, starts a cluster on 127.0.0.1 as ``bench.distributed`` doe
 ZooKeeper, a nimbus, one supervisor with two slots) and submits
 ``bench/topologies/latency.py`` in two workers: 2 spout, 2 split (shuffle), 2 count (fields)
 executors; acking on adds 2 ackers. The sentences are ``--corpus``'s
-(``bench/topologies/corpus.py``: ``varied`` spreads the words evenly over the count tasks,
-``fixed`` repeats one sentence whose hot keys load one worker more than the other). The
-spout stamps each sentence with ``time.monotonic()``
+(``bench/topologies/corpus.py``: ``varied``, as in ``bench.scale``, or ``fixed``, the one
+sentence of the earlier tables). The spout stamps each sentence with ``time.monotonic()``
 (one clock for every process on Linux) and the count bolt keeps ``arrival - stamp`` for a
 random sample of words. First the spout runs unpaced: the count bolts' words/s between worker
 beats is the saturating rate. Then, on the same topology, the spout is paced at each level
