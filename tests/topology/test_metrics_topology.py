@@ -190,8 +190,11 @@ def test_transfer_count_is_one_per_target_task_local_or_remote(
         def crossed() -> tuple[int, int]:
             ws = cluster.get_topology_info("transfers")["workers"]
             return (sum(w["sent_batches"] for w in ws), sum(w["received_batches"] for w in ws))
-        wait_until(lambda: crossed()[0] == crossed()[1], timeout=10,
-                   message=lambda: f"sent, received batches {crossed()}")
+
+        def met() -> bool:
+            sent, received = crossed()      # both sums from one read
+            return sent == received
+        wait_until(met, timeout=10, message=lambda: f"sent, received batches {crossed()}")
     # the consumer's sums reach the same exact values (each worker sends on its own timer)
     expected = {"numbers": (n, 4 * n), "keyed": (n, n), "relay": (n, 3 * n), "last": (n, 0),
                 "everyone": (0, 0)}
