@@ -17,7 +17,14 @@ for the other worker are serialized as between processes, without the network) a
 usual companions. ``--tree DIR`` measures another checkout's ``core/`` and ``plugins/`` (for
 example a ``git worktree`` of an earlier commit) with this benchmark code.
 
-Needs ``valgrind`` (Debian's package). Each case takes about a minute.
+``--cache`` has valgrind simulate the caches as well (``--cache-sim=yes``, the host's cache sizes)
+and prints, beside the instructions, the first-level data misses (reads and writes), the
+last-level data misses and the first-level instruction misses per word: where a change moves
+how far the data is rather than how much code runs. The simulation is of one core, threads
+run one at a time: it shows what the work itself misses, not what other processes evict.
+
+Needs ``valgrind`` (Debian's package). Each case takes about a minute (two or three with
+``--cache``).
 """
 from __future__ import annotations
 
@@ -39,32 +46,41 @@ CASES = {"per-tuple-off": (False, False), "per-tuple-on": (False, True),
          "batch-off": (True, False), "batch-on": (True, True)}
 RUN = ("import json, sys\nfrom bench.wordcount import run_once\n"
        "run_once(int(sys.argv[1]), {batch}, {acking}, conf=json.loads(sys.argv[2]))\n")
-_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+_COLLECTED = re.compile(r"Collected\s*:\s*([\d ]+)")
+
+
+#: what ``--cache`` prints per word: a column title and the callgrind events summed into it
+CACHE_COLUMNS = (("instructions", ("Ir",)), ("D1 misses", ("D1mr", "D1mw")),
+                 ("LL misses", ("DLmr", "DLmw")), ("I1 misses", ("I1mr",)))
+_EVENTS = re.compile(r"Events\s*:\s*(.+)")
 
 
 def count(sentences: int, batch: bool, acking: bool, conf: dict[str, Any],
-          tree: Path | None) -> int:
-    """Instructions valgrind counted for one run of ``sentences`` sentences."""
+          tree: Path | None, cache: bool = False) -> dict[str, int]:
+    """The events valgrind counted for one run of ``sentences`` sentences, by callgrind's
+    names (``Ir``: instructions; with ``cache``, the simulated caches' misses too)."""
     # PYTHONHASHSEED: the same dict layouts in every run
     with tempfile.TemporaryDirectory(prefix="squall-instr-") as tmp, \
             tree_env(tree, PYTHONHASHSEED="0") as env:
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out",
+             *(["--cache-sim=yes"] if cache else []),
              sys.executable, "-c", RUN.format(batch=batch, acking=acking), str(sentences),
              json.dumps(conf)],
             env=env, cwd=ROOT, capture_output=True, text=True, check=True)
-    found = _COLLECTED.search(out.stderr)
-    if found is None:
-        raise RuntimeError(f"valgrind printed no instruction count:\n{out.stderr[-2000:]}")
-    return int(found.group(1))
+    events, found = _EVENTS.search(out.stderr), _COLLECTED.search(out.stderr)
+    if events is None or found is None:
+        raise RuntimeError(f"valgrind printed no counts:\n{out.stderr[-2000:]}")
+    return dict(zip(events.group(1).split(), map(int, found.group(1).split())))
 
 
 def per_word(sizes: tuple[int, int], batch: bool, acking: bool, conf: dict[str, Any],
-             tree: Path | None = None) -> float:
-    """Marginal instructions per word between the two numbers of sentences (10 words each)."""
+             tree: Path | None = None, cache: bool = False) -> dict[str, float]:
+    """Marginal events per word between the two numbers of sentences (10 words each)."""
     small, big = sizes
-    return ((count(big, batch, acking, conf, tree) - count(small, batch, acking, conf, tree))
-            / ((big - small) * 10))
+    a = count(small, batch, acking, conf, tree, cache)
+    b = count(big, batch, acking, conf, tree, cache)
+    return {k: (b[k] - a[k]) / ((big - small) * 10) for k in b}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,6 +90,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config, a YAML value (repeatable)")
     p.add_argument("--tree", type=Path, help="measure this checkout's core/ and plugins/")
+    p.add_argument("--cache", action="store_true",
+                   help="simulate the caches too: data and instruction misses per word")
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         p.error("valgrind is not installed (apt-get install valgrind)")
@@ -82,10 +100,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"word count, instructions per word (callgrind), marginal between {args.sizes[0]:,} "
           f"and {args.sizes[1]:,} sentences; conf {conf or '{}'}"
           + (f"; tree {tree}" if tree else ""))
+    if args.cache:
+        print(f"  {'':<14} " + " ".join(f"{title:>12}" for title, _ in CACHE_COLUMNS))
     for name in args.cases:
         batch, acking = CASES[name]
-        print(f"  {name:<14} {per_word(tuple(args.sizes), batch, acking, conf, tree):>9,.0f}",
-              flush=True)
+        got = per_word(tuple(args.sizes), batch, acking, conf, tree, args.cache)
+        if args.cache:
+            print(f"  {name:<14} " + " ".join(
+                f"{sum(got[e] for e in events):>12,.2f}" for _, events in CACHE_COLUMNS),
+                flush=True)
+        else:
+            print(f"  {name:<14} {got['Ir']:>9,.0f}", flush=True)
 
 
 if __name__ == "__main__":
