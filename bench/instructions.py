@@ -55,23 +55,29 @@ CACHE_COLUMNS = (("instructions", ("Ir",)), ("D1 misses", ("D1mr", "D1mw")),
 _EVENTS = re.compile(r"Events\s*:\s*(.+)")
 
 
-def count(sentences: int, batch: bool, acking: bool, conf: dict[str, Any],
-          tree: Path | None, cache: bool = False) -> dict[str, int]:
-    """The events valgrind counted for one run of ``sentences`` sentences, by callgrind's
-    names (``Ir``: instructions; with ``cache``, the simulated caches' misses too)."""
+def callgrind(code: str, args: list[str], tree: Path | None = None,
+              cache: bool = False) -> dict[str, int]:
+    """The events valgrind counted running ``python -c code *args`` (from the repository,
+    ``PYTHONHASHSEED=0``), by callgrind's names: ``Ir`` the instructions; with ``cache``, the
+    simulated caches' misses too."""
     # PYTHONHASHSEED: the same dict layouts in every run
     with tempfile.TemporaryDirectory(prefix="squall-instr-") as tmp, \
             tree_env(tree, PYTHONHASHSEED="0") as env:
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out",
-             *(["--cache-sim=yes"] if cache else []),
-             sys.executable, "-c", RUN.format(batch=batch, acking=acking), str(sentences),
-             json.dumps(conf)],
+             *(["--cache-sim=yes"] if cache else []), sys.executable, "-c", code, *args],
             env=env, cwd=ROOT, capture_output=True, text=True, check=True)
     events, found = _EVENTS.search(out.stderr), _COLLECTED.search(out.stderr)
     if events is None or found is None:
         raise RuntimeError(f"valgrind printed no counts:\n{out.stderr[-2000:]}")
     return dict(zip(events.group(1).split(), map(int, found.group(1).split())))
+
+
+def count(sentences: int, batch: bool, acking: bool, conf: dict[str, Any],
+          tree: Path | None, cache: bool = False) -> dict[str, int]:
+    """The events of one word count run of ``sentences`` sentences (:func:`callgrind`)."""
+    return callgrind(RUN.format(batch=batch, acking=acking), [str(sentences), json.dumps(conf)],
+                     tree, cache)
 
 
 def per_word(sizes: tuple[int, int], batch: bool, acking: bool, conf: dict[str, Any],

@@ -164,22 +164,10 @@ CHILD = "import sys\nfrom bench.stateful import run_finite\n" \
 
 
 def instructions(arms: list[str], sizes: tuple[int, int], interval_ms: int) -> None:
-    import subprocess
-    import sys
-
-    from bench.instructions import _COLLECTED
-    from bench.tree import ROOT, tree_env
+    from bench.instructions import callgrind
 
     def count(arm: str, n: int) -> int:
-        with tempfile.TemporaryDirectory() as tmp, tree_env(None, PYTHONHASHSEED="0") as env:
-            out = subprocess.run(
-                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out",
-                 sys.executable, "-c", CHILD, arm, str(n), str(interval_ms)],
-                env=env, cwd=ROOT, capture_output=True, text=True, check=True)
-        found = _COLLECTED.search(out.stderr)
-        if found is None:
-            raise RuntimeError(f"valgrind printed no count:\n{out.stderr[-2000:]}")
-        return int(found.group(1))
+        return callgrind(CHILD, [arm, str(n), str(interval_ms)])["Ir"]
 
     small, big = sizes
     print(f"stateful word count, instructions per word (callgrind), marginal between "
