@@ -266,6 +266,12 @@ def run_squall(zk: DevZooKeeper, zk_pid: int | None, workers: int, batch: bool, 
             for (_, key), n in rates.items():
                 if key in COUNTERS:
                     counters[key] = counters.get(key, 0.0) + n
+            trees = sum(n for (_, key), n in rates.items() if key == "split")
+            if acking and trees:
+                # one split execute per sentence: the acker's calls per tuple tree (its init
+                # and the acks, each worker's folded per pass)
+                counters["acker_per_tree"] = sum(
+                    n for (_, key), n in rates.items() if key == "__acker") / trees
             result = _window(rate, t1, t2, c1, c2, kinds,
                              (z1, z2) if z1 is not None and z2 is not None else None,
                              (th1, th2) if th1 is not None and th2 is not None else None)
@@ -374,7 +380,9 @@ def _detail(r: Result) -> str:
                 f"{c.get('sent_bytes', 0) / sent:,.0f} B each)" if sent >= 1 else "")
         out.append(f"      all workers, per s: {sent:,.0f} messages sent{each}, "
                    f"{c.get('loop_passes', 0):,.0f} loop passes "
-                   f"({c.get('idle_waits', 0):,.0f} idle)")
+                   f"({c.get('idle_waits', 0):,.0f} idle)"
+                   + (f", {c['acker_per_tree']:.2f} acker calls per tuple tree"
+                      if "acker_per_tree" in c else ""))
     return "\n".join(out)
 
 
