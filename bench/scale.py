@@ -47,6 +47,7 @@ import yaml
 
 from bench import host
 from bench.distributed import Beats, beat_rates, cluster_conf, supervisors_up, wait_for
+from squall.api.topology import ACKER
 from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
 
 HERE = Path(__file__).resolve().parent
@@ -149,6 +150,7 @@ class Result:
     parts: dict[str, float] = field(default_factory=dict)   # CPU seconds by process kind
     threads: dict[str, float] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)  # workers' own counters, per s
+    acker_per_tree: float | None = None     # acking on: the acker's calls per tuple tree
 
     @property
     def us_per_word(self) -> float:
@@ -266,16 +268,16 @@ def run_squall(zk: DevZooKeeper, zk_pid: int | None, workers: int, batch: bool, 
             for (_, key), n in rates.items():
                 if key in COUNTERS:
                     counters[key] = counters.get(key, 0.0) + n
-            trees = sum(n for (_, key), n in rates.items() if key == "split")
-            if acking and trees:
-                # one split execute per sentence: the acker's calls per tuple tree (its init
-                # and the acks, each worker's folded per pass)
-                counters["acker_per_tree"] = sum(
-                    n for (_, key), n in rates.items() if key == "__acker") / trees
             result = _window(rate, t1, t2, c1, c2, kinds,
                              (z1, z2) if z1 is not None and z2 is not None else None,
                              (th1, th2) if th1 is not None and th2 is not None else None)
             result.counters = counters
+            trees = sum(n for (_, key), n in rates.items() if key == "split")
+            if acking and trees:
+                # one split execute per sentence: the acker's calls per tuple tree (its init
+                # and the acks, each worker's folded per pass)
+                result.acker_per_tree = sum(
+                    n for (_, key), n in rates.items() if key == ACKER) / trees
             return result
         finally:
             if beats is not None:
@@ -381,8 +383,8 @@ def _detail(r: Result) -> str:
         out.append(f"      all workers, per s: {sent:,.0f} messages sent{each}, "
                    f"{c.get('loop_passes', 0):,.0f} loop passes "
                    f"({c.get('idle_waits', 0):,.0f} idle)"
-                   + (f", {c['acker_per_tree']:.2f} acker calls per tuple tree"
-                      if "acker_per_tree" in c else ""))
+                   + (f", {r.acker_per_tree:.2f} acker calls per tuple tree"
+                      if r.acker_per_tree is not None else ""))
     return "\n".join(out)
 
 
