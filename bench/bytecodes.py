@@ -59,7 +59,8 @@ sys.settrace(None)
 threading.settrace(None)
 out = collections.Counter()
 for code, n in counts.items():
-    out[f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno} {code.co_qualname}"] += n
+    name = getattr(code, "co_qualname", code.co_name)      # co_qualname: Python 3.11 on
+    out[f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno} {name}"] += n
 with open(sys.argv[5], "w", encoding="utf-8") as f:
     json.dump(out, f)
 """
