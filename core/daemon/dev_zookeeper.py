@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import glob
 import os
+import random
 import shutil
 import signal
 import socket
@@ -57,17 +58,53 @@ def ensure_zookeeper_installed() -> str:
 
 #: ports ``free_port`` handed out in this process: nobody may have bound them yet
 _handed_out: set[int] = set()
+#: where the kernel keeps the range it takes ports from for a bind to port 0 and for the
+#: local end of an outgoing connection (Linux)
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: most ports ``free_port`` draws from, next to the ephemeral range
+SPAN = 12000
+#: draws of a busy port before ``free_port`` takes what the kernel offers
+MAX_DRAWS = 1000
+_draw = random.SystemRandom().choice
+
+
+def outside_ephemeral(span: int = SPAN) -> range | None:
+    """Unprivileged ports the kernel never hands out by itself: ``span`` of them just below
+    its ephemeral range (or above it, where there is no room below); None where the range
+    is unknown."""
+    try:
+        low, high = map(int, EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        return None
+    if low - 1024 >= 1024:
+        return range(max(1024, low - span), low)
+    if 65535 - high >= 1024:
+        return range(high + 1, min(65536, high + 1 + span))
+    return None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that was free a moment ago and not handed out before.
 
-    The kernel may offer a released port again at once, so two calls made before either
-    port is bound (a nimbus port, then a supervisor's slot ports) could otherwise collide.
+    The port is bound later, by whoever asked (a nimbus, a supervisor's slot for a worker
+    started seconds on). Drawn from outside the kernel's ephemeral range, it cannot be
+    taken meanwhile by a bind to port 0 (a worker's metrics server, another test's listener)
+    or by the local end of an outgoing connection; and the kernel may offer a released
+    port again at once, so two calls made before either port is bound could otherwise
+    collide.
     """
+    ports = outside_ephemeral()
+    draws = 0
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((host, 0))
+            if ports is not None and draws < MAX_DRAWS:
+                draws += 1
+                try:
+                    sock.bind((host, _draw(ports)))
+                except OSError:         # in use, or lingering after its last use
+                    continue
+            else:                       # the kernel's choice, as a last resort
+                sock.bind((host, 0))
             port = int(sock.getsockname()[1])
         if port not in _handed_out:
             _handed_out.add(port)

@@ -21,13 +21,8 @@ from typing import Any
 
 import pytest
 
+from squall.daemon.dev_zookeeper import free_port
 from squall.testing.waiting import wait_until
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RedisServer:
@@ -44,7 +39,7 @@ class RedisServer:
         self.binary = binary
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self._proc: subprocess.Popen[bytes] | None = None
         self.durable = durable
 
