@@ -31,10 +31,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.instructions import CASES
 from bench.tree import ROOT, tree_env
+from squall.config import parse_override
 
 #: the traced run: ``python -c RUN sentences batch acking conf_json out_path``
 RUN = """\
@@ -88,10 +87,6 @@ def per_word(sizes: tuple[int, int], batch: bool, acking: bool, conf: dict[str, 
     return {k: (b.get(k, 0) - a.get(k, 0)) / words for k in a.keys() | b.keys()}
 
 
-def parse_conf(pairs: list[str]) -> dict[str, Any]:
-    return {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in pairs)}
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.bytecodes")
     p.add_argument("--cases", nargs="+", choices=sorted(CASES), default=["per-tuple-off"])
@@ -104,8 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--top", type=int, default=20, help="functions listed per case")
     p.add_argument("--tree", type=Path, help="measure this checkout's core/ and plugins/")
     args = p.parse_args(argv)
-    conf = parse_conf(args.conf)
-    base = {**conf, **parse_conf(args.base)} if args.base else None
+    conf = dict(map(parse_override, args.conf))
+    base = {**conf, **dict(map(parse_override, args.base))} if args.base else None
     tree = args.tree.resolve() if args.tree else None
     print(f"word count, Python bytecodes per word (opcode tracer), marginal between "
           f"{args.sizes[0]:,} and {args.sizes[1]:,} sentences; conf {conf or '{}'}"

@@ -38,9 +38,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.tree import ROOT, tree_env
+from squall.config import parse_override
 
 CASES = {"per-tuple-off": (False, False), "per-tuple-on": (False, True),
          "batch-off": (True, False), "batch-on": (True, True)}
@@ -101,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         p.error("valgrind is not installed (apt-get install valgrind)")
-    conf = {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in args.conf)}
+    conf = dict(map(parse_override, args.conf))
     tree = args.tree.resolve() if args.tree else None
     print(f"word count, instructions per word (callgrind), marginal between {args.sizes[0]:,} "
           f"and {args.sizes[1]:,} sentences; conf {conf or '{}'}"
