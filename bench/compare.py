@@ -23,9 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.tree import tree_env
+from squall.config import parse_override
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {"per-tuple-off": (False, False), "per-tuple-on": (False, True),
@@ -45,7 +44,7 @@ def _run(tree: Path, env: dict[str, str], batch: bool, acking: bool,
 
 
 def _conf(items: list[str]) -> dict[str, Any]:
-    return {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in items)}
+    return dict(map(parse_override, items))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -48,6 +48,7 @@ import yaml
 from bench import host
 from bench.distributed import Beats, beat_rates, cluster_conf, supervisors_up, wait_for
 from squall.api.topology import ACKER
+from squall.config import parse_override
 from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
 
 HERE = Path(__file__).resolve().parent
@@ -434,7 +435,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="per case, CPU per word by process kind and by worker thread name")
     args = p.parse_args(argv)
     extra = {"bench.corpus": args.corpus,
-             **{k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in args.conf)}}
+             **dict(map(parse_override, args.conf))}
     # a SIGTERM unwinds like Ctrl-C: every cluster, bytewax process and temp dir is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, signal.default_int_handler)   # even if started with it ignored

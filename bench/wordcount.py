@@ -18,11 +18,10 @@ from collections import Counter
 from operator import itemgetter
 from typing import Any
 
-import yaml
-
 from bench import host
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
 from squall.api.topology import Topology
+from squall.config import parse_override
 
 SENTENCE = "the quick brown fox jumps over the lazy dog again"
 _first = itemgetter(0)
@@ -169,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config for every run, a YAML value (repeatable)")
     args = p.parse_args(argv)
-    conf = {k: yaml.safe_load(v) for k, _, v in (kv.partition("=") for kv in args.conf)}
+    conf = dict(map(parse_override, args.conf))
     print(host.line(), flush=True)
     print(f"word count, local mode, 1 worker; marginal words/s between {args.sizes[0]:,} and "
           f"{args.sizes[1]:,} sentences of 10 words; median of {args.runs}")
