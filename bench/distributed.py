@@ -167,12 +167,17 @@ class Beats:
 
 
 def beat_totals(beat: dict[str, Any]) -> dict[str, float]:
-    """A beat's executed (bolts) or emitted (spouts) totals by component, and the worker's
-    own counters."""
-    out: dict[str, float] = {}
+    """A beat's executed (bolts) or emitted (spouts) totals by component, the worker's own
+    counters, and its spouts' turns held back (``spout_paused``: by backpressure;
+    ``spout_at_max_pending``: by max spout pending)."""
+    out: dict[str, float] = {"spout_paused": 0, "spout_at_max_pending": 0}
     for ex in (beat.get("executors") or {}).values():
-        n = ex.get("emitted" if ex.get("kind") == "spout" else "executed") or 0
+        spout = ex.get("kind") == "spout"
+        n = ex.get("emitted" if spout else "executed") or 0
         out[ex.get("component", "?")] = out.get(ex.get("component", "?"), 0) + n
+        if spout:
+            out["spout_paused"] += ex.get("paused") or 0
+            out["spout_at_max_pending"] += ex.get("at_max_pending") or 0
     out.update(beat.get("worker") or {})
     return out
 

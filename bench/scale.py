@@ -56,7 +56,8 @@ TOPOLOGIES = HERE / "topologies"
 TARGET = TOPOLOGIES / "swc.py"
 NAME = "scale"
 #: the workers' own beat counters shown by --detail (summed over the workers, per second)
-COUNTERS = ("sent_batches", "sent_bytes", "received_batches", "loop_passes", "idle_waits")
+COUNTERS = ("sent_batches", "sent_bytes", "received_batches", "loop_passes", "idle_waits",
+            "spout_paused", "spout_at_max_pending")
 PENDING = 2000                  # topology.max.spout.pending per spout task, acking on
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -386,6 +387,8 @@ def _detail(r: Result) -> str:
                    f"({c.get('idle_waits', 0):,.0f} idle)"
                    + (f", {r.acker_per_tree:.2f} acker calls per tuple tree"
                       if r.acker_per_tree is not None else ""))
+        out.append(f"      spout turns held back, per s: {c.get('spout_paused', 0):,.0f} by "
+                   f"backpressure, {c.get('spout_at_max_pending', 0):,.0f} at max pending")
     return "\n".join(out)
 
 

@@ -86,6 +86,7 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
         total["held_secs"] = round(ex.held_secs(now), 1)
         total["stalled"] = ex.held_secs(now) >= ex.stall_secs
         total["waiting_for"] = ex.waiting_for(now)
+        total["at_max_pending"] = ex.at_max_pending
         if ex.max_replays:
             total["poison"] = list(ex.poison)
     total["uptime_secs"] = int(time.time() - ex.start_time)

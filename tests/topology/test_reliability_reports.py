@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
 from squall.testing import wait_until
 
@@ -118,3 +120,28 @@ def test_a_spout_held_back_past_the_limit_is_the_topologys_status_reason() -> No
                    message=lambda: str(_spout(cluster.get_topology_info("held"), "endless")))
         spout = _spout(cluster.get_topology_info("held"), "endless")
         assert spout["stalled"] and spout["waiting_for"] == "backpressure"
+
+
+class Holds(Bolt):
+    """Never acks: every tree its tuples start stays in flight."""
+    auto_ack = False
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("dedicated", [False, True], ids=["on-the-loop", "dedicated-thread"])
+def test_a_spout_counts_the_turns_max_pending_held_it_back(dedicated: bool) -> None:
+    b = TopologyBuilder()
+    b.set_spout("busy", Endless).add_config("topology.executor.dedicated.thread", dedicated)
+    b.set_spout("idle", Idle)
+    b.set_bolt("holds", Holds).shuffle_grouping("busy").shuffle_grouping("idle")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("pending", {"topology.max.spout.pending": 5},
+                                b.create_topology())
+        wait_until(lambda: _spout(cluster.get_topology_info("pending"), "busy")
+                   ["at_max_pending"] >= 3, 30)
+        busy = _spout(cluster.get_topology_info("pending"), "busy")
+        assert busy["waiting_for"] == "max.spout.pending" and busy["emitted"] == 5
+        # a spout with nothing in flight is never held back by max pending
+        assert _spout(cluster.get_topology_info("pending"), "idle")["at_max_pending"] == 0

@@ -31,6 +31,9 @@ class SpoutExecutor(Executor):
         self.report_error = services.report_error
         conf = tasks[0].conf
         self.max_pending = conf.get("topology.max.spout.pending") or 0
+        #: turns a task was not called because it had max pending trees in flight (beside
+        #: ``paused``, the passes backpressure held every task back)
+        self.at_max_pending = 0
         self.idle_secs = float(conf.get("topology.sleep.spout.wait.strategy.time.ms", 1)) / 1000
         self.timeout = float(conf.get("topology.message.timeout.secs", 30))
         self.timeouts = bool(conf.get("topology.enable.message.timeouts", True))
@@ -90,6 +93,8 @@ class SpoutExecutor(Executor):
             room = batch
             if max_pending:
                 room = min(batch, max_pending - self.pending(ts))
+                if room <= 0:
+                    self.at_max_pending += 1
             limit = ts.emitted + room
             for _ in range(batch if room > 0 else 0):
                 before = ts.emitted

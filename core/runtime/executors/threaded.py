@@ -596,6 +596,7 @@ class ThreadedSpout(SpoutExecutor):
                 for _ in range(batch):
                     if max_pending and (self.pending(ts) + self.pending_calls(ts)
                                         >= max_pending):
+                        self.at_max_pending += 1
                         break
                     before = ts.thread_emits
                     try:
