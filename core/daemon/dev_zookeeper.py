@@ -25,6 +25,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from squall.daemon.ports import ephemeral_range
 from squall.errors import StateError
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
@@ -58,9 +59,6 @@ def ensure_zookeeper_installed() -> str:
 
 #: ports ``free_port`` handed out in this process: nobody may have bound them yet
 _handed_out: set[int] = set()
-#: where the kernel keeps the range it takes ports from for a bind to port 0 and for the
-#: local end of an outgoing connection (Linux)
-EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 #: most ports ``free_port`` draws from, next to the ephemeral range
 SPAN = 12000
 #: draws of a busy port before ``free_port`` takes what the kernel offers
@@ -72,10 +70,10 @@ def outside_ephemeral(span: int = SPAN) -> range | None:
     """Unprivileged ports the kernel never hands out by itself: ``span`` of them just below
     its ephemeral range (or above it, where there is no room below); None where the range
     is unknown."""
-    try:
-        low, high = map(int, EPHEMERAL_RANGE.read_text().split())
-    except (OSError, ValueError):
+    kernels = ephemeral_range()
+    if kernels is None:
         return None
+    low, high = kernels
     if low - 1024 >= 1024:
         return range(max(1024, low - span), low)
     if 65535 - high >= 1024:

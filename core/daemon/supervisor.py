@@ -40,6 +40,7 @@ from typing import Any
 from squall import drivers
 from squall.daemon import log_files, packaging
 from squall.daemon.logviewer import LogViewer
+from squall.daemon.ports import slot_ports_warning
 from squall.daemon.supervisor_backoff import LaunchBackoff
 from squall.daemon.supervisor_local import (
     LocalState,
@@ -96,6 +97,9 @@ class Supervisor:
         if problem:
             raise SquallError(f"supervisor cannot write storm.local.dir: {problem}")
         packaging.write_json(supervisor_conf_path(self.local_dir), self.conf, private=True)
+        clash = slot_ports_warning(self.ports)
+        if clash:
+            log.warning("%s", clash)
         self.store = drivers.driver("state", self.conf)
         self.store.start()
         self.state = ClusterState(self.store, self.conf)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from squall.daemon import dev_zookeeper
+from squall.daemon import ports
 from squall.daemon.dev_zookeeper import free_port, outside_ephemeral
 
 
@@ -31,7 +31,7 @@ def test_a_handed_out_port_can_be_bound_and_is_not_handed_out_again() -> None:
 def test_the_range_next_to_the_ephemeral_one(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     ranges = tmp_path / "ip_local_port_range"
-    monkeypatch.setattr(dev_zookeeper, "EPHEMERAL_RANGE", ranges)
+    monkeypatch.setattr(ports, "EPHEMERAL_RANGE", ranges)
     ranges.write_text("32768\t60999\n")
     assert outside_ephemeral() == range(20768, 32768)
     ranges.write_text("1024 50000\n")           # no room below: above it
@@ -41,3 +41,17 @@ def test_the_range_next_to_the_ephemeral_one(tmp_path: Path,
     ranges.unlink()                             # not Linux
     assert outside_ephemeral() is None
     assert free_port() > 0                      # the kernel's choice then
+
+
+def test_a_supervisor_is_told_which_slot_ports_the_kernel_may_take(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ranges = tmp_path / "ip_local_port_range"
+    monkeypatch.setattr(ports, "EPHEMERAL_RANGE", ranges)
+    ranges.write_text("32768\t60999\n")
+    assert ports.slot_ports_warning([6700, 6701, 6702, 6703]) == ""
+    line = ports.slot_ports_warning([6700, 40001, 32768])
+    assert line.startswith("supervisor.slots.ports in the kernel's ephemeral port range "
+                           "(32768-60999, net.ipv4.ip_local_port_range): 32768, 40001. ")
+    assert "choose ports below 32768" in line
+    ranges.unlink()                             # not Linux: nothing to say
+    assert ports.slot_ports_warning([40001]) == ""
