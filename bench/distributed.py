@@ -30,7 +30,8 @@ import yaml
 
 from bench import host
 from bench.tree import tree_env
-from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
+from squall.daemon.dev_zookeeper import DevZooKeeper
+from squall.daemon.ports import free_port
 
 HERE = Path(__file__).resolve().parent
 TARGET = str(HERE / "topologies" / "dwc.py")

@@ -49,7 +49,8 @@ from bench import host
 from bench.distributed import Beats, beat_rates, cluster_conf, supervisors_up, wait_for
 from squall.api.topology import ACKER
 from squall.config import parse_override
-from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
+from squall.daemon.dev_zookeeper import DevZooKeeper
+from squall.daemon.ports import free_port
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "topologies"

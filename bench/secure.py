@@ -35,7 +35,8 @@ import yaml
 
 from bench import host
 from bench.distributed import TARGET, cluster_conf, counted, wait_for, workers_cpu
-from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
+from squall.daemon.dev_zookeeper import DevZooKeeper
+from squall.daemon.ports import free_port
 
 ADMIN_TOKEN = "bench-admin-token"
 SECURE: dict[str, Any] = {

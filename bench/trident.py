@@ -115,7 +115,8 @@ def drpc_latencies(calls: int, interval_ms: int, pending: int) -> list[float]:
     """Seconds per DRPC call, on a fresh two-worker cluster (see the module docstring)."""
     from bench.distributed import cluster_conf, supervisors_up, wait_for
     from squall import DRPCClient
-    from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
+    from squall.daemon.dev_zookeeper import DevZooKeeper
+    from squall.daemon.ports import free_port
     from squall.daemon.nimbus_client import NimbusClient
     with tempfile.TemporaryDirectory(prefix="sqtrident-") as d, \
             DevZooKeeper(Path(d) / "zk") as zk:

@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import glob
 import os
-import random
 import shutil
 import signal
 import socket
@@ -25,7 +24,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from squall.daemon.ports import ephemeral_range
+from squall.daemon.ports import free_port
 from squall.errors import StateError
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
@@ -55,58 +54,6 @@ def ensure_zookeeper_installed() -> str:
         raise StateError("Java is not installed (ZooKeeper needs it): "
                          "`sudo apt-get install zookeeper` pulls in a JRE")
     return os.pathsep.join(jars)
-
-
-#: ports ``free_port`` handed out in this process: nobody may have bound them yet
-_handed_out: set[int] = set()
-#: most ports ``free_port`` draws from, next to the ephemeral range
-SPAN = 12000
-#: draws of a busy port before ``free_port`` takes what the kernel offers
-MAX_DRAWS = 1000
-_draw = random.SystemRandom().choice
-
-
-def outside_ephemeral(span: int = SPAN) -> range | None:
-    """Unprivileged ports the kernel never hands out by itself: ``span`` of them just below
-    its ephemeral range (or above it, where there is no room below); None where the range
-    is unknown."""
-    kernels = ephemeral_range()
-    if kernels is None:
-        return None
-    low, high = kernels
-    if low - 1024 >= 1024:
-        return range(max(1024, low - span), low)
-    if 65535 - high >= 1024:
-        return range(high + 1, min(65536, high + 1 + span))
-    return None
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that was free a moment ago and not handed out before.
-
-    The port is bound later, by whoever asked (a nimbus, a supervisor's slot for a worker
-    started seconds on). Drawn from outside the kernel's ephemeral range, it cannot be
-    taken meanwhile by a bind to port 0 (a worker's metrics server, another test's listener)
-    or by the local end of an outgoing connection; and the kernel may offer a released
-    port again at once, so two calls made before either port is bound could otherwise
-    collide.
-    """
-    ports = outside_ephemeral()
-    draws = 0
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            if ports is not None and draws < MAX_DRAWS:
-                draws += 1
-                try:
-                    sock.bind((host, _draw(ports)))
-                except OSError:         # in use, or lingering after its last use
-                    continue
-            else:                       # the kernel's choice, as a last resort
-                sock.bind((host, 0))
-            port = int(sock.getsockname()[1])
-        if port not in _handed_out:
-            _handed_out.add(port)
-            return port
 
 
 def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str:

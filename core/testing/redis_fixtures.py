@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 from squall.testing.waiting import wait_until
 
 

@@ -160,7 +160,7 @@ def test_flow_order_and_the_monitor_frame() -> None:
 
 
 def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None:
-    from squall.daemon.dev_zookeeper import free_port
+    from squall.daemon.ports import free_port
     nowhere = ["-c", f"nimbus.seeds=[127.0.0.1:{free_port()}]"]
     for args, message in (
             (["monitor", "wc", "--interval", "0"], "--interval must be more than 0"),

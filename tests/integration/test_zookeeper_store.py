@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
+from squall.daemon.dev_zookeeper import DevZooKeeper
+from squall.daemon.ports import free_port
 from squall.errors import StateError
 from squall.state.zookeeper import ZooKeeperStateStore
 from squall.testing.waiting import wait_until

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 from squall.errors import TransportError
 from squall.spi.transport import Connection, Message, Transport
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 from squall.testing.waiting import WaitTimeout, wait_until
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from squall import config
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 from squall.daemon.nimbus import Nimbus
 from squall.daemon.packaging import prepare_submission, zip_code_dir
 from squall.daemon.nimbus_client import NimbusClient, NimbusUnavailableError

@@ -9,6 +9,8 @@ import socket
 
 import pytest
 
+from squall.daemon.ports import free_port
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 TOTAL = 400
@@ -98,7 +100,7 @@ def test_supervisor_session_expiry_recovers(squall_cluster, wordcount, expire_se
     c.start_nimbus()
     from squall import config
     conf = {**config.defaults(), **c.conf, "storm.local.dir": str(c.tmp / "insup"),
-            "supervisor.slots.ports": [free() for free in (_free_port, _free_port)]}
+            "supervisor.slots.ports": [free_port(), free_port()]}
     sup = Supervisor(conf)
     sup.start()
     try:
@@ -142,11 +144,6 @@ def test_garbage_on_a_worker_port_is_logged_and_ignored(squall_cluster, wordcoun
     c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > before + 40, 30,
            "the topology stopped after the garbage")
     assert sorted(sup.worker_pids()) == pids       # no worker died
-
-
-def _free_port() -> int:
-    from squall.daemon.dev_zookeeper import free_port
-    return free_port()
 
 
 def test_restarted_supervisor_adopts_its_workers(squall_cluster, wordcount):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 TARGET = str(Path(__file__).resolve().parent.parent / "topologies" / "chatty_logging.py") + \

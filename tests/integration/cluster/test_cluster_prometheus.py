@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

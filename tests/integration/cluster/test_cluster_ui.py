@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 from squall.testing.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from squall.daemon.dev_zookeeper import DevZooKeeper, free_port
+from squall.daemon.dev_zookeeper import DevZooKeeper
+from squall.daemon.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

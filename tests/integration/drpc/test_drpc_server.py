@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from squall import DRPCClient, LocalCluster
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 from squall.drpc import DRPCServer
 from squall.errors import DRPCError
 from squall.testing.waiting import wait_until

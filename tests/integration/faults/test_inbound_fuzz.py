@@ -14,7 +14,7 @@ import msgpack
 import pytest
 
 from squall import Bolt, Spout, TopologyBuilder, config, drivers
-from squall.daemon.dev_zookeeper import free_port
+from squall.daemon.ports import free_port
 from squall.runtime.local_cluster import assign_even
 from squall.runtime.system import add_system_components
 from squall.runtime.worker import Worker

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from squall.daemon import ports
-from squall.daemon.dev_zookeeper import free_port, outside_ephemeral
+from squall.daemon.ports import free_port, outside_ephemeral
 
 
 def test_ports_come_from_outside_the_kernels_ephemeral_range() -> None:
