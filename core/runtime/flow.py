@@ -20,8 +20,9 @@ is *blocked*: a spout does not call ``next_tuple``, a bolt does not take tuples 
 queue, until none is. A blocked bolt's own queue then fills, so what feeds it is blocked in
 turn: a slow bolt slows only what feeds it, hop by hop, and nothing is dropped. Received
 messages piling up in front of the loop (more than half of
-:data:`~squall.runtime.wire.inbox.INBOX_LIMIT`) make every task of this worker congested until
-they are down to an eighth.
+:data:`~squall.runtime.wire.inbox.INBOX_BYTES`) make every task of this worker congested until
+they are down to an eighth. That is counted in bytes: a count of messages would stop every
+spout at a fraction of the words once the words spread over many workers in small messages.
 
 Checked by the loop after it dispatched received messages and at the end of each pass;
 renewals and expiry run with the loop's timers (:meth:`Backpressure.tick`).
@@ -33,10 +34,10 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.runtime.task import LocalTasks
-from squall.runtime.wire.inbox import INBOX_LIMIT
+from squall.runtime.wire.inbox import INBOX_BYTES
 
 log = logging.getLogger("squall.runtime.flow")
-INBOX_HIGH, INBOX_LOW = INBOX_LIMIT // 2, INBOX_LIMIT // 8   # received messages
+INBOX_HIGH, INBOX_LOW = INBOX_BYTES // 2, INBOX_BYTES // 8   # bytes of received messages
 #: a worker with congested tasks tells the others again this often
 RENEW_SECS = 1.0
 #: a remote congestion not renewed for this long is forgotten
@@ -58,13 +59,14 @@ class Backpressure:
     ``congested`` is their union with the tasks whose credit window is full (``saturated``,
     see :mod:`squall.runtime.wire.outbox`), what :meth:`blocks` reads."""
 
-    def __init__(self, conf: dict[str, Any], tasks: LocalTasks, inbox_len: Callable[[], int],
+    def __init__(self, conf: dict[str, Any], tasks: LocalTasks, inbox_bytes: Callable[[], int],
                  held: dict[int, int], saturated: set[int],
                  broadcast: Callable[[str, Any], None], incarnation: str = "",
                  runs: Callable[[str, int], bool] = lambda who, task: True) -> None:
         self.high, self.low = watermarks(conf)
         self.tasks = tasks
-        self.inbox_len = inbox_len
+        #: bytes of received messages the loop has not taken yet
+        self.inbox_bytes = inbox_bytes
         #: tuples waiting in the inbox for each task's queue to drain (they count as queued)
         self.held = held
         #: other workers' tasks whose credit window is full (the outbox's)
@@ -101,7 +103,7 @@ class Backpressure:
         lazy = self.tasks.lazy
         held = self.held
         changed: list[list[Any]] | None = None
-        inbox = self.inbox_len()
+        inbox = self.inbox_bytes()
         if self.inbox_full:
             self.inbox_full = inbox > INBOX_LOW
         elif inbox > INBOX_HIGH:

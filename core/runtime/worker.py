@@ -130,7 +130,7 @@ class Worker:
                            clock=self.clock,
                            accepts={t: accepts(topo, ts.component_id)
                                     for t, ts in self.tasks.items()})
-        self.flow = Backpressure(self.conf, self.local, self.inbox.pending.__len__,
+        self.flow = Backpressure(self.conf, self.local, self.inbox.backlog,
                                  self.inbox.held, self.outbox.saturated,
                                  self.outbox.broadcast_control, incarnation=self.incarnation,
                                  runs=self._runs)

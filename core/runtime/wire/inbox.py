@@ -36,9 +36,11 @@ if TYPE_CHECKING:
     from squall.runtime.wire.outbox import Outbox
 
 log = logging.getLogger("squall.runtime.transfer")
-INBOX_LIMIT = 256    # received messages waiting for the loop before the receive thread pauses
+#: bytes of received messages waiting for the loop before the receive thread pauses (counted
+#: in bytes, not messages: a message's size falls as the words spread over more workers)
+INBOX_BYTES = 2 << 20
 #: received messages the loop decodes in one pass (what the receive thread queued by then)
-DISPATCH_MESSAGES = INBOX_LIMIT // 4
+DISPATCH_MESSAGES = 64
 #: a sender unheard of this long after a delivery from it is told of it (its window may be full)
 QUIET_SECS = 0.005
 #: tuples the loop delivers to queues in one pass (runs hold many), so executors get turns and
@@ -67,6 +69,12 @@ class Inbox:
         self.control = control
         self.wake = wake
         self.pending: deque[tuple[int, bytes]] = deque()
+        #: payload bytes put in ``pending`` (by the receive thread) and taken from it (by the
+        #: loop); each has one writer, so their difference needs no lock
+        self.received_bytes = 0
+        self.taken_bytes = 0
+        #: the receive thread waits for the loop to take what it received (INBOX_BYTES)
+        self.receive_paused = False
         #: tuples a task's queue is filled up to before its entries wait (``waiting``)
         self.room = room
         #: entries waiting for their task's queue to drain, and their tuples, by task
@@ -119,13 +127,25 @@ class Inbox:
                 log.exception("receive thread error on port %d", self.port)
                 continue
             if msgs:
+                size = 0
+                for _, payload in msgs:
+                    size += len(payload)
+                self.received_bytes += size
                 pending.extend(msgs)
                 self.received_batches += len(msgs)
                 self.wake()
                 # bounded memory: stop taking from the transport while the loop is behind, so
                 # its buffers (and then the senders') fill and backpressure reaches the spouts
-                while len(pending) >= INBOX_LIMIT and self._receiving:
-                    time.sleep(0.0005)
+                if self.received_bytes - self.taken_bytes >= INBOX_BYTES:
+                    self.receive_paused = True
+                    while self.received_bytes - self.taken_bytes >= INBOX_BYTES and \
+                            self._receiving:
+                        time.sleep(0.0005)
+                    self.receive_paused = False
+
+    def backlog(self) -> int:
+        """Bytes received and not yet taken by the loop."""
+        return self.received_bytes - self.taken_bytes
 
     def close(self, timeout: float) -> None:
         """Stop receiving and close the bound connection."""
@@ -147,10 +167,12 @@ class Inbox:
         accepts = self.accepts
         check = codec.check_entries
         comp_of = self.comp_of
-        # every message is decoded (what arrived is bounded by INBOX_LIMIT), so backpressure
-        # sees at once what waits for each task; past the pass's budget, entries wait
+        # the messages taken are decoded whole, so backpressure sees at once what waits for
+        # each task; past the pass's budget, entries wait
+        taken = 0
         for _ in range(min(len(pending), DISPATCH_MESSAGES)):
             task, payload = pending.popleft()
+            taken += len(payload)
             try:
                 if task in local:
                     entries = codec.read_entries(self.loads(payload))
@@ -169,6 +191,7 @@ class Inbox:
                                               f"no worker is assigned task {task}")
             except Exception as exc:
                 self._malformed(task, payload, exc)
+        self.taken_bytes += taken
         return done
 
     def _malformed(self, task: Any, payload: Any, exc: Exception) -> None:

@@ -6,18 +6,22 @@ from typing import Any
 
 import pytest
 
-from squall.runtime.flow import CONGESTION_TTL_SECS, RENEW_SECS, Backpressure
+from squall.runtime.flow import (CONGESTION_TTL_SECS, INBOX_HIGH, INBOX_LOW, RENEW_SECS,
+                                 Backpressure)
 from squall.runtime.task import LocalTasks, TaskState
 
 
-def flow(held: dict[int, int] | None = None) -> tuple[Backpressure, LocalTasks, list[Any]]:
+def flow(held: dict[int, int] | None = None, inbox: list[int] | None = None
+         ) -> tuple[Backpressure, LocalTasks, list[Any]]:
+    """``inbox`` holds the bytes received and not yet taken by the loop (0 if None)."""
     tasks = LocalTasks({1: TaskState("a", 1, None, {}), 2: TaskState("b", 2, None, {})},
                        lazy=set(), ackers=set(), spouts=set())
     told: list[Any] = []
     conf = {"topology.executor.receive.buffer.size": 100,
             "topology.backpressure.high.watermark": 0.9,
             "topology.backpressure.low.watermark": 0.5}
-    bp = Backpressure(conf, tasks, lambda: 0, held if held is not None else {}, set(),
+    backlog = inbox if inbox is not None else [0]
+    bp = Backpressure(conf, tasks, lambda: backlog[0], held if held is not None else {}, set(),
                       lambda kind, value: told.append((kind, value)), incarnation="me",
                       runs=lambda who, task: who == "h:2" and task in (7, 8))
     return bp, tasks, told
@@ -49,6 +53,23 @@ def test_tuples_waiting_in_the_inbox_count_as_the_tasks() -> None:
     bp, _, _ = flow(held)
     bp.check(0.0)
     assert bp.congested == {2}
+
+
+def test_received_bytes_piling_up_before_the_loop_congest_every_task_until_an_eighth() -> None:
+    inbox = [INBOX_HIGH]
+    bp, _, told = flow(inbox=inbox)
+    bp.check(0.0)
+    assert not bp.congested                         # at the mark, not above it
+    inbox[0] = INBOX_HIGH + 1
+    bp.check(1.0)
+    assert bp.congested == {1, 2}                   # every task here, though none is full
+    assert told == [("congested", ["me", [[1, True], [2, True]], False])]
+    inbox[0] = INBOX_LOW + 1
+    bp.check(2.0)
+    assert bp.congested == {1, 2}
+    inbox[0] = INBOX_LOW
+    bp.check(3.0)
+    assert not bp.congested and told[-1] == ("congested", ["me", [[1, False], [2, False]], False])
 
 
 def test_other_workers_reports_block_the_executors_that_feed_their_tasks() -> None:
