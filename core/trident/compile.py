@@ -5,8 +5,9 @@
    other node runs in its parent's bolt, so a chain of operations is one bolt and one call per
    operation per batch.
 3. Bolts connected by data edges form a batch group with one master coordinator spout
-   (``$mastercoord-bg<k>``), whose ``$batch`` and ``$commit`` streams reach every source bolt
-   (all grouping) and every committer (a bolt holding a ``persist`` node).
+   (``$mastercoord-bg<k>``), whose ``$batch``, ``$commit`` and ``$success`` streams reach
+   every source bolt (all grouping), and ``$commit`` every committer (a bolt holding a
+   ``persist`` node).
 4. An edge between bolts is a direct stream ``$e<k>`` of batch pieces: every task of the
    sending bolt sends every task of the receiving bolt one piece ``(txid, attempt, rows,
    meta)`` per batch (possibly empty), so a task knows a batch is complete when it has one
@@ -183,6 +184,8 @@ def _build(groups: _Groups, ids: list[str], plans: list[dict[str, Any]]) -> Topo
             d.all_grouping(coord, "$batch")
         if p["sources"] or p["committer"]:
             d.all_grouping(coord, "$commit")
+        if p["sources"]:
+            d.all_grouping(coord, "$success")
         for stream, inp in sorted(p["inputs"].items()):
             d.direct_grouping(inp["component"], stream)
     return b.create_topology()

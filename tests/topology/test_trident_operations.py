@@ -36,6 +36,17 @@ class Commits(StateUpdater):
             SEEN.setdefault(self.key, []).append((state.txid,))
 
 
+class Written(StateUpdater):
+    """Records the rows it is given to write, under ``name``."""
+
+    def __init__(self, tag: str, name: str) -> None:
+        self.key = f"{tag}:{name}"
+
+    def update_state(self, state: Any, tuples: Any, collector: Any) -> None:
+        with _LOCK:
+            SEEN.setdefault(self.key, []).extend(tuple(t.values) for t in tuples)
+
+
 class Upper(MapFunction):
     def execute(self, tup: Any) -> Any:
         return [tup["x"].upper()]
@@ -97,6 +108,10 @@ def test_operations_on_a_batch() -> None:
         .new_values_stream(), "new-values")
     moved = s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"])
     rec(t.new_values_stream(moved).global_(), "new-values-moved")
+    # a write of what a write put out, in the same bolt
+    s1.group_by(["k"]).persistent_aggregate(MemoryMapState(), Count(), ["c"]) \
+        .new_values_stream().partition_persist(MemoryMapState(), ["k", "c"],
+                                               Written(tag, "new-values-written"))
     s1.partition_persist(MemoryMapState(), ["k"], Commits(tag))
     expected = {
         "join": Counter([(1, "a", "p"), (1, "c", "p")]),
@@ -115,6 +130,7 @@ def test_operations_on_a_batch() -> None:
         "new-values": Counter([(1, 2), (2, 1)]),
         # made at commit, they travel to another bolt inside the commit
         "new-values-moved": Counter([(1, 2), (2, 1)]),
+        "new-values-written": Counter([(1, 2), (2, 1)]),
     }
 
     def seen() -> dict[str, Counter[tuple[Any, ...]]]:

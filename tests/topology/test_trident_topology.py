@@ -13,7 +13,7 @@ from squall import LocalCluster, LocalDRPC
 from squall.errors import DRPCError
 from squall.testing.waiting import wait_until
 from squall.trident import (
-    Count, FixedBatchSpout, Function, MapGet, MemoryMapState, StateUpdater, Sum,
+    BatchSpout, Count, FixedBatchSpout, Function, MapGet, MemoryMapState, StateUpdater, Sum,
     TransactionalEmitter, TransactionalSpout, TridentTopology,
 )
 from squall.trident.state import memory
@@ -121,6 +121,64 @@ def test_word_count_exact_with_a_failed_batch_replayed(cluster: LocalCluster) ->
         commits = list(COMMITS[tag])
     assert commits == list(range(1, len(commits) + 1))
     assert tag not in ARMED
+
+
+class QueueSpout(BatchSpout):
+    """Storm's usual batch spout: takes messages off a queue and keeps each txid's until
+    ``ack`` says it committed (so a replay gets the same ones)."""
+
+    outputs = ["msg"]
+    tag = ""
+
+    def open(self, conf: dict[str, Any], context: Any) -> None:
+        self.queue = [f"m{i}" for i in range(6)]
+        self.held: dict[int, list[str]] = {}
+
+    def emit_batch(self, txid: int, collector: Any) -> None:
+        if txid not in self.held:
+            self.held[txid] = [self.queue.pop(0) for _ in range(min(2, len(self.queue)))]
+        for msg in self.held[txid]:
+            collector.emit([msg])
+
+    def ack(self, txid: int) -> None:
+        with _LOCK:
+            EMITTED.setdefault(self.tag, []).append((txid, [["ack"]]))
+        del self.held[txid]
+
+
+class FailOneCommit(StateUpdater):
+    """Records each committed message; the first commit of txid 2 raises."""
+
+    tag = ""
+
+    def update_state(self, state: Any, tuples: Any, collector: Any) -> None:
+        with _LOCK:
+            if state.txid == 2 and self.tag in ARMED:
+                ARMED.discard(self.tag)
+                raise RuntimeError("injected commit failure")
+            EMITTED.setdefault(self.tag + "-msgs", []).extend(
+                (state.txid, [[t["msg"]]]) for t in tuples)
+
+
+def test_a_batch_spout_is_acked_only_after_its_commit_succeeded(cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex
+    ARMED.add(tag)
+    spout, updater = QueueSpout(), FailOneCommit()
+    spout.tag = updater.tag = tag
+    t = TridentTopology()
+    t.new_stream("queue", spout).partition_persist(MemoryMapState(), ["msg"], updater)
+    cluster.submit_topology("trident-ack", CONF, t.build())
+
+    def committed() -> list[str]:
+        with _LOCK:
+            return sorted(rows[0][0] for _, rows in EMITTED.get(tag + "-msgs", []))
+
+    wait_until(lambda: committed() == [f"m{i}" for i in range(6)], timeout=30,
+               message=lambda: f"committed {committed()}")
+    assert tag not in ARMED                         # the commit of txid 2 did fail once
+    with _LOCK:
+        acked = [txid for txid, _ in EMITTED[tag]]
+    assert acked[:3] == [1, 2, 3]                   # each once, after its commit
 
 
 class CountArgs(Function):

@@ -127,6 +127,8 @@ class TridentBolt(Bolt):
             self._on_batch(tup)
         elif stream == "$commit":
             self._on_commit(tup)
+        elif stream == "$success":
+            self._on_success(tup)
         else:
             self._on_piece(tup)
 
@@ -255,6 +257,18 @@ class TridentBolt(Bolt):
             b.commit_tup = tup
             return
         self._commit(txid, b, tup)
+
+    def _on_success(self, tup: Tuple) -> None:
+        """Every committer wrote ``txid``: the sources may forget it."""
+        txid = tup.values[0]
+        try:
+            for source in self.sources.values():
+                source.succeeded(txid)
+        except Exception as exc:
+            log.warning("trident %s: the spout's success of txid %d raised: %r",
+                        self.context.component_id, txid, exc)
+            self.report_error(exc)
+        self.ack(tup)
 
     def _commit(self, txid: int, b: _Batch, tup: Tuple) -> None:
         b.commit_tup = None

@@ -9,6 +9,9 @@ batches and runs their two phases.
   only when every such coordinator ``is_ready(txid)``.
 - When batch ``txid`` is acked and ``txid - 1`` has committed, it emits ``(txid, attempt)``
   on ``$commit``: commits happen strictly in txid order, one at a time, with no gap.
+- When the commit of ``txid`` is acked (every committer wrote it), it emits ``(txid,)`` on
+  ``$success`` (untracked): the source bolts tell their spouts that the batch is done for
+  good (``ack`` of a batch spout, ``success`` of a partitioned emitter).
 - A failed batch or commit restarts that txid and every later one in flight, each with a new
   attempt id (attempt ids increase across restarts of the coordinator too).
 - The last committed txid is kept in the cluster state store (ZooKeeper on a cluster) under
@@ -34,7 +37,8 @@ PROCESSING, PROCESSED, COMMITTING = "processing", "processed", "committing"
 
 class TridentCoordinator(Spout):
     outputs = [Stream(["txid", "attempt", "info"], name="$batch"),
-               Stream(["txid", "attempt"], name="$commit")]
+               Stream(["txid", "attempt"], name="$commit"),
+               Stream(["txid"], name="$success")]
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         own = conf.get("trident.coordinator") or {}
@@ -106,6 +110,7 @@ class TridentCoordinator(Spout):
         self.infos.pop(txid, None)
         if self.store is not None:
             self.store.put(self.key, {"committed": txid})
+        self.emit([txid], "$success")
 
     def fail(self, tup_id: Any) -> None:
         if self._current(tup_id) is None:

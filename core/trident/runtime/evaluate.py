@@ -113,6 +113,8 @@ class Evaluator:
         after them; their outputs land in ``rows``."""
         for n in self.post:
             if n.kind == "persist":
+                if n.id not in prepared:    # it writes what an earlier write put out
+                    prepared[n.id] = self._prepare(n, rows[n.parents[0]])
                 rows[n.id] = self._write(n, prepared[n.id], txid)
             else:
                 rows[n.id] = self._run(n, rows, {}, txid, meta)

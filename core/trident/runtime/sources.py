@@ -3,7 +3,10 @@
 ``rows_for(txid, info)`` gives the batch's rows and metadata (``info``: what the spout's
 coordinator said for this txid, for partitioned spouts); a replay of a txid gets the same rows
 from a transactional source (a DRPC request stays bound to its txid until it commits).
-``committed(txid)`` follows the txid's commit. Run on the worker's loop thread.
+``committed(txid)`` is called when the txid's commit starts (a partitioned spout records its
+batch's metadata in it), ``succeeded(txid)`` once every committer wrote it (``$success``):
+only then does a batch spout's ``ack`` or an emitter's ``success`` run, so a commit that fails
+and is replayed still finds its batch. Run on the worker's loop thread.
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ log = logging.getLogger(__name__)
 class SpoutSource:
     def __init__(self, node: dict[str, Any]) -> None:
         self.spout = plan.from_json(node["op"])
+        #: txids whose commit started and whose success has not come yet
+        self.committing: set[int] = set()
 
     def open(self, conf: dict[str, Any], context: Any) -> None:
         self.spout.open(conf, context)
@@ -33,7 +38,14 @@ class SpoutSource:
         return collector.out, {}
 
     def committed(self, txid: int) -> None:
-        self.spout.ack(txid)
+        self.committing.add(txid)
+
+    def succeeded(self, txid: int) -> None:
+        # a success lost on its way (untracked) is made up for by the next one: commits
+        # happen in txid order
+        for t in sorted(t for t in self.committing if t <= txid):
+            self.committing.discard(t)
+            self.spout.ack(t)
 
     def close(self) -> None:
         self.spout.close()
@@ -78,7 +90,11 @@ class DRPCSource:
         return [(request[1],)], {"drpc": request[0]}
 
     def committed(self, txid: int) -> None:
-        self.requests.pop(txid, None)
+        pass
+
+    def succeeded(self, txid: int) -> None:
+        for t in [t for t in self.requests if t <= txid]:
+            del self.requests[t]
 
     def close(self) -> None:
         if self.remote is not None:
@@ -167,6 +183,8 @@ class PartitionedSource:
                 self.store.put(pid, {"txid": txid, "meta": meta, "prev": prev})
             for t in [t for t in self.pending if t < txid]:
                 del self.pending[t]
+
+    def succeeded(self, txid: int) -> None:
         self.emitter.success(txid)
 
     def close(self) -> None:
