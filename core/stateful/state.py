@@ -29,11 +29,11 @@ class KeyValueState:
     then, and a tuple value comes back as a list after a restart (msgpack). A key or value
     that cannot be encoded raises :class:`~squall.errors.SerializationError` at ``put`` (an
     unhashable key TypeError), which fails the tuple in ``process``. Used from the bolt's own
-    task only (the worker's loop thread). ``get`` is the dict's own; ``put`` of a str key
-    with a plain value costs about two dict operations more.
+    task only (the worker's loop thread). ``put`` of a str key with a plain value costs about
+    two dict operations more.
     """
 
-    __slots__ = ("_data", "_dirty", "_dumps", "_loads", "get")
+    __slots__ = ("_data", "_dirty", "_dumps", "_loads")
 
     def __init__(self, data: dict[Any, Any], dumps: Callable[[Any], bytes],
                  loads: Callable[[bytes], Any]) -> None:
@@ -42,8 +42,10 @@ class KeyValueState:
         self._loads = loads
         #: keys put or deleted since the last checkpoint
         self._dirty: set[Any] = set()
-        #: ``get(key, default=None)``: the value of ``key``, or ``default``
-        self.get: Callable[..., Any] = data.get
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The value of ``key``, or ``default``."""
+        return self._data.get(key, default)
 
     @classmethod
     def from_committed(cls, committed: dict[bytes, bytes], dumps: Callable[[Any], bytes],

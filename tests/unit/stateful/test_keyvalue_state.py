@@ -16,7 +16,7 @@ def fresh(committed=None) -> KeyValueState:
 
 def test_get_put_delete_items():
     s = fresh()
-    assert s.get("cow") is None and s.get("cow", 0) == 0
+    assert s.get("cow") is None and s.get("cow", 0) == 0 and s.get("cow", default=5) == 5
     s.put("cow", 1)
     s.put(("a", 1), {"n": [1, 2]})
     s.put(7, "seven")
