@@ -114,20 +114,28 @@ class EventWindows:
 
     def compute_watermark(self, now_ms: int) -> int | None:
         """The least latest timestamp of the input tasks that hold the watermark back, minus
-        the lag; None while a task not heard from yet may still speak, or none holds it."""
+        the lag. When every task heard from has gone quiet, the greatest latest timestamp
+        of them, minus the lag (nothing holds the watermark back, and what is here is
+        evaluated). None while a task not heard from yet may still speak, or none was heard."""
         started = self.started if self.started is not None else now_ms
         least: int | None = None
+        quiet_most: int | None = None
         for task in self.inputs:
             heard = self.heard.get(task)
             if heard is None:
                 if now_ms - started < self.idle_ms:
                     return None       # not heard from yet: wait for it (for a while)
                 continue
-            if now_ms - heard >= self.idle_ms:
-                continue              # quiet: left out until it sends again
             stamp = self.latest[task]
+            if now_ms - heard >= self.idle_ms:
+                # quiet: left out until it sends again
+                if quiet_most is None or stamp > quiet_most:
+                    quiet_most = stamp
+                continue
             if least is None or stamp < least:
                 least = stamp
+        if least is None:
+            least = quiet_most
         return None if least is None else least - self.lag
 
     def advance(self, mark: int) -> None:

@@ -128,6 +128,20 @@ def test_a_task_never_heard_from_is_waited_for_only_until_it_counts_as_quiet():
     assert rec.spans() == [(1000, 2000, ["t1500"])]
 
 
+def test_when_every_task_heard_from_is_quiet_what_is_here_is_evaluated():
+    # task 2 never speaks; task 1 speaks, then goes quiet before task 2 counts as quiet
+    w, rec = make(1000, inputs=(1, 2))
+    feed(w, [1500, 2500, 5000], task=1, now=0)
+    w.on_time(0)
+    assert w.watermark is None                   # task 2 may still speak
+    w.on_time(IDLE + 1)                          # both quiet: task 1's latest is the mark
+    assert w.watermark == 5000
+    assert rec.spans() == [(1000, 2000, ["t1500"]), (2000, 3000, ["t2500"])]
+    feed(w, [5500], task=1, now=IDLE + 2)        # it speaks again: holds it from now on
+    w.on_time(IDLE + 200)
+    assert w.watermark == 5500
+
+
 def test_a_failed_window_is_forgotten_by_the_windows_after_it():
     w, rec = make(1000, 500, fail_at={1})
     feed(w, [100, 600, 1100])
