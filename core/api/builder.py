@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from squall import drivers
@@ -25,6 +26,12 @@ from squall.errors import ConfigError, PluginNotFoundError, TopologyError
 from squall.scheduling.resources import check_request
 from squall.spi.grouping import Grouping
 from squall.windowing.topology import complete_windowed
+
+#: the configuration a topology is being loaded for (``squall local`` and ``squall submit`` set
+#: it to theirs, config files and ``-c`` included, while they import and call the target):
+#: ``create_topology()`` without a conf checks its windowed bolts against it
+LOADING_CONF: ContextVar[Mapping[str, Any] | None] = ContextVar("squall_loading_conf",
+                                                                default=None)
 
 
 def normalize_outputs(owner: str, declared: Any) -> dict[str, Stream]:
@@ -192,7 +199,8 @@ class TopologyBuilder:
                 if name.startswith("__"):
                     raise TopologyError(f"component {spec.id!r}: stream names starting with "
                                         f"'__' are reserved ({name!r})")
-        complete_windowed(specs, conf)        # late streams, before subscriptions' checks
+        # late streams, before subscriptions' checks
+        complete_windowed(specs, conf if conf is not None else LOADING_CONF.get())
         for spec in specs.values():
             seen = set()
             for inp in spec.inputs:

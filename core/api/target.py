@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,19 @@ def load_module(path: str) -> Any:
                             f"({frame.filename}, line {frame.lineno})") from exc
 
 
-def load_target(target: str) -> Topology:
-    """The Topology a target names (calling it first if it is a function)."""
+def load_target(target: str, conf: Mapping[str, Any] | None = None) -> Topology:
+    """The Topology a target names (calling it first if it is a function). ``conf``, the
+    configuration it is loaded for, is what its ``create_topology()`` without a conf checks
+    windowed bolts against (:data:`squall.api.builder.LOADING_CONF`)."""
+    from squall.api.builder import LOADING_CONF
+    token = LOADING_CONF.set(conf)
+    try:
+        return _load(target)
+    finally:
+        LOADING_CONF.reset(token)
+
+
+def _load(target: str) -> Topology:
     path, attr = split_target(target)
     module = load_module(path)
     obj = getattr(module, attr, None)

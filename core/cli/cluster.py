@@ -196,7 +196,7 @@ def submitted_conf(conf: dict[str, Any], topology_conf: dict[str, Any]) -> dict[
 
 def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.packaging import prepare_submission, zip_code_dir
-    sub = prepare_submission(args.target)
+    sub = prepare_submission(args.target, conf)
     name = args.name or sub.default_name
     code = zip_code_dir(sub.code_dir, sub.prefix)
     client = _client(conf)

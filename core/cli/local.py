@@ -32,7 +32,7 @@ def _submit(cluster: Any, name: str, topology: Any) -> None:
 def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
               name: str | None = None) -> int:
     from squall.runtime.local_cluster import LocalCluster
-    topology = load_target(target)
+    topology = load_target(target, conf)
     name = name or split_target(target)[1]
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *a: stop.set())

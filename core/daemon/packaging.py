@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,11 +79,12 @@ def _code_location(path: str) -> tuple[Path, str]:
     return Path(spec.origin).resolve().parent, ""
 
 
-def prepare_submission(target: str) -> Submission:
-    """Load ``target`` and find its code directory (see the module docstring)."""
+def prepare_submission(target: str, conf: Mapping[str, Any] | None = None) -> Submission:
+    """Load ``target`` for ``conf`` and find its code directory (see the module
+    docstring)."""
     path, attr = split_target(target)
     code_dir, prefix = _code_location(path)
-    topology = load_target(target)
+    topology = load_target(target, conf)
     return Submission(topology, code_dir, prefix, attr)
 
 

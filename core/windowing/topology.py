@@ -53,13 +53,22 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
 def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
     """At submit time (the ``squall_validate_topology`` hook): raise TopologyError when a
     windowed bolt's window plus slide does not fit in the message timeout of the conf it is
-    submitted with (``create_topology`` checked the conf it was given, if any)."""
+    submitted with (``create_topology`` checked the conf it was given, if any), or when that
+    conf names a late stream the topology was built without (its worker could not emit
+    on it)."""
     from squall.config import component_conf
     for spec in topology.components.values():
         if spec.kind == "bolt" and is_windowed(spec.cls):
+            where = f"windowed bolt {spec.id!r}"
             merged = component_conf(conf, spec.config)     # as the worker merges it
-            _check_timeout(f"windowed bolt {spec.id!r}",
-                           WindowSpec.of(spec.id, spec.cls, merged), merged)
+            ws = WindowSpec.of(spec.id, spec.cls, merged)
+            _check_timeout(where, ws, merged)
+            if ws.late_stream is not None and ws.late_stream not in spec.streams:
+                raise TopologyError(
+                    f"{where}: its late stream {ws.late_stream!r} (topology.bolts.late."
+                    "tuple.stream in the submitted conf) was not declared when the topology "
+                    "was built; give the key to create_topology() or set late_stream on "
+                    "the class")
 
 
 def _check_timeout(where: str, ws: WindowSpec, merged: Mapping[str, Any]) -> None:

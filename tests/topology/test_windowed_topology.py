@@ -259,6 +259,21 @@ def test_submit_refuses_a_window_longer_than_the_submitted_message_timeout(clust
         cluster.submit_topology("windows", {"topology.message.timeout.secs": 1}, topology)
 
 
+def test_submit_refuses_a_late_stream_the_topology_was_built_without(cluster):
+    b = TopologyBuilder()
+    b.set_spout("rows", Rows)
+    b.set_bolt("window", EventTimeNoLate).global_grouping("rows")
+    topology = b.create_topology()
+    with pytest.raises(TopologyError, match="late stream 'late' .* was not declared when the "
+                                            "topology was built"):
+        cluster.submit_topology("windows", {"topology.bolts.late.tuple.stream": "late"},
+                                topology)
+
+
+class EventTimeNoLate(EventTime):
+    late_stream = None
+
+
 class EventTimeAcrossWorkers(EventTime):
     late_stream = None
 

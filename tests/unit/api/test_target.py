@@ -52,3 +52,39 @@ def test_load_target_returns_the_topology_or_calls_the_function(tmp_path):
         assert isinstance(got, Topology) and sorted(got.components) == ["s"]
     with pytest.raises(TopologyError, match="has no attribute 'nope'"):
         load_target(f"{tmp_path / 'targettopo.py'}:nope")
+
+
+WINDOWED = """
+from squall import Duration, Spout, TopologyBuilder, WindowedBolt
+
+class S(Spout):
+    outputs = ["x", "ts"]
+
+class W(WindowedBolt):
+    window = Duration(seconds=20)
+    timestamp_field = "ts"
+    def process_window(self, window):
+        pass
+
+def build():
+    b = TopologyBuilder()
+    b.set_spout("s", S)
+    b.set_bolt("w", W).global_grouping("s")
+    return b.create_topology()
+"""
+
+
+def test_a_target_is_built_for_the_conf_it_is_loaded_with(tmp_path):
+    # squall local / submit load it with their conf (config files and -c): a create_topology()
+    # without a conf checks its windows against that, and declares the late stream it names
+    (tmp_path / "windowedtopo.py").write_text(textwrap.dedent(WINDOWED))
+    target = f"{tmp_path / 'windowedtopo.py'}:build"
+    with pytest.raises(TopologyError, match=r"does not fit in topology.message.timeout.secs "
+                                            r"\(30 s\)"):
+        load_target(target)
+    got = load_target(target, {"topology.message.timeout.secs": 60,
+                               "topology.bolts.late.tuple.stream": "late"})
+    assert "late" in got.components["w"].streams
+    assert got.conf == {}                           # the loading conf is not the topology's
+    with pytest.raises(TopologyError, match="does not fit"):
+        load_target(target)                         # only while loading for that conf
