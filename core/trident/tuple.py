@@ -11,6 +11,20 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 
+def frozen(value: Any) -> Any:
+    """``value`` with its lists (and tuples) as tuples, sets as frozensets and dicts as
+    sorted tuples of items, all the way down: a group or state key that indexes a dict the
+    same whether its row crossed workers (which turns tuples into lists) or not."""
+    cls = value.__class__
+    if cls is list or cls is tuple:
+        return tuple(map(frozen, value))
+    if cls is dict:
+        return tuple(sorted(((k, frozen(v)) for k, v in value.items()), key=repr))
+    if cls is set or cls is frozenset:
+        return frozenset(map(frozen, value))
+    return value
+
+
 class TridentTuple:
     """One row as an operation sees it: the values of its input fields, by name or position."""
 

@@ -181,6 +181,33 @@ def test_a_batch_spout_is_acked_only_after_its_commit_succeeded(cluster: LocalCl
     assert acked[:3] == [1, 2, 3]                   # each once, after its commit
 
 
+class Pair(Function):
+    """Emits each word's (length, first letter) pair as one tuple value."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        for w in tup["sentence"].split():
+            collector.emit([(len(w), w[0])])
+
+
+def test_grouping_on_a_tuple_value_counts_alike_in_one_worker_and_across_two() -> None:
+    want = Counter((len(w), w[0]) for (s,) in SENTENCES for w in s.split())
+    for workers in (1, 2):
+        tag = uuid.uuid4().hex
+        t = TridentTopology()
+        pairs = t.new_stream("sentences", _spout(tag)).each(["sentence"], Pair(), ["pair"])
+        # the pairs cross to the other worker's aggregating tasks as lists
+        pairs.shuffle().parallelism_hint(2).group_by(["pair"]).persistent_aggregate(
+            MemoryMapState.transactional(f"pairs-{tag}"), Count(), ["count"]) \
+            .parallelism_hint(2)
+        with LocalCluster() as cluster:
+            cluster.submit_topology("trident-pairs", {**CONF, "topology.workers": workers},
+                                    t.build())
+            wait_until(lambda: {k[0]: v[1] for k, v in memory.stored(f"pairs-{tag}").items()}
+                       == want, timeout=60,
+                       message=lambda: f"{workers} workers: {memory.stored(f'pairs-{tag}')}")
+            assert not any(cluster.get_topology_info("trident-pairs")["errors"].values())
+
+
 class CountArgs(Function):
     def execute(self, tup: Any, collector: Any) -> None:
         for w in tup["args"].split():

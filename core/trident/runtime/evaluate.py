@@ -25,7 +25,7 @@ from squall.trident.aggregators import (
 from squall.trident.operations import Filter
 from squall.trident.state.factory import MapStateFactory
 from squall.trident.state.map_state import MapState
-from squall.trident.tuple import TridentCollector, TridentTuple
+from squall.trident.tuple import TridentCollector, TridentTuple, frozen
 
 Row = tuple[Any, ...]
 Rows = list[Row]
@@ -39,6 +39,18 @@ def projector(index: list[int]) -> Callable[[Row], Row]:
         i = index[0]
         return lambda r: (r[i],)
     return itemgetter(*index)  # type: ignore[return-value]
+
+
+def group_keys(group: Callable[[Row], Row], src: Rows) -> list[Row]:
+    """The group key of each row of ``src``. Keys holding a list (a tuple value turns into
+    one when its row crosses workers) or another unhashable value are made hashable, the
+    same way wherever the row is, so equal values group together."""
+    keys = list(map(group, src))
+    try:
+        hash(tuple(keys))
+    except TypeError:
+        keys = [frozen(k) for k in keys]
+    return keys
 
 
 class NodeRun:
@@ -158,8 +170,8 @@ class Evaluator:
         if isinstance(op, CombinerAggregator):
             return _combine(n, src)
         groups: dict[Row, list[TridentTuple]] = {}
-        for r in src:
-            groups.setdefault(n.group(r), []).append(TridentTuple(n.proj(r), idx))
+        for k, r in zip(group_keys(n.group, src), src):
+            groups.setdefault(k, []).append(TridentTuple(n.proj(r), idx))
         return groups
 
     def _write(self, n: NodeRun, prepared: Any, txid: int) -> Rows:
@@ -225,8 +237,7 @@ def _aggregate(n: NodeRun, src: Rows, txid: int) -> Rows:
         return [k + (v,) for k, v in acc.items()]
     if isinstance(op, ReducerAggregator):
         red: dict[Row, Any] = {}
-        for r in src:
-            k = group(r)
+        for k, r in zip(group_keys(group, src), src):
             red[k] = op.reduce(red[k] if k in red else op.init(), TridentTuple(proj(r), idx))
         if not n.grouped and not red:
             return [(op.init(),)]
@@ -236,8 +247,7 @@ def _aggregate(n: NodeRun, src: Rows, txid: int) -> Rows:
     states: dict[Row, Any] = {}
     if not n.grouped:
         states[()] = op.init(txid, collector)
-    for r in src:
-        k = group(r)
+    for k, r in zip(group_keys(group, src), src):
         collector.set_prefix(k)
         if k not in states:
             states[k] = op.init(txid, collector)
@@ -255,21 +265,20 @@ def _combine(n: NodeRun, src: Rows) -> dict[Row, Any]:
     subclasses, which may change them) are folded without a call per row."""
     op, group = n.op, n.group
     kind = type(op)
+    keys = group_keys(group, src)
     if kind is Count:
-        return dict(Counter(map(group, src)))
+        return dict(Counter(keys))
     if kind is Sum:
         first = n.proj
         sums: dict[Row, Any] = {}
         get = sums.get
-        for r in src:
-            k = group(r)
+        for k, r in zip(keys, src):
             v = first(r)[0]
             sums[k] = get(k, 0) + (0 if v is None else v)
         return sums
     proj, idx = n.proj, n.in_index
     acc: dict[Row, Any] = {}
-    for r in src:
-        k = group(r)
+    for k, r in zip(keys, src):
         v = op.init(TridentTuple(proj(r), idx))
         acc[k] = op.combine(acc[k], v) if k in acc else v
     return acc
@@ -295,9 +304,10 @@ def _join(n: NodeRun, sides: list[Rows]) -> Rows:
     rest1 = projector([i for i in range(len(left[0])) if i not in i1])
     rest2 = projector([i for i in range(len(right[0])) if i not in i2])
     index: dict[Row, list[Row]] = {}
-    for r in right:
-        index.setdefault(key2(r), []).append(rest2(r))
-    return [key1(r) + rest1(r) + other for r in left for other in index.get(key1(r), ())]
+    for k, r in zip(group_keys(key2, right), right):
+        index.setdefault(k, []).append(rest2(r))
+    return [key1(r) + rest1(r) + other
+            for k, r in zip(group_keys(key1, left), left) for other in index.get(k, ())]
 
 
 def result_json(rows: Rows) -> str:

@@ -5,12 +5,12 @@ own, so use it there only with one worker. ``clear(state_id)`` forgets one.
 """
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from squall.trident.state.map_state import BackingMap, Key
+from squall.trident.tuple import frozen
 
 _STORES: dict[str, dict[Any, Any]] = {}
 _LOCK = threading.Lock()
@@ -20,7 +20,7 @@ def _hashable(key: Key) -> Any:
     try:
         hash(key)
     except TypeError:
-        return json.dumps(key, sort_keys=True)
+        return frozen(key)
     return key
 
 

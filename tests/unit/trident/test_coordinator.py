@@ -16,7 +16,7 @@ def _coordinator(namespace: str, pending: int = 3,
     c = TridentCoordinator()
     emitted: list[Any] = []
     c.emit = lambda values, stream="default", **kw: emitted.append(  # type: ignore[method-assign]
-        (stream, values[0], kw["tup_id"]))
+        (stream, values[0], kw.get("tup_id")))
     c.initialize({"squall.state": "memory", "squall.state.memory.namespace": namespace,
                   "topology.max.spout.pending": pending,
                   "topology.trident.batch.emit.interval.millis": interval_ms,
@@ -42,7 +42,9 @@ def test_commits_strictly_in_txid_order_and_failures_restart_later_batches() -> 
     _spin(c)
     commits = [e for e in emitted if e[0] == "$commit"]
     assert [e[1] for e in commits] == [1]                  # one commit at a time, txid 1
-    c.ack(commits[0][2])
+    assert not [e for e in emitted if e[0] == "$success"]
+    c.ack(commits[0][2])                                   # every committer wrote txid 1
+    assert emitted[-1] == ("$success", 1, None)            # untracked, before commit 2
     _spin(c)
     commits = [e for e in emitted if e[0] == "$commit"]
     assert [e[1] for e in commits] == [1, 2]

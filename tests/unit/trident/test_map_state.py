@@ -66,3 +66,13 @@ def test_writes_outside_a_commit_are_refused() -> None:
     _, s = _state("transactional")
     with pytest.raises(RuntimeError, match="inside a commit"):
         s.multi_put([("a",)], [1])
+
+
+def test_a_key_holding_a_list_is_the_key_holding_that_tuple() -> None:
+    # a row that crossed workers carries lists where its tuples were
+    factory, s = _state("transactional")
+    s.begin_commit(1)
+    s.multi_update([((1, 2), "a")], [add(2)])
+    s.commit(1)
+    assert s.multi_get([([1, 2], "a"), ((1, 2), "a")]) == [2, 2]
+    assert memory.stored(factory.state_id) == {((1, 2), "a"): [1, 2]}
