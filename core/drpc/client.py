@@ -130,10 +130,18 @@ def respond(address: str, request_id: str, result: str) -> None:
     future.add_done_callback(_log_failure)
 
 
+def fail_request(address: str, request_id: str) -> None:
+    """Tell the server the request came from that the topology failed it (its caller gets a
+    DRPCError at once), without waiting for it."""
+    from squall.drpc._proto import drpc_pb2 as pb
+    future = _stub(address).Fail.future(pb.FailRequest(id=request_id), timeout=30)
+    future.add_done_callback(_log_failure)
+
+
 def _log_failure(future: Any) -> None:
     exc = future.exception()
     if exc is not None:
-        log.warning("a DRPC result could not be returned: %s", exc.details() if hasattr(
+        log.warning("a DRPC result or failure could not be returned: %s", exc.details() if hasattr(
             exc, "details") else exc)
 
 

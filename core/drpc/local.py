@@ -33,11 +33,12 @@ def lookup(service_id: str) -> LocalDRPC | None:
 
 
 class _Pending:
-    __slots__ = ("done", "result")
+    __slots__ = ("done", "error", "result")
 
     def __init__(self) -> None:
         self.done = threading.Event()
         self.result: str | None = None
+        self.error: str | None = None
 
 
 class LocalDRPC:
@@ -93,6 +94,8 @@ class LocalDRPC:
             raise DRPCError(f"DRPC request {function}({args!r}) timed out after "
                             f"{self.timeout:g} s (drpc.request.timeout.secs): is a topology "
                             f"serving {function!r} running?")
+        if pending.error is not None:
+            raise DRPCError(f"DRPC request {function}({args!r}) failed: {pending.error}")
         if pending.result is None:
             raise DRPCError(f"DRPC request {function}({args!r}): the LocalDRPC shut down")
         return pending.result
@@ -113,6 +116,15 @@ class LocalDRPC:
             pending = self._pending.pop(request_id, None)
         if pending is not None:
             pending.result = result
+            pending.done.set()
+
+    def fail(self, request_id: str, reason: str) -> None:
+        """Fail a request: its caller gets a DRPCError saying ``reason`` (ignored once it
+        was answered)."""
+        with self._lock:
+            pending = self._pending.pop(request_id, None)
+        if pending is not None:
+            pending.error = reason
             pending.done.set()
 
     def shutdown(self) -> None:

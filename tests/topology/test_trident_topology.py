@@ -241,6 +241,29 @@ def test_drpc_query_reads_the_counts(cluster: LocalCluster) -> None:
         assert json.loads(drpc.execute("words", "")) == [[0]]
 
 
+class Parse(Function):
+    """An int for each word of the args; raises on a word that is not one."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        for w in tup["args"].split():
+            collector.emit([int(w), w.encode()])
+
+
+def test_a_drpc_request_whose_batch_keeps_failing_fails_and_later_ones_are_served(
+        cluster: LocalCluster) -> None:
+    with LocalDRPC({"drpc.request.timeout.secs": 60}) as drpc:
+        t = TridentTopology()
+        t.new_drpc_stream("parse", drpc).each(["args"], Parse(), ["n", "raw"]) \
+            .project(["n", "raw"])
+        cluster.submit_topology("trident-drpc-fail", CONF, t.build())
+        assert json.loads(drpc.execute("parse", "42")) == [[42, "b'42'"]]   # bytes as str
+        with pytest.raises(DRPCError, match=r"parse\('oops'\) failed: its batch failed 3 times"):
+            drpc.execute("parse", "oops")
+        assert json.loads(drpc.execute("parse", "7 8")) == [[7, "b'7'"], [8, "b'8'"]]
+        errors = cluster.get_topology_info("trident-drpc-fail")["errors"]
+        assert any("invalid literal for int()" in e["error"] for v in errors.values() for e in v)
+
+
 def test_drpc_request_nobody_serves_times_out() -> None:
     with LocalDRPC({"drpc.request.timeout.secs": 0.2}) as drpc:
         with pytest.raises(DRPCError, match="timed out after 0.2 s"):

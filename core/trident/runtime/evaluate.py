@@ -311,5 +311,6 @@ def _join(n: NodeRun, sides: list[Rows]) -> Rows:
 
 
 def result_json(rows: Rows) -> str:
-    """A DRPC result: the JSON of the result rows."""
-    return json.dumps([list(r) for r in rows])
+    """A DRPC result: the JSON of the result rows (a value JSON has no type for, bytes or
+    a date say, as its ``str``)."""
+    return json.dumps([list(r) for r in rows], default=str)

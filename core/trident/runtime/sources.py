@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from squall.drpc import local as local_drpc
-from squall.drpc.client import Invocations, respond, server_addresses
+from squall.drpc.client import Invocations, fail_request, respond, server_addresses
 from squall.trident import plan
 from squall.trident.runtime.evaluate import Rows, result_json
 from squall.trident.runtime.meta import MetaStore
@@ -51,14 +51,22 @@ class SpoutSource:
         self.spout.close()
 
 
+#: tries of a DRPC request's batch: when they all failed, the request fails (its caller gets a
+#: DRPCError at once) and the txid takes the next request
+DRPC_TRIES = 3
+
+
 class DRPCSource:
     """One waiting request per batch (none: an empty batch), from a LocalDRPC of this
-    process (``service``) or from the cluster's DRPC servers (``drpc.servers``)."""
+    process (``service``) or from the cluster's DRPC servers (``drpc.servers``). A request
+    stays bound to its txid while the batch is replayed, up to :data:`DRPC_TRIES` tries."""
 
     def __init__(self, node: dict[str, Any]) -> None:
         self.function: str = node["params"]["function"]
         self.service: str | None = node["params"]["service"]
         self.requests: dict[int, tuple[list[str], str]] = {}
+        #: txid -> the tries of its request's batch so far
+        self.tries: dict[int, int] = {}
         self.remote: Invocations | None = None
 
     def open(self, conf: dict[str, Any], context: Any) -> None:
@@ -82,12 +90,31 @@ class DRPCSource:
 
     def rows_for(self, txid: int, info: Any) -> tuple[Rows, dict[str, Any]]:
         request = self.requests.get(txid)
+        if request is not None:
+            self.tries[txid] += 1
+            if self.tries[txid] > DRPC_TRIES:
+                self._fail(txid, request)
+                request = None
         if request is None:
             request = self._take()
             if request is None:
                 return [], {}
             self.requests[txid] = request
+            self.tries[txid] = 1
         return [(request[1],)], {"drpc": request[0]}
+
+    def _fail(self, txid: int, request: tuple[list[str], str]) -> None:
+        del self.requests[txid]
+        del self.tries[txid]
+        reason = (f"its batch failed {DRPC_TRIES} times (the topology's errors say why)")
+        log.warning("DRPC %s(%r): %s; failing it", self.function, request[1], reason)
+        kind, where, request_id = request[0]
+        if kind == "remote":
+            fail_request(where, request_id)
+            return
+        drpc = local_drpc.lookup(where)
+        if drpc is not None:
+            drpc.fail(request_id, reason)
 
     def committed(self, txid: int) -> None:
         pass
@@ -95,6 +122,7 @@ class DRPCSource:
     def succeeded(self, txid: int) -> None:
         for t in [t for t in self.requests if t <= txid]:
             del self.requests[t]
+            del self.tries[t]
 
     def close(self) -> None:
         if self.remote is not None:

@@ -81,6 +81,27 @@ def test_a_topology_serves_drpc_over_grpc_and_http(server: DRPCServer) -> None:
     assert status == 504 and "timed out after 3 s" in body
 
 
+class Parse(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([int(tup["args"])])
+
+
+def test_a_request_the_topology_fails_is_an_error_for_its_caller_at_once(
+        server: DRPCServer) -> None:
+    conf = {"drpc.servers": [f"127.0.0.1:{server.port}"], "drpc.request.timeout.secs": 60,
+            "topology.trident.batch.emit.interval.millis": 5}
+    t = TridentTopology()
+    t.new_drpc_stream("parse").each(["args"], Parse(), ["n"]).project(["n"])
+    client = DRPCClient(conf)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("drpc-fails", conf, t.build())
+        wait_until(lambda: client.execute("parse", "42") == "[[42]]", timeout=60,
+                   message="the topology serving parse")
+        with pytest.raises(DRPCError, match="failed: the topology failed the request"):
+            client.execute("parse", "oops")         # well before the 60 s timeout
+        assert client.execute("parse", "7") == "[[7]]"
+
+
 def _times_out(client: DRPCClient) -> bool:
     try:
         client.execute("count", "cow")
