@@ -137,13 +137,16 @@ def compile_graph(graph: Graph) -> Topology:
             plans[g]["sources"].append(members[0].id)
     edge = 0
     for n in graph.nodes:
+        edges_to: dict[int, int] = {}
         for child in children[n.id]:
             src, dst = groups.group_of[n.id], groups.group_of[child.id]
             if src == dst:
                 continue
             stream = f"$e{edge}"
             edge += 1
-            slot = child.parents.index(n)
+            # which of the child's inputs this edge is (a stream joined with itself is two)
+            nth = edges_to[child.id] = edges_to.get(child.id, -1) + 1
+            slot = [i for i, p in enumerate(child.parents) if p is n][nth]
             how, fields = "shuffle", []
             if child.kind == "partition":
                 how, fields = child.params["how"], child.params["fields"]

@@ -91,6 +91,7 @@ def test_operations_on_a_batch() -> None:
     def rec(stream: Any, name: str) -> None:
         stream.peek(Record(tag, name))
     rec(t.join(s1, ["k"], s2, ["k2"], ["k", "x", "y"]), "join")
+    rec(t.join(s1, ["k"], s1, ["k"], ["k", "x", "x2"]), "self-join")
     rec(t.merge(s1.project(["x"]), s2.project(["y"]), s1.map(Upper(), ["X"])), "merge")
     rec(s1.map(Upper(), ["X"]), "map")
     rec(s1.flat_map(Twice(), ["x"]), "flat_map")
@@ -115,6 +116,8 @@ def test_operations_on_a_batch() -> None:
     s1.partition_persist(MemoryMapState(), ["k"], Commits(tag))
     expected = {
         "join": Counter([(1, "a", "p"), (1, "c", "p")]),
+        "self-join": Counter([(1, "a", "a"), (1, "a", "c"), (1, "c", "a"), (1, "c", "c"),
+                              (2, "b", "b")]),
         "merge": Counter([("a",), ("b",), ("c",), ("p",), ("q",), ("A",), ("B",), ("C",)]),
         "map": Counter([("A",), ("B",), ("C",)]),
         "flat_map": Counter([("a",), ("a",), ("b",), ("b",), ("c",), ("c",)]),
