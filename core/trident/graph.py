@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from squall.errors import TopologyError
+
 
 @dataclass(eq=False)
 class Node:
@@ -53,6 +55,12 @@ class Graph:
         self.nodes: list[Node] = []
 
     def add(self, kind: str, fields: list[str], parents: list[Node], **kw: Any) -> Node:
+        """A new node; TopologyError when its fields repeat a name (an output field that
+        is already an input or group field, or given twice)."""
+        twice = sorted({f for f in fields if list(fields).count(f) > 1})
+        if twice:
+            raise TopologyError(f"{kind}: the field names {twice} appear twice in its output "
+                                f"fields {list(fields)}; choose other names")
         node = Node(len(self.nodes), kind, list(fields), list(parents), **kw)
         self.nodes.append(node)
         return node

@@ -45,10 +45,15 @@ class FixedBatchSpout(BatchSpout):
 
     def __init__(self, fields: Sequence[str], batch_size: int, values: Sequence[Sequence[Any]],
                  cycle: bool = False) -> None:
-        if batch_size < 1:
-            raise ValueError(f"FixedBatchSpout: batch_size must be >= 1, got {batch_size}")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"FixedBatchSpout: batch_size must be an int >= 1, got "
+                             f"{batch_size!r}")
+        if isinstance(values, (str, bytes)) or not all(
+                isinstance(v, Sequence) and not isinstance(v, (str, bytes)) for v in values):
+            raise ValueError(f"FixedBatchSpout: values must be a list of rows (each a list of "
+                             f"{len(fields)} values), got {values!r:.80}")
         self.fields = [str(f) for f in fields]
-        self.batch_size = int(batch_size)
+        self.batch_size = batch_size
         self.values = [list(v) for v in values]
         self.cycle = bool(cycle)
         for v in self.values:

@@ -65,6 +65,8 @@ class TridentTopology:
         ``(args,)``; what the stream's last operation outputs is the request's result (JSON
         of the rows). ``drpc``: a :class:`squall.LocalDRPC` of this process; without one the
         requests come from the cluster's DRPC servers (``drpc.servers``)."""
+        if not isinstance(function, str) or not function:
+            raise TopologyError(f"new_drpc_stream: a function name, got {function!r}")
         name = self._name(f"drpc-{function}", "new_drpc_stream")
         service = None
         if drpc is not None:
@@ -83,6 +85,7 @@ class TridentTopology:
             streams = tuple(streams[0])
         if len(streams) < 2 or not all(isinstance(s, Stream) for s in streams):
             raise TopologyError("merge takes two or more streams")
+        self._check_own(streams, "merge")
         n = len(streams[0].fields)
         for s in streams[1:]:
             if len(s.fields) != n:
@@ -95,6 +98,10 @@ class TridentTopology:
              out_fields: Sequence[str]) -> Stream:
         """Inner join, batch by batch, of ``s1`` and ``s2`` on ``f1`` = ``f2``. The output is
         the join fields, then ``s1``'s other fields, then ``s2``'s (named by ``out_fields``)."""
+        if not isinstance(s1, Stream) or not isinstance(s2, Stream):
+            raise TopologyError(f"join(s1, f1, s2, f2, out_fields): s1 and s2 must be streams, "
+                                f"got {type(s1).__name__} and {type(s2).__name__}")
+        self._check_own((s1, s2), "join")
         j1, j2 = field_names(f1, "join"), field_names(f2, "join")
         check_input_fields(s1.node, j1, "join")
         check_input_fields(s2.node, j2, "join")
@@ -111,6 +118,14 @@ class TridentTopology:
                                       "index": [[s1.fields.index(f) for f in j1],
                                                 [s2.fields.index(f) for f in j2]]})
         return Stream(self, node)
+
+    def _check_own(self, streams: Sequence[Stream], what: str) -> None:
+        """TopologyError unless every stream was made by this topology."""
+        nodes = self.graph.nodes
+        for s in streams:
+            if not (s.node.id < len(nodes) and nodes[s.node.id] is s.node):
+                raise TopologyError(f"{what}: a stream of another TridentTopology; streams "
+                                    "combine only within the topology that made them")
 
     def new_values_stream(self, state: TridentState) -> Stream:
         """The values every commit of ``state`` wrote (``state.new_values_stream()``)."""

@@ -13,8 +13,8 @@ from squall import LocalCluster, LocalDRPC
 from squall.errors import DRPCError
 from squall.testing.waiting import wait_until
 from squall.trident import (
-    BatchSpout, Count, FixedBatchSpout, Function, MapGet, MemoryMapState, StateUpdater, Sum,
-    TransactionalEmitter, TransactionalSpout, TridentTopology,
+    BatchSpout, Count, FixedBatchSpout, Function, MapFunction, MapGet, MemoryMapState,
+    StateUpdater, Sum, TransactionalEmitter, TransactionalSpout, TridentTopology,
 )
 from squall.trident.state import memory
 
@@ -262,6 +262,34 @@ def test_a_drpc_request_whose_batch_keeps_failing_fails_and_later_ones_are_serve
         assert json.loads(drpc.execute("parse", "7 8")) == [[7, "b'7'"], [8, "b'8'"]]
         errors = cluster.get_topology_info("trident-drpc-fail")["errors"]
         assert any("invalid literal for int()" in e["error"] for v in errors.values() for e in v)
+
+
+class Shout(MapFunction):
+    def execute(self, tup: Any) -> Any:
+        return tup["sentence"].upper()          # a str, not the row's values
+
+
+class OneOfTwo(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([1])                     # one value for two output fields
+
+
+def test_an_operation_giving_the_wrong_values_fails_its_batch_with_a_clear_error(
+        cluster: LocalCluster) -> None:
+    t = TridentTopology()         # two spouts: two batch groups, each failing on its own
+    t.new_stream("loud", _spout(uuid.uuid4().hex)).map(Shout(), ["loud"]) \
+        .shuffle().partition_aggregate(Count(), ["n"])
+    t.new_stream("pairs", _spout(uuid.uuid4().hex)).each(["sentence"], OneOfTwo(), ["a", "b"]) \
+        .shuffle().partition_aggregate(Count(), ["n"])
+    cluster.submit_topology("trident-width", CONF, t.build())
+
+    def errors() -> list[str]:
+        info = cluster.get_topology_info("trident-width")["errors"]
+        return [e["error"].strip().splitlines()[-1] for v in info.values() for e in v]
+    wait_until(lambda: any("Shout gave 'THE COW" in e for e in errors())
+               and any("OneOfTwo gave 1 values for the 2 output fields ['a', 'b']" in e
+                       for e in errors()), timeout=30, message=lambda: f"errors {errors()}")
+    assert all(e.startswith("ValueError: ") for e in errors())
 
 
 def test_drpc_request_nobody_serves_times_out() -> None:

@@ -204,6 +204,18 @@ class Evaluator:
             state.commit(txid)
 
 
+def _width(n: NodeRun, out: Rows, added: int) -> Rows:
+    """``out`` if every row has the node's fields; ValueError (the batch fails) naming the
+    operation otherwise. ``added``: how many of them the operation gives per row."""
+    width = len(n.fields)
+    if out and (len(out[0]) != width or set(map(len, out)) != {width}):
+        bad = next(r for r in out if len(r) != width)
+        raise ValueError(f"{type(n.op).__name__} gave {len(bad) - width + added} values for "
+                         f"the {added} output fields {n.fields[width - added:]}: "
+                         f"{bad[width - added:]!r:.80}")
+    return out
+
+
 def _each(n: NodeRun, src: Rows) -> Rows:
     op, proj, idx = n.op, n.proj, n.in_index
     if isinstance(op, Filter):
@@ -213,7 +225,7 @@ def _each(n: NodeRun, src: Rows) -> Rows:
     for r in src:
         collector.set_prefix(r)
         execute(TridentTuple(proj(r), idx), collector)
-    return collector.out
+    return _width(n, collector.out, len(n.fields) - (len(src[0]) if src else 0))
 
 
 def _filter(n: NodeRun, src: Rows) -> Rows:
@@ -221,11 +233,24 @@ def _filter(n: NodeRun, src: Rows) -> Rows:
     return [r for r in src if keep(TridentTuple(proj(r), idx))]
 
 
+def _values(v: Any, n: NodeRun) -> tuple[Any, ...]:
+    """One output row's values as a MapFunction or FlatMapFunction gave them; ValueError
+    for a str or bytes (a row's values go in a list or tuple)."""
+    if v.__class__ is tuple:
+        return v  # type: ignore[no-any-return]
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+        raise ValueError(f"{type(n.op).__name__} gave {v!r:.60} for a row; give its values "
+                         f"as a list or tuple, one per field of {n.fields}")
+    return tuple(v)
+
+
 def _map(n: NodeRun, src: Rows) -> Rows:
     execute, proj, idx = n.op.execute, n.proj, n.in_index
     if n.params.get("flat"):
-        return [tuple(v) for r in src for v in execute(TridentTuple(proj(r), idx))]
-    return [tuple(execute(TridentTuple(proj(r), idx))) for r in src]
+        out = [_values(v, n) for r in src for v in execute(TridentTuple(proj(r), idx))]
+    else:
+        out = [_values(execute(TridentTuple(proj(r), idx)), n) for r in src]
+    return _width(n, out, len(n.fields))
 
 
 def _aggregate(n: NodeRun, src: Rows, txid: int) -> Rows:

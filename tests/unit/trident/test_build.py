@@ -7,7 +7,7 @@ import pytest
 
 from squall import LocalDRPC, TopologyError
 from squall.trident import (
-    Count, FixedBatchSpout, Function, MapGet, MemoryMapState, Sum, TridentTopology,
+    Count, FixedBatchSpout, Function, MapFunction, MapGet, MemoryMapState, Sum, TridentTopology,
 )
 from squall.trident.runtime.evaluate import Evaluator
 
@@ -16,6 +16,11 @@ class Split(Function):
     def execute(self, tup: Any, collector: Any) -> None:
         for w in tup[0].split():
             collector.emit([w])
+
+
+class Same(MapFunction):
+    def execute(self, tup: Any) -> Any:
+        return tup.values
 
 
 def _spout() -> FixedBatchSpout:
@@ -61,6 +66,15 @@ class Local(Function):
     (lambda t: t.new_stream("s", _spout()).group_by(["sentence"]).aggregate(
         Count(), ["a", "b"]), "one output field"),
     (lambda t: t.new_drpc_stream("f", object()), "expected a LocalDRPC"),
+    (lambda t: t.new_drpc_stream(None), "a function name"),
+    (lambda t: t.new_stream("s", _spout()).map(Same(), ["a", "a"]), r"\['a'\] appear twice"),
+    (lambda t: t.new_stream("s", _spout()).group_by(["sentence"]).persistent_aggregate(
+        MemoryMapState(), Count(), ["sentence"]), r"\['sentence'\] appear twice"),
+    (lambda t: t.join(t.new_stream("s", _spout()), ["sentence"], "x", ["sentence"], ["a"]),
+     "s1 and s2 must be streams"),
+    (lambda t: t.merge(t.new_stream("s", _spout()),
+                       TridentTopology().new_stream("o", _spout())),
+     "a stream of another TridentTopology"),
 ])
 def test_bad_declarations_fail_with_a_clear_error(make: Any, message: str) -> None:
     t = TridentTopology()
@@ -89,3 +103,13 @@ def test_join_and_merge_of_one_batch() -> None:
     ev.process(rows, {joined.node.id: [[(1, "a"), (2, "b"), (1, "c")], [("p", 1), ("q", 3)]]},
                1, {}, {})
     assert rows[joined.node.id] == [(1, "a", "p"), (1, "c", "p")]
+
+
+@pytest.mark.parametrize("args, message", [
+    ((["a"], "2", [[1]]), "batch_size must be an int >= 1"),
+    ((["a"], 0, [[1]]), "batch_size must be an int >= 1"),
+    ((["a"], 2, [1, 2]), "values must be a list of rows"),
+])
+def test_a_fixed_batch_spout_refuses_bad_arguments(args: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        FixedBatchSpout(*args)
