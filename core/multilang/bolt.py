@@ -135,40 +135,46 @@ class ShellBolt(Bolt):
         pop = inflight.pop
         ack, fail, emit = self.ack, self.fail, self.emit
         for message in messages:
-            if message.__class__ is not dict:
-                link.logger.error("the subprocess sent %.200r, not a command", message)
-                continue
-            command = message.get("command")
-            if command == "ack":
-                tup = pop(str(message.get("id")), None)
-                if tup is not None:
-                    ack(tup)
-            elif command == "emit":
-                ids = [a for a in map(str, message.get("anchors") or ()) if a in inflight]
-                anchors = [inflight[a] for a in ids]
-                if message.get("need_task_ids", True) is False and "task" not in message:
-                    # the common emit, answered by nothing: straight to the bolt's emit
-                    values = message.get("tuple")
-                    try:
-                        if values.__class__ is not list:
-                            raise MultilangError(f"emit without a 'tuple' list: "
-                                                 f"{message!r:.200}")
-                        emit(values, message.get("stream"), anchors=anchors)
-                        continue
-                    except (SquallError, TypeError, ValueError) as exc:
-                        self.report_error(exc)
-                elif link.answer_emit(proc, message, anchors, None):
+            try:
+                if message.__class__ is not dict:
+                    link.logger.error("the subprocess sent %.200r, not a command", message)
                     continue
-                for a in ids:           # failed now: the subprocess's later ack finds nothing
-                    tup = pop(a, None)
+                command = message.get("command")
+                if command == "ack":
+                    tup = pop(str(message.get("id")), None)
+                    if tup is not None:
+                        ack(tup)
+                elif command == "emit":
+                    given = message.get("anchors") or []
+                    if given.__class__ is not list:
+                        raise TypeError(f"'anchors' must be a list of tuple ids, got {given!r}")
+                    ids = [a for a in map(str, given) if a in inflight]
+                    anchors = [inflight[a] for a in ids]
+                    if message.get("need_task_ids", True) is False and "task" not in message:
+                        # the common emit, answered by nothing: straight to the bolt's emit
+                        values = message.get("tuple")
+                        try:
+                            if values.__class__ is not list:
+                                raise MultilangError(f"emit without a 'tuple' list: "
+                                                     f"{message!r:.200}")
+                            emit(values, message.get("stream"), anchors=anchors)
+                            continue
+                        except (SquallError, TypeError, ValueError) as exc:
+                            self.report_error(exc)
+                    elif link.answer_emit(proc, message, anchors, None):
+                        continue
+                    for a in ids:           # failed now: the subprocess's later ack finds nothing
+                        tup = pop(a, None)
+                        if tup is not None:
+                            fail(tup)
+                elif command == "fail":
+                    tup = pop(str(message.get("id")), None)
                     if tup is not None:
                         fail(tup)
-            elif command == "fail":
-                tup = pop(str(message.get("id")), None)
-                if tup is not None:
-                    fail(tup)
-            elif command != "sync":     # sync: a heartbeat's answer (last_heard is updated)
-                link.common(message, command)
+                elif command != "sync":     # sync: a heartbeat's answer (last_heard is updated)
+                    link.common(message, command)
+            except Exception as exc:     # a field of the wrong type: one error, go on
+                link.malformed(proc, message, exc)
 
     def _on_exit(self, proc: ShellProcess, reason: str) -> None:
         link = self._link

@@ -113,8 +113,8 @@ class ShellLink:
         """Handle ``log``, ``error``, ``metrics`` and anything unknown."""
         if command == "log":
             level = message.get("level", 2)
-            self.logger.log(LOG_LEVELS.get(level, logging.INFO), "%s",
-                            message.get("msg", ""))
+            self.logger.log(LOG_LEVELS.get(level, logging.INFO) if level.__class__ is int
+                            else logging.INFO, "%s", message.get("msg", ""))
         elif command == "error":
             self.report(str(message.get("msg", "")))
         elif command == "metrics":
@@ -131,6 +131,16 @@ class ShellLink:
                 self.logger.error("metric %r: %s", name, exc)
         else:
             self.logger.error("the subprocess sent an unknown command: %.200r", message)
+
+    def malformed(self, proc: ShellProcess, message: Any, exc: Exception) -> None:
+        """A message whose fields could not be used (a wrong type, say): reported once as
+        the component's error; an emit that waits for task ids is answered with none, so
+        the subprocess goes on."""
+        self.report(MultilangError(f"the subprocess sent a message squall cannot use "
+                                   f"({type(exc).__name__}: {exc}): {message!r:.200}"))
+        if isinstance(message, dict) and message.get("command") == "emit" \
+                and message.get("need_task_ids", True) is not False:
+            proc.send(proc.codec.encode([]))
 
     def answer_emit(self, proc: ShellProcess, message: dict[str, Any],
                     anchors: Sequence[Tuple] | None, tup_id: Any) -> bool:

@@ -107,10 +107,13 @@ class ShellSpout(Spout):
             name = message.get("command")
             if name == "sync":
                 return
-            if name == "emit":
-                link.answer_emit(proc, message, None, message.get("id"))
-            else:
-                link.common(message, name)
+            try:
+                if name == "emit":
+                    link.answer_emit(proc, message, None, message.get("id"))
+                else:
+                    link.common(message, name)
+            except Exception as exc:    # a field of the wrong type: one error, go on
+                link.malformed(proc, message, exc)
 
     # -- the reader thread -----------------------------------------------------------------------
     def _on_messages(self, proc: ShellProcess, messages: list[Any]) -> None:

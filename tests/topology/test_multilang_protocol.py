@@ -1,7 +1,8 @@
 """The worker's side of the multi-lang protocol, checked against a subprocess that speaks it by
 hand: emits answered with their target task ids unless ``need_task_ids`` is false, streams,
 anchoring, ``ack``/``fail``, ``error`` reported as the component's error, an emit on an
-undeclared stream reported (and answered) while the subprocess goes on, ``log`` levels."""
+undeclared stream or with fields of the wrong type reported (and answered) while the
+subprocess goes on, ``log`` levels."""
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ SEEN: dict[str, list[tuple]] = {"default": [], "ids": [], "pick": []}
 
 class Letters(Spout):
     outputs = ["x"]
-    items = ["a", "b", "bad", "nope", "c"]
+    items = ["a", "b", "bad", "nope", "odd", "c"]
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.todo = list(self.items)
@@ -74,26 +75,29 @@ def test_protocol_from_a_subprocess_speaking_it_by_hand(
     cluster.submit_topology("raw", {"topology.metrics.consumer.register": ["log"],
                                     "topology.builtin.metrics.bucket.size.secs": 1},
                             b.create_topology())
-    wait_until(lambda: len(ACKED) + len(FAILED) == 5, 60,
+    wait_until(lambda: len(ACKED) + len(FAILED) == 6, 60,
                message=lambda: f"acked {ACKED}, failed {FAILED}")
-    assert sorted(ACKED) == ["a", "b", "c", "nope"] and FAILED == ["bad"]
-    wait_until(lambda: len(SEEN["ids"]) == 10, 30, message=lambda: f"seen {SEEN}")
+    assert sorted(ACKED) == ["a", "b", "c", "nope", "odd"] and FAILED == ["bad"]
+    wait_until(lambda: len(SEEN["ids"]) == 12, 30, message=lambda: f"seen {SEEN}")
     assert len({t for t, _ in SEEN["ids"]}) == 2         # all grouping: both sink tasks
     # each default-stream tuple reached the one task the worker answered to its emit
     for _task, (x, ids) in SEEN["ids"]:
         assert json.loads(ids) == [t for t, values in SEEN["default"] if values == (x,)]
     # the direct emits reached the task they named (the higher sink task), each once
-    wait_until(lambda: len(SEEN["pick"]) == 5, 30)
+    wait_until(lambda: len(SEEN["pick"]) == 6, 30)
     assert {t for t, _ in SEEN["pick"]} == {max(t for t, _ in SEEN["ids"])}
-    assert sorted(v for _, (v,) in SEEN["pick"]) == ["a", "b", "bad", "c", "nope"]
+    assert sorted(v for _, (v,) in SEEN["pick"]) == ["a", "b", "bad", "c", "nope", "odd"]
     # the subprocess's metric updates, summed per bucket, reach the metrics consumers
     seen = lambda: sum(float(r.getMessage().split("\t")[-1]) for r in caplog.records   # noqa
                        if r.name == "squall.metrics" and "\tseen\t" in r.getMessage())
-    wait_until(lambda: seen() == 5, 30, message=lambda: f"seen {seen()}")
+    wait_until(lambda: seen() == 6, 30, message=lambda: f"seen {seen()}")
     errors = [e["error"] for e in info_errors(cluster, "raw", "raw")]
-    assert len(errors) == 2
+    assert len(errors) == 3
     assert any("bad value" in e for e in errors)
     assert any("undeclared stream 'nope'" in e for e in errors)
+    assert any("'anchors' must be a list of tuple ids, got 5" in e for e in errors)
+    assert any(r.name == "squall.component.raw" and r.getMessage() == "odd level"
+               for r in caplog.records)
     assert any(r.name == "squall.component.raw" and r.levelno == logging.WARNING
                and r.getMessage().startswith("raw bolt of task") for r in caplog.records)
 

@@ -4,7 +4,9 @@ For each tuple ``[x]``: emits ``[x]`` anchored on the default stream *without*
 ``need_task_ids`` (so the worker answers the task ids, which it reads), then emits
 ``[x, ids]`` on stream ``ids`` with ``"need_task_ids": false``; updates metric ``seen``;
 ``x == "bad"``: sends ``error`` and fails the tuple; ``x == "nope"``: emits on an undeclared
-stream first (the worker answers ``[]``); otherwise acks. Heartbeats get ``sync``. Each tuple
+stream first (the worker answers ``[]``); ``x == "odd"``: first sends, in one write, a
+``log`` whose level is a list and an emit whose ``anchors`` is not a list (the worker
+reports it and answers ``[]``); otherwise acks. Heartbeats get ``sync``. Each tuple
 also goes to the highest ``sink`` task on the direct stream ``pick`` (``"task"``).
 """
 import json
@@ -51,6 +53,11 @@ while True:
         send({"command": "sync"})
         continue
     x = tup["tuple"][0]
+    if x == "odd":
+        out.write(json.dumps({"command": "log", "msg": "odd level", "level": [1]}) + "\nend\n")
+        out.write(json.dumps({"command": "emit", "anchors": 5, "tuple": [x]}) + "\nend\n")
+        out.flush()
+        assert task_ids(pending) == []
     if x == "nope":
         send({"command": "emit", "stream": "nope", "tuple": [x]})
         assert task_ids(pending) == []
