@@ -366,6 +366,29 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     nullable = nullable_types(known)
     from squall.scheduling.resources import check_supervisor_slots
     check_supervisor_slots(conf)      # the supervisor's own check and message
+    warnings = _check_types(conf, known, nullable)
+    for entry in conf.get("topology.metrics.consumer.register") or []:
+        if not isinstance(entry, str) and not (isinstance(entry, dict) and "class" in entry):
+            raise ConfigError("each topology.metrics.consumer.register entry must be a name or "
+                              f"a mapping with a 'class' key, got {entry!r}")
+    from squall.runtime.gc_tuning import thresholds
+    thresholds(conf)
+    from squall.runtime.load import bounds
+    bounds(conf)
+    from squall.security.settings import check as check_security
+    check_security(conf)
+    _check_ranges(conf, known, nullable)
+    drivers.validate_conf(dict(conf))
+    if warn:
+        for msg in warnings:
+            log.warning("%s", msg)
+    return warnings
+
+
+def _check_types(conf: Mapping[str, Any], known: Mapping[str, Any],
+                 nullable: Mapping[str, tuple[type, ...]]) -> list[str]:
+    """ConfigError for the first known key whose value has the wrong type; the warnings for
+    unknown keys in squall's namespaces."""
     warnings: list[str] = []
     for key, value in conf.items():
         if not isinstance(key, str):
@@ -384,18 +407,23 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
             if hint:
                 msg += f" (did you mean {hint!r}?)"
             warnings.append(msg)
-    for entry in conf.get("topology.metrics.consumer.register") or []:
-        if not isinstance(entry, str) and not (isinstance(entry, dict) and "class" in entry):
-            raise ConfigError("each topology.metrics.consumer.register entry must be a name or "
-                              f"a mapping with a 'class' key, got {entry!r}")
-    from squall.runtime.gc_tuning import thresholds
-    thresholds(conf)
-    from squall.runtime.load import bounds
-    bounds(conf)
-    from squall.security.settings import check as check_security
-    check_security(conf)
-    _check_ranges(conf, known, nullable)
-    drivers.validate_conf(dict(conf))
+    return warnings
+
+
+def validate_component(component: str, config: Mapping[str, Any], *,
+                       warn: bool = True) -> list[str]:
+    """Check a component's own config (``set_bolt(..., config=...)``) the way
+    :func:`validate` checks a topology's: known keys' types and ranges (ConfigError naming
+    the component), unknown keys in squall's namespaces (warnings, returned, and logged if
+    ``warn``)."""
+    known = defaults()
+    nullable = nullable_types(known)
+    try:
+        warnings = _check_types(config, known, nullable)
+        _check_ranges(config, known, nullable)
+    except ConfigError as exc:
+        raise ConfigError(f"component {component!r}: {exc}") from None
+    warnings = [f"component {component!r}: {w}" for w in warnings]
     if warn:
         for msg in warnings:
             log.warning("%s", msg)

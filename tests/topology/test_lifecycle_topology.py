@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall import Bolt, ConfigError, LocalCluster, Spout, TopologyBuilder
 from squall.testing import complete_topology, wait_until
 
 LOCK = threading.Lock()
@@ -88,6 +88,18 @@ def test_ticks_at_configured_frequency(cluster: LocalCluster) -> None:
     assert 0.8 <= times[0] - start <= 1.6
     assert 0.8 <= times[1] - times[0] <= 1.5
     assert sorted(n for cid, n in PROCESSED if cid == "ticked") == list(range(5))
+
+
+def test_a_components_config_of_the_wrong_type_is_refused_at_submit(
+        cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 5})
+    b.set_bolt("ticked", Ticking, config={"topology.tick.tuple.freq.secs": "often"}
+               ).shuffle_grouping("numbers")
+    with pytest.raises(ConfigError, match="component 'ticked': config key "
+                                          "'topology.tick.tuple.freq.secs' must be"):
+        cluster.submit_topology("bad-ticks", {}, b.create_topology())
+    assert "bad-ticks" not in cluster.topologies()
 
 
 @pytest.mark.parametrize("ackers", [0, 1])

@@ -224,6 +224,22 @@ def test_unknown_key_in_a_known_namespace_warns_with_did_you_mean(caplog):
     assert expected in caplog.text
 
 
+def test_a_components_own_config_is_checked_like_a_topologys(caplog):
+    with pytest.raises(ConfigError, match="component 'count': config key "
+                                          "'topology.tick.tuple.freq.secs' must be int or "
+                                          "float or null, got str 'x'"):
+        config.validate_component("count", {"topology.tick.tuple.freq.secs": "x"})
+    with pytest.raises(ConfigError, match="component 'words': config key "
+                                          "'topology.max.spout.pending' must be at least 1"):
+        config.validate_component("words", {"topology.max.spout.pending": 0})
+    with caplog.at_level(logging.WARNING, logger="squall.config"):
+        warnings = config.validate_component("count", {"topology.tick.tupel.freq.secs": 1,
+                                                       "trident.plan": {}, "mine": 1})
+    expected = ("component 'count': unknown config key 'topology.tick.tupel.freq.secs' (did "
+                "you mean 'topology.tick.tuple.freq.secs'?)")
+    assert warnings == [expected] and expected in caplog.text
+
+
 def test_warn_false_only_returns_the_warnings(caplog):
     with caplog.at_level(logging.WARNING, logger="squall.config"):
         warnings = config.validate({"squall.zzz.qqq": 1}, warn=False)
