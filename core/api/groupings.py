@@ -3,9 +3,11 @@
 Fields grouping and partial key grouping pick tasks with :func:`fields_hash`, which is stable
 across processes, machines and runs (unlike Python's salted ``hash()``): each selected value is
 encoded to bytes (``str`` as UTF-8; ``bytes`` as is; ``bool`` as ``true``/``false``; ``int`` in
-decimal; ``float`` by ``repr``; ``None`` as ``null``; anything else as sorted-key JSON), the
-encodings are joined with a NUL byte, and the CRC-32 of the result modulo the number of target
-tasks indexes the sorted target task ids.
+decimal; ``float`` by ``repr``; ``None`` as ``null``; anything else as sorted-key JSON, sets
+as lists sorted by their values' encodings, and a dict whose keys do not sort together as a
+list of its ``[key, value]`` pairs sorted the same way), the encodings are joined with a NUL
+byte, and the CRC-32 of the result modulo the number of target tasks indexes the sorted target
+task ids.
 
 >>> fields_hash(["cow"]) == fields_hash(("cow",))
 True
@@ -45,7 +47,29 @@ def encode_value(value: Any) -> bytes:
         return repr(value).encode()
     if value is None:
         return b"null"
-    return json.dumps(value, sort_keys=True, default=repr).encode()
+    try:
+        return json.dumps(value, sort_keys=True, default=_json_default).encode()
+    except TypeError:       # a dict whose keys do not sort together (1 and "b", say)
+        return json.dumps(_pairs(value), sort_keys=True, default=_json_default).encode()
+
+
+def _json_default(value: Any) -> Any:
+    """What JSON has no type for: a set as its values in the order of their encodings (its
+    own order follows Python's salted hash), anything else as its ``repr``."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=encode_value)
+    return repr(value)
+
+
+def _pairs(value: Any) -> Any:
+    """``value`` with every dict as its ``[key, value]`` pairs, sorted by the keys'
+    encodings."""
+    if isinstance(value, dict):
+        return sorted(([_pairs(k), _pairs(v)] for k, v in value.items()),
+                      key=lambda kv: encode_value(kv[0]))
+    if isinstance(value, (list, tuple)):
+        return [_pairs(v) for v in value]
+    return value
 
 
 def fields_hash(selected: Sequence[Any]) -> int:
