@@ -112,9 +112,6 @@ def _component_class(name: str, spec: Any, spout: bool, mode: str,
                 f"{user_cls.__module__}.{user_cls.__qualname__}"]
     else:
         argv = [shell.execution_command, *str(shell.script or "").split()]
-    serializer = config.get("topology.multilang.serializer")
-    if python and serializer:
-        argv += ["-s", str(serializer)]
     config[COMMAND_KEY] = argv
     config[MODULE_KEY] = user_cls.__module__ if python else topology_module
     return StreamparseShellSpout if spout else StreamparseShellBolt
@@ -361,6 +358,17 @@ class StreamparseSpout(Spout):
         self.hosted.deactivate()
 
 
+def _command(conf: Mapping[str, Any]) -> list[str]:
+    """The component's argv; ``streamparse.run`` is told the serializer the worker speaks
+    (``topology.multilang.serializer`` as the component's merged conf has it: topology conf,
+    submitted conf or the component's own)."""
+    argv = [str(a) for a in conf.get(COMMAND_KEY) or ()]
+    serializer = conf.get("topology.multilang.serializer")
+    if argv[1:3] == ["-m", "streamparse.run"] and serializer:
+        argv += ["-s", str(serializer)]
+    return argv
+
+
 class StreamparseShellBolt(ShellBolt):
     """A streamparse component run as a multi-lang subprocess (``squall.streamparse.command``)."""
 
@@ -369,7 +377,7 @@ class StreamparseShellBolt(ShellBolt):
         return _declared(config)
 
     def shell_command(self, conf: Mapping[str, Any]) -> Sequence[str]:
-        return list(conf.get(COMMAND_KEY) or ())
+        return _command(conf)
 
     def shell_cwd(self, conf: Mapping[str, Any]) -> str:
         return module_root(str(conf.get(MODULE_KEY, "__main__")))
@@ -383,7 +391,7 @@ class StreamparseShellSpout(ShellSpout):
         return _declared(config)
 
     def shell_command(self, conf: Mapping[str, Any]) -> Sequence[str]:
-        return list(conf.get(COMMAND_KEY) or ())
+        return _command(conf)
 
     def shell_cwd(self, conf: Mapping[str, Any]) -> str:
         return module_root(str(conf.get(MODULE_KEY, "__main__")))

@@ -45,12 +45,16 @@ def _exact(out: Path, total: int) -> None:
     assert sorted(wc.read_acks(out)) == list(range(total))
 
 
-@pytest.mark.parametrize("attr", ["WordCount", "ShellWordCount"])
+@pytest.mark.parametrize("attr, serializer", [("WordCount", None), ("ShellWordCount", None),
+                                              # given at submit: the subprocesses speak it
+                                              ("ShellWordCount", "msgpack")])
 def test_streamparse_word_count_is_exact_with_a_failure_replayed(
-        cluster: LocalCluster, tmp_path: Path, attr: str) -> None:
+        cluster: LocalCluster, tmp_path: Path, attr: str, serializer: str | None) -> None:
     topology = load_target(f"{TARGET}:{attr}")
-    cluster.submit_topology("sp", {"test.output.dir": str(tmp_path), "test.sentences": TOTAL,
-                                   "test.split.fail.on": 7}, topology)
+    conf = {"test.output.dir": str(tmp_path), "test.sentences": TOTAL, "test.split.fail.on": 7}
+    if serializer:
+        conf["topology.multilang.serializer"] = serializer
+    cluster.submit_topology("sp", conf, topology)
     wait_until(lambda: sorted(wc.read_acks(tmp_path)) == list(range(TOTAL)), 120,
                message=lambda: f"acked {sorted(wc.read_acks(tmp_path))}; errors "
                                f"{cluster.get_topology_info('sp')['errors']}")
