@@ -35,8 +35,10 @@ def code_root(cls: type) -> str:
 
 
 def module_root(name: str) -> str:
-    """:func:`code_root` of module ``name`` (found without running it); the working
-    directory for ``__main__`` or a module without a file."""
+    """:func:`code_root` of module ``name`` (found without running it); for ``__main__``,
+    that of the script (``python topo.py`` from anywhere runs its shell components where
+    ``squall local topo.py:...`` would); the working directory for a module without a file
+    (``python -c``, an interactive session)."""
     module = sys.modules.get(name)
     file = getattr(module, "__file__", None)
     if file is None and name != "__main__":
@@ -45,8 +47,10 @@ def module_root(name: str) -> str:
         except (ImportError, ValueError):
             spec = None
         file = spec.origin if spec is not None else None
-    if not file or name == "__main__" or not os.path.isfile(file):
+    if not file or not os.path.isfile(file):
         return os.getcwd()
+    if name == "__main__":      # ``python -m pkg.topo`` names its module in its spec
+        name = getattr(getattr(module, "__spec__", None), "name", None) or name
     root = Path(file).resolve().parent
     for _ in range(name.count(".") + (Path(file).name == "__init__.py")):
         root = root.parent

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,66 @@ def test_a_command_that_cannot_start_is_one_error_and_the_rest_runs(
     wait_until(lambda: stats()["missing"]["failed"] >= 3 and stats()["split"]["acked"] >= 3,
                60, message=lambda: f"stats: {stats()}")
     assert len(running_pids()) == 2
+
+
+SCRIPT = '''
+import sys, time
+from squall import LocalCluster, ShellBolt, Spout, TopologyBuilder
+from squall.testing import wait_until
+done = []
+class Lines(Spout):
+    outputs = ["line"]
+    def initialize(self, conf, context):
+        self.todo = ["a b"]
+    def next_tuple(self):
+        if self.todo:
+            self.emit([self.todo.pop()], tup_id=1)
+    def ack(self, tup_id):
+        done.append(tup_id)
+class Split(ShellBolt):
+    command = [sys.executable, "split.py"]      # beside this script
+    outputs = ["word"]
+b = TopologyBuilder()
+b.set_spout("lines", Lines)
+b.set_bolt("split", Split).shuffle_grouping("lines")
+with LocalCluster() as cluster:
+    cluster.submit_topology("main", {"topology.message.timeout.secs": 10}, b.create_topology())
+    wait_until(lambda: done, 60, message="the line acked")
+print("acked", done)
+'''
+
+
+ACKER = '''
+import json, os, sys
+def read():
+    lines = []
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        if line == "end\\n":
+            return json.loads("".join(lines))
+        lines.append(line)
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\\nend\\n")
+    sys.stdout.flush()
+handshake = read()
+open(os.path.join(handshake["pidDir"], str(os.getpid())), "w").close()
+send({"pid": os.getpid()})
+while True:
+    tup = read()
+    send({"command": "sync"} if tup.get("stream") == "__heartbeat" else
+         {"command": "ack", "id": tup["id"]})
+'''
+
+
+def test_a_script_run_from_another_folder_runs_its_shell_components_beside_it(
+        tmp_path: Path) -> None:
+    code, elsewhere = tmp_path / "code", tmp_path / "elsewhere"
+    code.mkdir()
+    elsewhere.mkdir()
+    (code / "topo.py").write_text(SCRIPT)
+    (code / "split.py").write_text(ACKER)
+    out = subprocess.run([sys.executable, str(code / "topo.py")], cwd=elsewhere,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "acked [1]" in out.stdout, out.stderr[-2000:]
