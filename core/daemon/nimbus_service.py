@@ -146,12 +146,14 @@ class NimbusService(pb_grpc.NimbusServicer):
     @_mapped
     def SetLogLevels(self, request: pb.LogLevelsRequest, context: grpc.ServicerContext
                      ) -> pb.Empty:
+        self._access.check(current_user(), request.name, "set the log levels of")
         self._topologies.set_log_levels(request.name, dict(request.levels),
                                         float(request.timeout_secs))
         return pb.Empty()
 
     @_mapped
     def Debug(self, request: pb.DebugRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self._access.check(current_user(), request.name, "debug")
         self._topologies.set_debug(request.name, request.component, request.enable,
                                    float(request.sampling_pct))
         return pb.Empty()

@@ -35,6 +35,7 @@ only once its whole body has arrived; a client that goes away is one log line.
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
@@ -167,6 +168,28 @@ def _log_levels(body: bytes) -> dict[float, dict[str, str]]:
     return out
 
 
+def _loopback(host: str | None) -> bool:
+    """Whether ``host`` (an address or a name) is this machine's loopback."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _foreign_name(request: Request) -> bool:
+    """Whether a UI listening on loopback was reached by a name that is not a loopback one:
+    a page of another site whose name was made to resolve to 127.0.0.1 (DNS rebinding), which
+    the browser then treats as that site's own, Origin and Host alike."""
+    server = request.scope.get("server")
+    if not server or not _loopback(str(server[0])):
+        return False
+    return not _loopback(urlsplit(f"//{request.headers.get('host') or ''}").hostname)
+
+
 def _same_origin(request: Request) -> bool:
     """True unless the request names an ``Origin`` other than this UI's own (scheme, host and
     port as the browser reached it)."""
@@ -187,6 +210,9 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
     def guarded(handler: Handler, post: bool = False) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             try:
+                if _foreign_name(request):
+                    raise Forbidden(f"this UI listens on loopback and answers only to loopback "
+                                    f"names, not {request.headers.get('host')!r}")
                 if post and not _same_origin(request):
                     raise Forbidden(f"a POST from {request.headers.get('origin')!r} is not "
                                     f"this UI's own")

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from squall.errors import NotAliveError
+from squall.errors import AuthorizationError, NotAliveError
 from squall.ui.access import Clients, User
 from squall.ui.history import History
 
@@ -53,7 +53,10 @@ class ClusterView:
             if t.id == key:
                 name = t.name
                 break
-        info = client.topology_info(name)
+        try:
+            info = client.topology_info(name)
+        except AuthorizationError:     # nimbus: it runs, and belongs to someone else
+            raise NotAliveError(f"no topology named {key!r} is running") from None
         self._remember_owner(info)
         if not user.sees(info.get("owner")):
             raise NotAliveError(f"no topology named {key!r} is running")

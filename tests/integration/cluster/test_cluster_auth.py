@@ -70,8 +70,11 @@ def test_tokens_owners_and_admins(secured_cluster: Any) -> None:
     assert as_user("tok-alice", "list").stdout.splitlines()[1].split()[0] == "wc"   # after the header
     assert as_user("tok-bob", "list").stdout == ""          # bob sees none of alice's
 
-    for args in (("kill", "wc"), ("deactivate", "wc")):
+    for args in (("kill", "wc"), ("deactivate", "wc"), ("debug", "wc", "--enable")):
         _one_line_error(as_user("tok-bob", *args), f"may not {args[0]} topology 'wc'")
+    _one_line_error(as_user("tok-bob", "set-log-level", "wc", "ROOT=DEBUG"),
+                    "may not set the log levels of topology 'wc'")
+    assert not c.state.get_storm(tid).get("component_debug")
     # rebalance reads the topology first (to say what it would cap): refused there
     _one_line_error(as_user("tok-bob", "rebalance", "wc", "--workers", "2"),
                     "user 'bob' may not", "topology 'wc'")

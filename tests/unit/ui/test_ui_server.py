@@ -108,6 +108,15 @@ def test_a_post_from_another_origin_is_refused_even_without_authentication(open_
     own = {"Origin": f"http://127.0.0.1:{ui.port}"}
     assert http.call("/api/v1/topology/wc/deactivate", "POST", headers=own)[0] == 200
     assert nimbus.calls == [(None, "deactivate", "wc")]
+    # DNS rebinding: another site's name made to resolve to 127.0.0.1, in Origin and Host
+    rebound = {"Origin": f"http://attacker.example:{ui.port}",
+               "Host": f"attacker.example:{ui.port}"}
+    status, err = http.call("/api/v1/topology/wc/kill/0", "POST", headers=rebound)
+    assert status == 403 and "answers only to loopback names" in err["error"]
+    assert http.call("/api/v1/topology/summary", headers=rebound)[0] == 403   # reads too
+    local = {"Origin": f"http://localhost:{ui.port}", "Host": f"localhost:{ui.port}"}
+    assert http.call("/api/v1/topology/wc/activate", "POST", headers=local)[0] == 200
+    assert nimbus.calls == [(None, "deactivate", "wc"), (None, "activate", "wc")]
 
 
 def test_with_authentication_every_call_needs_a_known_token(secure_ui, nimbus):
@@ -187,7 +196,7 @@ def test_a_post_whose_body_never_arrives_does_nothing_and_logs_one_line(open_ui,
     ui, _ = open_ui
     caplog.set_level(logging.INFO, logger="squall.ui")
     with socket.create_connection(("127.0.0.1", ui.port)) as sock:
-        sock.sendall(b"POST /api/v1/topology/wc/rebalance/0 HTTP/1.1\r\nHost: x\r\n"
+        sock.sendall(b"POST /api/v1/topology/wc/rebalance/0 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                      b"Content-Type: application/json\r\nContent-Length: 500\r\n\r\n"
                      b'{"rebalanceOptions": ')
     wait_until(lambda: any("went away" in r.getMessage() for r in caplog.records), timeout=30)
