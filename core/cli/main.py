@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -171,6 +172,9 @@ def _config_warnings_once() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # gRPC's C core logs a failed TLS handshake itself, at INFO, before squall can say it in
+    # one line; keep its own lines to errors unless the user asked for more
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s", stream=sys.stderr)
     args: argparse.Namespace | None = None

@@ -156,10 +156,14 @@ def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer
             parts = self._path()
             if parts is None:
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            if len(parts) != 1 or not parts[0] or length > MAX_BODY:
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if len(parts) != 1 or not parts[0] or not 0 <= length <= MAX_BODY:
+                self.close_connection = True        # its body, if any, is not read
                 self._reply(400, "POST /drpc/<function> with the args as the body (at most "
-                                 f"{MAX_BODY} bytes)\n")
+                                 f"{MAX_BODY} bytes, its Content-Length a number)\n")
                 return
             body = self.rfile.read(length).decode("utf-8", "replace")
             self._serve(unquote(parts[0]), body)

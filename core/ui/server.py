@@ -37,7 +37,11 @@ class UiServer:
                  make_client: Callable[[Mapping[str, Any]], Any] | None = None) -> None:
         self.conf = dict(conf)
         self.host = str(host if host is not None else conf.get("ui.host") or "127.0.0.1")
-        self.port = int(port if port is not None else conf.get("ui.port") or 8080)
+        chosen = port if port is not None else conf.get("ui.port")
+        self.port = 8080 if chosen is None else int(chosen)
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"ui.port must be a port number from 0 (any free one) to 65535, "
+                              f"got {self.port}")
         self._sample_secs = float(conf.get("ui.sample.secs") or 5)
         self._clients = Clients(self.conf, make_client or _nimbus_client)
         history = History(int(conf.get("ui.history.size") or 120),

@@ -111,6 +111,19 @@ def _times_out(client: DRPCClient) -> bool:
     return False
 
 
+@pytest.mark.parametrize("length", [b"abc", b"-1", b"99999999"])
+def test_a_post_with_a_bad_content_length_is_one_400(server: DRPCServer, length: bytes) -> None:
+    import socket
+    with socket.create_connection(("127.0.0.1", server.http_port), timeout=30) as sock:
+        sock.sendall(b"POST /drpc/count HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
+                     length + b"\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(4096):     # the server closes it after its answer
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 400") and b"Content-Length a number" in reply, reply
+    assert _get(server.http_port, "/drpc")[0] == 200        # still serving
+
+
 def test_no_server_answering_is_a_clear_error() -> None:
     client = DRPCClient({"drpc.servers": [f"127.0.0.1:{free_port()}"]})
     with pytest.raises(DRPCError, match="no DRPC server answered"):

@@ -228,6 +228,19 @@ def test_a_port_in_use_is_one_config_error(nimbus):
         ui.stop()
 
 
+def test_ui_port_zero_takes_a_free_port_and_a_port_out_of_range_is_one_config_error(nimbus):
+    from squall.errors import ConfigError
+    from squall.ui import UiServer
+    ui = UiServer({"ui.port": 0, "ui.host": "127.0.0.1"}, make_client=nimbus.client)
+    try:
+        assert ui.start() not in (0, 8080)
+    finally:
+        ui.stop()
+    for bad in (-5, 70000):
+        with pytest.raises(ConfigError, match=f"ui.port must be a port number .* got {bad}"):
+            UiServer({"ui.port": bad}, make_client=nimbus.client)
+
+
 def test_binds_loopback_by_default(nimbus):
     from squall.config import load_config
     from squall.ui import UiServer
