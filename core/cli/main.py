@@ -22,15 +22,35 @@ from squall.errors import SquallError
 log = logging.getLogger("squall.cli")
 
 
+#: the namespace attributes ``-c`` lands in: one per parser, suffixed with its prog (argparse
+#: would replace a list given before a subcommand with the one given after it)
+OVERRIDES_PREFIX = "overrides"
+
+
 def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--config", metavar="FILE", default=default,
                         help="a YAML config file (default: $SQUALL_CONF)")
-    parser.add_argument("-c", dest="overrides", metavar="KEY=VALUE", action="append",
-                        default=[] if top else argparse.SUPPRESS,
+    parser.add_argument("-c", dest=OVERRIDES_PREFIX if top else
+                        f"{OVERRIDES_PREFIX}@{parser.prog}", metavar="KEY=VALUE",
+                        action="append", default=[] if top else argparse.SUPPRESS,
                         help="override a config key (value parsed as YAML; repeatable)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         default=False if top else argparse.SUPPRESS, help="log at DEBUG")
+
+
+def global_options(parser: argparse.ArgumentParser) -> None:
+    """Give a plugin's sub-subcommand squall's global options (``--config``, ``-c``, ``-v``):
+    values given before it are kept, and its ``-c`` come after theirs."""
+    _global_options(parser, top=False)
+
+
+def _all_overrides(args: argparse.Namespace) -> list[str]:
+    """Every ``-c`` of the command line, in order: before the subcommand, then after it (and
+    after a sub-subcommand)."""
+    levels = sorted((len(key), key) for key in vars(args)
+                    if key.startswith(OVERRIDES_PREFIX + "@"))
+    return [*(args.overrides or ()), *(v for _, key in levels for v in getattr(args, key))]
 
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
@@ -181,6 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        args.overrides = _all_overrides(args)
         if getattr(args, "verbose", False):
             logging.getLogger().setLevel(logging.DEBUG)
         if not getattr(args, "func", None):

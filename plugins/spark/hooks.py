@@ -33,17 +33,6 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def _global_options(parser: argparse.ArgumentParser) -> None:
-    """Accept squall's global options after the sub-subcommand too (``squall metrics report
-    DIR -c key=value``); defaults are suppressed so values given earlier are kept."""
-    parser.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
-                        help="a YAML config file (default: $SQUALL_CONF)")
-    parser.add_argument("-c", dest="overrides", metavar="KEY=VALUE", action="append",
-                        default=argparse.SUPPRESS, help="override a config key (repeatable)")
-    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="log at DEBUG")
-
-
 @hookimpl
 def squall_add_defaults() -> dict[str, Any]:
     return DEFAULTS
@@ -51,13 +40,14 @@ def squall_add_defaults() -> dict[str, Any]:
 
 @hookimpl
 def squall_add_commands(subparsers: Any) -> None:
+    from squall.cli.main import global_options
     metrics = subparsers.add_parser("metrics", help="work with metrics written by the 'spark' "
                                                     "metrics consumer")
     metrics.set_defaults(func=lambda args, conf: _usage(metrics))
     actions = metrics.add_subparsers(dest="metrics_command", metavar="ACTION")
     rep = actions.add_parser("report", help="summarise a metrics dataset: throughput, latency "
                                             "and failures per component over time")
-    _global_options(rep)
+    global_options(rep)
     rep.add_argument("dir", metavar="DIR", help="the consumer's path (a Parquet dataset)")
     rep.add_argument("--bucket", default="minute", metavar="SIZE",
                      help="time bucket of the tables over time: second, minute, hour, day or "

@@ -217,6 +217,14 @@ def test_config_shows_overrides_given_before_or_after_the_subcommand(env, where)
     assert conf["topology.workers"] == 3 and conf["topology.acker.executors"] is None
 
 
+def test_overrides_before_and_after_the_subcommand_all_count_the_later_winning(env):
+    conf = yaml.safe_load(ok(env, "-c", "topology.workers=3", "-c", "topology.debug=true",
+                             "config", "-c", "topology.debug=false", "-c",
+                             "topology.max.spout.pending=7").stdout)
+    assert conf["topology.workers"] == 3 and conf["topology.debug"] is False
+    assert conf["topology.max.spout.pending"] == 7
+
+
 def test_config_reads_squall_conf(env, tmp_path):
     file = tmp_path / "my.yaml"
     file.write_text("topology.message.timeout.secs: 7\n")
