@@ -9,12 +9,15 @@ first called.
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any
 
 import pluggy
 
 from squall import drivers, hookspecs
-from squall.errors import PluginLoadError
+from squall.errors import PluginLoadError, SquallError
+
+log = logging.getLogger("squall.plugins")
 
 __all__ = ["build_plugin_manager", "get_plugin_manager"]
 
@@ -49,5 +52,37 @@ def configure(conf: dict[str, Any]) -> dict[str, Any]:
     return it. Called once by each process that runs topologies, when its configuration is
     final (see :func:`squall.hookspecs.squall_configure` for where); a hook's SquallError
     propagates and stops the start."""
-    get_plugin_manager().hook.squall_configure(conf=conf)
+    hooks = get_plugin_manager().hook
+    try:
+        hooks.squall_configure(conf=conf)
+    except SquallError:
+        raise
+    except Exception as exc:        # a plugin's bug: one line naming it
+        raise PluginLoadError(f"plugin {_culprit(hooks.squall_configure, exc)!r} failed in "
+                              f"squall_configure: {exc!r}") from exc
     return conf
+
+
+def notify(hook_name: str, **kwargs: Any) -> None:
+    """Call every implementation of the notification hook ``hook_name`` (a topology submitted
+    or killed, a worker started or stopping), in pluggy's order; one that raises is logged,
+    one line naming its plugin, and the others are still called, so a plugin's bug never
+    stops what it is told about halfway."""
+    hook = getattr(get_plugin_manager().hook, hook_name)
+    for impl in reversed(hook.get_hookimpls()):
+        try:
+            impl.function(*(kwargs[name] for name in impl.argnames))
+        except Exception as exc:
+            log.error("plugin %r failed in %s: %r", impl.plugin_name, hook_name, exc)
+
+
+def _culprit(hook: Any, exc: BaseException) -> str:
+    """The plugin whose implementation of ``hook`` raised ``exc`` (by its traceback)."""
+    owners = {impl.function.__code__: impl.plugin_name for impl in hook.get_hookimpls()}
+    tb = exc.__traceback__
+    while tb is not None:
+        owner = owners.get(tb.tb_frame.f_code)
+        if owner is not None:
+            return owner
+        tb = tb.tb_next
+    return "unknown"

@@ -117,9 +117,8 @@ class TopologyLifecycle:
             finally:
                 self._replicating.discard(tid)
             log.info("the package of %s is on %d nimbus(es)", tid, holders)
-        from squall.plugin_manager import get_plugin_manager
-        get_plugin_manager().hook.squall_topology_submitted(name=name, topology_id=tid,
-                                                            conf=merged)
+        from squall.plugin_manager import notify
+        notify("squall_topology_submitted", name=name, topology_id=tid, conf=merged)
         log.info("submitted topology %s", tid)
         self._wake()
         return tid
@@ -250,9 +249,8 @@ class TopologyLifecycle:
                 self._state.remove_topology(tid)
                 self._scheduling.forget(tid)
                 self._code.forget(tid)
-                from squall.plugin_manager import get_plugin_manager
-                get_plugin_manager().hook.squall_topology_killed(name=base.get("name", ""),
-                                                                 topology_id=tid)
+                from squall.plugin_manager import notify
+                notify("squall_topology_killed", name=base.get("name", ""), topology_id=tid)
                 log.info("topology %s killed", tid)
             plan = base.get("rebalance")
             if base.get("status") == "rebalancing" and plan and float(plan["due"]) <= now:

@@ -165,7 +165,7 @@ class WorkerProcess:
         self.worker = Worker(conf=conf, topology=topology, topology_id=self.tid, port=self.port,
                              executors=self.executors, task_to_worker=self.task_to_worker,
                              transport=transport, host=host)
-        from squall.plugin_manager import get_plugin_manager
+        from squall.plugin_manager import get_plugin_manager, notify
         hooks = get_plugin_manager().hook
         self.worker.build()
         hooks.squall_worker_start(topology_id=self.tid, port=self.port, conf=conf)
@@ -185,7 +185,7 @@ class WorkerProcess:
             return self._loop()
         finally:
             self._shutdown(transport)
-            hooks.squall_worker_stop(topology_id=self.tid, port=self.port)
+            notify("squall_worker_stop", topology_id=self.tid, port=self.port)
 
     def _start_metrics_endpoint(self, host: str) -> None:
         if not self.conf.get("worker.metrics.endpoint"):

@@ -145,16 +145,15 @@ class LocalCluster:
             from squall import config
             config.validate(merged)
             _check_transport(merged)
-            from squall.plugin_manager import get_plugin_manager
-            pm = get_plugin_manager()
-            pm.hook.squall_validate_topology(topology=topology, conf=merged)
+            from squall.plugin_manager import get_plugin_manager, notify
+            get_plugin_manager().hook.squall_validate_topology(topology=topology, conf=merged)
             full = add_system_components(topology, merged)
             topology_id = f"{name}-{next(_ids)}-{int(time.time())}"
             run = _Running(name, topology_id, full, merged)
             self._start_workers(run)
             self._topologies[name] = run
             self._write_state(run)
-            pm.hook.squall_topology_submitted(name=name, topology_id=topology_id, conf=merged)
+            notify("squall_topology_submitted", name=name, topology_id=topology_id, conf=merged)
             return topology_id
 
     def _start_workers(self, run: _Running) -> None:
@@ -215,8 +214,8 @@ class LocalCluster:
             self._stop_workers(run)
             del self._topologies[name]
             self.state.remove_topology(run.id)
-            from squall.plugin_manager import get_plugin_manager
-            get_plugin_manager().hook.squall_topology_killed(name=name, topology_id=run.id)
+            from squall.plugin_manager import notify
+            notify("squall_topology_killed", name=name, topology_id=run.id)
 
     def activate(self, name: str) -> None:
         with self._lock:
@@ -284,10 +283,9 @@ class LocalCluster:
     @staticmethod
     def _halt(worker: Worker) -> None:
         """Shut a worker down and announce it (``squall_worker_stop``)."""
-        from squall.plugin_manager import get_plugin_manager
+        from squall.plugin_manager import notify
         worker.shutdown()
-        get_plugin_manager().hook.squall_worker_stop(topology_id=worker.topology_id,
-                                                     port=worker.port)
+        notify("squall_worker_stop", topology_id=worker.topology_id, port=worker.port)
 
     def _monitor_loop(self) -> None:
         freq = float(self.conf.get("task.heartbeat.frequency.secs") or 3)

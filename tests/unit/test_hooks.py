@@ -184,6 +184,66 @@ def test_daemons_are_built_with_the_configured_conf(plugin: ModuleType, monkeypa
     assert daemon.conf["squall.test.hooks.configured"] is True and daemon.started
 
 
+BROKEN = '''
+from squall import hookimpl
+
+BROKEN = {"configure": False}
+
+
+@hookimpl
+def squall_configure(conf):
+    if BROKEN["configure"]:
+        raise KeyError("broken.key")
+
+
+@hookimpl
+def squall_topology_killed(name, topology_id):
+    raise AttributeError("killed bug")
+
+
+@hookimpl
+def squall_worker_stop(topology_id, port):
+    raise AttributeError("worker stop bug")
+
+
+@hookimpl
+def squall_add_commands(subparsers):
+    raise AttributeError("commands bug")
+'''
+
+
+def test_a_plugins_bug_in_a_hook_is_one_line_naming_it_and_stops_nothing(
+        plugin: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    eps = {"squall.plugins": {"broken_test": "squall_hooks_broken_plugin"}}
+    with fake_distribution(tmp_path / "broken", "squall-hooks-broken", eps,
+                           {"squall_hooks_broken_plugin": BROKEN}):
+        get_plugin_manager.cache_clear()
+        try:
+            assert "broken_test" in dict(get_plugin_manager().list_name_plugin())
+            broken = sys.modules["squall_hooks_broken_plugin"]
+            with LocalCluster() as cluster:
+                cluster.submit_topology("stopping", {"topology.workers": 2}, _topology())
+                ports = sorted(w.port for w in cluster.workers("stopping"))
+                cluster.kill_topology("stopping")
+                assert cluster.topologies() == []
+            # the other plugin is still told, and every worker stopped
+            assert [c[1] for c in calls(plugin, "killed")] == ["stopping"]
+            assert sorted(c[2] for c in calls(plugin, "worker_stop")) == ports
+            assert "plugin 'broken_test' failed in squall_worker_stop: AttributeError(" \
+                "'worker stop bug')" in caplog.text
+            assert "plugin 'broken_test' failed in squall_topology_killed" in caplog.text
+            # its commands are missing; squall's and the other plugin's are there
+            parser = cli_main.build_parser()
+            assert parser.parse_args(["hooks-test"]).command == "hooks-test"
+            assert "plugin 'broken_test' failed in squall_add_commands" in caplog.text
+            broken.BROKEN["configure"] = True
+            with pytest.raises(PluginLoadError, match="plugin 'broken_test' failed in "
+                                                      "squall_configure: KeyError"):
+                LocalCluster()
+        finally:
+            get_plugin_manager.cache_clear()
+
+
 def test_a_hook_module_not_matching_the_specs_fails_when_it_registers(tmp_path: Path) -> None:
     eps = {"squall.plugins": {"misspelt": "squall_hooks_misspelt"}}
     source = ("from squall import hookimpl\n\n\n@hookimpl\n"
