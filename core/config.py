@@ -410,6 +410,11 @@ def _check_types(conf: Mapping[str, Any], known: Mapping[str, Any],
     return warnings
 
 
+#: what squall itself writes into a component's config for it to read (``set_num_tasks``:
+#: its tasks, as Storm does), not settings
+COMPONENT_FACTS = frozenset({"topology.tasks"})
+
+
 def validate_component(component: str, config: Mapping[str, Any], *,
                        warn: bool = True) -> list[str]:
     """Check a component's own config (``set_bolt(..., config=...)``) the way
@@ -418,6 +423,7 @@ def validate_component(component: str, config: Mapping[str, Any], *,
     ``warn``)."""
     known = defaults()
     nullable = nullable_types(known)
+    config = {k: v for k, v in config.items() if k not in COMPONENT_FACTS}
     try:
         warnings = _check_types(config, known, nullable)
         _check_ranges(config, known, nullable)

@@ -30,19 +30,21 @@ class Input:
     stream: str
     grouping: str
     fields: tuple[str, ...] = ()
-    custom: Any = None          # entry-point name, or a Grouping instance (local mode)
+    #: an entry-point name, or a Grouping instance (its class and JSON state on the wire; that
+    #: JSON itself where the topology was read without resolving classes, as nimbus does)
+    custom: Any = None
 
     def to_json(self) -> dict[str, Any]:
         custom = self.custom
-        if custom is not None and not isinstance(custom, str):
+        if custom is not None and not isinstance(custom, (str, dict)):
             custom = {"class": class_ref(type(custom)), "state": _json_state(custom)}
         return {"component": self.component, "stream": self.stream, "grouping": self.grouping,
                 "fields": list(self.fields), "custom": custom}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Input:
+    def from_json(cls, d: dict[str, Any], *, resolve: bool = True) -> Input:
         custom = d.get("custom")
-        if isinstance(custom, dict):
+        if isinstance(custom, dict) and resolve:
             obj = resolve_class(custom["class"])()
             obj.__dict__.update(custom.get("state") or {})
             custom = obj
@@ -194,7 +196,7 @@ class Topology:
                 id=c["id"], kind=c["kind"], cls=klass, ref=c["ref"],
                 parallelism=c["parallelism"], num_tasks=c["num_tasks"], config=c["config"],
                 resources=c.get("resources") or {},
-                inputs=[Input.from_json(i) for i in c["inputs"]],
+                inputs=[Input.from_json(i, resolve=resolve) for i in c["inputs"]],
                 streams={s["name"]: Stream(s["fields"], s["name"], s["direct"])
                          for s in c["streams"]}))
         return cls(comps, d.get("conf") or {})

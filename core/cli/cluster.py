@@ -196,7 +196,13 @@ def submitted_conf(conf: dict[str, Any], topology_conf: dict[str, Any]) -> dict[
 
 def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.packaging import prepare_submission, zip_code_dir
+    from squall import config
     sub = prepare_submission(args.target, conf)
+    # the topology's own keys, here where the user sees the warnings (nimbus checks again)
+    config.validate(sub.topology.conf)
+    for spec in sub.topology.components.values():
+        if spec.config:
+            config.validate_component(spec.id, spec.config)
     name = args.name or sub.default_name
     code = zip_code_dir(sub.code_dir, sub.prefix)
     client = _client(conf)

@@ -65,8 +65,13 @@ class _Parser(argparse.ArgumentParser):
         if found:
             choices = re.findall(r"'([^']*)'", found.group(2))
             hint = drivers.did_you_mean(found.group(1), choices)
-            message = (f"unknown command {found.group(1)!r}"
-                       + (f" (did you mean {hint!r}?)" if hint else ""))
+            option = re.match(r"argument (-[^:]*):", message)
+            if option:      # an option's value, not a subcommand
+                message = (f"{option.group(1)} {found.group(1)!r} is not one of "
+                           f"{', '.join(choices)}")
+            else:
+                message = f"unknown command {found.group(1)!r}"
+            message += f" (did you mean {hint!r}?)" if hint else ""
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import logging
 import os
 import shutil
 import sys
@@ -34,6 +35,7 @@ from typing import Any
 from squall.api.target import is_file_path, load_target, split_target
 from squall.errors import SquallError, TopologyError
 
+log = logging.getLogger(__name__)
 CONF_FILE = "stormconf.json"
 TOPOLOGY_FILE = "stormtopology.json"
 CODE_FILE = "stormcode.zip"
@@ -101,7 +103,12 @@ def iter_code_files(code_dir: Path) -> list[Path]:
         for name in sorted(files):
             if _skipped(name) or name.endswith(SKIP_SUFFIXES):
                 continue
-            out.append(Path(root) / name)
+            path = Path(root) / name
+            if not path.exists():       # a link to nothing: there is nothing to ship
+                log.warning("not packaging %s: it is a link to %s, which does not exist",
+                            path, os.readlink(path) if path.is_symlink() else "nothing")
+                continue
+            out.append(path)
     return out
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,3 +172,51 @@ def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None
         done = run(*nowhere, *args, cwd=tmp_path)
         assert done.returncode == 2 and done.stdout == "", (args, done.stderr)
         assert done.stderr.count("\n") == 1 and message in done.stderr, (args, done.stderr)
+
+
+def test_a_bad_choice_of_an_option_names_the_option_not_a_command(capsys) -> None:
+    from squall.cli.main import _Parser
+    parser = _Parser(prog="squall x")
+    parser.add_argument("--format", choices=["text", "json"])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--format", "jsn"])
+    assert capsys.readouterr().err == ("squall x: error: --format 'jsn' is not one of text, "
+                                       "json (did you mean 'json'?) (see 'squall x --help')\n")
+
+
+TYPO_TOPOLOGY = """
+from squall import Spout, TopologyBuilder
+
+class S(Spout):
+    outputs = ["x"]
+    def next_tuple(self):
+        pass
+
+b = TopologyBuilder()
+b.set_spout("s", S, config={"topology.tick.tuple.freq.sec": 5})
+topology = b.create_topology()
+topology.conf["topology.max.spout.pendng"] = 10
+"""
+
+
+def test_submit_warns_of_the_topologys_mistyped_keys_where_the_user_sees_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "typotopo.py").write_text(TYPO_TOPOLOGY)
+    sent: list[Any] = []
+
+    class Nimbus:
+        def submit_topology(self, name: str, conf: Any, topology: Any, code: Any) -> str:
+            sent.append(name)
+            return f"{name}-1"
+
+        def close(self) -> None:
+            pass
+    monkeypatch.setattr(cluster, "_client", lambda conf: Nimbus())
+    args = argparse.Namespace(target=f"{tmp_path / 'typotopo.py'}:topology", name="typo")
+    with caplog.at_level("WARNING", logger="squall.config"):
+        assert cluster.cmd_submit(args, {}) == 0
+    assert sent == ["typo"]
+    assert "unknown config key 'topology.max.spout.pendng' (did you mean " \
+           "'topology.max.spout.pending'?)" in caplog.text
+    assert "component 's': unknown config key 'topology.tick.tuple.freq.sec'" in caplog.text

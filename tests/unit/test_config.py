@@ -234,7 +234,8 @@ def test_a_components_own_config_is_checked_like_a_topologys(caplog):
         config.validate_component("words", {"topology.max.spout.pending": 0})
     with caplog.at_level(logging.WARNING, logger="squall.config"):
         warnings = config.validate_component("count", {"topology.tick.tupel.freq.secs": 1,
-                                                       "trident.plan": {}, "mine": 1})
+                                                       "trident.plan": {}, "mine": 1,
+                                                       "topology.tasks": 4})
     expected = ("component 'count': unknown config key 'topology.tick.tupel.freq.secs' (did "
                 "you mean 'topology.tick.tuple.freq.secs'?)")
     assert warnings == [expected] and expected in caplog.text

@@ -86,6 +86,18 @@ def test_from_json_without_resolving_classes() -> None:
         Topology.from_json(data)
 
 
+def test_a_custom_grouping_instance_stays_json_without_resolving_classes() -> None:
+    # nimbus reads topologies without the user's code on its path
+    data = build().to_json()
+    custom = next(c for c in data["components"] if c["id"] == "custom")
+    split = next(i for i in custom["inputs"] if i["component"] == "split")
+    split["custom"]["class"] = "no_such_module_xyz:Modulo"
+    back = Topology.from_json(data, resolve=False)
+    assert back.to_json() == data
+    with pytest.raises(TopologyError, match="no_such_module_xyz"):
+        Topology.from_json(data)
+
+
 def test_with_parallelism_keeps_task_ids() -> None:
     topo = build()
     changed = topo.with_parallelism({"lines": 4, "count": 1})

@@ -72,6 +72,14 @@ def test_file_target_ships_its_directory_without_caches_venvs_or_hidden_files(pr
                                                            "mytopo.py"]
 
 
+def test_a_link_to_nothing_is_left_out_with_a_warning(project, caplog):
+    (project / "gone.txt").symlink_to(project / "never-there.txt")
+    with caplog.at_level("WARNING", logger="squall.daemon.packaging"):
+        assert names(packaging.zip_code_dir(project)) == ["data.txt", "helpers/__init__.py",
+                                                          "mytopo.py"]
+    assert "not packaging" in caplog.text and "gone.txt" in caplog.text
+
+
 def test_function_target_is_called(project):
     sub = packaging.prepare_submission(f"{project / 'mytopo.py'}:build")
     assert set(sub.topology.components) == {"s", "b"}
