@@ -52,13 +52,9 @@ class AckLedger:
         if not roots:
             return
         acks = self.folded
-        if roots.__class__ is tuple:
-            v = tup.id ^ tup.ackval  # type: ignore[operator]
-            for r in roots:
-                acks[r] = acks.get(r, 0) ^ v
-        else:       # several anchors: each root with the edge its anchors gave it
-            for r, e in roots.items():  # type: ignore[attr-defined]
-                acks[r] = acks.get(r, 0) ^ e ^ tup.ackval
+        v = tup.id ^ tup.ackval  # type: ignore[operator]
+        for r in roots:
+            acks[r] = acks.get(r, 0) ^ v
 
     def ack_run(self, ts: TaskState, run: TupleRun) -> None:
         """Ack every tuple of a TupleRun whose Tuples were never built: one XOR per root, or

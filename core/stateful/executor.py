@@ -221,8 +221,8 @@ class CheckpointedBoltExecutor(BoltExecutor):
                     ) -> tuple[int, Tuple | None, int]:
         """The pass of a bolt that anchors and acks automatically: ``process`` each of up to
         ``n`` tuples of ``q`` and fold its ack into ``fold`` (root -> XOR: the keeper's
-        pending acks for a stateful task, the ledger's fold for the others); a tick, an
-        untracked tuple or one of several anchors goes to ``one``. Stops after taking a
+        pending acks for a stateful task, the ledger's fold for the others); a tick or an
+        untracked tuple goes to ``one``. Stops after taking a
         tuple of ``barrier`` (the task's only checkpoint source, while no checkpoint is being
         aligned), returned unprocessed. Returns (tuples taken, that tuple or None, acks
         folded).
@@ -266,7 +266,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
                         run = roots
                         acc = tup.id ^ tup.ackval
                     folded += 1
-                else:               # a tick, an untracked tuple, several anchors
+                else:               # a tick, an untracked tuple
                     ts.current = None
                     one(tup)
         finally:

@@ -74,13 +74,9 @@ class StateKeeper:
         if not roots:
             return
         fold = self.pending
-        if roots.__class__ is tuple:
-            v = tup.id ^ tup.ackval
-            for r in roots:
-                fold[r] = fold.get(r, 0) ^ v
-        else:           # several anchors: each root with the edge its anchors gave it
-            for r, e in roots.items():
-                fold[r] = fold.get(r, 0) ^ e ^ tup.ackval
+        v = tup.id ^ tup.ackval
+        for r in roots:
+            fold[r] = fold.get(r, 0) ^ v
 
     def _lose_pending(self) -> None:
         """Forget the uncommitted changes: fail their inputs; recovery must reload."""

@@ -123,7 +123,7 @@ class WindowedBoltExecutor(BoltExecutor):
 
             def expire(gone: list[Any]) -> None:
                 # each tuple's ack folded into the ledger inline, as BoltExecutor's tracked
-                # pass does; anchors of several roots (a dict) go through ack_tuple
+                # pass does
                 done = 0
                 for tup in gone:
                     roots = tup.roots
@@ -133,7 +133,7 @@ class WindowedBoltExecutor(BoltExecutor):
                             folded[r] = fold(r, 0) ^ v
                         done += 1
                     else:
-                        ack(ts, tup)    # untracked (counted there) or several roots
+                        ack(ts, tup)    # untracked (counted there)
                 ts.acked += done
         else:
             def expire(gone: list[Any]) -> None:

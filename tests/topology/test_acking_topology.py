@@ -256,6 +256,62 @@ def test_multiple_anchors_join(cluster: LocalCluster) -> None:
     assert sorted(FAILED) == sorted(f"{s}-{k}" for k in (1, 3, 5) for s in ("left", "right"))
 
 
+class Forward(Bolt):
+    """Passes each tuple on, anchored to it (auto anchor and ack)."""
+
+    outputs = ["key"]
+
+    def process(self, tup: Any) -> None:
+        self.emit([tup["key"]])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_tuple_of_several_anchors_is_forwarded_like_any_other(cluster: LocalCluster,
+                                                                 workers: int) -> None:
+    b = TopologyBuilder()
+    b.set_spout("sides", Sides)
+    b.set_bolt("join", Join, 2).fields_grouping("sides", ["key"])
+    b.set_bolt("forward", Forward, 2).shuffle_grouping("join")
+    b.set_bolt("hold", Hold).shuffle_grouping("forward").all_grouping("sides", "control")
+    submit(cluster, "join-forward", b, {"topology.workers": workers})
+    wait_until(lambda: len(HELD) == 6)
+    assert ACKED == [] and FAILED == []     # every tree waits for the forwarded tuple
+    RELEASE.set()
+    wait_until(lambda: len(ACKED) + len(FAILED) == 12, timeout=20,
+               message=lambda: f"acked {ACKED}, failed {FAILED}")
+    assert sorted(ACKED) == sorted(f"{s}-{k}" for k in (0, 2, 4) for s in ("left", "right"))
+    assert sorted(FAILED) == sorted(f"{s}-{k}" for k in (1, 3, 5) for s in ("left", "right"))
+
+
+class Halves(Bolt):
+    """Emits each key twice, anchored to it: two tuples of the same tree."""
+
+    outputs = ["side", "key"]
+
+    def process(self, tup: Any) -> None:
+        if tup.stream == "default":
+            self.emit(["left", tup["key"]])
+            self.emit(["right", tup["key"]])
+
+
+def test_a_tuple_anchored_to_two_tuples_of_one_tree_keeps_that_tree_waiting(
+        cluster: LocalCluster) -> None:
+    # the two anchors share their root, so the joined tuple's edge would cancel out there
+    b = TopologyBuilder()
+    b.set_spout("sides", Sides)
+    b.set_bolt("halves", Halves).shuffle_grouping("sides")
+    b.set_bolt("join", Join, 2).fields_grouping("halves", ["key"])
+    b.set_bolt("hold", Hold).shuffle_grouping("join").all_grouping("sides", "control")
+    submit(cluster, "same-tree", b, {"topology.workers": 2})
+    wait_until(lambda: len(HELD) == 12)
+    assert ACKED == [] and FAILED == []
+    RELEASE.set()
+    wait_until(lambda: len(ACKED) + len(FAILED) == 12, timeout=20,
+               message=lambda: f"acked {ACKED}, failed {FAILED}")
+    # each key's two spout tuples were joined twice (their own halves): odd keys fail
+    assert sorted(FAILED) == sorted(f"{s}-{k}" for k in (1, 3, 5) for s in ("left", "right"))
+
+
 class Never(Bolt):
     auto_ack = False
 

@@ -102,6 +102,24 @@ def check_anchors(ts: TaskState, anchors: Sequence[Any]) -> None:
                                 f"received by this bolt, got {type(a).__name__}")
 
 
+def _several_anchors(w: Wiring, values: tuple, task: int, src: Source, anchors: list[Tuple],
+                     edge: int) -> Tuple:
+    """A tuple anchored to several tracked tuples: one edge, XORed into every anchor, and
+    every root of them, so it is a tuple like any other (its children, its acks, the wire).
+    A root that an even number of anchors share would see the edge cancel out: the edge is
+    folded into its acker now instead, so its tree still waits for this tuple."""
+    count: dict[int, int] = {}
+    for a in anchors:
+        a.ackval ^= edge
+        for r in a.roots:   # type: ignore[union-attr]
+            count[r] = count.get(r, 0) + 1
+    folded = w.acks.folded
+    for r, n in count.items():
+        if not n & 1:
+            folded[r] = folded.get(r, 0) ^ edge
+    return Tuple(values, task, src, edge, tuple(count))
+
+
 def deliver(w: Wiring, task: int, tup: Tuple) -> None:
     """Put ``tup`` in ``task``'s queue here, or in the outbox of its worker."""
     q = w.queues.get(task)
@@ -187,14 +205,7 @@ def _emit_anchored(ts: TaskState, w: Wiring, values: tuple, stream: str, src: So
                 a.ackval ^= edge
                 tup = Tuple(values, ts.task, src, edge, a.roots)
             else:
-                per_root: dict[int, int] = {}
-                edge = 0
-                for a in tracked:
-                    edge = rand(64)
-                    a.ackval ^= edge
-                    for r in a.roots:   # type: ignore[union-attr]
-                        per_root[r] = per_root.get(r, 0) ^ edge
-                tup = Tuple(values, ts.task, src, edge, per_root)  # type: ignore[arg-type]
+                tup = _several_anchors(w, values, ts.task, src, tracked, rand(64))
             deliver(w, t, tup)
             if sent is not None:
                 sent.append(t)

@@ -203,7 +203,7 @@ class BoltExecutor(Executor):
             for _ in range(n):
                 tup = popleft()
                 roots = tup.roots
-                if roots and roots.__class__ is tuple:
+                if roots:
                     ts.current = tup
                     try:
                         process(tup)
@@ -216,7 +216,7 @@ class BoltExecutor(Executor):
                     for r in roots:
                         acks[r] = acks_get(r, 0) ^ v
                     continue
-                # a tick, an untracked tuple, or roots of another kind: counted there
+                # a tick or an untracked tuple: counted there
                 ts.current = None
                 skipped += 1
                 self._run_tracked_one(ts, tup)
@@ -226,7 +226,7 @@ class BoltExecutor(Executor):
 
     def _run_tracked_one(self, ts: TaskState, tup: Tuple) -> None:
         """One tuple of a tracked pass that the pass's loop does not fold itself (a tick, an
-        untracked tuple, roots of another kind): processed, and acked (counted) unless it is
+        untracked tuple): processed, and acked (counted) unless it is
         a tick or it failed."""
         if tup.src is self.tick_src:
             ts.ticks -= 1
