@@ -312,6 +312,35 @@ def test_a_tuple_anchored_to_two_tuples_of_one_tree_keeps_that_tree_waiting(
     assert sorted(FAILED) == sorted(f"{s}-{k}" for k in (1, 3, 5) for s in ("left", "right"))
 
 
+class AckTwice(Bolt):
+    """Acks each tuple in ``process`` (auto_ack on, as a streamparse bolt may), and its
+    first one a second time."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.first = True
+
+    def process(self, tup: Any) -> None:
+        if tup.stream != "default":
+            return
+        self.ack(tup)
+        if self.first:
+            self.first = False
+            self.ack(tup)
+
+
+def test_acking_a_tuple_again_changes_nothing_and_says_so_once(
+        cluster: LocalCluster, caplog: pytest.LogCaptureFixture) -> None:
+    b = TopologyBuilder()
+    b.set_spout("sides", Sides)
+    b.set_bolt("twice", AckTwice).shuffle_grouping("sides")
+    with caplog.at_level("WARNING", logger="squall.runtime.executors"):
+        submit(cluster, "ack-twice", b, {"topology.message.timeout.secs": 30})
+        wait_until(lambda: len(ACKED) == 12, timeout=20,
+                   message=lambda: f"acked {ACKED}, failed {FAILED}")
+    assert FAILED == []
+    assert caplog.text.count("acked a tuple it had acked already") == 1
+
+
 class Never(Bolt):
     auto_ack = False
 

@@ -114,20 +114,33 @@ class BoltExecutor(Executor):
     def ack_function(self, ts: TaskState) -> Any:
         """The ``ack`` a bolt task calls: acks ``tup`` (counted even when it is untracked, as
         auto_ack does) and, when ``tup`` was sampled at the start of its pass, adds the time
-        since then to the task's process latency."""
+        since then to the task's process latency.
+
+        An acked tuple's edge and XOR are zeroed, so acking it again (a second ``ack``, or
+        ``auto_ack`` after an ``ack`` in ``process``, as streamparse bolts may do) changes
+        nothing; a second explicit ack is logged once per task. (XORed twice, its edge would
+        cancel out and its tree would wait for its timeout.)"""
         ack_tuple = self.acks.ack_tuple
         samples = ts.samples
+        warned = False
 
         def ack(tup: Tuple) -> None:
+            nonlocal warned
             if samples:
                 sample = samples.pop(id(tup), None)   # the entry holds tup: its id is unique
                 if sample is not None:
                     ts.proc_ms += (_perf() - sample[1]) * 1000.0
                     ts.proc_n += 1
-            if tup.roots:
-                ack_tuple(ts, tup)
-            else:
+            if not tup.roots:
                 ts.acked += 1
+            elif tup.id or tup.ackval:
+                ack_tuple(ts, tup)
+                tup.id = tup.ackval = 0
+            elif not warned:
+                warned = True
+                log.warning("%s task %d acked a tuple it had acked already (values %.80r); "
+                            "the second ack is ignored", ts.component_id, ts.task,
+                            tup.values)
         return ack
 
     def install(self, ts: TaskState) -> None:
