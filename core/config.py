@@ -59,6 +59,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
                      "supervisor.disk.slots"], (int,)),
     **dict.fromkeys(["storm.local.hostname", "topology.name"], (str,)),
     "logviewer.host": (str,),
+    "squall.transport.send.buffer.messages": (int,),
     "worker.metrics.port.offset": (int,),
     "squall.metrics.consumer": (dict,),
     # windowed bolts (squall.windowing): Storm's component keys

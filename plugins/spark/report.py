@@ -23,6 +23,7 @@ from squall.plugins.spark.report_model import (
     COUNTS,
     LATENCIES,
     REQUIRED,
+    TABLED,
     Report,
     bucket_secs,
     parse_bucket,
@@ -118,7 +119,8 @@ def _epoch(value: Any) -> datetime:
 
 def _spark_tables(spark: Any, view: str, requested: int, path: Path) -> Report:
     head = spark.sql(f"SELECT count(*) AS n, min(time) AS t0, max(time) AS t1, "
-                     f"count(DISTINCT topology) AS topologies, max(interval) AS iv "
+                     f"count(DISTINCT topology) AS topologies, max(CASE WHEN metric IN "
+                     f"({', '.join(repr(m) for m in sorted(TABLED))}) THEN interval END) AS iv "
                      f"FROM {view}").collect()[0]
     size = bucket_secs(requested, head.iv)
     rep = Report(path=str(path), points=int(head.n), start=head.t0, end=head.t1,

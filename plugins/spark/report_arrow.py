@@ -16,6 +16,7 @@ from squall.plugins.spark.report_model import (
     COUNTS,
     LATENCIES,
     REQUIRED,
+    TABLED,
     Report,
     bucket_secs,
 )
@@ -39,7 +40,8 @@ def compute(path: Path, requested_bucket: int) -> Report:
         raise SquallError(f"cannot read metrics under {str(path)!r}: "
                           f"{str(exc).splitlines()[0]}") from exc
     secs = pc.divide(pc.cast(pc.cast(table["time"], pa.timestamp("us")), pa.int64()), 1_000_000)
-    interval = pc.max(table["interval"]).as_py()
+    tabled = table.filter(pc.is_in(table["metric"], pa.array(sorted(TABLED))))
+    interval = pc.max(tabled["interval"]).as_py()
     size = bucket_secs(requested_bucket, interval)
     bucket = pc.multiply(pc.divide(secs, size), size)
     table = table.append_column("bucket", bucket)

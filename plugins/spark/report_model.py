@@ -26,6 +26,9 @@ COUNTS = {"emitted": "__emit-count", "executed": "__execute-count", "acked": "__
           "failed": "__fail-count"}
 LATENCIES = {"execute": "__execute-latency", "process": "__process-latency",
              "complete": "__complete-latency"}
+#: the metrics the report's tables show: their interval sets the shortest bucket (a user
+#: metric reported every five minutes does not widen the buckets of the others)
+TABLED = frozenset(COUNTS.values()) | frozenset(LATENCIES.values())
 REQUIRED = {"time", "topology", "component", "task", "metric", "value", "interval"}
 NAMED = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}

@@ -78,6 +78,8 @@ _ACK_EVERY = 32
 _ACK_DELAY = 0.002
 #: at most this many queued batches go as one gRPC message
 _MERGE = 64
+#: bytes a stream message needs beyond its frame (session, sequence, protobuf framing)
+_FRAME_ROOM = 4096
 #: header a receiver sends when its stream starts: it splits merged messages (Batch.count)
 _MERGES_KEY = "squall-merges"
 #: how long a sender the receiver refused waits before it opens another stream (seconds)
@@ -245,8 +247,11 @@ class GrpcSender(Connection):
 
     def __init__(self, channel: grpc.Channel, address: str, port: int, limit: int,
                  linger: float, merge_bytes: int = 4 << 20,
-                 prover: Prover | None = None) -> None:
+                 prover: Prover | None = None, max_frame: int = 256 << 20) -> None:
         self.port = port
+        #: the largest frame the stream can carry (``max.message.mb``, less room for the
+        #: message around it): a larger one would break the stream at every try
+        self._max_frame = max_frame - _FRAME_ROOM
         self._prover = prover
         self._refused = False   # a receiver refused this sender (logged once at WARNING)
         self._channel, self._address, self._linger = channel, address, linger
@@ -268,6 +273,11 @@ class GrpcSender(Connection):
         if self._closed.is_set():
             raise TransportError(f"send on a closed connection to {self._address}")
         frame = encode(messages)
+        if len(frame) > self._max_frame:
+            raise TransportError(
+                f"a batch of {len(frame)} bytes to {self._address} is larger than "
+                f"squall.transport.grpc.max.message.mb allows; raise it, or send smaller "
+                f"values")
         with self._cond:
             if len(self._window) >= self._limit:
                 raise TransportError(
@@ -470,7 +480,8 @@ class GrpcTransport(Transport):
         else:
             channel = grpc.insecure_channel(address, options=options)
         return self._track(GrpcSender(channel, address, port, max(1, self.limit), self.linger,
-                                      min(4 << 20, self.max_message // 2), prover))
+                                      min(4 << 20, self.max_message // 2), prover,
+                                      self.max_message))
 
     def close(self) -> None:
         with self._lock:

@@ -15,7 +15,8 @@ __all__ = ["squall_add_config_types", "squall_add_defaults"]
 PREFIX = "squall.transport.nng."
 #: the keys this plugin owns (see :mod:`squall.plugins.transport_nng.transport` for meanings)
 DEFAULTS: dict[str, Any] = {
-    PREFIX + "send.buffer": 1024,
+    # null: squall.transport.send.buffer.messages when that is set, else 1024
+    PREFIX + "send.buffer": None,
     PREFIX + "tls.enabled": False,
     PREFIX + "tls.cert.file": None,
     PREFIX + "tls.key.file": None,
@@ -31,4 +32,5 @@ def squall_add_defaults() -> dict[str, Any]:
 
 @hookimpl
 def squall_add_config_types() -> dict[str, type]:
-    return {PREFIX + f"tls.{name}.file": str for name in ("cert", "key", "ca")}
+    return {PREFIX + "send.buffer": int,
+            **{PREFIX + f"tls.{name}.file": str for name in ("cert", "key", "ca")}}

@@ -17,7 +17,8 @@ PREFIX = "squall.transport.zmq."
 DEFAULTS: dict[str, Any] = {
     PREFIX + "bind.host": "127.0.0.1",       # 0.0.0.0 to accept tuples from other machines
     PREFIX + "linger.ms": 1000,
-    PREFIX + "hwm": 10000,
+    # null: squall.transport.send.buffer.messages when that is set, else 10000
+    PREFIX + "hwm": None,
     PREFIX + "curve.enabled": False,
     PREFIX + "curve.server.secret.key": None,   # Z85 text
     PREFIX + "curve.server.public.key": None,
@@ -31,4 +32,5 @@ def squall_add_defaults() -> dict[str, Any]:
 
 @hookimpl
 def squall_add_config_types() -> dict[str, type]:
-    return {PREFIX + "curve.server.secret.key": str, PREFIX + "curve.server.public.key": str}
+    return {PREFIX + "hwm": int, PREFIX + "curve.server.secret.key": str,
+            PREFIX + "curve.server.public.key": str}

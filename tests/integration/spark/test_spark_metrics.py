@@ -73,6 +73,17 @@ def test_report_tables(spark: Any, tmp_path: Path) -> None:
     assert spout[-1] == "12.000"
 
 
+def test_a_slow_user_metric_does_not_widen_the_buckets(spark: Any, tmp_path: Path) -> None:
+    write_metrics(tmp_path)
+    sink = SparkMetricsConsumer()
+    sink.prepare({}, {"path": str(tmp_path)}, None)
+    sink.handle(TaskInfo("wc-1", "sentences", 3, "127.0.0.1", 1, T0 + 90, 300.0),
+                [DataPoint("lines_read", 1234)])
+    sink.cleanup()
+    text = report(tmp_path, spark=spark)
+    assert "Throughput per minute" in text and "5 min" not in text
+
+
 def test_report_errors(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(SquallError, match="does not exist"):
         report(tmp_path / "missing", spark=spark)

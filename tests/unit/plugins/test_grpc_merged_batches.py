@@ -100,3 +100,16 @@ def test_a_receiver_that_does_not_split_gets_one_batch_per_message() -> None:
         assert [m for _, frame in got for m in decode(frame)] == sent
     finally:
         server.stop(0)
+
+
+def test_a_batch_over_the_message_limit_is_refused_and_the_stream_goes_on() -> None:
+    from squall.errors import TransportError
+    with GrpcTransport({"squall.transport.grpc.max.message.mb": 1}) as transport:
+        receiver = transport.bind("limit-topo", 0)
+        sender = transport.connect("limit-topo", "127.0.0.1", receiver.port)
+        sender.send([(1, b"small")])
+        with pytest.raises(TransportError, match="larger than squall.transport.grpc."
+                                                 "max.message.mb allows"):
+            sender.send([(2, b"x" * (2 << 20))])
+        sender.send([(3, b"after")])
+        assert collect(receiver, 2) == [(1, b"small"), (3, b"after")]

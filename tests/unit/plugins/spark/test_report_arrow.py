@@ -78,6 +78,22 @@ def test_buckets_never_shorter_than_the_data_and_labelled_by_their_size(tmp_path
             parse_bucket(bad)
 
 
+def write_user_metric(path: Path, interval: float = 300.0) -> None:
+    """A user metric of the spout, reported every ``interval`` seconds."""
+    sink = SparkMetricsConsumer()
+    sink.prepare({}, {"path": str(path)}, None)
+    sink.handle(TaskInfo("wc-1", "sentences", 3, "127.0.0.1", 1, T0 + 90, interval),
+                [DataPoint("lines_read", 1234)])
+    sink.cleanup()
+
+
+def test_a_slow_user_metric_does_not_widen_the_buckets(tmp_path: Path) -> None:
+    write_metrics(tmp_path)
+    write_user_metric(tmp_path)
+    rep = build(tmp_path, "minute")
+    assert rep.bucket_secs == 60 and len({row["bucket"] for row in rep.over_time}) == 2
+
+
 def test_csv_and_json(dataset: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(report(dataset, fmt="csv"))))
     split = [r for r in rows if r["component"] == "split"]
