@@ -379,6 +379,7 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     from squall.security.settings import check as check_security
     check_security(conf)
     _check_ranges(conf, known, nullable)
+    _check_ports(conf)
     drivers.validate_conf(dict(conf))
     if warn:
         for msg in warnings:
@@ -435,6 +436,26 @@ def validate_component(component: str, config: Mapping[str, Any], *,
         for msg in warnings:
             log.warning("%s", msg)
     return warnings
+
+
+#: keys naming a port a daemon listens on or reaches: 0 (any free one, where a daemon takes
+#: that) to 65535
+PORT_KEYS = ("storm.zookeeper.port", "nimbus.port", "ui.port", "drpc.port", "drpc.http.port",
+             "logviewer.port")
+
+
+def _check_ports(conf: Mapping[str, Any]) -> None:
+    """ConfigError for a port number out of 0-65535, or a ``supervisor.slots.ports`` entry
+    that is not a port from 1 to 65535 (a worker listens on each)."""
+    for key in PORT_KEYS:
+        value = conf.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= 65535:
+            raise ConfigError(f"config key {key!r} must be a port number from 0 to 65535, "
+                              f"got {value}")
+    for port in conf.get("supervisor.slots.ports") or ():
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            raise ConfigError(f"config key 'supervisor.slots.ports' must list port numbers "
+                              f"from 1 to 65535, got {port!r}")
 
 
 def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],

@@ -28,6 +28,7 @@ thread refreshes the registration. ``start``/``stop`` from the caller's thread.
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
@@ -70,6 +71,7 @@ class Supervisor:
         self.start_time = time.time()
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._dir_lock: Any = None
         self._threads: list[threading.Thread] = []
         self.store: Any = None
         try:
@@ -96,6 +98,7 @@ class Supervisor:
         problem = self.local_dir_problem()
         if problem:
             raise SquallError(f"supervisor cannot write storm.local.dir: {problem}")
+        self._claim_local_dir()
         packaging.write_json(supervisor_conf_path(self.local_dir), self.conf, private=True)
         clash = slot_ports_warning(self.ports)
         if clash:
@@ -133,6 +136,31 @@ class Supervisor:
             self.logviewer = None
         if self.store is not None:
             self.store.close()
+        if self._dir_lock is not None:
+            self._dir_lock.close()          # and with it the lock
+            self._dir_lock = None
+
+    def _claim_local_dir(self) -> None:
+        """Hold ``storm.local.dir`` for this supervisor while it runs (an exclusive lock on
+        ``supervisor.lock`` there, which ends with the process, ``kill -9`` included):
+        SquallError naming the holder if another supervisor holds it. Two supervisors on
+        one directory would both take its workers and both restart a dead one."""
+        path = self.local_dir / "supervisor.lock"
+        handle = open(path, "a+")       # held until stop()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise SquallError(f"another supervisor (pid {holder}) runs on storm.local.dir "
+                              f"{self.local_dir}; give each supervisor a directory of its "
+                              f"own") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._dir_lock = handle
 
     def _start_logviewer(self) -> None:
         viewer = LogViewer(log_files.logs_dir(self.local_dir),

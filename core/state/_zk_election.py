@@ -1,12 +1,14 @@
 """Leader election for the ``zookeeper`` store, on kazoo's Lock recipe.
 
-Candidates are kazoo lock nodes ``<path>/<uuid>__lock__<seq>`` (ephemeral, sequential, holding
-the identifier). They are owned by the recipe, not by the store's ephemeral bookkeeping: after a
-session loss they are NOT re-created, so leadership passes to the next candidate and the old
-leader sees :attr:`is_leader` turn false (a new session id).
+Candidates are kazoo lock nodes ``<path>/<uuid>__lock__<seq>`` (ephemeral, sequential), each
+holding its identifier as a JSON string, as every value squall keeps in ZooKeeper is JSON.
+They are owned by the recipe, not by the store's ephemeral bookkeeping: after a session loss
+they are NOT re-created, so leadership passes to the next candidate and the old leader sees
+:attr:`is_leader` turn false (a new session id).
 """
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -46,7 +48,7 @@ class ZooKeeperElection(LeaderElection):
             raise TypeError("leader function must be callable")
         with self._run_lock:
             client = self._store._require_client()
-            lock = client.Lock(self._path, self._identifier)
+            lock = client.Lock(self._path, json.dumps(self._identifier))
             self._lock = lock
             if self._cancelled.is_set():
                 return False
@@ -96,5 +98,10 @@ class ZooKeeperElection(LeaderElection):
         for _seq, name in sorted(found):
             data = self._store.get(join(self._path, name))
             if data is not None:
-                out.append(data.decode("utf-8", "replace"))
+                text = data.decode("utf-8", "replace")
+                try:
+                    value = json.loads(text)
+                except ValueError:
+                    value = text        # a candidate of a squall that wrote it bare
+                out.append(value if isinstance(value, str) else text)
         return out

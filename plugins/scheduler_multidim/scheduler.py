@@ -87,12 +87,16 @@ class MultiDimScheduler(Scheduler):
                     log.info("moving %s off %s (host isolation)", topology.id, slot)
                     cluster.free_slot(slot)
         movable = set(topologies.ids())
+        # an over-committed supervisor frees the newest topologies' slots first: what ran
+        # before keeps running
+        launched = {t.id: t.launch_time for t in topologies}
         for sup in cluster.supervisors():
             if cluster.used_resources(sup.id).fits_in(sup.resources):
                 continue
             slots = sorted((s for s in cluster.used_slots()
                             if s.node_id == sup.id and cluster.slot_owner(s) in movable),
-                           key=lambda s: (cluster.slot_owner(s), s.port), reverse=True)
+                           key=lambda s: (launched.get(cluster.slot_owner(s) or "", 0.0),
+                                          cluster.slot_owner(s) or "", s.port), reverse=True)
             for slot in slots:
                 if cluster.used_resources(sup.id).fits_in(sup.resources):
                     break

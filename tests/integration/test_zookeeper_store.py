@@ -1,6 +1,7 @@
 """The zookeeper state store through session expiry, server restarts and unreachable servers."""
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -94,6 +95,9 @@ def test_a_leader_whose_session_expires_hands_over(zk_conf: dict[str, Any], stor
                           daemon=True)
     tb.start()
     wait_until(lambda: eb.contenders() == ["A", "B"])
+    # each candidate's node holds JSON, as every value squall keeps there (API.md section 9)
+    assert sorted(json.loads(first.get(f"/leader-lock/{name}") or b"null")
+                  for name in first.children("/leader-lock")) == ["A", "B"]
     expire_session(first)
     assert b_leads.wait(20), "the second candidate did not take over"
     wait_until(lambda: not ea.is_leader)

@@ -137,10 +137,13 @@ def test_a_spout_counts_the_turns_max_pending_held_it_back(dedicated: bool) -> N
     b.set_spout("idle", Idle)
     b.set_bolt("holds", Holds).shuffle_grouping("busy").shuffle_grouping("idle")
     with LocalCluster() as cluster:
-        cluster.submit_topology("pending", {"topology.max.spout.pending": 5},
+        # trees never time out here (however slow the host), so the 5 stay in flight
+        cluster.submit_topology("pending", {"topology.max.spout.pending": 5,
+                                            "topology.message.timeout.secs": 600},
                                 b.create_topology())
-        wait_until(lambda: _spout(cluster.get_topology_info("pending"), "busy")
-                   ["at_max_pending"] >= 3, 30)
+        # a spout thread counts its held turns before the loop has applied its last emits
+        wait_until(lambda: (lambda s: s["at_max_pending"] >= 3 and s["emitted"] == 5)(
+            _spout(cluster.get_topology_info("pending"), "busy")), 30)
         busy = _spout(cluster.get_topology_info("pending"), "busy")
         assert busy["waiting_for"] == "max.spout.pending" and busy["emitted"] == 5
         # a spout with nothing in flight is never held back by max pending

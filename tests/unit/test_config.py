@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -239,6 +240,20 @@ def test_a_components_own_config_is_checked_like_a_topologys(caplog):
     expected = ("component 'count': unknown config key 'topology.tick.tupel.freq.secs' (did "
                 "you mean 'topology.tick.tuple.freq.secs'?)")
     assert warnings == [expected] and expected in caplog.text
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("supervisor.slots.ports", ["abc"], "must list port numbers from 1 to 65535, got 'abc'"),
+    ("supervisor.slots.ports", [6700, 70000], "got 70000"),
+    ("supervisor.slots.ports", [0], "got 0"),
+    ("supervisor.slots.ports", [6700.5], "got 6700.5"),
+    ("nimbus.port", 99999, "'nimbus.port' must be a port number from 0 to 65535"),
+    ("drpc.http.port", -1, "'drpc.http.port' must be a port number"),
+])
+def test_ports_out_of_range_are_one_config_error(key, value, words):
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        config.validate({key: value})
+    config.validate({"supervisor.slots.ports": [6700, 65535], "ui.port": 0})
 
 
 def test_warn_false_only_returns_the_warnings(caplog):

@@ -1,6 +1,7 @@
 """Supervisor bookkeeping without real workers: local state, heartbeats, what to kill."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -8,7 +9,9 @@ import uuid
 
 import pytest
 
+from squall import config
 from squall.daemon import supervisor_local as sl
+from squall.daemon.ports import free_port
 from squall.daemon.supervisor import Supervisor
 from squall.daemon.worker_main import (
     KEEP_HEARTBEATS,
@@ -127,3 +130,22 @@ def test_kill_worker_escalates_to_sigkill(tmp_path):
 def test_a_reused_pid_is_not_taken_for_a_worker():
     assert not sl.is_our_worker(1, "some-worker-id")
     assert not sl.pid_alive(2 ** 22 + 12345)
+
+
+def test_a_second_supervisor_on_the_same_local_dir_is_refused(tmp_path):
+    from squall.errors import SquallError
+    ns = uuid.uuid4().hex
+    conf = {**config.defaults(), "storm.local.dir": str(tmp_path),
+            "supervisor.slots.ports": [free_port()], "squall.state": "memory",
+            "squall.state.memory.namespace": ns, "logviewer.port": 0}
+    first = Supervisor(conf)
+    first.start()
+    try:
+        with pytest.raises(SquallError, match=f"another supervisor \\(pid {os.getpid()}\\) runs "
+                                              f"on storm.local.dir"):
+            Supervisor(conf).start()
+    finally:
+        first.stop()
+    again = Supervisor(conf)        # the first one stopped: the directory is free again
+    again.start()
+    again.stop()

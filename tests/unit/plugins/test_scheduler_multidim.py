@@ -184,3 +184,26 @@ def test_same_input_same_output_regardless_of_input_order() -> None:
                           resources={"a": R(1, 2, 1, 0)}) for i in range(6)]
     sups = make_supervisors(9, resources=R(6, 8, 6, 1))
     assert placements(run(sups, tops)) == placements(run(list(reversed(sups)), tops[::-1]))
+
+
+def test_an_over_committed_supervisor_frees_the_newest_topologys_workers_first() -> None:
+    # ids sort the other way round from their age: the age decides
+    old = make_topology("zz-1", {"a": 1}, 1, resources={"a": R(4, 1, 1, 0)}, launch_time=1)
+    new = make_topology("bb-2", {"a": 1}, 1, resources={"a": R(4, 1, 1, 0)}, launch_time=2)
+    first = run([sup("s0", R(8, 8, 8, 0))], [old, new])
+    after = run([sup("s0", R(5, 8, 8, 0))], [old, new], first.assignments())
+    assert after.unassigned_executors(old) == []
+    assert reason(after, new.id)
+
+
+def test_a_rebalancing_topologys_workers_keep_their_resources_while_it_waits() -> None:
+    from squall.daemon.nimbus_schedule import held_assignment
+    running = make_topology("zz-1", {"a": 1}, 1, resources={"a": R(7, 1, 1, 0)}, launch_time=1)
+    first = run([sup("s0", R(10, 8, 8, 0))], [running])
+    stored = first.assignment_state(running.id)    # what /assignments holds
+    held = held_assignment(running.id, stored)
+    assert held.worker_resources == first.get_assignment(running.id).worker_resources  # type: ignore[union-attr]
+    # during its rebalance wait nimbus hands it over held, not as a topology to schedule
+    waiting = make_topology("bb-2", {"a": 1}, 1, resources={"a": R(7, 1, 1, 0)}, launch_time=2)
+    during = run([sup("s0", R(10, 8, 8, 0))], [waiting], {running.id: held})
+    assert "cpu" in reason(during, waiting.id)
