@@ -12,9 +12,7 @@ def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
     workers = conf.get("topology.workers", 1)
     if not isinstance(workers, int) or workers < 1:
         raise TopologyError(f"topology.workers must be a positive integer, got {workers!r}")
-    from squall.config import validate_component
-    for spec in topology.components.values():
-        if spec.config:
-            validate_component(spec.id, spec.config)
+    from squall.config import validate_components
+    validate_components(topology.components.values())
     from squall.windowing.topology import check_timeouts
     check_timeouts(topology, conf)      # windowed bolts against the submitted timeout

@@ -438,6 +438,14 @@ def validate_component(component: str, config: Mapping[str, Any], *,
     return warnings
 
 
+def validate_components(components: Iterable[Any]) -> None:
+    """:func:`validate_component` for each component spec (``id``, ``config``) of a
+    topology that has a config of its own."""
+    for spec in components:
+        if spec.config:
+            validate_component(spec.id, spec.config)
+
+
 #: keys naming a port a daemon listens on or reaches: 0 (any free one, where a daemon takes
 #: that) to 65535
 PORT_KEYS = ("storm.zookeeper.port", "nimbus.port", "ui.port", "drpc.port", "drpc.http.port",

@@ -200,9 +200,7 @@ def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     sub = prepare_submission(args.target, conf)
     # the topology's own keys, here where the user sees the warnings (nimbus checks again)
     config.validate(sub.topology.conf)
-    for spec in sub.topology.components.values():
-        if spec.config:
-            config.validate_component(spec.id, spec.config)
+    config.validate_components(sub.topology.components.values())
     name = args.name or sub.default_name
     code = zip_code_dir(sub.code_dir, sub.prefix)
     client = _client(conf)

@@ -37,7 +37,6 @@ from squall.scheduling.cluster import (
     WorkerSlot,
     details_from_topology,
 )
-from squall.errors import ConfigError
 from squall.scheduling.resources import Resources
 from squall.spi.scheduler import Scheduler
 from squall.state.cluster_state import ClusterState, beat_key
@@ -119,22 +118,6 @@ def alive_assignment(tracker: BeatTracker, topology_id: str, assignment: Mapping
             log.info("topology %s executor %s on %s:%s timed out; reassigning", topology_id,
                      key, node, port)
     return SchedulerAssignment(topology_id, keep)
-
-
-def held_assignment(topology_id: str, assignment: Mapping[str, Any]) -> SchedulerAssignment:
-    """A killed or rebalancing topology's stored assignment as the scheduler sees it while
-    its wait runs: its slots taken, with what its workers hold (``worker_resources``), so
-    no other topology is placed on resources it still uses."""
-    plain = SchedulerAssignment.from_executor_node_port(
-        topology_id, assignment.get("executor_node_port") or {})
-    held: dict[WorkerSlot, Resources] = {}
-    for key, amounts in (assignment.get("worker_resources") or {}).items():
-        node, _, port = str(key).rpartition("-")
-        try:
-            held[WorkerSlot(node, int(port))] = Resources.from_dict(amounts)
-        except (TypeError, ValueError, ConfigError):
-            continue        # a malformed entry: that worker holds nothing here
-    return SchedulerAssignment(topology_id, dict(plain.executor_to_slot), held)
 
 
 #: ``status_reason`` prefix of a rebalance that could not be placed (kept until the next one).
@@ -261,8 +244,8 @@ class Scheduling:
                 existing[tid] = alive_assignment(self._beats, tid, assignment, beats,
                                                  task_timeout=self._task_timeout,
                                                  launch_timeout=self._launch_timeout)
-            else:   # killed / rebalancing: keep the slots occupied as they are
-                existing[tid] = held_assignment(tid, assignment)
+            else:   # killed / rebalancing: slots and what their workers hold stay taken
+                existing[tid] = SchedulerAssignment.from_state(tid, assignment)
         for tid, base in sorted(storms.items(), key=lambda kv: kv[1].get("launch_time", 0)):
             if base.get("status") not in SCHEDULABLE or tid in hold:
                 continue

@@ -56,6 +56,21 @@ class SchedulerAssignment:
                 raise ConfigError(f"bad executor_node_port entry {key!r}: {value!r}") from exc
         return cls(topology_id, mapping)
 
+    @classmethod
+    def from_state(cls, topology_id: str, state: Mapping[str, Any]) -> SchedulerAssignment:
+        """Build from a stored ``/assignments`` record: its ``executor_node_port`` (as
+        :meth:`from_executor_node_port`) and its ``worker_resources`` (the inverse of
+        :meth:`worker_resources_state`; a malformed entry holds nothing)."""
+        plain = cls.from_executor_node_port(topology_id, state.get("executor_node_port") or {})
+        held: dict[WorkerSlot, Resources] = {}
+        for key, amounts in (state.get("worker_resources") or {}).items():
+            node, _, port = str(key).rpartition("-")
+            try:
+                held[WorkerSlot(node, int(port))] = Resources.from_dict(amounts)
+            except (TypeError, ValueError, ConfigError):
+                continue
+        return cls(topology_id, dict(plain.executor_to_slot), held)
+
     # -- reading ------------------------------------------------------------------------------
 
     @property

@@ -127,7 +127,7 @@ class WindowedBoltExecutor(BoltExecutor):
                 done = 0
                 for tup in gone:
                     roots = tup.roots
-                    if roots and roots.__class__ is tuple:
+                    if roots:
                         v = tup.id ^ tup.ackval
                         for r in roots:
                             folded[r] = fold(r, 0) ^ v

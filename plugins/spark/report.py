@@ -118,10 +118,10 @@ def _epoch(value: Any) -> datetime:
 
 
 def _spark_tables(spark: Any, view: str, requested: int, path: Path) -> Report:
+    names = ", ".join(f"'{m}'" for m in sorted(TABLED))        # the metrics the tables show
     head = spark.sql(f"SELECT count(*) AS n, min(time) AS t0, max(time) AS t1, "
                      f"count(DISTINCT topology) AS topologies, max(CASE WHEN metric IN "
-                     f"({', '.join(repr(m) for m in sorted(TABLED))}) THEN interval END) AS iv "
-                     f"FROM {view}").collect()[0]
+                     f"({names}) THEN interval END) AS iv FROM {view}").collect()[0]
     size = bucket_secs(requested, head.iv)
     rep = Report(path=str(path), points=int(head.n), start=head.t0, end=head.t1,
                  topologies=int(head.topologies), bucket_secs=size,
@@ -137,7 +137,6 @@ def _spark_tables(spark: Any, view: str, requested: int, path: Path) -> Report:
         rep.totals.append({"topology": r.topology, "component": r.component, "tasks": r.tasks,
                            **{k: r[k] for k in COUNTS},
                            **{f"{k}_ms": r[k] for k in LATENCIES}})
-    names = ", ".join(f"'{m}'" for m in (*COUNTS.values(), *LATENCIES.values()))
     per_task = (f"SELECT topology, component, task, {bucket} AS bucket, "
                 f"metric, avg(CASE WHEN metric LIKE '%-latency' THEN value "
                 f"ELSE value / interval END) AS v "

@@ -136,10 +136,9 @@ class Inbox:
                 self.wake()
                 # bounded memory: stop taking from the transport while the loop is behind, so
                 # its buffers (and then the senders') fill and backpressure reaches the spouts
-                if self.received_bytes - self.taken_bytes >= INBOX_BYTES:
+                if self.backlog() >= INBOX_BYTES:
                     self.receive_paused = True
-                    while self.received_bytes - self.taken_bytes >= INBOX_BYTES and \
-                            self._receiving:
+                    while self.backlog() >= INBOX_BYTES and self._receiving:
                         time.sleep(0.0005)
                     self.receive_paused = False
 

@@ -208,7 +208,7 @@ def _width(n: NodeRun, out: Rows, added: int) -> Rows:
     """``out`` if every row has the node's fields; ValueError (the batch fails) naming the
     operation otherwise. ``added``: how many of them the operation gives per row."""
     width = len(n.fields)
-    if out and (len(out[0]) != width or set(map(len, out)) != {width}):
+    if out and set(map(len, out)) != {width}:
         bad = next(r for r in out if len(r) != width)
         raise ValueError(f"{type(n.op).__name__} gave {len(bad) - width + added} values for "
                          f"the {added} output fields {n.fields[width - added:]}: "

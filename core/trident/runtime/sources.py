@@ -106,7 +106,7 @@ class DRPCSource:
     def _fail(self, txid: int, request: tuple[list[str], str]) -> None:
         del self.requests[txid]
         del self.tries[txid]
-        reason = (f"its batch failed {DRPC_TRIES} times (the topology's errors say why)")
+        reason = f"its batch failed {DRPC_TRIES} times (the topology's errors say why)"
         log.warning("DRPC %s(%r): %s; failing it", self.function, request[1], reason)
         kind, where, request_id = request[0]
         if kind == "remote":

@@ -197,11 +197,11 @@ def test_an_over_committed_supervisor_frees_the_newest_topologys_workers_first()
 
 
 def test_a_rebalancing_topologys_workers_keep_their_resources_while_it_waits() -> None:
-    from squall.daemon.nimbus_schedule import held_assignment
+    from squall.scheduling.cluster import SchedulerAssignment
     running = make_topology("zz-1", {"a": 1}, 1, resources={"a": R(7, 1, 1, 0)}, launch_time=1)
     first = run([sup("s0", R(10, 8, 8, 0))], [running])
     stored = first.assignment_state(running.id)    # what /assignments holds
-    held = held_assignment(running.id, stored)
+    held = SchedulerAssignment.from_state(running.id, stored)
     assert held.worker_resources == first.get_assignment(running.id).worker_resources  # type: ignore[union-attr]
     # during its rebalance wait nimbus hands it over held, not as a topology to schedule
     waiting = make_topology("bb-2", {"a": 1}, 1, resources={"a": R(7, 1, 1, 0)}, launch_time=2)
