@@ -36,7 +36,7 @@ from typing import Any
 
 from squall.errors import TopologyError
 
-from squall.plugins.spark.session import first_line
+from squall.plugins.spark.session import first_line, quiet_spark_errors
 
 __all__ = ["RETRY_KEYS", "Chunk", "PartitionReader", "RetryPolicy", "plan", "retry_policy"]
 
@@ -244,9 +244,10 @@ class PartitionReader:
                                                  interruptOnCancel=True)
         except Exception:
             log.debug("setJobGroup failed", exc_info=True)
-        for p in self.partitions:
-            if not self._read(p):
-                return
+        with quiet_spark_errors():    # a failed read is logged as one line by _read
+            for p in self.partitions:
+                if not self._read(p):
+                    return
         self._put(_DONE)
 
     def _read(self, p: int) -> bool:

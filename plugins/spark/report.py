@@ -94,10 +94,11 @@ def check_dataset(dir: str | Path) -> Path:
 
 # -- the Spark engine ---------------------------------------------------------------------------
 def _spark_report(spark: Any, path: Path, requested: int) -> Report:
-    from squall.plugins.spark.session import first_line
+    from squall.plugins.spark.session import first_line, quiet_spark_errors
 
     try:
-        df = spark.read.parquet(str(path))
+        with quiet_spark_errors():
+            df = spark.read.parquet(str(path))
     except Exception as exc:
         raise SquallError(f"cannot read metrics under {str(path)!r}: {first_line(exc)}"
                           ) from exc

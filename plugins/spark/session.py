@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from squall.errors import ConfigError, PluginLoadError
 
-__all__ = ["SESSION_DEFAULTS", "first_line", "get_session"]
+__all__ = ["SESSION_DEFAULTS", "first_line", "get_session", "quiet_spark_errors"]
 
 log = logging.getLogger(__name__)
 
@@ -110,3 +112,40 @@ def first_line(exc: BaseException) -> str:
         return type(exc).__name__
     best = next((line for line in lines if _ERROR_CLASS.match(line)), lines[0])
     return best[:300]
+
+
+#: pyspark (4.x) loggers that write a captured Spark error, its JVM stack trace included, at
+#: ERROR as the exception is raised: squall reports the same error as one line of its own
+_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+_quiet = threading.local()
+
+
+class _NotOnQuietThreads(logging.Filter):
+    """Drops the records of a thread inside :func:`quiet_spark_errors`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(_quiet, "depth", 0)
+
+
+_filter = _NotOnQuietThreads()
+
+
+@contextmanager
+def quiet_spark_errors() -> Iterator[None]:
+    """Within this block, on this thread only, pyspark does not log the Spark errors it
+    raises (each with its whole JVM stack trace): the caller turns them into one line
+    (:func:`first_line`). Other threads' Spark errors are logged as pyspark does."""
+    try:   # the loggers must be pyspark's own class: its calls pass it extra keywords
+        from pyspark.logger import PySparkLogger
+    except ImportError:       # an older pyspark logs no such records
+        pass
+    else:
+        for name in _ERROR_LOGGERS:
+            logger = PySparkLogger.getLogger(name)
+            if _filter not in logger.filters:
+                logger.addFilter(_filter)
+    _quiet.depth = getattr(_quiet, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _quiet.depth -= 1

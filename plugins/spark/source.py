@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 from squall.errors import TopologyError
 
-from squall.plugins.spark.session import first_line
+from squall.plugins.spark.session import first_line, quiet_spark_errors
 
 __all__ = ["SourceSpec", "load_dataframe", "parse_source"]
 
@@ -161,22 +161,23 @@ def load_dataframe(spark: Any, spec: SourceSpec, component: str = "spark spout")
         raise TopologyError(f"{component}: spark.source.options do not apply to "
                             f"{spec.describe()}, a view (Spark ignores reader options there); "
                             "set them where the view is defined")
-    try:
-        if spec.kind == "path":
-            reader = spark.read.format(spec.format)
-            if spec.options:
-                reader = reader.options(**spec.options)
-            target = spec.target if isinstance(spec.target, str) else list(spec.target)
-            df = reader.load(target)
-        elif spec.kind == "table":
-            df = spark.read.options(**spec.options).table(spec.target) if spec.options \
-                else spark.table(spec.target)
-        else:
-            df = spark.sql(spec.target)
-    except Exception as exc:   # AnalysisException, Py4JJavaError, ...: one line for the user
-        reason = first_line(exc)
-        raise TopologyError(f"{component}: cannot read {spec.describe()}: {reason}"
-                            f"{_format_hint(spec, reason)}") from exc
+    with quiet_spark_errors():   # the error is this function's one line
+        try:
+            if spec.kind == "path":
+                reader = spark.read.format(spec.format)
+                if spec.options:
+                    reader = reader.options(**spec.options)
+                target = spec.target if isinstance(spec.target, str) else list(spec.target)
+                df = reader.load(target)
+            elif spec.kind == "table":
+                df = spark.read.options(**spec.options).table(spec.target) if spec.options \
+                    else spark.table(spec.target)
+            else:
+                df = spark.sql(spec.target)
+        except Exception as exc:   # AnalysisException, Py4JJavaError, ...: one line
+            reason = first_line(exc)
+            raise TopologyError(f"{component}: cannot read {spec.describe()}: {reason}"
+                                f"{_format_hint(spec, reason)}") from exc
     if spec.columns is not None:
         missing = [c for c in spec.columns if c not in df.columns]
         if missing:

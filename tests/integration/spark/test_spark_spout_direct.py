@@ -288,6 +288,26 @@ def test_missing_path_bad_format_bad_column_are_clear_errors(spark: Any, parquet
                fields=("id", "nope"))
 
 
+def test_a_bad_query_is_one_line_without_pysparks_stack_trace(spark: Any) -> None:
+    from pyspark.logger import PySparkLogger
+    # pyspark 4 logs each Spark error it raises, JVM stack and all, on a logger of its own
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
+    logger.addHandler(handler)
+    try:
+        assert _error({"spark.source.query": "SELECT * FROM no_such_table"}).startswith(
+            "spark spout: cannot read query 'SELECT * FROM no_such_table'")
+        assert records == []            # squall's one line is the report
+        # only squall's own reads are quiet: the user's Spark errors are logged as pyspark does
+        with pytest.raises(Exception, match="no_such_table_either"):
+            spark.sql("SELECT * FROM no_such_table_either")
+        assert [r for r in records if "no_such_table_either" in r.getMessage()]
+    finally:
+        logger.removeHandler(handler)
+
+
 def test_a_delta_source_without_delta_lake_says_what_to_install(spark: Any,
                                                                parquet_dir: Path) -> None:
     message = _error({"spark.source.format": "delta", "spark.source.path": str(parquet_dir)})
