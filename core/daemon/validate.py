@@ -65,14 +65,15 @@ def check(directory: str) -> None:
 
 def check_resources(conf: Any, topology: Any) -> None:
     """Raise TopologyError naming the first component whose ``set_resources`` values (or the
-    ``topology.component.*`` defaults standing in for them) no scheduler could use."""
+    ``topology.component.*`` keys of its config or the topology conf standing in for them) no
+    scheduler could use."""
     from squall.errors import ConfigError, TopologyError
-    from squall.scheduling.resources import check_request, component_resources
+    from squall.scheduling.resources import check_request, component_conf, component_resources
     for cid, spec in sorted(topology.components.items()):
         asked = dict(getattr(spec, "resources", None) or {})
         try:
             check_request(asked)
-            component_resources(conf, **asked)
+            component_resources(component_conf(conf, getattr(spec, "config", None)), **asked)
         except ConfigError as exc:
             raise TopologyError(f"component {cid!r}: {exc}") from None
 

@@ -2,7 +2,9 @@
 
 For each topology that needs scheduling (oldest first): placements that are still valid stay
 where they are; the topology gets up to ``num_workers`` workers in total (fewer when the cluster
-has fewer free slots); new slots are taken round-robin across supervisors (the supervisor with
+has fewer free slots, and more later as slots free up: once the topologies with executors
+without a slot have theirs, one running on fewer workers than asked for spreads out over free
+slots as after a rebalance); new slots are taken round-robin across supervisors (the supervisor with
 the most free slots first, ties by id, then port order), and the executors without a slot are
 dealt over the new slots in task order, so each component's executors spread across workers and
 nodes. When the topology already has its workers, homeless executors join them instead. A
@@ -92,12 +94,21 @@ class EvenScheduler(Scheduler):
         self._warned_isolation: set[str] = set()   # topology ids warned about isolated hosts
 
     def schedule(self, topologies: Topologies, cluster: Cluster) -> None:
+        short = []    # running on fewer workers than asked for, nothing else to do
         for topology in topologies:
             if topology.isolated_hosts and topology.id not in self._warned_isolation:
                 self._warned_isolation.add(topology.id)
                 log.warning("topology %s sets topology.isolated.hosts (%s) but the even "
                             "scheduler ignores it: host isolation needs squall.scheduler: "
                             "multidim", topology.id, ", ".join(topology.isolated_hosts))
+            if not cluster.needs_scheduling(topology):
+                continue
+            if topology.rebalanced or cluster.unassigned_executors(topology):
+                self.schedule_topology(topology, cluster)
+            else:
+                short.append(topology)
+        # free slots go first to executors without one; what is left spreads out those
+        for topology in short:
             if cluster.needs_scheduling(topology):
                 self.schedule_topology(topology, cluster)
 
@@ -108,12 +119,12 @@ class EvenScheduler(Scheduler):
         if assignment is not None and len(assignment.slots()) > wanted:
             self._shrink(topology, cluster, wanted)
             return
-        if topology.rebalanced:
+        unassigned = cluster.unassigned_executors(topology)
+        if topology.rebalanced or not unassigned:
+            # after a rebalance, or running on fewer workers than asked for while slots are
+            # free (a supervisor came back, another topology ended): spread out over them
             self._grow(topology, cluster, wanted)
             return
-        unassigned = cluster.unassigned_executors(topology)
-        if not unassigned:
-            return  # fewer workers than asked for; a rebalance spreads it out
         alive = assignment.slots() if assignment is not None else []
         targets = first_free_slots(cluster, max(0, wanted - len(alive)))
         if not targets:
@@ -151,11 +162,15 @@ class EvenScheduler(Scheduler):
             cluster.assign(slot, topology.id, executors)
 
     def _grow(self, topology: TopologyDetails, cluster: Cluster, wanted: int) -> None:
-        """The pass after a rebalance with at most ``wanted`` workers: new workers take only
-        their share of executors from the existing ones; homeless executors fill the gaps."""
+        """At most ``wanted`` workers (after a rebalance, or fewer than asked for): new
+        workers on free slots take only their share of executors from the existing ones;
+        homeless executors fill the gaps."""
         placed = self._placed(cluster, topology.id)
         homeless = cluster.unassigned_executors(topology)
         new = first_free_slots(cluster, max(0, wanted - len(placed)))
+        if new and placed and not topology.rebalanced:
+            log.info("topology %s runs on %d of %d workers: adding %d on free slots",
+                     topology.id, len(placed), wanted, len(new))
         if new:
             taken, hands, added = spread(placed, homeless, len(new), topology.executors)
             cluster.unassign(topology.id, taken)

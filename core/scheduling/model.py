@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from squall.errors import ConfigError
-from squall.scheduling.resources import Resources, component_resources
+from squall.scheduling.resources import Resources, component_conf, component_resources
 
 __all__ = [
     "ExecutorDetails",
@@ -108,8 +108,10 @@ class TopologyDetails:
         workers or executors. Its surviving placement is in the cluster (executors whose task
         range did not change keep their slots); the scheduler should bring the worker count to
         ``num_workers`` moving as few executors as it can (see
-        :mod:`squall.scheduling.rebalance`). False in every other pass, where a topology with
-        fewer workers than asked keeps them (only homeless executors are placed).
+        :mod:`squall.scheduling.rebalance`). False in every other pass; there, a topology
+        running on fewer workers than asked for (the cluster had no more free slots) should
+        be spread out in the same way once slots are free (``Cluster.needs_scheduling`` says
+        so), after the topologies with homeless executors had their turn.
     """
 
     id: str
@@ -233,15 +235,17 @@ def details_from_topology(topology_id: str, name: str, conf: Mapping[str, Any], 
 
     Uses ``topology.executor_component()`` (``{(start, end): component}``, system components
     included) and each component's ``set_resources`` values (``components[id].resources``, keys
-    ``cpu``, ``memory_mb``, ``net``, ``disk``), missing ones defaulting from ``conf``. Raises
+    ``cpu``, ``memory_mb``, ``net``, ``disk``), missing ones defaulting from the
+    ``topology.component.*`` keys of the component's config, then of ``conf``. Raises
     :class:`ConfigError` for a bad resource value.
     """
     executors = {ExecutorDetails(*e): c for e, c in topology.executor_component().items()}
     wanted = {}
     for cid, spec in topology.components.items():
         asked = getattr(spec, "resources", None) or {}
-        if asked:
-            wanted[cid] = component_resources(conf, **{k: asked.get(k) for k in (
+        own = component_conf(conf, getattr(spec, "config", None))
+        if asked or own is not conf:
+            wanted[cid] = component_resources(own, **{k: asked.get(k) for k in (
                 "cpu", "memory_mb", "net", "disk")})
     return TopologyDetails(topology_id, name, conf, num_workers, executors, wanted, launch_time,
                            rebalanced)

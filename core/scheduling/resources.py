@@ -28,7 +28,8 @@ from squall.errors import ConfigError
 
 __all__ = [
     "DIMENSIONS", "MEMORY_SLOT_MB", "REQUEST_KEYS", "SUPERVISOR_SLOT_KEYS", "ZERO", "Resources",
-    "check_request", "check_supervisor_slots", "component_resources",
+    "COMPONENT_RESOURCE_KEYS", "check_request", "check_supervisor_slots", "component_conf",
+    "component_resources",
     "default_supervisor_resources", "disk_dir_count",
 ]
 
@@ -152,12 +153,28 @@ def check_request(resources: Mapping[str, Any]) -> None:
             raise ConfigError(f"resource {key} is too large: {value!r}")
 
 
+#: the topology conf keys giving what an executor needs where ``set_resources`` is silent; a
+#: component's own config may set them too (it overrides the topology conf, as for any key)
+COMPONENT_RESOURCE_KEYS: tuple[str, ...] = (
+    "topology.component.cpu.slots", "topology.component.memory.mb",
+    "topology.component.net.slots", "topology.component.disk.slots")
+
+
+def component_conf(conf: Mapping[str, Any], component_config: Mapping[str, Any] | None,
+                   ) -> Mapping[str, Any]:
+    """``conf`` with the :data:`COMPONENT_RESOURCE_KEYS` a component's own config sets."""
+    own = {k: component_config[k] for k in COMPONENT_RESOURCE_KEYS
+           if component_config and k in component_config}
+    return {**conf, **own} if own else conf
+
+
 def component_resources(conf: Mapping[str, Any], cpu: float | None = None,
                         memory_mb: float | None = None, net: float | None = None,
                         disk: float | None = None) -> Resources:
     """What one executor of a component needs: its ``set_resources`` values, each missing one
-    taken from the topology conf (``topology.component.cpu.slots``, ``.memory.mb``,
-    ``.net.slots``, ``.disk.slots``; defaults 1, 1024, 1, 0)."""
+    taken from ``conf`` (``topology.component.cpu.slots``, ``.memory.mb``, ``.net.slots``,
+    ``.disk.slots``; defaults 1, 1024, 1, 0): the topology conf, or
+    :func:`component_conf` for a component whose config sets some of them."""
     def pick(value: float | None, key: str, default: float) -> float:
         if value is not None:
             return value

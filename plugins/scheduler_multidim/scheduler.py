@@ -12,12 +12,17 @@ One pass (``schedule``), on nimbus's scheduling thread:
    executors spread over workers, and each worker goes to the roomiest supervisor that fits it,
    preferring nodes the topology does not use yet (spreading the component over nodes). When
    the topology already has all its workers, homeless executors join its least loaded worker
-   whose supervisor has room.
+   whose supervisor has room; so do they when a running topology lost a supervisor and no
+   supervisor has room for a new worker (it keeps running on fewer workers). A topology
+   running on fewer workers than asked for takes as many new workers as fit once ports are
+   free, after the topologies with homeless executors had their turn.
    After a rebalance (``TopologyDetails.rebalanced``) or with more workers than asked for, the
    surviving placement is reshaped with the fewest moves (:mod:`squall.scheduling.rebalance`):
    surplus workers (fewest executors first) are freed and their executors join the least
    loaded remaining workers with room; new workers take only their share of executors from
    the most loaded ones; a changed component's executors join the least loaded workers.
+   When the workers kept have no room for what joins them, the topology is placed afresh
+   on ``num_workers`` new workers (every executor may move) before a reshape is refused.
 3. A topology is placed entirely or not at all: if something does not fit, nothing new is
    placed for it and it is reported ``pending`` with a reason naming the dimension and the
    shortfall, e.g. ``needs 3 more memory slots (have 5, need 8)``, or, for an isolated
@@ -29,6 +34,7 @@ Deterministic: every choice is ordered by values and ids.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from squall.plugins.scheduler_multidim.pool import Pool
 from squall.scheduling.cluster import Cluster, ExecutorDetails, Topologies, TopologyDetails
@@ -49,6 +55,17 @@ class _NoRoom(Exception):
         self.demand = demand
 
 
+@dataclass
+class _Change:
+    """A planned reshape: workers to free, executors to take off the workers kept, then
+    where executors go (new workers and joins), and how many executors move."""
+
+    freed: list[WorkerSlot]
+    taken: list[ExecutorDetails]
+    plan: list[tuple[WorkerSlot, list[ExecutorDetails]]]
+    moved: int
+
+
 class MultiDimScheduler(Scheduler):
     """Resource-aware scheduler (entry point ``multidim``); see the module docstring."""
 
@@ -60,13 +77,22 @@ class MultiDimScheduler(Scheduler):
         self._free_invalid(topologies, cluster, reserved)
         pool = Pool(cluster)
         open_view = pool.view(s.id for s in cluster.supervisors() if s.host not in reserved)
+        short = []    # running on fewer workers than asked for, nothing else to do
         for topology in topologies:
-            if not self._needs_work(topology, cluster):
-                continue
             hosts = set(topology.isolated_hosts)
             view = open_view if not hosts else pool.view(
                 s.id for s in cluster.supervisors() if s.host in hosts)
-            self._schedule_topology(topology, cluster, pool, view)
+            if not self._needs_work(topology, cluster, pool, view):
+                continue
+            if (topology.rebalanced or cluster.unassigned_executors(topology)
+                    or cluster.assigned_worker_count(topology.id) > topology.num_workers):
+                self._schedule_topology(topology, cluster, pool, view)
+            else:
+                short.append((topology, view))
+        # free room goes first to executors without a slot; what is left spreads out those
+        for topology, view in short:
+            if self._needs_work(topology, cluster, pool, view):
+                self._schedule_topology(topology, cluster, pool, view)
 
     # -- step 1 --------------------------------------------------------------------------------
 
@@ -106,12 +132,14 @@ class MultiDimScheduler(Scheduler):
     # -- step 2 --------------------------------------------------------------------------------
 
     @staticmethod
-    def _needs_work(topology: TopologyDetails, cluster: Cluster) -> bool:
+    def _needs_work(topology: TopologyDetails, cluster: Cluster, pool: Pool,
+                    view: tuple[str, ...]) -> bool:
         if cluster.unassigned_executors(topology):
             return True
         have = cluster.assigned_worker_count(topology.id)
         wanted = max(1, min(topology.num_workers, len(topology.executors)))
-        return have > wanted or (topology.rebalanced and have < wanted)
+        return have > wanted or (have < wanted and (
+            topology.rebalanced or pool.totals(view, need_port=True)[1] > 0))
 
     def _schedule_topology(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
                            view: tuple[str, ...]) -> None:
@@ -121,6 +149,9 @@ class MultiDimScheduler(Scheduler):
         wanted = max(1, min(topology.num_workers, len(topology.executors)))
         if existing and (topology.rebalanced or len(existing) > wanted):
             self._reshape(topology, cluster, pool, view, wanted)
+            return
+        if existing and not homeless:
+            self._regrow(topology, cluster, pool, view, wanted)
             return
         new_workers = min(max(0, wanted - len(existing)), len(homeless))
         pool.checkpoint()
@@ -133,6 +164,22 @@ class MultiDimScheduler(Scheduler):
             pool.rollback()
             reason = self._reason(topology, homeless, new_workers, exc.demand, existing,
                                   pool, view, cluster)
+            if new_workers and existing:
+                # no room for new workers (a supervisor went away and nothing is free): the
+                # running workers take the homeless executors if they have room, and the
+                # topology spreads out again once slots free up (_regrow)
+                pool.checkpoint()
+                try:
+                    plan = self._plan_join(topology, homeless, cluster, pool)
+                except _NoRoom:
+                    pool.rollback()
+                else:
+                    pool.commit()
+                    log.info("topology %s: %d executors joined its %d running workers (%s)",
+                             topology.id, len(homeless), len(existing), reason)
+                    for slot, executors in plan:
+                        cluster.assign(slot, topology.id, executors)
+                    return
             cluster.set_status(topology.id, "pending", reason)
             log.info("topology %s pending: %s", topology.id, reason)
             return
@@ -143,53 +190,118 @@ class MultiDimScheduler(Scheduler):
     def _reshape(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
                  view: tuple[str, ...], wanted: int) -> None:
         """After a rebalance, or with more workers than asked for: keep the surviving
-        placement and move as few executors as fit (:mod:`squall.scheduling.rebalance`).
-        All or nothing: if something does not fit, the placement stays as it is and the
-        topology is reported ``pending``."""
+        placement and move as few executors as fit (:mod:`squall.scheduling.rebalance`);
+        when the workers kept have no room for the executors of those freed, place the
+        whole topology afresh. All or nothing: if nothing fits, the placement stays as it
+        is and the topology is reported ``pending``."""
+        assignment = cluster.get_assignment(topology.id)
+        new_workers = (max(0, wanted - len(assignment.slots()))  # type: ignore[union-attr]
+                       if topology.rebalanced else 0)
+        pool.checkpoint()
+        change: _Change | None
+        try:
+            change = self._plan_reshape(topology, cluster, pool, view, wanted, new_workers)
+        except _NoRoom as exc:
+            pool.rollback()
+            change = self._afresh(topology, cluster, pool, view, wanted)
+            if change is None:
+                self._refuse(topology, cluster, pool, view, wanted, new_workers, exc)
+                return
+        pool.commit()
+        self._apply(topology, cluster, change)
+        log.info("topology %s reshaped to %d workers: %d executors moved", topology.id,
+                 wanted, change.moved)
+
+    def _regrow(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
+                view: tuple[str, ...], wanted: int) -> None:
+        """A topology running on fewer workers than asked for (it had no room for more)
+        while ports are free: as many new workers as fit take their share of executors, as
+        after a rebalance. Nothing changes, and no status, when none fits."""
+        have = cluster.assigned_worker_count(topology.id)
+        ports = pool.totals(view, need_port=True)[1]
+        for new_workers in range(min(wanted - have, ports), 0, -1):
+            pool.checkpoint()
+            try:
+                change = self._plan_reshape(topology, cluster, pool, view, wanted, new_workers)
+            except _NoRoom:
+                pool.rollback()
+                continue
+            pool.commit()
+            self._apply(topology, cluster, change)
+            log.info("topology %s grew from %d to %d of its %d workers: %d executors moved",
+                     topology.id, have, have + new_workers, wanted, change.moved)
+            return
+
+    def _plan_reshape(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
+                      view: tuple[str, ...], wanted: int, new_workers: int) -> _Change:
+        """Plan keeping the surviving placement: surplus workers over ``wanted`` are freed
+        and their executors (and any homeless ones) join the rest; ``new_workers`` more take
+        their share. Takes from ``pool``; raises _NoRoom."""
         assignment = cluster.get_assignment(topology.id)
         placed = {s: assignment.executors_on(s) for s in assignment.slots()}  # type: ignore[union-attr]
         homeless = cluster.unassigned_executors(topology)
-        pool.checkpoint()
         freed = surplus_workers(placed, wanted)
         for slot in freed:
             pool.release(slot.node_id, assignment.worker_resources[slot], slot.port)  # type: ignore[union-attr]
             homeless.extend(placed.pop(slot))
         moved = len(homeless) - len(cluster.unassigned_executors(topology))
         homeless.sort()
-        new_workers = wanted - len(placed) if topology.rebalanced else 0
         taken: list[ExecutorDetails] = []
+        if new_workers > 0:
+            taken, hands, added = spread(placed, homeless, new_workers, topology.executors)
+            for e in taken:
+                pool.release(assignment.slot_of(e).node_id,  # type: ignore[union-attr]
+                             topology.resources_for(e), None)
+            plan = self._plan_hands(topology, hands, list(placed), pool, view)
+            plan += self._plan_add(topology, added, pool)
+        else:
+            loads = {s: len(es) for s, es in placed.items()}
+            plan = self._plan_join_loads(topology, homeless, loads, pool)
+        return _Change(freed, taken, plan, moved + len(taken))
+
+    def _afresh(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
+                view: tuple[str, ...], wanted: int) -> _Change | None:
+        """Plan the whole topology anew on ``wanted`` workers (every worker freed first),
+        or None (nothing taken from ``pool``) when that does not fit either."""
+        assignment = cluster.get_assignment(topology.id)
+        pool.checkpoint()
+        slots = assignment.slots()  # type: ignore[union-attr]
+        for slot in slots:
+            pool.release(slot.node_id, assignment.worker_resources[slot], slot.port)  # type: ignore[union-attr]
+        executors = sorted(topology.executors)
         try:
-            if new_workers > 0:
-                taken, hands, added = spread(placed, homeless, new_workers, topology.executors)
-                for e in taken:
-                    pool.release(assignment.slot_of(e).node_id,  # type: ignore[union-attr]
-                                 topology.resources_for(e), None)
-                plan = self._plan_hands(topology, hands, list(placed), pool, view)
-                plan += self._plan_add(topology, added, pool)
-            else:
-                loads = {s: len(es) for s, es in placed.items()}
-                plan = self._plan_join_loads(topology, homeless, loads, pool)
-        except _NoRoom as exc:
+            plan = self._plan_new(topology, executors, min(wanted, len(executors)), [], pool,
+                                  view)
+        except _NoRoom:
             pool.rollback()
-            ports = pool.totals(view, need_port=True)[1]
-            if new_workers > ports and view:   # the new workers have no port: resources are moot
-                reason = (f"needs {new_workers - ports} more worker slots (have {ports}, "
-                          f"need {new_workers})") + self._isolation_note(topology, cluster, view)
-            else:
-                reason = self._reason(topology, sorted(homeless + taken), max(0, new_workers),
-                                      exc.demand, list(placed), pool, view, cluster)
-            cluster.set_status(topology.id, "pending", reason)
-            log.info("topology %s cannot be reshaped to %d workers: %s", topology.id,
-                     wanted, reason)
-            return
-        pool.commit()
-        for slot in freed:
+            return None
+        before = {e: assignment.slot_of(e) for e in executors if assignment.is_assigned(e)}  # type: ignore[union-attr]
+        moved = sum(1 for slot, es in plan for e in es if before.get(e) != slot)
+        return _Change(list(slots), [], plan, moved)
+
+    @staticmethod
+    def _apply(topology: TopologyDetails, cluster: Cluster, change: _Change) -> None:
+        for slot in change.freed:
             cluster.free_slot(slot)
-        cluster.unassign(topology.id, taken)
-        for slot, executors in plan:
+        cluster.unassign(topology.id, change.taken)
+        for slot, executors in change.plan:
             cluster.assign(slot, topology.id, executors)
-        log.info("topology %s reshaped to %d workers: %d executors moved", topology.id,
-                 wanted, moved + len(taken))
+
+    def _refuse(self, topology: TopologyDetails, cluster: Cluster, pool: Pool,
+                view: tuple[str, ...], wanted: int, new_workers: int, exc: _NoRoom) -> None:
+        """Report why a reshape to ``wanted`` workers fits nowhere (the placement stays)."""
+        assignment = cluster.get_assignment(topology.id)
+        placed = {s: assignment.executors_on(s) for s in assignment.slots()}  # type: ignore[union-attr]
+        ports = pool.totals(view, need_port=True)[1]
+        if new_workers > ports and view:   # the new workers have no port: resources are moot
+            reason = (f"needs {new_workers - ports} more worker slots (have {ports}, "
+                      f"need {new_workers})") + self._isolation_note(topology, cluster, view)
+        else:
+            reason = self._reason(topology, sorted(topology.executors), 0, exc.demand,
+                                  list(placed), pool, view, cluster)
+        cluster.set_status(topology.id, "pending", reason)
+        log.info("topology %s cannot be reshaped to %d workers: %s", topology.id,
+                 wanted, reason)
 
     def _plan_hands(self, topology: TopologyDetails, hands: list[list[ExecutorDetails]],
                     existing: list[WorkerSlot], pool: Pool, view: tuple[str, ...],
@@ -283,11 +395,14 @@ class MultiDimScheduler(Scheduler):
         where = view if new_workers else tuple(sorted({s.node_id for s in existing}))
         have, ports = pool.totals(where, need_port=bool(new_workers))
         need = self._demand(topology, homeless)
-        parts = [f"needs {missing} more {dim} slots (have {getattr(have, dim)}, "
-                 f"need {getattr(need, dim)})" for dim, missing in need.shortfall(have).items()]
-        if not parts and new_workers > ports:
+        parts = []
+        if new_workers > ports:     # first: without a port, a supervisor's room is moot
             parts.append(f"needs {new_workers - ports} more worker slots "
                          f"(have {ports}, need {new_workers})")
+        if ports or not new_workers:
+            parts += [f"needs {missing} more {dim} slots (have {getattr(have, dim)}, "
+                      f"need {getattr(need, dim)})"
+                      for dim, missing in need.shortfall(have).items()]
         if not parts:
             largest = pool.largest(where, need_port=bool(new_workers))
             short = failed.shortfall(largest)

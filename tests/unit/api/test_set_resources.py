@@ -54,3 +54,29 @@ def test_a_rejected_call_changes_nothing():
     with pytest.raises(TopologyError):
         declarer.set_resources(memory_mb=512, cpu=True)
     assert b.create_topology().components["src"].resources == {"cpu": 2}
+
+
+def test_a_components_config_sets_its_resource_defaults():
+    """``topology.component.*`` in a component's own config count for that component (over
+    the topology conf, under its ``set_resources`` values), and bad ones are refused at
+    submit like bad ``set_resources`` values."""
+    from squall.daemon.validate import check_resources
+    b = TopologyBuilder()
+    b.set_spout("src", Src)
+    b.set_bolt("heavy", Work, config={"topology.component.memory.mb": 8192,
+                                      "topology.component.cpu.slots": 4}).shuffle_grouping("src")
+    (b.set_bolt("mixed", Work).shuffle_grouping("src")
+     .add_config("topology.component.memory.mb", 4096).set_resources(memory_mb=2048))
+    topology = b.create_topology()
+    conf = {"topology.component.net.slots": 2}
+    details = details_from_topology("t-1-1", "t", conf, topology, 1)
+    assert details.resources_for_component("heavy").as_dict() == {"cpu": 4, "memory": 8,
+                                                                   "net": 2, "disk": 0}
+    assert details.resources_for_component("mixed").as_dict() == {"cpu": 1, "memory": 2,
+                                                                   "net": 2, "disk": 0}
+    assert details.resources_for_component("src").as_dict() == {"cpu": 1, "memory": 1,
+                                                                 "net": 2, "disk": 0}
+    check_resources(conf, topology)
+    b.set_bolt("bad", Work, config={"topology.component.cpu.slots": -3}).shuffle_grouping("src")
+    with pytest.raises(TopologyError, match="component 'bad': "):
+        check_resources(conf, b.create_topology())

@@ -161,11 +161,48 @@ def test_grow_and_resplit_together(name):
     assert moves(before, after, "wc-1") <= 4
 
 
-def test_without_a_rebalance_a_topology_with_fewer_workers_keeps_them(name):
-    sups = make_supervisors(4)
-    before = _run(name, sups, [_wc(2)])
-    again = _run(name, sups, [_wc(3)], before.assignments())    # asks for 3, not rebalanced
-    assert placements(again) == placements(before)
+def test_a_topology_on_fewer_workers_than_asked_spreads_out_once_a_slot_is_free(name):
+    full = make_supervisors(1, ports=2)
+    before = _run(name, full, [_wc(2)])
+    # asks for 3 (not a rebalance): no slot is free, so it keeps its 2 workers
+    assert placements(_run(name, full, [_wc(3)], before.assignments())) == placements(before)
+    # a supervisor joins: it takes a third worker, moving only that worker's share
+    grown = _run(name, make_supervisors(2, ports=2), [_wc(3)], before.assignments())
+    assert grown.assigned_worker_count("wc-1") == 3
+    assert moves(before, grown, "wc-1") == 3
+    assert sorted(len(v) for v in _workers(grown, "wc-1").values()) == [3, 3, 4]
+    status = grown.get_status("wc-1")
+    assert status is None or status.status != "pending"
+
+
+def test_free_slots_go_to_a_topology_without_any_before_one_that_runs_short(name):
+    one_node = make_supervisors(1, ports=2)
+    before = _run(name, one_node, [make_topology("short-1", {"a": 4}, 2, launch_time=1)])
+    # it now asks for 3 workers (older: visited first); a younger topology has no slot
+    short = make_topology("short-1", {"a": 4}, 3, launch_time=1)
+    waiting = make_topology("waiting-2", {"b": 2}, 1, launch_time=2)
+    after = _run(name, make_supervisors(2, ports=2)[:1] + make_supervisors(1, ports=1, start=1),
+                 [short, waiting], before.assignments())
+    assert after.assigned_worker_count("waiting-2") == 1        # the one new slot
+    assert after.assigned_worker_count("short-1") == 2
+
+
+def test_a_lost_supervisor_with_no_free_slot_left_joins_the_running_workers(name):
+    """Its executors join the surviving workers (they have room) rather than the topology
+    waiting, spouts stopped, for a free slot; it spreads out again when the supervisor is
+    back."""
+    top = _wc(2)
+    both = make_supervisors(2, ports=1)
+    before = _run(name, both, [top])
+    survivors = [s for s in both if s.id == "sup000"]
+    alone = _run(name, survivors, [top], before.assignments())
+    assert alone.assigned_worker_count("wc-1") == 1
+    assert sorted(placements(alone)["wc-1"]) == sorted(str(e) for e in top.executors)
+    status = alone.get_status("wc-1")
+    assert status is None or status.status != "pending", status
+    back = _run(name, both, [top], alone.assignments())
+    assert back.assigned_worker_count("wc-1") == 2
+    assert sorted(len(v) for v in _workers(back, "wc-1").values()) == [5, 5]
 
 
 def test_multidim_shrink_without_room_keeps_the_placement_and_is_pending():
@@ -180,3 +217,26 @@ def test_multidim_shrink_without_room_keeps_the_placement_and_is_pending():
     status = after.get_status("wc-1")
     assert status is not None and status.status == "pending"
     assert "cpu" in status.reason and "needs" in status.reason
+
+
+def test_multidim_shrink_places_afresh_when_the_workers_kept_have_no_room():
+    """The worker kept by the fewest-moves rule sits on a small supervisor: the topology
+    moves whole to the one with room instead of the rebalance being refused."""
+    need = {c: Resources(1, 1, 1, 0) for c in ("spout", "split")}
+    top = make_topology("wc-1", {"spout": 1, "split": 1}, 2, resources=need)
+    small = make_supervisors(1, ports=1, resources=Resources(1, 1, 1, 0))
+    big = make_supervisors(1, ports=1, resources=Resources(8, 8, 8, 0), start=1)
+    before = _run("multidim", small + big, [top])
+    assert before.assigned_worker_count("wc-1") == 2
+    after = _run("multidim", small + big, [rebalanced(top, 1)], before.assignments())
+    assert after.get_status("wc-1") is None
+    assert set(placements(after)["wc-1"].values()) == {("sup001", 6700)}
+
+
+def test_multidim_names_missing_worker_slots_not_resources_when_every_port_is_taken():
+    first = make_topology("first-1", {"a": 2}, 2, launch_time=1)
+    second = make_topology("second-2", {"b": 2}, 2, launch_time=2)
+    cluster = _run("multidim", make_supervisors(1, ports=2), [first, second])
+    status = cluster.get_status("second-2")
+    assert status is not None and status.status == "pending"
+    assert status.reason == "needs 2 more worker slots (have 0, need 2)"
