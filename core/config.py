@@ -413,8 +413,9 @@ def _check_types(conf: Mapping[str, Any], known: Mapping[str, Any],
 
 
 #: what squall itself writes into a component's config for it to read (``set_num_tasks``:
-#: its tasks, as Storm does), not settings
-COMPONENT_FACTS = frozenset({"topology.tasks"})
+#: its tasks, as Storm does; ``complete_topology``: which fixed rows a spout it stands in for
+#: emits), not settings
+COMPONENT_FACTS = frozenset({"topology.tasks", "squall.testing.run", "squall.testing.source"})
 
 
 def validate_component(component: str, config: Mapping[str, Any], *,

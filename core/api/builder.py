@@ -42,6 +42,9 @@ def normalize_outputs(owner: str, declared: Any) -> dict[str, Stream]:
         declared = [declared]
     items = list(declared)
     if all(isinstance(x, str) for x in items):
+        if len(set(items)) != len(items):
+            raise TopologyError(f"component {owner!r} stream 'default' repeats a field: "
+                                f"{items}")
         return {"default": Stream(items)} if items else {}
     if not all(isinstance(x, Stream) for x in items):
         raise TopologyError(f"component {owner!r}: outputs must be a list of field names or a "

@@ -34,7 +34,10 @@ class Component:
     @classmethod
     def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
         """The output streams; override when they depend on the component's config."""
-        return list(cls.outputs)
+        outputs = cls.outputs
+        # one field name or one Stream alone is a stream of its own (list("word") would
+        # declare the fields w, o, r, d)
+        return [outputs] if isinstance(outputs, (str, Stream)) else list(outputs)
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Called once per task before anything else; ``conf`` is the merged configuration."""

@@ -118,6 +118,9 @@ class LocalCluster:
         self.shutdown()
 
     def shutdown(self) -> None:
+        """Kill every topology and stop; a second call does nothing."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         with self._lock:
             for name in list(self._topologies):
@@ -135,6 +138,8 @@ class LocalCluster:
         if not isinstance(name, str) or not name or "/" in name:
             raise TopologyError(f"invalid topology name {name!r}")
         with self._lock:
+            if self._stop.is_set():
+                raise TopologyError(f"cannot submit {name!r}: this LocalCluster is shut down")
             if name in self._topologies:
                 raise AlreadyAliveError(f"topology {name!r} is already running")
             merged = {**self.conf, **topology.conf, **(conf or {}), "topology.name": name}
@@ -185,8 +190,7 @@ class LocalCluster:
                 w.activate()
 
     def _stop_workers(self, run: _Running) -> None:
-        for w in run.workers:
-            w.deactivate()
+        """Stop the (deactivated) workers of ``run``, keeping their recent errors."""
         for w in run.workers:
             for comp, errs in w.errors.recent().items():
                 run.errors.setdefault(comp, []).extend(errs)
@@ -237,6 +241,10 @@ class LocalCluster:
                   executors: dict[str, int] | None = None, wait: float = 0.0) -> None:
         """Deactivate, wait up to ``wait`` s for in-flight tuples, re-lay executors and workers
         (task ids unchanged; old instances stop before new ones start), reactivate."""
+        if num_workers is not None and (num_workers.__class__ is bool
+                                        or not isinstance(num_workers, int) or num_workers < 1):
+            raise TopologyError(f"rebalance: num_workers must be an integer >= 1, got "
+                                f"{num_workers!r}")
         with self._lock:
             run = self._get(name)
             previous = run.status
@@ -246,14 +254,22 @@ class LocalCluster:
                 w.deactivate()
             _wait_drained(run, wait)
             self._stop_workers(run)
+            before = run.topology, run.conf
             if num_workers is not None:
-                if num_workers < 1:
-                    raise TopologyError("rebalance: workers must be >= 1")
                 run.conf = {**run.conf, "topology.workers": int(num_workers)}
             run.topology = topology
             run.status = "active" if previous != "inactive" else "inactive"
-            self._start_workers(run)
-            self._write_state(run)
+            try:
+                self._start_workers(run)
+            except BaseException:
+                # the new layout did not start (a component's initialize raised): the
+                # topology goes on as it was, and the caller gets the error
+                run.topology, run.conf = before
+                log.error("rebalance of %s failed; restarting it as it was", name)
+                self._start_workers(run)
+                raise
+            finally:
+                self._write_state(run)
 
     # -- state and monitoring ------------------------------------------------------------------
     def _write_state(self, run: _Running) -> None:

@@ -67,6 +67,8 @@ class Loop:
         #: set to wake the loop (the receive thread and components' threads set it too)
         self._wake = wakeup
         self._thread: threading.Thread | None = None
+        #: set once the loop ran the last ``call`` that timed out (None: none timed out)
+        self._overdue: threading.Event | None = None
 
     # -- from any thread --------------------------------------------------------------------
     def wake(self) -> None:
@@ -79,8 +81,10 @@ class Loop:
         self._wake.set()
 
     def call(self, fn: Callable[[], Any], timeout: float = 10.0) -> None:
-        """Run ``fn`` on the loop thread and wait for it (or run it here if no loop runs,
-        or if this is the loop thread)."""
+        """Run ``fn`` on the loop thread and wait for it up to ``timeout`` (or run it here if
+        no loop runs, or if this is the loop thread). While an earlier call that timed out is
+        still waiting for the loop (a component blocked in a call), ``fn`` is queued without
+        waiting: the loop runs it when it gets free."""
         if not self.running or self.on_loop_thread():
             fn()
             return
@@ -90,7 +94,19 @@ class Loop:
             fn()
             done.set()
         self.submit(run)
-        done.wait(timeout)
+        if self.overdue():
+            return
+        if not done.wait(timeout):
+            self._overdue = done
+
+    def overdue(self) -> bool:
+        """Whether a ``call`` timed out and the loop has not run it yet."""
+        overdue = self._overdue
+        return overdue is not None and not overdue.is_set()
+
+    def thread_alive(self) -> bool:
+        """Whether the loop's thread still runs (after ``stop``: still in a call)."""
+        return self._thread is not None and self._thread.is_alive()
 
     def on_loop_thread(self) -> bool:
         return threading.current_thread() is self._thread

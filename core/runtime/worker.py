@@ -343,14 +343,27 @@ class Worker:
                 ex.settled.wait(max(0.0, deadline - time.monotonic()))  # type: ignore[attr-defined]
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop spouts, flush and close links, stop the loop, clean up every component."""
+        """Stop spouts, flush and close links, stop the loop, clean up every component.
+
+        A loop that did not run an earlier call within its timeout (a component blocked in
+        a call) gets 1 s more, not ``timeout``; if it is still in the call then, the
+        components the loop runs are not cleaned up (a cleanup must not run beside their
+        call), as for a component thread still in a call."""
         if not self._built:
             return
         if self.loop.running:
             self.deactivate(settle=False)   # the threads' stop, below, waits for them
-        self.loop.stop(timeout)
+        self.loop.stop(min(timeout, 1.0) if self.loop.overdue() else timeout)
+        stuck = self.loop.thread_alive()
+        if stuck:
+            log.warning("worker %s: its loop is still in a component's call at shutdown; the "
+                        "cleanup of %s is skipped", self.port,
+                        ", ".join(sorted({ex.component_id for ex in self.executors
+                                          if not ex.threaded
+                                          and not ex.component_id.startswith("__")})))
         for ex in self.executors:
-            ex.stop()
+            if not (stuck and not ex.threaded):
+                ex.stop()
         if self._switch_held:
             self._switch_held = False
             release_switch_interval()

@@ -109,6 +109,11 @@ class ValueTypes:
                     found = (tag, encode)
                     break
             else:
+                if isinstance(obj, int):      # msgpack asks only for ints beyond 64 bits
+                    digits = str(obj)
+                    raise TypeError(f"the int {digits[:24]}{'...' if len(digits) > 24 else ''} "
+                                    f"is beyond the 64 bits msgpack carries (send it as a str "
+                                    f"or a Decimal)")
                 raise TypeError(f"cannot serialize an object of type {type(obj).__name__} "
                                 f"(register it with {REGISTER_KEY})")
         tag, encode = found

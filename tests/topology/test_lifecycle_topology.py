@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, ConfigError, LocalCluster, Spout, TopologyBuilder
+from squall import Bolt, ConfigError, LocalCluster, Spout, TopologyBuilder, TopologyError
 from squall.testing import complete_topology, wait_until
 
 LOCK = threading.Lock()
@@ -361,6 +361,119 @@ def test_rebalance_changes_executors_not_task_ids(cluster: LocalCluster) -> None
     wait_until(lambda: len(PROCESSED) > count + 100)       # and tuples flow again
     with pytest.raises(Exception, match="nope"):
         cluster.rebalance("reb", executors={"nope": 2})
+
+
+class FailsOnRebalance(Bolt):
+    """The first initialize after ``BREAK`` is set raises (a rebalance's new instance)."""
+
+    BREAK = threading.Event()
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        if self.BREAK.is_set():
+            self.BREAK.clear()
+            raise RuntimeError("cannot start now")
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            PROCESSED.append(tup["n"])
+
+
+@pytest.mark.parametrize("bad", [0, -1, "2", True, 1.5])
+def test_a_bad_rebalance_is_refused_and_the_topology_keeps_running(cluster: LocalCluster,
+                                                                  bad: Any) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("work", FailsOnRebalance).shuffle_grouping("numbers")
+    cluster.submit_topology("badreb", {}, b.create_topology())
+    wait_until(lambda: len(ACKED) > 10)
+    with pytest.raises(TopologyError, match="num_workers must be an integer >= 1"):
+        cluster.rebalance("badreb", num_workers=bad)
+    info = cluster.get_topology_info("badreb")
+    assert info["status"] == "active" and info["num_workers"] == 1
+    count = len(ACKED)
+    wait_until(lambda: len(ACKED) > count + 50, message="acking stopped")
+
+
+def test_a_rebalance_whose_new_instances_fail_restarts_the_topology_as_it_was(
+        cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("work", FailsOnRebalance).shuffle_grouping("numbers")
+    cluster.submit_topology("failreb", {}, b.create_topology())
+    wait_until(lambda: len(ACKED) > 10)
+    FailsOnRebalance.BREAK.set()
+    try:
+        with pytest.raises(RuntimeError, match="cannot start now"):
+            cluster.rebalance("failreb", executors={"work": 2})
+    finally:
+        FailsOnRebalance.BREAK.clear()
+    info = cluster.get_topology_info("failreb")
+    assert info["status"] == "active"
+    assert info["components"]["work"]["executors"] == 1
+    count = len(ACKED)
+    wait_until(lambda: len(ACKED) > count + 50, message="acking stopped")
+
+
+def test_a_shut_down_local_cluster_refuses_a_submit_and_shuts_down_once() -> None:
+    cluster = LocalCluster()
+    cluster.shutdown()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    with pytest.raises(TopologyError, match="this LocalCluster is shut down"):
+        cluster.submit_topology("late", {}, b.create_topology())
+    assert cluster.topologies() == []
+    cluster.shutdown()                      # again: nothing to do, no error
+    assert not [t for t in threading.enumerate() if t.name.startswith("squall-worker")]
+
+
+class Blocked(Bolt):
+    """Blocks in process until RELEASE (the test's end)."""
+
+    RELEASE = threading.Event()
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            EVENTS.append("process")
+        self.RELEASE.wait(60)
+        with LOCK:
+            EVENTS.append("process done")
+
+    def cleanup(self) -> None:
+        with LOCK:
+            EVENTS.append("cleanup")
+
+
+def test_leaving_with_a_bolt_blocked_in_process_takes_one_timeout_and_skips_its_cleanup(
+        caplog: Any) -> None:
+    """The loop does not answer the deactivate: shutdown gives it 1 s more, not 10 s for
+    each call, and does not call cleanup beside the process call still running."""
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("blocked", Blocked).shuffle_grouping("numbers")
+    Blocked.RELEASE.clear()
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("stuck", {}, b.create_topology())
+            wait_until(lambda: "process" in EVENTS)
+            start = time.monotonic()
+        took = time.monotonic() - start
+        assert took < 15, took              # one 10 s call timeout, then 1 s
+        with LOCK:                          # still in process: no cleanup beside it
+            assert "cleanup" not in EVENTS and "process done" not in EVENTS, EVENTS
+        assert any("the cleanup of blocked" in r.getMessage() for r in caplog.records)
+    finally:
+        Blocked.RELEASE.set()
+
+
+def test_complete_topology_warns_of_nothing(caplog: Any) -> None:
+    """The keys it gives the spouts it stands in for are its own, not mistyped settings."""
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("work", ShowConf).shuffle_grouping("numbers")
+    with caplog.at_level("WARNING"):
+        result = complete_topology(b.create_topology(), sources={"numbers": [[1], [2]]})
+    assert result.acked == {0, 1}
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
 
 
 class ShowConf(Bolt):

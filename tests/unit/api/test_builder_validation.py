@@ -213,6 +213,27 @@ def test_stream_declared_twice_and_repeated_field() -> None:
         fails(b.create_topology, *needles)
 
 
+def test_one_field_name_alone_is_that_field_and_repeated_names_are_refused() -> None:
+    class One(Spout):
+        outputs = "word"                    # not the fields w, o, r, d
+
+    class OneStream(Spout):
+        outputs = Stream(["line"], name="lines")
+
+    class Again(Spout):
+        outputs = ["a", "a"]
+
+    b = TopologyBuilder()
+    b.set_spout("one", One)
+    b.set_spout("lines", OneStream)
+    topology = b.create_topology()
+    assert list(topology.components["one"].streams["default"].fields) == ["word"]
+    assert list(topology.components["lines"].streams) == ["lines"]
+    b = TopologyBuilder()
+    b.set_spout("again", Again)
+    fails(b.create_topology, "'again'", "'default'", "repeats a field")
+
+
 def test_no_spout() -> None:
     b = TopologyBuilder()
     b.set_bolt("sink", Sink)
