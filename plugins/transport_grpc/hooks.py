@@ -6,15 +6,19 @@ configuration); the transport itself loads through ``squall.transports`` when it
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from squall.errors import ConfigError, TopologyError
 from squall.hookspecs import hookimpl
 
-__all__ = ["squall_add_config_types", "squall_add_defaults"]
+__all__ = ["max_message_bytes", "squall_add_config_types", "squall_add_defaults",
+           "squall_configure", "squall_validate_topology"]
 
 PREFIX = "squall.transport.grpc."
 #: the keys this plugin owns (see :mod:`squall.plugins.transport_grpc.transport` for meanings)
 DEFAULTS: dict[str, Any] = {
+    PREFIX + "bind.host": "127.0.0.1",       # 0.0.0.0 to accept tuples from other machines
     PREFIX + "max.message.mb": 256,
     PREFIX + "linger.ms": 1000,
     PREFIX + "tls.enabled": False,
@@ -33,3 +37,36 @@ def squall_add_defaults() -> dict[str, Any]:
 @hookimpl
 def squall_add_config_types() -> dict[str, type]:
     return {PREFIX + f"tls.{name}.file": str for name in ("cert", "key", "ca")}
+
+
+#: gRPC counts a message's size in a C int
+_GRPC_MAX_MESSAGE = 1 << 31
+
+
+def max_message_bytes(conf: Mapping[str, Any]) -> int:
+    """``max.message.mb`` of ``conf`` in bytes; ConfigError unless above 0 and below 2048."""
+    mb = conf.get(PREFIX + "max.message.mb", DEFAULTS[PREFIX + "max.message.mb"])
+    if (mb.__class__ is bool or not isinstance(mb, (int, float))
+            or not 0 < mb * (1 << 20) < _GRPC_MAX_MESSAGE):
+        raise ConfigError(f"{PREFIX}max.message.mb must be a number above 0 and below 2048 "
+                          f"(gRPC's limit), got {mb!r}")
+    return int(mb * (1 << 20))
+
+
+@hookimpl
+def squall_configure(conf: dict[str, Any]) -> None:
+    """A nimbus, supervisor or LocalCluster on grpc refuses to start with a size it cannot
+    use."""
+    if conf.get("squall.transport") == "grpc":
+        max_message_bytes(conf)
+
+
+@hookimpl
+def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
+    """A topology that chooses grpc (or runs where it is chosen) with a size it cannot use is
+    refused at submit, not by every worker at start."""
+    if conf.get("squall.transport") == "grpc":
+        try:
+            max_message_bytes(conf)
+        except ConfigError as exc:
+            raise TopologyError(str(exc)) from None

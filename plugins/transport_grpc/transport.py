@@ -1,6 +1,6 @@
 """The gRPC transport (entry point ``grpc``), defined by ``transport.proto`` next to this file.
 
-* ``bind`` starts a gRPC server on ``127.0.0.1:<port>`` serving ``Transfer.Stream`` (a
+* ``bind`` starts a gRPC server on ``<bind.host>:<port>`` serving ``Transfer.Stream`` (a
   bidirectional call: ``Batch`` messages in, each holding one or more frames of
   :mod:`squall.transports.framing`, and ``Ack`` messages out). Each inbound stream runs in a
   server thread that appends the frames to a bounded inbox; when the inbox is full that
@@ -25,7 +25,9 @@
 * ``recv`` waits on a condition variable (the GIL is released) and returns every queued
   message. Invalid frames are logged once per peer and dropped.
 
-Options (``squall.transport.grpc.*``): ``max.message.mb`` (256), ``linger.ms`` (1000: how long
+Options (``squall.transport.grpc.*``): ``bind.host`` (127.0.0.1; 0.0.0.0 or an interface's
+address to take tuples from other machines), ``max.message.mb`` (256, at most 2047: gRPC
+counts a message's size in a C int), ``linger.ms`` (1000: how long
 ``close`` waits for the window to be acknowledged), ``tls.enabled`` (false), ``tls.cert.file``
 + ``tls.key.file`` (PEM, needed to bind), ``tls.ca.file`` (PEM root for connecting) and
 ``tls.server.name`` (the name checked in the server certificate, ``localhost`` by default;
@@ -60,8 +62,10 @@ import grpc
 from squall.errors import ConfigError, TransportError
 from squall.plugins.transport_grpc._proto import transport_pb2 as pb
 from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
+from squall.plugins.transport_grpc.hooks import max_message_bytes
 from squall.plugins.transport_grpc.membership import CHALLENGE_KEY, MembershipCheck, StreamProof
 from squall.security.peer_proof import Prover, Verifier
+from squall.transports.closing import close_all
 from squall.transports.framing import FrameError, GarbageLog, decode_frames, encode, split_frames
 from squall.spi.transport import Connection, Message, Transport
 
@@ -76,6 +80,8 @@ _ACK_NOW = object()
 #: when nothing else happened for _ACK_DELAY seconds
 _ACK_EVERY = 32
 _ACK_DELAY = 0.002
+#: a receiver forgets the sessions of ended streams once it knows more than this many
+_SESSIONS = 1024
 #: at most this many queued batches go as one gRPC message
 _MERGE = 64
 #: bytes a stream message needs beyond its frame (session, sequence, protobuf framing)
@@ -96,7 +102,8 @@ class _Session:
 
     def __init__(self, stream: queue.SimpleQueue[Any]) -> None:
         self.held = self.delivered = 0
-        self.stream = stream
+        #: None once that stream ended (until the sender's next stream takes the session up)
+        self.stream: queue.SimpleQueue[Any] | None = stream
 
 
 class GrpcReceiver(Connection, pb_grpc.TransferServicer):
@@ -114,6 +121,7 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
         self._cond = threading.Condition()
         self._closed = False
         self._sessions: dict[bytes, _Session] = {}
+        self._prune_at = _SESSIONS
         self.garbage = GarbageLog(log, "grpc receiver")
 
     def Stream(self, request_iterator: Iterator[pb.Batch],
@@ -157,6 +165,8 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
                         if last:                   # seq 0: not numbered, never acknowledged
                             state = sessions.get(sid)
                             if state is None:
+                                if len(sessions) >= self._prune_at:
+                                    self._prune()
                                 state = sessions[sid] = _Session(events)
                             state.stream = events  # acks for this session go out here now
                             mine[sid] = state
@@ -180,6 +190,18 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
                 events.put(_END)
 
         threading.Thread(target=read, name="squall-grpc-recv-read", daemon=True).start()
+        try:
+            yield from self._acks(events, mine, context)
+        finally:       # this stream answers for its sessions no more
+            with cond:
+                for state in mine.values():
+                    if state.stream is events:
+                        state.stream = None
+
+    def _acks(self, events: queue.SimpleQueue[Any], mine: dict[bytes, _Session],
+              context: grpc.ServicerContext) -> Iterator[pb.Ack]:
+        """The acknowledgements one stream writes, until its reader ends."""
+        cond = self._cond
         acked: dict[bytes, int] = {}           # what this stream acknowledged, per session
         owed = 0                               # recv calls since the last acknowledgement
         while True:
@@ -203,6 +225,21 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
                 acked[sid] = seq
                 yield pb.Ack(seq=seq)
 
+    @property
+    def known_sessions(self) -> int:
+        """How many sender sessions this receiver remembers (for monitoring and tests)."""
+        with self._cond:
+            return len(self._sessions)
+
+    def _prune(self) -> None:
+        """Forget the sessions no stream answers for that hold nothing undelivered (their
+        sender is gone, or comes back as a new session); called with the lock held."""
+        sessions = self._sessions
+        for sid in [sid for sid, state in sessions.items()
+                    if state.stream is None and state.held == state.delivered]:
+            del sessions[sid]
+        self._prune_at = max(_SESSIONS, 2 * len(sessions))
+
     def send(self, messages: list[Message]) -> None:
         raise TransportError("a bound (receiving) connection cannot send")
 
@@ -223,7 +260,8 @@ class GrpcReceiver(Connection, pb_grpc.TransferServicer):
                     state = sessions[sid]
                     if seq > state.delivered:
                         state.delivered = seq
-                        streams.add(state.stream)
+                        if state.stream is not None:
+                            streams.add(state.stream)
         for stream in streams:
             stream.put(_ACK)
         return decode_frames([(frame, peer) for frame, peer, _, _ in taken], self.garbage)
@@ -384,8 +422,10 @@ class GrpcSender(Connection):
             self._done = True
             pending = bool(self._window)
             self._cond.notify_all()
-        # unacknowledged batches get a short linger to reach the peer; an idle stream just ends
-        self._thread.join(self._linger if pending else 0.5)
+        # unacknowledged batches get a short linger to reach the peer; with none, the stream
+        # ends at once (waiting on a departed peer would only delay the caller)
+        if pending:
+            self._thread.join(self._linger)
         self._channel.close()
 
 
@@ -397,7 +437,8 @@ class GrpcTransport(Transport):
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(conf)
         self.limit = int(self.conf.get("squall.transport.send.buffer.messages") or 10000)
-        size = int(float(self.option("max.message.mb", 256)) * (1 << 20))
+        self.bind_host = str(self.option("bind.host", "127.0.0.1"))
+        size = max_message_bytes(self.conf)
         self.max_message = size
         self.options = [("grpc.max_send_message_length", size),
                         ("grpc.max_receive_message_length", size)]
@@ -438,8 +479,9 @@ class GrpcTransport(Transport):
     def bind(self, topology_id: str, port: int) -> Connection:
         # with squall.transport.tls, TLS authenticates this receiver to its senders and the
         # senders prove their membership in each stream (see .membership)
+        address = f"{self.bind_host}:{port}"
         members = (MembershipCheck(Verifier(self._read("tls.ca.file")),
-                                   f"grpc receiver on 127.0.0.1:{port}") if self.mutual else None)
+                                   f"grpc receiver on {address}") if self.mutual else None)
         receiver = GrpcReceiver(max(1, self.limit), members)
         creds = (grpc.ssl_server_credentials(
             [(self._read("tls.key.file"), self._read("tls.cert.file"))]) if self.tls else None)
@@ -447,7 +489,6 @@ class GrpcTransport(Transport):
                                                         thread_name_prefix="squall-grpc-recv"),
                              options=[*self.options, ("grpc.so_reuseport", 0)])
         pb_grpc.add_TransferServicer_to_server(receiver, server)
-        address = f"127.0.0.1:{port}"
         try:
             bound = (server.add_secure_port(address, creds) if creds is not None
                      else server.add_insecure_port(address))
@@ -486,5 +527,4 @@ class GrpcTransport(Transport):
     def close(self) -> None:
         with self._lock:
             conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
+        close_all(conns)

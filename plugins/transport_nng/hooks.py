@@ -15,6 +15,8 @@ __all__ = ["squall_add_config_types", "squall_add_defaults"]
 PREFIX = "squall.transport.nng."
 #: the keys this plugin owns (see :mod:`squall.plugins.transport_nng.transport` for meanings)
 DEFAULTS: dict[str, Any] = {
+    PREFIX + "bind.host": "127.0.0.1",       # 0.0.0.0 to accept tuples from other machines
+    PREFIX + "linger.ms": 1000,
     # null: squall.transport.send.buffer.messages when that is set, else 1024
     PREFIX + "send.buffer": None,
     PREFIX + "tls.enabled": False,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import deque
 
 import pynng
@@ -38,6 +39,8 @@ _SPLIT = _MERGE_BYTES
 #: the sender thread's wait for room in nng's queue (ms): then it checks for close and
 #: reconnection and waits again
 _SEND_WAIT_MS = 100
+#: how often ``close`` looks for the acks of what it still holds (s)
+_ACK_POLL = 0.002
 #: after an unexpected nng error the sender thread tries again this much later (s)
 _RETRY = 0.05
 #: the largest frame ``send`` accepts (the receiver refuses messages over MAX_MESSAGE)
@@ -48,8 +51,10 @@ class NngSender(Connection):
     """A dialing Pair1 socket fed by a background thread from a window of unacknowledged
     batches; ``send`` never blocks."""
 
-    def __init__(self, sock: pynng.Pair1, address: str, port: int, window: int) -> None:
+    def __init__(self, sock: pynng.Pair1, address: str, port: int, window: int,
+                 linger: float = 1.0) -> None:
         self.port = port
+        self._linger = linger
         self._sock, self._address = sock, address
         self._limit = window
         self._drain_every = max(1, min(window // 4, 16))
@@ -66,6 +71,7 @@ class NngSender(Connection):
         self._busy = False      # the sender thread has batches to hand nng (no need to wake it)
         self._warned = False    # an nng error was logged at WARNING (later ones at DEBUG)
         self._closed = False
+        self._closing = False   # close() waits for the window: send refuses, the thread goes on
         self._lock = threading.Lock()
         self._wake = threading.Event()
         sock.add_post_pipe_connect_cb(self._on_connect)
@@ -74,7 +80,7 @@ class NngSender(Connection):
         self._thread.start()
 
     def send(self, messages: list[Message]) -> None:
-        if self._closed:
+        if self._closed or self._closing:
             raise TransportError(f"send on a closed connection to {self._address}")
         one = messages[0] if len(messages) == 1 else None
         if (one.__class__ is tuple and len(one) == 2 and one[1].__class__ is bytes
@@ -88,7 +94,7 @@ class NngSender(Connection):
             raise TransportError(f"batch of {size} bytes is over nng's "
                                  f"{MAX_MESSAGE} byte message limit")
         with self._lock:
-            if self._closed:
+            if self._closed or self._closing:
                 raise TransportError(f"send on a closed connection to {self._address}")
             window = self._window
             try:
@@ -236,9 +242,27 @@ class NngSender(Connection):
         raise TransportError("a connecting (sending) connection cannot receive")
 
     def close(self) -> None:
+        """Refuse further sends, give the batches not yet acknowledged up to the linger to
+        be delivered and acknowledged (the sender thread goes on handing them over), then
+        close the socket."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._closing:
                 return
+            self._closing = True
+        deadline = time.monotonic() + self._linger
+        while threading.current_thread() is not self._thread:
+            with self._lock:
+                try:
+                    self._drain_acks()
+                except pynng.NNGException:      # the socket failed: nothing more arrives
+                    break
+                if not self._window:
+                    break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(left, _ACK_POLL))
+        with self._lock:
             self._closed = True
             self._sock.close()
         self._wake.set()

@@ -1,6 +1,6 @@
 """The nng transport (entry point ``nng``), on pynng's Pair1 sockets with acknowledgements.
 
-* ``bind`` listens with a polyamorous Pair1 socket on ``tcp://127.0.0.1:<port>``
+* ``bind`` listens with a polyamorous Pair1 socket on ``tcp://<bind.host>:<port>``
   (``tls+tcp://`` with TLS). Only Pair1 peers get in: nng refuses other protocols (Push0...).
 * ``connect`` dials with a Pair1 socket asynchronously; nng redials by itself (50 ms .. 1 s).
 * Every sending connection is a *session* (8 random bytes) that numbers its batches 1, 2, 3...
@@ -41,7 +41,9 @@
   a Pair1 peer (first byte ``0xA7``) is delivered as it is, unsequenced and unacknowledged.
   Messages up to 256 MiB are accepted; ``send`` refuses a batch that would not fit.
 
-Options (``squall.transport.nng.*``): ``send.buffer`` (batches; defaults to
+Options (``squall.transport.nng.*``): ``bind.host`` (127.0.0.1; 0.0.0.0 or an interface's
+address to take tuples from other machines), ``linger.ms`` (1000: how long ``close`` of a
+sending connection waits for what it holds to be acknowledged), ``send.buffer`` (batches; defaults to
 ``squall.transport.send.buffer.messages`` when that is set, else 1024; capped at 8192),
 ``tls.enabled`` (false), ``tls.cert.file`` + ``tls.key.file`` (PEM, needed to bind),
 ``tls.ca.file`` (PEM the server certificate must chain to, needed to connect) and
@@ -75,6 +77,7 @@ from collections.abc import Mapping
 import pynng
 
 from squall.errors import ConfigError, TransportError
+from squall.transports.closing import close_all
 from squall.transports.framing import MAGIC, FrameError, GarbageLog, decode
 from squall.plugins.transport_nng.gate import MembershipGate
 from squall.plugins.transport_nng.sender import _NNG_QUEUE, _SEND_WAIT_MS, NngSender
@@ -284,6 +287,8 @@ class NngTransport(Transport):
         self.mutual = bool(self.conf.get("squall.transport.tls"))
         self.tls = self.mutual or bool(self.option("tls.enabled", False))
         self.scheme = "tls+tcp" if self.tls else "tcp"
+        self.bind_host = str(self.option("bind.host", "127.0.0.1"))
+        self.linger = float(self.option("linger.ms", 1000)) / 1000
         self._conns: list[Connection] = []
         self._lock = threading.Lock()
 
@@ -328,19 +333,20 @@ class NngTransport(Transport):
     def bind(self, topology_id: str, port: int) -> Connection:
         sock = pynng.Pair1(polyamorous=True, recv_max_size=MAX_MESSAGE,
                            recv_buffer_size=_RECV_QUEUE, send_buffer_size=_ACK_QUEUE)
-        gate = MembershipGate(f"nng receiver on 127.0.0.1:{port}") if self.mutual else None
+        where = f"{self.bind_host}:{port}"
+        gate = MembershipGate(f"nng receiver on {where}") if self.mutual else None
         try:
             if self.tls:
                 sock.tls_config = self._tls_config(server=True)
             if gate is not None:    # before listening: no pipe may join without its verdict
                 sock.add_pre_pipe_connect_cb(gate.admit)
-            listener = sock.listen(f"{self.scheme}://127.0.0.1:{port}")
+            listener = sock.listen(f"{self.scheme}://{where}")
         except ConfigError:
             sock.close()
             raise
         except pynng.NNGException as exc:
             sock.close()
-            raise TransportError(f"nng cannot listen on 127.0.0.1:{port}: {exc}") from exc
+            raise TransportError(f"nng cannot listen on {where}: {exc}") from exc
         # InAddr.port is wrong for tls+tcp listeners in pynng 0.9; the text form is right
         bound = int(str(listener.local_address).rsplit(":", 1)[1])
         if gate is not None:
@@ -358,7 +364,7 @@ class NngTransport(Transport):
         except ConfigError:
             sock.close()
             raise
-        sender = NngSender(sock, address, port, self.send_buffer)
+        sender = NngSender(sock, address, port, self.send_buffer, self.linger)
         try:
             sock.dial(address, block=False)
         except pynng.NNGException as exc:
@@ -369,5 +375,4 @@ class NngTransport(Transport):
     def close(self) -> None:
         with self._lock:
             conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
+        close_all(conns)

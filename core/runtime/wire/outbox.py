@@ -27,6 +27,7 @@ from squall.api.tuple import Source, Tuple, TupleRun
 from squall.errors import SerializationError, SquallError
 from squall.runtime.wire import codec
 from squall.runtime.wire.codec import OpenRun
+from squall.transports.closing import close_all
 
 log = logging.getLogger("squall.runtime.transfer")
 #: a run of single tuples for one remote task is sent once it holds this many batches' worth
@@ -466,9 +467,6 @@ class Outbox:
         return gone
 
     def close(self) -> None:
-        for conn in self.conns.values():
-            try:
-                conn.close()
-            except Exception:
-                log.debug("closing a connection failed", exc_info=True)
+        conns = list(self.conns.values())
         self.conns.clear()
+        close_all(conns)        # side by side: one linger for all slow peers, not one each

@@ -310,6 +310,29 @@ class TransportContract:
         transport.close()
         transport.close()
 
+    def test_close_delivers_what_send_accepted(self, make: Callable[..., Transport]) -> None:
+        """``close`` right after many sends: every batch ``send`` accepted still reaches a
+        receiver that goes on reading (the close's linger), in order."""
+        transport = make()
+        receiver = transport.bind(TOPOLOGY, 0)
+        sender = transport.connect(TOPOLOGY, self.host, receiver.port)
+        sender.send([(0, b"first")])
+        assert collect(receiver, 1) == [(0, b"first")]      # connected
+        accepted = []
+        for i in range(1, 501):
+            try:
+                sender.send([(i, b"x" * 200)])
+            except TransportError:          # a full buffer may refuse: nothing is promised
+                break
+            accepted.append((i, b"x" * 200))
+        closer = threading.Thread(target=sender.close)      # the receiver reads meanwhile
+        closer.start()
+        try:
+            assert collect(receiver, len(accepted)) == accepted
+        finally:
+            closer.join(10)
+        receiver.close()
+
     def test_recv_timeout(self, make: Callable[..., Transport]) -> None:
         receiver = make().bind(TOPOLOGY, 0)
         t0 = time.monotonic()

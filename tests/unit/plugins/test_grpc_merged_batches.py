@@ -113,3 +113,23 @@ def test_a_batch_over_the_message_limit_is_refused_and_the_stream_goes_on() -> N
             sender.send([(2, b"x" * (2 << 20))])
         sender.send([(3, b"after")])
         assert collect(receiver, 2) == [(1, b"small"), (3, b"after")]
+
+
+def test_a_receiver_forgets_the_sessions_of_senders_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import squall.plugins.transport_grpc.transport as module
+    monkeypatch.setattr(module, "_SESSIONS", 8)
+    with GrpcTransport({}) as transport:
+        receiver = transport.bind("prune-topo", 0)
+        for i in range(30):                 # short-lived senders, one session each
+            sender = transport.connect("prune-topo", "127.0.0.1", receiver.port)
+            sender.send([(i, b"once")])
+            assert collect(receiver, 1) == [(i, b"once")]
+            sender.close()
+        assert receiver.known_sessions <= 16
+        # a sender that stays keeps its session: a resend of what it sent is not delivered
+        sender = transport.connect("prune-topo", "127.0.0.1", receiver.port)
+        sender.send([(99, b"kept")])
+        assert collect(receiver, 1) == [(99, b"kept")]
+        sender.send([(100, b"next")])
+        assert collect(receiver, 1) == [(100, b"next")]
+        assert receiver.recv(0.2) == []
