@@ -2,7 +2,8 @@
 to the host by a veth pair, is cut off for longer than the ZooKeeper session timeout. Its
 executors move to the supervisor on the other side, every sentence emitted before the cut
 is acked, and when the link comes back the supervisor rejoins and its stranded workers
-leave. The recovery time is printed and written to ``partition.json``."""
+leave. The recovery time is printed and written to ``partition.json``. The same two sides
+carry the word count over nng and grpc too, each listening on 0.0.0.0 (its ``bind.host``)."""
 from __future__ import annotations
 
 import json
@@ -56,29 +57,40 @@ def netns() -> Iterator[dict[str, str]]:
         _ip("netns", "del", ns)
 
 
-def test_a_partitioned_supervisors_work_moves_and_nothing_is_lost(
-        netns: dict[str, str], tmp_path: Path, wordcount: Any, harness_class: Any) -> None:
-    ClusterHarness = harness_class
-    outer, inner = netns["outer"], netns["inner"]
-    zk = DevZooKeeper(tmp_path / "zookeeper", host=outer).start()
-    c = ClusterHarness(tmp_path, {**zk.conf("/squall-partition"), "squall.state": "zookeeper",
-                                  "storm.zookeeper.connection.timeout": 10000})
-    c.conf.update({"nimbus.host": outer, "nimbus.seeds": [f"{outer}:{c.nimbus_ports[0]}"],
-                   "squall.transport.zmq.bind.host": "0.0.0.0"})
-    c.config_file.write_text(yaml.safe_dump(c.conf))
-    inside: subprocess.Popen[bytes] | None = None
-    local = tmp_path / "sup-inside"
-    try:
+class _TwoSides:
+    """ZooKeeper, nimbus and a supervisor on the host's side of the veth, a supervisor in the
+    namespace, and the word count submitted over both (``topology.workers=2``)."""
+
+    def __init__(self, tmp_path: Path, netns: dict[str, str], harness_class: Any,
+                 conf: dict[str, Any]) -> None:
+        self.tmp_path, self.netns = tmp_path, netns
+        self.outer, self.inner = netns["outer"], netns["inner"]
+        self.zk = DevZooKeeper(tmp_path / "zookeeper", host=self.outer).start()
+        self.c = harness_class(tmp_path, {**self.zk.conf("/squall-partition"),
+                                          "squall.state": "zookeeper",
+                                          "storm.zookeeper.connection.timeout": 10000})
+        self.c.conf.update({"nimbus.host": self.outer,
+                            "nimbus.seeds": [f"{self.outer}:{self.c.nimbus_ports[0]}"],
+                            **conf})
+        self.c.config_file.write_text(yaml.safe_dump(self.c.conf))
+        self.inside: subprocess.Popen[bytes] | None = None
+        self.local = tmp_path / "sup-inside"
+
+    def start(self, wordcount: Any) -> Any:
+        """Start both sides and submit; returns the supervisor on the host's side once the
+        topology runs on both and acks."""
+        c = self.c
         c.start_nimbus()
         host_sup = c.start_supervisor("sup-host", slots=3,
-                                      overrides={"storm.local.hostname": outer})
-        local.mkdir()
+                                      overrides={"storm.local.hostname": self.outer})
+        self.local.mkdir()
         ports = [free_port() for _ in range(2)]
-        with open(tmp_path / "sup-inside.log", "ab") as out:
-            inside = subprocess.Popen(
-                ["ip", "netns", "exec", netns["ns"], sys.executable, "-m", "squall.cli.main",
-                 "--config", str(c.config_file), "-c", f"storm.local.dir={local}",
-                 "-c", f"storm.local.hostname={inner}",
+        with open(self.tmp_path / "sup-inside.log", "ab") as out:
+            self.inside = subprocess.Popen(
+                ["ip", "netns", "exec", self.netns["ns"], sys.executable, "-m",
+                 "squall.cli.main", "--config", str(c.config_file),
+                 "-c", f"storm.local.dir={self.local}",
+                 "-c", f"storm.local.hostname={self.inner}",
                  "-c", f"supervisor.slots.ports={json.dumps(ports)}", "supervisor"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
@@ -88,6 +100,48 @@ def test_a_partitioned_supervisors_work_moves_and_nothing_is_lost(
         c.wait(lambda: len({n for n, _ in c.worker_slots("wc")}) == 2, 60,
                "the topology is not on both sides")
         c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > 40, 60, "no acks")
+        return host_sup
+
+    def close(self) -> None:
+        inside = self.inside
+        if inside is not None and inside.poll() is None:
+            os.killpg(inside.pid, signal.SIGTERM)
+            inside.wait(20)
+        for pid_file in self.local.glob("workers/*/pids/*"):
+            try:
+                os.killpg(int(pid_file.name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError):
+                pass
+        self.c.close()
+        self.zk.stop()
+
+
+@pytest.mark.parametrize("transport", ["nng", "grpc"])
+def test_every_socket_transport_carries_tuples_between_machines(
+        transport: str, netns: dict[str, str], tmp_path: Path, wordcount: Any,
+        harness_class: Any) -> None:
+    """Workers on both sides of the link, over nng or grpc listening on 0.0.0.0 (their
+    bind.host): the trees that cross it complete (zmq is the partition test's)."""
+    sides = _TwoSides(tmp_path, netns, harness_class,
+                      {"squall.transport": transport,
+                       f"squall.transport.{transport}.bind.host": "0.0.0.0"})
+    try:
+        sides.start(wordcount)
+        c = sides.c
+        before = len(wordcount.read_acks(c.out_dir))
+        c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > before + 100, 60,
+               "acking stopped")
+    finally:
+        sides.close()
+
+
+def test_a_partitioned_supervisors_work_moves_and_nothing_is_lost(
+        netns: dict[str, str], tmp_path: Path, wordcount: Any, harness_class: Any) -> None:
+    sides = _TwoSides(tmp_path, netns, harness_class,
+                      {"squall.transport.zmq.bind.host": "0.0.0.0"})
+    c, inner, local = sides.c, sides.inner, sides.local
+    try:
+        host_sup = sides.start(wordcount)
         (inner_id,) = [s for s in c.state.supervisor_ids()
                        if (c.state.get_supervisor(s) or {}).get("hostname") == inner]
 
@@ -117,13 +171,4 @@ def test_a_partitioned_supervisors_work_moves_and_nothing_is_lost(
         print("recovery:", json.dumps(figures))
         assert host_sup.alive()
     finally:
-        if inside is not None and inside.poll() is None:
-            os.killpg(inside.pid, signal.SIGTERM)
-            inside.wait(20)
-        for pid_file in local.glob("workers/*/pids/*"):
-            try:
-                os.killpg(int(pid_file.name), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError, ValueError):
-                pass
-        c.close()
-        zk.stop()
+        sides.close()
