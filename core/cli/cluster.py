@@ -14,6 +14,7 @@ import signal
 import sys
 from typing import Any, Protocol
 
+from squall.cli.argtypes import port_number, seconds
 from squall.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("ui", help="serve a web page and a JSON API about the cluster")
     p.add_argument("--host", default=None, help="address to bind (default: ui.host)")
-    p.add_argument("--port", type=int, default=None, help="port (default: ui.port)")
+    p.add_argument("--port", type=port_number, default=None, help="port (default: ui.port)")
     p.set_defaults(func=cluster_command(cmd_ui))
 
     p = subparsers.add_parser("drpc", help="run a DRPC server (gRPC drpc.port, HTTP "
@@ -60,7 +61,8 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_drpc)
 
     p = subparsers.add_parser("dev-zookeeper", help="run a single-node ZooKeeper for development")
-    p.add_argument("--port", type=int, default=2181, help="client port (0: a free one)")
+    p.add_argument("--port", type=port_number, default=2181,
+                   help="client port (0: a free one)")
     p.add_argument("--dir", default=None, help="data directory")
     p.add_argument("--host", default="127.0.0.1", help="address to bind")
     p.set_defaults(func=cmd_dev_zookeeper)
@@ -75,7 +77,7 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("kill", help="kill a topology")
     p.add_argument("name", help="the topology's name")
-    p.add_argument("--wait", type=float, default=None, metavar="S",
+    p.add_argument("--wait", type=seconds, default=None, metavar="S",
                    help="seconds between deactivation and shutdown "
                         "(default: topology.message.timeout.secs)")
     p.set_defaults(func=cluster_command(cmd_kill))
@@ -93,7 +95,7 @@ def register(subparsers: Any) -> None:
                    help="run on N workers (at most the slots it can use)")
     p.add_argument("--executors", nargs="+", default=[], metavar="COMPONENT=N",
                    help="give COMPONENT N executors (at most its number of tasks)")
-    p.add_argument("--wait", type=float, default=None, metavar="S",
+    p.add_argument("--wait", type=seconds, default=None, metavar="S",
                    help="seconds between deactivation and the move "
                         "(default: topology.message.timeout.secs)")
     p.set_defaults(func=cluster_command(cmd_rebalance))

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from squall.cli.argtypes import byte_count, seconds
 from squall.errors import NotAliveError
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("name", metavar="TOPOLOGY", help="the topology's name")
     p.add_argument("-f", "--follow", action="store_true",
                    help="keep printing new log lines until Ctrl-C or the topology is gone")
-    p.add_argument("--tail", type=int, default=None, metavar="BYTES",
-                   help="print only the last BYTES of each log (default: all of it)")
+    p.add_argument("--tail", type=byte_count, default=None, metavar="BYTES",
+                   help="print only the last BYTES of each log (default: all of it; 0: "
+                        "nothing, e.g. with --follow for new lines only)")
     p.set_defaults(func=cluster_command(cmd_logs))
 
     p = subparsers.add_parser("set-log-level",
@@ -55,7 +57,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("levels", nargs="+", metavar="LOGGER=LEVEL",
                    help="a logger name (ROOT: the root logger) and DEBUG, INFO, WARNING, "
                         "ERROR, CRITICAL or RESET (back to the worker's own level)")
-    p.add_argument("--timeout", type=float, default=0.0, metavar="S",
+    p.add_argument("--timeout", type=seconds, default=0.0, metavar="S",
                    help="seconds until the levels revert (default 0: until reset)")
     p.set_defaults(func=cluster_command(cmd_set_log_level))
 
@@ -142,7 +144,10 @@ def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
         failed = False
         for w in workers:
             print(f"==> {w.label} <==", flush=True)
-            offsets[w], ok = _print_from(w, -tail if tail else None, None)
+            if tail == 0:           # from the end: nothing yet
+                offsets[w], ok = _print_from(w, -1, None, show=False)
+            else:
+                offsets[w], ok = _print_from(w, None if tail is None else -tail, None)
             failed |= not ok
         if not follow:
             return 1 if failed else 0
@@ -151,9 +156,11 @@ def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
         store.close()
 
 
-def _print_from(w: WorkerLog, start: int | None, prefix: str | None) -> tuple[int, bool]:
-    """Print ``w``'s log from ``start``; returns (the offset printed up to, whether it could be
-    read). Problems are one line on stderr."""
+def _print_from(w: WorkerLog, start: int | None, prefix: str | None,
+                show: bool = True) -> tuple[int, bool]:
+    """Print ``w``'s log from ``start`` (negative: that many bytes before its end; nothing
+    with ``show`` false); returns (the offset printed up to, whether it could be read).
+    Problems are one line on stderr."""
     if w.url is None:
         print(f"squall: {w.label}: its supervisor serves no logs (logviewer not running)",
               file=sys.stderr)
@@ -172,7 +179,8 @@ def _print_from(w: WorkerLog, start: int | None, prefix: str | None) -> tuple[in
         print(f"squall: {w.label}: cannot read its log from its logviewer: {exc!r}",
               file=sys.stderr)
         return 0, False
-    _write(data, prefix)
+    if show:
+        _write(data, prefix)
     offset = size if start is None or start < 0 else start + len(data)
     return offset, True
 
@@ -213,10 +221,7 @@ def _follow(find: Callable[[], list[WorkerLog]], offsets: dict[WorkerLog, int]) 
 def cmd_set_log_level(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.log_levels import parse_assignment
     from squall.daemon.nimbus_client import NimbusClient
-    from squall.errors import ConfigError
     levels = dict(parse_assignment(item) for item in args.levels)
-    if args.timeout < 0:
-        raise ConfigError(f"--timeout must be 0 (none) or more seconds, got {args.timeout:g}")
     client = NimbusClient(conf)
     try:
         client.set_log_levels(args.name, levels, args.timeout)

@@ -18,6 +18,7 @@ from typing import Any
 
 from squall import config, drivers
 from squall.errors import SquallError
+from squall.cli.argtypes import positive_seconds
 
 log = logging.getLogger("squall.cli")
 
@@ -75,16 +76,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
-    return value
-
-
 class _SubParsers:
     """Wraps argparse's subparsers so every subcommand also takes the global options."""
 
@@ -106,13 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = _SubParsers(parser.add_subparsers(dest="command", metavar="COMMAND"))
 
     p = sub.add_parser("demo", help="run a word-count topology locally with a live view")
-    p.add_argument("--duration", type=_positive_seconds, default=8.0, metavar="S",
+    p.add_argument("--duration", type=positive_seconds, default=8.0, metavar="S",
                    help="seconds to run (default 8; e.g. --duration 1 for a quick check)")
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("local", help="run a topology in this process")
     p.add_argument("target", help="path/to/file.py:attr or package.module:attr")
-    p.add_argument("--duration", type=_positive_seconds, default=None, metavar="S",
+    p.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                    help="seconds to run (default: until Ctrl-C)")
     p.add_argument("--name", default=None, help="topology name (default: the attribute)")
     p.set_defaults(func=_cmd_local)
@@ -195,6 +186,11 @@ def _config_warnings_once() -> None:
     config_log.addFilter(_ConfigWarningsOnce())
 
 
+#: commands that run until stopped, whose log is their output
+_LONG_RUNNING = frozenset({"nimbus", "supervisor", "ui", "drpc", "dev-zookeeper", "local",
+                           "demo"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # gRPC's C core logs a failed TLS handshake itself, at INFO, before squall can say it in
@@ -209,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.overrides = _all_overrides(args)
         if getattr(args, "verbose", False):
             logging.getLogger().setLevel(logging.DEBUG)
+        elif args.command not in _LONG_RUNNING:
+            # a command that asks ZooKeeper something prints its answer, or one error line,
+            # not the client's connection chatter
+            logging.getLogger("kazoo").setLevel(logging.WARNING)
         if not getattr(args, "func", None):
             parser.print_help()
             return 2

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from squall.cli.argtypes import positive_seconds
+
 RATES = ("emitted", "executed", "acked", "failed")
 
 
@@ -25,7 +27,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("monitor", help="a live view of a topology: rates, latencies, "
                                               "failures and queues per component")
     p.add_argument("name", metavar="TOPOLOGY", help="the topology's name")
-    p.add_argument("--interval", type=float, default=2.0, metavar="S",
+    p.add_argument("--interval", type=positive_seconds, default=2.0, metavar="S",
                    help="seconds between frames (and between the two samples of --once; "
                         "default 2)")
     p.add_argument("--once", action="store_true",
@@ -35,9 +37,6 @@ def register(subparsers: Any) -> None:
 
 def cmd_monitor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.nimbus_client import NimbusClient
-    from squall.errors import ConfigError
-    if not args.interval > 0:
-        raise ConfigError(f"--interval must be more than 0 seconds, got {args.interval:g}")
     client = NimbusClient(conf)
     try:
         return watch(lambda: client.topology_info(args.name), args.interval, args.once,

@@ -87,6 +87,8 @@ class DevZooKeeper:
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = int(port)
+        if not 0 <= self.port <= 65535:
+            raise StateError(f"ZooKeeper's port must be 0 (a free one) to 65535, got {port}")
         self.startup_timeout = startup_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: Any = None
@@ -119,6 +121,10 @@ class DevZooKeeper:
         for _attempt in range(3 if pick else 1):
             if pick:
                 self.port = free_port(self.host)
+            elif _in_use(self.host, self.port):
+                # else the server there would answer for this one, which exits
+                raise StateError(f"{self.hosts} is already in use (another ZooKeeper?); "
+                                 f"choose another --port")
             self._spawn(classpath)
             if self._wait_ready():
                 return self
@@ -127,8 +133,8 @@ class DevZooKeeper:
             if not (pick and bind_failed):
                 break
         raise StateError(f"ZooKeeper did not start on {self.hosts} (it exited, or did not serve "
-                         f"within {self.startup_timeout:g}s); log {self.log_file}:\n"
-                         f"{self._log_tail()}")
+                         f"within {self.startup_timeout:g}s): {self._log_reason()}; see "
+                         f"{self.log_file}")
 
     def _spawn(self, classpath: str) -> None:
         cfg = self.data_dir / "zoo.cfg"
@@ -162,6 +168,14 @@ class DevZooKeeper:
                     return True
             time.sleep(0.1)  # polling the server's readiness, bounded by the deadline
         return False
+
+    def _log_reason(self) -> str:
+        """The last line of the log that names an exception or error (else its last line)."""
+        lines = [line.strip() for line in self._log_tail(200).splitlines() if line.strip()]
+        for line in reversed(lines):
+            if "Exception" in line or "Error" in line:
+                return line[:300]
+        return lines[-1][:300] if lines else "no log"
 
     def _log_tail(self, lines: int = 20) -> str:
         try:
@@ -210,6 +224,18 @@ class DevZooKeeper:
         return f"<DevZooKeeper {self.hosts} {'running' if self.is_running() else 'stopped'}>"
 
 
+def _in_use(host: str, port: int) -> bool:
+    """Whether something listens on ``host:port`` (a socket left in TIME_WAIT does not
+    count: ZooKeeper binds over those too)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """``squall dev-zookeeper [--port N] [--dir D] [--host H]``: run in the foreground."""
     parser = argparse.ArgumentParser(prog="squall dev-zookeeper",
@@ -219,7 +245,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="data directory (kept between runs)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind")
     args = parser.parse_args(argv)
-    server = DevZooKeeper(args.dir, port=args.port, host=args.host)
+    try:
+        server = DevZooKeeper(args.dir, port=args.port, host=args.host)
+    except StateError as exc:
+        print(f"squall dev-zookeeper: {exc}", file=sys.stderr)
+        return 1
 
     def terminate(*_: Any) -> None:     # SIGTERM stops the server as Ctrl-C does
         raise KeyboardInterrupt

@@ -102,6 +102,13 @@ def _tls_hint(exc: grpc.RpcError, tls: bool) -> str:
     return ""
 
 
+class _Default:
+    """The type of ``_DEFAULT``: "the client's timeout" where None means no limit."""
+
+
+_DEFAULT = _Default()
+
+
 class NimbusClient:
     """Calls nimbus, finding the leader among ``nimbus.seeds`` (see the module docstring)."""
 
@@ -123,7 +130,13 @@ class NimbusClient:
                 self._conf, address, options=[("grpc.max_receive_message_length", 64 << 20)])
         return pb_grpc.NimbusStub(channel)
 
-    def _call(self, invoke: Callable[[pb_grpc.NimbusStub, float], Any]) -> Any:
+    def _call(self, invoke: Callable[[pb_grpc.NimbusStub, float | None], Any],
+              timeout: float | None | _Default = _DEFAULT, change: str = "") -> Any:
+        """Call the leader (``timeout`` s; the client's by default, None: no limit).
+        ``change`` names what a call that changes state does ("the submit"): when the leader
+        does not answer in time it may have done it, so no other seed is tried and the error
+        says so."""
+        wait = self.timeout if isinstance(timeout, _Default) else timeout
         order = list(self.addresses)
         if self._preferred in order:
             order.remove(self._preferred)  # type: ignore[arg-type]
@@ -136,9 +149,13 @@ class NimbusClient:
                 continue
             tried.append(address)
             try:
-                result = invoke(self._stub(address), self.timeout)
+                result = invoke(self._stub(address), wait)
             except grpc.RpcError as exc:
                 code = exc.code()  # type: ignore[attr-defined]
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED and change:
+                    raise NimbusUnavailableError(
+                        f"nimbus at {address} did not answer within {wait:g} s; {change} may "
+                        f"have gone through: see `squall list`") from None
                 if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     problems.append(f"{address}: {code.name.lower()}{_tls_hint(exc, self._tls)}")
                     continue
@@ -167,26 +184,43 @@ class NimbusClient:
             for i in range(0, len(code_zip), CHUNK_BYTES):
                 yield pb.SubmitChunk(data=code_zip[i:i + CHUNK_BYTES])
 
-        reply = self._call(lambda s, t: s.SubmitTopology(chunks(), timeout=t))
+        reply = self._call(lambda s, t: s.SubmitTopology(chunks(), timeout=t),
+                           self._submit_timeout(conf), "the submit")
         return str(reply.topology_id)
+
+    def _submit_timeout(self, conf: Mapping[str, Any]) -> float | None:
+        """How long a submit may take: nimbus loads the package in a subprocess (up to
+        ``validate.TIMEOUT_SECS``) and then, with ``topology.min.replication.count`` above
+        1, waits for other nimbuses to hold it (``topology.max.replication.wait.time.sec``;
+        -1: no limit, so neither has the submit)."""
+        from squall.daemon.validate import TIMEOUT_SECS
+        merged = {**self._conf, **conf}
+        wait = 0.0
+        if int(merged.get("topology.min.replication.count") or 1) > 1:
+            wait = float(merged.get("topology.max.replication.wait.time.sec") or 0)
+            if wait < 0:
+                return None
+        return self.timeout + TIMEOUT_SECS + wait
 
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
         req = pb.KillRequest(name=name, has_wait=wait_secs is not None,
                              wait_secs=float(wait_secs or 0))
-        self._call(lambda s, t: s.KillTopology(req, timeout=t))
+        self._call(lambda s, t: s.KillTopology(req, timeout=t), change="the kill")
 
     def activate(self, name: str) -> None:
-        self._call(lambda s, t: s.Activate(pb.NameRequest(name=name), timeout=t))
+        self._call(lambda s, t: s.Activate(pb.NameRequest(name=name), timeout=t),
+                   change="the activation")
 
     def deactivate(self, name: str) -> None:
-        self._call(lambda s, t: s.Deactivate(pb.NameRequest(name=name), timeout=t))
+        self._call(lambda s, t: s.Deactivate(pb.NameRequest(name=name), timeout=t),
+                   change="the deactivation")
 
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: Mapping[str, int] | None = None) -> None:
         req = pb.RebalanceRequest(name=name, has_wait=wait_secs is not None,
                                   wait_secs=float(wait_secs or 0), num_workers=num_workers or 0,
                                   executors=dict(executors or {}))
-        self._call(lambda s, t: s.Rebalance(req, timeout=t))
+        self._call(lambda s, t: s.Rebalance(req, timeout=t), change="the rebalance")
 
     def set_log_levels(self, name: str, levels: Mapping[str, str], timeout_secs: float = 0
                        ) -> None:
@@ -194,7 +228,7 @@ class NimbusClient:
         reverted after ``timeout_secs`` (0: never). ConfigError for a bad level."""
         req = pb.LogLevelsRequest(name=name, levels=dict(levels),
                                   timeout_secs=float(timeout_secs))
-        self._call(lambda s, t: s.SetLogLevels(req, timeout=t))
+        self._call(lambda s, t: s.SetLogLevels(req, timeout=t), change="the change")
 
     def debug(self, name: str, component: str | None, enable: bool,
               sampling_pct: float = 100.0) -> None:
@@ -202,7 +236,7 @@ class NimbusClient:
         the events logs of the topology's workers."""
         req = pb.DebugRequest(name=name, component=component or "", enable=enable,
                               sampling_pct=float(sampling_pct))
-        self._call(lambda s, t: s.Debug(req, timeout=t))
+        self._call(lambda s, t: s.Debug(req, timeout=t), change="the change")
 
     def cluster_info(self) -> pb.ClusterInfo:
         return self._call(lambda s, t: s.GetClusterInfo(pb.Empty(), timeout=t))

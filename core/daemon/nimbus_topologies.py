@@ -106,9 +106,13 @@ class TopologyLifecycle:
                 if self._replication is not None:
                     self._replicating.add(tid)
                 workers = int(merged.get("topology.workers") or 1)
+                wanted = int(merged.get("topology.min.replication.count") or 1)
+                waiting = (f"waiting for its package to reach {wanted} nimbuses "
+                           f"(topology.min.replication.count)"
+                           if self._replication is not None and wanted > 1 else "")
                 self._state.set_storm(tid, {
                     "name": name, "launch_time": int(time.time()), "status": "active",
-                    "status_reason": "", "num_workers": workers, "owner": owner,
+                    "status_reason": waiting, "num_workers": workers, "owner": owner,
                     "component_executors": {c: s.parallelism
                                             for c, s in sorted(full.components.items())}})
         if self._replication is not None:
@@ -117,6 +121,14 @@ class TopologyLifecycle:
             finally:
                 self._replicating.discard(tid)
             log.info("the package of %s is on %d nimbus(es)", tid, holders)
+            with self._lock:
+                base = self._state.get_storm(tid)
+                if base is None or base.get("status") == "killed":
+                    # killed while its package replicated: it was never scheduled
+                    log.info("topology %s was killed before its package replicated", tid)
+                    return tid
+                if waiting:
+                    self._state.update_storm(tid, status_reason="")
         from squall.plugin_manager import notify
         notify("squall_topology_submitted", name=name, topology_id=tid, conf=merged)
         log.info("submitted topology %s", tid)

@@ -21,7 +21,11 @@
   such a dir, it exits with one line.
 - After its own restart it adopts the workers it left (process alive, heartbeat fresh, same
   assignment) and kills the others. Stopping the supervisor leaves its workers running (as
-  Storm does); :meth:`Supervisor.kill_workers` stops them.
+  Storm does); :meth:`Supervisor.kill_workers` stops them. A stop (SIGTERM) closes its
+  ZooKeeper session, so its ``/supervisors`` node goes at once and nimbus moves its executors
+  to other supervisors (the workers left then exit: their executors were reassigned); only a
+  supervisor that died (``kill -9``, a crash) and is back within the ZooKeeper session timeout
+  finds its workers still assigned and adopts them.
 
 Threads: one monitor thread does all syncing (workers are only touched there); one heartbeat
 thread refreshes the registration. ``start``/``stop`` from the caller's thread.

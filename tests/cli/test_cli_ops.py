@@ -164,9 +164,17 @@ def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None
     from squall.daemon.ports import free_port
     nowhere = ["-c", f"nimbus.seeds=[127.0.0.1:{free_port()}]"]
     for args, message in (
-            (["monitor", "wc", "--interval", "0"], "--interval must be more than 0"),
+            (["monitor", "wc", "--interval", "0"],
+             "argument --interval: must be more than 0 seconds"),
             (["set-log-level", "wc", "squall.worker"], "expected LOGGER=LEVEL"),
-            (["set-log-level", "wc", "x=DEBUG", "--timeout", "-1"], "--timeout must be"),
+            (["set-log-level", "wc", "x=DEBUG", "--timeout", "-1"],
+             "argument --timeout: must be 0 seconds or more"),
+            # a negative wait was taken for "at once"; a negative tail for an offset, 0 for all
+            (["kill", "wc", "--wait", "-30"], "argument --wait: must be 0 seconds or more"),
+            (["rebalance", "wc", "--wait", "nan"], "argument --wait: expected a number"),
+            (["logs", "wc", "--tail", "-100"], "argument --tail: must be 0 bytes or more"),
+            (["dev-zookeeper", "--port", "99999"], "argument --port: must be a port from 0"),
+            (["ui", "--port", "-1"], "argument --port: must be a port from 0"),
             (["debug", "wc"], "one of the arguments --enable --disable --show is required"),
             (["monitor", "wc", "--once"], "no nimbus leader answered")):
         done = run(*nowhere, *args, cwd=tmp_path)

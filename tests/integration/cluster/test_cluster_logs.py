@@ -112,8 +112,9 @@ def test_logs_rotation_follow_levels_and_cleanup(squall_cluster):
 
     bad = c.squall("set-log-level", "chatty", "chatty=LOUD", check=False)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "LOUD" in bad.stderr
-    missing = c.squall("logs", "nosuch", check=False)
+    missing = c.squall("logs", "nosuch", check=False)        # one line: no ZooKeeper chatter
     assert missing.returncode == 2 and "nosuch" in missing.stderr
+    assert missing.stderr.count("\n") == 1, missing.stderr
 
     # squall debug: a share of the ticker's emits into the events log, shown via logviewer
     done = c.squall("debug", "chatty", "ticker", "--enable", "--sampling", "50")

@@ -236,3 +236,54 @@ def test_request_stop_makes_wait_return(tmp_path):
     nimbus.request_stop()
     nimbus.wait()                                 # returns: nothing was started
     nimbus.stop()
+
+
+class HeldReplication:
+    """A Replication whose wait for other nimbuses lasts until the test releases it."""
+
+    def __init__(self) -> None:
+        self.waiting, self.release = threading.Event(), threading.Event()
+
+    def wait_for(self, topology_id: str, conf: Any) -> int:
+        self.waiting.set()
+        self.release.wait(10)
+        return 1
+
+
+def test_a_submit_waiting_for_replication_says_so_and_one_killed_meanwhile_is_not_announced(
+        tmp_path, monkeypatch, caplog):
+    from squall.daemon import validate
+    monkeypatch.setattr(validate, "check_in_subprocess", lambda directory: None)
+    conf = {"squall.state": "memory", "squall.scheduler": "even",
+            "storm.local.dir": str(tmp_path)}
+    store = drivers.driver("state", conf)
+    store.start()
+    state = ClusterState(store, conf)
+    state.setup()
+    code = CodeStore(tmp_path / "nimbus", conf)
+    code.prepare()
+    election = FakeElection(leader="n1:6627", leading=True)
+    scheduling = Scheduling(conf, state, drivers.driver("scheduler", conf), code)
+    replication = HeldReplication()
+    lifecycle = TopologyLifecycle(conf, state, code, scheduling,
+                                  Leadership(election, "n1:6627").require, lambda: None,
+                                  replication)  # type: ignore[arg-type]
+    announced: list[str] = []
+    monkeypatch.setattr("squall.plugin_manager.notify",
+                        lambda hook, **kw: announced.append(kw.get("topology_id", "")))
+    caplog.set_level("INFO", logger="squall.daemon.nimbus_topologies")
+    done: list[str] = []
+    submit = threading.Thread(target=lambda: done.append(lifecycle.submit(
+        "wc", {"topology.min.replication.count": 2}, _topology_json(), _zip())))
+    submit.start()
+    try:
+        assert replication.waiting.wait(10)
+        (tid,) = state.topology_ids()
+        assert state.get_storm(tid)["status_reason"] == (
+            "waiting for its package to reach 2 nimbuses (topology.min.replication.count)")
+        lifecycle.kill("wc", 0)
+    finally:
+        replication.release.set()
+        submit.join(10)
+    assert done == [tid] and announced == []
+    assert "was killed before its package replicated" in caplog.text

@@ -1,0 +1,55 @@
+"""Argument types of squall's commands: a value out of range is argparse's one usage line
+(``squall kill: error: argument --wait: ...``), not a surprise later."""
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["byte_count", "port_number", "positive_seconds", "seconds"]
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value != value:          # NaN
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """More than 0 seconds."""
+    value = _number(text, "a number of seconds")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """0 seconds or more."""
+    value = _number(text, "a number of seconds")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 seconds or more, got {text!r}")
+    return value
+
+
+def byte_count(text: str) -> int:
+    """A whole number of bytes, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 bytes or more, got {text!r}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0 (a free one, where the command takes that) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {text!r}")
+    return value
