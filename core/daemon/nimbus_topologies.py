@@ -100,6 +100,13 @@ class TopologyLifecycle:
                 self._require_leader()
                 if self._state.find_topology_id(name) is not None:
                     raise AlreadyAliveError(f"topology {name!r} is already running")
+                dying = [base for base in self._state.storms().values()
+                         if base.get("name") == name]
+                if dying:       # killed, in its kill wait (as Storm, one name at a time)
+                    left = max(0.0, float(dying[0].get("kill_time") or 0) - time.time())
+                    raise AlreadyAliveError(
+                        f"topology {name!r} is being killed ({left:.0f} s of its kill wait "
+                        f"left); submit it again once it is gone")
                 counter = self._code.next_counter(self._state.topology_ids())
                 tid = f"{name}-{counter}-{int(time.time())}"
                 self._code.install(staged, tid)

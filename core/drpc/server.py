@@ -71,7 +71,7 @@ class DRPCServer:
     def __init__(self, conf: Mapping[str, Any]) -> None:
         self.conf = dict(conf)
         self.book = RequestBook(float(self.conf.get("drpc.request.timeout.secs") or 600))
-        self.host = str(self.conf.get("drpc.host") or "0.0.0.0")
+        self.host = str(self.conf.get("drpc.host") or "127.0.0.1")
         self.port = int(self.conf.get("drpc.port") or 0)
         self.http_port = int(self.conf.get("drpc.http.port") or 0)
         self._grpc: Any = None
@@ -193,8 +193,8 @@ class DRPCServer:
                              daemon=True)
         t.start()
         self._threads.append(t)
-        log.info("DRPC server on %s: gRPC port %d, HTTP port %d", self._advertised(),
-                 self.port, self.http_port)
+        log.info("DRPC server listening on %s (reachable as %s): gRPC port %d, HTTP port %d",
+                 self.host, self._advertised(), self.port, self.http_port)
         return self
 
     def _advertised(self) -> str:

@@ -40,6 +40,21 @@ def server() -> Iterator[DRPCServer]:
     s.stop()
 
 
+def test_a_drpc_server_listens_on_loopback_by_default() -> None:
+    """Like nimbus and the UI: 0.0.0.0 only when drpc.host says so."""
+    import socket
+    s = DRPCServer({"drpc.port": 0, "drpc.http.port": 0}).start()
+    try:
+        for port in (s.port, s.http_port):
+            with socket.socket() as probe:       # 127.0.0.2: loopback, not the address bound
+                probe.settimeout(2)
+                assert probe.connect_ex(("127.0.0.2", port)) != 0
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                pass
+    finally:
+        s.stop()
+
+
 def _get(port: int, path: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:

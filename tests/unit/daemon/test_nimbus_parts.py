@@ -287,3 +287,17 @@ def test_a_submit_waiting_for_replication_says_so_and_one_killed_meanwhile_is_no
         submit.join(10)
     assert done == [tid] and announced == []
     assert "was killed before its package replicated" in caplog.text
+
+
+def test_a_name_in_its_kill_wait_cannot_be_submitted_again(parts, monkeypatch):
+    from squall.daemon import validate
+    from squall.errors import AlreadyAliveError
+    monkeypatch.setattr(validate, "check_in_subprocess", lambda directory: None)
+    state, _, election, _, lifecycle = parts
+    election.leading = True
+    lifecycle.submit("wc", {}, _topology_json(), _zip())
+    lifecycle.kill("wc", 30)
+    with pytest.raises(AlreadyAliveError, match=r"topology 'wc' is being killed \(\d+ s of its "
+                                                r"kill wait left\); submit it again once"):
+        lifecycle.submit("wc", {}, _topology_json(), _zip())
+    assert len(state.topology_ids()) == 1
