@@ -371,6 +371,8 @@ class Scheduling:
         status = base.get("status")
         if reported is not None and reported.status == "pending":
             if status != "pending" or base.get("status_reason") != reported.reason:
+                # logged when it changes (the scheduler says it again every pass)
+                log.info("topology %s pending: %s", tid, reported.reason)
                 self._state.update_storm(tid, status="pending" if status != "inactive"
                                          else status, status_reason=reported.reason)
         elif not cluster.unassigned_executors(topology):

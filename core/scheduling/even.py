@@ -140,7 +140,7 @@ class EvenScheduler(Scheduler):
     def _pending(topology: TopologyDetails, cluster: Cluster, wanted: int) -> None:
         cluster.set_status(topology.id, "pending",
                            f"needs {wanted} more worker slots (have 0 free, need {wanted})")
-        log.info("topology %s pending: no free worker slot", topology.id)
+        log.debug("topology %s pending: no free worker slot", topology.id)
 
     @staticmethod
     def _placed(cluster: Cluster, topology_id: str) -> dict[WorkerSlot, list[ExecutorDetails]]:

@@ -181,7 +181,7 @@ class MultiDimScheduler(Scheduler):
                         cluster.assign(slot, topology.id, executors)
                     return
             cluster.set_status(topology.id, "pending", reason)
-            log.info("topology %s pending: %s", topology.id, reason)
+            log.debug("topology %s pending: %s", topology.id, reason)
             return
         pool.commit()
         for slot, executors in plan:
@@ -300,7 +300,7 @@ class MultiDimScheduler(Scheduler):
             reason = self._reason(topology, sorted(topology.executors), 0, exc.demand,
                                   list(placed), pool, view, cluster)
         cluster.set_status(topology.id, "pending", reason)
-        log.info("topology %s cannot be reshaped to %d workers: %s", topology.id,
+        log.debug("topology %s cannot be reshaped to %d workers: %s", topology.id,
                  wanted, reason)
 
     def _plan_hands(self, topology: TopologyDetails, hands: list[list[ExecutorDetails]],

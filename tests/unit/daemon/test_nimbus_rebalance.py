@@ -219,3 +219,22 @@ def test_only_executors_of_untouched_workers_keep_their_start_time(cluster):
     for key, slot in after.items():
         # a worker whose executors changed is restarted: all of its executors start again
         assert (starts[key] == early) == (slot in untouched), key
+
+
+@pytest.mark.parametrize("scheduler", ["even", "multidim"])
+def test_a_pending_topology_is_logged_when_its_reason_changes_not_every_pass(
+        scheduler: str, tmp_path: Any, caplog: Any) -> None:
+    h = Harness(scheduler, tmp_path)
+    try:
+        caplog.set_level("DEBUG")
+        for _ in range(3):                      # no supervisor: pending, pass after pass
+            h.schedule()
+        assert h.storm()["status"] == "pending"
+        said = [r for r in caplog.records if r.levelname == "INFO"
+                and r.getMessage().startswith(f"topology {TID} pending")]
+        assert len(said) == 1, [r.getMessage() for r in said]
+        h.supervisor("s1")
+        h.schedule()
+        assert h.storm()["status"] == "active"
+    finally:
+        h.store.close()
