@@ -94,8 +94,9 @@ def decode_metrics(values: Sequence[Any]) -> tuple[TaskInfo, list[DataPoint]]:
 class MetricsConsumerBolt(Bolt):
     """Runs one :class:`squall.MetricsConsumer` as a bolt (system component ``__metrics_*``).
 
-    All methods run on the task's executor thread. ``initialize`` loads the consumer named in
-    ``conf["squall.metrics.consumer"]`` and calls its ``prepare``; failures there (unknown
+    All methods run on the task's own thread (``dedicated_thread``). ``initialize`` loads
+    the consumer named in ``conf["squall.metrics.consumer"]`` and calls its ``prepare``;
+    failures there (unknown
     name: PluginNotFoundError, missing extra: PluginLoadError, bad argument: ConfigError)
     propagate, as for any component. An exception from ``handle`` or a malformed tuple is
     reported with ``report_error`` and the task goes on; the tuple is acked either way.
@@ -103,6 +104,9 @@ class MetricsConsumerBolt(Bolt):
 
     outputs = ()
     consumer: MetricsConsumer | None = None
+    #: a consumer writes where it reports (files, a database, an HTTP endpoint): on a thread of
+    #: its own, a slow one delays only its own data points, not the executors of its worker
+    dedicated_thread = True
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         spec = conf.get(CONSUMER_KEY)

@@ -19,7 +19,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -176,6 +176,7 @@ class MetricsEndpoint:
         self.host = host
         self.requested_port = port
         self._text = render([])
+        self._make: Callable[[], str] | None = None
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -188,9 +189,16 @@ class MetricsEndpoint:
         with self._lock:
             self._text = text
 
+    def render_with(self, make: Callable[[], str]) -> None:
+        """Serve what ``make()`` returns at each scrape instead of :meth:`update`'s text:
+        for a source that changes more often than it is read."""
+        with self._lock:
+            self._make = make
+
     def _current(self) -> str:
         with self._lock:
-            return self._text
+            make, text = self._make, self._text
+        return make() if make is not None else text
 
     def start(self) -> None:
         self._server = _Server((self.host, self.requested_port), self._current)

@@ -9,6 +9,7 @@ thread; no locks.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from squall.errors import TopologyError
@@ -67,11 +68,20 @@ class MetricRegistry:
         """The distinct reporting intervals, in seconds (a timer per size)."""
         return sorted(self._buckets)
 
-    def collect(self, bucket_secs: int) -> list[DataPoint]:
-        """Read and reset every metric of that interval; ``None`` values are left out."""
+    def collect(self, bucket_secs: int,
+                failed: Callable[[str, Exception], None] | None = None) -> list[DataPoint]:
+        """Read and reset every metric of that interval; ``None`` values are left out, and so
+        is a metric whose ``get_value_and_reset`` raises (``failed(name, exc)`` is told; the
+        others are read all the same)."""
         points = []
         for name, metric in self._buckets.get(bucket_secs, {}).items():
-            value = metric.get_value_and_reset()
+            try:
+                value = metric.get_value_and_reset()
+            except Exception as exc:
+                if failed is None:
+                    raise
+                failed(name, exc)
+                continue
             if value is not None:
                 points.append(DataPoint(name, value))
         return points

@@ -197,7 +197,8 @@ class Loop:
                     wake.clear()
         except BaseException:
             log.exception("worker %s: loop died", self.name)
-            self.alive = False
+            # no loop runs calls any more: they run on their caller's thread, not wait
+            self.running = self.alive = False
         finally:
             for thread in self.threads:     # what the components' threads handed over by now
                 thread.apply()

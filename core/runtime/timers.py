@@ -32,7 +32,9 @@ class Timers:
     def __init__(self, *, conf: dict[str, Any], topology: Topology, executors: list[Executor],
                  sources: Sources, load: LoadTracker,
                  deliver: Callable[[int, Tuple], None], capacity: int,
-                 identity: Callable[[], dict[str, Any]]) -> None:
+                 identity: Callable[[], dict[str, Any]],
+                 report: Callable[[TaskState, str], None],
+                 check: Callable[[Any], Any]) -> None:
         self.conf = conf
         self.topology = topology
         self.executors = executors
@@ -43,6 +45,10 @@ class Timers:
         self.capacity = capacity
         #: the worker's part of a data point's task info (topology, host, port)
         self.identity = identity
+        #: reports a task's error (a user metric that raised or gave a value no consumer
+        #: can receive), and checks a value can travel (the serializer's ``dumps``)
+        self.report = report
+        self.check = check
         self.max_age = float(conf.get("topology.message.timeout.secs") or 30)
         self.bucket = int(conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
         self.next_fold = 0.0
@@ -120,8 +126,29 @@ class Timers:
                         ex.thread.call(ts, self._collect_on_thread,   # type: ignore[attr-defined]
                                        ex, ts, registry, size, info, points)
                         continue
-                    points.extend([p.name, p.value] for p in registry.collect(size))
+                    problems: list[str] = []
+                    points.extend(self._user_points(ts, registry, size, problems))
+                    for problem in problems:
+                        self.report(ts, problem)
                 self.deliver_points(ts, info, points)
+
+    def _user_points(self, ts: TaskState, registry: MetricRegistry, size: int,
+                     problems: list[str]) -> list[list[Any]]:
+        """A task's user metrics of one bucket size as data points. A metric that raises, or
+        whose value the serializer refuses, is left out and said in ``problems``: the rest
+        of the task's points (its built-in ones too) still go."""
+        where = f"{ts.component_id} task {ts.task}"
+        points = []
+        for p in registry.collect(size, lambda name, exc: problems.append(
+                f"metric {name!r} of {where}: get_value_and_reset raised {exc!r}")):
+            try:
+                self.check(p.value)
+            except Exception as exc:
+                problems.append(f"metric {p.name!r} of {where}: its value cannot be sent to a "
+                                f"metrics consumer: {exc}")
+                continue
+            points.append([p.name, p.value])
+        return points
 
     def _builtin_points(self, ts: TaskState) -> list[list[Any]]:
         counts = ts.counters()
@@ -142,9 +169,16 @@ class Timers:
     def _collect_on_thread(self, ex: Any, ts: TaskState, registry: MetricRegistry, size: int,
                            info: dict[str, Any], points: list[list[Any]]) -> None:
         """On a component's own thread: its user metrics' data points join ``points``,
-        which the loop then delivers."""
-        points.extend([p.name, p.value] for p in registry.collect(size))
-        ex.thread.put(ts, self.deliver_points, (ts, info, points))
+        which the loop then delivers (and reports what went wrong)."""
+        problems: list[str] = []
+        points.extend(self._user_points(ts, registry, size, problems))
+        ex.thread.put(ts, self._deliver_reporting, (ts, info, points, problems))
+
+    def _deliver_reporting(self, ts: TaskState, info: dict[str, Any],
+                           points: list[list[Any]], problems: list[str]) -> None:
+        for problem in problems:
+            self.report(ts, problem)
+        self.deliver_points(ts, info, points)
 
     def deliver_points(self, ts: TaskState, info: dict[str, Any],
                        points: list[list[Any]]) -> None:

@@ -158,7 +158,8 @@ class Worker:
         self.load.refresh({})
         self.timers = Timers(conf=self.conf, topology=topo, executors=self.executors,
                              sources=self.sources, load=self.load, deliver=self._deliver,
-                             capacity=self.flow.high, identity=self._identity)
+                             capacity=self.flow.high, identity=self._identity,
+                             report=self.report_error, check=self.serializer.dumps)
         # emits are sampled into the events log only where debugging is on (event_log)
         self.events = EventSampler(self.tasks)
         if self.conf.get("topology.debug"):

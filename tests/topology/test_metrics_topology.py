@@ -310,3 +310,89 @@ def test_stats_windows_in_topology_info_have_exact_counts(cluster: LocalCluster)
         # percentiles from the latency histograms (a spout samples one completion in 16)
         assert 0 < spout["complete_latency_p50_ms"] <= spout["complete_latency_p99_ms"]
         assert 0 < sink["execute_latency_p50_ms"] <= sink["execute_latency_p99_ms"]
+
+
+# -- user metrics that fail ----------------------------------------------------------------------
+class Broken:
+    """A user metric whose read raises, or whose value no serializer carries."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def get_value_and_reset(self) -> Any:
+        if self.how == "raises":
+            raise RuntimeError("metric broke")
+        return object()
+
+
+class BadlyMeasured(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.seen = context.register_metric("seen", CountMetric())
+        context.register_metric("broken", Broken(conf["app.how"]))
+
+    def process(self, tup: Any) -> None:
+        self.seen.incr()
+
+
+@pytest.mark.parametrize("how, threaded", [("raises", False), ("raises", True),
+                                           ("junk", False), ("junk", True)])
+def test_a_broken_user_metric_is_reported_and_the_rest_still_reported(
+        how: str, threaded: bool) -> None:
+    """The worker lives on (a raising metric killed its loop, again after every restart);
+    the task's other points, its built-in ones included, reach a consumer in another worker
+    (one value the serializer refused lost them all)."""
+    n = 300
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": n})
+    b.set_bolt("measured", BadlyMeasured, 2, config={
+        "app.how": how, "topology.executor.dedicated.thread": threaded}
+        ).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("broken", conf(**{"topology.workers": 2}), b.create_topology())
+        wait_until(lambda: Recording.total("measured", "seen") == n
+                   and Recording.total("measured", "__execute-count") == n, timeout=20,
+                   message=lambda: f"seen {Recording.total('measured', 'seen')}, executed "
+                                   f"{Recording.total('measured', '__execute-count')}")
+        info = cluster.get_topology_info("broken")
+        errors = " ".join(e["error"] for e in info["errors"].get("measured", []))
+        said = "get_value_and_reset raised RuntimeError" if how == "raises" else \
+            "its value cannot be sent to a metrics consumer"
+        assert "metric 'broken' of measured task" in errors and said in errors, errors
+        assert cluster.workers("broken") and all(w.is_alive() for w in cluster.workers("broken"))
+        assert cluster.get_topology_info("broken")["components"]["numbers"]["acked"] == n
+
+
+class Stuck(MetricsConsumer):
+    """A consumer whose ``handle`` blocks until the test lets it go."""
+
+    entered = threading.Event()
+    release = threading.Event()
+
+    def handle(self, task_info: TaskInfo, data_points: list[DataPoint]) -> None:
+        Stuck.entered.set()
+        Stuck.release.wait(30)
+
+
+def test_a_consumer_blocked_in_handle_does_not_hold_up_its_worker(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real_load = drivers.load
+    monkeypatch.setattr(drivers, "check", lambda group, name: None)
+    monkeypatch.setattr(drivers, "load", lambda group, name: Stuck if (
+        group, name) == ("squall.metrics_consumers", "stuck") else real_load(group, name))
+    Stuck.entered.clear()
+    Stuck.release.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("sink", Sink).shuffle_grouping("numbers")
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("stuck", {"topology.metrics.consumer.register": ["stuck"],
+                                              "topology.builtin.metrics.bucket.size.secs": 1},
+                                    b.create_topology())
+            assert Stuck.entered.wait(20)
+            acked = cluster.get_topology_info("stuck")["components"]["numbers"]["acked"]
+            wait_until(lambda: cluster.get_topology_info("stuck")["components"]["numbers"][
+                "acked"] > acked + 500, timeout=15, message="the worker waited on the consumer")
+            Stuck.release.set()
+    finally:
+        Stuck.release.set()

@@ -97,6 +97,58 @@ def test_prometheus_consumer_is_registered_and_serves_data_points() -> None:
     assert "note" not in text and text.endswith("# EOF\n")
 
 
+def _scrape(consumer: PrometheusMetricsConsumer) -> str:
+    assert consumer.endpoint is not None
+    with urllib.request.urlopen(f"http://127.0.0.1:{consumer.endpoint.port}/metrics",
+                                timeout=10) as r:
+        return r.read().decode()
+
+
+@pytest.mark.parametrize("user_first", [False, True])
+def test_prometheus_keeps_squalls_series_apart_from_a_user_metric_named_alike(
+        user_first: bool, caplog: pytest.LogCaptureFixture) -> None:
+    consumer = PrometheusMetricsConsumer()
+    consumer.prepare({}, {"port": 0, "host": "127.0.0.1"}, None)
+    info = TaskInfo("wc-1-1", "split", 3, "h1", 6700, 1700000000.0, 60.0)
+    ours, theirs = DataPoint("__emit-count", 5000), DataPoint("emit-count", 7)
+    try:
+        for _ in range(2):
+            consumer.handle(info, [theirs, ours] if user_first else [ours, theirs])
+            consumer.handle(info, [DataPoint("req_count", 1), DataPoint("req.count", 2)])
+        text = _scrape(consumer)
+    finally:
+        consumer.cleanup()
+    labels = 'component="split",host="h1",port="6700",task="3",topology="wc-1-1"'
+    assert f"squall_emit_count{{{labels}}} 5000" in text
+    assert f"squall_user_emit_count{{{labels}}} 7" in text
+    assert f"squall_req_count{{{labels}}} 1" in text      # the later one is left out, said once
+    said = [r.getMessage() for r in caplog.records if "both read as" in r.getMessage()]
+    assert said == ["prometheus consumer: metrics 'req_count' and 'req.count' both read as "
+                    "squall_req_count; 'req.count' is left out (rename one)"]
+
+
+def test_prometheus_renders_at_each_scrape_not_at_each_handle() -> None:
+    consumer = PrometheusMetricsConsumer()
+    consumer.prepare({}, {"port": 0, "host": "127.0.0.1"}, None)
+    renders = 0
+    real = consumer._render
+
+    def counted() -> str:
+        nonlocal renders
+        renders += 1
+        return real()
+    assert consumer.endpoint is not None
+    consumer.endpoint.render_with(counted)
+    try:
+        for task in range(200):         # one bucket of 200 tasks
+            consumer.handle(TaskInfo("t", "c", task, "h", 1, 0.0, 60.0),
+                            [DataPoint("__emit-count", task)])
+        assert renders == 0
+        assert 'task="199"' in _scrape(consumer) and renders == 1
+    finally:
+        consumer.cleanup()
+
+
 @pytest.mark.parametrize("argument", [{"port": "x"}, {"port": 70000}, {"nope": 1}, [1]])
 def test_prometheus_consumer_rejects_bad_arguments(argument: object) -> None:
     with pytest.raises(ConfigError, match="prometheus"):
