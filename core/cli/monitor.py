@@ -1,13 +1,13 @@
 """``squall monitor TOPOLOGY``: a live terminal view of a running topology.
 
 Every ``--interval`` seconds it asks nimbus for the topology's info and shows one line per
-component in flow order (sources first): its executors and tasks, the rates of the last
-interval (emitted, executed, acked and failed tuples per second, from the counters' growth),
-its latency (bolts: mean execute latency; spouts: mean complete latency, ms, since start), the
+component in flow order (sources first): its executors and tasks, its rates (emitted,
+executed, acked and failed tuples per second: each executor's counters between its worker's
+last two reports, see :class:`Rates`), its latency (bolts: mean execute latency; spouts: mean complete latency, ms, since start), the
 failed tuples in all, the tuples waiting in its queues and, for spouts, the tuples pending (in
 flight, not yet acked or failed); then the newest error of each component that reported one.
-On a terminal each frame replaces the last; ``--once`` prints a single frame (two samples an
-interval apart) and exits.
+On a terminal each frame replaces the last; ``--once`` prints a single frame, once every
+worker reported twice, and exits.
 """
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ def register(subparsers: Any) -> None:
                                               "failures and queues per component")
     p.add_argument("name", metavar="TOPOLOGY", help="the topology's name")
     p.add_argument("--interval", type=positive_seconds, default=2.0, metavar="S",
-                   help="seconds between frames (and between the two samples of --once; "
-                        "default 2)")
+                   help="seconds between frames (default 2)")
     p.add_argument("--once", action="store_true",
                    help="print one frame and exit (for scripts and tests)")
     p.set_defaults(func=cluster_command(cmd_monitor))
@@ -45,39 +44,83 @@ def cmd_monitor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
         client.close()
 
 
+class Rates:
+    """Each component's rates from successive topology infos. Workers report their counters
+    on their own period (``task.heartbeat.frequency.secs``), not when the monitor reads: an
+    executor's rate is the change of its counters between its worker's last two reports,
+    over the time between them (their ``time_secs``), and stays until the next report. So a
+    frame read between two reports shows the last rates, not zero, and the next one not
+    twice the rate."""
+
+    def __init__(self) -> None:
+        #: (worker, executor) -> (report time, counters, rates since the report before)
+        self._last: dict[tuple[Any, Any], tuple[float, tuple[int, ...], tuple[float, ...] | None]] = {}
+
+    def update(self, info: dict[str, Any], read_at: float) -> tuple[dict[str, list[float]], bool]:
+        """Take one info (read at ``read_at``, the clock used where a worker's report time is
+        unknown); returns component -> rates (in :data:`RATES` order) and whether every
+        executor has rates (each one's worker reported twice)."""
+        times = {w.get("worker"): float(w.get("time_secs") or 0)
+                 for w in info.get("workers") or []}
+        out: dict[str, list[float]] = {}
+        complete = True
+        for ex in info.get("executors") or []:
+            key = (ex.get("worker"), ex.get("executor"))
+            at = times.get(ex.get("worker")) or read_at
+            counts = tuple(int(ex.get(k) or 0) for k in RATES)
+            prev = self._last.get(key)
+            if prev is None or at > prev[0]:
+                rates = (None if prev is None else
+                         tuple(max(0, c - p) / (at - prev[0]) for c, p in zip(counts, prev[1])))
+                self._last[key] = (at, counts, rates)
+            else:
+                rates = prev[2]             # no new report: its last rates stand
+            if rates is None:
+                complete = False
+                continue
+            acc = out.setdefault(str(ex.get("component")), [0.0] * len(RATES))
+            for i, r in enumerate(rates):
+                acc[i] += r
+        return out, complete
+
+
 def watch(read: Callable[[], dict[str, Any]], interval: float, once: bool,
-          clear: bool) -> int:
-    """Print frames of ``read()`` until Ctrl-C (one frame with ``once``)."""
-    before, t0 = read(), time.monotonic()
+          clear: bool, patience: float = 30.0) -> int:
+    """Print frames of ``read()`` until Ctrl-C. With ``once``, one frame, as soon as every
+    worker reported twice (or after ``patience`` seconds, with what is known)."""
+    rates = Rates()
+    rates.update(read(), time.monotonic())
+    started = time.monotonic()
     try:
         while True:
-            time.sleep(interval)     # the sampling period, not synchronization
-            now, t1 = read(), time.monotonic()
-            text = frame(before, now, t1 - t0)
+            time.sleep(min(interval, 1.0) if once else interval)   # the sampling period
+            now = read()
+            by_component, complete = rates.update(now, time.monotonic())
+            if once and not complete and time.monotonic() - started < patience:
+                continue
+            text = frame(now, by_component)
             sys.stdout.write(("\x1b[H\x1b[2J" if clear else "") + text
                              + ("" if clear or once else "\n"))
             sys.stdout.flush()
             if once:
                 return 0
-            before, t0 = now, t1
     except KeyboardInterrupt:
         return 0
 
 
-def frame(before: dict[str, Any], now: dict[str, Any], elapsed: float) -> str:
-    """One frame: the header, the component table, the newest errors."""
+def frame(now: dict[str, Any], rates: dict[str, list[float]]) -> str:
+    """One frame: the header, the component table (``rates``: component -> rates in
+    :data:`RATES` order, from :class:`Rates`), the newest errors."""
     comps = now.get("components") or {}
-    old = before.get("components") or {}
     order = [c for c in now.get("flow") or sorted(comps) if c in comps]
     latency = _latencies(now.get("executors") or [])
     rows = []
     for cid in order:
-        c, p = comps[cid], old.get(cid) or {}
-        rates = [max(0, int(c.get(k) or 0) - int(p.get(k) or 0)) / elapsed if elapsed > 0
-                 else 0.0 for k in RATES]
+        c = comps[cid]
         lat = latency.get(cid)
         rows.append([cid, str(c.get("kind") or ""), str(c.get("executors") or 0),
-                     str(c.get("tasks") or 0), *(f"{r:,.1f}" for r in rates),
+                     str(c.get("tasks") or 0),
+                     *(f"{r:,.1f}" for r in rates.get(cid, [0.0] * len(RATES))),
                      "-" if lat is None else f"{lat:,.3f}", f"{int(c.get('failed') or 0):,}",
                      f"{_total(now.get('executors') or [], cid, 'queued') or 0:,}",
                      _count_or_dash(_total(now.get("executors") or [], cid, "pending"))])
@@ -85,7 +128,7 @@ def frame(before: dict[str, Any], now: dict[str, Any], elapsed: float) -> str:
             "LATENCY ms", "FAILED", "QUEUED", "PENDING"]
     lines = [f"{now.get('name')} ({now.get('id')})  {now.get('status')}  "
              f"workers {now.get('num_workers')}  uptime {int(now.get('uptime_secs') or 0)}s  "
-             f"rates over the last {elapsed:.1f}s", ""]
+             f"rates between each worker's last two reports", ""]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for row in [head, *rows]:
         lines.append("  ".join(v.ljust(w) if i < 2 else v.rjust(w)

@@ -162,6 +162,8 @@ class NimbusReads:
                                 "host": (assignment.get("node_host") or {}).get(node, ""),
                                 "logviewer_port": logviewers.get(node),
                                 "uptime_secs": beat.get("uptime_secs", 0),
+                                # when the worker took the counters of this beat (its clock)
+                                "time_secs": float(beat.get("time_secs") or 0),
                                 **(beat.get("worker") or {})})
         for key, (node, port) in sorted(enp.items()):
             beat = beats.get(beat_key(str(node), int(port))) or {}

@@ -207,7 +207,16 @@ def _executors_of(info: Mapping[str, Any], comp: str) -> list[Mapping[str, Any]]
 
 
 def _user_components(info: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    return {c: s for c, s in (info.get("components") or {}).items() if not c.startswith("__")}
+    """The user's components with their stats; one no worker reported yet (the topology
+    just started, or is being rebalanced) is listed from the graph with zero counts."""
+    comps: dict[str, Mapping[str, Any]] = {
+        c: s for c, s in (info.get("components") or {}).items() if not c.startswith("__")}
+    for node in info.get("graph") or ():
+        cid = str(node.get("id"))
+        if cid not in comps:
+            comps[cid] = {"kind": node.get("kind", ""), "executors": node.get("executors", 0),
+                          "tasks": node.get("tasks", 0), **dict.fromkeys(_COUNTS, 0)}
+    return comps
 
 
 def _topology_stats(info: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -121,16 +121,19 @@ def test_uptime_text() -> None:
 def test_flow_order_and_the_monitor_frame() -> None:
     import doctest
 
-    from squall.cli.monitor import frame
+    from squall.cli.monitor import Rates, frame
     from squall.daemon import topology_flow
     assert doctest.testmod(topology_flow).failed == 0
     # a cycle does not hang it; a component after everything feeding it
     assert topology_flow.flow_order({"a": [], "b": ["a", "c"], "c": ["b"], "d": ["c"]}) == [
         "a", "b", "c", "d"]
 
-    def info(emitted: int, executed: int, failed: int) -> dict:
+    def info(emitted: int, executed: int, failed: int, at: float) -> dict:
+        """Two workers; the first reports at ``at``, the second only at 100."""
         return {"name": "wc", "id": "wc-1-1", "status": "active", "num_workers": 2,
                 "uptime_secs": 30, "flow": ["sentences", "split", "count", "__acker"],
+                "workers": [{"worker": "s1:1", "time_secs": at},
+                            {"worker": "s1:2", "time_secs": 100.0}],
                 "components": {
                     "count": {"kind": "bolt", "executors": 2, "tasks": 4, "emitted": 0,
                               "executed": executed, "acked": executed, "failed": failed},
@@ -141,23 +144,37 @@ def test_flow_order_and_the_monitor_frame() -> None:
                                   "emitted": emitted // 5, "executed": 0,
                                   "acked": emitted // 5, "failed": 0}},
                 "executors": [
-                    {"component": "count", "kind": "bolt", "executed": 100,
-                     "execute_latency_ms": 2.0, "queued": 3},
-                    {"component": "count", "kind": "bolt", "executed": 300,
-                     "execute_latency_ms": 1.0, "queued": 4},
+                    {"component": "count", "kind": "bolt", "executed": executed // 5,
+                     "execute_latency_ms": 2.0, "queued": 3, "worker": "s1:1",
+                     "executor": "[1, 1]", "acked": executed // 5, "failed": failed},
+                    {"component": "count", "kind": "bolt", "executed": 3 * executed // 5,
+                     "execute_latency_ms": 1.0, "queued": 4, "worker": "s1:2",
+                     "executor": "[2, 2]"},
+                    {"component": "split", "kind": "bolt", "emitted": emitted,
+                     "worker": "s1:1", "executor": "[3, 3]"},
                     {"component": "sentences", "kind": "spout", "acked": 10,
-                     "complete_latency_ms": 12.5, "queued": 0, "pending": 17}],
+                     "emitted": emitted // 5, "complete_latency_ms": 12.5, "queued": 0,
+                     "pending": 17, "worker": "s1:1", "executor": "[4, 4]"}],
                 "errors": {"count": [{"error": "Traceback ...\nValueError: old"},
                                      {"error": "Traceback ...\nValueError: bad word"}]}}
-    text = frame(info(1000, 500, 2), info(2000, 900, 5), 2.0)
+    rates = Rates()
+    assert rates.update(info(1000, 500, 2, at=10.0), 0.0) == ({}, False)
+    # read again before any worker reported: nothing new, no rates yet
+    assert rates.update(info(1000, 500, 2, at=10.0), 1.0) == ({}, False)
+    # the first worker reported 2 s later; the second has not reported again
+    got, complete = rates.update(info(2000, 1000, 6, at=12.0), 3.0)
+    assert not complete and got["split"][0] == 500.0 and got["count"][1] == 50.0
+    text = frame(info(2000, 1000, 6, at=12.0), got)
     rows = [line.split() for line in text.splitlines()]
     table = {r[0]: r for r in rows[3:6]}
     assert [r[0] for r in rows[2:6]] == ["COMPONENT", "sentences", "split", "count"]
     # EMIT/s EXEC/s ACK/s FAIL/s LATENCY FAILED QUEUED PENDING
-    assert table["count"][4:] == ["0.0", "200.0", "200.0", "1.5", "1.250", "5", "7", "-"]
+    assert table["count"][4:] == ["0.0", "50.0", "50.0", "2.0", "1.250", "6", "7", "-"]
     assert table["split"][4] == "500.0" and table["sentences"][8] == "12.500"
     assert table["sentences"][11] == "17"
     assert text.rstrip().endswith("count: ValueError: bad word")
+    # a read between reports keeps the last rates (it showed zero, then twice the rate)
+    assert rates.update(info(2000, 1000, 6, at=12.0), 4.0)[0] == got
 
 
 def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None:

@@ -117,3 +117,16 @@ def test_a_repeated_sample_waits_for_the_workers_next_report():
     assert [p["emitted"] for p in history.series("wc-1", kinds)["topology"]] == [500.0]
     history.record("wc-1", 120.0, topology_info("wc", "alice", scale=2))   # idle: zero
     assert [p["emitted"] for p in history.series("wc-1", kinds)["topology"]] == [500.0, 0.0]
+
+
+def test_components_no_worker_reported_yet_are_listed_with_zero_counts():
+    """Before the first beats, and while a rebalance restarts the workers, the graph still
+    names every component: the pages list them (they said 'no component' and listed none)."""
+    info = {**topology_info("wc", "alice"), "components": {}, "executors": [], "workers": []}
+    page = views.topology_page(info, "600", now=0)
+    assert [s["spoutId"] for s in page["spouts"]] == ["words"]
+    assert [b["boltId"] for b in page["bolts"]] == ["count"]
+    assert page["bolts"][0]["executed"] == 0 and page["topologyStats"][0]["emitted"] == 0
+    component = views.component_page(info, "count", "600", now=0)
+    assert component is not None and component["componentType"] == "bolt"
+    assert component["executorStats"] == [] and component["executors"] == 2
