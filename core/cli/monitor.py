@@ -1,13 +1,13 @@
 """``squall monitor TOPOLOGY``: a live terminal view of a running topology.
 
 Every ``--interval`` seconds it asks nimbus for the topology's info and shows one line per
-component in flow order (sources first): its executors and tasks, its rates (emitted,
-executed, acked and failed tuples per second: each executor's counters between its worker's
-last two reports, see :class:`Rates`), its latency (bolts: mean execute latency; spouts: mean complete latency, ms, since start), the
-failed tuples in all, the tuples waiting in its queues and, for spouts, the tuples pending (in
-flight, not yet acked or failed); then the newest error of each component that reported one.
-On a terminal each frame replaces the last; ``--once`` prints a single frame, once every
-worker reported twice, and exits.
+component in flow order (sources first): its executors and tasks, its rates (emitted, executed,
+acked and failed tuples per second: each executor's counters between its worker's last two
+reports, see :class:`Rates`), its latency (bolts: mean execute latency; spouts: mean complete
+latency, ms, since start), the failed tuples in all, the tuples waiting in its queues and, for
+spouts, the tuples pending (in flight, not yet acked or failed); then the newest error of each
+component that reported one. On a terminal each frame replaces the last; ``--once`` prints a
+single frame, once every worker reported twice, and exits.
 """
 from __future__ import annotations
 
