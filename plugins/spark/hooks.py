@@ -85,6 +85,9 @@ def _cmd_report(args: argparse.Namespace, conf: dict[str, Any]) -> int:
                     **(conf.get("spark.conf") or {})}
         spark = get_session(conf.get("spark.master"), settings,
                             app_name="squall-metrics-report")
+        # the command's own session: a file Spark cannot read is the report's one error
+        # line, not also Spark's stack trace of every task that met it
+        spark.sparkContext.setLogLevel("OFF")
     try:
         rep = build(args.dir, args.bucket, args.engine, spark)
     finally:

@@ -109,7 +109,11 @@ def _spark_report(spark: Any, path: Path, requested: int) -> Report:
     view = f"squall_metrics_{next(_views)}"
     df.createOrReplaceTempView(view)
     try:
-        return _spark_tables(spark, view, requested, path)
+        with quiet_spark_errors():          # the files are read here, not above
+            return _spark_tables(spark, view, requested, path)
+    except Exception as exc:
+        raise SquallError(f"cannot read metrics under {str(path)!r}: {first_line(exc)}"
+                          ) from exc
     finally:
         spark.catalog.dropTempView(view)
 
@@ -118,13 +122,23 @@ def _epoch(value: Any) -> datetime:
     return datetime.fromtimestamp(int(value), timezone.utc).replace(tzinfo=None)
 
 
+def _instant(value: Any) -> datetime | None:
+    """A time read as seconds since the epoch (a Spark timestamp collected as such would be
+    made naive in the process's local zone), as naive UTC."""
+    if value is None:
+        return None
+    return datetime.fromtimestamp(float(value), timezone.utc).replace(tzinfo=None)
+
+
 def _spark_tables(spark: Any, view: str, requested: int, path: Path) -> Report:
     names = ", ".join(f"'{m}'" for m in sorted(TABLED))        # the metrics the tables show
-    head = spark.sql(f"SELECT count(*) AS n, min(time) AS t0, max(time) AS t1, "
+    head = spark.sql(f"SELECT count(*) AS n, CAST(min(time) AS DOUBLE) AS t0, "
+                     f"CAST(max(time) AS DOUBLE) AS t1, "
                      f"count(DISTINCT topology) AS topologies, max(CASE WHEN metric IN "
                      f"({names}) THEN interval END) AS iv FROM {view}").collect()[0]
     size = bucket_secs(requested, head.iv)
-    rep = Report(path=str(path), points=int(head.n), start=head.t0, end=head.t1,
+    rep = Report(path=str(path), points=int(head.n), start=_instant(head.t0),
+                 end=_instant(head.t1),
                  topologies=int(head.topologies), bucket_secs=size,
                  requested_bucket_secs=requested)
     bucket = f"floor(CAST(time AS DOUBLE) / {size}) * {size}"

@@ -47,6 +47,8 @@ def get_session(master: str | None = None, settings: Mapping[str, Any] | None = 
     except ImportError as exc:
         raise PluginLoadError("the Spark plugin needs pyspark: pip install 'squall[spark]'"
                               ) from exc
+    if settings is not None and not isinstance(settings, Mapping):
+        raise ConfigError(f"spark.conf must be a mapping of Spark settings, got {settings!r}")
     if SparkContext._active_spark_context is not None:   # this process already runs a driver
         session = SparkSession.builder.getOrCreate()
         in_use = session.sparkContext.master
@@ -55,8 +57,6 @@ def get_session(master: str | None = None, settings: Mapping[str, Any] | None = 
             log.warning("spark.master %r is not used: this process already runs a Spark "
                         "session on %s, which squall's Spark components share", master, in_use)
         return session
-    if settings is not None and not isinstance(settings, Mapping):
-        raise ConfigError(f"spark.conf must be a mapping of Spark settings, got {settings!r}")
     builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
     for key, value in {**SESSION_DEFAULTS, **dict(settings or {})}.items():
         builder = builder.config(str(key), str(value).lower() if isinstance(value, bool)

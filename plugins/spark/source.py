@@ -111,6 +111,8 @@ def _check_local_path(component: str, path: str) -> None:
     if parsed.scheme not in ("", "file") or len(parsed.scheme) == 1:   # remote or "C:\..."
         return
     local = parsed.path if parsed.scheme == "file" else path
+    if "{" in local or "[^" in local:
+        return      # Hadoop's {a,b} and [^x], which Python's glob does not know: Spark checks
     if glob.has_magic(local):
         if not glob.glob(local):
             raise TopologyError(f"{component}: spark.source.path {path!r} matches no file")

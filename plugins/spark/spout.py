@@ -104,7 +104,7 @@ class SparkSpout(Spout):
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         from squall.plugins.spark.fetch import PartitionReader, _filter_plan, plan, retry_policy
-        from squall.plugins.spark.session import get_session
+        from squall.plugins.spark.session import first_line, get_session, quiet_spark_errors
 
         self.context = context
         name = f"spout {context.component_id!r}"
@@ -121,7 +121,12 @@ class SparkSpout(Spout):
         if how not in ("auto", "filter"):
             raise TopologyError(f"{name}: spark.spout.fetch must be 'auto' or 'filter', "
                                 f"got {how!r}")
-        count, fetch, method = _filter_plan(df) if how == "filter" else plan(df)
+        try:
+            with quiet_spark_errors():
+                count, fetch, method = _filter_plan(df) if how == "filter" else plan(df)
+        except Exception as exc:   # a column type Arrow cannot carry, ...: one line
+            raise TopologyError(f"{name}: cannot read {spec.describe()}: {first_line(exc)} "
+                                f"(cast such columns, e.g. in spark.source.query)") from exc
         tasks = context.component_tasks(context.component_id)
         n, me = len(tasks), context.task_index
         mine = [p for p in range(count) if p % n == me]

@@ -73,6 +73,29 @@ def test_report_tables(spark: Any, tmp_path: Path) -> None:
     assert spout[-1] == "12.000"
 
 
+def test_report_times_are_utc_whatever_the_local_zone(spark: Any, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark hands a collected timestamp over in the process's local zone; the report's
+    start and end, labelled UTC, are UTC (they read 9 hours late in Tokyo)."""
+    write_metrics(tmp_path)
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        text = report(tmp_path, spark=spark)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert "56 data points from 2026-11-18 11:07:00 to 2026-11-18 11:08:30 (UTC)" in text
+
+
+def test_a_file_spark_cannot_read_is_one_error(spark: Any, tmp_path: Path) -> None:
+    write_metrics(tmp_path)
+    good = next(tmp_path.rglob("*.parquet"))
+    (good.parent / "part-zz-truncated.parquet").write_bytes(good.read_bytes()[:300])
+    with pytest.raises(SquallError, match=r"cannot read metrics under .*FAILED_READ_FILE"):
+        report(tmp_path, spark=spark)
+
+
 def test_a_slow_user_metric_does_not_widen_the_buckets(spark: Any, tmp_path: Path) -> None:
     write_metrics(tmp_path)
     sink = SparkMetricsConsumer()

@@ -288,6 +288,20 @@ def test_missing_path_bad_format_bad_column_are_clear_errors(spark: Any, parquet
                fields=("id", "nope"))
 
 
+def test_a_column_arrow_cannot_carry_is_one_topology_error(spark: Any) -> None:
+    with pytest.raises(TopologyError, match=r"^spout 'rows': cannot read query .*"
+                       r"UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION.*cast such columns"):
+        Driven({"spark.source.query": "SELECT make_interval(1, 2) AS iv FROM range(3)"},
+               fields=("iv",))
+
+
+def test_spark_conf_must_be_a_mapping_even_with_a_session_running(spark: Any) -> None:
+    from squall import ConfigError
+    from squall.plugins.spark.session import get_session
+    with pytest.raises(ConfigError, match="spark.conf must be a mapping"):
+        get_session(None, "nope")                          # type: ignore[arg-type]
+
+
 def test_a_bad_query_is_one_line_without_pysparks_stack_trace(spark: Any) -> None:
     from pyspark.logger import PySparkLogger
     # pyspark 4 logs each Spark error it raises, JVM stack and all, on a logger of its own

@@ -48,6 +48,16 @@ def test_remote_paths_are_left_to_spark() -> None:
     assert spec.target == ("s3a://bucket/a", "hdfs:///b")
 
 
+@pytest.mark.parametrize("pattern", ["{2024,2025}", "{2024,2025}/*.parquet", "y[^x]*"])
+def test_hadoop_globs_python_cannot_read_are_left_to_spark(tmp_path: Path,
+                                                           pattern: str) -> None:
+    """Spark reads {a,b} and [^x]; Python's glob does not, so squall does not judge them."""
+    (tmp_path / "2024").mkdir()
+    spec = parse_source({"spark.source.format": "parquet",
+                         "spark.source.path": f"{tmp_path}/{pattern}"})
+    assert spec.target == f"{tmp_path}/{pattern}"
+
+
 def test_importing_the_plugin_and_its_hooks_does_not_import_pyspark() -> None:
     code = ("import sys, squall, squall.plugins.spark, squall.plugins.spark.hooks\n"
             "from squall.plugins.spark import SparkSpout, SparkMetricsConsumer\n"
