@@ -2,6 +2,8 @@
 
     python examples/trident_wordcount.py                 (LocalCluster + LocalDRPC queries)
     squall local examples/trident_wordcount.py:topology --duration 5
+                          (batches only: with no drpc.servers its DRPC stream logs that it
+                           serves no requests; the line above runs queries)
     squall submit examples/trident_wordcount.py:topology --name trident-wordcount \
         -c 'drpc.servers=["drpc-host"]'                  (with `squall drpc` running there)
     curl http://drpc-host:3774/drpc/words/the%20cow      (or DRPCClient(conf).execute)

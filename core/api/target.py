@@ -37,13 +37,26 @@ def is_file_path(path: str) -> bool:
     return path.endswith(".py") or os.sep in path or "/" in path
 
 
+def project_dirs(file: Path) -> list[Path]:
+    """The folders besides a target file's own whose modules it imports: for a file in a
+    streamparse project's ``topologies/``, the project's ``src/`` (where its ``bolts/`` and
+    ``spouts/`` live; ``sparse`` puts it on the path the same way)."""
+    folder = file.resolve().parent
+    src = folder.parent / "src"
+    return [src] if folder.name == "topologies" and src.is_dir() else []
+
+
 def load_module(path: str) -> Any:
-    """Import a ``.py`` file (its directory goes first on sys.path) or a dotted module (the
-    working directory goes on sys.path); TopologyError naming what went wrong."""
+    """Import a ``.py`` file (its directory goes first on sys.path, then its
+    :func:`project_dirs`) or a dotted module (the working directory goes on sys.path);
+    TopologyError naming what went wrong."""
     if is_file_path(path):
         file = Path(path)
         if not file.is_file():
             raise TopologyError(f"no such file: {path}")
+        for extra in reversed(project_dirs(file)):
+            if str(extra) not in sys.path:
+                sys.path.insert(0, str(extra))
         folder = str(file.resolve().parent)
         if folder not in sys.path:
             sys.path.insert(0, folder)

@@ -204,7 +204,7 @@ def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     config.validate(sub.topology.conf)
     config.validate_components(sub.topology.components.values())
     name = args.name or sub.default_name
-    code = zip_code_dir(sub.code_dir, sub.prefix)
+    code = zip_code_dir(sub.code_dir, sub.prefix, sub.extra_dirs)
     client = _client(conf)
     try:
         tid = client.submit_topology(name, submitted_conf(conf, sub.topology.conf),

@@ -4,7 +4,9 @@ Submitting: :func:`prepare_submission` resolves ``TARGET`` (``path/to/file.py:at
 ``package.module:attr``, a Topology or a function returning one) with clear one-line errors,
 and :func:`zip_code_dir` zips the code directory: the directory holding the file, or for a
 dotted module the directory of its top-level package (stored under the package's name), or the
-directory holding a top-level single-file module. Left out: ``__pycache__``, ``.venv`` /
+directory holding a top-level single-file module; for a file in a streamparse project's
+``topologies/``, the project's ``src/`` too, at the package's root beside it (so ``bolts`` and
+``spouts`` import in the worker as they did where it was submitted). Left out: ``__pycache__``, ``.venv`` /
 ``venv``, hidden files and directories, ``*.pyc`` / ``*.pyo``.
 
 Storing and running: a topology's directory (``nimbus/stormdist/<id>/`` on nimbus,
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from squall.api.target import is_file_path, load_target, split_target
+from squall.api.target import is_file_path, load_target, project_dirs, split_target
 from squall.errors import SquallError, TopologyError
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,8 @@ class Submission:
     code_dir: Path
     prefix: str
     default_name: str
+    #: more directories whose files go at the package's root too (``project_dirs``)
+    extra_dirs: tuple[Path, ...] = ()
 
 
 def _code_location(path: str) -> tuple[Path, str]:
@@ -87,7 +91,8 @@ def prepare_submission(target: str, conf: Mapping[str, Any] | None = None) -> Su
     path, attr = split_target(target)
     code_dir, prefix = _code_location(path)
     topology = load_target(target, conf)
-    return Submission(topology, code_dir, prefix, attr)
+    extra = tuple(project_dirs(Path(path))) if is_file_path(path) else ()
+    return Submission(topology, code_dir, prefix, attr, extra)
 
 
 def _skipped(name: str) -> bool:
@@ -112,19 +117,30 @@ def iter_code_files(code_dir: Path) -> list[Path]:
     return out
 
 
-def zip_code_dir(code_dir: str | os.PathLike[str], prefix: str = "") -> bytes:
-    """The zip of ``code_dir`` (entries under ``prefix/`` when given)."""
+def zip_code_dir(code_dir: str | os.PathLike[str], prefix: str = "",
+                 extra_dirs: tuple[Path, ...] = ()) -> bytes:
+    """The zip of ``code_dir`` (entries under ``prefix/`` when given) and of each of
+    ``extra_dirs`` at the root (where a name is taken already, the first one stays and the
+    other is logged)."""
     code_dir = Path(code_dir)
     buf = io.BytesIO()
     total = 0
+    names: set[str] = set()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for file in iter_code_files(code_dir):
-            rel = file.relative_to(code_dir).as_posix()
-            total += file.stat().st_size
-            if total > MAX_PACKAGE_BYTES:
-                raise TopologyError(f"the code directory {code_dir} holds more than "
-                                    f"{MAX_PACKAGE_BYTES // 2**20} MiB; move data out of it")
-            zf.write(file, f"{prefix}/{rel}" if prefix else rel)
+        for base, under in ((code_dir, prefix), *((Path(d), "") for d in extra_dirs)):
+            for file in iter_code_files(base):
+                rel = file.relative_to(base).as_posix()
+                name = f"{under}/{rel}" if under else rel
+                if name in names:
+                    log.warning("not packaging %s: the package has a %s already", file, name)
+                    continue
+                names.add(name)
+                total += file.stat().st_size
+                if total > MAX_PACKAGE_BYTES:
+                    raise TopologyError(f"the code directory {base} holds more than "
+                                        f"{MAX_PACKAGE_BYTES // 2**20} MiB; move data out of "
+                                        f"it")
+                zf.write(file, name)
     return buf.getvalue()
 
 

@@ -1,4 +1,4 @@
-"""The JSON of the UI's REST API, shaped as Storm's UI REST API (``docs/STORM-UI-REST-API.md``):
+"""The JSON of the UI's REST API, shaped as Storm's UI REST API (Storm's ``docs/STORM-UI-REST-API.md``):
 the same paths, envelopes and field names, so that tools written for Storm's UI read squall's.
 
 Pure functions from what nimbus answers (``NimbusClient.cluster_info()``, a

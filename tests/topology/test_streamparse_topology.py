@@ -129,3 +129,53 @@ def test_a_batching_bolt_batches_on_ticks_and_acks_its_batches(cluster: LocalClu
     wait_until(lambda: sum(TOTALS.values()) == 30, 30)
     assert TOTALS == {"a": 10, "b": 10, "c": 10}
     assert cluster.get_topology_info("batches")["errors"] == {}
+
+
+PROJECT = {
+    "src/spouts/__init__.py": "",
+    "src/spouts/lines.py": ("from streamparse import Spout\n\n\nclass Lines(Spout):\n"
+                            "    outputs = ['line']\n\n    def next_tuple(self):\n"
+                            "        self.emit(['the cow jumped'])\n"),
+    "src/bolts/__init__.py": "",
+    "src/bolts/words.py": ("from streamparse import Bolt\n\n\nclass Split(Bolt):\n"
+                           "    outputs = ['word']\n\n    def process(self, tup):\n"
+                           "        for word in tup.values[0].split():\n"
+                           "            self.emit([word])\n"),
+    "topologies/sp_project_wc.py": ("from streamparse import Grouping, Topology\n\n"
+                                "from bolts.words import Split\nfrom spouts.lines import Lines\n\n\n"
+                                "class WordCount(Topology):\n    lines = Lines.spec()\n"
+                                "    split = Split.spec(inputs={lines: Grouping.SHUFFLE})\n"),
+}
+
+
+def test_a_streamparse_projects_src_is_found_and_shipped(tmp_path: Path) -> None:
+    """``sparse quickstart``'s layout: the topology in topologies/, its bolts and spouts in
+    src/. ``squall local`` runs it as ``sparse run`` does, and ``squall submit`` ships src/
+    beside the topology file (it failed: no module named 'bolts')."""
+    import io
+    import zipfile
+
+    from squall.daemon.packaging import prepare_submission, zip_code_dir
+    for name, text in PROJECT.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    out = subprocess.run(
+        [sys.executable, "-m", "squall.cli.main", "local",
+         "topologies/sp_project_wc.py:WordCount",
+         "--duration", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    split = next(line.split() for line in out.stdout.splitlines() if line.startswith("split"))
+    assert int(split[2].replace(",", "")) > 0            # it executed lines
+    path, modules = list(sys.path), set(sys.modules)
+    try:
+        sub = prepare_submission(str(tmp_path / "topologies" / "sp_project_wc.py")
+                                 + ":WordCount")
+    finally:                        # this process imported the project's modules: forget them
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:
+            del sys.modules[name]
+    assert sub.extra_dirs == ((tmp_path / "src").resolve(),)
+    names = zipfile.ZipFile(io.BytesIO(zip_code_dir(sub.code_dir, sub.prefix,
+                                                    sub.extra_dirs))).namelist()
+    assert {"sp_project_wc.py", "bolts/words.py", "spouts/lines.py"} <= set(names)
