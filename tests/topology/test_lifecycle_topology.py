@@ -378,14 +378,19 @@ class FailsOnRebalance(Bolt):
             PROCESSED.append(tup["n"])
 
 
-@pytest.mark.parametrize("bad", [0, -1, "2", True, 1.5])
-def test_a_bad_rebalance_is_refused_and_the_topology_keeps_running(cluster: LocalCluster,
-                                                                  bad: Any) -> None:
+def _acking(cluster: LocalCluster, name: str) -> None:
+    """Numbers into a FailsOnRebalance bolt, running and acking."""
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers)
     b.set_bolt("work", FailsOnRebalance).shuffle_grouping("numbers")
-    cluster.submit_topology("badreb", {}, b.create_topology())
+    cluster.submit_topology(name, {}, b.create_topology())
     wait_until(lambda: len(ACKED) > 10)
+
+
+@pytest.mark.parametrize("bad", [0, -1, "2", True, 1.5])
+def test_a_bad_rebalance_is_refused_and_the_topology_keeps_running(cluster: LocalCluster,
+                                                                  bad: Any) -> None:
+    _acking(cluster, "badreb")
     with pytest.raises(TopologyError, match="num_workers must be an integer >= 1"):
         cluster.rebalance("badreb", num_workers=bad)
     info = cluster.get_topology_info("badreb")
@@ -396,11 +401,7 @@ def test_a_bad_rebalance_is_refused_and_the_topology_keeps_running(cluster: Loca
 
 def test_a_rebalance_whose_new_instances_fail_restarts_the_topology_as_it_was(
         cluster: LocalCluster) -> None:
-    b = TopologyBuilder()
-    b.set_spout("numbers", Numbers)
-    b.set_bolt("work", FailsOnRebalance).shuffle_grouping("numbers")
-    cluster.submit_topology("failreb", {}, b.create_topology())
-    wait_until(lambda: len(ACKED) > 10)
+    _acking(cluster, "failreb")
     FailsOnRebalance.BREAK.set()
     try:
         with pytest.raises(RuntimeError, match="cannot start now"):

@@ -176,8 +176,9 @@ def test_leadership_run_logs_a_failing_store_and_retries_until_stopped(caplog):
 
 
 # -- reads and the lifecycle over the memory store ---------------------------------------------------
-@pytest.fixture
-def parts(tmp_path):
+def _leader_parts(tmp_path, election, replication=None):
+    """A nimbus's leader parts on the memory store: (store, state, code, leadership,
+    lifecycle)."""
     conf = {"squall.state": "memory", "squall.scheduler": "even",
             "storm.local.dir": str(tmp_path)}
     store = drivers.driver("state", conf)
@@ -186,11 +187,17 @@ def parts(tmp_path):
     state.setup()
     code = CodeStore(tmp_path / "nimbus", conf)
     code.prepare()
-    election = FakeElection(leader="n1:6627")
     leadership = Leadership(election, "n2:6627")
     scheduling = Scheduling(conf, state, drivers.driver("scheduler", conf), code)
     lifecycle = TopologyLifecycle(conf, state, code, scheduling, leadership.require,
-                                  lambda: None)
+                                  lambda: None, replication)
+    return store, state, code, leadership, lifecycle
+
+
+@pytest.fixture
+def parts(tmp_path):
+    election = FakeElection(leader="n1:6627")
+    store, state, code, leadership, lifecycle = _leader_parts(tmp_path, election)
     yield state, code, election, NimbusReads(state, code, leadership), lifecycle
     store.close()
 
@@ -254,20 +261,9 @@ def test_a_submit_waiting_for_replication_says_so_and_one_killed_meanwhile_is_no
         tmp_path, monkeypatch, caplog):
     from squall.daemon import validate
     monkeypatch.setattr(validate, "check_in_subprocess", lambda directory: None)
-    conf = {"squall.state": "memory", "squall.scheduler": "even",
-            "storm.local.dir": str(tmp_path)}
-    store = drivers.driver("state", conf)
-    store.start()
-    state = ClusterState(store, conf)
-    state.setup()
-    code = CodeStore(tmp_path / "nimbus", conf)
-    code.prepare()
-    election = FakeElection(leader="n1:6627", leading=True)
-    scheduling = Scheduling(conf, state, drivers.driver("scheduler", conf), code)
     replication = HeldReplication()
-    lifecycle = TopologyLifecycle(conf, state, code, scheduling,
-                                  Leadership(election, "n1:6627").require, lambda: None,
-                                  replication)  # type: ignore[arg-type]
+    store, state, _, _, lifecycle = _leader_parts(
+        tmp_path, FakeElection(leader="n1:6627", leading=True), replication)
     announced: list[str] = []
     monkeypatch.setattr("squall.plugin_manager.notify",
                         lambda hook, **kw: announced.append(kw.get("topology_id", "")))
@@ -285,6 +281,7 @@ def test_a_submit_waiting_for_replication_says_so_and_one_killed_meanwhile_is_no
     finally:
         replication.release.set()
         submit.join(10)
+        store.close()
     assert done == [tid] and announced == []
     assert "was killed before its package replicated" in caplog.text
 
