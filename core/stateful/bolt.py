@@ -15,9 +15,11 @@ class StatefulBolt(Bolt):
     with the state as of the last committed checkpoint; keep the object and change it from
     ``process``. Tuples arrive one by one in ``process`` (``process_batch`` is not used).
     An input is acked only once the checkpoint holding its changes has committed (with
-    ``auto_ack``, or when the bolt calls ``ack``); a tuple failed in ``process`` is replayed
-    by its spout, so ``process`` should raise before it changes the state. The topology
-    needs ackers (``topology.acker.executors`` not 0).
+    ``auto_ack``, or when the bolt calls ``ack``). A tuple failed in ``process`` (it raised,
+    or the bolt called ``fail``) is replayed by its spout, and the changes made since the
+    last checkpoint are dropped: the task returns to the last committed state (``init_state``
+    again) and the inputs since then are replayed too, as Storm rolls a stateful bolt back
+    when its executor dies. The topology needs ackers (``topology.acker.executors`` not 0).
     """
 
     def init_state(self, state: KeyValueState) -> None:

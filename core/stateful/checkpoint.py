@@ -94,7 +94,8 @@ class CheckpointSpout(Spout):
             try:
                 self.committed = self.provider.txids(self.namespace)[0]
             except StateProviderError as exc:
-                self._failed(f"cannot read the last committed checkpoint: {exc}")
+                self._failed(f"cannot read the last committed checkpoint: {exc}",
+                             backend=True)
                 self.next_at = now + self.interval
                 return
         if self.action == RECOVER:
@@ -115,7 +116,7 @@ class CheckpointSpout(Spout):
                 self.provider.prepare(self.namespace, self.txid, {})
                 self.provider.commit(self.namespace, self.txid)
             except StateProviderError as exc:
-                self._failed(f"checkpoint {self.txid} not committed: {exc}")
+                self._failed(f"checkpoint {self.txid} not committed: {exc}", backend=True)
                 self.action = RECOVER
                 self.next_at = now + self.interval
                 return
@@ -142,14 +143,22 @@ class CheckpointSpout(Spout):
         self.action = RECOVER
         self.next_at = self.now() + wait
 
-    def _failed(self, why: str) -> None:
-        """Log the first failure of a run of them as a warning, the rest at debug."""
+    def _failed(self, why: str, backend: bool = False) -> None:
+        """Log the first failure of a run of them, the rest at debug: a failed checkpoint
+        as a warning (the protocol recovers), the state backend failing (``backend``) as an
+        error, which the topology's errors show too (until it answers no checkpoint
+        commits, and stateful bolts fail their inputs)."""
         if self.failing:
             log.debug("checkpoint spout: %s", why)
             return
         self.failing = True
-        log.warning("checkpoint spout of topology %s: %s (retrying every %.3g s)",
-                    self.context.topology_name, why, self.interval)
+        text = (f"checkpoint spout of topology {self.context.topology_name}: {why} "
+                f"(retrying every {self.interval:.3g} s)")
+        if backend:
+            log.error("%s", text)
+            self.report_error(text)
+        else:
+            log.warning("%s", text)
 
     def close(self) -> None:
         self.provider.close()

@@ -101,6 +101,12 @@ class CheckpointedBoltExecutor(BoltExecutor):
             fail=lambda roots, n: acks.fail_roots(ts, roots, n))
         self.keepers[ts.task] = keeper
         inst.ack = keeper.hold        # an explicit ack waits for the commit too
+        fail = inst.fail
+
+        def fail_spoiling(tup: Tuple) -> None:
+            fail(tup)
+            keeper.spoil()            # what it changed is dropped with the pass's changes
+        inst.fail = fail_spoiling
 
     # -- the loop's turn ---------------------------------------------------------------------
     def run_once(self) -> int:
@@ -151,6 +157,8 @@ class CheckpointedBoltExecutor(BoltExecutor):
                 if left:
                     left -= 1
                     self._barrier(ts, aligner, q.popleft())
+            if keeper is not None and keeper.spoiled:
+                keeper.drop_spoiled()       # an input failed: the state goes back
             spent = _perf() - t0
             ts.pass_cap = int(PASS_SECONDS * n / spent) if spent > 0 else n << 1
             ts.exec_ms += spent * 1000.0
@@ -256,6 +264,9 @@ class CheckpointedBoltExecutor(BoltExecutor):
                     except Exception as exc:  # the executor goes on; see API.md section 2
                         ts.current = None
                         self._failed(ts, tup, exc)
+                        keeper = self.keepers.get(ts.task)
+                        if keeper is not None:
+                            keeper.spoil()   # the pass's end drops the state's changes
                         continue
                     if roots is run:
                         acc ^= tup.id ^ tup.ackval
@@ -290,6 +301,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             ts.instance.process(tup)
         except Exception as exc:  # the executor goes on; see API.md section 2
             self._failed(ts, tup, exc)
+            keeper.spoil()            # the pass's end drops the state's changes
             return
         finally:
             ts.current = None

@@ -44,7 +44,7 @@ class StateKeeper:
 
     __slots__ = ("ack", "dumps", "fail", "init_state", "loads", "namespace", "pending",
                  "pending_n", "prepared", "prepared_n", "prepared_txid", "provider", "ready",
-                 "state")
+                 "spoiled", "state")
 
     def __init__(self, *, provider: StateProvider, namespace: str,
                  dumps: Callable[[Any], bytes], loads: Callable[[bytes], Any],
@@ -66,6 +66,24 @@ class StateKeeper:
         self.prepared: dict[int, int] = {}
         self.prepared_n = 0
         self.prepared_txid: int | None = None
+        #: an input failed after it may have changed the state (see :meth:`spoil`)
+        self.spoiled = False
+
+    def spoil(self) -> None:
+        """An input failed (``process`` raised, or the bolt failed it) after it may have
+        changed the state: the changes since the last prepare cannot be told apart, so they
+        are all dropped by :meth:`drop_spoiled` (the executor calls it at the end of the
+        pass; a prepare first calls it too) and the state is recovered, as Storm rolls a
+        stateful bolt back when its executor dies. Else the replay of the failed input would
+        count it twice."""
+        self.spoiled = True
+
+    def drop_spoiled(self) -> None:
+        """After :meth:`spoil`: fail every input since the last prepare (the spouts replay
+        them) and wait for recovery (which reloads the committed state)."""
+        if self.spoiled:
+            self.spoiled = False
+            self._lose_pending()
 
     def hold(self, tup: Any) -> None:
         """An input processed (or acked by the bolt): its ack waits for the commit."""
@@ -98,6 +116,7 @@ class StateKeeper:
     def recover(self, txid: int) -> None:
         """Commit the prepared checkpoint if it is ``txid`` (decided by the spout), discard
         any other, reload the committed state and hand it to ``init_state``."""
+        self.spoiled = False
         self._lose_pending()
         committed, prepared = self.provider.txids(self.namespace)
         if prepared == txid and committed != txid:
@@ -113,6 +132,9 @@ class StateKeeper:
 
     def prepare(self, txid: int) -> None:
         """Store the changes since the last checkpoint as checkpoint ``txid``."""
+        if self.spoiled:
+            self.drop_spoiled()
+            raise NotRecovered(f"state {self.namespace!r}: an input failed after changing it")
         if not self.ready or self.state is None:
             raise NotRecovered(f"state {self.namespace!r} is not recovered yet")
         if self.prepared_txid is not None:

@@ -9,7 +9,8 @@ the value, or ``0`` for a deleted key) and ``<key_prefix>NS:meta`` (``committed`
 ``prepared`` txids). Each call is one MULTI/EXEC transaction (commit reads the prepared
 changes first), so a crash leaves either the old or the new checkpoint, never half of one.
 A Redis error (down, refused, timed out) becomes :class:`~squall.errors.StateProviderError`.
-Needs the ``redis`` extra.
+An option of the wrong type or range, or one it does not know (a typo would leave the default
+in use), is a :class:`~squall.errors.ConfigError` naming it. Needs the ``redis`` extra.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from squall.errors import StateProviderError
+from squall.errors import ConfigError, StateProviderError
 from squall.stateful.provider import Changes, StateProvider
 
 __all__ = ["RedisStateProvider"]
@@ -28,12 +29,48 @@ __all__ = ["RedisStateProvider"]
 _PUT, _DEL = b"\x01", b"\x00"
 
 
+#: option -> (its check, what it must be)
+_OPTIONS: dict[str, tuple[Any, str]] = {
+    "host": (lambda v: isinstance(v, str) and v, "a host name"),
+    "port": (lambda v: _int(v) and 0 < v < 65536, "a port from 1 to 65535"),
+    "db": (lambda v: _int(v) and v >= 0, "a database number, 0 or more"),
+    "password": (lambda v: isinstance(v, str), "a string"),
+    "key_prefix": (lambda v: isinstance(v, str), "a string"),
+    "timeout": (lambda v: _number(v) and v > 0, "a number of seconds above 0"),
+}
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _checked(conf: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``conf`` when each option is known and right (null: its default); else ConfigError
+    naming the first that is not."""
+    import difflib
+    where = "topology.state.provider.config"
+    for key, value in conf.items():
+        if key not in _OPTIONS:
+            close = difflib.get_close_matches(str(key), _OPTIONS, n=1)
+            raise ConfigError(f"{where}: the redis state provider has no option {key!r}"
+                              + (f" (did you mean {close[0]!r}?)" if close else "")
+                              + f"; it takes {', '.join(_OPTIONS)}")
+        check, what = _OPTIONS[key]
+        if value is not None and not check(value):
+            raise ConfigError(f"{where}.{key} must be {what}, got {value!r}")
+    return conf
+
+
 class RedisStateProvider(StateProvider):
     """Checkpoints in Redis (see the module docstring)."""
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
         super().__init__(conf)
-        c = self.conf
+        c = _checked(self.conf)
         self.host = str(c.get("host") or "127.0.0.1")
         self.port = int(c.get("port") or 6379)
         self.prefix = str(c.get("key_prefix") if c.get("key_prefix") is not None else "squall:")

@@ -99,21 +99,29 @@ class WordCounter(StatefulBolt):
 
     def initialize(self, conf, context):
         self.key = conf["test.key"]
-        self.fail_own = bool(conf.get("test.counter.fails"))
+        #: fails some inputs once: "before" changing the state (raising), "after" (raising),
+        #: or by calling fail after changing it ("fail")
+        self.fail_own = conf.get("test.counter.fails") or ""
 
     def init_state(self, state):
         self.counts = state
 
     def process(self, tup):
         word, i = tup.values
+        first = False
         if self.fail_own and i % 11 == 5:
             with _LOCK:
                 first = ("count", i) not in FAILED_ONCE[self.key]
                 FAILED_ONCE[self.key].add(("count", i))
-            if first:
-                raise RuntimeError(f"counter fails {i} once")
+        if first and self.fail_own == "before":
+            raise RuntimeError(f"counter fails {i} once")
         n = self.counts.get(word, 0) + 1
         self.counts.put(word, n)
+        if first and self.fail_own == "after":
+            raise RuntimeError(f"counter fails {i} once, its count changed")
+        if first and self.fail_own == "fail":
+            self.fail(tup)
+            return
         self.emit([word, n])
 
 
@@ -136,8 +144,10 @@ def committed_counts(prefix: str, name: str, tasks: list[int]) -> dict[str, int]
     return dict(out)
 
 
-@pytest.mark.parametrize("workers, counter_fails", [(1, False), (2, True)],
-                         ids=["one-worker", "two-workers-counter-fails"])
+@pytest.mark.parametrize("workers, counter_fails", [
+    (1, ""), (2, "before"), (1, "after"), (2, "fail")],
+    ids=["one-worker", "two-workers-counter-fails", "counter-fails-after-changing-its-state",
+         "counter-fails-its-input-after-changing-its-state"])
 def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers,
                                                                 counter_fails):
     key = uuid.uuid4().hex

@@ -3,6 +3,7 @@ first, then prepare / commit every interval; the commit decision is kept with th
 before commit goes out; any failure sends recover."""
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -129,3 +130,42 @@ def test_a_late_completion_of_an_old_checkpoint_is_ignored(prefix):
     spout.ack(old)                              # the first recover, timed out and acked late
     spout.next_tuple()
     assert len(emitted) == 2
+
+
+def test_a_backend_that_does_not_answer_is_one_error_the_topology_shows(prefix, monkeypatch,
+                                                                        caplog):
+    """Unreachable from the start, no checkpoint reaches a bolt, so the spout is the one to
+    say it (a warning only, before: the stateful bolts failed every input silently)."""
+    from squall.errors import StateProviderError
+    clock = Clock()
+    spout, emitted = spout_for(prefix, clock)
+    reported: list[str] = []
+    spout.report_error = reported.append                 # type: ignore[method-assign]
+
+    def down(namespace: str) -> Any:
+        raise StateProviderError("redis state provider at 127.0.0.1:1: refused")
+    monkeypatch.setattr(spout.provider, "txids", down)
+    for _ in range(3):
+        spout.next_tuple()
+        clock.t += 1.0
+    assert emitted == []
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and len(reported) == 1            # once per run of failures
+    assert "cannot read the last committed checkpoint" in reported[0]
+
+
+def test_redis_options_are_checked_by_name_type_and_range() -> None:
+    pytest.importorskip("redis")
+    from squall.errors import ConfigError
+    from squall.stateful.redis import RedisStateProvider
+    RedisStateProvider({"host": "h", "port": 6380, "db": 0, "password": None,
+                        "key_prefix": "", "timeout": 0.5})      # no connection is made yet
+    for conf, said in (({"hostname": "h"}, ": the redis state provider has no option 'hostname' "
+                                           "(did you mean 'host'?)"),
+                       ({"port": "abc"}, ".port must be a port from 1 to 65535"),
+                       ({"port": 0}, ".port must be"),
+                       ({"timeout": 0}, ".timeout must be a number of seconds"),
+                       ({"db": -1}, ".db must be a database number")):
+        with pytest.raises(ConfigError, match=r"^topology\.state\.provider\.config"
+                                              + re.escape(said)):
+            RedisStateProvider(conf)
