@@ -12,6 +12,8 @@ its queue, one in another worker as an ack or fail tuple. Everything runs on the
 """
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Tuple, TupleRun
@@ -21,6 +23,8 @@ from squall.runtime.task import LocalTasks, TaskState
 if TYPE_CHECKING:
     from squall.runtime.wire.outbox import Outbox
 
+log = logging.getLogger(__name__)
+
 
 class AckLedger:
     """One worker's side of the acker protocol.
@@ -28,10 +32,12 @@ class AckLedger:
     ``folded`` (root -> XOR of this pass's acks) is public on purpose: a bolt's tracked pass
     XORs into it inline, without a call per tuple (see BoltExecutor._run_tracked)."""
 
-    __slots__ = ("acker_tasks", "acking", "folded", "local", "outbox", "sources", "tasks")
+    __slots__ = ("acker_errors", "acker_tasks", "acking", "folded", "local", "outbox",
+                 "report", "sources", "tasks")
 
     def __init__(self, acker_tasks: list[int], tasks: LocalTasks, sources: Sources,
-                 outbox: Outbox) -> None:
+                 outbox: Outbox,
+                 report: Callable[[TaskState, str], None] | None = None) -> None:
         self.acker_tasks = acker_tasks
         self.tasks = tasks
         self.sources = sources
@@ -40,6 +46,21 @@ class AckLedger:
         self.folded: dict[int, int] = {}
         #: whether the topology has acker tasks (else nothing is tracked)
         self.acking = bool(acker_tasks)
+        #: reports an acker task's error on the topology (its first one)
+        self.report = report
+        #: calls of this worker's acker tasks that raised
+        self.acker_errors = 0
+
+    def acker_raised(self, ats: TaskState, call: str, exc: Exception) -> None:
+        """An :class:`squall.Acker` plugin raised in ``call``: reported once, then logged now
+        and then; the tree it was told of is left to its timeout (the spout replays it)."""
+        self.acker_errors += 1
+        text = (f"acker {type(ats.instance).__name__} (task {ats.task}) raised in {call}: "
+                f"{exc!r}; the tree is left to its timeout")
+        if self.acker_errors == 1 and self.report is not None:
+            self.report(ats, text)
+        if self.acker_errors == 1 or self.acker_errors % 1000 == 0:
+            log.warning("%s (%d so far)", text, self.acker_errors)
 
     def acker_of(self, root: int) -> int:
         return self.acker_tasks[root % len(self.acker_tasks)]
@@ -88,7 +109,11 @@ class AckLedger:
                 ats = local(t)
                 if ats is not None:
                     ats.executed += 1
-                    res = ats.instance.ack(r, v)
+                    try:
+                        res = ats.instance.ack(r, v)
+                    except Exception as exc:    # a plugin's bug: the loop goes on
+                        self.acker_raised(ats, "ack", exc)
+                        continue
                     if res is not None:
                         self.complete_tree(ats, r, res[0], res[1])
                 elif remote is None:
@@ -154,7 +179,11 @@ class AckLedger:
             self._system(acker_task, (root, xor, ts.task), ts.task, ACK_INIT)
             return
         ats.executed += 1
-        res = ats.instance.init(root, xor, ts.task)
+        try:
+            res = ats.instance.init(root, xor, ts.task)
+        except Exception as exc:    # a plugin's bug: the loop goes on
+            self.acker_raised(ats, "init", exc)
+            return
         if res is not None:
             self.complete_tree(ats, root, res[0], res[1])
 
@@ -167,7 +196,11 @@ class AckLedger:
             self._system(acker_task, (root, 0), 0, ACK_FAIL)
             return
         ats.executed += 1
-        res = ats.instance.fail(root)
+        try:
+            res = ats.instance.fail(root)
+        except Exception as exc:    # a plugin's bug: the loop goes on
+            self.acker_raised(ats, "fail", exc)
+            return
         if res is not None:
             self.complete_tree(ats, root, res[0], res[1])
 

@@ -119,7 +119,8 @@ class Worker:
                   if cls.takes_runs(type(ts.instance))},
             ackers={ts.task for cls, _, group in plan for ts in group if cls.kind == "acker"},
             spouts={ts.task for cls, _, group in plan for ts in group if cls.kind == "spout"})
-        self.acks = AckLedger(self.acker_tasks, self.local, self.sources, self.outbox)
+        self.acks = AckLedger(self.acker_tasks, self.local, self.sources, self.outbox,
+                              lambda ts, text: self.report_error(ts, text, user=True))
         self.wiring = Wiring(self.local, self.outbox, self.acks, self.clock, self.batch_size)
         self._wakeup = threading.Event()
         self.inbox = Inbox(tasks=self.local, sources=self.sources,

@@ -10,7 +10,8 @@ class Serializer(ABC):
     """Encodes the values of tuples (and whole batches) to bytes and back.
 
     Must round-trip ``None``, bools, ints (64-bit signed and unsigned), floats, str, bytes,
-    lists/tuples (decoded as lists or tuples) and dicts with str keys. Raise
+    lists and tuples (both decoded as lists: the runtime's wire entries hand tuples to
+    ``dumps`` and read lists back) and dicts with str keys. Raise
     :class:`~squall.errors.SerializationError` for anything it cannot encode or decode.
     """
 

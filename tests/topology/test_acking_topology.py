@@ -486,3 +486,74 @@ def test_the_acker_counts_every_init_and_ack_it_handles(workers: int) -> None:
                    message=lambda: str(cluster.get_topology_info("acker-counts")["components"]
                                        ["__acker"]))
     assert sorted(ACKED) == list(range(n)) and not FAILED
+
+
+# -- an acker plugin's bug -----------------------------------------------------------------------
+class FlakyAcker:
+    """The XOR acker, whose ``ack`` raises the first time it sees every 7th root."""
+
+    raised: set[int] = set()
+
+    def __new__(cls, conf: Any) -> Any:
+        from squall.ackers.xor import XorAcker
+
+        class Flaky(XorAcker):
+            def ack(self, root: int, value: int) -> Any:
+                if root % 7 == 0 and root not in FlakyAcker.raised:
+                    FlakyAcker.raised.add(root)
+                    raise RuntimeError("acker plugin bug")
+                return super().ack(root, value)
+        return Flaky(conf)
+
+
+class Replaying(Spout):
+    outputs = ["n"]
+    acked: set[int] = set()
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(range(60))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit([i], tup_id=i)
+
+    def ack(self, tup_id: Any) -> None:
+        Replaying.acked.add(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        self.todo.append(tup_id)
+
+
+class Pass(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def test_an_acker_plugin_that_raises_is_reported_and_its_trees_replayed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's loop goes on (it died, and again after every restart): the error is
+    on the topology once, and the trees the acker lost time out and are replayed."""
+    from squall import drivers
+    real_check, real_load = drivers.check, drivers.load
+    monkeypatch.setattr(drivers, "check", lambda group, name: None if (
+        group, name) == ("squall.ackers", "flaky") else real_check(group, name))
+    monkeypatch.setattr(drivers, "load", lambda group, name: FlakyAcker if (
+        group, name) == ("squall.ackers", "flaky") else real_load(group, name))
+    FlakyAcker.raised.clear()
+    Replaying.acked.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Replaying)
+    b.set_bolt("pass", Pass).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("flaky", {"squall.acker": "flaky",
+                                          "topology.message.timeout.secs": 2},
+                                b.create_topology())
+        wait_until(lambda: Replaying.acked == set(range(60)), timeout=30,
+                   message=lambda: f"acked {len(Replaying.acked)} of 60")
+        assert FlakyAcker.raised
+        [worker] = cluster.workers("flaky")
+        assert worker.is_alive()
+        errors = cluster.get_topology_info("flaky")["errors"].get("__acker", [])
+        assert len(errors) == 1 and "raised in ack: RuntimeError('acker plugin bug')" in \
+            errors[0]["error"]

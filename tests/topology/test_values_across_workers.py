@@ -101,11 +101,39 @@ class Sink(Bolt):
             SEEN.append(tup.values)
 
 
-def test_unencodable_value_across_workers_fails_its_tree_and_is_reported() -> None:
+def _grumpy(conf: Any) -> Any:
+    """A serializer plugin with a bug: where msgpack refuses a value it raises RuntimeError,
+    not SerializationError."""
+    from squall.errors import SerializationError
+    from squall.serializers.msgpack import MsgpackSerializer
+
+    class Grumpy(MsgpackSerializer):
+        def dumps(self, obj: Any) -> bytes:
+            try:
+                return super().dumps(obj)
+            except SerializationError:
+                raise RuntimeError("serializer plugin bug") from None
+    return Grumpy(conf)
+
+
+@pytest.mark.parametrize("serializer", ["msgpack", "grumpy"])
+def test_unencodable_value_across_workers_fails_its_tree_and_is_reported(
+        serializer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a serializer that raises anything else (a plugin's bug) too: the worker's loop
+    died on it, again after every restart."""
+    from squall import drivers
+    real_check, real_load = drivers.check, drivers.load
+    monkeypatch.setattr(drivers, "check", lambda group, name: None if (
+        group, name) == ("squall.serializers", "grumpy") else real_check(group, name))
+    monkeypatch.setattr(drivers, "load", lambda group, name: _grumpy if (
+        group, name) == ("squall.serializers", "grumpy") else real_load(group, name))
+    ACKED.clear()
+    FAILED.clear()
     b = TopologyBuilder()
     b.set_spout("poison", Poison)
     b.set_bolt("sink", Sink, parallelism=2).all_grouping("poison")     # one copy crosses
-    conf = {"topology.workers": 2, "topology.message.timeout.secs": 60}
+    conf = {"topology.workers": 2, "topology.message.timeout.secs": 60,
+            "squall.serializer": serializer}
     with LocalCluster() as cluster:
         cluster.submit_topology("poison", conf, b.create_topology())
         wait_until(lambda: len(ACKED) + len(FAILED) == 6, timeout=60,
@@ -119,7 +147,9 @@ def test_unencodable_value_across_workers_fails_its_tree_and_is_reported() -> No
             return cluster.get_topology_info("poison")["errors"].get("poison", [])
         wait_until(reported, timeout=30, message="the serialization error reported")
         text = reported()[0]["error"]
-        assert "poison" in text and "'default'" in text and "object" in text
+        assert "poison" in text and "'default'" in text
+        assert ("object" if serializer == "msgpack" else
+                "the serializer raised RuntimeError('serializer plugin bug')") in text
 
 
 class EmitsASet(Bolt):

@@ -47,11 +47,15 @@ class AckerExecutor(Executor):
                         res = acker.fail(v[0])
                     else:
                         continue
-                except Exception as exc:    # not a system tuple's shape: from the network
+                except (TypeError, IndexError, ValueError) as exc:
+                    # not a system tuple's shape: from the network
                     self.malformed += 1
                     if self.malformed == 1 or self.malformed % 1000 == 0:
                         log.warning("acker task %d dropped a malformed %s tuple %.80r: %s "
                                     "(%d so far)", ts.task, src.stream, v, exc, self.malformed)
+                    continue
+                except Exception as exc:    # the acker plugin's bug: the loop goes on
+                    self.services.acks.acker_raised(ts, src.stream, exc)
                     continue
                 if res is not None:
                     complete(ts, v[0], res[0], res[1])
@@ -63,4 +67,7 @@ class AckerExecutor(Executor):
         if now >= self.next_rotate:
             self.next_rotate = now + self.timeout
             for ts in self.tasks:
-                ts.instance.rotate()
+                try:
+                    ts.instance.rotate()
+                except Exception as exc:    # the acker plugin's bug: the loop goes on
+                    self.services.acks.acker_raised(ts, "rotate", exc)

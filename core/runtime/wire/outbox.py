@@ -291,7 +291,7 @@ class Outbox:
             opened.clear()
         try:
             messages = codec.encode(batch, self.dumps)
-        except SerializationError:
+        except Exception:   # SerializationError, or a serializer plugin's bug: find the runs
             batch = self._encodable(batch)
             messages = codec.encode(batch, self.dumps)
         self._send(key, messages, batch)
@@ -322,16 +322,18 @@ class Outbox:
                 dumps([entry(run)])
                 good.append((task, run))
                 continue
-            except SerializationError:
+            except Exception:   # told apart piece by piece below
                 pass
             for piece in codec.pieces(run):
                 try:
                     dumps([entry(piece)])
-                except SerializationError as exc:
+                except Exception as exc:
                     refused.append((task, piece))
                     if piece.src not in reported:
                         reported.add(piece.src)
-                        self.unencodable(piece.src, exc)
+                        self.unencodable(piece.src, exc if isinstance(
+                            exc, SerializationError) else SerializationError(
+                            f"the serializer raised {exc!r}"))
                 else:
                     good.append((task, piece))
         self.undeliverable(refused, "values the serializer cannot encode", quiet=True)
