@@ -9,11 +9,19 @@ Use it by subclassing in a pytest module and overriding the ``grouping_factory``
         def grouping_factory(self):
             return MyGrouping        # called with no arguments, like an entry point
 
-A grouping is prepared with ``prepare(context, (component, stream), target_tasks)`` and then
-asked ``choose_tasks(emitting_task, values)`` per tuple (see :class:`squall.Grouping`). Checked:
+A grouping is configured (``configure`` with a :class:`~squall.spi.grouping.
+GroupingDeclaration`: ``declared_fields`` of the stream ``word, n, flag``, which a subclass
+may change), prepared with ``prepare(context, (component, stream), target_tasks)`` and then
+asked ``choose_tasks(emitting_task, values)`` per tuple (see :class:`squall.Grouping`), as the
+runtime does. Checked:
 
 * every answer is a list of ints, without duplicates, each one of ``target_tasks``, for one
   target and for several (not necessarily consecutive) targets;
+* a :class:`~squall.spi.grouping.SingleTargetGrouping` answers on all its paths:
+  ``choose_one`` and ``choose_many`` give targets, one per item (with
+  :class:`DeterministicGrouping`, the same ones, and what ``choose_tasks`` gives); with a
+  ``key_index``, tuples equal at that index go to one task whatever their other fields,
+  however often asked;
 * groupings work for two emitting tasks prepared separately, and for tuples of any values;
 * with the :class:`DeterministicGrouping` mix-in (for groupings that promise it, like fields
   grouping): the same values give the same tasks for every call, every emitting task and every
@@ -29,12 +37,14 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from squall.spi.grouping import Grouping
+from squall.spi.grouping import Grouping, GroupingDeclaration, SingleTargetGrouping
 
 __all__ = ["DeterministicGrouping", "FakeContext", "GroupingContract", "SpreadingGrouping"]
 
 TARGET_SETS = [[4], [2, 3, 4, 5], [7, 11, 12, 30, 31, 32, 90]]
 STREAM = ("source", "default")
+#: the fields of the contract's tuples (``_values``)
+SOURCE_FIELDS = ("word", "n", "flag")
 
 
 class FakeContext:
@@ -60,6 +70,10 @@ def _values(i: int) -> list[Any]:
 class GroupingContract:
     """Base class of the grouping contract tests; override ``grouping_factory``."""
 
+    #: the fields the grouping is declared with (as ``fields_grouping("source", [...])``
+    #: would); a grouping that takes none sees them and ignores them
+    declared_fields: tuple[str, ...] = ("word",)
+
     @pytest.fixture
     def grouping_factory(self) -> Callable[[], Grouping]:
         raise NotImplementedError("override the grouping_factory fixture")
@@ -70,9 +84,38 @@ class GroupingContract:
         def prepared(targets: Sequence[int], task_id: int = 1) -> Grouping:
             grouping = grouping_factory()
             assert isinstance(grouping, Grouping)
+            grouping.configure(GroupingDeclaration(self.declared_fields, SOURCE_FIELDS, {}))
             grouping.prepare(FakeContext(task_id, targets), STREAM, list(targets))
             return grouping
         return prepared
+
+    @pytest.mark.parametrize("targets", TARGET_SETS, ids=lambda t: f"{len(t)}-targets")
+    def test_a_single_target_grouping_answers_alike_on_every_path(
+            self, prepared: Callable[..., Grouping], targets: list[int]) -> None:
+        grouping = prepared(targets)
+        if not isinstance(grouping, SingleTargetGrouping):
+            return              # asked choose_tasks only: the other checks cover it
+        one, many = grouping.choose_one, grouping.choose_many   # read once, as the runtime
+        batch = [_values(i) for i in range(300)]
+        singles = [one(v) for v in batch]
+        assert all(t in targets for t in singles), f"choose_one gave {set(singles)}"
+        chosen = many(batch)
+        assert len(chosen) == len(batch) and all(t in targets for t in chosen), (
+            f"choose_many gave {len(chosen)} answers for {len(batch)}, "
+            f"{set(chosen) - set(targets)} not targets")
+        if isinstance(self, DeterministicGrouping):
+            assert chosen == singles, "choose_many differs from choose_one per item"
+            assert [grouping.choose_tasks(1, v) for v in batch] == [[t] for t in singles]
+        if grouping.key_index is None:
+            return
+        k = grouping.key_index
+        for i in range(100):        # equal at key_index, the rest different: one task
+            values = _values(i)
+            for j in (1, 2, 3, 1000):
+                other = list(_values(i + j))
+                other[k] = values[k]
+                assert one(values) == one(other) == one(values), (
+                    f"key_index {k}: {values} and {other} went to different tasks")
 
     @pytest.mark.parametrize("targets", TARGET_SETS, ids=lambda t: f"{len(t)}-targets")
     def test_answers_are_subsets_of_targets(self, prepared: Callable[..., Grouping],

@@ -279,3 +279,51 @@ def test_a_grouping_with_refresh_load_counts_as_load_aware_without_subclassing()
     assert not isinstance(Undeclared(), LoadAwareGrouping)
     assert not isinstance(g.ShuffleGrouping(), LoadAwareGrouping)
     assert not isinstance(NotAGrouping(), LoadAwareGrouping)
+
+
+# -- the contract catches what a plugin author plausibly gets wrong ------------------------------
+class _ByWord(SingleTargetGrouping):
+    """Reads its field's position in configure, as the SPI says; choices by that field."""
+
+    key_index: int | None = None
+
+    def configure(self, declaration: Any) -> None:
+        self.index = declaration.source_fields.index(declaration.fields[0])
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        super().prepare(context, stream, target_tasks)
+        self.key_index = self.index
+
+    def choose_one(self, values: Sequence[Any]) -> int:
+        return self.target_tasks[sum(map(ord, str(values[self.index]))) % len(self.target_tasks)]
+
+
+class _IndexesNotTasks(_ByWord):
+    def choose_many(self, values_list: Sequence[Sequence[Any]]) -> list[int]:
+        return [self.target_tasks.index(self.choose_one(v)) for v in values_list]
+
+
+class _KeyIndexLies(_ByWord):
+    def choose_one(self, values: Sequence[Any]) -> int:      # claims the word; uses n
+        return self.target_tasks[values[1] % len(self.target_tasks)]
+
+
+@pytest.mark.parametrize("cls, passes", [(_ByWord, True), (_IndexesNotTasks, False),
+                                         (_KeyIndexLies, False)])
+def test_the_grouping_contract_configures_and_checks_every_path(cls: type, passes: bool) -> None:
+    from squall.testing.contracts.grouping import DeterministicGrouping, GroupingContract
+
+    class Contract(DeterministicGrouping, GroupingContract):
+        pass
+    contract = Contract()
+
+    def prepared(targets: Sequence[int], task_id: int = 1) -> Any:
+        return Contract.prepared.__wrapped__(contract, cls)(targets, task_id)  # type: ignore
+    targets = [7, 11, 12, 30]
+    if passes:
+        contract.test_a_single_target_grouping_answers_alike_on_every_path(prepared, targets)
+        contract.test_deterministic(prepared)
+    else:
+        with pytest.raises(AssertionError):
+            contract.test_a_single_target_grouping_answers_alike_on_every_path(prepared,
+                                                                               targets)
