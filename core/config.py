@@ -176,8 +176,26 @@ def _plugin_results(hook_name: str) -> list[tuple[str, dict[str, Any]]]:
             raise ConfigError(f"plugin {impl.plugin_name!r}: {hook_name} returned a "
                               f"{type(keys).__name__}, not a dict")
         _check_keys(keys, f"plugin {impl.plugin_name!r}")
+        if hook_name == "squall_add_defaults":
+            for key, value in keys.items():
+                if not _plain(value):
+                    raise ConfigError(f"plugin {impl.plugin_name!r}: squall_add_defaults gives "
+                                      f"{key!r} a {type(value).__name__} ({value!r:.60}); a "
+                                      f"default is null, a bool, number, str, list or dict")
         out.append((impl.plugin_name, dict(keys)))
     return out
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is what a YAML config file holds: null, bool, int, float, str, or
+    lists and str-keyed dicts of them."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, list):
+        return all(map(_plain, value))
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
 
 
 def _plugin_defaults() -> list[tuple[str, dict[str, Any]]]:
@@ -226,6 +244,7 @@ def defaults() -> dict[str, Any]:
     """
     conf = copy.deepcopy(_base_defaults())
     base = _base_defaults()
+    owner: dict[str, str] = {}
     for plugin, keys in _plugin_defaults():
         for key, value in keys.items():
             if key in base:
@@ -233,6 +252,11 @@ def defaults() -> dict[str, Any]:
                     log.warning("plugin %r may not change the default of %r; ignored",
                                 plugin, key)
                 continue
+            if key in owner and conf[key] != value:
+                raise ConfigError(f"plugins {owner[key]!r} and {plugin!r} both define "
+                                  f"{key!r}, with different defaults ({conf[key]!r} and "
+                                  f"{value!r}); uninstall one")
+            owner.setdefault(key, plugin)
             conf[key] = copy.deepcopy(value)
     return conf
 

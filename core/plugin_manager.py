@@ -63,6 +63,19 @@ def configure(conf: dict[str, Any]) -> dict[str, Any]:
     return conf
 
 
+def validate_topology(topology: Any, conf: dict[str, Any]) -> None:
+    """Run every ``squall_validate_topology`` hook: a TopologyError (any SquallError) is the
+    refusal it means; another exception is a plugin's bug, one line naming it."""
+    hooks = get_plugin_manager().hook
+    try:
+        hooks.squall_validate_topology(topology=topology, conf=conf)
+    except SquallError:
+        raise
+    except Exception as exc:        # a plugin's bug: one line naming it
+        raise PluginLoadError(f"plugin {_culprit(hooks.squall_validate_topology, exc)!r} "
+                              f"failed in squall_validate_topology: {exc!r}") from exc
+
+
 def notify(hook_name: str, **kwargs: Any) -> None:
     """Call every implementation of the notification hook ``hook_name`` (a topology submitted
     or killed, a worker started or stopping), in pluggy's order; one that raises is logged,
@@ -73,7 +86,8 @@ def notify(hook_name: str, **kwargs: Any) -> None:
         try:
             impl.function(*(kwargs[name] for name in impl.argnames))
         except Exception as exc:
-            log.error("plugin %r failed in %s: %r", impl.plugin_name, hook_name, exc)
+            log.error("plugin %r failed in %s: %s", impl.plugin_name, hook_name,
+                      f"{type(exc).__name__}: {exc}"[:300])
 
 
 def _culprit(hook: Any, exc: BaseException) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from squall import config, drivers
-from squall.errors import SquallError
+from squall.errors import PluginLoadError, SquallError
 from squall.cli.argtypes import positive_seconds
 
 log = logging.getLogger("squall.cli")
@@ -83,6 +83,8 @@ class _SubParsers:
         self._sub = sub
 
     def add_parser(self, name: str, **kw: Any) -> argparse.ArgumentParser:
+        if name in self._sub.choices:
+            raise ValueError(f"a command {name!r} exists already")
         parser = self._sub.add_parser(name, **kw)
         _global_options(parser, top=False)
         return parser
@@ -110,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list every entry-point group and its plugins (and "
                                        "which cannot load, and why)")
-    p.set_defaults(func=_cmd_plugins)
+    # it lists what cannot load: it runs even when a plugin breaks the configuration
+    p.set_defaults(func=_cmd_plugins, reads_conf=False)
 
     p = sub.add_parser("config", help="print the effective configuration")
     p.add_argument("--sample", action="store_true", help="print a commented sample file")
@@ -123,7 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         cluster.register(sub)
     from squall.plugin_manager import notify
-    notify("squall_add_commands", subparsers=sub)   # a broken one: one line, no commands of it
+    try:
+        notify("squall_add_commands", subparsers=sub)   # a broken one: one line
+    except SquallError as exc:   # no plugin module loads: squall's own commands still work
+        log.error("no plugin commands: %s", exc)
     return parser
 
 
@@ -214,8 +220,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         if args.command in ("demo", "local"):   # they validate again in LocalCluster
             _config_warnings_once()
-        conf = config.load_config(args.config, args.overrides or ())
-        config.validate(conf)
+        try:
+            conf = config.load_config(args.config, args.overrides or ())
+            config.validate(conf)
+        except PluginLoadError as exc:
+            if getattr(args, "reads_conf", True):
+                raise
+            # a plugin that cannot load: the listing that shows which still runs, after
+            # the error line, with the error's exit status
+            print(f"squall: error: {exc}", file=sys.stderr)
+            args.func(args, {})
+            return 2
         return int(args.func(args, conf) or 0)
     except SquallError as exc:
         print(f"squall: error: {exc}", file=sys.stderr)

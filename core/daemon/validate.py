@@ -59,8 +59,8 @@ def check(directory: str) -> None:
     from squall import config, drivers
     # the serializer imports its topology.serializer.register types here, as a worker will
     drivers.driver("serializer", {**config.defaults(), **conf})
-    from squall.plugin_manager import get_plugin_manager
-    get_plugin_manager().hook.squall_validate_topology(topology=topology, conf=conf)
+    from squall.plugin_manager import validate_topology
+    validate_topology(topology, conf)
 
 
 def check_resources(conf: Any, topology: Any) -> None:

@@ -150,8 +150,8 @@ class LocalCluster:
             from squall import config
             config.validate(merged)
             _check_transport(merged)
-            from squall.plugin_manager import get_plugin_manager, notify
-            get_plugin_manager().hook.squall_validate_topology(topology=topology, conf=merged)
+            from squall.plugin_manager import notify, validate_topology
+            validate_topology(topology, merged)
             full = add_system_components(topology, merged)
             topology_id = f"{name}-{next(_ids)}-{int(time.time())}"
             run = _Running(name, topology_id, full, merged)

@@ -525,11 +525,6 @@ class Replaying(Spout):
         self.todo.append(tup_id)
 
 
-class Pass(Bolt):
-    def process(self, tup: Any) -> None:
-        pass
-
-
 def test_an_acker_plugin_that_raises_is_reported_and_its_trees_replayed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's loop goes on (it died, and again after every restart): the error is

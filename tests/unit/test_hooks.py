@@ -229,8 +229,8 @@ def test_a_plugins_bug_in_a_hook_is_one_line_naming_it_and_stops_nothing(
             # the other plugin is still told, and every worker stopped
             assert [c[1] for c in calls(plugin, "killed")] == ["stopping"]
             assert sorted(c[2] for c in calls(plugin, "worker_stop")) == ports
-            assert "plugin 'broken_test' failed in squall_worker_stop: AttributeError(" \
-                "'worker stop bug')" in caplog.text
+            assert "plugin 'broken_test' failed in squall_worker_stop: AttributeError: " \
+                "worker stop bug" in caplog.text
             assert "plugin 'broken_test' failed in squall_topology_killed" in caplog.text
             # its commands are missing; squall's and the other plugin's are there
             parser = cli_main.build_parser()
@@ -269,3 +269,60 @@ def test_every_hookspec_has_a_caller_in_squall() -> None:
                         if p.name not in ("hookspecs.py", "builtin_hooks.py"))
     for name in specs:
         assert re.search(rf"\.{name}\(|\"{name}\"", sources), f"{name} is never called"
+
+
+MISBEHAVING = {
+    # module -> its source: each plugin is installed on its own in the test below
+    "import_fails": "raise RuntimeError('exploded at import')\n",
+    "clashing_default": ("from squall import hookimpl\n\n\n@hookimpl\n"
+                         "def squall_add_defaults():\n"
+                         "    return {'squall.test.hooks.level': 'text'}\n"),
+    "path_default": ("import pathlib\nfrom squall import hookimpl\n\n\n@hookimpl\n"
+                     "def squall_add_defaults():\n    return {'odd.dir': pathlib.Path('/x')}\n"),
+    "command_clash": ("from squall import hookimpl\n\n\n@hookimpl\n"
+                      "def squall_add_commands(subparsers):\n"
+                      "    subparsers.add_parser('plugins')\n"),
+    "validator_bug": ("from squall import hookimpl\n\n\n@hookimpl\n"
+                      "def squall_validate_topology(topology, conf):\n"
+                      "    raise ValueError('validator bug')\n"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(MISBEHAVING))
+def test_a_misbehaving_plugin_is_one_line_naming_it(plugin: ModuleType, tmp_path: Path,
+                                                    module: str, capsys: Any,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    eps = {"squall.plugins": {module: f"squall_misbehaving_{module}"}}
+    with fake_distribution(tmp_path / module, f"squall-misbehaving-{module}", eps,
+                           {f"squall_misbehaving_{module}": MISBEHAVING[module]}):
+        get_plugin_manager.cache_clear()
+        try:
+            if module == "import_fails":
+                # squall plugins says which cannot load (after the error line, which every
+                # command gives); squall's own commands still parse
+                assert cli_main.main(["plugins"]) == 2
+                out = capsys.readouterr().out
+                assert f"{module}" in out and "UNAVAILABLE: fails to load: RuntimeError(" \
+                    "'exploded at import')" in out
+                assert cli_main.build_parser().parse_args(["config"]).command == "config"
+            elif module == "clashing_default":     # the test plugin gives the key an int
+                with pytest.raises(ConfigError, match="both define 'squall.test.hooks.level', "
+                                   "with different defaults"):
+                    config.defaults()
+            elif module == "path_default":
+                with pytest.raises(ConfigError, match="plugin 'path_default': "
+                                   "squall_add_defaults gives 'odd.dir' a PosixPath"):
+                    config.defaults()
+            elif module == "command_clash":
+                parser = cli_main.build_parser()
+                assert parser.parse_args(["plugins"]).command == "plugins"
+                said = [r.getMessage() for r in caplog.records if "command_clash" in
+                        r.getMessage()]
+                assert said == ["plugin 'command_clash' failed in squall_add_commands: "
+                                "ValueError: a command 'plugins' exists already"]
+            else:
+                with pytest.raises(PluginLoadError, match="plugin 'validator_bug' failed in "
+                                   "squall_validate_topology: ValueError"), LocalCluster() as c:
+                    c.submit_topology("checked", {}, _topology())
+        finally:
+            get_plugin_manager.cache_clear()
