@@ -153,12 +153,13 @@ def _version() -> str:
 
 def _cmd_plugins(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.cli.plugins import unavailable_reason
-    for group in drivers.GROUPS:
+    listed = {group: drivers.entries(group) for group in drivers.GROUPS}
+    width = max((len(name) for found in listed.values() for name, _ in found), default=0)
+    for group, found in listed.items():
         print(group)
-        found = drivers.entries(group)
         for name, dist in found:
             reason = unavailable_reason(group, name)
-            print(f"  {name:<12} {dist}" + (f"  UNAVAILABLE: {reason}" if reason else ""))
+            print(f"  {name:<{width}}  {dist}" + (f"  UNAVAILABLE: {reason}" if reason else ""))
         if not found:
             print("  (none)")
     return 0

@@ -185,6 +185,7 @@ def test_plugins_lists_builtin_drivers_per_group(env):
     out = ok(env, "plugins").stdout
     groups: dict[str, dict[str, str]] = {}
     current = None
+    columns = set()             # where the distribution column starts: one place for all
     for line in out.splitlines():
         if line and not line.startswith(" "):
             current = line.strip()
@@ -193,7 +194,9 @@ def test_plugins_lists_builtin_drivers_per_group(env):
             assert current is not None, out
             name, dist = line.split(None, 1)
             groups[current][name] = dist
+            columns.add(line.index(dist))
     assert set(groups) == set(BUILTIN), out
+    assert len(columns) == 1, out
     for group, names in BUILTIN.items():
         assert names <= set(groups[group]), f"{group}: {groups[group]}"
         for name in names:
