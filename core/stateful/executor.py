@@ -160,7 +160,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             if keeper is not None and keeper.spoiled:
                 keeper.drop_spoiled()       # an input failed: the state goes back
             spent = _perf() - t0
-            ts.pass_cap = int(PASS_SECONDS * n / spent) if spent > 0 else n << 1
+            ts.pass_cap = max(1, int(PASS_SECONDS * n / spent)) if spent > 0 else n << 1
             ts.exec_ms += spent * 1000.0
             ts.exec_n += n
             ts.executed += n

@@ -564,3 +564,29 @@ def test_a_slow_bolt_with_a_long_queue_does_not_hold_the_worker(cluster: LocalCl
     assert probe and max(gaps) < 0.4, (
         f"the probe bolt waited {max(gaps, default=end - start):.3f} s for a turn while the "
         f"slow bolt worked through its queue ({end - start:.2f} s)")
+
+
+def test_a_slow_bolts_pass_keeps_to_its_measured_share_at_the_default_batch(
+        cluster: LocalCluster) -> None:
+    """At the default transfer batch (100), a pass over a long queue of a 2 ms bolt takes a
+    few tuples (PASS_SECONDS' worth), not a whole batch: between two turns of the probe the
+    slow bolt processes a handful of tuples (it took 100, 200 ms, before)."""
+    for times in PASS_TIMES.values():
+        times.clear()
+    burst = 600
+    b = TopologyBuilder()
+    b.set_spout("burst", Burst)
+    b.set_spout("ticker", Ticker)
+    b.set_bolt("slow", SlowWork).shuffle_grouping("burst")
+    b.set_bolt("probe", Probe).shuffle_grouping("ticker")
+    cluster.submit_topology("share", {"test.burst": burst, "topology.acker.executors": 0,
+                                      "topology.executor.receive.buffer.size": 1_000_000},
+                            b.create_topology())
+    wait_until(lambda: len(PASS_TIMES["slow"]) >= burst, 30,
+               message=lambda: f"slow bolt processed {len(PASS_TIMES['slow'])} of {burst}")
+    slow, probe = list(PASS_TIMES["slow"]), list(PASS_TIMES["probe"])
+    inside = [t for t in probe if slow[10] <= t <= slow[-1]]     # once its cost is measured
+    between = [sum(1 for s in slow if a < s <= b) for a, b in zip(inside, inside[1:])]
+    assert inside and max(between) <= 20, (
+        f"the slow bolt processed up to {max(between, default=len(slow))} tuples between two "
+        f"turns of the probe")
