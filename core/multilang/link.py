@@ -168,8 +168,9 @@ class ShellLink:
                 kwargs["tup_id"] = tup_id
             ids = self.emit(values, message.get("stream"), **kwargs)
         except (SquallError, TypeError, ValueError, RuntimeError) as exc:
-            self.report(exc if isinstance(exc, SquallError) else
-                        MultilangError(f"emit {message!r:.200} failed: {exc}"))
+            # the line says it all: the runtime's traceback through this link would bury it
+            self.report(f"{type(exc).__name__}: {exc}" if isinstance(exc, SquallError) else
+                        f"MultilangError: emit {message!r:.200} failed: {exc}")
             ok = False
         if need:
             proc.send(proc.codec.encode(list(ids or [])))

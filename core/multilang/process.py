@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -51,7 +52,8 @@ class ShellProcess:
     ``on_messages(proc, messages)`` is called on the reader thread for every batch of decoded
     messages; ``on_exit(proc, reason)`` once, on the reader thread, when the subprocess's
     stdout ends (it exited, was killed, or sent bytes that are not messages). ``last_heard``
-    is the monotonic time of the last bytes read."""
+    is the monotonic time of the last whole message read (bytes without an end are no
+    heartbeat). It runs in a process group of its own, which ``kill`` and ``close`` signal."""
 
     def __init__(self, argv: Sequence[str], cwd: str, codec: Codec, logger: logging.Logger,
                  on_messages: Callable[[ShellProcess, list[Any]], None],
@@ -71,9 +73,12 @@ class ShellProcess:
         self.pid = 0
         self.last_heard = time.monotonic()
         try:
+            # a process group of its own: a kill reaches what it started too (a wrapper
+            # script's child, a pool of workers), which would else hold its stdout open,
+            # outlive it and keep the task waiting for an end that never comes
             self.proc = subprocess.Popen(self.argv, cwd=cwd, stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         bufsize=0)
+                                         bufsize=0, start_new_session=True)
         except OSError as exc:
             self.alive = False
             raise MultilangError(f"cannot start {self.argv} in {cwd}: {exc}") from exc
@@ -163,7 +168,6 @@ class ShellProcess:
                 break
             if not data:
                 break
-            self.last_heard = time.monotonic()
             try:
                 messages = feed(data)
             except MultilangError as exc:
@@ -171,6 +175,8 @@ class ShellProcess:
                 break
             if not messages:
                 continue
+            # heard from: a whole message (bytes without an end are no heartbeat)
+            self.last_heard = time.monotonic()
             if not self._shook.is_set():
                 self._handshake.append(messages.pop(0))
                 self._shook.set()
@@ -204,11 +210,7 @@ class ShellProcess:
                 self._kill_reason = reason
             self.alive = False
             self._cond.notify_all()
-        if self.proc.poll() is None:
-            try:
-                self.proc.kill()
-            except OSError:
-                pass
+        self._signal(signal.SIGKILL)
         code = self._wait(STOP_GRACE)
         if self._kill_reason is None:
             with self._cond:
@@ -225,12 +227,18 @@ class ShellProcess:
             self.alive = False
             self._cond.notify_all()
         if self._wait(STOP_GRACE) is None:
-            try:
-                self.proc.terminate()
-            except OSError:
-                pass
+            self._signal(signal.SIGTERM)
             if self._wait(STOP_GRACE) is None:
                 self.kill()
+        else:
+            self._signal(signal.SIGKILL)    # what it started and left behind
+
+    def _signal(self, sig: int) -> None:
+        """Send ``sig`` to the subprocess's process group (itself and what it started)."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):   # the group is gone already
+            pass
 
     def _wait(self, timeout: float) -> int | None:
         try:

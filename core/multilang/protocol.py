@@ -58,6 +58,11 @@ class Codec(Protocol):
         """The bytes of :func:`tuple_message` (``tup_id`` holds no character JSON escapes)."""
 
 
+#: the longest message a subprocess may send (a longer one is a broken protocol: the
+#: subprocess is killed and restarted), so a stream without terminators cannot grow without end
+MAX_MESSAGE_BYTES = 256 << 20
+
+
 class JsonCodec:
     """Storm's JSON encoding: a JSON value, then a line ``end``."""
 
@@ -65,6 +70,10 @@ class JsonCodec:
 
     def __init__(self) -> None:
         self._buf = b""
+        #: reads of a message not complete yet (joined once its terminator comes: joining at
+        #: every read made a 40 MB message cost 12 s), and their length
+        self._parts: list[bytes] = []
+        self._parts_len = 0
         self._dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
         self._loads = json.loads
         self._heads: dict[tuple[str, str], str] = {}
@@ -73,6 +82,21 @@ class JsonCodec:
         return self._dumps(message).encode() + _END
 
     def feed(self, data: bytes) -> list[Any]:
+        if self._buf or self._parts:
+            # a terminator in this read, or straddling the end of what came before?
+            if _END not in self._tail() + data[:len(_END) - 1] and _END not in data:
+                if not self._parts:
+                    self._parts, self._parts_len = [self._buf], len(self._buf)
+                    self._buf = b""
+                self._parts.append(data)
+                self._parts_len += len(data)
+                if self._parts_len > MAX_MESSAGE_BYTES:
+                    raise MultilangError(f"a message longer than {MAX_MESSAGE_BYTES} bytes "
+                                         "(no end line)")
+                return []
+            if self._parts:
+                self._buf = b"".join(self._parts)
+                self._parts, self._parts_len = [], 0
         buf = self._buf + data if self._buf else data
         if buf.startswith(b"end\n"):       # a message that is only its terminator line
             buf = b"\n" + buf
@@ -88,6 +112,17 @@ class JsonCodec:
             if len(out) != len(parts):  # a part holding two values, or a blank one
                 out = self._each([p for p in parts if p.strip()])
         return out
+
+    def _tail(self) -> bytes:
+        """The last ``len(_END) - 1`` bytes of what waits for its terminator (over as many
+        reads as it takes: a read may be a byte)."""
+        need = len(_END) - 1
+        out = b""
+        for part in reversed(self._parts or [self._buf]):
+            out = part + out
+            if len(out) >= need:
+                break
+        return out[-need:]
 
     def _each(self, parts: list[bytes]) -> list[Any]:
         out = []

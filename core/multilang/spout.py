@@ -22,6 +22,9 @@ from squall.multilang.link import ShellLink, code_root
 from squall.multilang.process import RESTART_WAIT, ShellProcess
 
 _EXIT = object()
+#: how long a call waits for the exit of a subprocess it killed (its kill, the grace of the
+#: process group's end, and the reader seeing its stdout close)
+EXIT_WAIT = 5.0
 
 
 class ShellSpout(Spout):
@@ -57,7 +60,8 @@ class ShellSpout(Spout):
                                emit=lambda *a, **k: self.emit(*a, **k),
                                report=lambda e: self.report_error(e),
                                on_messages=self._on_messages, on_exit=self._on_exit)
-        self._link.host.ensure()
+        self._proc = self._link.host.ensure()
+        self._active = False
 
     def next_tuple(self) -> None:
         self._call({"command": "next"})
@@ -69,9 +73,11 @@ class ShellSpout(Spout):
         self._call({"command": "fail", "id": tup_id})
 
     def activate(self) -> None:
+        self._active = True
         self._call({"command": "activate"})
 
     def deactivate(self) -> None:
+        self._active = False
         self._call({"command": "deactivate"})
 
     def close(self) -> None:
@@ -87,16 +93,30 @@ class ShellSpout(Spout):
         proc = link.host.ensure(wait=RESTART_WAIT)
         if proc is None:
             return                  # none runs (a restart pending): this call is lost
+        if proc is not self._proc:
+            # a restarted subprocess: an active spout's is activated first, as a restarted
+            # spout is (a subprocess waiting for it never emitted)
+            self._proc = proc
+            if self._active and command["command"] not in ("activate", "deactivate"):
+                self._exchange(link, proc, {"command": "activate"})
+        self._exchange(link, proc, command)
+
+    def _exchange(self, link: ShellLink, proc: ShellProcess, command: dict[str, Any]) -> None:
         proc.send(proc.codec.encode(command))
         deadline = time.monotonic() + link.timeout
         inbox = self._inbox
+        killed = False
         while True:
             try:
                 sender, message = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
+                if killed:
+                    return          # its exit never came: the next call sees to it
                 proc.kill(f"did not answer {command['command']!r} within {link.timeout:g} s "
                           "(topology.subprocess.timeout.secs)")
-                continue            # its exit comes next
+                killed = True       # its exit comes next: wait for it, not spin
+                deadline = time.monotonic() + EXIT_WAIT
+                continue
             if sender is not proc:
                 continue            # left over from a subprocess that is gone
             if message is _EXIT:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from squall import LocalCluster, ShellBolt, TopologyBuilder
+from squall import LocalCluster, ShellBolt, ShellSpout, TopologyBuilder
 from squall.multilang.process import running_pids
 from squall.testing import wait_until
 
@@ -201,3 +201,115 @@ def test_a_script_run_from_another_folder_runs_its_shell_components_beside_it(
     out = subprocess.run([sys.executable, str(code / "topo.py")], cwd=elsewhere,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "acked [1]" in out.stdout, out.stderr[-2000:]
+
+
+def _split_processes() -> set[int]:
+    """Live processes running the split bolt's script (any parent)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        if b"multilang/split_bolt.py" in cmdline and state != "Z":
+            found.add(int(entry.name))
+    return found
+
+
+def test_a_wrapper_scripts_child_that_hangs_is_killed_with_it(tmp_path: Path) -> None:
+    """The command is a shell that runs the bolt without exec: the kill reaches the bolt
+    (its process group), so the task restarts, reports it, and nothing is left running (the
+    bolt outlived the kill, held its stdout, and the task waited for good)."""
+    before = _split_processes()         # an earlier test's, still on its way out
+    seen: set[int] = set()
+    with LocalCluster() as cluster:
+        _run(cluster, tmp_path, ml.build(ml.WrappedSplit),
+             **{"test.split.hang.on": 7, "topology.subprocess.timeout.secs": 3})
+        errors = info_errors(cluster, "ml", "split")
+        assert len(errors) == 1 and "answered no heartbeat for 3 s" in errors[0]["error"]
+        seen |= _split_processes() - before
+        assert seen
+    wait_until(lambda: not (seen & _split_processes()), 10,
+               message=lambda: f"left running: {seen & _split_processes()}")
+
+
+def test_a_restarted_spout_subprocess_is_activated_again(tmp_path: Path) -> None:
+    """The spout subprocess emits only once activated, and dies after 10 sentences: its
+    successor is activated too (it never emitted, and the rest was never sent)."""
+    script = tmp_path / "gated.py"
+    script.write_text(GATED)
+    marker = tmp_path / "died.marker"
+
+    class Gated(ShellSpout):
+        command = [sys.executable, str(script), str(marker)]
+        outputs = ["sentence", "sid"]
+
+    b = TopologyBuilder()
+    b.set_spout("sentences", Gated)
+    b.set_bolt("split", ml.Split, parallelism=2).shuffle_grouping("sentences")
+    b.set_bolt("count", ml.Count, parallelism=2).fields_grouping("split", ["word"])
+    with LocalCluster() as cluster:
+        cluster.submit_topology("gated", {"test.output.dir": str(tmp_path),
+                                          "test.sentences": TOTAL}, b.create_topology())
+        wait_until(lambda: set(wc.read_acks(tmp_path)) == set(range(TOTAL)), 60,
+                   message=lambda: f"acked {sorted(set(wc.read_acks(tmp_path)))}")
+    assert marker.exists()
+
+
+GATED = r"""
+import json, os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__)))
+MARKER = sys.argv[1]
+SENTENCES = ["the cow jumped over the moon", "an apple a day keeps the doctor away"]
+
+def read():
+    lines = []
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        if line.rstrip("\n") == "end":
+            return json.loads("".join(lines))
+        lines.append(line)
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\nend\n")
+    sys.stdout.flush()
+
+setup = read()
+conf = setup["conf"]
+total = int(conf["test.sentences"])
+out = conf["test.output.dir"]
+open(os.path.join(setup["pidDir"], str(os.getpid())), "w").close()
+send({"pid": os.getpid()})
+ACKS = os.path.join(out, "acks-gated.txt")
+acked = set()
+if os.path.exists(ACKS):
+    acked = {int(line) for line in open(ACKS).read().split()}
+todo = [i for i in range(total) if i not in acked]
+active, sent = False, 0
+while True:
+    m = read()
+    cmd = m.get("command")
+    if cmd == "activate":
+        active = True
+    elif cmd == "deactivate":
+        active = False
+    elif cmd == "next" and active and todo:
+        if sent == 10 and not os.path.exists(MARKER):
+            open(MARKER, "w").close()
+            sys.exit(2)
+        i = todo.pop(0)
+        send({"command": "emit", "id": i, "tuple": [SENTENCES[i % 2], i],
+              "need_task_ids": False})
+        sent += 1
+    elif cmd == "ack":
+        with open(ACKS, "a") as f:
+            f.write(f"{m['id']}\n")
+    elif cmd == "fail":
+        todo.append(int(m["id"]))
+    send({"command": "sync"})
+"""

@@ -25,6 +25,13 @@ class Split(ShellBolt):
     outputs = ["word", "sid", "pos"]
 
 
+class WrappedSplit(ShellBolt):
+    """The split bolt behind a shell wrapper that does not ``exec`` it (a ``run.sh``): the
+    wrapper's child is the one speaking the protocol."""
+    command = ["bash", "-c", f"{sys.executable} multilang/split_bolt.py; true"]
+    outputs = ["word", "sid", "pos"]
+
+
 class MsgpackSplit(ShellBolt):
     command = ["env", "MULTILANG_SERIALIZER=msgpack", sys.executable, "multilang/split_bolt.py"]
     outputs = ["word", "sid", "pos"]

@@ -100,3 +100,50 @@ def test_shell_metric_adds_numbers_and_refuses_others() -> None:
         m.update("x")
     assert m.get_value_and_reset() == 3.5
     assert m.get_value_and_reset() == 0
+
+
+def test_a_message_without_an_end_past_the_limit_is_a_protocol_error(monkeypatch) -> None:
+    import squall.multilang.protocol as protocol
+    monkeypatch.setattr(protocol, "MAX_MESSAGE_BYTES", 1000)
+    codec = JsonCodec()
+    assert codec.feed(b'{"command": "log", "msg": "') == []
+    for _ in range(9):
+        assert codec.feed(b"x" * 100) == []
+    with pytest.raises(MultilangError, match="a message longer than 1000 bytes"):
+        codec.feed(b"x" * 100)
+
+
+def test_a_long_message_in_many_reads_is_joined_once_whole() -> None:
+    message = {"command": "emit", "tuple": ["x" * 3_000_000]}
+    data = JsonCodec().encode(message)
+    codec = JsonCodec()
+    got = [m for i in range(0, len(data), 1 << 16) for m in codec.feed(data[i:i + (1 << 16)])]
+    assert got == [message]
+
+
+def test_bytes_without_an_end_are_no_heartbeat(tmp_path) -> None:
+    import logging
+    import sys
+    import threading
+    import time as clock
+
+    from squall.multilang.process import ShellProcess
+    from squall.testing import wait_until
+    script = tmp_path / "chatter.py"
+    script.write_text("import sys, time\nsys.stdin.readline()\n"
+                      "sys.stdout.write('{\"pid\": 1}\\nend\\n'); sys.stdout.flush()\n"
+                      "while True:\n    sys.stdout.write('x' * 100); sys.stdout.flush()\n"
+                      "    time.sleep(0.01)\n")
+    exited = threading.Event()
+    proc = ShellProcess([sys.executable, str(script)], str(tmp_path), JsonCodec(),
+                        logging.getLogger("chatter"), lambda p, m: None,
+                        lambda p, r: exited.set())
+    try:
+        proc.send(b"go\n")
+        wait_until(lambda: proc.codec._parts_len > 1000, 10)    # it chatters
+        heard = proc.last_heard
+        wait_until(lambda: proc.codec._parts_len > 5000, 10)
+        assert proc.last_heard == heard and clock.monotonic() > heard
+    finally:
+        proc.kill("test over")
+        assert exited.wait(10)
