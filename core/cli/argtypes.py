@@ -33,12 +33,16 @@ def seconds(text: str) -> float:
     return value
 
 
+def _whole(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
 def byte_count(text: str) -> int:
     """A whole number of bytes, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
+    value = _whole(text, "a number of bytes")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 bytes or more, got {text!r}")
     return value
@@ -46,10 +50,7 @@ def byte_count(text: str) -> int:
 
 def port_number(text: str) -> int:
     """A TCP port, 0 (a free one, where the command takes that) to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    value = _whole(text, "a port number")
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {text!r}")
     return value

@@ -284,7 +284,7 @@ class Cluster:
         free (Storm's rule, so a grown cluster spreads it out)."""
         if self.unassigned_executors(topology):
             return True
-        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        wanted = topology.wanted_workers
         have = self.assigned_worker_count(topology.id)
         return have > wanted or (have < wanted and self.available_slot_count() > 0)
 

@@ -114,7 +114,7 @@ class EvenScheduler(Scheduler):
 
     def schedule_topology(self, topology: TopologyDetails, cluster: Cluster) -> None:
         """Place ``topology``'s homeless executors (see the module docstring)."""
-        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        wanted = topology.wanted_workers
         assignment = cluster.get_assignment(topology.id)
         if assignment is not None and len(assignment.slots()) > wanted:
             self._shrink(topology, cluster, wanted)

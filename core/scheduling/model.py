@@ -137,6 +137,11 @@ class TopologyDetails:
                 raise ConfigError(f"topology {self.id}: executor {e} is empty or overlaps another")
             seen.update(e.tasks)
 
+    @property
+    def wanted_workers(self) -> int:
+        """The workers it can use: ``num_workers``, at most one per executor, at least 1."""
+        return max(1, min(self.num_workers, len(self.executors)))
+
     def resources_for_component(self, component_id: str) -> Resources:
         """What one executor of ``component_id`` needs."""
         got = self.component_resources.get(component_id)

@@ -137,7 +137,7 @@ class MultiDimScheduler(Scheduler):
         if cluster.unassigned_executors(topology):
             return True
         have = cluster.assigned_worker_count(topology.id)
-        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        wanted = topology.wanted_workers
         return have > wanted or (have < wanted and (
             topology.rebalanced or pool.totals(view, need_port=True)[1] > 0))
 
@@ -146,7 +146,7 @@ class MultiDimScheduler(Scheduler):
         homeless = cluster.unassigned_executors(topology)
         assignment = cluster.get_assignment(topology.id)
         existing = assignment.slots() if assignment is not None else []
-        wanted = max(1, min(topology.num_workers, len(topology.executors)))
+        wanted = topology.wanted_workers
         if existing and (topology.rebalanced or len(existing) > wanted):
             self._reshape(topology, cluster, pool, view, wanted)
             return
@@ -291,17 +291,16 @@ class MultiDimScheduler(Scheduler):
                 view: tuple[str, ...], wanted: int, new_workers: int, exc: _NoRoom) -> None:
         """Report why a reshape to ``wanted`` workers fits nowhere (the placement stays)."""
         assignment = cluster.get_assignment(topology.id)
-        placed = {s: assignment.executors_on(s) for s in assignment.slots()}  # type: ignore[union-attr]
         ports = pool.totals(view, need_port=True)[1]
         if new_workers > ports and view:   # the new workers have no port: resources are moot
             reason = (f"needs {new_workers - ports} more worker slots (have {ports}, "
                       f"need {new_workers})") + self._isolation_note(topology, cluster, view)
         else:
             reason = self._reason(topology, sorted(topology.executors), 0, exc.demand,
-                                  list(placed), pool, view, cluster)
+                                  assignment.slots(), pool, view, cluster)  # type: ignore[union-attr]
         cluster.set_status(topology.id, "pending", reason)
         log.debug("topology %s cannot be reshaped to %d workers: %s", topology.id,
-                 wanted, reason)
+                  wanted, reason)
 
     def _plan_hands(self, topology: TopologyDetails, hands: list[list[ExecutorDetails]],
                     existing: list[WorkerSlot], pool: Pool, view: tuple[str, ...],
@@ -336,21 +335,12 @@ class MultiDimScheduler(Scheduler):
     def _plan_new(self, topology: TopologyDetails, homeless: list[ExecutorDetails], n: int,
                   existing: list[WorkerSlot], pool: Pool, view: tuple[str, ...],
                   ) -> list[tuple[WorkerSlot, list[ExecutorDetails]]]:
+        """``n`` new workers (``n`` at most the homeless executors: none is empty), the
+        homeless executors dealt round-robin over them, placed as :meth:`_plan_hands`."""
         hands: list[list[ExecutorDetails]] = [[] for _ in range(n)]
         for i, e in enumerate(homeless):
             hands[i % n].append(e)
-        demands = [self._demand(topology, hand) for hand in hands]
-        order = sorted(range(n), key=lambda i: (_size(demands[i]), -i), reverse=True)
-        used_nodes = {slot.node_id for slot in existing}
-        plan = []
-        for i in order:
-            sid = pool.find(view, demands[i], used_nodes)
-            if sid is None:
-                raise _NoRoom(demands[i])
-            port = pool.take(sid, demands[i], new_worker=True)
-            used_nodes.add(sid)
-            plan.append((WorkerSlot(sid, port), hands[i]))  # type: ignore[arg-type]
-        return plan
+        return self._plan_hands(topology, hands, existing, pool, view)
 
     def _plan_join(self, topology: TopologyDetails, homeless: list[ExecutorDetails],
                    cluster: Cluster, pool: Pool) -> list[tuple[WorkerSlot, list[ExecutorDetails]]]:

@@ -18,3 +18,15 @@ def cluster() -> Iterator[LocalCluster]:
 
 def info_errors(cluster: LocalCluster, name: str, component: str) -> list[dict[str, Any]]:
     return cluster.get_topology_info(name)["errors"].get(component, [])
+
+
+def install_driver(monkeypatch: pytest.MonkeyPatch, group: str, name: str,
+                   factory: Any) -> None:
+    """Make ``name`` an entry point of ``group`` that loads ``factory``, for the test's
+    duration (on top of whatever else the test installed)."""
+    from squall import drivers
+    check, load = drivers.check, drivers.load
+    monkeypatch.setattr(drivers, "check", lambda g, n: None if (g, n) == (group, name)
+                        else check(g, n))
+    monkeypatch.setattr(drivers, "load", lambda g, n: factory if (g, n) == (group, name)
+                        else load(g, n))

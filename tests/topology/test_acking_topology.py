@@ -11,6 +11,8 @@ import pytest
 from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder
 from squall.testing import complete_topology, wait_until
 
+from tests.topology.conftest import install_driver
+
 LOCK = threading.Lock()
 COUNTS: Counter[str] = Counter()
 ACKED: list[Any] = []
@@ -529,12 +531,7 @@ def test_an_acker_plugin_that_raises_is_reported_and_its_trees_replayed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's loop goes on (it died, and again after every restart): the error is
     on the topology once, and the trees the acker lost time out and are replayed."""
-    from squall import drivers
-    real_check, real_load = drivers.check, drivers.load
-    monkeypatch.setattr(drivers, "check", lambda group, name: None if (
-        group, name) == ("squall.ackers", "flaky") else real_check(group, name))
-    monkeypatch.setattr(drivers, "load", lambda group, name: FlakyAcker if (
-        group, name) == ("squall.ackers", "flaky") else real_load(group, name))
+    install_driver(monkeypatch, "squall.ackers", "flaky", FlakyAcker)
     FlakyAcker.raised.clear()
     Replaying.acked.clear()
     b = TopologyBuilder()

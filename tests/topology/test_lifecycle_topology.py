@@ -541,9 +541,9 @@ class Probe(Bolt):
         PASS_TIMES["probe"].append(time.monotonic())
 
 
-def test_a_slow_bolt_with_a_long_queue_does_not_hold_the_worker(cluster: LocalCluster) -> None:
-    """A pass over a long queue takes only a few milliseconds' worth of a slow bolt's tuples,
-    so the other executors of the worker keep their turns."""
+def _slow_beside_probe(cluster: LocalCluster, name: str, **conf: Any) -> None:
+    """A burst of 600 tuples into a 2 ms bolt, a ticker into a probe beside it, one worker;
+    returns once the slow bolt processed the burst (the times are in PASS_TIMES)."""
     for times in PASS_TIMES.values():
         times.clear()
     burst = 600
@@ -552,12 +552,17 @@ def test_a_slow_bolt_with_a_long_queue_does_not_hold_the_worker(cluster: LocalCl
     b.set_spout("ticker", Ticker)
     b.set_bolt("slow", SlowWork).shuffle_grouping("burst")
     b.set_bolt("probe", Probe).shuffle_grouping("ticker")
-    cluster.submit_topology("pass", {"test.burst": burst, "topology.acker.executors": 0,
-                                     "topology.transfer.batch.size": 5,
-                                     "topology.executor.receive.buffer.size": 1_000_000},
-                            b.create_topology())
+    cluster.submit_topology(name, {"test.burst": burst, "topology.acker.executors": 0,
+                                   "topology.executor.receive.buffer.size": 1_000_000,
+                                   **conf}, b.create_topology())
     wait_until(lambda: len(PASS_TIMES["slow"]) >= burst, 30,
                message=lambda: f"slow bolt processed {len(PASS_TIMES['slow'])} of {burst}")
+
+
+def test_a_slow_bolt_with_a_long_queue_does_not_hold_the_worker(cluster: LocalCluster) -> None:
+    """A pass over a long queue takes only a few milliseconds' worth of a slow bolt's tuples,
+    so the other executors of the worker keep their turns."""
+    _slow_beside_probe(cluster, "pass", **{"topology.transfer.batch.size": 5})
     start, end = PASS_TIMES["slow"][0], PASS_TIMES["slow"][-1]
     probe = [t for t in PASS_TIMES["probe"] if start <= t <= end]
     gaps = [b - a for a, b in zip(probe, probe[1:])]
@@ -571,19 +576,7 @@ def test_a_slow_bolts_pass_keeps_to_its_measured_share_at_the_default_batch(
     """At the default transfer batch (100), a pass over a long queue of a 2 ms bolt takes a
     few tuples (PASS_SECONDS' worth), not a whole batch: between two turns of the probe the
     slow bolt processes a handful of tuples (it took 100, 200 ms, before)."""
-    for times in PASS_TIMES.values():
-        times.clear()
-    burst = 600
-    b = TopologyBuilder()
-    b.set_spout("burst", Burst)
-    b.set_spout("ticker", Ticker)
-    b.set_bolt("slow", SlowWork).shuffle_grouping("burst")
-    b.set_bolt("probe", Probe).shuffle_grouping("ticker")
-    cluster.submit_topology("share", {"test.burst": burst, "topology.acker.executors": 0,
-                                      "topology.executor.receive.buffer.size": 1_000_000},
-                            b.create_topology())
-    wait_until(lambda: len(PASS_TIMES["slow"]) >= burst, 30,
-               message=lambda: f"slow bolt processed {len(PASS_TIMES['slow'])} of {burst}")
+    _slow_beside_probe(cluster, "share")
     slow, probe = list(PASS_TIMES["slow"]), list(PASS_TIMES["probe"])
     inside = [t for t in probe if slow[10] <= t <= slow[-1]]     # once its cost is measured
     between = [sum(1 for s in slow if a < s <= b) for a, b in zip(inside, inside[1:])]

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
-from squall import drivers
+from tests.topology.conftest import install_driver
 from squall.metrics import CountMetric, MeanReducer, ReducedMetric
 from squall.spi.metrics import DataPoint, MetricsConsumer, TaskInfo
 from squall.testing import wait_until
@@ -41,19 +41,7 @@ class Recording(MetricsConsumer):
 @pytest.fixture(autouse=True)
 def recording(monkeypatch: pytest.MonkeyPatch) -> type[Recording]:
     """``recording`` is a metrics consumer name for the test's duration."""
-    real_check, real_load = drivers.check, drivers.load
-
-    def check(group: str, name: str) -> None:
-        if (group, name) != ("squall.metrics_consumers", "recording"):
-            real_check(group, name)
-
-    def load(group: str, name: str) -> Any:
-        if (group, name) == ("squall.metrics_consumers", "recording"):
-            return Recording
-        return real_load(group, name)
-
-    monkeypatch.setattr(drivers, "check", check)
-    monkeypatch.setattr(drivers, "load", load)
+    install_driver(monkeypatch, "squall.metrics_consumers", "recording", Recording)
     Recording.calls.clear()
     return Recording
 
@@ -375,10 +363,7 @@ class Stuck(MetricsConsumer):
 
 def test_a_consumer_blocked_in_handle_does_not_hold_up_its_worker(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    real_load = drivers.load
-    monkeypatch.setattr(drivers, "check", lambda group, name: None)
-    monkeypatch.setattr(drivers, "load", lambda group, name: Stuck if (
-        group, name) == ("squall.metrics_consumers", "stuck") else real_load(group, name))
+    install_driver(monkeypatch, "squall.metrics_consumers", "stuck", Stuck)
     Stuck.entered.clear()
     Stuck.release.clear()
     b = TopologyBuilder()

@@ -167,20 +167,26 @@ print("acked", done)
 '''
 
 
-ACKER = '''
+#: the multi-lang protocol, by hand, for the scripts these tests write
+PROTOCOL = '''
 import json, os, sys
+
 def read():
     lines = []
     while True:
         line = sys.stdin.readline()
         if not line:
             sys.exit(0)
-        if line == "end\\n":
+        if line.rstrip("\\n") == "end":
             return json.loads("".join(lines))
         lines.append(line)
+
 def send(message):
     sys.stdout.write(json.dumps(message) + "\\nend\\n")
     sys.stdout.flush()
+'''
+
+ACKER = PROTOCOL + '''
 handshake = read()
 open(os.path.join(handshake["pidDir"], str(os.getpid())), "w").close()
 send({"pid": os.getpid()})
@@ -259,25 +265,9 @@ def test_a_restarted_spout_subprocess_is_activated_again(tmp_path: Path) -> None
     assert marker.exists()
 
 
-GATED = r"""
-import json, os, sys
-sys.path.insert(0, os.path.join(os.path.dirname(__file__)))
+GATED = PROTOCOL + r"""
 MARKER = sys.argv[1]
 SENTENCES = ["the cow jumped over the moon", "an apple a day keeps the doctor away"]
-
-def read():
-    lines = []
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            sys.exit(0)
-        if line.rstrip("\n") == "end":
-            return json.loads("".join(lines))
-        lines.append(line)
-
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\nend\n")
-    sys.stdout.flush()
 
 setup = read()
 conf = setup["conf"]

@@ -15,6 +15,8 @@ from squall import Bolt, ConfigError, LocalCluster, Spout, TopologyBuilder
 from squall.testing import complete_topology, wait_until
 from squall.testing.contracts.serializer import Point
 
+from tests.topology.conftest import install_driver
+
 LOCK = threading.Lock()
 SEEN: list[tuple[Any, ...]] = []
 ACKED: list[int] = []
@@ -121,12 +123,7 @@ def test_unencodable_value_across_workers_fails_its_tree_and_is_reported(
         serializer: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a serializer that raises anything else (a plugin's bug) too: the worker's loop
     died on it, again after every restart."""
-    from squall import drivers
-    real_check, real_load = drivers.check, drivers.load
-    monkeypatch.setattr(drivers, "check", lambda group, name: None if (
-        group, name) == ("squall.serializers", "grumpy") else real_check(group, name))
-    monkeypatch.setattr(drivers, "load", lambda group, name: _grumpy if (
-        group, name) == ("squall.serializers", "grumpy") else real_load(group, name))
+    install_driver(monkeypatch, "squall.serializers", "grumpy", _grumpy)
     ACKED.clear()
     FAILED.clear()
     b = TopologyBuilder()
