@@ -24,7 +24,7 @@ run an acker            :mod:`.executors.acker`          ``AckerExecutor.run_onc
 components that block   :mod:`.executors.threaded`       ``ComponentThread``, ``ThreadedBolt``
 acks, fails, trees      :mod:`.acks`                     ``AckLedger.flush``, ``complete_tree``
 backpressure            :mod:`.flow`                     ``Backpressure.check``, ``blocks``
-credit windows          :mod:`.wire.outbox`, ``.inbox``  ``Outbox.credit``, ``report_credits``
+credits                 :mod:`.wire.credits`            ``Grants.grant``, ``Windows.credit``
 load-aware groupings    :mod:`.load`                     ``LoadTracker.tick``
 ticks, metrics, stats   :mod:`.timers`, :mod:`.stats`    ``Timers.run``, ``fold_stats``
 errors of components    :mod:`.errors`                   ``ErrorLog.record``
@@ -45,9 +45,9 @@ each and appends Tuples (or TupleRuns, for a ``lazy_batch`` bolt) to the task's 
 which tells the acker task once per pass; the acker's completion reaches the spout task as
 ``(root, ok)`` (same worker) or an ack tuple (another worker), and the spout's ``ack`` runs.
 
-Backpressure is per destination task: an executor whose emits may reach a congested task (its
-queue over the high watermark, here or in another worker), or a remote task with a full
-credit window, waits; see :mod:`.flow`.
+Backpressure is per destination task: an executor whose emits may reach a full task (its queue
+over the high watermark), or a remote task it has sent all its worker granted, waits until the
+task has taken enough; see :mod:`.flow` and :mod:`.wire.credits`.
 
 Everything in a worker runs on its loop thread, except the receive thread (which only queues
 what arrives) and the threads of components that asked for one (which hand every call back

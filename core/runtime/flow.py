@@ -1,12 +1,26 @@
-"""Backpressure, per destination task: a sender stops feeding a task whose queue is too full,
-and only that (JStorm's and Storm 2's flow control, by task).
+"""Backpressure, per destination task: what feeds a task whose queue is full waits, and only
+that (JStorm's and Storm 2's flow control, by task), paced by what the task takes.
 
-A task of this worker is *congested* when its queue holds more than the high watermark
-(``topology.backpressure.high.watermark`` × ``topology.executor.receive.buffer.size`` tuples;
-a TupleRun counts its tuples) and stays so until it holds no more than the low watermark
-(``...low.watermark`` × the same). Every change is told to the other workers of the topology
-(a control message listing tasks and their state), so every worker knows every congested
-task.
+A task's *occupancy* is what its queue holds (a TupleRun counts its tuples) plus what waits in
+front of it in the inbox. Its *high watermark* is ``topology.backpressure.high.watermark`` ×
+``topology.executor.receive.buffer.size`` tuples.
+
+- A task of this worker is *full* while its occupancy is above the high watermark: an executor
+  here that emits to it waits, and goes on as soon as the task has taken it back to the mark
+  (checked twice a loop pass, with no band in between, so a feeder runs at the task's pace).
+- A worker sends a task of another worker only what that worker granted it: a share of the
+  room below the task's high watermark, growing as the task takes tuples (the credits of
+  :mod:`squall.runtime.wire.credits`). A task sent up to its grant is *saturated*, and blocks
+  its feeders here like a full one.
+- As a safety net, a task whose occupancy passes its capacity anyway (a grant for a worker
+  that restarted, a spout that emits thousands of tuples a call) is *congested* until it is
+  down to the low watermark (``topology.backpressure.low.watermark`` × the capacity), and so
+  is every task of a worker whose received messages pile up in front of its loop (more than
+  half of :data:`~squall.runtime.wire.inbox.INBOX_BYTES`, until down to an eighth: counted in
+  bytes, as a count of messages would stop every spout at a fraction of the words once they
+  spread over many workers in small messages). Every change is told to the other workers of
+  the topology (a control message listing tasks and their state), so every worker knows every
+  congested task.
 
 A remote congestion is state with a lifetime: its worker renews it (the full list of its
 congested tasks) every :data:`RENEW_SECS` while it lasts, and a receiver forgets what was not
@@ -15,14 +29,10 @@ Each report carries its worker's incarnation: a restarted worker's first report 
 one, sent when it starts) wipes out what its previous life had said. A report naming a task
 its sender does not run is refused whole.
 
-An executor whose downstream tasks (the tasks its emits may reach) include a congested one
-is *blocked*: a spout does not call ``next_tuple``, a bolt does not take tuples from its
-queue, until none is. A blocked bolt's own queue then fills, so what feeds it is blocked in
-turn: a slow bolt slows only what feeds it, hop by hop, and nothing is dropped. Received
-messages piling up in front of the loop (more than half of
-:data:`~squall.runtime.wire.inbox.INBOX_BYTES`) make every task of this worker congested until
-they are down to an eighth. That is counted in bytes: a count of messages would stop every
-spout at a fraction of the words once the words spread over many workers in small messages.
+An executor whose downstream tasks (the tasks its emits may reach) include a full, saturated
+or congested one is *blocked*: a spout does not call ``next_tuple``, a bolt does not take
+tuples from its queue, until none is. A blocked bolt's own queue then fills, so what feeds it
+is blocked in turn: a slow bolt slows only what feeds it, hop by hop, and nothing is dropped.
 
 Checked by the loop after it dispatched received messages and at the end of each pass;
 renewals and expiry run with the loop's timers (:meth:`Backpressure.tick`).
@@ -44,48 +54,55 @@ RENEW_SECS = 1.0
 CONGESTION_TTL_SECS = 5.0
 
 
+def capacity(conf: dict[str, Any]) -> int:
+    """The tuples a task's receive queue is sized for."""
+    return max(1, int(conf.get("topology.executor.receive.buffer.size") or 32768))
+
+
 def watermarks(conf: dict[str, Any]) -> tuple[int, int]:
-    """(high, low): the tuples a task's queue holds when it becomes congested, and when it
-    stops being so."""
-    cap = int(conf.get("topology.executor.receive.buffer.size") or 32768)
+    """(high, low): the occupancy a task is kept at by its feeders, and the one a congested
+    task must be down to before it is no longer congested."""
+    cap = capacity(conf)
     high = int(cap * float(conf.get("topology.backpressure.high.watermark", 0.9)))
     low = int(cap * float(conf.get("topology.backpressure.low.watermark", 0.8)))
     return max(1, high), max(0, min(high, low))
 
 
 class Backpressure:
-    """One worker's view of which tasks may not be fed: its own congested tasks
-    (``mine``) and every other worker's (``remote``, from their control messages);
-    ``congested`` is their union with the tasks whose credit window is full (``saturated``,
-    see :mod:`squall.runtime.wire.outbox`), what :meth:`blocks` reads."""
+    """One worker's view of which tasks may not be fed: its own full tasks (``full``) and
+    congested ones (``mine``), every other worker's congested ones (``remote``, from their
+    control messages) and the remote tasks sent up to their grant (``saturated``, the
+    outbox's); ``congested`` is their union, what :meth:`blocks` reads."""
 
     def __init__(self, conf: dict[str, Any], tasks: LocalTasks, inbox_bytes: Callable[[], int],
                  held: dict[int, int], saturated: set[int],
                  broadcast: Callable[[str, Any], None], incarnation: str = "",
                  runs: Callable[[str, int], bool] = lambda who, task: True) -> None:
         self.high, self.low = watermarks(conf)
+        self.capacity = max(self.high, capacity(conf))
         self.tasks = tasks
         #: bytes of received messages the loop has not taken yet
         self.inbox_bytes = inbox_bytes
         #: tuples waiting in the inbox for each task's queue to drain (they count as queued)
         self.held = held
-        #: other workers' tasks whose credit window is full (the outbox's)
+        #: other workers' tasks sent up to their grant (the outbox's)
         self.saturated = saturated
         self.broadcast = broadcast
         #: this worker's incarnation (in its reports), and whether worker ``who`` runs a task
         self.incarnation = incarnation
         self.runs = runs
         self.next_renew = 0.0
-        #: every congested task, here or elsewhere (what blocks an executor)
+        #: every task that blocks its feeders, here or elsewhere
         self.congested: set[int] = set()
+        self.full: set[int] = set()
         self.mine: set[int] = set()
         self.remote: dict[str, set[int]] = {}
         #: per worker with congested tasks: its incarnation, and when it last reported
         self.heard: dict[str, tuple[str, float]] = {}
         #: received messages piled up: every task here counts as congested
         self.inbox_full = False
-        #: seconds this worker had a congested task before the current spell, which began
-        #: at ``since`` (``overloaded``: one is congested now)
+        #: seconds this worker had a full or congested task before the current spell, which
+        #: began at ``since`` (``overloaded``: one is now)
         self.overloaded = False
         self.overloaded_secs = 0.0
         self.since = 0.0
@@ -97,12 +114,14 @@ class Backpressure:
 
     def check(self, now: float) -> None:
         """Measure this worker's queues; tell the other workers what changed."""
-        high, low = self.high, self.low
+        high, low, cap = self.high, self.low, self.capacity
+        full = self.full
         mine = self.mine
         states = self.tasks.states
         lazy = self.tasks.lazy
         held = self.held
         changed: list[list[Any]] | None = None
+        refill = False
         inbox = self.inbox_bytes()
         if self.inbox_full:
             self.inbox_full = inbox > INBOX_LOW
@@ -112,26 +131,35 @@ class Backpressure:
             n = len(q)
             if task in lazy:
                 n += lazy[task].run_extra
-            if n > states[task].queue_peak:
-                states[task].queue_peak = n
             if held and task in held:
                 n += held[task]
+            if n > states[task].queue_peak:
+                states[task].queue_peak = n
+            if n > high:
+                if task not in full:
+                    full.add(task)
+                    refill = True
+            elif task in full:
+                full.discard(task)
+                refill = True
             if task in mine:
                 if n <= low and not self.inbox_full:
                     mine.discard(task)
                     changed = changed or []
                     changed.append([task, False])
-            elif n > high or self.inbox_full:
+            elif n > cap or self.inbox_full:
                 mine.add(task)
                 changed = changed or []
                 changed.append([task, True])
         if changed:
-            self.recount()
             self.broadcast("congested", [self.incarnation, changed, False])
             self.next_renew = now + RENEW_SECS
-        if mine and not self.overloaded:
+        if changed or refill:
+            self.recount()
+        busy = bool(mine or full)
+        if busy and not self.overloaded:
             self.overloaded, self.since = True, now
-        elif not mine and self.overloaded:
+        elif not busy and self.overloaded:
             self.overloaded = False
             self.overloaded_secs += now - self.since
 
@@ -198,13 +226,13 @@ class Backpressure:
 
     def recount(self) -> None:
         """Work ``congested`` out again (after a report, or a window filled or opened)."""
-        congested = self.mine | self.saturated
+        congested = self.full | self.mine | self.saturated
         for tasks in self.remote.values():
             congested |= tasks
         self.congested = congested
 
     def overloaded_total(self, now: float) -> float:
-        """Seconds this worker has had a congested task so far (the current spell
+        """Seconds this worker has had a full or congested task so far (the current spell
         included)."""
         if self.overloaded:
             return self.overloaded_secs + max(0.0, now - self.since)

@@ -4,7 +4,8 @@ time (no GIL contention between executors).
 A pass: run the commands other threads queued (:meth:`Loop.call`); dispatch received messages
 (and what waited for a queue to drain) and check backpressure; give each executor its turn
 (``run_once``), releasing the emits a task held and flushing the folded acks after each;
-flush the outboxes that waited long enough; every 5 ms run the timers; check backpressure.
+flush the outboxes that waited long enough; every 5 ms run the timers and grant the other
+workers credits for what the tasks here took; check backpressure.
 A pass that found nothing to do sends what waits and sleeps until woken (at most 1 ms).
 """
 from __future__ import annotations
@@ -155,8 +156,8 @@ class Loop:
         held = self.holding
         wake = self._wake
         send_control = outbox.send_control
-        credit_every = max(1, outbox.window // 4)
-        saturated = outbox.saturated
+        grant = inbox.grants.grant
+        saturated = outbox.windows.saturated
         next_timer = 0.0
         monotonic = time.monotonic
         try:
@@ -167,7 +168,6 @@ class Loop:
                 busy = False
                 if pending or waiting:
                     busy = inbox.dispatch() > 0 or bool(pending)
-                    inbox.report_credits(send_control, credit_every, now)
                     flow.check(now)         # tell senders before a slow batch runs
                 done = 0
                 for ex in executors:
@@ -182,8 +182,7 @@ class Loop:
                 if now >= next_timer:
                     next_timer = now + TIMER_SECS
                     self.timers(now)
-                    if inbox.dirty:         # what quiet senders have not been told yet
-                        inbox.report_credits(send_control, credit_every, now)
+                    grant(send_control, now)    # what the tasks here took since
                     if saturated:
                         outbox.expire_windows(now)
                 flow.check(now)

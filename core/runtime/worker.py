@@ -26,6 +26,7 @@ from squall.runtime.executors.base import Executor, Services
 from squall.runtime.executors.spout import SpoutExecutor
 from squall.runtime.executors.threaded import hold_switch_interval, release_switch_interval
 from squall.runtime.flow import Backpressure, watermarks
+from squall.runtime.flow import capacity as queue_capacity
 from squall.runtime.load import LoadTracker
 from squall.runtime.loop import Loop
 from squall.runtime.stats import executor_stats
@@ -33,6 +34,7 @@ from squall.runtime.streams import Sources, accepts, input_fields
 from squall.runtime.system import instantiate
 from squall.runtime.task import LocalTasks, TaskState
 from squall.runtime.timers import Timers
+from squall.runtime.wire.credits import Windows
 from squall.runtime.wire.inbox import Inbox
 from squall.runtime.wire.outbox import Outbox
 from squall.stateful.wiring import checkpointed
@@ -79,9 +81,8 @@ class Worker:
         self.outbox = Outbox(transport=transport, serializer=self.serializer,
                              topology_id=topology_id, local_tasks=self.local_task_ids,
                              batch_size=self.batch_size, flush_interval=max(0.0, interval),
-                             lost=self._lost, capacity=int(
-                                 conf.get("topology.executor.receive.buffer.size") or 32768),
-                             window_changed=self._window_changed,
+                             lost=self._lost, capacity=queue_capacity(conf),
+                             windows=Windows(watermarks(conf)[0], self._window_changed),
                              unencodable=self._unencodable)
         #: tells this worker's credit reports from a restarted one's (see the outbox)
         self.incarnation = f"{os.getpid()}-{time.time_ns()}"
@@ -128,11 +129,11 @@ class Worker:
                            outbox=self.outbox, serializer=self.serializer,
                            control=self._control, wake=self._wakeup.set,
                            room=watermarks(self.conf)[0], incarnation=self.incarnation,
-                           clock=self.clock,
                            accepts={t: accepts(topo, ts.component_id)
                                     for t, ts in self.tasks.items()})
+        self.inbox.grants.set_peers(len(self.outbox.peers()))
         self.flow = Backpressure(self.conf, self.local, self.inbox.backlog,
-                                 self.inbox.held, self.outbox.saturated,
+                                 self.inbox.held, self.outbox.windows.saturated,
                                  self.outbox.broadcast_control, incarnation=self.incarnation,
                                  runs=self._runs)
         self.loop = Loop(name=f"squall-worker-{self.topology_id}-{self.port}", clock=self.clock,
@@ -234,11 +235,13 @@ class Worker:
         if key is None:
             return
         who = f"{key[0]}:{key[1]}"
+        self.outbox.windows.heard(key, self.clock.now)
         try:
             if kind == "credit":
                 if value.__class__ is not list or len(value) != 2:
-                    raise ValueError(f"a credit report must be [incarnation, totals], got "
+                    raise ValueError(f"a credit report must be [incarnation, grants], got "
                                      f"{value!r:.80}")
+                self.inbox.grants.met(key, str(value[0]))
                 self.outbox.credit(key, str(value[0]), value[1], self.clock.now)
             elif kind == "congested":
                 self.flow.remote_report(who, value, self.clock.now)
@@ -293,11 +296,11 @@ class Worker:
             self.gate.port = self.port
             # a restarted worker's senders forget what they had on its way to the old one,
             # and what the old one said was congested
-            zeros = [self.incarnation, [[t, 0] for t in self.local_task_ids]]
+            opening = self.inbox.grants.opening(self.local_task_ids)
 
             def hello() -> None:
                 for key in self.outbox.peers():
-                    self.outbox.send_control(key, "credit", zeros)
+                    self.outbox.send_control(key, "credit", opening)
                 self.flow.announce()
             self.loop.submit(hello)
 
@@ -316,6 +319,8 @@ class Worker:
             before = self.outbox.task_to_worker
             for host, port in self.outbox.set_assignment(task_to_worker):
                 self.flow.forget(f"{host}:{port}")
+                self.inbox.grants.forget((host, port))
+            self.inbox.grants.set_peers(len(self.outbox.peers()))
             self.load.reassigned(before, self.outbox.task_to_worker)
         self.loop.submit(apply)
 

@@ -1,12 +1,14 @@
 """Backpressure per destination: a slow bolt's queue stays under twice its capacity, the
 spout feeding it runs steadily (no stop-go), nothing is lost, and a slow bolt slows only what
-feeds it. Two workers in one LocalCluster (tuples cross the local transport)."""
+feeds it. Two workers in one LocalCluster (tuples cross the local transport), and one."""
 from __future__ import annotations
 
 import statistics
 import threading
 import time
 from typing import Any
+
+import pytest
 
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
 from squall.testing import wait_until
@@ -69,6 +71,20 @@ def _reset() -> None:
         DONE.clear()
 
 
+def _rates(cluster: LocalCluster, name: str, component: str, windows: int,
+           secs: float) -> list[int]:
+    """What ``component`` emitted in each of ``windows`` consecutive windows of ``secs``."""
+    out = []
+    last = _executor(cluster, name, component)["emitted"]
+    for _ in range(windows):
+        deadline = time.monotonic() + secs
+        wait_until(lambda d=deadline: time.monotonic() >= d, timeout=secs + 1, interval=0.02)
+        now = _executor(cluster, name, component)["emitted"]
+        out.append(now - last)
+        last = now
+    return out
+
+
 def test_a_slow_bolts_queue_stays_bounded_and_its_spout_runs_steadily() -> None:
     _reset()
     n = 25000
@@ -90,21 +106,39 @@ def test_a_slow_bolts_queue_stays_bounded_and_its_spout_runs_steadily() -> None:
         # times its capacity had drained: 2 s at this bolt's speed). Both workers share this
         # process's GIL with a bolt that spins, so a window shorter than a few hundred ms
         # would also catch a collector's pass or a late switch of the interpreter
-        windows = []
-        last = _executor(cluster, "steady", "fast")["emitted"]
-        for _ in range(6):
-            deadline = time.monotonic() + 0.4
-            wait_until(lambda d=deadline: time.monotonic() >= d, timeout=1, interval=0.02)
-            now = _executor(cluster, "steady", "fast")["emitted"]
-            windows.append(now - last)
-            last = now
-        assert last < n, "the spout finished before the windows were measured"
+        windows = _rates(cluster, "steady", "fast", 6, 0.4)
+        assert _executor(cluster, "steady", "fast")["emitted"] < n, \
+            "the spout finished before the windows were measured"
         assert min(windows) > 0, windows
         assert min(windows) >= statistics.median(windows) / 4, windows
         wait_until(lambda: len(ACKED) == n, timeout=60, message=lambda: f"{len(ACKED)} acked")
         peak = _executor(cluster, "steady", "slow")["queued_peak"]
     assert peak <= 2 * CAP, f"the bolt's queue held {peak} tuples (capacity {CAP})"
     assert sorted(DONE) == list(range(n)) and not FAILED
+
+
+@pytest.mark.parametrize("workers", [2, 1], ids=["bolt-in-another-worker", "same-worker"])
+def test_at_the_default_queue_size_a_saturated_spout_keeps_to_its_bolts_pace(
+        workers: int) -> None:
+    """The default receive queue (32768) and a bolt of 0.2 ms a tuple: the spout is paced by
+    what the bolt takes. On and off at the watermarks, it sent a queue's worth in 0.2 s and
+    then stopped for up to 6 s (two workers), or for most of each second (one worker)."""
+    _reset()
+    b = TopologyBuilder()
+    b.set_spout("fast", Numbers)
+    b.set_bolt("slow", Slow).shuffle_grouping("fast")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("paced", {"topology.workers": workers}, b.create_topology())
+        cap = 32768
+        wait_until(lambda: _executor(cluster, "paced", "slow")["queued_peak"] > 0.9 * cap
+                   and _executor(cluster, "paced", "fast")["paused"] > 0, timeout=30)
+        # half-second windows: each holds about 2,500 tuples at the bolt's pace
+        windows = _rates(cluster, "paced", "fast", 8, 0.5)
+        assert min(windows) > 0, windows
+        assert min(windows) >= statistics.median(windows) / 3, windows
+        peak = _executor(cluster, "paced", "slow")["queued_peak"]
+    assert peak <= 2 * cap, f"the bolt's queue and what waited for it held {peak} tuples"
+    assert not FAILED
 
 
 def test_a_slow_bolt_slows_only_what_feeds_it() -> None:

@@ -141,13 +141,11 @@ class Slow(Bolt):
 
 
 def test_backpressure_pauses_the_spout_and_loses_nothing(cluster: LocalCluster) -> None:
-    """The slow bolt's worker tells the spout's worker to pause; every tuple still arrives.
+    """The slow bolt's worker grants the spout's worker only what the bolt takes, so the
+    spout waits; every tuple still arrives.
 
-    The queue overshoots its capacity by what was in flight when the throttle went out (the
-    receive side stops taking batches while its loop is behind), never by the whole input:
-    without backpressure the spout (~20 k/s) is done long before the bolt (~5 k/s), and the
-    queue peaks near the whole input (9,611 of 10,000 when tried); the bound allows the
-    throttle ~200 ms to take effect on a loaded host."""
+    Without backpressure the spout (~20 k/s) is done long before the bolt (~5 k/s), and the
+    queue peaks near the whole input (9,611 of 10,000 when tried)."""
     cap, batch, n = 500, 10, 10000
     b = TopologyBuilder()
     b.set_spout("fast", Fast, config={"app.n": n, "app.cost": 0.00005})
@@ -166,19 +164,19 @@ def test_backpressure_pauses_the_spout_and_loses_nothing(cluster: LocalCluster) 
     def done() -> bool:
         for ex in cluster.get_topology_info("bp")["executors"]:
             if ex["component"] == "slow":
-                seen["highest"] = max(seen["highest"], ex["queued"])
+                seen["highest"] = max(seen["highest"], ex["queued_peak"])
             if ex["component"] == "fast":
                 emitted = ex["emitted"]
                 if spout_worker.flow.congested and emitted == last[0] and emitted < n:
-                    seen["paused"] += 1          # blocked by a congested task, not emitting
+                    seen["paused"] += 1          # blocked by the bolt's task, not emitting
                 last[0] = emitted
         return len(ACKED) == n
 
     wait_until(done, timeout=30, interval=0.01)
     assert sorted(PROCESSED) == list(range(n)) and FAILED == []
-    assert seen["highest"] > cap * 0.9, "the queue never passed its high watermark"
-    # bounded: what was in flight when the throttle went out, not the whole input
-    assert seen["highest"] < 10 * cap, f"queue grew to {seen['highest']} (capacity {cap})"
+    # kept at about the high watermark (450): the bolt takes some while a grant travels
+    assert seen["highest"] >= cap * 0.8, "the queue never neared its high watermark"
+    assert seen["highest"] <= 2 * cap, f"queue grew to {seen['highest']} (capacity {cap})"
     assert seen["paused"] >= 2, "the spout never paused while the bolt's queue was full"
 
 

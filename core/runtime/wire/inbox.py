@@ -11,9 +11,9 @@ sending worker per minute: bytes from outside never reach a component.
 A task's queue is filled only up to ``room`` tuples (the backpressure high watermark): entries
 for a task whose queue is that full wait here, in order, and are delivered as it drains, so a
 queue holds at most ``room`` plus one entry (at most a run: see the outbox's run cap).
-Backpressure counts what waits here as the task's (``held``): the senders stop feeding the
-task until both are down to the low watermark, and what was on its way meanwhile waits here
-rather than in the queue.
+Backpressure counts what waits here as the task's (``held``). What arrives from each other
+worker is counted for its credits (:mod:`.credits`): the inbox's :class:`~.credits.Grants`
+grants each sender room as the task takes tuples.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from squall.runtime import osthread
 from squall.runtime.streams import SYSTEM, Sources
 from squall.runtime.task import LocalTasks
 from squall.runtime.wire import codec
+from squall.runtime.wire.credits import Grants
 from squall.runtime.wire.peers import LimitedLog
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ log = logging.getLogger("squall.runtime.transfer")
 INBOX_BYTES = 2 << 20
 #: received messages the loop decodes in one pass (what the receive thread queued by then)
 DISPATCH_MESSAGES = 64
-#: a sender unheard of this long after a delivery from it is told of it (its window may be full)
-QUIET_SECS = 0.005
 #: tuples the loop delivers to queues in one pass (runs hold many), so executors get turns and
 #: backpressure is checked in between; what is past it waits for the next pass
 DISPATCH_TUPLES = 3200
@@ -55,7 +54,7 @@ class Inbox:
     def __init__(self, *, tasks: LocalTasks, sources: Sources,
                  task_to_component: dict[int, str], acks: AckLedger, outbox: Outbox,
                  serializer: Any, control: Callable[[str, str, Any], None],
-                 wake: Callable[[], None], room: int, incarnation: str, clock: Any,
+                 wake: Callable[[], None], room: int, incarnation: str,
                  accepts: dict[int, codec.Accepts] | None = None) -> None:
         self.tasks = tasks
         #: what each task of this worker takes from the wire (None: not checked, for tests
@@ -80,15 +79,8 @@ class Inbox:
         #: entries waiting for their task's queue to drain, and their tuples, by task
         self.waiting: dict[int, deque[list[Any]]] = {}
         self.held: dict[int, int] = {}
-        #: tuples delivered into each task's queue from each other worker (their credits:
-        #: see the outbox), the totals last reported to them, and this worker's incarnation
-        self.delivered: dict[tuple[Any, int], int] = {}
-        self.reported: dict[tuple[Any, int], int] = {}
-        self.dirty: set[tuple[Any, int]] = set()
-        #: when each (sender, task) last had something delivered (the loop's clock)
-        self.last_delivery: dict[tuple[Any, int], float] = {}
-        self.clock = clock
-        self.incarnation = incarnation
+        #: what arrived from each other worker, and what each was granted (its credits)
+        self.grants = Grants(tasks, self.held, room, incarnation)
         #: messages taken from the transport (complete_topology's quiet check)
         self.received_batches = 0
         #: messages dropped because they did not decode or check out
@@ -166,6 +158,7 @@ class Inbox:
         accepts = self.accepts
         check = codec.check_entries
         comp_of = self.comp_of
+        arrive = self.grants.arrive
         # the messages taken are decoded whole, so backpressure sees at once what waits for
         # each task; past the pass's budget, entries wait
         taken = 0
@@ -177,6 +170,9 @@ class Inbox:
                     entries = codec.read_entries(self.loads(payload))
                     if accepts is not None:
                         check(task, entries, accepts[task], comp_of, len(entries) > 1)
+                    owner = self.outbox.task_to_worker.get
+                    for entry in entries:
+                        arrive(owner(entry[0]), task, entry[2][0])
                     if budget > 0:
                         n = self._offer(task, entries)
                         budget -= n
@@ -253,29 +249,6 @@ class Inbox:
                 del self.held[task]
         return done
 
-    def report_credits(self, send: Callable[[Any, str, Any], None], every: int,
-                       now: float) -> None:
-        """Tell each sending worker what was delivered from it, per task: where that moved
-        by ``every`` tuples (a quarter of its window) since the last report, or where
-        something is unreported and nothing more came from it for QUIET_SECS (its window may
-        be full: it waits for this). Reports per batch, or per few milliseconds whatever the
-        traffic, would grow as the square of the workers."""
-        if not self.dirty:
-            return
-        reported = self.reported
-        delivered = self.delivered
-        last = self.last_delivery
-        due: dict[Any, list[list[int]]] = {}
-        for key in list(self.dirty):
-            total = delivered[key]
-            if total - reported.get(key, 0) >= every or now - last[key] >= QUIET_SECS:
-                reported[key] = total
-                self.dirty.discard(key)
-                due.setdefault(key[0], []).append([key[1], total])
-        for who, totals in due.items():
-            if who is not None:
-                send(who, "credit", [self.incarnation, totals])
-
     def held_total(self) -> int:
         """Tuples waiting here for their tasks' queues."""
         return sum(self.held.values())
@@ -290,11 +263,6 @@ class Inbox:
         q = ts.queue
         source = self.sources.get
         comp_of = self.comp_of
-        owner = self.outbox.task_to_worker.get
-        delivered = self.delivered
-        dirty = self.dirty
-        last = self.last_delivery
-        now = self.clock.now
         n = 0
         for src_task, stream, block, ids, roots in entries:
             count = block[0]
@@ -329,8 +297,4 @@ class Inbox:
             else:                                                       # ONES
                 q.extend(codec.ones_of(task, src_task, src, block, ids, roots))
             n += count
-            key = (owner(src_task), task)
-            delivered[key] = delivered.get(key, 0) + count
-            dirty.add(key)
-            last[key] = now
         return n

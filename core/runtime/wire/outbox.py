@@ -8,13 +8,9 @@ otherwise send a small batch each; 0 sends at the end of every pass). Anything t
 delivered fails back to the acker (``lost``) so the spouts replay it. Everything runs on the
 worker's loop thread.
 
-Credits: the outbox keeps at most ``window`` tuples in flight to each remote task: sent, and
-not yet reported delivered into the task's queue by its worker (a ``credit`` control message
-with the running total, :meth:`Outbox.credit`). A task with a full window is *saturated*:
-backpressure blocks the executors that emit to it, as for a congested task, so what a fast
-sender has on its way to a slow receiver stays bounded however late the receiver's reports
-come. A window whose worker has not reported for ``STALE_SECS`` is opened again (its worker
-died, or its reports were lost: what was sent is failed or replayed by the acker).
+Credits: the outbox counts what it sends to each remote task and keeps to what the task's
+worker granted (:mod:`.credits`); a task sent up to its grant is *saturated*, and backpressure
+blocks the executors that emit to it, as for a congested task.
 """
 from __future__ import annotations
 
@@ -27,14 +23,13 @@ from squall.api.tuple import Source, Tuple, TupleRun
 from squall.errors import SerializationError, SquallError
 from squall.runtime.wire import codec
 from squall.runtime.wire.codec import OpenRun
+from squall.runtime.wire.credits import Windows
 from squall.transports.closing import close_all
 
 log = logging.getLogger("squall.runtime.transfer")
 #: a run of single tuples for one remote task is sent once it holds this many batches' worth
 #: (``topology.transfer.batch.size`` tuples each): runs are cheap to grow, sends are not
 RUN_BATCHES = 10
-#: seconds a saturated window waits for its worker's report before it is opened again
-STALE_SECS = 10.0
 Key = tuple[str, int]
 #: what an outbox holds, in emit order: (task, open run or TupleRun or forwarded payload)
 Item = tuple[int, Any]
@@ -46,12 +41,13 @@ class Outbox:
     ``lost(roots)`` is called with the root ids of tracked tuples that could not be
     delivered (the worker fails their trees); ``unencodable(source, error)`` once per
     source of a batch whose values the serializer refused (those runs are failed, the
-    rest of the batch is sent)."""
+    rest of the batch is sent); ``windows`` keeps what each remote task's worker granted
+    (unlimited if None)."""
 
     def __init__(self, *, transport: Any, serializer: Any, topology_id: str,
                  local_tasks: list[int], batch_size: int, flush_interval: float,
                  lost: Callable[[set[int]], None], capacity: int = 1 << 30,
-                 window_changed: Callable[[], None] = lambda: None,
+                 windows: Windows | None = None,
                  unencodable: Callable[[Source, SerializationError], None] =
                  lambda src, exc: None) -> None:
         self.transport = transport
@@ -83,20 +79,9 @@ class Outbox:
         self.sent_bytes = 0
         #: outboxes holding entries: when flush_all first saw them so (loop clock)
         self.waiting_since: dict[Key, float] = {}
-        #: most tuples in flight to one remote task (a receive queue's capacity)
-        self.window = max(batch_size, capacity)
-        #: per remote task: tuples sent, and delivered as its worker last reported
-        self.sent_total: dict[int, int] = {}
-        self.acked_total: dict[int, int] = {}
-        #: remote tasks with a full window; ``window_changed`` is called when it changes
-        self.saturated: set[int] = set()
-        self.saturated_at: dict[int, float] = {}
-        self.window_changed = window_changed
+        #: per remote task: tuples sent, and what its worker granted (see .credits)
+        self.windows = windows if windows is not None else Windows(1 << 62, lambda: None)
         self.unencodable = unencodable
-        #: each worker's incarnation (reports of a restarted worker start from 0) and when
-        #: it last reported
-        self.incarnations: dict[Key, str] = {}
-        self.reported_at: dict[Key, float] = {}
 
     def set_address(self, host: str, port: int) -> None:
         """Where this worker is reached (named in its control messages)."""
@@ -295,20 +280,18 @@ class Outbox:
             batch = self._encodable(batch)
             messages = codec.encode(batch, self.dumps)
         self._send(key, messages, batch)
-        sent = self.sent_total
-        acked = self.acked_total
-        window = self.window
+        sent_to = self.windows.sent_to
+        now = time.monotonic()
         full = False
         for task, item in batch:
-            if item.__class__ is not bytes:
-                n = sent[task] = sent.get(task, 0) + (
-                    1 if item.__class__ is Tuple else len(item.values))
-                if n - acked.get(task, 0) >= window and task not in self.saturated:
-                    self.saturated.add(task)
-                    self.saturated_at[task] = time.monotonic()
-                    full = True
+            # forwarded messages were counted by their first sender; the acks this worker's
+            # tasks fold (source task 0, see AckLedger.flush) feed an acker directly, not a
+            # queue, and their receiver could not tell whom to grant
+            if item.__class__ is not bytes and item.task and sent_to(
+                    task, 1 if item.__class__ is Tuple else len(item.values), now):
+                full = True
         if full:
-            self.window_changed()
+            self.windows.changed()
 
     def _encodable(self, batch: list[Item]) -> list[Item]:
         """The runs of ``batch`` the serializer accepts. The others' trees fail (their
@@ -339,47 +322,13 @@ class Outbox:
         self.undeliverable(refused, "values the serializer cannot encode", quiet=True)
         return good
 
-    def credit(self, who: Key, incarnation: str, totals: list[Any], now: float) -> None:
-        """A worker's report of the tuples it delivered into its tasks' queues from this
-        one (running totals, ``[[task, total], ...]``); ValueError if it is not one."""
-        if totals.__class__ is not list:
-            raise ValueError(f"a credit report must be a list of [task, total], got "
-                             f"{totals!r:.80}")
-        restarted = self.incarnations.get(who) != incarnation
-        self.incarnations[who] = incarnation
-        self.reported_at[who] = now
-        sent, acked = self.sent_total, self.acked_total
-        opened = False
-        for pair in totals:
-            if (pair.__class__ is not list or len(pair) != 2 or pair[0].__class__ is not int
-                    or pair[1].__class__ is not int):
-                raise ValueError(f"a credit report entry must be [task, total], got "
-                                 f"{pair!r:.80}")
-            task, total = pair
-            if self.task_to_worker.get(task) != who:
-                continue
-            if restarted:       # what was on its way to the worker before is gone
-                sent[task] = total
-            acked[task] = total
-            if task in self.saturated and sent.get(task, 0) - total < self.window:
-                self.saturated.discard(task)
-                opened = True
-        if opened:
-            self.window_changed()
+    def credit(self, who: Key, incarnation: str, grants: Any, now: float) -> None:
+        """Worker ``who``'s grants (see :meth:`.credits.Windows.credit`)."""
+        self.windows.credit(who, incarnation, grants, self.task_to_worker.get, now)
 
     def expire_windows(self, now: float) -> None:
-        """Open the saturated windows of workers that stopped reporting."""
-        reported = self.reported_at
-        stale = [t for t in self.saturated if now - max(
-            self.saturated_at.get(t, now),
-            reported.get(self.task_to_worker.get(t, ("", 0)), 0.0)) > STALE_SECS]
-        for task in stale:
-            log.warning("task %d has not reported deliveries for %.0f s; sending to it again",
-                        task, STALE_SECS)
-            self.sent_total[task] = self.acked_total.get(task, 0)
-            self.saturated.discard(task)
-        if stale:
-            self.window_changed()
+        """Open the saturated tasks of workers that have said nothing for a long while."""
+        self.windows.expire(now, self.task_to_worker.get)
 
     def send_control(self, key: Key, kind: str, value: Any) -> None:
         """Tell one worker something about this one."""
@@ -450,11 +399,11 @@ class Outbox:
                                if w in keys and t not in mine}
         self.open_of_task = {t: self.open_of_key[w] for t, w in self.task_to_worker.items()
                              if w in keys and t not in mine}
-        for t in [t for t in self.sent_total if t not in self.outbox_of_task
-                  or before.get(t) != self.task_to_worker.get(t)]:
-            self.sent_total.pop(t, None)
-            self.acked_total.pop(t, None)
-            self.saturated.discard(t)
+        self.windows.set_peers(len(keys))
+        moved = [t for t in self.windows.sent if t not in self.outbox_of_task
+                 or before.get(t) != self.task_to_worker.get(t)]
+        if sum(self.windows.drop(t) for t in moved):
+            self.windows.changed()
         gone = []
         for key in list(self.outboxes):
             if key not in keys:

@@ -27,25 +27,42 @@ def flow(held: dict[int, int] | None = None, inbox: list[int] | None = None
     return bp, tasks, told
 
 
-def test_a_task_is_congested_above_high_until_down_to_low() -> None:
+def test_a_task_is_full_above_high_and_free_again_at_high_without_telling_anyone() -> None:
     bp, tasks, told = flow()
     q = tasks.queues[1]
     q.extend(range(90))
     bp.check(0.0)
-    assert not bp.congested and not told           # at the high watermark, not above it
+    assert not bp.congested                         # at the high watermark, not above it
     q.append(90)
     bp.check(1.0)
+    assert bp.congested == {1} and bp.full == {1}
+    assert bp.blocks(frozenset({1})) and not bp.blocks(frozenset({2}))
+    q.popleft()
+    bp.check(2.0)
+    assert not bp.congested                         # back at the mark: no band to drain
+    assert not told                                 # feeders in other workers keep to credits
+    assert bp.overloaded_total(2.0) == pytest.approx(1.0)
+    assert tasks.states[1].queue_peak == 91
+
+
+def test_a_task_past_its_capacity_is_congested_until_down_to_low_and_every_worker_is_told(
+        ) -> None:
+    bp, tasks, told = flow()
+    q = tasks.queues[1]
+    q.extend(range(100))
+    bp.check(0.0)
+    assert bp.mine == set() and not told            # at its capacity, not past it
+    q.append(100)
+    bp.check(1.0)
     assert bp.congested == {1} and told == [("congested", ["me", [[1, True]], False])]
-    for _ in range(30):
+    for _ in range(40):
         q.popleft()
     bp.check(2.0)
-    assert bp.congested == {1} and len(told) == 1   # 61: still above the low watermark
+    assert bp.congested == {1} and len(told) == 1   # 61: still above the low watermark (50)
     for _ in range(11):
         q.popleft()
     bp.check(3.0)
     assert not bp.congested and told[-1] == ("congested", ["me", [[1, False]], False])
-    assert bp.overloaded_total(3.0) == pytest.approx(2.0)
-    assert tasks.states[1].queue_peak == 91
 
 
 def test_tuples_waiting_in_the_inbox_count_as_the_tasks() -> None:
@@ -122,7 +139,7 @@ def test_a_renewal_replaces_what_was_said_and_a_restart_wipes_it() -> None:
 
 def test_a_congested_worker_renews_its_state_and_announces_a_clean_start() -> None:
     bp, tasks, told = flow()
-    tasks.queues[1].extend(range(95))
+    tasks.queues[1].extend(range(101))
     bp.check(0.0)
     told.clear()
     bp.tick(0.5)

@@ -18,7 +18,7 @@ def inbox_on(transport: LocalTransport, topology: str, control: list[Any],
                   sources=None, task_to_component={}, acks=None,       # type: ignore[arg-type]
                   outbox=None, serializer=MsgpackSerializer(),         # type: ignore[arg-type]
                   control=lambda kind, who, value: control.append((kind, who, value)),
-                  wake=lambda: None, room=100, incarnation="me", clock=None)
+                  wake=lambda: None, room=100, incarnation="me")
     inbox.bind(transport, topology, port)
     return inbox
 

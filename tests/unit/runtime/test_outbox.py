@@ -10,6 +10,7 @@ import pytest
 from squall.api.tuple import Source, Tuple
 from squall.errors import TransportError
 from squall.runtime.wire import codec
+from squall.runtime.wire.credits import Windows
 from squall.runtime.wire.outbox import Outbox
 from squall.serializers.msgpack import MsgpackSerializer
 
@@ -152,55 +153,39 @@ def test_local_tasks_are_never_given_an_outbox() -> None:
     assert not out.reaches(1) and out.reaches(6)
 
 
-def windowed(capacity: int) -> tuple[Outbox, Transport, list[int]]:
+def windowed(high: int) -> tuple[Outbox, Transport, list[int]]:
     transport = Transport()
     changes: list[int] = []
+    windows = Windows(high, lambda: changes.append(len(windows.saturated)))
     out = Outbox(transport=transport, serializer=MsgpackSerializer(), topology_id="t",
                  local_tasks=[1], batch_size=2, flush_interval=0.0, lost=lambda roots: None,
-                 capacity=capacity, window_changed=lambda: changes.append(len(out.saturated)))
+                 windows=windows)
     out.set_address(*HERE)
     out.set_assignment({1: HERE, 5: THERE, 7: ELSEWHERE})
     return out, transport, changes
 
 
-def test_a_full_window_saturates_its_task_until_the_receiver_reports_room() -> None:
-    out, _, changes = windowed(capacity=4)
+def test_what_is_sent_counts_against_the_grant_and_a_task_sent_up_to_it_saturates() -> None:
+    out, _, changes = windowed(high=8)      # two other workers: a share of 4 each
     for i in range(3):
         out.send_values(5, (i,), 1, SRC)
     out.flush_all()
-    assert not out.saturated                    # 3 in flight, window 4
+    assert not out.windows.saturated
     out.send_values(5, (3,), 1, SRC)
     out.send_values(7, (0,), 1, SRC)
     out.flush_all()
-    assert out.saturated == {5} and changes == [1]
-    out.credit(THERE, "w2-a", [[5, 2]], now=1.0)   # 2 delivered: 2 in flight
-    assert not out.saturated and changes == [1, 0]
+    assert out.windows.saturated == {5} and changes == [1]
+    out.credit(THERE, "w2-a", [[5, 4, 6]], now=1.0)     # granted up to 6 in all
+    assert not out.windows.saturated and changes == [1, 0]
     with pytest.raises(ValueError):
-        out.credit(THERE, "w2-a", [[5, "2"]], now=1.0)
+        out.credit(THERE, "w2-a", [[5, 4, "6"]], now=1.0)
 
 
-def test_a_restarted_receiver_starts_its_window_afresh() -> None:
-    out, _, _ = windowed(capacity=4)
-    out.credit(THERE, "w2-a", [[5, 0]], now=0.0)
-    for i in range(4):
-        out.send_values(5, (i,), 1, SRC)
+def test_folded_acks_do_not_count_against_a_grant() -> None:
+    out, _, _ = windowed(high=2)
+    out.send_values_run(5, [(1, 2), (3, 4), (5, 6)], 0, Source("__acker", "__ack_ack", ("id", "v")))
     out.flush_all()
-    assert out.saturated == {5}
-    out.credit(THERE, "w2-b", [[5, 0]], now=1.0)   # a new incarnation: what was sent is gone
-    assert not out.saturated and out.sent_total[5] == 0
-
-
-def test_a_silent_receivers_window_opens_after_a_while() -> None:
-    out, _, _ = windowed(capacity=2)
-    out.send_values(5, (0,), 1, SRC)
-    out.send_values(5, (1,), 1, SRC)
-    out.flush_all()
-    assert out.saturated == {5}
-    started = out.saturated_at[5]
-    out.expire_windows(started + 1.0)
-    assert out.saturated == {5}
-    out.expire_windows(started + 60.0)
-    assert not out.saturated
+    assert not out.windows.saturated and not out.windows.sent
 
 
 def test_tuples_by_tree_from_one_source_travel_as_one_entry_in_emit_order() -> None:

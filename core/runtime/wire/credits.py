@@ -1,0 +1,260 @@
+"""Credits: how many tuples one worker may send to a task of another worker. The receiver
+grants; the sender keeps to the grant. This paces a sender by what the receiving task takes.
+
+The receiving side (:class:`Grants`) counts, per sending worker and task, the tuples that
+have *arrived* (reached the loop: delivered into the task's queue, or waiting in front of it).
+The task's room is what its queue and what waits for it lack of the high watermark
+(``topology.backpressure.high.watermark`` × ``topology.executor.receive.buffer.size``); each
+of the ``peers`` other workers gets an equal share of it. A sender is granted ``arrived +
+share``: an absolute total it may have sent to the task. What it has on its way is then at most
+its share of the room, so however many workers send, a task's queue and what waits for it stay
+at about the high watermark. Room opens as the task takes tuples, and grants grow with it:
+the sender is paced by the task. It is not stopped until a whole queue has drained.
+
+Grants only grow. A grant is told (a ``credit`` control message, ``[incarnation, [[task,
+arrived, granted], ...]]``, the running totals) once it has grown by ``every`` tuples (a
+quarter of a share, so reports grow with the traffic, not with the square of the workers), or
+when the sender has less than ``every`` left of what it was granted and :data:`REPORT_SECS`
+have passed since the last report to it (a sender paced by a slow task gets what that task took
+at least this often). Until its first grant a sender may send one share of the whole room.
+
+The sending side (:class:`Windows`) counts the tuples it sent to each task. A task it has sent
+its grant to is *saturated*: backpressure blocks the executors that emit to it, as for a
+congested task. A report from an incarnation of the receiver it has not heard of before (the
+receiver restarted) sets the count sent to what the receiver says arrived: what was on its
+way to a previous life is gone. A receiver that hears of a new incarnation of a sender (in the
+reports that sender sends as a receiver) starts that sender's counts afresh. A saturated task
+whose worker has said nothing at all (no control message of any kind) for :data:`STALE_SECS`
+is opened again: its worker died or cannot be reached, and the acker fails or replays what was
+sent.
+
+Acks folded by a worker's tasks (source task 0) are not counted: they feed the acker directly,
+not a queue, and bear no sender a receiver could grant to.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from squall.runtime.task import LocalTasks
+
+log = logging.getLogger("squall.runtime.transfer")
+#: a sender paced by a slow task is told what it took at least this often
+REPORT_SECS = 0.02
+#: seconds a saturated task's worker may say nothing before the task is opened again
+STALE_SECS = 10.0
+Key = tuple[str, int]
+
+
+def share(high: int, peers: int) -> int:
+    """One sender's share of a task's whole room (what it may send before its first grant)."""
+    return max(1, high // max(1, peers))
+
+
+class Grants:
+    """The receiving side: what has arrived from each other worker for each task here, and
+    what each was granted. ``held`` is the tuples waiting in front of each task's queue (the
+    inbox's); ``peers`` is the number of other workers (set with the assignment)."""
+
+    def __init__(self, tasks: LocalTasks, held: dict[int, int], high: int,
+                 incarnation: str) -> None:
+        self.tasks = tasks
+        self.held = held
+        self.high = high
+        self.incarnation = incarnation
+        self.peers = 1
+        self.every = max(1, share(high, 1) // 4)
+        #: per (sender, task): tuples arrived, the grant last told, and when it was told
+        self.arrived: dict[tuple[Key, int], int] = {}
+        self.granted: dict[tuple[Key, int], int] = {}
+        self.told_at: dict[tuple[Key, int], float] = {}
+        #: per task: the workers that have sent to it
+        self.senders: dict[int, list[Key]] = {}
+        #: per task: what it and its waiting entries held when its grants were last worked out
+        #: (a task neither took nor received anything since needs no new grant), and the
+        #: tasks whose senders are owed a grant too small to tell yet
+        self.seen: dict[int, int] = {}
+        self.owed: set[int] = set()
+        #: each sender's incarnation, as its own reports name it
+        self.incarnations: dict[Key, str] = {}
+
+    def set_peers(self, peers: int) -> None:
+        self.peers = max(1, peers)
+        self.every = max(1, share(self.high, self.peers) // 4)
+
+    def arrive(self, sender: Key | None, task: int, count: int) -> None:
+        """``count`` tuples from ``sender`` reached the loop for ``task`` (delivered or
+        waiting in front of its queue)."""
+        if sender is None:          # a worker no longer assigned: nothing to grant it
+            return
+        key = (sender, task)
+        total = self.arrived.get(key)
+        if total is None:
+            total = 0
+            self.granted[key] = share(self.high, self.peers)
+            self.senders.setdefault(task, []).append(sender)
+        self.arrived[key] = total + count
+        self.seen.pop(task, None)
+
+    def grant(self, send: Callable[[Key, str, Any], None], now: float) -> None:
+        """Work out the grants of the tasks that took or received tuples since the last call,
+        and tell those due (see the module's docstring). Called every few milliseconds."""
+        if not self.senders:
+            return
+        high, every = self.high, self.every
+        peers = self.peers
+        states = self.tasks.states
+        held = self.held
+        seen = self.seen
+        owed = self.owed
+        arrived, granted, told_at = self.arrived, self.granted, self.told_at
+        due: dict[Key, list[list[int]]] = {}
+        for task, senders in self.senders.items():
+            ts = states[task]
+            occupied = len(ts.queue) + ts.run_extra + held.get(task, 0)
+            if seen.get(task) == occupied and task not in owed:
+                continue
+            seen[task] = occupied
+            owed.discard(task)
+            room = high - occupied
+            part = room // peers if room > 0 else 0
+            for sender in senders:
+                key = (sender, task)
+                got = arrived[key]
+                told = granted[key]
+                more = got + part - told
+                if more <= 0:
+                    continue
+                if more >= every or (told - got < every and now - told_at.get(key, 0.0)
+                                     >= REPORT_SECS):
+                    granted[key] = told = got + part
+                    told_at[key] = now
+                    due.setdefault(sender, []).append([task, got, told])
+                else:
+                    owed.add(task)
+        for sender, grants in due.items():
+            send(sender, "credit", [self.incarnation, grants])
+
+    def met(self, sender: Key, incarnation: str) -> None:
+        """``sender``'s incarnation, from a report it sent: a new one (it restarted) starts
+        its counts afresh, as its own do."""
+        known = self.incarnations.get(sender)
+        self.incarnations[sender] = incarnation
+        if known is not None and known != incarnation:
+            self.forget(sender)
+
+    def opening(self, tasks: list[int]) -> list[Any]:
+        """The report a worker sends every other one when it starts: nothing arrived, one
+        share granted, per task (what it was told by a previous life no longer holds)."""
+        first = share(self.high, self.peers)
+        return [self.incarnation, [[t, 0, first] for t in tasks]]
+
+    def forget(self, sender: Key) -> None:
+        """A worker no longer assigned, or restarted: its counts are dropped."""
+        for key in [k for k in self.arrived if k[0] == sender]:
+            del self.arrived[key]
+            self.granted.pop(key, None)
+            self.told_at.pop(key, None)
+            senders = self.senders[key[1]]
+            senders.remove(sender)
+            if not senders:
+                del self.senders[key[1]]
+                self.seen.pop(key[1], None)
+                self.owed.discard(key[1])
+
+
+class Windows:
+    """The sending side: per task of another worker, the tuples sent to it and what its
+    worker granted; the tasks sent up to their grant (``saturated``). ``changed`` is called
+    when ``saturated`` changes."""
+
+    def __init__(self, high: int, changed: Callable[[], None]) -> None:
+        self.high = high
+        self.changed = changed
+        self.peers = 1
+        #: per remote task: tuples sent, and the most its worker allows
+        self.sent: dict[int, int] = {}
+        self.limit: dict[int, int] = {}
+        self.saturated: set[int] = set()
+        self.saturated_at: dict[int, float] = {}
+        #: each worker's incarnation (a report from a new one restarts the counts) and when
+        #: it last said anything
+        self.incarnations: dict[Key, str] = {}
+        self.heard_at: dict[Key, float] = {}
+
+    def set_peers(self, peers: int) -> None:
+        self.peers = max(1, peers)
+
+    def sent_to(self, task: int, count: int, now: float) -> bool:
+        """Count ``count`` tuples sent to ``task``; True if that saturated it (the caller
+        calls ``changed`` once for a whole batch)."""
+        n = self.sent[task] = self.sent.get(task, 0) + count
+        limit = self.limit.get(task)
+        if limit is None:
+            limit = self.limit[task] = n - count + share(self.high, self.peers)
+        if n >= limit and task not in self.saturated:
+            self.saturated.add(task)
+            self.saturated_at[task] = now
+            return True
+        return False
+
+    def heard(self, who: Key, now: float) -> None:
+        """Worker ``who`` said something (any control message): it is alive."""
+        self.heard_at[who] = now
+
+    def credit(self, who: Key, incarnation: str, grants: Any, owner: Callable[[int], Any],
+               now: float) -> None:
+        """Worker ``who``'s grants, ``[[task, arrived, granted], ...]`` (tasks it does not run
+        are passed over); ValueError, and nothing changed, if that is not what it is."""
+        if grants.__class__ is not list:
+            raise ValueError(f"a credit report must be a list of [task, arrived, granted], "
+                             f"got {grants!r:.80}")
+        for entry in grants:
+            if (entry.__class__ is not list or len(entry) != 3
+                    or any(v.__class__ is not int for v in entry)):
+                raise ValueError(f"a credit report entry must be [task, arrived, granted], "
+                                 f"got {entry!r:.80}")
+        known = self.incarnations.get(who)
+        restarted = known is not None and known != incarnation
+        self.incarnations[who] = incarnation
+        self.heard_at[who] = now
+        sent, limit = self.sent, self.limit
+        opened = False
+        for task, arrived, granted in grants:
+            if owner(task) != who:
+                continue
+            if restarted:       # what was on its way to a previous life is gone
+                sent[task] = arrived
+                limit[task] = granted
+            elif granted > limit.get(task, 0):
+                limit[task] = granted
+            if task in self.saturated and sent.get(task, 0) < limit[task]:
+                self.saturated.discard(task)
+                opened = True
+        if opened:
+            self.changed()
+
+    def expire(self, now: float, owner: Callable[[int], Any]) -> None:
+        """Open the saturated tasks of workers that have said nothing for STALE_SECS."""
+        heard = self.heard_at
+        stale = [t for t in self.saturated if now - max(
+            self.saturated_at.get(t, now), heard.get(owner(t), 0.0)) > STALE_SECS]
+        for task in stale:
+            log.warning("the worker of task %d has said nothing for %.0f s; sending to it "
+                        "again", task, STALE_SECS)
+            self.limit[task] = self.sent.get(task, 0) + share(self.high, self.peers)
+            self.saturated.discard(task)
+        if stale:
+            self.changed()
+
+    def drop(self, task: int) -> bool:
+        """Forget ``task`` (it moved to another worker, or none runs it); True if it was
+        saturated (the caller calls ``changed``)."""
+        self.sent.pop(task, None)
+        self.limit.pop(task, None)
+        self.saturated_at.pop(task, None)
+        if task in self.saturated:
+            self.saturated.discard(task)
+            return True
+        return False
