@@ -5,22 +5,21 @@ A task's *occupancy* is what its queue holds (a TupleRun counts its tuples) plus
 front of it in the inbox. Its *high watermark* is ``topology.backpressure.high.watermark`` ×
 ``topology.executor.receive.buffer.size`` tuples.
 
-- A task of this worker is *full* while its occupancy is above the high watermark: an executor
-  here that emits to it waits, and goes on as soon as the task has taken it back to the mark
-  (checked twice a loop pass, with no band in between, so a feeder runs at the task's pace).
+- A task of this worker is *full* once its occupancy is above the high watermark: an executor
+  here that emits to it waits until the task has taken it down to the low watermark
+  (``topology.backpressure.low.watermark`` × the capacity). Both are checked twice a loop pass;
+  by default the low watermark is the high one, so a feeder runs at the task's pace (a lower
+  one makes it run in bursts, and wait while the task drains the band).
 - A worker sends a task of another worker only what that worker granted it: a share of the
   room below the task's high watermark, growing as the task takes tuples (the credits of
   :mod:`squall.runtime.wire.credits`). A task sent up to its grant is *saturated*, and blocks
   its feeders here like a full one.
-- As a safety net, a task whose occupancy passes its capacity anyway (a grant for a worker
-  that restarted, a spout that emits thousands of tuples a call) is *congested* until it is
-  down to the low watermark (``topology.backpressure.low.watermark`` × the capacity), and so
-  is every task of a worker whose received messages pile up in front of its loop (more than
-  half of :data:`~squall.runtime.wire.inbox.INBOX_BYTES`, until down to an eighth: counted in
-  bytes, as a count of messages would stop every spout at a fraction of the words once they
-  spread over many workers in small messages). Every change is told to the other workers of
-  the topology (a control message listing tasks and their state), so every worker knows every
-  congested task.
+- Every task of a worker whose received messages pile up in front of its loop (more than half
+  of :data:`~squall.runtime.wire.inbox.INBOX_BYTES`, until down to an eighth: counted in bytes,
+  as a count of messages would stop every spout at a fraction of the words once they spread
+  over many workers in small messages) is *congested*, and every worker of the topology is
+  told (a control message listing tasks and their state), so what feeds them waits wherever it
+  runs.
 
 A remote congestion is state with a lifetime: its worker renews it (the full list of its
 congested tasks) every :data:`RENEW_SECS` while it lasts, and a receiver forgets what was not
@@ -60,26 +59,26 @@ def capacity(conf: dict[str, Any]) -> int:
 
 
 def watermarks(conf: dict[str, Any]) -> tuple[int, int]:
-    """(high, low): the occupancy a task is kept at by its feeders, and the one a congested
-    task must be down to before it is no longer congested."""
+    """(high, low): the occupancy a task is kept at by its feeders, and the one a full task
+    must be down to before its feeders go on (at most ``high``)."""
     cap = capacity(conf)
     high = int(cap * float(conf.get("topology.backpressure.high.watermark", 0.9)))
-    low = int(cap * float(conf.get("topology.backpressure.low.watermark", 0.8)))
+    low = int(cap * float(conf.get("topology.backpressure.low.watermark", 0.9)))
     return max(1, high), max(0, min(high, low))
 
 
 class Backpressure:
     """One worker's view of which tasks may not be fed: its own full tasks (``full``) and
-    congested ones (``mine``), every other worker's congested ones (``remote``, from their
-    control messages) and the remote tasks sent up to their grant (``saturated``, the
-    outbox's); ``congested`` is their union, what :meth:`blocks` reads."""
+    congested ones (``mine``: all of them while its inbox is full), every other worker's
+    congested ones (``remote``, from their control messages) and the remote tasks sent up to
+    their grant (``saturated``, the outbox's); ``congested`` is their union, what
+    :meth:`blocks` reads."""
 
     def __init__(self, conf: dict[str, Any], tasks: LocalTasks, inbox_bytes: Callable[[], int],
                  held: dict[int, int], saturated: set[int],
                  broadcast: Callable[[str, Any], None], incarnation: str = "",
                  runs: Callable[[str, int], bool] = lambda who, task: True) -> None:
         self.high, self.low = watermarks(conf)
-        self.capacity = max(self.high, capacity(conf))
         self.tasks = tasks
         #: bytes of received messages the loop has not taken yet
         self.inbox_bytes = inbox_bytes
@@ -114,7 +113,7 @@ class Backpressure:
 
     def check(self, now: float) -> None:
         """Measure this worker's queues; tell the other workers what changed."""
-        high, low, cap = self.high, self.low, self.capacity
+        high, low = self.high, self.low
         full = self.full
         mine = self.mine
         states = self.tasks.states
@@ -127,6 +126,12 @@ class Backpressure:
             self.inbox_full = inbox > INBOX_LOW
         elif inbox > INBOX_HIGH:
             self.inbox_full = True
+        if self.inbox_full != bool(mine):      # every task here, or none
+            changed = [[task, self.inbox_full] for task in self.tasks.queues]
+            if self.inbox_full:
+                mine.update(self.tasks.queues)
+            else:
+                mine.clear()
         for task, q in self.tasks.queues.items():
             n = len(q)
             if task in lazy:
@@ -135,22 +140,13 @@ class Backpressure:
                 n += held[task]
             if n > states[task].queue_peak:
                 states[task].queue_peak = n
-            if n > high:
-                if task not in full:
-                    full.add(task)
+            if task in full:
+                if n <= low:
+                    full.discard(task)
                     refill = True
-            elif task in full:
-                full.discard(task)
+            elif n > high:
+                full.add(task)
                 refill = True
-            if task in mine:
-                if n <= low and not self.inbox_full:
-                    mine.discard(task)
-                    changed = changed or []
-                    changed.append([task, False])
-            elif n > cap or self.inbox_full:
-                mine.add(task)
-                changed = changed or []
-                changed.append([task, True])
         if changed:
             self.broadcast("congested", [self.incarnation, changed, False])
             self.next_renew = now + RENEW_SECS

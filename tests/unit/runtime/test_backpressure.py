@@ -1,5 +1,6 @@
-"""Backpressure by task: congested above the high watermark until down to the low one, told
-to the other workers on change; what blocks an executor."""
+"""Backpressure by task: full above the high watermark until down to the low one; every task
+congested while the inbox is full, told to the other workers on change; what blocks an
+executor."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +12,7 @@ from squall.runtime.flow import (CONGESTION_TTL_SECS, INBOX_HIGH, INBOX_LOW, REN
 from squall.runtime.task import LocalTasks, TaskState
 
 
-def flow(held: dict[int, int] | None = None, inbox: list[int] | None = None
+def flow(held: dict[int, int] | None = None, inbox: list[int] | None = None, low: float = 0.5
          ) -> tuple[Backpressure, LocalTasks, list[Any]]:
     """``inbox`` holds the bytes received and not yet taken by the loop (0 if None)."""
     tasks = LocalTasks({1: TaskState("a", 1, None, {}), 2: TaskState("b", 2, None, {})},
@@ -19,7 +20,7 @@ def flow(held: dict[int, int] | None = None, inbox: list[int] | None = None
     told: list[Any] = []
     conf = {"topology.executor.receive.buffer.size": 100,
             "topology.backpressure.high.watermark": 0.9,
-            "topology.backpressure.low.watermark": 0.5}
+            "topology.backpressure.low.watermark": low}
     backlog = inbox if inbox is not None else [0]
     bp = Backpressure(conf, tasks, lambda: backlog[0], held if held is not None else {}, set(),
                       lambda kind, value: told.append((kind, value)), incarnation="me",
@@ -28,7 +29,7 @@ def flow(held: dict[int, int] | None = None, inbox: list[int] | None = None
 
 
 def test_a_task_is_full_above_high_and_free_again_at_high_without_telling_anyone() -> None:
-    bp, tasks, told = flow()
+    bp, tasks, told = flow(low=0.9)
     q = tasks.queues[1]
     q.extend(range(90))
     bp.check(0.0)
@@ -45,24 +46,20 @@ def test_a_task_is_full_above_high_and_free_again_at_high_without_telling_anyone
     assert tasks.states[1].queue_peak == 91
 
 
-def test_a_task_past_its_capacity_is_congested_until_down_to_low_and_every_worker_is_told(
+def test_a_lower_low_watermark_holds_a_full_tasks_feeders_until_it_has_drained_the_band(
         ) -> None:
-    bp, tasks, told = flow()
+    bp, tasks, told = flow(low=0.5)
     q = tasks.queues[1]
-    q.extend(range(100))
+    q.extend(range(91))
     bp.check(0.0)
-    assert bp.mine == set() and not told            # at its capacity, not past it
-    q.append(100)
-    bp.check(1.0)
-    assert bp.congested == {1} and told == [("congested", ["me", [[1, True]], False])]
+    assert bp.congested == {1}
     for _ in range(40):
         q.popleft()
+    bp.check(1.0)
+    assert bp.congested == {1}                      # 51: still above the low watermark
+    q.popleft()
     bp.check(2.0)
-    assert bp.congested == {1} and len(told) == 1   # 61: still above the low watermark (50)
-    for _ in range(11):
-        q.popleft()
-    bp.check(3.0)
-    assert not bp.congested and told[-1] == ("congested", ["me", [[1, False]], False])
+    assert not bp.congested and not told
 
 
 def test_tuples_waiting_in_the_inbox_count_as_the_tasks() -> None:
@@ -138,14 +135,14 @@ def test_a_renewal_replaces_what_was_said_and_a_restart_wipes_it() -> None:
 
 
 def test_a_congested_worker_renews_its_state_and_announces_a_clean_start() -> None:
-    bp, tasks, told = flow()
-    tasks.queues[1].extend(range(101))
+    inbox = [INBOX_HIGH + 1]
+    bp, tasks, told = flow(inbox=inbox)
     bp.check(0.0)
     told.clear()
     bp.tick(0.5)
     assert not told                                   # renewed every RENEW_SECS
     bp.tick(RENEW_SECS + 0.1)
-    assert told == [("congested", ["me", [[1, True]], True])]
+    assert told == [("congested", ["me", [[1, True], [2, True]], True])]
     bp.announce()
     assert told[-1] == ("congested", ["me", [], True])
 
