@@ -20,13 +20,14 @@ at least this often). Until its first grant a sender may send one share of the w
 
 The sending side (:class:`Windows`) counts the tuples it sent to each task. A task it has sent
 its grant to is *saturated*: backpressure blocks the executors that emit to it, as for a
-congested task. A report from an incarnation of the receiver it has not heard of before (the
-receiver restarted) sets the count sent to what the receiver says arrived: what was on its
-way to a previous life is gone. A receiver that hears of a new incarnation of a sender (in the
-reports that sender sends as a receiver) starts that sender's counts afresh. A saturated task
-whose worker has said nothing at all (no control message of any kind) for :data:`STALE_SECS`
-is opened again: its worker died or cannot be reached, and the acker fails or replays what was
-sent.
+congested task. A report from another incarnation of the receiver than the one it heard from
+before (the receiver restarted) sets the count sent to what the receiver says arrived: what was
+on its way to a previous life is gone. The first report it hears of a receiver leaves the count
+as it is (what it sent before is on its way to that receiver). A receiver that hears of a new
+incarnation of a sender (in the reports that sender sends as a receiver) starts that sender's
+counts afresh. A saturated task whose worker has said nothing at all (no control message of any
+kind) for :data:`STALE_SECS` is opened again: its worker died or cannot be reached, and the
+acker fails or replays what was sent.
 
 Acks folded by a worker's tasks (source task 0) are not counted: they feed the acker directly,
 not a queue, and bear no sender a receiver could grant to.
