@@ -78,7 +78,8 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
     if windows and ex.windows is not None:
         total["windows"] = ex.windows.snapshot(time.time())
     total["queued"] = sum(ts.queued() for ts in ex.tasks)
-    #: the most tuples one of its tasks' queues held, and the passes backpressure paused it
+    #: the most tuples one of its tasks' queues held with what waited in front of it, and the
+    #: passes backpressure paused it
     total["queued_peak"] = max(ts.queue_peak for ts in ex.tasks)
     total["paused"] = ex.paused
     if isinstance(ex, SpoutExecutor):

@@ -43,7 +43,8 @@ class TaskState:
         #: inbound: Tuples, and for a lazy_batch bolt also TupleRuns; for a spout, the
         #: completions of its trees ((root, ok), or ack/fail Tuples from another worker)
         self.queue: deque[Any] = deque()
-        #: the most tuples the queue has held (measured by backpressure, once per pass)
+        #: the most tuples the queue and what waited in front of it in the inbox have held
+        #: (measured by backpressure, twice a pass)
         self.queue_peak = 0
         self.routes: dict[str, list[Route]] = {}
         self.sources: dict[str, Source] = {}

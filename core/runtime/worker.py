@@ -84,7 +84,7 @@ class Worker:
                              lost=self._lost, capacity=queue_capacity(conf),
                              windows=Windows(watermarks(conf)[0], self._window_changed),
                              unencodable=self._unencodable)
-        #: tells this worker's credit reports from a restarted one's (see the outbox)
+        #: tells this worker's credit reports from a restarted one's (see .wire.credits)
         self.incarnation = f"{os.getpid()}-{time.time_ns()}"
         self.outbox.set_address(host, port)
         self.outbox.set_assignment(task_to_worker)

@@ -111,9 +111,8 @@ def test_a_worker_opens_with_one_share_per_task() -> None:
 
 def windows(high: int = 100) -> tuple[Windows, list[int]]:
     changes: list[int] = []
-    saturated: set[int] = set()
-    w = Windows(high, lambda: changes.append(len(saturated)))
-    saturated = w.saturated
+    w = Windows(high, lambda: None)
+    w.changed = lambda: changes.append(len(w.saturated))
     return w, changes
 
 
