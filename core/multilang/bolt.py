@@ -64,7 +64,8 @@ class ShellBolt(Bolt):
         return code_root(type(self))
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        """Start the subprocess (a start that fails is reported and retried)."""
+        """Launch the subprocess (its first tuples wait for its handshake's answer; a start
+        that fails is reported and retried)."""
         self._lock = threading.Lock()
         self._inflight: dict[str, Tuple] = {}
         self._ids = itertools.count(1)
@@ -74,7 +75,7 @@ class ShellBolt(Bolt):
                                emit=lambda *a, **k: self.emit(*a, **k),
                                report=lambda e: self.report_error(e),
                                on_messages=self._on_messages, on_exit=self._on_exit)
-        self._link.host.ensure()
+        self._link.host.launch()
         self._heartbeats = threading.Thread(
             target=self._heartbeat, daemon=True,
             name=f"squall-shell-heartbeat-{context.component_id}-{context.task_id}")

@@ -89,13 +89,15 @@ class ShellProcess:
             threading.Thread(target=target, name=f"{name}-{suffix}", daemon=True).start()
 
     # -- handshake -------------------------------------------------------------------------------
-    def handshake(self, conf: dict[str, Any], pid_dir: str, context: dict[str, Any],
-                  timeout: float) -> None:
-        """Send the handshake and wait for the subprocess's pid; MultilangError (and the
-        subprocess killed) if it does not answer within ``timeout`` seconds or answers
-        something else."""
+    def greet(self, conf: dict[str, Any], pid_dir: str, context: dict[str, Any]) -> None:
+        """Send the handshake (conf, pid dir, context); :meth:`answered` waits for its
+        answer."""
         message = {"conf": _jsonable(conf), "pidDir": pid_dir, "context": context}
         self.send(self.codec.encode(message))
+
+    def answered(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the answer to the handshake sent; MultilangError
+        (and the subprocess killed) if none comes or it is not the subprocess's pid."""
         if not self._shook.wait(timeout) or not self._handshake:
             reason = self._kill_reason or f"did not answer the handshake within {timeout:g} s"
             self.kill(reason)
@@ -250,7 +252,11 @@ class ShellProcess:
 class ShellHost:
     """Keeps one subprocess of one shell task running: starts it (handshake included),
     restarts it after it dies (at once, or after a delay growing to BACKOFF_MAX while it
-    keeps dying young), stops it for good on :meth:`stop`.
+    keeps dying young), stops it for good on :meth:`stop`. The first start may be a
+    :meth:`launch`: the subprocess starts and gets its handshake, and the first
+    :meth:`ensure` waits for its answer, so the shell tasks of a worker, launched one after
+    another as it builds them, start side by side (a component that loads for seconds
+    would otherwise hold up the worker that many seconds per task).
 
     ``report(message)`` records an error of the component (called once per failed start);
     ``on_messages`` and ``on_exit`` are :class:`ShellProcess`'s. Thread-safe."""
@@ -282,6 +288,8 @@ class ShellHost:
         self._retry_at = 0.0
         self._delay = 0.0
         self._started_at = 0.0
+        #: a subprocess launched and greeted, and when its answer is due (None: none is)
+        self._launched: tuple[ShellProcess, float] | None = None
         #: the handshake's pidDir: the subprocess creates a file named by its pid here
         self.pid_dir = tempfile.mkdtemp(prefix="squall-shell-pids-")
         with _hosts_lock:
@@ -314,7 +322,20 @@ class ShellHost:
                 return None
             return self._start()
 
-    def _start(self) -> ShellProcess | None:
+    def launch(self) -> None:
+        """Start the subprocess and send it the handshake, without waiting for the answer
+        (the next :meth:`ensure` does); a start that fails is reported, and retried by
+        :meth:`ensure` as any other."""
+        with self._lock:
+            if self.current is not None or self._launched is not None or self.stopped:
+                return
+            try:
+                self._launched = (self._spawn(), time.monotonic() + self.timeout)
+            except MultilangError as exc:
+                self._failed(exc)
+
+    def _spawn(self) -> ShellProcess:
+        """A new subprocess, greeted (a start counted for the backoff)."""
         now = time.monotonic()
         if self.starts and now - self._started_at < STABLE_SECS:
             self._delay = min(BACKOFF_MAX, self._delay * 2 if self._delay else BACKOFF_FIRST)
@@ -322,15 +343,28 @@ class ShellHost:
             self._delay = 0.0
         self.starts += 1
         self._started_at = now
+        proc = ShellProcess(self.argv, self.cwd, self.codec(), self.logger,
+                            self.on_messages, self.on_exit)
+        proc.greet(self.conf, self.pid_dir, self.context)
+        return proc
+
+    def _failed(self, exc: MultilangError) -> None:
+        self._retry_at = time.monotonic() + max(self._delay, BACKOFF_FIRST)
+        self.report(f"{exc}; trying again in {max(self._delay, BACKOFF_FIRST):g} s")
+
+    def _start(self) -> ShellProcess | None:
+        launched, self._launched = self._launched, None
         try:
-            proc = ShellProcess(self.argv, self.cwd, self.codec(), self.logger,
-                                self.on_messages, self.on_exit)
-            proc.handshake(self.conf, self.pid_dir, self.context, self.timeout)
+            if launched is None:
+                proc = self._spawn()
+                due = time.monotonic() + self.timeout
+            else:
+                proc, due = launched
+            proc.answered(max(0.0, due - time.monotonic()))
         except MultilangError as exc:
-            self._retry_at = time.monotonic() + max(self._delay, BACKOFF_FIRST)
-            self.report(f"{exc}; trying again in {max(self._delay, BACKOFF_FIRST):g} s")
+            self._failed(exc)
             return None
-        self._retry_at = now + self._delay
+        self._retry_at = self._started_at + self._delay
         if self.stopped:
             proc.close()
             return None
@@ -351,8 +385,11 @@ class ShellHost:
         with self._lock:
             self.stopped = True
             proc, self.current = self.current, None
+            launched, self._launched = self._launched, None
         if proc is not None:
             proc.close()
+        if launched is not None:
+            launched[0].close()
         shutil.rmtree(self.pid_dir, ignore_errors=True)
         with _hosts_lock:
             hosts = _hosts.get(self.key)

@@ -53,14 +53,16 @@ class ShellSpout(Spout):
         return code_root(type(self))
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        """Start the subprocess (a start that fails is reported and retried)."""
+        """Launch the subprocess (its first call waits for its handshake's answer; a start
+        that fails is reported and retried)."""
         self._inbox: queue.SimpleQueue[tuple[ShellProcess, Any]] = queue.SimpleQueue()
         self._link = ShellLink(conf, context, command=self.shell_command(conf),
                                cwd=self.shell_cwd(conf), metric_names=self.shell_metrics,
                                emit=lambda *a, **k: self.emit(*a, **k),
                                report=lambda e: self.report_error(e),
                                on_messages=self._on_messages, on_exit=self._on_exit)
-        self._proc = self._link.host.ensure()
+        self._link.host.launch()
+        self._proc: ShellProcess | None = None
         self._active = False
 
     def next_tuple(self) -> None:

@@ -21,6 +21,7 @@ from tests.topology.conftest import info_errors
 
 pytestmark = pytest.mark.timeout(120)
 RAW = Path(__file__).resolve().parent / "multilang" / "raw_bolt.py"
+GATE = Path(__file__).resolve().parent / "multilang" / "gate_bolt.py"
 LOCK = threading.Lock()
 ACKED: list[Any] = []
 FAILED: list[Any] = []
@@ -102,6 +103,47 @@ def test_protocol_from_a_subprocess_speaking_it_by_hand(
                for r in caplog.records)
     assert any(r.name == "squall.component.raw" and r.levelno == logging.WARNING
                and r.getMessage().startswith("raw bolt of task") for r in caplog.records)
+
+
+class Numbers(Spout):
+    outputs = ["n"]
+    acked: list[int] = []
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(range(8))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            n = self.todo.pop(0)
+            self.emit([n], tup_id=n)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            self.acked.append(tup_id)
+
+
+class Gate(ShellBolt):
+    outputs = ["n"]
+
+    def shell_command(self, conf: Any) -> list[str]:
+        return [sys.executable, str(GATE), conf["test.markers"], "4"]
+
+
+def test_the_shell_tasks_of_a_worker_start_side_by_side(cluster: LocalCluster,
+                                                         tmp_path: Path) -> None:
+    # each subprocess answers its handshake only once all four have started: started one
+    # after another, waiting for each answer, the first would never answer in time
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("gate", Gate, parallelism=4).shuffle_grouping("numbers")
+    cluster.submit_topology("gate", {"test.markers": str(tmp_path),
+                                     "topology.subprocess.timeout.secs": 20},
+                            b.create_topology())
+    wait_until(lambda: sorted(Numbers.acked) == list(range(8)), 60,
+               message=lambda: f"acked {Numbers.acked}; errors "
+                               f"{cluster.get_topology_info('gate')['errors']}")
+    assert len(list(tmp_path.iterdir())) == 4     # one start each, none retried
+    assert cluster.get_topology_info("gate")["errors"] == {}
 
 
 def test_an_unknown_serializer_is_refused_at_submit(cluster: LocalCluster) -> None:
