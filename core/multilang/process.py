@@ -288,8 +288,10 @@ class ShellHost:
         self._retry_at = 0.0
         self._delay = 0.0
         self._started_at = 0.0
-        #: a subprocess launched and greeted, and when its answer is due (None: none is)
+        #: a subprocess launched and greeted, and when its answer is due (None: none is);
+        #: the one whose answer a start waits for now (stop kills it: no wait for a slow one)
         self._launched: tuple[ShellProcess, float] | None = None
+        self._answering: ShellProcess | None = None
         #: the handshake's pidDir: the subprocess creates a file named by its pid here
         self.pid_dir = tempfile.mkdtemp(prefix="squall-shell-pids-")
         with _hosts_lock:
@@ -350,7 +352,8 @@ class ShellHost:
 
     def _failed(self, exc: MultilangError) -> None:
         self._retry_at = time.monotonic() + max(self._delay, BACKOFF_FIRST)
-        self.report(f"{exc}; trying again in {max(self._delay, BACKOFF_FIRST):g} s")
+        if not self.stopped:
+            self.report(f"{exc}; trying again in {max(self._delay, BACKOFF_FIRST):g} s")
 
     def _start(self) -> ShellProcess | None:
         launched, self._launched = self._launched, None
@@ -360,10 +363,13 @@ class ShellHost:
                 due = time.monotonic() + self.timeout
             else:
                 proc, due = launched
+            self._answering = proc
             proc.answered(max(0.0, due - time.monotonic()))
         except MultilangError as exc:
             self._failed(exc)
             return None
+        finally:
+            self._answering = None
         self._retry_at = self._started_at + self._delay
         if self.stopped:
             proc.close()
@@ -382,6 +388,10 @@ class ShellHost:
     def stop(self) -> None:
         """Stop the subprocess for good (no restart after this) and remove its pid dir."""
         self._stopping.set()
+        self.stopped = True
+        answering = self._answering
+        if answering is not None:       # a start waiting for its answer: it ends now
+            answering.kill("stopped")
         with self._lock:
             self.stopped = True
             proc, self.current = self.current, None

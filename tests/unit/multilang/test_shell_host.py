@@ -1,0 +1,95 @@
+"""ShellHost with real subprocesses: a launched subprocess starts and gets its handshake at
+once and is waited for only by the first ``ensure``; ``stop`` ends a start that waits for an
+answer instead of waiting it out."""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from squall.multilang.process import ShellHost, ShellProcess
+from squall.multilang.protocol import JsonCodec
+from squall.testing import wait_until
+
+# answers the handshake once the file named by its first argument exists
+GATED = """import json, os, sys, time
+lines = []
+while True:
+    line = sys.stdin.readline()
+    if line == "end\\n":
+        break
+    lines.append(line)
+handshake = json.loads("".join(lines))
+with open(os.path.join(sys.argv[2], "greeted.tmp"), "w") as f:
+    f.write(str(os.getpid()))
+os.replace(os.path.join(sys.argv[2], "greeted.tmp"), os.path.join(sys.argv[2], "greeted"))
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+open(os.path.join(handshake["pidDir"], str(os.getpid())), "w").close()
+sys.stdout.write(json.dumps({"pid": os.getpid()}) + "\\nend\\n")
+sys.stdout.flush()
+sys.stdin.read()
+"""
+
+
+def _host(tmp_path: Path, reports: list[str]) -> ShellHost:
+    script = tmp_path / "gated.py"
+    script.write_text(GATED)
+    return ShellHost(argv=[sys.executable, str(script), str(tmp_path / "go"), str(tmp_path)],
+                     cwd=str(tmp_path), codec=JsonCodec, conf={}, context={}, timeout=60,
+                     logger=logging.getLogger("test.shell"), report=reports.append,
+                     on_messages=lambda proc, messages: None,
+                     on_exit=lambda proc, reason: None, key=("test", id(reports)))
+
+
+def _waiting_for_an_answer(thread: threading.Thread) -> bool:
+    frame = sys._current_frames().get(thread.ident or 0)
+    while frame is not None:
+        if frame.f_code is ShellProcess.answered.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_launched_subprocess_gets_its_handshake_and_the_first_ensure_waits(
+        tmp_path: Path) -> None:
+    reports: list[str] = []
+    host = _host(tmp_path, reports)
+    try:
+        host.launch()           # returns while the subprocess waits for "go" to answer
+        wait_until(lambda: (tmp_path / "greeted").exists(), 30,
+                   message="the launched subprocess never got its handshake")
+        got: list[Any] = []
+        first = threading.Thread(target=lambda: got.append(host.ensure()), daemon=True)
+        first.start()
+        wait_until(lambda: _waiting_for_an_answer(first), 30)
+        (tmp_path / "go").touch()
+        first.join(30)
+        assert got and got[0] is not None and got[0].alive
+        assert host.ensure() is got[0] and host.starts == 1 and reports == []
+    finally:
+        host.stop()
+
+
+def test_stop_ends_a_start_that_waits_for_an_answer(tmp_path: Path) -> None:
+    reports: list[str] = []
+    host = _host(tmp_path, reports)
+    host.launch()
+    wait_until(lambda: (tmp_path / "greeted").exists(), 30)
+    got: list[Any] = []
+    starter = threading.Thread(target=lambda: got.append(host.ensure()), daemon=True)
+    starter.start()
+    wait_until(lambda: _waiting_for_an_answer(starter), 30)
+    stopper = threading.Thread(target=host.stop, daemon=True)
+    stopper.start()
+    # both end long before the handshake's 60 s, the subprocess killed, nothing reported
+    stopper.join(30)
+    starter.join(30)
+    assert not stopper.is_alive() and not starter.is_alive()
+    assert got == [None] and reports == [] and host.stopped
+    assert host.ensure() is None
+    pid = int((tmp_path / "greeted").read_text())
+    wait_until(lambda: not Path(f"/proc/{pid}").exists(), 10,
+               message=f"subprocess {pid} outlived its host")
