@@ -29,8 +29,12 @@ SEEN: dict[str, list[tuple]] = {"default": [], "ids": [], "pick": []}
 
 
 class Letters(Spout):
+    """Emits ``items``, each tracked by itself; keeps what was acked and failed."""
+
     outputs = ["x"]
-    items = ["a", "b", "bad", "nope", "odd", "c"]
+    items: list[Any] = ["a", "b", "bad", "nope", "odd", "c"]
+    acked = ACKED
+    failed = FAILED
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.todo = list(self.items)
@@ -42,11 +46,11 @@ class Letters(Spout):
 
     def ack(self, tup_id: Any) -> None:
         with LOCK:
-            ACKED.append(tup_id)
+            self.acked.append(tup_id)
 
     def fail(self, tup_id: Any) -> None:
         with LOCK:
-            FAILED.append(tup_id)
+            self.failed.append(tup_id)
 
 
 class Raw(ShellBolt):
@@ -105,25 +109,14 @@ def test_protocol_from_a_subprocess_speaking_it_by_hand(
                and r.getMessage().startswith("raw bolt of task") for r in caplog.records)
 
 
-class Numbers(Spout):
-    outputs = ["n"]
-    acked: list[int] = []
-
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        self.todo = list(range(8))
-
-    def next_tuple(self) -> None:
-        if self.todo:
-            n = self.todo.pop(0)
-            self.emit([n], tup_id=n)
-
-    def ack(self, tup_id: Any) -> None:
-        with LOCK:
-            self.acked.append(tup_id)
+class Numbers(Letters):
+    items = list(range(8))
+    acked: list[Any] = []
+    failed: list[Any] = []
 
 
 class Gate(ShellBolt):
-    outputs = ["n"]
+    outputs = ["x"]
 
     def shell_command(self, conf: Any) -> list[str]:
         return [sys.executable, str(GATE), conf["test.markers"], "4"]

@@ -2,30 +2,11 @@
 ``N`` subprocesses of it have started: ``gate_bolt.py MARKERS N`` leaves a file named by its
 pid in the folder MARKERS, then waits (up to 60 s) until N files are there. Then it acks every
 tuple, and answers heartbeats with ``sync``."""
-import json
 import os
 import sys
 import time
 
-inp = sys.stdin
-out = sys.stdout
-
-
-def read():
-    lines = []
-    while True:
-        line = inp.readline()
-        if not line:
-            sys.exit(0)
-        if line == "end\n":
-            return json.loads("".join(lines))
-        lines.append(line)
-
-
-def send(message):
-    out.write(json.dumps(message) + "\nend\n")
-    out.flush()
-
+from raw_protocol import read, send
 
 markers, n = sys.argv[1], int(sys.argv[2])
 handshake = read()

@@ -13,24 +13,9 @@ import json
 import os
 import sys
 
-inp = sys.stdin
+from raw_protocol import read, send
+
 out = sys.stdout
-
-
-def read():
-    lines = []
-    while True:
-        line = inp.readline()
-        if not line:
-            sys.exit(0)
-        if line == "end\n":
-            return json.loads("".join(lines))
-        lines.append(line)
-
-
-def send(message):
-    out.write(json.dumps(message) + "\nend\n")
-    out.flush()
 
 
 def task_ids(pending):
