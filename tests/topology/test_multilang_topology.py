@@ -167,24 +167,9 @@ print("acked", done)
 '''
 
 
-#: the multi-lang protocol, by hand, for the scripts these tests write
-PROTOCOL = '''
-import json, os, sys
-
-def read():
-    lines = []
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            sys.exit(0)
-        if line.rstrip("\\n") == "end":
-            return json.loads("".join(lines))
-        lines.append(line)
-
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\\nend\\n")
-    sys.stdout.flush()
-'''
+#: the multi-lang protocol, by hand, for the scripts these tests write (in other folders)
+PROTOCOL = (Path(__file__).resolve().parent / "multilang" / "raw_protocol.py").read_text() \
+    + "\nimport os\n"
 
 ACKER = PROTOCOL + '''
 handshake = read()
