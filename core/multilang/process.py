@@ -364,6 +364,8 @@ class ShellHost:
             else:
                 proc, due = launched
             self._answering = proc
+            if self.stopped:        # stop came in between: it may not have seen this one
+                proc.kill("stopped")
             proc.answered(max(0.0, due - time.monotonic()))
         except MultilangError as exc:
             self._failed(exc)
@@ -388,12 +390,11 @@ class ShellHost:
     def stop(self) -> None:
         """Stop the subprocess for good (no restart after this) and remove its pid dir."""
         self._stopping.set()
-        self.stopped = True
+        self.stopped = True             # before reading _answering (a start sets it, then reads this)
         answering = self._answering
         if answering is not None:       # a start waiting for its answer: it ends now
             answering.kill("stopped")
         with self._lock:
-            self.stopped = True
             proc, self.current = self.current, None
             launched, self._launched = self._launched, None
         if proc is not None:
