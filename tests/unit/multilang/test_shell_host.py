@@ -13,24 +13,21 @@ from squall.multilang.process import ShellHost, ShellProcess
 from squall.multilang.protocol import JsonCodec
 from squall.testing import wait_until
 
-# answers the handshake once the file named by its first argument exists
-GATED = """import json, os, sys, time
-lines = []
-while True:
-    line = sys.stdin.readline()
-    if line == "end\\n":
-        break
-    lines.append(line)
-handshake = json.loads("".join(lines))
+# answers the handshake once the file named by its first argument exists (the framing is the
+# hand-written one of the topology tests' subprocesses)
+FRAMING = Path(__file__).resolve().parents[2] / "topology" / "multilang" / "raw_protocol.py"
+GATED = FRAMING.read_text() + """
+import os, time
+handshake = read()
 with open(os.path.join(sys.argv[2], "greeted.tmp"), "w") as f:
     f.write(str(os.getpid()))
 os.replace(os.path.join(sys.argv[2], "greeted.tmp"), os.path.join(sys.argv[2], "greeted"))
 while not os.path.exists(sys.argv[1]):
     time.sleep(0.01)
 open(os.path.join(handshake["pidDir"], str(os.getpid())), "w").close()
-sys.stdout.write(json.dumps({"pid": os.getpid()}) + "\\nend\\n")
-sys.stdout.flush()
-sys.stdin.read()
+send({"pid": os.getpid()})
+while True:
+    read()
 """
 
 
