@@ -22,6 +22,7 @@ Where each hook is called:
 ``squall_topology_submitted``   after the topology is accepted (LocalCluster, nimbus)
 ``squall_topology_killed``      after the topology is removed (LocalCluster, nimbus)
 ``squall_worker_start/stop``    for each worker, in its process or its LocalCluster
+``squall_worker_stopping``      with it, while the worker shuts down (see the spec)
 ``squall_add_commands``         when the ``squall`` command line is built
 ==============================  ======================================================
 """
@@ -36,7 +37,7 @@ __all__ = [
     "hookimpl", "hookspec", "squall_add_commands", "squall_add_config_types",
     "squall_add_defaults", "squall_configure", "squall_topology_killed",
     "squall_topology_submitted", "squall_validate_topology", "squall_worker_start",
-    "squall_worker_stop",
+    "squall_worker_stop", "squall_worker_stopping",
 ]
 
 hookspec = pluggy.HookspecMarker("squall")
@@ -105,6 +106,15 @@ def squall_topology_killed(name: str, topology_id: str) -> None:
 @hookspec
 def squall_worker_start(topology_id: str, port: int, conf: dict[str, Any]) -> None:
     """A worker built its executors and is about to start its loop."""
+
+
+@hookspec
+def squall_worker_stopping(topology_id: str, port: int) -> None:
+    """A worker is shutting down: its loop has stopped (no tuple reaches a component any
+    more), and the threads of its components are about to be waited for, each up to the
+    shutdown's timeout when it is still in a call. End here what can hold a component in a
+    call (a subprocess it waits on, a connection), so that the wait is short and the
+    components' cleanup runs."""
 
 
 @hookspec

@@ -301,8 +301,10 @@ class WorkerProcess:
                      "activated" if active else "deactivated")
 
     def _shutdown(self, transport: Any) -> None:
+        from squall.plugin_manager import notify
         try:
-            self.worker.shutdown()
+            self.worker.shutdown(stopping=lambda: notify("squall_worker_stopping",
+                                                         topology_id=self.tid, port=self.port))
         except Exception:  # shutting down anyway
             log.exception("worker shutdown failed")
         try:        # seed 002, step 8: its beat goes with it

@@ -11,7 +11,7 @@ one subprocess, restarts    :mod:`.process`        ``ShellProcess`` (reader, wri
 what bolts and spouts share :mod:`.link`           ``ShellLink.common``, ``answer_emit``
 the bolt                    :mod:`.bolt`           ``ShellBolt.process_batch``, ``_on_messages``
 the spout                   :mod:`.spout`          ``ShellSpout._call``
-worker shutdown             :mod:`.hooks`          ``squall_worker_stop``
+worker shutdown             :mod:`.hooks`          ``squall_worker_stopping``
 ==========================  =====================  =============================================
 """
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Multi-lang's hooks: a topology naming an unknown multi-lang serializer is refused at submit,
-and a worker that shuts down stops the subprocesses its shell components still run (their
-cleanup stops them first when it can run)."""
+and a worker that shuts down stops the subprocesses its shell components run once its loop
+has stopped, before their threads are waited for (a call waiting on a subprocess, or on its
+handshake, ends then, and the components' cleanup runs); its stop is the backstop for a
+worker whose stopping was never told."""
 from __future__ import annotations
 
 from typing import Any
@@ -22,6 +24,11 @@ def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
                 codec_class(c[SERIALIZER_KEY])
             except ConfigError as exc:
                 raise TopologyError(f"{where}: {exc}") from exc
+
+
+@hookimpl
+def squall_worker_stopping(topology_id: str, port: int) -> None:
+    stop_worker(topology_id, port)
 
 
 @hookimpl

@@ -8,9 +8,9 @@ a reader answering task ids cannot deadlock against a writer blocked on a subpro
 itself blocked writing) and a *stderr* thread (each line to the component's logger).
 
 Every :class:`ShellHost` of a worker is registered under ``(topology id, worker port)``;
-:func:`stop_worker` (the ``squall_worker_stop`` hook) stops those still running when the
-worker shuts down, so no subprocess outlives its worker even when a component's cleanup could
-not run.
+:func:`stop_worker` (the ``squall_worker_stopping`` hook, and ``squall_worker_stop`` after it)
+stops those still running when the worker shuts down, so no subprocess outlives its worker,
+and no component's thread is held at shutdown by a call waiting on its subprocess.
 """
 from __future__ import annotations
 
@@ -411,11 +411,20 @@ class ShellHost:
 
 
 def stop_worker(topology_id: str, port: Any) -> None:
-    """Stop every subprocess the worker ``(topology_id, port)`` still runs."""
+    """Stop every subprocess the worker ``(topology_id, port)`` still runs, side by side: a
+    subprocess that ignores the end of its stdin takes ``STOP_GRACE`` twice to stop, and a
+    worker's N of them take that once, not N times."""
     with _hosts_lock:
         hosts = list(_hosts.get((topology_id, port), ()))
-    for host in hosts:
-        host.stop()
+    if len(hosts) == 1:
+        hosts[0].stop()
+        return
+    threads = [threading.Thread(target=host.stop, daemon=True, name="squall-shell-stop")
+               for host in hosts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def running_pids() -> list[int]:

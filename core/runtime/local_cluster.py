@@ -298,9 +298,12 @@ class LocalCluster:
 
     @staticmethod
     def _halt(worker: Worker) -> None:
-        """Shut a worker down and announce it (``squall_worker_stop``)."""
+        """Shut a worker down and announce it (``squall_worker_stopping`` while it does,
+        ``squall_worker_stop`` after)."""
         from squall.plugin_manager import notify
-        worker.shutdown()
+        worker.shutdown(stopping=lambda: notify("squall_worker_stopping",
+                                                topology_id=worker.topology_id,
+                                                port=worker.port))
         notify("squall_worker_stop", topology_id=worker.topology_id, port=worker.port)
 
     def _monitor_loop(self) -> None:

@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from squall import config, drivers
@@ -349,18 +350,23 @@ class Worker:
             if ex.threaded and ex.kind == "spout" and ex.thread.alive:  # type: ignore[attr-defined]
                 ex.settled.wait(max(0.0, deadline - time.monotonic()))  # type: ignore[attr-defined]
 
-    def shutdown(self, timeout: float = 10.0) -> None:
+    def shutdown(self, timeout: float = 10.0,
+                 stopping: Callable[[], None] | None = None) -> None:
         """Stop spouts, flush and close links, stop the loop, clean up every component.
 
         A loop that did not run an earlier call within its timeout (a component blocked in
         a call) gets 1 s more, not ``timeout``; if it is still in the call then, the
         components the loop runs are not cleaned up (a cleanup must not run beside their
-        call), as for a component thread still in a call."""
+        call), as for a component thread still in a call. ``stopping`` is called once the
+        loop has stopped, before the components' threads are waited for (the
+        ``squall_worker_stopping`` hook: what holds a component in a call ends there)."""
         if not self._built:
             return
         if self.loop.running:
             self.deactivate(settle=False)   # the threads' stop, below, waits for them
         self.loop.stop(min(timeout, 1.0) if self.loop.overdue() else timeout)
+        if stopping is not None:
+            stopping()
         stuck = self.loop.thread_alive()
         if stuck:
             log.warning("worker %s: its loop is still in a component's call at shutdown; the "

@@ -9,12 +9,14 @@ import json
 import logging
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from squall import Bolt, LocalCluster, ShellBolt, Spout, Stream, TopologyBuilder, TopologyError
+from squall.multilang.process import ShellProcess
 from squall.testing import wait_until
 
 from tests.topology.conftest import info_errors
@@ -137,6 +139,50 @@ def test_the_shell_tasks_of_a_worker_start_side_by_side(cluster: LocalCluster,
                                f"{cluster.get_topology_info('gate')['errors']}")
     assert len(list(tmp_path.iterdir())) == 4     # one start each, none retried
     assert cluster.get_topology_info("gate")["errors"] == {}
+
+
+class Loading(ShellBolt):
+    """Subprocesses that never answer their handshake in a test's time (they wait for 99
+    to have started): a bolt whose code loads for long."""
+    outputs = ["x"]
+
+    def shell_command(self, conf: Any) -> list[str]:
+        return [sys.executable, str(GATE), conf["test.markers"], "99"]
+
+
+def _waiting_for_a_handshake(component: str) -> int:
+    """Threads of ``component`` waiting for their subprocess's answer to the handshake."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    waiting = 0
+    for ident, frame in sys._current_frames().items():
+        if names.get(ident, "").startswith(f"squall-{component}-"):
+            while frame is not None and frame.f_code is not ShellProcess.answered.__code__:
+                frame = frame.f_back
+            waiting += frame is not None
+    return waiting
+
+
+def test_a_worker_stops_at_once_while_its_shell_tasks_wait_for_their_handshake(
+        cluster: LocalCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # the worker's stopping ends the handshake its components' threads wait for: they are not
+    # waited for until the shutdown's timeout (10 s), and their cleanup runs
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("loading", Loading, parallelism=3).shuffle_grouping("numbers")
+    cluster.submit_topology("loading", {"test.markers": str(tmp_path),
+                                        "topology.subprocess.timeout.secs": 60},
+                            b.create_topology())
+    wait_until(lambda: len(list(tmp_path.iterdir())) == 3, 30)
+    wait_until(lambda: _waiting_for_a_handshake("loading") == 3, 30,
+               message=lambda: f"{_waiting_for_a_handshake('loading')} of 3 waiting")
+    pids = [int(p.name) for p in tmp_path.iterdir()]
+    assert all(Path(f"/proc/{pid}").exists() for pid in pids)
+    started = time.monotonic()
+    cluster.kill_topology("loading")
+    took = time.monotonic() - started
+    assert "still in a call at shutdown" not in caplog.text
+    assert took < 5.0, f"the kill took {took:.1f} s"
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
 
 def test_an_unknown_serializer_is_refused_at_submit(cluster: LocalCluster) -> None:

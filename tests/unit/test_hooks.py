@@ -66,6 +66,11 @@ def squall_worker_start(topology_id, port, conf):
 
 
 @hookimpl
+def squall_worker_stopping(topology_id, port):
+    CALLS.append(("worker_stopping", topology_id, port))
+
+
+@hookimpl
 def squall_worker_stop(topology_id, port):
     CALLS.append(("worker_stop", topology_id, port))
 
@@ -138,6 +143,10 @@ def test_local_cluster_calls_configure_validate_submitted_worker_and_killed(plug
         assert calls(plugin, "killed") == [("killed", "hooked", topology_id)]
         assert sorted(calls(plugin, "worker_stop")) == [("worker_stop", topology_id, p)
                                                          for p in ports]
+        # each worker is told it is stopping before it is told it stopped
+        told = [c for c in plugin.CALLS if c[0] in ("worker_stopping", "worker_stop")]
+        for p in ports:
+            assert [c[0] for c in told if c[2] == p] == ["worker_stopping", "worker_stop"]
         with pytest.raises(TopologyError, match="refused by the test plugin"):
             cluster.submit_topology("refused", {}, _topology())
         assert [c[1] for c in calls(plugin, "submitted")] == ["hooked"]

@@ -1,15 +1,19 @@
 """ShellHost with real subprocesses: a launched subprocess starts and gets its handshake at
 once and is waited for only by the first ``ensure``; ``stop`` ends a start that waits for an
-answer instead of waiting it out."""
+answer instead of waiting it out; a worker's subprocesses are stopped side by side."""
 from __future__ import annotations
 
 import logging
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from squall.multilang.process import ShellHost, ShellProcess
+import pytest
+
+from squall.multilang import process
+from squall.multilang.process import ShellHost, ShellProcess, stop_worker
 from squall.multilang.protocol import JsonCodec
 from squall.testing import wait_until
 
@@ -31,14 +35,27 @@ while True:
 """
 
 
-def _host(tmp_path: Path, reports: list[str]) -> ShellHost:
-    script = tmp_path / "gated.py"
-    script.write_text(GATED)
-    return ShellHost(argv=[sys.executable, str(script), str(tmp_path / "go"), str(tmp_path)],
+# answers the handshake, then neither reads its stdin nor leaves on SIGTERM: only SIGKILL ends it
+STUBBORN = FRAMING.read_text() + """
+import os, signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+handshake = read()
+open(os.path.join(handshake["pidDir"], str(os.getpid())), "w").close()
+send({"pid": os.getpid()})
+while True:
+    time.sleep(1)
+"""
+
+
+def _host(tmp_path: Path, reports: list[str], script: str = GATED,
+          key: tuple[str, Any] | None = None) -> ShellHost:
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    return ShellHost(argv=[sys.executable, str(path), str(tmp_path / "go"), str(tmp_path)],
                      cwd=str(tmp_path), codec=JsonCodec, conf={}, context={}, timeout=60,
                      logger=logging.getLogger("test.shell"), report=reports.append,
                      on_messages=lambda proc, messages: None,
-                     on_exit=lambda proc, reason: None, key=("test", id(reports)))
+                     on_exit=lambda proc, reason: None, key=key or ("test", id(reports)))
 
 
 def _waiting_for_an_answer(thread: threading.Thread) -> bool:
@@ -90,3 +107,27 @@ def test_stop_ends_a_start_that_waits_for_an_answer(tmp_path: Path) -> None:
     pid = int((tmp_path / "greeted").read_text())
     wait_until(lambda: not Path(f"/proc/{pid}").exists(), 10,
                message=f"subprocess {pid} outlived its host")
+
+
+def test_a_workers_subprocesses_stop_side_by_side(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # each takes twice STOP_GRACE to stop (its stdin's end, then SIGTERM, are ignored): one
+    # after another, four would take eight graces
+    monkeypatch.setattr(process, "STOP_GRACE", 0.5)
+    reports: list[str] = []
+    hosts = []
+    for i in range(4):
+        (tmp_path / str(i)).mkdir()
+        hosts.append(_host(tmp_path / str(i), reports, STUBBORN, key=("side", 6700)))
+    try:
+        procs = [host.ensure() for host in hosts]
+        assert all(p is not None and p.alive for p in procs)
+        started = time.monotonic()
+        stop_worker("side", 6700)
+        took = time.monotonic() - started
+        assert all(host.stopped for host in hosts) and reports == []
+        assert not [p.pid for p in procs if p is not None and Path(f"/proc/{p.pid}").exists()]
+        assert took < 2.5, f"stopping four took {took:.1f} s"
+    finally:
+        for host in hosts:
+            host.stop()
