@@ -35,7 +35,7 @@ class SchedulerAssignment:
         self._slot_executors: dict[WorkerSlot, set[ExecutorDetails]] = {}
         self._worker_resources: dict[WorkerSlot, Resources] = {}
         for executor, slot in (executor_to_slot or {}).items():
-            self._add(WorkerSlot(*slot), [ExecutorDetails(*executor)], Resources())
+            self.place(WorkerSlot(*slot), [ExecutorDetails(*executor)], Resources())
         for slot, res in (worker_resources or {}).items():
             if slot in self._slot_executors:
                 self._worker_resources[WorkerSlot(*slot)] = res
@@ -134,19 +134,21 @@ class SchedulerAssignment:
         out._worker_resources = dict(self._worker_resources)
         return out
 
-    # -- changing (the owning Cluster only) ---------------------------------------------------
+    # -- changing ------------------------------------------------------------------------------
+    # The Cluster that owns it calls these and keeps its own books (slot owners, resources
+    # used) in step; a scheduler places through Cluster.assign, free_slot and unassign.
 
-    def _add(self, slot: WorkerSlot, executors: Iterable[ExecutorDetails],
-             resources: Resources) -> None:
+    def place(self, slot: WorkerSlot, executors: Iterable[ExecutorDetails],
+              resources: Resources) -> None:
         on_slot = self._slot_executors.setdefault(slot, set())
         for e in executors:
             self._executor_to_slot[e] = slot
             on_slot.add(e)
         self._worker_resources[slot] = self._worker_resources.get(slot, Resources()) + resources
 
-    def _remove(self, executors: Iterable[ExecutorDetails]) -> list[WorkerSlot]:
+    def unplace(self, executors: Iterable[ExecutorDetails]) -> list[WorkerSlot]:
         """Take ``executors`` (all placed) off their workers (the caller adjusts the workers'
-        resources with :meth:`_set_worker_resources`). Returns the slots left empty."""
+        resources with :meth:`set_worker_resources`). Returns the slots left empty."""
         emptied = []
         for e in executors:
             slot = self._executor_to_slot.pop(e)
@@ -158,11 +160,11 @@ class SchedulerAssignment:
                 emptied.append(slot)
         return emptied
 
-    def _set_worker_resources(self, slot: WorkerSlot, resources: Resources) -> None:
+    def set_worker_resources(self, slot: WorkerSlot, resources: Resources) -> None:
         if slot in self._slot_executors:
             self._worker_resources[slot] = resources
 
-    def _remove_slot(self, slot: WorkerSlot) -> set[ExecutorDetails]:
+    def clear_slot(self, slot: WorkerSlot) -> set[ExecutorDetails]:
         executors = self._slot_executors.pop(slot, set())
         for e in executors:
             del self._executor_to_slot[e]

@@ -207,7 +207,7 @@ class Cluster:
             if topology is not None:
                 for e in new:
                     resources = resources + topology.resources_for(e)
-        assignment._add(slot, new, resources)
+        assignment.place(slot, new, resources)
         self._slot_owner[slot] = tid
         self._free_ports[slot.node_id].discard(slot.port)
         self._used[slot.node_id] = self._used[slot.node_id] + resources
@@ -220,7 +220,7 @@ class Cluster:
             return []
         assignment = self._assignments[tid]
         res = assignment.worker_resources.get(slot, Resources())
-        executors = assignment._remove_slot(slot)
+        executors = assignment.clear_slot(slot)
         if not len(assignment):
             del self._assignments[tid]
         self._free_ports[slot.node_id].add(slot.port)
@@ -249,13 +249,13 @@ class Cluster:
             for e in moved:
                 freed = freed + topology.resources_for(e)
             before = assignment.worker_resources.get(slot, Resources())
-            if assignment._remove(moved):       # the worker is empty: its slot is free
+            if assignment.unplace(moved):       # the worker is empty: its slot is free
                 self._used[slot.node_id] = self._used[slot.node_id] - before
                 del self._slot_owner[slot]
                 self._free_ports[slot.node_id].add(slot.port)
             else:
                 self._used[slot.node_id] = self._used[slot.node_id] - freed
-                assignment._set_worker_resources(slot, before - freed)
+                assignment.set_worker_resources(slot, before - freed)
         if not len(assignment):
             del self._assignments[topology_id]
 
