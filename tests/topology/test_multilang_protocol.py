@@ -118,36 +118,34 @@ class Numbers(Letters):
 
 
 class Gate(ShellBolt):
+    """Subprocesses that answer their handshake once ``test.gate`` of them have started."""
     outputs = ["x"]
 
     def shell_command(self, conf: Any) -> list[str]:
-        return [sys.executable, str(GATE), conf["test.markers"], "4"]
+        return [sys.executable, str(GATE), conf["test.markers"], str(conf["test.gate"])]
+
+
+def _submit_gates(cluster: LocalCluster, parallelism: int, gate: int, markers: Path,
+                  timeout: int) -> None:
+    """Numbers → Gate × ``parallelism`` (shuffle), as topology "gate"."""
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("gate", Gate, parallelism=parallelism).shuffle_grouping("numbers")
+    cluster.submit_topology("gate", {"test.markers": str(markers), "test.gate": gate,
+                                     "topology.subprocess.timeout.secs": timeout},
+                            b.create_topology())
 
 
 def test_the_shell_tasks_of_a_worker_start_side_by_side(cluster: LocalCluster,
                                                          tmp_path: Path) -> None:
     # each subprocess answers its handshake only once all four have started: started one
     # after another, waiting for each answer, the first would never answer in time
-    b = TopologyBuilder()
-    b.set_spout("numbers", Numbers)
-    b.set_bolt("gate", Gate, parallelism=4).shuffle_grouping("numbers")
-    cluster.submit_topology("gate", {"test.markers": str(tmp_path),
-                                     "topology.subprocess.timeout.secs": 20},
-                            b.create_topology())
+    _submit_gates(cluster, 4, 4, tmp_path, 20)
     wait_until(lambda: sorted(Numbers.acked) == list(range(8)), 60,
                message=lambda: f"acked {Numbers.acked}; errors "
                                f"{cluster.get_topology_info('gate')['errors']}")
     assert len(list(tmp_path.iterdir())) == 4     # one start each, none retried
     assert cluster.get_topology_info("gate")["errors"] == {}
-
-
-class Loading(ShellBolt):
-    """Subprocesses that never answer their handshake in a test's time (they wait for 99
-    to have started): a bolt whose code loads for long."""
-    outputs = ["x"]
-
-    def shell_command(self, conf: Any) -> list[str]:
-        return [sys.executable, str(GATE), conf["test.markers"], "99"]
 
 
 def _waiting_for_a_handshake(component: str) -> int:
@@ -164,21 +162,18 @@ def _waiting_for_a_handshake(component: str) -> int:
 
 def test_a_worker_stops_at_once_while_its_shell_tasks_wait_for_their_handshake(
         cluster: LocalCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    # the worker's stopping ends the handshake its components' threads wait for: they are not
-    # waited for until the shutdown's timeout (10 s), and their cleanup runs
-    b = TopologyBuilder()
-    b.set_spout("numbers", Numbers)
-    b.set_bolt("loading", Loading, parallelism=3).shuffle_grouping("numbers")
-    cluster.submit_topology("loading", {"test.markers": str(tmp_path),
-                                        "topology.subprocess.timeout.secs": 60},
-                            b.create_topology())
+    # subprocesses that never answer their handshake in the test's time (they wait for 99 to
+    # have started), as a bolt whose code takes long to load: the worker's stopping ends the
+    # waits of its components' threads, so they are not waited for until the shutdown's
+    # timeout (10 s), and their cleanup runs
+    _submit_gates(cluster, 3, 99, tmp_path, 60)
     wait_until(lambda: len(list(tmp_path.iterdir())) == 3, 30)
-    wait_until(lambda: _waiting_for_a_handshake("loading") == 3, 30,
-               message=lambda: f"{_waiting_for_a_handshake('loading')} of 3 waiting")
+    wait_until(lambda: _waiting_for_a_handshake("gate") == 3, 30,
+               message=lambda: f"{_waiting_for_a_handshake('gate')} of 3 waiting")
     pids = [int(p.name) for p in tmp_path.iterdir()]
     assert all(Path(f"/proc/{pid}").exists() for pid in pids)
     started = time.monotonic()
-    cluster.kill_topology("loading")
+    cluster.kill_topology("gate")
     took = time.monotonic() - started
     assert "still in a call at shutdown" not in caplog.text
     assert took < 5.0, f"the kill took {took:.1f} s"
