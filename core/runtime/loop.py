@@ -61,7 +61,8 @@ class Loop:
         #: loop passes completed, and the last one that dispatched or ran anything (for
         #: squall.testing.complete_topology's "quiet" check)
         self.passes = self.last_busy_pass = 0
-        #: passes that found nothing to do and waited for work (up to IDLE_SECS each)
+        #: passes that found nothing to do and waited for work (up to IDLE_SECS each while an
+        #: executor polls, else up to the next timer)
         self.idle_waits = 0
         #: until when shutdown waits for components' own threads to leave their calls
         self.stop_deadline = 0.0
@@ -192,7 +193,13 @@ class Loop:
                 if not done and not pending and not commands:
                     outbox.flush_all()         # nothing else to do: send what waits
                     self.idle_waits += 1
-                    wake.wait(IDLE_SECS)
+                    # an active spout is asked again after IDLE_SECS; without one, nothing
+                    # needs a pass before the next timer or a wake-up (a worker of bolts
+                    # alone, an inactive topology: a fifth of the wake-ups when idle)
+                    if any(ex.polls() for ex in executors):
+                        wake.wait(IDLE_SECS)
+                    else:
+                        wake.wait(max(IDLE_SECS, next_timer - monotonic()))
                     wake.clear()
         except BaseException:
             log.exception("worker %s: loop died", self.name)

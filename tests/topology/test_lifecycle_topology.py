@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from squall import Bolt, ConfigError, LocalCluster, Spout, TopologyBuilder, TopologyError
+from squall.runtime.loop import TIMER_SECS
 from squall.testing import complete_topology, wait_until
 
 LOCK = threading.Lock()
@@ -320,6 +321,25 @@ def test_idle_spout_keeps_being_called(cluster: LocalCluster) -> None:
     b.set_spout("idle", Idle)
     cluster.submit_topology("idle", {}, b.create_topology())
     wait_until(lambda: CALLS["idle"] > 30, timeout=5)
+
+
+def test_an_idle_worker_without_an_active_spout_wakes_only_for_its_timers(
+        cluster: LocalCluster) -> None:
+    # an active spout on the loop is asked again every millisecond; with none (here: the
+    # topology deactivated), an idle worker's loop waits for its next timer instead
+    b = TopologyBuilder()
+    b.set_spout("idle", Idle)
+    cluster.submit_topology("quiet", {"topology.workers": 2}, b.create_topology())
+    wait_until(lambda: CALLS["idle"] > 30, timeout=5)
+    cluster.deactivate("quiet")
+    workers = cluster.workers("quiet")
+    passes = [w.passes for w in workers]
+    waits = [w.counters()["idle_waits"] for w in workers]
+    started = time.monotonic()
+    wait_until(lambda: all(w.passes >= p + 40 for w, p in zip(workers, passes)), timeout=10)
+    took = time.monotonic() - started
+    rates = [(w.counters()["idle_waits"] - n) / took for w, n in zip(workers, waits)]
+    assert max(rates) <= 1.5 / TIMER_SECS, f"idle waits per second {rates}"
 
 
 class Tracked(Bolt):

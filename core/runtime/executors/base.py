@@ -91,6 +91,14 @@ class Executor:
     def on_timer(self, now: float) -> None:
         """Called every few milliseconds from the loop (ticks, rotations)."""
 
+    def polls(self) -> bool:
+        """Whether this executor needs a pass every ``IDLE_SECS`` though nothing wakes the
+        loop (a spout the loop asks for ``next_tuple``). Every other executor's work comes
+        with a wake-up (tuples received, calls from a component's thread) or with a loop
+        pass (local queues, timers), so a worker none of whose executors polls waits for
+        the next timer when idle."""
+        return False
+
     def install(self, ts: TaskState) -> None:
         """Put the runtime's methods a component calls (``ack``, ``fail``, ...) on the
         task's instance, after ``emit`` and ``emit_many``."""

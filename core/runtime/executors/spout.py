@@ -113,6 +113,11 @@ class SpoutExecutor(Executor):
             self.run_deferred_acks(ts)
         return done
 
+    def polls(self) -> bool:
+        """An active spout on the loop is asked for ``next_tuple`` again every
+        ``topology.sleep.spout.wait.strategy.time.ms`` after a call that emitted nothing."""
+        return self.active and not self.threaded
+
     def released(self) -> None:
         """Backpressure let the spouts go again."""
         if self.held_logged:
