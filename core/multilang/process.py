@@ -416,9 +416,6 @@ def stop_worker(topology_id: str, port: Any) -> None:
     worker's N of them take that once, not N times."""
     with _hosts_lock:
         hosts = list(_hosts.get((topology_id, port), ()))
-    if len(hosts) == 1:
-        hosts[0].stop()
-        return
     threads = [threading.Thread(target=host.stop, daemon=True, name="squall-shell-stop")
                for host in hosts]
     for t in threads:
