@@ -2,7 +2,7 @@
 
     python -m bench.scale [--workers 1 2 4 8 12] [--forms per-tuple batch] [--acking off on]
                           [--seconds 6] [--warmup 3] [--runs 1] [--corpus varied|fixed]
-                          [--no-bytewax] [--detail]
+                          [--no-bytewax] [--floor] [--detail]
 
 For each W, form and acking a fresh cluster (nimbus and one supervisor with W slots, as
 processes on 127.0.0.1, over the ZooKeeper from Debian's package that all cases share, each
@@ -24,12 +24,16 @@ per word at the smallest W (normally W = 1); with ``--runs`` above 1 the medians
 
 When ``bytewax`` (0.21.1, the ``bench`` extra) imports, each W also runs the same workload as
 a bytewax dataflow in W processes (``bench.bytewax_wc``), measured the same way from its
-progress files, and the squall / bytewax ratios are printed per W.
+progress files, and the squall / bytewax ratios are printed per W. ``--floor`` adds the same
+workload in W plain Python processes (``bench.floor_wc``: split, hash, msgpack over zmq, a count
+per word, nothing else; per form), the least a word costs in CPython at each W, and the squall /
+floor ratios.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import os
 import signal
@@ -38,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -308,7 +312,24 @@ def _progress(path: Path) -> tuple[float, int] | None:
 
 def run_bytewax(workers: int, seconds: float, warmup: float, detail: bool,
                 corpus: str = "varied") -> Result:
-    with tempfile.TemporaryDirectory(prefix="sqscale-bytewax-") as d:
+    """The workload as a bytewax dataflow in ``workers`` processes (``bench.bytewax_wc``)."""
+    return run_peers("bench.bytewax_wc", "bytewax", workers, seconds, warmup, detail, corpus)
+
+
+def run_floor(workers: int, seconds: float, warmup: float, detail: bool,
+              corpus: str = "varied", per_tuple: bool = False) -> Result:
+    """The workload in ``workers`` plain Python processes (``bench.floor_wc``)."""
+    return run_peers("bench.floor_wc", "floor", workers, seconds, warmup, detail, corpus,
+                     {"PYTHONHASHSEED": "0"}, ["--per-tuple"] if per_tuple else [])
+
+
+def run_peers(module: str, kind: str, workers: int, seconds: float, warmup: float,
+              detail: bool, corpus: str, env: dict[str, str] | None = None,
+              args: Sequence[str] = ()) -> Result:
+    """Start ``workers`` processes of ``module`` (``--proc-id``, ``--addresses``,
+    ``--progress``, ``--corpus``, then ``args``), wait until they all count, then measure a window from
+    their progress files (``"<CLOCK_MONOTONIC s> <words counted>"``)."""
+    with tempfile.TemporaryDirectory(prefix=f"sqscale-{kind}-") as d:
         tmp = Path(d)
         addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(workers)) \
             if workers > 1 else ""
@@ -318,18 +339,19 @@ def run_bytewax(workers: int, seconds: float, warmup: float, detail: bool,
             for i in range(workers):
                 with open(tmp / f"proc-{i}.log", "ab") as log:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "bench.bytewax_wc", "--proc-id", str(i),
+                        [sys.executable, "-m", module, "--proc-id", str(i),
                          "--addresses", addresses, "--progress", str(files[i]),
-                         "--corpus", corpus],
-                        cwd=HERE.parent, stdout=log, stderr=log, start_new_session=True))
+                         "--corpus", corpus, *args],
+                        cwd=HERE.parent, stdout=log, stderr=log, start_new_session=True,
+                        env={**os.environ, **(env or {})}))
 
             def counting() -> bool:
                 if any(p.poll() is not None for p in procs):
-                    raise SystemExit(f"bench: a bytewax process exited; see {tmp}/proc-*.log")
+                    raise SystemExit(f"bench: a {kind} process exited; see {tmp}/proc-*.log")
                 got = [_progress(f) for f in files]
                 return all(g is not None for g in got) and sum(g[1] for g in got if g) > 0
 
-            wait_for(counting, 60 + 10 * workers, f"counts from {workers} bytewax processes")
+            wait_for(counting, 60 + 10 * workers, f"counts from {workers} {kind} processes")
             time.sleep(warmup)
             pids = tree([p.pid for p in procs])
             p1 = [_progress(f) for f in files]
@@ -341,7 +363,7 @@ def run_bytewax(workers: int, seconds: float, warmup: float, detail: bool,
             th2 = threads_cpu(pids) if detail else None
             rate = sum((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(p1, p2)
                        if a is not None and b is not None and b[0] > a[0])
-            return _window(rate, t1, t2, c1, c2, dict.fromkeys(pids, "bytewax"), None,
+            return _window(rate, t1, t2, c1, c2, dict.fromkeys(pids, kind), None,
                            (th1, th2) if th1 is not None and th2 is not None else None)
         finally:
             stop([p.pid for p in procs])
@@ -430,6 +452,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="seconds after every worker counts before the window")
     p.add_argument("--runs", type=int, default=1, help="repeat every case; medians shown")
     p.add_argument("--no-bytewax", action="store_true", help="skip the bytewax comparison")
+    p.add_argument("--floor", action="store_true",
+                   help="also run the workload in W plain Python processes (bench.floor_wc): "
+                        "the least a word costs in CPython at each W")
     p.add_argument("--corpus", choices=["varied", "fixed"], default="varied",
                    help="the sentences (bench/topologies/corpus.py): 1,000 over a 10,000-word "
                         "vocabulary, or one sentence (a hot key under fields grouping)")
@@ -455,6 +480,7 @@ def main(argv: list[str] | None = None) -> None:
     cases = [(f, a) for f in args.forms for a in args.acking]
     squall: dict[tuple[str, str], dict[int, list[Result]]] = {c: {} for c in cases}
     bw: dict[int, list[Result]] = {}
+    floor: dict[str, dict[int, list[Result]]] = {f: {} for f in args.forms}
     with _zookeeper() as (zk, zk_pid):
         for run in range(args.runs):
             for w in workers:
@@ -474,15 +500,20 @@ def main(argv: list[str] | None = None) -> None:
                           flush=True)
                     if args.detail:
                         print(_detail(r), flush=True)
-                if bytewax:
+                others: list[tuple[str, Callable[..., Result], dict[int, list[Result]]]] = \
+                    [("bytewax", run_bytewax, bw)] if bytewax else []
+                if args.floor:
+                    others += [(f"floor {form}", functools.partial(
+                        run_floor, per_tuple=form == "per-tuple"), floor[form])
+                        for form in args.forms]
+                for kind, runner, rows in others:
                     try:
-                        r = run_bytewax(w, args.seconds, args.warmup, args.detail,
-                                        args.corpus)
+                        r = runner(w, args.seconds, args.warmup, args.detail, args.corpus)
                     except (Exception, SystemExit) as exc:
-                        print(f"  run {run + 1} W={w:<2} bytewax failed: {_why(exc)}", flush=True)
+                        print(f"  run {run + 1} W={w:<2} {kind} failed: {_why(exc)}", flush=True)
                         continue
-                    bw.setdefault(w, []).append(r)
-                    print(f"  run {run + 1} W={w:<2} bytewax {'':<23} {r.words_s:>12,.0f} "
+                    rows.setdefault(w, []).append(r)
+                    print(f"  run {run + 1} W={w:<2} {kind:<31} {r.words_s:>12,.0f} "
                           f"words/s {r.us_per_word:>8.2f} µs CPU/word", flush=True)
                     if args.detail:
                         print(_detail(r), flush=True)
@@ -492,18 +523,29 @@ def main(argv: list[str] | None = None) -> None:
             print(table(f"squall, {form}, acking {acking}", rows) + "\n")
     if bw:
         print(table("bytewax 0.21.1 (flat_map, key_on, stateful_map)", bw) + "\n")
-        print("squall / bytewax, words/s (and µs CPU per word)")
-        print(f"  {'W':>3} " + " ".join(f"{f + ' ' + a:>24}" for f, a in cases))
-        for w in sorted(bw):
-            b_rate, b_cost = _med(bw[w], "words_s"), _med(bw[w], "us_per_word")
-            cells = []
-            for c in cases:
-                if w not in squall[c]:
-                    cells.append("-")
-                    continue
-                rate, cost = _med(squall[c][w], "words_s"), _med(squall[c][w], "us_per_word")
-                cells.append(f"{rate / b_rate:>10.2f} ({cost / b_cost:.2f})")
-            print(f"  {w:>3} " + " ".join(f"{x:>24}" for x in cells))
+        print(ratios("squall / bytewax, words/s (and µs CPU per word)", squall, bw) + "\n")
+    for form, rows in floor.items():
+        if rows:
+            print(table(f"floor, {form}: plain Python processes (bench.floor_wc)", rows) + "\n")
+            print(ratios(f"squall / floor {form}, words/s (and µs CPU per word)",
+                         {c: r for c, r in squall.items() if c[0] == form}, rows) + "\n")
+
+
+def ratios(title: str, squall: dict[tuple[str, str], dict[int, list[Result]]],
+           other: dict[int, list[Result]]) -> str:
+    """Per W, each squall case's words/s and (CPU per word) over ``other``'s, medians."""
+    lines = [title, f"  {'W':>3} " + " ".join(f"{f + ' ' + a:>24}" for f, a in squall)]
+    for w in sorted(other):
+        o_rate, o_cost = _med(other[w], "words_s"), _med(other[w], "us_per_word")
+        cells = []
+        for rows in squall.values():
+            if w not in rows:
+                cells.append("-")
+                continue
+            rate, cost = _med(rows[w], "words_s"), _med(rows[w], "us_per_word")
+            cells.append(f"{rate / o_rate:>10.2f} ({cost / o_cost:.2f})")
+        lines.append(f"  {w:>3} " + " ".join(f"{x:>24}" for x in cells))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
