@@ -12,17 +12,11 @@ own) -> ``flat_map`` to words (one call per sentence) -> ``key_on`` the word ->
 ``stateful_map`` keeping a running count per word (bytewax routes each key to one worker, as
 a fields grouping does) -> a sink that only counts what it is given.
 
-A thread writes ``"<CLOCK_MONOTONIC seconds> <words counted>"`` to ``--progress`` every 0.2 s
-(atomically), so a reader knows exactly when each count was true. Needs ``bytewax==0.21.1``
-(the ``bench`` extra).
+Its progress file is ``bench.peers``'s. Needs ``bytewax==0.21.1`` (the ``bench`` extra).
 """
 from __future__ import annotations
 
-import argparse
 import itertools
-import os
-import threading
-import time
 from typing import Any
 
 import bytewax.operators as op
@@ -31,7 +25,8 @@ from bytewax.inputs import DynamicSource, StatelessSourcePartition
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from bytewax.testing import cluster_main
 
-from bench.topologies.corpus import KINDS, period
+from bench import peers
+from bench.topologies.corpus import period
 
 PER_CALL = 100
 _corpus = ["varied"]    # set from --corpus before the flow is built
@@ -79,26 +74,11 @@ def flow() -> Dataflow:
     return f
 
 
-def _report(path: str, every: float = 0.2) -> None:
-    tmp = path + ".tmp"
-    while True:
-        with open(tmp, "w") as f:
-            f.write(f"{time.monotonic()!r} {_counted[0]}")
-        os.replace(tmp, path)
-        time.sleep(every)
-
-
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.bytewax_wc")
-    p.add_argument("--proc-id", type=int, required=True)
-    p.add_argument("--addresses", default="", help="every process's host:port, ';'-separated")
-    p.add_argument("--progress", required=True)
-    p.add_argument("--corpus", choices=KINDS, default="varied")
-    args = p.parse_args(argv)
+    args = peers.parser("python -m bench.bytewax_wc").parse_args(argv)
     _corpus[0] = args.corpus
-    threading.Thread(target=_report, args=(args.progress,), daemon=True).start()
-    addresses = [a for a in args.addresses.split(";") if a]
-    cluster_main(flow(), addresses, args.proc_id)
+    peers.report(args.progress, _counted)
+    cluster_main(flow(), peers.addresses(args.addresses), args.proc_id)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@
                              [--corpus varied|fixed] [--per-tuple]
 
 Not a benchmark by itself: ``bench.scale --floor`` starts W of these and reads their progress
-files (the format of ``bench.bytewax_wc``'s). It is the least a word of that workload can cost
-in W CPython processes that exchange words by key, so that squall's and bytewax's cost ratios
-can be read against what the host and the interpreter allow:
+files (``bench.peers``). It is the least a word of that workload can cost in W CPython
+processes that exchange words by key, so that squall's and bytewax's cost ratios can be read
+against what the host and the interpreter allow:
 
 - one thread does everything (a second writes the progress file every 0.2 s): take the next
   100 sentences (``bench/topologies/corpus.py``, from an offset per process), split each,
@@ -25,30 +25,19 @@ metrics, no failure handling: each of those is what an engine adds on top of thi
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 
 import msgpack
 import zmq
 
-from bench.topologies.corpus import KINDS, period
+from bench import peers
+from bench.topologies.corpus import period
 
 PER_CALL = 100
 _counted = [0]      # words this process has counted
-
-
-def _report(path: str, every: float = 0.2) -> None:
-    tmp = path + ".tmp"
-    while True:
-        with open(tmp, "w") as f:
-            f.write(f"{time.monotonic()!r} {_counted[0]}")
-        os.replace(tmp, path)
-        time.sleep(every)
 
 
 class Word:
@@ -131,19 +120,14 @@ def run(proc_id: int, addresses: list[str], corpus: str, per_tuple: bool) -> Non
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.floor_wc")
-    p.add_argument("--proc-id", type=int, required=True)
-    p.add_argument("--addresses", default="", help="every process's host:port, ';'-separated")
-    p.add_argument("--progress", required=True)
-    p.add_argument("--corpus", choices=KINDS, default="varied")
+    p = peers.parser("python -m bench.floor_wc")
     p.add_argument("--per-tuple", action="store_true",
                    help="count through an object and a method call per word")
     args = p.parse_args(argv)
     if os.environ.get("PYTHONHASHSEED") in (None, "random"):
         raise SystemExit("bench.floor_wc: set PYTHONHASHSEED (the same in every process)")
-    threading.Thread(target=_report, args=(args.progress,), daemon=True).start()
-    run(args.proc_id, [a for a in args.addresses.split(";") if a], args.corpus,
-        args.per_tuple)
+    peers.report(args.progress, _counted)
+    run(args.proc_id, peers.addresses(args.addresses), args.corpus, args.per_tuple)
 
 
 if __name__ == "__main__":

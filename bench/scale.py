@@ -50,6 +50,7 @@ from typing import Any
 import yaml
 
 from bench import host
+from bench.peers import progress
 from bench.distributed import Beats, beat_rates, cluster_conf, supervisors_up, wait_for
 from squall.api.topology import ACKER
 from squall.config import parse_override
@@ -302,14 +303,6 @@ def bytewax_available() -> bool:
         importlib.util.find_spec("bytewax.testing") is not None
 
 
-def _progress(path: Path) -> tuple[float, int] | None:
-    try:
-        t, n = path.read_text().split()
-    except (OSError, ValueError):
-        return None
-    return float(t), int(n)
-
-
 def run_bytewax(workers: int, seconds: float, warmup: float, detail: bool,
                 corpus: str = "varied") -> Result:
     """The workload as a bytewax dataflow in ``workers`` processes (``bench.bytewax_wc``)."""
@@ -348,17 +341,17 @@ def run_peers(module: str, kind: str, workers: int, seconds: float, warmup: floa
             def counting() -> bool:
                 if any(p.poll() is not None for p in procs):
                     raise SystemExit(f"bench: a {kind} process exited; see {tmp}/proc-*.log")
-                got = [_progress(f) for f in files]
+                got = [progress(f) for f in files]
                 return all(g is not None for g in got) and sum(g[1] for g in got if g) > 0
 
             wait_for(counting, 60 + 10 * workers, f"counts from {workers} {kind} processes")
             time.sleep(warmup)
             pids = tree([p.pid for p in procs])
-            p1 = [_progress(f) for f in files]
+            p1 = [progress(f) for f in files]
             t1, c1 = time.monotonic(), cpu_of(pids)
             th1 = threads_cpu(pids) if detail else None
             time.sleep(seconds)
-            p2 = [_progress(f) for f in files]
+            p2 = [progress(f) for f in files]
             t2, c2 = time.monotonic(), cpu_of(pids)
             th2 = threads_cpu(pids) if detail else None
             rate = sum((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(p1, p2)
