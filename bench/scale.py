@@ -2,7 +2,8 @@
 
     python -m bench.scale [--workers 1 2 4 8 12] [--forms per-tuple batch] [--acking off on]
                           [--seconds 6] [--warmup 3] [--runs 1] [--corpus varied|fixed]
-                          [--no-bytewax] [--floor] [--detail]
+                          [--no-bytewax] [--floor] [--count-grouping fields|local]
+                          [--detail]
 
 For each W, form and acking a fresh cluster (nimbus and one supervisor with W slots, as
 processes on 127.0.0.1, over the ZooKeeper from Debian's package that all cases share, each
@@ -27,7 +28,9 @@ a bytewax dataflow in W processes (``bench.bytewax_wc``), measured the same way 
 progress files, and the squall / bytewax ratios are printed per W. ``--floor`` adds the same
 workload in W plain Python processes (``bench.floor_wc``: split, hash, msgpack over zmq, a count
 per word, nothing else; per form), the least a word costs in CPython at each W, and the squall /
-floor ratios.
+floor ratios. ``--count-grouping local`` routes split -> count by local-or-shuffle instead of
+fields: no word crosses between workers, so the figures show what W workers cost without the
+crossing (each worker then counts its own words: not a word count).
 """
 from __future__ import annotations
 
@@ -227,7 +230,8 @@ def submit(cluster: Cluster, client: Any, workers: int, batch: bool, acking: boo
     from squall.api.target import load_module
     from squall.cli.cluster import submitted_conf
     from squall.daemon.packaging import zip_code_dir
-    topology = load_module(str(TARGET)).build(workers, batch)
+    topology = load_module(str(TARGET)).build(workers, batch,
+                                              extra.get("bench.count.grouping", "fields"))
     conf = {"topology.workers": workers, "bench.tracked": acking,
             "topology.acker.executors": workers if acking else 0,
             "topology.max.spout.pending": PENDING if acking else None, **extra}
@@ -455,8 +459,11 @@ def main(argv: list[str] | None = None) -> None:
                    help="topology config for squall's cases, a YAML value (repeatable)")
     p.add_argument("--detail", action="store_true",
                    help="per case, CPU per word by process kind and by worker thread name")
+    p.add_argument("--count-grouping", choices=["fields", "local"], default="fields",
+                   help="local: split -> count by local-or-shuffle, so no word crosses between "
+                        "workers (what W workers cost without the crossing; not a word count)")
     args = p.parse_args(argv)
-    extra = {"bench.corpus": args.corpus,
+    extra = {"bench.corpus": args.corpus, "bench.count.grouping": args.count_grouping,
              **dict(map(parse_override, args.conf))}
     # a SIGTERM unwinds like Ctrl-C: every cluster, bytewax process and temp dir is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -59,14 +59,22 @@ class SentencesBatch(Sentences):
     many = True
 
 
-def build(parallelism: int, batch: bool) -> Topology:
-    """The word count with ``parallelism`` tasks of each component."""
+def build(parallelism: int, batch: bool, count_grouping: str = "fields") -> Topology:
+    """The word count with ``parallelism`` tasks of each component. ``count_grouping``
+    ``"local"`` (local-or-shuffle instead of fields on the word) keeps every word in the
+    worker that split it: no longer a word count (each worker counts its own words), but
+    what W workers cost when nothing crosses between them."""
+    if count_grouping not in ("fields", "local"):
+        raise ValueError(f"count_grouping must be 'fields' or 'local', got {count_grouping!r}")
     b = TopologyBuilder()
     b.set_spout("sentences", SentencesBatch if batch else Sentences, parallelism=parallelism)
     b.set_bolt("split", SplitBatch if batch else Split, parallelism=parallelism
                ).shuffle_grouping("sentences")
-    b.set_bolt("count", CountBatch if batch else Count, parallelism=parallelism
-               ).fields_grouping("split", ["word"])
+    count = b.set_bolt("count", CountBatch if batch else Count, parallelism=parallelism)
+    if count_grouping == "local":
+        count.local_or_shuffle_grouping("split")
+    else:
+        count.fields_grouping("split", ["word"])
     return b.create_topology()
 
 
