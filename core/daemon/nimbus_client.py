@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -34,6 +35,11 @@ log = logging.getLogger(__name__)
 ERROR_KEY = "squall-error"
 LEADER_KEY = "squall-leader"
 CHUNK_BYTES = 1 << 20
+#: what a nimbus that is not the leader answered, in the problems a call lists
+NOT_LEADER = "not the leader"
+#: the first pause before the seeds are asked again while no leader is elected (it doubles,
+#: up to a second)
+ELECTION_PAUSE_SECS = 0.1
 _BY_CODE: dict[Any, type[SquallError]] = {grpc.StatusCode.NOT_FOUND: errors.NotAliveError,
             grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyAliveError,
             grpc.StatusCode.UNAUTHENTICATED: errors.AuthenticationError,
@@ -113,9 +119,14 @@ class NimbusClient:
     """Calls nimbus, finding the leader among ``nimbus.seeds`` (see the module docstring)."""
 
     def __init__(self, conf: Mapping[str, Any], *, timeout: float = 30.0,
-                 addresses: list[str] | None = None) -> None:
+                 addresses: list[str] | None = None,
+                 election_wait: float | None = None) -> None:
         self.addresses = addresses or seed_addresses(conf)
         self.timeout = timeout
+        #: how long a call asks again while the nimbuses it reaches say none leads (an
+        #: election under way); None: the call's ``timeout``. Daemons that retry on their
+        #: own schedule pass 0
+        self.election_wait = timeout if election_wait is None else election_wait
         self._conf = dict(conf)
         from squall.security.settings import authentication_mode
         self._tls = bool(conf.get("squall.tls.ca")) or authentication_mode(conf) == "mtls"
@@ -135,8 +146,30 @@ class NimbusClient:
         """Call the leader (``timeout`` s; the client's by default, None: no limit).
         ``change`` names what a call that changes state does ("the submit"): when the leader
         does not answer in time it may have done it, so no other seed is tried and the error
-        says so."""
+        says so. While nimbuses answer that they are not the leader and none can name one
+        that answers (an election under way: a nimbus just started, or a leader was just
+        lost), the seeds are asked again, for up to ``election_wait`` seconds; a refusal
+        changed nothing, so this is safe for changes too."""
         wait = self.timeout if isinstance(timeout, _Default) else timeout
+        deadline = time.monotonic() + self.election_wait
+        pause = ELECTION_PAUSE_SECS
+        while True:
+            answered, result, problems = self._round(invoke, wait, change)
+            if answered:
+                return result
+            if not any(p.endswith(NOT_LEADER) for p in problems) or \
+                    time.monotonic() + pause > deadline:
+                break
+            time.sleep(pause)       # the election takes a moment: ask again
+            pause = min(pause * 2, 1.0)
+        raise NimbusUnavailableError("no nimbus leader answered (tried " + "; ".join(problems)
+                                     + "); is `squall nimbus` running and nimbus.seeds right?")
+
+    def _round(self, invoke: Callable[[pb_grpc.NimbusStub, float | None], Any],
+               wait: float | None, change: str) -> tuple[bool, Any, list[str]]:
+        """Ask the seeds in turn (the last one that answered first, then any leader a
+        standby names) until one answers: (True, its result, []), or (False, None, what
+        each said)."""
         order = list(self.addresses)
         if self._preferred in order:
             order.remove(self._preferred)  # type: ignore[arg-type]
@@ -162,15 +195,14 @@ class NimbusClient:
                 meta = dict(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
                 leader = meta.get(LEADER_KEY)
                 if code == grpc.StatusCode.FAILED_PRECONDITION and leader is not None:
-                    problems.append(f"{address}: not the leader")
+                    problems.append(f"{address}: {NOT_LEADER}")
                     if leader and leader not in tried:
                         order.insert(0, str(leader))
                     continue
                 raise error_from_rpc(exc, address) from None
             self._preferred = address
-            return result
-        raise NimbusUnavailableError("no nimbus leader answered (tried " + "; ".join(problems)
-                                     + "); is `squall nimbus` running and nimbus.seeds right?")
+            return True, result, []
+        return False, None, problems
 
     # -- the API ------------------------------------------------------------------------------
     def submit_topology(self, name: str, conf: Mapping[str, Any], topology_json: Mapping[str, Any],

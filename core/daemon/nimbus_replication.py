@@ -91,7 +91,8 @@ class Replication:
     def _fetch(self, topology_id: str, sources: list[str]) -> bool:
         from squall.daemon.nimbus_client import NimbusClient
         for address in sources:
-            client = NimbusClient(self._client_conf, addresses=[address], timeout=60)
+            client = NimbusClient(self._client_conf, addresses=[address], timeout=60,
+                                  election_wait=0)
             try:
                 self._code.install_downloaded(topology_id,
                                               functools.partial(client.download, topology_id))

@@ -354,7 +354,7 @@ class Supervisor:
         tmp = dist / f"{tid}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        client = NimbusClient(self.conf, timeout=60)
+        client = NimbusClient(self.conf, timeout=60, election_wait=0)   # retried next sync
         try:
             for file in packaging.PACKAGE_FILES:
                 (tmp / file).write_bytes(client.download(tid, file))

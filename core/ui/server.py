@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def _nimbus_client(conf: Mapping[str, Any]) -> Any:
     from squall.daemon.nimbus_client import NimbusClient
-    return NimbusClient(conf, timeout=10.0)
+    return NimbusClient(conf, timeout=10.0, election_wait=0)
 
 
 class UiServer:

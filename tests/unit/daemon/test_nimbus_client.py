@@ -1,13 +1,15 @@
-"""The nimbus client: how long a submit may take, and what a call that changes state says
-when nimbus does not answer in time (it may have done it: no other seed is tried)."""
+"""The nimbus client: how long a submit may take, what a call that changes state says when
+nimbus does not answer in time (it may have done it: no other seed is tried), and how a call
+waits out a leader election."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import grpc
 import pytest
 
-from squall.daemon.nimbus_client import NimbusClient, NimbusUnavailableError
+from squall.daemon.nimbus_client import LEADER_KEY, NimbusClient, NimbusUnavailableError
 from squall.daemon.validate import TIMEOUT_SECS
 
 
@@ -48,3 +50,53 @@ def test_a_change_nimbus_did_not_answer_in_time_may_have_happened() -> None:
     with pytest.raises(NimbusUnavailableError, match="no nimbus leader answered"):
         client._call(late)                  # a read: every seed is tried
     assert tried == [5, 5]
+
+
+class NotLeader(Late):
+    """What a nimbus that does not lead answers, naming the leader it knows ('' for none)."""
+
+    def __init__(self, leader: str) -> None:
+        super().__init__(grpc.StatusCode.FAILED_PRECONDITION)
+        self.leader = leader
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ((LEADER_KEY, self.leader),)
+
+
+def test_a_call_waits_while_a_leader_is_being_elected() -> None:
+    # a nimbus just started answers "not the leader" until its election ends; the submit
+    # (a change: the refusal did nothing) goes through once it leads
+    client = NimbusClient({"nimbus.seeds": ["127.0.0.1:1"]}, timeout=10)
+    calls: list[float] = []
+
+    def electing(stub: Any, timeout: Any) -> Any:
+        calls.append(time.monotonic())
+        if len(calls) < 4:
+            raise NotLeader("127.0.0.1:1" if len(calls) == 2 else "")
+        return "submitted"
+
+    assert client._call(electing, change="the submit") == "submitted"
+    assert len(calls) == 4
+
+
+def test_a_call_gives_up_when_no_leader_is_elected_within_its_wait() -> None:
+    client = NimbusClient({"nimbus.seeds": ["127.0.0.1:1", "127.0.0.1:2"]}, timeout=10,
+                          election_wait=0.5)
+    asked: list[str] = []
+
+    def standby(stub: Any, timeout: Any) -> Any:
+        asked.append("x")
+        raise NotLeader("")
+
+    began = time.monotonic()
+    with pytest.raises(NimbusUnavailableError, match=r"127.0.0.1:1: not the leader; "
+                       r"127.0.0.1:2: not the leader"):
+        client._call(standby)
+    assert 0.3 <= time.monotonic() - began < 5
+    assert len(asked) >= 4 and len(asked) % 2 == 0      # whole rounds, asked again
+
+    once = NimbusClient({"nimbus.seeds": ["127.0.0.1:1"]}, timeout=10, election_wait=0)
+    asked.clear()
+    with pytest.raises(NimbusUnavailableError, match="not the leader"):
+        once._call(standby)
+    assert asked == ["x"]           # a daemon's client does not wait: it retries on its own
