@@ -53,8 +53,8 @@ from typing import Any
 import yaml
 
 from bench import host
-from bench.peers import progress
 from bench.distributed import Beats, beat_rates, cluster_conf, supervisors_up, wait_for
+from bench.peers import progress
 from squall.api.topology import ACKER
 from squall.config import parse_override
 from squall.daemon.dev_zookeeper import DevZooKeeper
@@ -324,8 +324,8 @@ def run_peers(module: str, kind: str, workers: int, seconds: float, warmup: floa
               detail: bool, corpus: str, env: dict[str, str] | None = None,
               args: Sequence[str] = ()) -> Result:
     """Start ``workers`` processes of ``module`` (``--proc-id``, ``--addresses``,
-    ``--progress``, ``--corpus``, then ``args``), wait until they all count, then measure a window from
-    their progress files (``"<CLOCK_MONOTONIC s> <words counted>"``)."""
+    ``--progress``, ``--corpus``, then ``args``), wait until they all count, then measure a
+    window from their progress files (:mod:`bench.peers`)."""
     with tempfile.TemporaryDirectory(prefix=f"sqscale-{kind}-") as d:
         tmp = Path(d)
         addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(workers)) \

@@ -5,6 +5,8 @@ entries keep theirs), starting with the last one that answered. A standby nimbus
 with ``FAILED_PRECONDITION`` naming the leader, and the client goes there next. Errors nimbus
 raised come back as the same squall exception class with nimbus's message; when no nimbus
 answers at all the client raises :class:`NimbusUnavailableError` naming the addresses tried.
+While the nimbuses it reaches say none of them leads (an election under way), a call asks them
+again for up to the client's ``election_wait``.
 
 Credentials come from the conf (:func:`squall.security.grpc_auth.client_channel`): the
 ``squall.auth.token`` is sent with every call, TLS is used when ``squall.tls.ca`` is set (with
@@ -35,8 +37,6 @@ log = logging.getLogger(__name__)
 ERROR_KEY = "squall-error"
 LEADER_KEY = "squall-leader"
 CHUNK_BYTES = 1 << 20
-#: what a nimbus that is not the leader answered, in the problems a call lists
-NOT_LEADER = "not the leader"
 #: the first pause before the seeds are asked again while no leader is elected (it doubles,
 #: up to a second)
 ELECTION_PAUSE_SECS = 0.1
@@ -154,11 +154,10 @@ class NimbusClient:
         deadline = time.monotonic() + self.election_wait
         pause = ELECTION_PAUSE_SECS
         while True:
-            answered, result, problems = self._round(invoke, wait, change)
+            answered, result, problems, electing = self._round(invoke, wait, change)
             if answered:
                 return result
-            if not any(p.endswith(NOT_LEADER) for p in problems) or \
-                    time.monotonic() + pause > deadline:
+            if not electing or time.monotonic() + pause > deadline:
                 break
             time.sleep(pause)       # the election takes a moment: ask again
             pause = min(pause * 2, 1.0)
@@ -166,16 +165,17 @@ class NimbusClient:
                                      + "); is `squall nimbus` running and nimbus.seeds right?")
 
     def _round(self, invoke: Callable[[pb_grpc.NimbusStub, float | None], Any],
-               wait: float | None, change: str) -> tuple[bool, Any, list[str]]:
+               wait: float | None, change: str) -> tuple[bool, Any, list[str], bool]:
         """Ask the seeds in turn (the last one that answered first, then any leader a
-        standby names) until one answers: (True, its result, []), or (False, None, what
-        each said)."""
+        standby names) until one answers: (True, its result, [], False), or (False, None,
+        what each said, whether any said it is not the leader)."""
         order = list(self.addresses)
         if self._preferred in order:
             order.remove(self._preferred)  # type: ignore[arg-type]
             order.insert(0, self._preferred)  # type: ignore[arg-type]
         tried: list[str] = []
         problems: list[str] = []
+        electing = False
         while order:
             address = order.pop(0)
             if address in tried:
@@ -195,14 +195,15 @@ class NimbusClient:
                 meta = dict(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
                 leader = meta.get(LEADER_KEY)
                 if code == grpc.StatusCode.FAILED_PRECONDITION and leader is not None:
-                    problems.append(f"{address}: {NOT_LEADER}")
+                    problems.append(f"{address}: not the leader")
+                    electing = True
                     if leader and leader not in tried:
                         order.insert(0, str(leader))
                     continue
                 raise error_from_rpc(exc, address) from None
             self._preferred = address
-            return True, result, []
-        return False, None, problems
+            return True, result, [], False
+        return False, None, problems, electing
 
     # -- the API ------------------------------------------------------------------------------
     def submit_topology(self, name: str, conf: Mapping[str, Any], topology_json: Mapping[str, Any],
