@@ -6,7 +6,8 @@ A pass: run the commands other threads queued (:meth:`Loop.call`); dispatch rece
 (``run_once``), releasing the emits a task held and flushing the folded acks after each;
 flush the outboxes that waited long enough; every 5 ms run the timers and grant the other
 workers credits for what the tasks here took; check backpressure.
-A pass that found nothing to do sends what waits and sleeps until woken (at most 1 ms).
+A pass that found nothing to do sends what waits and sleeps until woken: at most 1 ms while a
+spout may emit, else until the next timer.
 """
 from __future__ import annotations
 
@@ -193,9 +194,10 @@ class Loop:
                 if not done and not pending and not commands:
                     outbox.flush_all()         # nothing else to do: send what waits
                     self.idle_waits += 1
-                    # an active spout is asked again after IDLE_SECS; without one, nothing
-                    # needs a pass before the next timer or a wake-up (a worker of bolts
-                    # alone, an inactive topology: a fifth of the wake-ups when idle)
+                    # an active spout that may emit is asked again after IDLE_SECS; without
+                    # one, nothing needs a pass before the next timer or a wake-up (a worker
+                    # of bolts alone, an inactive topology, spouts held by backpressure or
+                    # at max pending: a fifth of the wake-ups when idle)
                     if any(ex.polls() for ex in executors):
                         wake.wait(IDLE_SECS)
                     else:

@@ -332,14 +332,58 @@ def test_an_idle_worker_without_an_active_spout_wakes_only_for_its_timers(
     cluster.submit_topology("quiet", {"topology.workers": 2}, b.create_topology())
     wait_until(lambda: CALLS["idle"] > 30, timeout=5)
     cluster.deactivate("quiet")
-    workers = cluster.workers("quiet")
+    rates = _idle_waits_per_second(cluster.workers("quiet"))
+    assert max(rates) <= 1.5 / TIMER_SECS, f"idle waits per second {rates}"
+
+
+GATE = threading.Event()
+
+
+class Gated(Bolt):
+    """Takes each tuple on a thread of its own once GATE is open, and acks it."""
+
+    dedicated_thread = True
+
+    def process(self, tup: Any) -> None:
+        GATE.wait(10)
+        self.ack(tup)
+
+
+def _idle_waits_per_second(workers: list[Any]) -> list[float]:
     passes = [w.passes for w in workers]
     waits = [w.counters()["idle_waits"] for w in workers]
     started = time.monotonic()
     wait_until(lambda: all(w.passes >= p + 40 for w, p in zip(workers, passes)), timeout=10)
     took = time.monotonic() - started
-    rates = [(w.counters()["idle_waits"] - n) / took for w, n in zip(workers, waits)]
-    assert max(rates) <= 1.5 / TIMER_SECS, f"idle waits per second {rates}"
+    return [(w.counters()["idle_waits"] - n) / took for w, n in zip(workers, waits)]
+
+
+@pytest.mark.parametrize("held_by", ["max.spout.pending", "backpressure"])
+def test_a_held_spout_does_not_wake_its_idle_worker_every_millisecond(
+        cluster: LocalCluster, held_by: str) -> None:
+    # a spout that may not emit (max pending trees in flight, or a full queue downstream) is
+    # not polled: what lets it go comes with a wake-up (a completion) or the loop's timers (a
+    # queue drained on a component's own thread), so its idle worker waits for those
+    GATE.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("gated", Gated).shuffle_grouping("numbers")
+    conf: dict[str, Any] = ({"topology.max.spout.pending": 3}
+                            if held_by == "max.spout.pending" else
+                            {"topology.executor.receive.buffer.size": 50,
+                             "topology.acker.executors": 0})
+    cluster.submit_topology("held", conf, b.create_topology())
+    worker, = cluster.workers("held")
+    spout = next(ex for ex in worker.executors if ex.component_id == "numbers")
+    try:
+        wait_until(lambda: spout.waiting_for(time.monotonic()) == held_by, timeout=10)
+        rates = _idle_waits_per_second([worker])
+        assert max(rates) <= 1.5 / TIMER_SECS, f"idle waits per second {rates}"
+        called = CALLS["next_tuple"]
+    finally:
+        GATE.set()
+    # let go, the spout is called again
+    wait_until(lambda: CALLS["next_tuple"] > called + 100, timeout=10)
 
 
 class Tracked(Bolt):

@@ -115,8 +115,19 @@ class SpoutExecutor(Executor):
 
     def polls(self) -> bool:
         """An active spout on the loop is asked for ``next_tuple`` again every
-        ``topology.sleep.spout.wait.strategy.time.ms`` after a call that emitted nothing."""
-        return self.active and not self.threaded
+        ``topology.sleep.spout.wait.strategy.time.ms`` after a call that emitted nothing.
+
+        Not while backpressure holds it, nor while every task has max pending trees in
+        flight: what ends either comes with a wake-up or a busy pass (a credit or a
+        congestion report received, a local task draining, a completion from an acker) or
+        with the loop's timers (a remote congestion expiring, pending trees timing out), so
+        polling then only wakes an idle worker for nothing."""
+        if not self.active or self.threaded:
+            return False
+        if self.flow.blocks(self.downstream):
+            return False
+        max_pending = self.max_pending
+        return not max_pending or any(self.pending(ts) < max_pending for ts in self.tasks)
 
     def released(self) -> None:
         """Backpressure let the spouts go again."""
