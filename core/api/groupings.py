@@ -131,13 +131,16 @@ class LoadAwareShuffleGrouping(ShuffleGrouping, LoadAwareGrouping):
     Between refreshes it is a cycle over a precomputed sequence of targets, as cheap per tuple
     as plain shuffle. On each refresh (``refresh_load``, from the worker every
     ``LOAD_INTERVAL`` seconds) it first picks a scope: the targets in the emitter's worker,
-    then those on its host, then all; it widens while the scope's mean load is above
-    ``higher`` and narrows again once the narrower scope's mean is below ``lower``. Within the
-    scope each target has a weight (1..``MAX_WEIGHT``): targets within ``SLACK`` of the least
-    loaded gain ``GROW``, the others lose ``SHRINK`` (congestion is answered fast, recovery is
-    gradual), and the sequence gives each target a share in proportion to its weight, spread
-    evenly. Equal loads give plain round-robin. Before the first refresh, and with every load
-    unknown, all targets share evenly.
+    then those on its host, then all. While the scope's mean load is above ``higher`` it
+    widens to the nearest scope whose added targets' mean is not (targets as loaded add the
+    cost of crossing, not capacity: where every worker is overloaded, each keeps its tuples);
+    it narrows again once the narrower scope's mean is below ``lower`` or the mean of the
+    targets past it is above ``higher``. Within the scope each target has a weight
+    (1..``MAX_WEIGHT``): targets within ``SLACK`` of the least loaded gain ``GROW``, the others
+    lose ``SHRINK`` (congestion is answered fast, recovery is gradual), and the sequence gives
+    each target a share in proportion to its weight, spread evenly. Equal loads give plain
+    round-robin. Before the first refresh, and with every load unknown, all targets share
+    evenly.
     """
 
     MAX_WEIGHT = 100
@@ -174,13 +177,29 @@ class LoadAwareShuffleGrouping(ShuffleGrouping, LoadAwareGrouping):
         def mean(tasks: list[int]) -> float:
             return sum(load.get(t) for t in tasks) / len(tasks)
 
+        def beyond(level: int) -> list[int]:
+            return [t for t in self.target_tasks if load.scope(t) > level]
+
         inside = reach(levels[i])
-        if mean(inside) > self.higher and i + 1 < len(levels):
-            i += 1
-            inside = reach(levels[i])
-        elif i > 0 and mean(reach(levels[i - 1])) < self.lower:
-            i -= 1
-            inside = reach(levels[i])
+        moved = False
+        if mean(inside) > self.higher:
+            # widen to the nearest scope whose added targets have room on the whole: targets
+            # as loaded as these would add the cost of crossing, not capacity
+            for j in range(i + 1, len(levels)):
+                added = [t for t in beyond(levels[i]) if load.scope(t) <= levels[j]]
+                if mean(added) <= self.higher:
+                    i, moved = j, True
+                    inside = reach(levels[i])
+                    break
+        if not moved and i > 0:
+            nearer = reach(levels[i - 1])
+            near = mean(nearer)
+            far = mean(beyond(levels[i - 1]))
+            if near < self.lower or far > self.higher:
+                # the nearer targets have room again, or the farther ones are overloaded
+                # themselves: they add the cost of crossing, not capacity
+                i -= 1
+                inside = nearer
         scope = levels[i]
         if scope != self.scope:
             for t in self.weights:

@@ -301,6 +301,46 @@ def test_shuffle_steers_away_from_an_overloaded_worker(cluster: LocalCluster,
         assert all(d_other < 4 * d_slow for d_slow, d_other in windows), windows
 
 
+class BusyEverywhere(Local):
+    def process(self, tup: Any) -> None:
+        until = time.perf_counter() + 0.0005       # half a millisecond of work a tuple
+        while time.perf_counter() < until:
+            pass
+        super().process(tup)
+
+
+def test_shuffle_stays_in_the_worker_when_every_worker_is_overloaded(
+        cluster: LocalCluster) -> None:
+    """Both workers' tasks of the bolt are overloaded: sending to the other worker would add
+    the cost of crossing, not capacity, so load-aware shuffle keeps each spout's tuples in
+    its own worker (or comes back to it after a start that saw the other idle)."""
+    b = TopologyBuilder()
+    b.set_spout("numbers", Endless, 2)
+    b.set_bolt("sink", BusyEverywhere, 2).shuffle_grouping("numbers")
+    topo = b.create_topology()
+    cluster.submit_topology("saturated", {"topology.workers": 2, "topology.acker.executors": 0,
+                                          "topology.executor.receive.buffer.size": 200}, topo)
+    wait_until(lambda: len(PORTS) == 4)
+    assert {PORTS[t] for t in topo.tasks("numbers")} == {PORTS[t] for t in topo.tasks("sink")} \
+        == {1, 2}                                              # one of each in each worker
+    # past the start (when each worker may have seen the other idle): both overloaded a while
+    workers = cluster.workers("saturated")
+    wait_until(lambda: all(w.counters()["overloaded_secs"] > 1.0 for w in workers), timeout=20)
+    with LOCK:
+        seen = [len(PAIRS)]
+
+    def stays() -> bool:
+        with LOCK:
+            recent = PAIRS[seen[0]:]
+        if len(recent) < 1000:
+            return False
+        seen[0] += len(recent)
+        crossed = sum(PORTS[src] != port for src, _, port in recent)
+        return crossed * 50 <= len(recent)         # this window: at most 2 % crossed
+
+    wait_until(stays, timeout=30, interval=0.05)
+
+
 SEEN: list[tuple[str, str, list[str], bool]] = []   # (bolt, stream, slots unset, as expected)
 
 

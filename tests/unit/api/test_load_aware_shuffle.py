@@ -90,6 +90,34 @@ def test_stays_in_its_worker_until_that_worker_is_loaded_then_widens_and_comes_b
     assert g.scope == WORKER_LOCAL and set(picks(g, 100)) == {1}
 
 
+def test_widens_only_toward_targets_with_room() -> None:
+    # targets as loaded as the near ones would add the cost of crossing, not capacity
+    g = grouping([1, 2, 3], higher=0.8, lower=0.2)
+    scopes = {1: WORKER_LOCAL, 2: HOST_LOCAL, 3: EVERYWHERE}
+    for _ in range(3):
+        g.refresh_load(LoadMapping({1: 1.0, 2: 0.95, 3: 1.0}, scopes))   # all overloaded
+        assert g.scope == WORKER_LOCAL and set(picks(g, 100)) == {1}
+    # the host's other targets are overloaded but everything past it has room on the whole
+    # (0.95 and 0.1): past the host at once
+    g.refresh_load(LoadMapping({1: 1.0, 2: 0.95, 3: 0.1}, scopes))
+    assert g.scope == EVERYWHERE and set(picks(g, 100)) == {1, 2, 3}
+
+
+def test_comes_back_once_the_farther_targets_are_overloaded_too() -> None:
+    g = grouping([1, 2], higher=0.8, lower=0.2)
+    scopes = {1: WORKER_LOCAL, 2: HOST_LOCAL}
+    g.refresh_load(LoadMapping({1: 0.95, 2: 0.1}, scopes))
+    assert g.scope == HOST_LOCAL
+    g.refresh_load(LoadMapping({1: 1.0, 2: 0.7}, scopes))     # still some room there
+    assert g.scope == HOST_LOCAL and set(picks(g, 100)) == {1, 2}
+    g.refresh_load(LoadMapping({1: 1.0, 2: 0.9}, scopes))     # none: back in the worker
+    assert g.scope == WORKER_LOCAL and set(picks(g, 100)) == {1}
+    g.refresh_load(LoadMapping({1: 1.0, 2: 0.9}, scopes))     # and it stays there
+    assert g.scope == WORKER_LOCAL
+    g.refresh_load(LoadMapping({1: 1.0, 2: 0.5}, scopes))     # room again: out again
+    assert g.scope == HOST_LOCAL
+
+
 def test_targets_that_moved_away_are_not_chosen_from_a_scope_that_lost_them() -> None:
     g = grouping([1, 2])
     g.refresh_load(LoadMapping({}, {1: WORKER_LOCAL, 2: EVERYWHERE}))
