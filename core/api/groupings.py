@@ -185,8 +185,9 @@ class LoadAwareShuffleGrouping(ShuffleGrouping, LoadAwareGrouping):
         if mean(inside) > self.higher:
             # widen to the nearest scope whose added targets have room on the whole: targets
             # as loaded as these would add the cost of crossing, not capacity
+            outside = beyond(levels[i])
             for j in range(i + 1, len(levels)):
-                added = [t for t in beyond(levels[i]) if load.scope(t) <= levels[j]]
+                added = [t for t in outside if load.scope(t) <= levels[j]]
                 if mean(added) <= self.higher:
                     i, moved = j, True
                     inside = reach(levels[i])

@@ -124,10 +124,12 @@ class SpoutExecutor(Executor):
         polling then only wakes an idle worker for nothing."""
         if not self.active or self.threaded:
             return False
-        if self.flow.blocks(self.downstream):
-            return False
+        return not self.flow.blocks(self.downstream) and not self.at_max_everywhere()
+
+    def at_max_everywhere(self) -> bool:
+        """Whether every task has ``topology.max.spout.pending`` trees in flight."""
         max_pending = self.max_pending
-        return not max_pending or any(self.pending(ts) < max_pending for ts in self.tasks)
+        return bool(max_pending) and all(self.pending(ts) >= max_pending for ts in self.tasks)
 
     def released(self) -> None:
         """Backpressure let the spouts go again."""
@@ -149,7 +151,7 @@ class SpoutExecutor(Executor):
             return "inactive"
         if self.held_secs(now) > 0:
             return "backpressure"
-        if self.max_pending and all(self.pending(ts) >= self.max_pending for ts in self.tasks):
+        if self.at_max_everywhere():
             return "max.spout.pending"
         return ""
 
