@@ -439,3 +439,49 @@ def _acker_executed(cluster: LocalCluster) -> dict[int, int]:
     return {e["worker"]: e["executed"]
             for e in cluster.get_topology_info("own-acker")["executors"]
             if e["component"] == "__acker"}
+
+
+ARRIVED: list[tuple[int, str, int]] = []     # (source task, key, seq), as Collect got them
+
+
+class Relay(Bolt):
+    """Passes each tuple on by key, every third one through the general emit path (asking
+    for the task ids) and the others through the fast one."""
+    outputs = ["key", "seq"]
+
+    def process(self, tup: Any) -> None:
+        key, seq = tup["key"], tup["seq"]
+        if seq % 3 == 0:
+            self.emit([key, seq], need_task_ids=True)
+        else:
+            self.emit([key, seq])
+
+
+class Numbers(Spout):
+    outputs = ["key", "seq"]
+
+
+class Collect(Bolt):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            ARRIVED.append((tup.task, tup["key"], tup["seq"]))
+
+
+@pytest.mark.parametrize("acking", [False, True])
+def test_tuples_to_another_worker_arrive_once_each_in_emit_order(acking: bool) -> None:
+    ARRIVED.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 1)
+    b.set_bolt("relay", Relay, 2).shuffle_grouping("numbers")
+    b.set_bolt("collect", Collect, 3).fields_grouping("relay", ["key"])
+    n = 3000
+    values = [[f"k{i % 7}", i] for i in range(n)]
+    result = complete_topology(b.create_topology(), {"numbers": values},
+                               conf={"topology.workers": 2,
+                                     "topology.acker.executors": 2 if acking else 0})
+    assert not result.failed
+    assert sorted(seq for _, _, seq in ARRIVED) == list(range(n))
+    order: dict[tuple[int, str], list[int]] = {}
+    for src, key, seq in ARRIVED:
+        order.setdefault((src, key), []).append(seq)
+    assert all(seqs == sorted(seqs) for seqs in order.values())

@@ -72,9 +72,10 @@ class OpenRun:
     ``ids``/``roots`` are None for an untracked RUN; lists for ONES, for RUNS when the ids
     are ``[edge, count]`` pairs, or for TREES (``by_tree``: an int id and an int root per
     tuple). ``last_roots`` is the roots the last non-0 roots entry holds (a ``0`` stands for
-    it)."""
+    it). ``open`` is True while the run is the one its task's next tuples of this source join
+    (the outbox clears it once the run is sent or another entry follows it)."""
 
-    __slots__ = ("by_tree", "ids", "last_roots", "roots", "src", "task", "values")
+    __slots__ = ("by_tree", "ids", "last_roots", "open", "roots", "src", "task", "values")
 
     def __init__(self, task: int, src: Source, tracked: bool, by_tree: bool = False) -> None:
         self.task = task
@@ -84,6 +85,7 @@ class OpenRun:
         self.roots: list[Any] | None = [] if tracked else None
         self.last_roots: Any = _NOTHING
         self.by_tree = by_tree
+        self.open = True
 
     def add_roots(self, roots: Any) -> None:
         """Append a roots entry (``0`` when it repeats the last one)."""

@@ -110,6 +110,7 @@ class Outbox:
         if cls is not Tuple and tup.roots is not None:
             # a tracked TupleRun: its own entry (one edge for the whole run), order kept
             if run is not None:
+                run.open = False
                 del opened[task]
             opened.pop(-task, None)
             out = self.outbox_of_task[task]
@@ -139,22 +140,28 @@ class Outbox:
               tracked: bool) -> OpenRun:
         """Start the run ``task``'s next tuples join, at the end of its outbox."""
         opened.pop(-task, None)         # anchored runs after these tuples start a new entry
+        old = opened.get(task)
+        if old is not None:
+            old.open = False
         run = opened[task] = OpenRun(src_task, src, tracked)
         self.outbox_of_task[task].append((task, run))
         return run
 
     def send_values(self, task: int, values: tuple[Any, ...], src_task: int,
-                    src: Source) -> None:
+                    src: Source) -> OpenRun | None:
         """``send_tuple`` of an untracked tuple, without building it when it joins an open
-        run (the common case: a bolt's emits to the same remote task)."""
+        run (the common case: a bolt's emits to the same remote task). Returns the run it
+        joined while that stays open (see :meth:`open_run`)."""
         opened = self.open_of_task.get(task)
         run = opened.get(task) if opened is not None else None
         if run is None or run.ids is not None or run.task != src_task or run.src is not src:
             self.send_tuple(task, Tuple(values, src_task, src))
-            return
+            return self.open_run(task)
         run.values.append(values)
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+            return None
+        return run
 
     def send_tracked(self, task: int, values: tuple[Any, ...], src_task: int, src: Source,
                      tid: int, roots: tuple[int, ...]) -> None:
@@ -174,6 +181,21 @@ class Outbox:
             run.last_roots = roots
         if len(run.values) >= self.run_cap:
             self.flush(self.task_to_worker[task], self.outbox_of_task[task])
+
+    def open_run(self, task: int) -> OpenRun | None:
+        """The run ``task``'s next single tuples join, if one is open.
+
+        An untracked emit fast path keeps the run :meth:`send_values` returned and, while its
+        ``open`` holds, appends its next values for ``task`` to ``run.values`` itself, calling
+        :meth:`flush_task` once the run holds ``run_cap``: the outbox clears ``open``
+        whenever another entry follows the run in ``task``'s outbox or the run is sent, so
+        emit order and the run's source stay as if every tuple had come through here."""
+        opened = self.open_of_task.get(task)
+        return opened.get(task) if opened is not None else None
+
+    def flush_task(self, task: int) -> None:
+        """Send the outbox that holds ``task``'s tuples (its open run reached ``run_cap``)."""
+        self.flush(self.task_to_worker[task], self.outbox_of_task[task])
 
     def send_anchored(self, task: int, values: list[Any], src_task: int, src: Source,
                       edge: int, roots: tuple[int, ...]) -> None:
@@ -215,7 +237,9 @@ class Outbox:
         run = opened.get(-task)
         if run is None or run.task != src_task or run.src is not src or \
                 run.by_tree is not by_tree:
-            opened.pop(task, None)      # single tuples after it start a new entry
+            single = opened.pop(task, None)     # single tuples after it start a new entry
+            if single is not None:
+                single.open = False
             run = opened[-task] = OpenRun(src_task, src, True, by_tree)
             self.outbox_of_task[task].append((task, run))
         return run
@@ -273,6 +297,8 @@ class Outbox:
         self.waiting_since.pop(key, None)
         opened = self.open_of_key.get(key)
         if opened:
+            for run in opened.values():
+                run.open = False
             opened.clear()
         try:
             messages = codec.encode(batch, self.dumps)
@@ -390,6 +416,10 @@ class Outbox:
         me = self.address
         before = self.task_to_worker
         self.task_to_worker = {int(t): (str(h), int(p)) for t, (h, p) in task_to_worker.items()}
+        for opened in self.open_of_key.values():    # a task's next tuples look it up anew
+            for run in opened.values():
+                run.open = False
+            opened.clear()
         mine = self.local_tasks
         keys = {w for t, w in self.task_to_worker.items() if t not in mine and w != me}
         for key in keys:

@@ -209,3 +209,42 @@ def test_tuples_by_tree_that_cannot_be_sent_fail_each_of_their_trees() -> None:
     out.send_trees(5, [("a",), ("b",), ("c",)], 1, SRC, [21, 22, 23], [3, 4, 3])
     out.flush_all()
     assert lost == [{3, 4}]
+
+
+def test_the_run_a_tuple_joined_takes_the_next_ones_until_another_entry_follows_it() -> None:
+    # the emit fast paths append to the returned run themselves while it is open
+    out, transport, _ = outbox()
+    run = out.send_values(5, ("a",), 1, SRC)
+    assert run is not None and run.open
+    run.values.append(("b",))
+    out.send_anchored(5, [("x",)], 1, SRC, 40, (9,))    # another entry for task 5 follows
+    assert not run.open
+    again = out.send_values(5, ("c",), 1, SRC)
+    assert again is not None and again is not run and again.open
+    out.flush_all()
+    assert not again.open
+    (batch,) = transport.conns[THERE].batches
+    assert [e[2] for e in entries(batch)[5]] == [[2, ["a", "b"]], [1, ["x"]], [1, ["c"]]]
+
+
+def test_a_joined_run_closes_when_another_source_or_kind_takes_its_task() -> None:
+    out, _, _ = outbox()
+    first = out.send_values(6, ("a",), 1, SRC)
+    out.send_tracked(6, ("b",), 1, SRC, 11, (3,))           # a tracked tuple follows
+    assert first is not None and not first.open
+    mine = out.send_values(6, ("c",), 1, SRC)
+    other = out.send_values(6, ("d",), 2, SRC)              # another source task
+    assert mine is not None and not mine.open and other is not None and other.open
+    out.set_assignment({1: HERE, 5: THERE, 6: THERE, 7: ELSEWHERE})
+    assert not other.open                                   # looked up anew after it
+
+
+def test_a_tuple_that_fills_its_run_returns_no_open_run() -> None:
+    out, transport, _ = outbox()
+    run = out.send_values(5, (0,), 1, SRC)
+    assert run is not None
+    for i in range(1, out.run_cap - 1):
+        run.values.append((i,))
+    assert out.send_values(5, (out.run_cap - 1,), 1, SRC) is None and not run.open
+    (batch,) = transport.conns[THERE].batches
+    assert entries(batch)[5][0][2][1] == list(range(out.run_cap))
