@@ -20,12 +20,23 @@ MAX_BYTES = 20000
 
 
 def worker_logs(local: Path) -> dict[str, str]:
-    return {p.name: p.read_text(errors="replace") for p in (local / "logs").glob("chatty-*")}
+    """The chatty topology's log files by name; one the worker's rotation renames between the
+    listing and the read is left out (the callers wait on what they look for)."""
+    logs = {}
+    for p in (local / "logs").glob("chatty-*"):
+        try:
+            logs[p.name] = p.read_text(errors="replace")
+        except FileNotFoundError:
+            continue
+    return logs
 
 
 def current_log(local: Path) -> str:
-    (text,) = [t for n, t in worker_logs(local).items() if re.search(r"-\d+\.log$", n)]
-    return text
+    """The worker's current log ("" in the instant a rotation has renamed it and not yet
+    opened the next)."""
+    found = [t for n, t in worker_logs(local).items() if re.search(r"-\d+\.log$", n)]
+    assert len(found) <= 1, f"more than one current worker log: {len(found)}"
+    return found[0] if found else ""
 
 
 def rotated_log(local: Path) -> str:
