@@ -37,12 +37,20 @@ from squall.runtime.task import LocalTasks, TaskState
 from squall.runtime.timers import Timers
 from squall.runtime.wire.credits import Windows
 from squall.runtime.wire.inbox import Inbox
-from squall.runtime.wire.outbox import Outbox
+from squall.runtime.wire.outbox import Outbox, flush_interval
 from squall.stateful.wiring import checkpointed
 from squall.runtime.wire.peers import LimitedLog, PeerGate
 
 log = logging.getLogger(__name__)
 
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 class Worker:
     """Runs the executors assigned to one (topology, port).
@@ -78,10 +86,9 @@ class Worker:
         self.start_time = time.time()
         self.sources = Sources(topology)
         self.clock = Clock(time.monotonic())
-        interval = float(conf.get("topology.batch.flush.interval.millis") or 0) / 1000.0
         self.outbox = Outbox(transport=transport, serializer=self.serializer,
                              topology_id=topology_id, local_tasks=self.local_task_ids,
-                             batch_size=self.batch_size, flush_interval=max(0.0, interval),
+                             batch_size=self.batch_size, flush_interval=0.0,
                              lost=self._lost, capacity=queue_capacity(conf),
                              windows=Windows(watermarks(conf)[0], self._window_changed),
                              unencodable=self._unencodable)
@@ -89,6 +96,7 @@ class Worker:
         self.incarnation = f"{os.getpid()}-{time.time_ns()}"
         self.outbox.set_address(host, port)
         self.outbox.set_assignment(task_to_worker)
+        self._set_flush_interval()
         self.executors: list[Executor] = []
         self.tasks: dict[int, TaskState] = {}
         #: warnings about what other workers (or strangers) sent, once per sender per minute
@@ -323,7 +331,16 @@ class Worker:
                 self.inbox.grants.forget((host, port))
             self.inbox.grants.set_peers(len(self.outbox.peers()))
             self.load.reassigned(before, self.outbox.task_to_worker)
+            self._set_flush_interval()
         self.loop.submit(apply)
+
+    def _set_flush_interval(self) -> None:
+        """The outbox's flush interval for the assignment (see ``outbox.flush_interval``):
+        this topology's workers on this worker's host against the cores it may run on."""
+        here = {w for w in self.outbox.task_to_worker.values() if w[0] == self.host}
+        here.add((self.host, self.port))
+        self.outbox.flush_interval = flush_interval(
+            self.conf.get("topology.batch.flush.interval.millis"), len(here), usable_cores())
 
     def activate(self, settle: bool = True) -> None:
         """Activate the spouts; with ``settle``, return once spouts on threads of their own

@@ -1,6 +1,7 @@
 """``topology.batch.flush.interval.millis``: a busy worker sends what it holds for another
 worker once it has waited that long (or the batch is full), not after every loop pass; a worker
-with nothing else to do sends at once."""
+with nothing else to do sends at once. Unset, the interval is 0 unless the topology's workers
+on a host outnumber its cores."""
 from __future__ import annotations
 
 import threading
@@ -8,6 +9,8 @@ import time
 from typing import Any
 
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall.runtime.wire.outbox import OVERSUBSCRIBED_FLUSH_SECS, flush_interval
+from squall.runtime.worker import usable_cores
 from squall.testing import wait_until
 
 LOCK = threading.Lock()
@@ -33,12 +36,12 @@ class Collect(Bolt):
             GOT.append(tup["n"])
 
 
-def _topology() -> Any:
+def _topology(collectors: int = 1) -> Any:
     b = TopologyBuilder()
     b.set_spout("numbers", Steady)
     # global grouping and 2 workers: the spout's worker (the lower task) sends every tuple to
-    # the bolt's worker, which LocalCluster places on the other port
-    b.set_bolt("collect", Collect).global_grouping("numbers")
+    # the bolt's (lowest) task's worker, which LocalCluster places on another port
+    b.set_bolt("collect", Collect, collectors).global_grouping("numbers")
     return b.create_topology()
 
 
@@ -90,3 +93,30 @@ def test_interval_zero_sends_every_pass() -> None:
         # the spout emits about one batch (100 tuples) per pass, and each pass sends it
         assert sender.outbox.sent_batches > count // sender.outbox.run_cap + 10
     assert GOT == list(range(count))
+
+
+def test_unset_a_worker_holds_batches_only_while_its_hosts_cores_are_outnumbered() -> None:
+    # more of the topology's workers on this host than it has cores: they wait for a core
+    # anyway, so each holds what it sends up to OVERSUBSCRIBED_FLUSH_SECS; as many as the cores
+    # (or fewer): sent every pass, as with 0
+    cores = usable_cores()
+    for workers, expected in ((cores + 1, OVERSUBSCRIBED_FLUSH_SECS),
+                              (min(2, cores), 0.0)):
+        GOT.clear()
+        conf = _conf(2_000, 0)
+        del conf["topology.batch.flush.interval.millis"]
+        conf["topology.workers"] = workers
+        with LocalCluster() as cluster:
+            cluster.submit_topology("auto", conf, _topology(collectors=workers))
+            wait_until(lambda: len(GOT) == 2_000, timeout=30,
+                       message=lambda: f"{len(GOT)} of 2000 arrived")
+            assert [w.outbox.flush_interval for w in cluster.workers("auto")] == \
+                [expected] * workers
+        assert GOT == list(range(2_000))
+
+
+def test_the_interval_a_topology_sets_holds_however_many_workers_share_the_cores() -> None:
+    assert flush_interval(0, 12, 2) == 0.0
+    assert flush_interval(20, 1, 16) == 0.02
+    assert flush_interval(None, 3, 2) == OVERSUBSCRIBED_FLUSH_SECS
+    assert flush_interval(None, 2, 2) == flush_interval(None, 1, 2) == 0.0
