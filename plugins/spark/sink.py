@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 #: the data columns of every file (``date`` comes from the directory)
 COLUMNS = ("time", "topology", "component", "task", "worker", "metric", "value", "interval")
 _ARGS = {"path", "flush.secs", "flush.points"}
+#: the files' sequence numbers, shared by every consumer of the process: two consumers writing
+#: in the same millisecond (without a task id, as when called directly) never pick one name
+_SEQ = itertools.count()
 
 
 def flatten(name: str, value: Any) -> Iterator[tuple[str, float]]:
@@ -93,7 +96,6 @@ class SparkMetricsConsumer(MetricsConsumer):
         self._rows: dict[str, list[list[Any]]] = {}
         self._buffered = 0
         self._last_flush = time.monotonic()
-        self._seq = itertools.count()
         self._tag = f"{socket.gethostname()}-{os.getpid()}"
 
     def prepare(self, conf: Mapping[str, Any], argument: Any, context: Any) -> None:
@@ -167,7 +169,7 @@ class SparkMetricsConsumer(MetricsConsumer):
             })
             folder = self.path / f"date={day}"
             folder.mkdir(parents=True, exist_ok=True)
-            name = f"part-{int(time.time() * 1000)}-{self._tag}-{next(self._seq)}.parquet"
+            name = f"part-{int(time.time() * 1000)}-{self._tag}-{next(_SEQ)}.parquet"
             hidden = folder / f".{name}.tmp"
             pq.write_table(table, hidden)
             os.replace(hidden, folder / name)

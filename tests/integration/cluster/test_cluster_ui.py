@@ -393,9 +393,12 @@ def test_kill_with_confirm_in_a_browser(cluster, ui, browser):
     wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#kill button"), timeout=60)
     # a log level and debug sampling set from the page reach the cluster state
     tid = cluster.state.find_topology_id("wc")
-    logger = driver.find_element(By.CSS_SELECTOR, "#loglevel input[name=logger]")
-    logger.clear()
-    logger.send_keys("squall.ui.test")
+
+    def type_logger() -> None:
+        logger = driver.find_element(By.CSS_SELECTOR, "#loglevel input[name=logger]")
+        logger.clear()
+        logger.send_keys("squall.ui.test")
+    _retry(type_logger)
     _click(driver, By.CSS_SELECTOR, "#loglevel button")
     cluster.wait(lambda: "squall.ui.test" in json.dumps(cluster.state.get_log_config(tid)),
                  30, "the log level set from the page did not reach the workers' config")
@@ -403,7 +406,8 @@ def test_kill_with_confirm_in_a_browser(cluster, ui, browser):
     cluster.wait(lambda: (cluster.state.get_storm(tid) or {}).get("component_debug"), 30,
                  "debug switched on from the page was not recorded")
     # ... and the worker's row links to the events log the sampled emits go to
-    events = driver.find_element(By.CSS_SELECTOR, "#workers-table a.events").get_attribute("href")
+    events = str(_retry(lambda: driver.find_element(
+        By.CSS_SELECTOR, "#workers-table a.events").get_attribute("href")))
     cluster.wait(lambda: "split" in _read_url(events), 60,
                  f"no sampled emit of split in the events log at {events}")
     _click(driver, By.CSS_SELECTOR, "#kill button")

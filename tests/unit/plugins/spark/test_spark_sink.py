@@ -114,3 +114,17 @@ def test_unwritable_directory_is_a_config_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(ConfigError, match="cannot be created"):
         SparkMetricsConsumer().prepare({}, {"path": str(blocker / "metrics")}, None)
+
+
+def test_two_consumers_writing_in_the_same_millisecond_keep_both_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no context, so no task id in the names (a consumer called directly, as reports' tests
+    # and scripts do): the sequence alone must tell the files apart
+    monkeypatch.setattr("squall.plugins.spark.sink.time.time", lambda: STAMP)
+    for component in ("split", "count"):
+        sink = SparkMetricsConsumer()
+        sink.prepare({}, {"path": str(tmp_path)}, None)
+        sink.handle(info(component), [DataPoint("__emit-count", 1)])
+        sink.cleanup()
+    table = pq.read_table(tmp_path)
+    assert sorted(table.column("component").to_pylist()) == ["count", "split"]
