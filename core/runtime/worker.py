@@ -44,13 +44,13 @@ from squall.runtime.wire.peers import LimitedLog, PeerGate
 log = logging.getLogger(__name__)
 
 
-
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity, where the OS tells it)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
 
 class Worker:
     """Runs the executors assigned to one (topology, port).

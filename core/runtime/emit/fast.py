@@ -545,8 +545,8 @@ def plain_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[[tu
                         # joined while the outbox keeps it open (Outbox.open_run), not a
                         # call per tuple: CPU per word W = 2 1.065 -> 1.02 us, W = 4 1.48
                         # -> 1.385, W = 8 1.585 -> 1.52 (bench.scale, per-tuple off, 4
-                        # alternated pairs each);
-                        # the same for anchored tuples was dearer at W = 8 and not kept
+                        # alternated pairs each); the same for anchored tuples was dearer
+                        # at W = 8 and not kept
                         run = runs_get(q)
                         if run is not None and run.open:
                             vals = run.values

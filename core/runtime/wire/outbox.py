@@ -6,9 +6,8 @@ handed to the transport when a run is full, when the loop has nothing else to do
 has waited ``topology.batch.flush.interval.millis`` (a busy loop's short passes would
 otherwise send a small batch each; 0 sends at the end of every pass; unset, the interval
 follows how many of the topology's workers share this host's cores: :func:`flush_interval`).
-Anything that cannot be
-delivered fails back to the acker (``lost``) so the spouts replay it. Everything runs on the
-worker's loop thread.
+Anything that cannot be delivered fails back to the acker (``lost``) so the spouts replay it.
+Everything runs on the worker's loop thread.
 
 Credits: the outbox counts what it sends to each remote task and keeps to what the task's
 worker granted (:mod:`.credits`); a task sent up to its grant is *saturated*, and backpressure
