@@ -40,7 +40,9 @@ class Driven:
               **kw: Any) -> None:
         self.emitted.append((tup_id, tuple(values)))
 
-    def drain(self, timeout: float = 30) -> list[tuple[Any, Any]]:
+    def drain(self, timeout: float = 90) -> list[tuple[Any, Any]]:
+        # a deadline, not a wait: a Spark job's first read took over 30 s on a loaded 2-core
+        # host (CI, 2026-11-30); it takes a few seconds when the host is quiet
         def step() -> bool:
             self.spout.next_tuple()
             return self.spout.exhausted
