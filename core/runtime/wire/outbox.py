@@ -51,6 +51,21 @@ def flush_interval(millis: Any, workers_here: int, cores: int) -> float:
     return OVERSUBSCRIBED_FLUSH_SECS if workers_here > max(1, cores) else 0.0
 
 
+def _close(opened: dict[int, OpenRun], task: int) -> None:
+    """Take ``task``'s open run of single tuples out of ``opened`` and clear its ``open`` (an
+    emit path that kept it stops appending to it)."""
+    run = opened.pop(task, None)
+    if run is not None:
+        run.open = False
+
+
+def _close_all(opened: dict[int, OpenRun]) -> None:
+    """:func:`_close` every run of ``opened``."""
+    for run in opened.values():
+        run.open = False
+    opened.clear()
+
+
 class Outbox:
     """Per destination worker: the runs waiting to be sent, and the connection.
 
@@ -125,9 +140,7 @@ class Outbox:
         cls = tup.__class__
         if cls is not Tuple and tup.roots is not None:
             # a tracked TupleRun: its own entry (one edge for the whole run), order kept
-            if run is not None:
-                run.open = False
-                del opened[task]
+            _close(opened, task)
             opened.pop(-task, None)
             out = self.outbox_of_task[task]
             out.append((task, tup))
@@ -156,9 +169,7 @@ class Outbox:
               tracked: bool) -> OpenRun:
         """Start the run ``task``'s next tuples join, at the end of its outbox."""
         opened.pop(-task, None)         # anchored runs after these tuples start a new entry
-        old = opened.get(task)
-        if old is not None:
-            old.open = False
+        _close(opened, task)
         run = opened[task] = OpenRun(src_task, src, tracked)
         self.outbox_of_task[task].append((task, run))
         return run
@@ -253,9 +264,7 @@ class Outbox:
         run = opened.get(-task)
         if run is None or run.task != src_task or run.src is not src or \
                 run.by_tree is not by_tree:
-            single = opened.pop(task, None)     # single tuples after it start a new entry
-            if single is not None:
-                single.open = False
+            _close(opened, task)        # single tuples after it start a new entry
             run = opened[-task] = OpenRun(src_task, src, True, by_tree)
             self.outbox_of_task[task].append((task, run))
         return run
@@ -313,9 +322,7 @@ class Outbox:
         self.waiting_since.pop(key, None)
         opened = self.open_of_key.get(key)
         if opened:
-            for run in opened.values():
-                run.open = False
-            opened.clear()
+            _close_all(opened)
         try:
             messages = codec.encode(batch, self.dumps)
         except Exception:   # SerializationError, or a serializer plugin's bug: find the runs
@@ -433,9 +440,7 @@ class Outbox:
         before = self.task_to_worker
         self.task_to_worker = {int(t): (str(h), int(p)) for t, (h, p) in task_to_worker.items()}
         for opened in self.open_of_key.values():    # a task's next tuples look it up anew
-            for run in opened.values():
-                run.open = False
-            opened.clear()
+            _close_all(opened)
         mine = self.local_tasks
         keys = {w for t, w in self.task_to_worker.items() if t not in mine and w != me}
         for key in keys:
