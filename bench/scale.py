@@ -3,7 +3,7 @@
     python -m bench.scale [--workers 1 2 4 8 12] [--forms per-tuple batch] [--acking off on]
                           [--seconds 6] [--warmup 3] [--runs 1] [--corpus varied|fixed]
                           [--no-bytewax] [--floor] [--count-grouping fields|local]
-                          [--detail]
+                          [--in-process] [--detail]
 
 For each W, form and acking a fresh cluster (nimbus and one supervisor with W slots, as
 processes on 127.0.0.1, over the ZooKeeper from Debian's package that all cases share, each
@@ -30,7 +30,10 @@ workload in W plain Python processes (``bench.floor_wc``: split, hash, msgpack o
 per word, nothing else; per form), the least a word costs in CPython at each W, and the squall /
 floor ratios. ``--count-grouping local`` routes split -> count by local-or-shuffle instead of
 fields: no word crosses between workers, so the figures show what W workers cost without the
-crossing (each worker then counts its own words: not a word count).
+crossing (each worker then counts its own words: not a word count). ``--in-process`` runs
+squall's cases in a LocalCluster in this process instead (W workers as loop threads on one
+GIL, the in-memory transport; CPU is this process's): the crossing's cost without W processes
+sharing the host, in one process a profiler can attach to.
 """
 from __future__ import annotations
 
@@ -232,11 +235,15 @@ def submit(cluster: Cluster, client: Any, workers: int, batch: bool, acking: boo
     from squall.daemon.packaging import zip_code_dir
     topology = load_module(str(TARGET)).build(workers, batch,
                                               extra.get("bench.count.grouping", "fields"))
-    conf = {"topology.workers": workers, "bench.tracked": acking,
+    client.submit_topology(NAME, submitted_conf({}, topology_conf(workers, acking, extra)),
+                           topology.to_json(), zip_code_dir(TOPOLOGIES))
+
+
+def topology_conf(workers: int, acking: bool, extra: dict[str, Any]) -> dict[str, Any]:
+    """The topology's conf for W workers (W ackers and max pending, acking on)."""
+    return {"topology.workers": workers, "bench.tracked": acking,
             "topology.acker.executors": workers if acking else 0,
             "topology.max.spout.pending": PENDING if acking else None, **extra}
-    client.submit_topology(NAME, submitted_conf({}, conf), topology.to_json(),
-                           zip_code_dir(TOPOLOGIES))
 
 
 def _counting(latest: dict[str, tuple[float, dict[str, Any]]], workers: int) -> bool:
@@ -297,6 +304,40 @@ def run_squall(zk: DevZooKeeper, zk_pid: int | None, workers: int, batch: bool, 
             if client is not None:
                 client.close()
             cluster.close()
+
+
+def run_local(workers: int, batch: bool, acking: bool, seconds: float, warmup: float,
+              detail: bool, extra: dict[str, Any] | None = None) -> Result:
+    """The same topology in a LocalCluster in this process (``--in-process``): W workers as
+    loop threads sharing one GIL, the in-memory transport, no ZooKeeper. Words/s is the count
+    tasks' executed totals over the window (``get_topology_info``), CPU this process's. What
+    a crossing tuple costs in squall's own code shows here as in a cluster, without the
+    host's scheduling of W processes, and one process is easy to profile (``perf record
+    -p``, ``py-spy``)."""
+    from squall import LocalCluster
+    from squall.api.target import load_module
+    extra = extra or {}
+    topology = load_module(str(TARGET)).build(workers, batch,
+                                              extra.get("bench.count.grouping", "fields"))
+
+    def counted(cluster: Any) -> int:
+        info = cluster.get_topology_info(NAME)
+        return int(info["components"].get("count", {}).get("executed", 0))
+
+    me = [os.getpid()]
+    with LocalCluster() as cluster:
+        cluster.submit_topology(NAME, topology_conf(workers, acking, extra), topology)
+        wait_for(lambda: counted(cluster) > 0, 60, "counts in the local cluster")
+        time.sleep(warmup)
+        n1, t1, c1 = counted(cluster), time.monotonic(), time.process_time()
+        th1 = threads_cpu(me) if detail else {}
+        time.sleep(seconds)
+        n2, t2, c2 = counted(cluster), time.monotonic(), time.process_time()
+        th2 = threads_cpu(me) if detail else {}
+        cluster.kill_topology(NAME)
+    rate = (n2 - n1) / (t2 - t1)
+    return Result(rate, c2 - c1, float(n2 - n1), {"this process": c2 - c1},
+                  {k: v - th1.get(k, 0.0) for k, v in th2.items()})
 
 
 # ---------------------------------------------------------------------------------- bytewax
@@ -462,6 +503,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--count-grouping", choices=["fields", "local"], default="fields",
                    help="local: split -> count by local-or-shuffle, so no word crosses between "
                         "workers (what W workers cost without the crossing; not a word count)")
+    p.add_argument("--in-process", action="store_true",
+                   help="squall's cases in a LocalCluster in this process (W workers as loop "
+                        "threads on one GIL, in-memory transport) instead of a cluster")
     args = p.parse_args(argv)
     extra = {"bench.corpus": args.corpus, "bench.count.grouping": args.count_grouping,
              **dict(map(parse_override, args.conf))}
@@ -481,15 +525,19 @@ def main(argv: list[str] | None = None) -> None:
     squall: dict[tuple[str, str], dict[int, list[Result]]] = {c: {} for c in cases}
     bw: dict[int, list[Result]] = {}
     floor: dict[str, dict[int, list[Result]]] = {f: {} for f in args.forms}
-    with _zookeeper() as (zk, zk_pid):
+    squall_case: Callable[..., Result] = run_local
+    with contextlib.nullcontext((None, None)) if args.in_process else _zookeeper() as (
+            zk, zk_pid):
+        if zk is not None:
+            squall_case = functools.partial(run_squall, zk, zk_pid)
         for run in range(args.runs):
             for w in workers:
                 for form, acking in cases:
-                    if not zk.is_running():
+                    if zk is not None and not zk.is_running():
                         raise SystemExit("bench: ZooKeeper is gone; stopping")
                     try:
-                        r = run_squall(zk, zk_pid, w, form == "batch", acking == "on",
-                                       args.seconds, args.warmup, args.detail, extra)
+                        r = squall_case(w, form == "batch", acking == "on", args.seconds,
+                                        args.warmup, args.detail, extra)
                     except (Exception, SystemExit) as exc:      # one case, not the run
                         print(f"  run {run + 1} W={w:<2} squall {form:<9} acking {acking:<3} "
                               f"failed: {_why(exc)}", flush=True)
