@@ -325,7 +325,7 @@ def run_local(workers: int, batch: bool, acking: bool, seconds: float, warmup: f
         return int(info["components"].get("count", {}).get("executed", 0))
 
     me = [os.getpid()]
-    with LocalCluster() as cluster:
+    with LocalCluster(dict(extra)) as cluster:     # -c reaches the cluster too (gc thresholds)
         cluster.submit_topology(NAME, topology_conf(workers, acking, extra), topology)
         wait_for(lambda: counted(cluster) > 0, 60, "counts in the local cluster")
         time.sleep(warmup)
