@@ -525,11 +525,10 @@ def main(argv: list[str] | None = None) -> None:
     squall: dict[tuple[str, str], dict[int, list[Result]]] = {c: {} for c in cases}
     bw: dict[int, list[Result]] = {}
     floor: dict[str, dict[int, list[Result]]] = {f: {} for f in args.forms}
-    squall_case: Callable[..., Result] = run_local
-    with contextlib.nullcontext((None, None)) if args.in_process else _zookeeper() as (
-            zk, zk_pid):
-        if zk is not None:
-            squall_case = functools.partial(run_squall, zk, zk_pid)
+    zookeeper = contextlib.nullcontext((None, None)) if args.in_process else _zookeeper()
+    with zookeeper as (zk, zk_pid):
+        squall_case: Callable[..., Result] = (
+            run_local if zk is None else functools.partial(run_squall, zk, zk_pid))
         for run in range(args.runs):
             for w in workers:
                 for form, acking in cases:
