@@ -236,6 +236,13 @@ def test_a_deactivated_topology_still_commits_and_acks_what_is_in_flight(cluster
             "topology.state.checkpoint.interval.ms": 1000}
     cluster.submit_topology("deactivated", conf, topology)
     wait_until(lambda: len(ACKED[key]) >= 50, timeout=60, message="nothing was acked")
+
+    def emitted_since_commit() -> bool:
+        # a commit acks every word emitted before its prepare: deactivating right after one
+        # could find nothing in flight; the next prepare is a checkpoint interval away
+        with _LOCK:
+            return len(IN_FLIGHT[key]) >= 20
+    wait_until(emitted_since_commit, timeout=30, message="the spout emitted nothing new")
     cluster.deactivate("deactivated")
     wait_until(lambda: key in AT_DEACTIVATE, timeout=30, message="the spout was not deactivated")
     with _LOCK:
