@@ -63,6 +63,53 @@ def test_a_tuple_failed_more_than_max_replays_is_reported_once() -> None:
         assert set(FAILS) == {"id-7"}
 
 
+class DictIds(Spout):
+    """Emits 0..3 once each, with a dict (unhashable) as the tuple id."""
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(range(4))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit([i], tup_id={"offset": i})
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            DONE.append(("ack", tup_id["offset"]))
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            DONE.append(("fail", tup_id["offset"]))
+
+
+DONE: list[tuple[str, int]] = []
+
+
+def test_an_unhashable_tuple_id_fails_normally_under_max_replays() -> None:
+    # the first failure of a spout went through max.replays' counting with an empty
+    # count dict, where storing an unhashable id raised and killed the worker's loop
+    DONE.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", DictIds)
+    b.set_bolt("picky", RejectsOne).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("dict-ids", {"topology.max.replays": 3}, b.create_topology())
+        wait_until(lambda: len(DONE) == 4, 30, message=lambda: f"{DONE}")
+        assert sorted(DONE) == [("ack", 0), ("ack", 2), ("ack", 3), ("fail", 1)]
+        info = cluster.get_topology_info("dict-ids")
+        assert _spout(info, "numbers")["poison"] == []
+        assert not any("unhashable" in e["error"]
+                       for errs in info["errors"].values() for e in errs)
+
+
+class RejectsOne(Bolt):
+    def process(self, tup: Any) -> None:
+        if tup["n"] == 1:
+            raise ValueError("one cannot be processed")
+
+
 class Idle(Spout):
     outputs = ["n"]
 

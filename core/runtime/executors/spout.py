@@ -207,10 +207,12 @@ class SpoutExecutor(Executor):
         time it crosses the limit."""
         counts = self.fail_counts
         try:
+            # re-inserted: the most recently failed stay longest. Both steps inside the try:
+            # pop from an empty dict returns its default without hashing the key
             n = counts.pop(tup_id, 0) + 1
+            counts[tup_id] = n
         except TypeError:           # an unhashable tuple id: not counted
             return
-        counts[tup_id] = n          # re-inserted: the most recently failed stay longest
         if len(counts) > FAILS_KEPT:
             del counts[next(iter(counts))]
         if n == self.max_replays + 1:
