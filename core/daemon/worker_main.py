@@ -285,7 +285,8 @@ class WorkerProcess:
 
     def _apply_status(self, base: dict[str, Any]) -> None:
         from squall.runtime.event_log import settings_of
-        debug = settings_of(self.conf, base.get("component_debug"))
+        debug = settings_of(self.conf, base.get("component_debug"),
+                            self.worker.component_confs())
         if debug != self.debug:
             self.debug = debug
             self.worker.set_debug(debug)

@@ -29,11 +29,18 @@ MAX_VALUES_CHARS = 500
 EVERY = "*"
 
 
-def settings_of(conf: Mapping[str, Any], component_debug: Mapping[str, Any] | None
+def settings_of(conf: Mapping[str, Any], component_debug: Mapping[str, Any] | None,
+                component_confs: Mapping[str, Mapping[str, Any]] | None = None
                 ) -> dict[str, float]:
     """component (or ``*``) -> sampling percentage, from ``topology.debug`` (every component
-    at 100 %) and a topology's ``component_debug`` record (set by ``squall debug``)."""
-    out: dict[str, float] = {EVERY: 100.0} if conf.get("topology.debug") else {}
+    at 100 %), a component's own ``topology.debug`` where it differs (``component_confs``:
+    component -> the conf its tasks run with; 0 % turns one off), and a topology's
+    ``component_debug`` record (set by ``squall debug``)."""
+    every = bool(conf.get("topology.debug"))
+    out: dict[str, float] = {EVERY: 100.0} if every else {}
+    for comp, cconf in (component_confs or {}).items():
+        if bool(cconf.get("topology.debug")) != every:
+            out[str(comp)] = 0.0 if every else 100.0
     for comp, entry in (component_debug or {}).items():
         if isinstance(entry, Mapping) and entry.get("enable"):
             out[str(comp)] = float(entry.get("samplingpct") or 100.0)

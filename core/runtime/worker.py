@@ -173,8 +173,9 @@ class Worker:
                              report=self.report_error, check=self.serializer.dumps)
         # emits are sampled into the events log only where debugging is on (event_log)
         self.events = EventSampler(self.tasks)
-        if self.conf.get("topology.debug"):
-            self.events.apply(settings_of(self.conf, None))
+        debug = settings_of(self.conf, None, self.component_confs())
+        if debug:
+            self.events.apply(debug)
 
     def _install(self, ex: Executor, ts: TaskState) -> None:
         """The task's context and routes, and the runtime's methods on its instance."""
@@ -312,6 +313,11 @@ class Worker:
                     self.outbox.send_control(key, "credit", opening)
                 self.flow.announce()
             self.loop.submit(hello)
+
+    def component_confs(self) -> dict[str, dict[str, Any]]:
+        """component -> the conf its tasks in this worker run with (topology conf, its own
+        config, command-line overrides)."""
+        return {ts.component_id: ts.conf for ts in self.tasks.values()}
 
     def set_debug(self, settings: dict[str, float]) -> None:
         """Sample emits into the events log: component (``*``: all) -> percentage; the

@@ -82,6 +82,12 @@ def test_settings_from_conf_and_component_debug() -> None:
     assert settings_of({"topology.debug": True}, None) == {"*": 100.0}
     assert settings_of({}, {"split": {"enable": True, "samplingpct": 5},
                             "count": {"enable": False}}) == {"split": 5.0}
+    # a component's own topology.debug where it differs from the topology's
+    confs = {"split": {"topology.debug": True}, "count": {}}
+    assert settings_of({}, None, confs) == {"split": 100.0}
+    assert settings_of({"topology.debug": True}, None,
+                       {"split": {"topology.debug": True}, "count": {"topology.debug": False}}
+                       ) == {"*": 100.0, "count": 0.0}
 
 
 class Words(Spout):
@@ -106,3 +112,16 @@ def test_topology_debug_records_every_emit_in_a_local_cluster(
     assert result.acked == {0, 1}
     upper = sorted(e[5] for e in events(caplog) if e[1] == "upper")
     assert upper == ["['A']", "['B']"]
+
+
+def test_a_components_own_topology_debug_records_only_its_emits(
+        caplog: pytest.LogCaptureFixture) -> None:
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("upper", Upper).shuffle_grouping("words").add_config("topology.debug", True)
+    caplog.set_level(logging.INFO, logger="squall.events")
+    result = complete_topology(b.create_topology(), sources={"words": [["a"], ["b"]]},
+                               timeout=30)
+    assert result.acked == {0, 1}
+    assert sorted(e[5] for e in events(caplog) if e[1] == "upper") == ["['A']", "['B']"]
+    assert [e for e in events(caplog) if e[1] != "upper"] == []
