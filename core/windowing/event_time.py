@@ -12,7 +12,10 @@ latest timestamp, minus ``max_lag``; it never goes back. It is computed every
 heard from yet, so the watermark waits for all of them, as Storm's waits for all its input
 streams. An input task quiet for ``idle_ms`` (half of ``topology.message.timeout.secs``:
 tuples waiting longer for it would time out anyway) stops holding the watermark back, and
-counts again from its next tuple. A tuple whose timestamp is behind the watermark when it
+counts again from its next tuple. When every input task is quiet, the watermark moves to the
+end of the last window holding the latest timestamp heard: every window of what arrived is
+evaluated (and its tuples acked) instead of waiting, past their timeout, for a tuple that may
+never come. A tuple whose timestamp is behind the watermark when it
 arrives is late: its window was evaluated already (or may have been); it is handed to the
 ``late`` callback instead of a window.
 
@@ -114,9 +117,10 @@ class EventWindows:
 
     def compute_watermark(self, now_ms: int) -> int | None:
         """The least latest timestamp of the input tasks that hold the watermark back, minus
-        the lag. When every task heard from has gone quiet, the greatest latest timestamp
-        of them, minus the lag (nothing holds the watermark back, and what is here is
-        evaluated). None while a task not heard from yet may still speak, or none was heard."""
+        the lag. When every task heard from has gone quiet, the end of the last window
+        holding the greatest latest timestamp of them (nothing holds the watermark back, and
+        every window of what is here is evaluated). None while a task not heard from yet may
+        still speak, or none was heard."""
         started = self.started if self.started is not None else now_ms
         least: int | None = None
         quiet_most: int | None = None
@@ -134,9 +138,13 @@ class EventWindows:
                 continue
             if least is None or stamp < least:
                 least = stamp
-        if least is None:
-            least = quiet_most
-        return None if least is None else least - self.lag
+        if least is not None:
+            return least - self.lag
+        if quiet_most is None:
+            return None
+        # windows end at multiples of the slide; the last one holding T ends at or before
+        # T + length (the latest timestamp itself would leave that window unevaluated)
+        return (quiet_most + self.length) // self.slide * self.slide
 
     def advance(self, mark: int) -> None:
         """Evaluate, in order, every window ending at or before ``mark``."""

@@ -233,6 +233,19 @@ def test_event_time_windows_in_order_and_late_tuples_to_the_late_stream(cluster)
     assert {e[1] for e in events("ack")} == {1, 2, 3, 4, 5, 6, 7}
 
 
+def test_event_time_windows_of_what_arrived_are_evaluated_once_the_input_is_quiet(cluster):
+    # nothing comes after ts 2100: once the spout is quiet for half the message timeout the
+    # window holding it is evaluated and its tuple acked, instead of timing out (and, with
+    # a replaying spout, coming back to wait again)
+    run(cluster, EventTime, {0: [(1, 100), (2, 1100), (3, 2100)]},
+        conf={"topology.message.timeout.secs": 4})
+    wait_until(lambda: len(events("ack")) == 3, timeout=20, message=lambda: repr(EVENTS))
+    assert not events("fail")
+    with LOCK:
+        assert [(w["start"], w["tuples"]) for w in WINDOWS] == [(0, [1]), (1000, [2]),
+                                                               (2000, [3])]
+
+
 class EventTimeNoLateStream(EventTime):
     late_stream = None
 

@@ -134,12 +134,28 @@ def test_when_every_task_heard_from_is_quiet_what_is_here_is_evaluated():
     feed(w, [1500, 2500, 5000], task=1, now=0)
     w.on_time(0)
     assert w.watermark is None                   # task 2 may still speak
-    w.on_time(IDLE + 1)                          # both quiet: task 1's latest is the mark
-    assert w.watermark == 5000
-    assert rec.spans() == [(1000, 2000, ["t1500"]), (2000, 3000, ["t2500"])]
-    feed(w, [5500], task=1, now=IDLE + 2)        # it speaks again: holds it from now on
+    w.on_time(IDLE + 1)                          # both quiet: past the window of the latest
+    assert w.watermark == 6000
+    assert rec.spans() == [(1000, 2000, ["t1500"]), (2000, 3000, ["t2500"]),
+                           (5000, 6000, ["t5000"])]
+    assert [t for t, _ in rec.gone] == ["t1500", "t2500", "t5000"]   # all acked
+    feed(w, [5500], task=1, now=IDLE + 2)        # behind the flushed windows: late
+    assert [t for t, _ in rec.late] == ["t5500"]
+    feed(w, [6500], task=1, now=IDLE + 3)        # it speaks again: holds it from now on
     w.on_time(IDLE + 200)
-    assert w.watermark == 5500
+    assert w.watermark == 6500
+
+
+def test_when_every_task_is_quiet_each_sliding_window_of_the_latest_is_evaluated():
+    w, rec = make(1000, 500, lag=300)
+    feed(w, [100, 1100, 1200], now=0)
+    w.on_time(0)                                 # watermark 900: ends 500 only
+    assert [s[1] for s in rec.spans()] == [500]
+    w.on_time(IDLE)                              # quiet: up to the last end holding 1200
+    assert w.watermark == 2000
+    assert rec.spans()[1:] == [(0, 1000, ["t100"]), (500, 1500, ["t1100", "t1200"]),
+                               (1000, 2000, ["t1100", "t1200"])]
+    assert len(w) == 0
 
 
 def test_a_failed_window_is_forgotten_by_the_windows_after_it():
