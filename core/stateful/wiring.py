@@ -10,7 +10,8 @@ each checkpoint once from every input task (the barrier it aligns on).
 
 Refused with :class:`~squall.errors.TopologyError`: a stateful bolt in a topology without
 ackers (checked here when ``create_topology(conf)`` is given ``topology.acker.executors: 0``,
-and again at submit by :func:`check_ackers`), a cycle on the path, a stateful bolt without
+and again at submit by :func:`check_ackers`) or with a checkpoint interval not below the
+message timeout (checked the same way), a cycle on the path, a stateful bolt without
 ``process``, and a bolt on the path that runs on a thread of its own.
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ from squall.stateful.checkpoint import CHECKPOINT, FIELDS
 __all__ = ["check_ackers", "checkpoint_inputs", "checkpointed", "wire"]
 
 CHECKPOINT_REF = "squall.stateful.checkpoint:CheckpointSpout"
+INTERVAL_KEY = "topology.state.checkpoint.interval.ms"
+TIMEOUT_KEY = "topology.message.timeout.secs"
 
 
 def _is_stateful(spec: ComponentSpec) -> bool:
@@ -45,15 +48,28 @@ def checkpoint_inputs(topology: Topology, component_id: str) -> list[str]:
 
 
 def check_ackers(topology: Topology | dict[str, ComponentSpec], conf: dict[str, Any]) -> None:
-    """TopologyError when the topology has a checkpoint path and ``conf`` has no ackers or a
-    checkpoint interval that is not positive."""
+    """TopologyError when the topology has a checkpoint path and ``conf`` has no ackers, or a
+    checkpoint interval that is not positive or not below the message timeout."""
     components = topology.components if isinstance(topology, Topology) else topology
     if CHECKPOINT not in components:
         return
-    interval = conf.get("topology.state.checkpoint.interval.ms", 1000)
+    interval = conf.get(INTERVAL_KEY, 1000)
     if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
-        raise TopologyError(f"topology.state.checkpoint.interval.ms must be a positive number "
-                            f"of milliseconds, got {interval!r}")
+        raise TopologyError(f"{INTERVAL_KEY} must be a positive number of milliseconds, got "
+                            f"{interval!r}")
+    timeout = conf.get(TIMEOUT_KEY)
+    if timeout is None:
+        from squall import config
+        timeout = config.defaults().get(TIMEOUT_KEY) or 30
+    if conf.get("topology.enable.message.timeouts", True) and \
+            isinstance(timeout, (int, float)) and interval >= timeout * 1000:
+        # a stateful bolt's inputs are acked when the checkpoint after them commits: up to
+        # an interval later. Timed out first, they would be replayed while their effect is
+        # already in the state the next checkpoint commits, and counted twice
+        raise TopologyError(f"{INTERVAL_KEY} ({interval} ms) must be below {TIMEOUT_KEY} "
+                            f"({timeout} s): a stateful bolt's inputs are acked only when "
+                            "the next checkpoint commits, and would time out and be "
+                            "replayed first")
     if conf.get("topology.acker.executors", None) == 0:
         stateful = sorted(c for c, s in components.items() if _is_stateful(s)
                           or (checkpointed(s) and s.cls is None))

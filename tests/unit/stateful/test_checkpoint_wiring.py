@@ -145,6 +145,23 @@ def test_a_checkpoint_interval_that_is_not_positive_is_refused():
         build({"topology.state.checkpoint.interval.ms": 0})
 
 
+def test_a_checkpoint_interval_not_below_the_message_timeout_is_refused():
+    # inputs are acked when the next checkpoint commits: timed out before it, they would be
+    # replayed with their effect already in the state, and counted twice
+    slow = {"topology.state.checkpoint.interval.ms": 4000, "topology.message.timeout.secs": 2}
+    with pytest.raises(TopologyError, match=r"interval.ms \(4000 ms\) must be below "
+                                            r"topology.message.timeout.secs \(2 s\)"):
+        build(slow)
+    with pytest.raises(TopologyError, match="must be below"):
+        build({"topology.state.checkpoint.interval.ms": 30_000})      # the default 30 s
+    build({"topology.state.checkpoint.interval.ms": 1999, "topology.message.timeout.secs": 2})
+    build({**slow, "topology.enable.message.timeouts": False})    # nothing times out
+    topology = build({})
+    with LocalCluster() as c:
+        with pytest.raises(TopologyError, match="must be below"):
+            c.submit_topology("slow", slow, topology)
+
+
 @pytest.mark.parametrize("key, value, error", [
     ("topology.state.checkpoint.interval.ms", "often", "must be int"),
     ("topology.state.provider.config", 3, "must be dict or null"),
