@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from squall.errors import StateProviderError
-from squall.stateful.provider import Changes, StateProvider
+from squall.stateful.provider import Changes, Options, StateProvider, checked_options
 
 __all__ = ["MemoryStateProvider"]
 
@@ -27,6 +27,9 @@ class _Record:
         self.prepared: dict[bytes, bytes | None] = {}
 
 
+#: its one option: stores of different prefixes are apart (tests, tenants of one process)
+_OPTIONS: Options = {"key_prefix": (lambda v: isinstance(v, str), "a string")}
+
 _LOCK = threading.Lock()
 #: key_prefix -> namespace -> record, for the life of the process
 _STORES: dict[str, dict[str, _Record]] = {}
@@ -37,7 +40,8 @@ class MemoryStateProvider(StateProvider):
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
         super().__init__(conf)
-        prefix = str(self.conf.get("key_prefix") or "")
+        c = checked_options(self.conf, _OPTIONS, "memory")
+        prefix = str(c.get("key_prefix") or "")
         with _LOCK:
             self._records = _STORES.setdefault(prefix, {})
 

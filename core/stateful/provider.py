@@ -17,10 +17,15 @@ leaves the checkpoint uncommitted and tries again later.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["Changes", "StateProvider", "namespace"]
+from squall.errors import ConfigError
+
+__all__ = ["Changes", "Options", "StateProvider", "checked_options", "namespace"]
+
+#: a provider's options: name -> (a check of a non-null value, what the value must be)
+Options = Mapping[str, "tuple[Callable[[Any], Any], str]"]
 
 #: a prepared checkpoint's changes: the new value of each key, ``None`` where it was deleted
 Changes = Mapping[bytes, "bytes | None"]
@@ -30,6 +35,25 @@ def namespace(topology_name: str, component_id: str, task: int) -> str:
     """The namespace of one stateful task's state: ``<topology name>/<component>/<task>``
     (the same across restarts, worker moves and resubmits under the same name)."""
     return f"{topology_name}/{component_id}/{task}"
+
+
+def checked_options(conf: Mapping[str, Any], options: Options, provider: str
+                    ) -> Mapping[str, Any]:
+    """``conf`` when each option is one of ``options`` and passes its check (null: its
+    default); else ConfigError naming the first that does not (a misspelt option would
+    otherwise leave the default in use without a word)."""
+    import difflib
+    where = "topology.state.provider.config"
+    for key, value in conf.items():
+        if key not in options:
+            close = difflib.get_close_matches(str(key), options, n=1)
+            raise ConfigError(f"{where}: the {provider} state provider has no option {key!r}"
+                              + (f" (did you mean {close[0]!r}?)" if close else "")
+                              + f"; it takes {', '.join(options)}")
+        check, what = options[key]
+        if value is not None and not check(value):
+            raise ConfigError(f"{where}.{key} must be {what}, got {value!r}")
+    return conf
 
 
 class StateProvider:

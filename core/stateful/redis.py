@@ -21,8 +21,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from squall.errors import ConfigError, StateProviderError
-from squall.stateful.provider import Changes, StateProvider
+from squall.errors import StateProviderError
+from squall.stateful.provider import Changes, Options, StateProvider, checked_options
 
 __all__ = ["RedisStateProvider"]
 
@@ -30,7 +30,7 @@ _PUT, _DEL = b"\x01", b"\x00"
 
 
 #: option -> (its check, what it must be)
-_OPTIONS: dict[str, tuple[Any, str]] = {
+_OPTIONS: Options = {
     "host": (lambda v: isinstance(v, str) and v, "a host name"),
     "port": (lambda v: _int(v) and 0 < v < 65536, "a port from 1 to 65535"),
     "db": (lambda v: _int(v) and v >= 0, "a database number, 0 or more"),
@@ -48,29 +48,12 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _checked(conf: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``conf`` when each option is known and right (null: its default); else ConfigError
-    naming the first that is not."""
-    import difflib
-    where = "topology.state.provider.config"
-    for key, value in conf.items():
-        if key not in _OPTIONS:
-            close = difflib.get_close_matches(str(key), _OPTIONS, n=1)
-            raise ConfigError(f"{where}: the redis state provider has no option {key!r}"
-                              + (f" (did you mean {close[0]!r}?)" if close else "")
-                              + f"; it takes {', '.join(_OPTIONS)}")
-        check, what = _OPTIONS[key]
-        if value is not None and not check(value):
-            raise ConfigError(f"{where}.{key} must be {what}, got {value!r}")
-    return conf
-
-
 class RedisStateProvider(StateProvider):
     """Checkpoints in Redis (see the module docstring)."""
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
         super().__init__(conf)
-        c = _checked(self.conf)
+        c = checked_options(self.conf, _OPTIONS, "redis")
         self.host = str(c.get("host") or "127.0.0.1")
         self.port = int(c.get("port") or 6379)
         self.prefix = str(c.get("key_prefix") if c.get("key_prefix") is not None else "squall:")

@@ -169,3 +169,15 @@ def test_redis_options_are_checked_by_name_type_and_range() -> None:
         with pytest.raises(ConfigError, match=r"^topology\.state\.provider\.config"
                                               + re.escape(said)):
             RedisStateProvider(conf)
+
+
+def test_memory_options_are_checked_by_name_and_type() -> None:
+    from squall.errors import ConfigError
+    MemoryStateProvider({"key_prefix": "tenant-a:"})
+    MemoryStateProvider({"key_prefix": None})                    # null: the default
+    with pytest.raises(ConfigError, match=r"^topology\.state\.provider\.config: the memory "
+                       r"state provider has no option 'key_prefx' \(did you mean "
+                       r"'key_prefix'\?\); it takes key_prefix$"):
+        MemoryStateProvider({"key_prefx": "tenant-a:"})
+    with pytest.raises(ConfigError, match=r"\.key_prefix must be a string, got 3"):
+        MemoryStateProvider({"key_prefix": 3})
