@@ -20,7 +20,7 @@ from typing import Any
 
 from squall import drivers
 from squall.api.component import Bolt, Spout
-from squall.api.topology import ComponentSpec, Input, Topology, class_ref
+from squall.api.topology import ComponentSpec, Input, Topology, class_ref, grouping_state
 from squall.api.tuple import Stream
 from squall.errors import ConfigError, PluginNotFoundError, TopologyError
 from squall.scheduling.resources import check_request
@@ -136,6 +136,11 @@ class BoltDeclarer(_Declarer):
             raise TopologyError(f"component {self._spec.id!r}: custom_grouping takes an "
                                 f"entry-point name or a squall.Grouping instance, got "
                                 f"{grouping!r}")
+        if isinstance(grouping, Grouping):
+            try:
+                grouping_state(grouping)        # what travels to a cluster's workers
+            except TopologyError as exc:
+                raise TopologyError(f"component {self._spec.id!r}: {exc}") from None
         return self._add(component, stream, "custom", (), grouping)
 
 

@@ -37,7 +37,7 @@ class Input:
     def to_json(self) -> dict[str, Any]:
         custom = self.custom
         if custom is not None and not isinstance(custom, (str, dict)):
-            custom = {"class": class_ref(type(custom)), "state": _json_state(custom)}
+            custom = {"class": class_ref(type(custom)), "state": grouping_state(custom)}
         return {"component": self.component, "stream": self.stream, "grouping": self.grouping,
                 "fields": list(self.fields), "custom": custom}
 
@@ -45,7 +45,9 @@ class Input:
     def from_json(cls, d: dict[str, Any], *, resolve: bool = True) -> Input:
         custom = d.get("custom")
         if isinstance(custom, dict) and resolve:
-            obj = resolve_class(custom["class"])()
+            # rebuilt as a copy is, without calling __init__ (which may take arguments)
+            grouping_cls = resolve_class(custom["class"])
+            obj = grouping_cls.__new__(grouping_cls)
             obj.__dict__.update(custom.get("state") or {})
             custom = obj
         return cls(d["component"], d["stream"], d["grouping"], tuple(d.get("fields") or ()),
@@ -90,16 +92,42 @@ def resolve_class(ref: str) -> Any:
     return obj
 
 
-def _json_state(obj: Any) -> dict[str, Any]:
-    import json
-    state = {}
-    for k, v in vars(obj).items():
-        try:
-            json.dumps(v)
-        except TypeError:
-            continue
-        state[k] = v
-    return state
+def grouping_state(obj: Any) -> dict[str, Any]:
+    """The attributes of a grouping instance, which travel to the workers as JSON;
+    TopologyError naming the first that would not come back as it is (a dict with keys that
+    are not str, a set, an object): that instance would route differently on a cluster than
+    in a LocalCluster. Tuples come back as lists."""
+    state = getattr(obj, "__dict__", None)
+    if state is None:
+        raise TopologyError(f"grouping {type(obj).__qualname__}: an instance given to "
+                            "custom_grouping travels to the workers as its attributes (JSON), "
+                            "and this one has no __dict__")
+    for k, v in state.items():
+        bad = _not_json(v)
+        if bad is not None:
+            raise TopologyError(
+                f"grouping {type(obj).__qualname__}: attribute {k!r} holds {bad}, which JSON "
+                "would not bring back as it is; an instance given to custom_grouping travels "
+                "to the workers as its attributes in JSON (str-keyed dicts, lists, str, "
+                "numbers, bool, None): convert it, or build it in configure() or prepare()")
+    return dict(state)
+
+
+def _not_json(v: Any) -> str | None:
+    """What in ``v`` JSON would not bring back (None: all of it round-trips)."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return None
+    if isinstance(v, (list, tuple)):
+        return next((bad for item in v if (bad := _not_json(item)) is not None), None)
+    if isinstance(v, dict):
+        for key, item in v.items():
+            if not isinstance(key, str):
+                return f"a dict key {key!r} that is not a str"
+            bad = _not_json(item)
+            if bad is not None:
+                return bad
+        return None
+    return f"a {type(v).__name__}"
 
 
 def split_tasks(task_ids: list[int], executors: int) -> list[tuple[int, int]]:

@@ -109,3 +109,44 @@ def test_with_parallelism_keeps_task_ids() -> None:
         topo.with_parallelism({"nope": 2})
     with pytest.raises(TopologyError, match="'count'"):
         topo.with_parallelism({"count": 0})
+
+
+class ByTable(Grouping):
+    """A custom grouping whose constructor takes arguments."""
+
+    def __init__(self, table: dict[str, int], hot: Any = ()) -> None:
+        self.table = table
+        self.hot = hot
+
+    def choose_tasks(self, task_id: int, values: Any) -> list[int]:
+        if values[0] in self.hot:
+            return list(self.target_tasks)
+        return [self.target_tasks[self.table[values[0]]]]
+
+
+def test_a_grouping_whose_constructor_takes_arguments_is_rebuilt_as_it_was() -> None:
+    b = TopologyBuilder()
+    b.set_spout("lines", Lines)
+    b.set_bolt("count", Count, 3).custom_grouping("lines", ByTable({"a": 2, "b": 0}, ["c"]))
+    back = Topology.from_json(json.loads(json.dumps(b.create_topology().to_json())))
+    grouping = back.components["count"].inputs[0].custom
+    assert isinstance(grouping, ByTable)
+    assert (grouping.table, grouping.hot) == ({"a": 2, "b": 0}, ["c"])
+    grouping.target_tasks = [1, 2, 3]
+    assert [grouping.choose_tasks(9, [k]) for k in "abc"] == [[3], [1], [1, 2, 3]]
+
+
+@pytest.mark.parametrize("table, hot, said", [
+    ({0: 2}, (), "attribute 'table' holds a dict key 0 that is not a str"),
+    ({"a": 2}, frozenset({"c"}), "attribute 'hot' holds a frozenset"),
+    ({"a": [1, {2: 3}]}, (), "attribute 'table' holds a dict key 2"),
+])
+def test_a_grouping_instance_that_json_would_change_is_refused_where_it_is_given(
+        table: Any, hot: Any, said: str) -> None:
+    # a LocalCluster would route with the object itself, a cluster's workers with what JSON
+    # brought back of it: an int key as a str, a set dropped
+    b = TopologyBuilder()
+    b.set_spout("lines", Lines)
+    with pytest.raises(TopologyError, match=r"^component 'count': grouping ByTable: "
+                                            + said.replace("(", r"\(")):
+        b.set_bolt("count", Count).custom_grouping("lines", ByTable(table, hot))
