@@ -1,0 +1,53 @@
+"""Leaving a LocalCluster stops what runs in it promptly, also with a slow bolt."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+from squall.testing import wait_until
+
+LOCK = threading.Lock()
+CALLS: list[float] = []
+
+
+class Endless(Spout):
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        self.i += 1
+        self.emit([self.i], tup_id=self.i)
+
+
+class Slow(Bolt):
+    """0.2 s a tuple, on the worker's loop."""
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            CALLS.append(time.monotonic())
+        time.sleep(0.2)         # the bolt's work: a call into something slow
+
+
+def test_leaving_with_a_slow_bolt_is_prompt_and_stops_its_calls() -> None:
+    # the bolt's first pass, unmeasured, took a whole batch (100 tuples, 20 s): shutdown gave
+    # the loop 10 s, left it running and process() went on after the with block
+    CALLS.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Endless)
+    b.set_bolt("slow", Slow).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        tid = cluster.submit_topology("slow", {"topology.max.spout.pending": 1000},
+                                      b.create_topology())
+        wait_until(lambda: len(CALLS) >= 2, 30)
+        start = time.monotonic()
+    left = time.monotonic()
+    assert left - start < 5, f"leaving the with block took {left - start:.1f} s"
+    with LOCK:
+        after = [t for t in CALLS if t > left]
+    assert after == [], f"{len(after)} process() calls after the with block"
+    assert not [t.name for t in threading.enumerate()
+                if t.name.startswith(f"squall-worker-{tid}")]    # so no call can come later
