@@ -295,16 +295,18 @@ def cmd_rebalance(args: argparse.Namespace, conf: dict[str, Any]) -> int:
 def rebalance_caps(info: dict[str, Any], cluster: Any, workers: int | None,
                    executors: dict[str, int]) -> list[str]:
     """What a rebalance request will not get, and why: a component's executors are capped by
-    its tasks (fixed at submit: ``set_num_tasks``), the workers by the slots this topology may
-    use (free ones and its own)."""
+    its tasks (fixed at submit: ``set_num_tasks``, ``topology.max.task.parallelism``), the
+    workers by the slots this topology may use (free ones and its own)."""
     notes = []
     components = info.get("components") or {}
+    cap = (info.get("conf") or {}).get("topology.max.task.parallelism")
     for comp, asked in sorted(executors.items()):
         tasks = int((components.get(comp) or {}).get("tasks") or 0)
         if tasks and asked > tasks:
+            how = (f"topology.max.task.parallelism is {cap}" if cap is not None and
+                   tasks == int(cap) else "raise them with set_num_tasks")
             notes.append(f"{comp}: {asked} executors asked, it gets {tasks}: it has {tasks} "
-                         f"task{'s' if tasks != 1 else ''} (fixed at submit; raise them with "
-                         "set_num_tasks)")
+                         f"task{'s' if tasks != 1 else ''} (fixed at submit; {how})")
     if workers is not None:
         own = {(w.get("worker") or "") for w in info.get("workers") or []}
         free = sum(len(set(s.ports) - set(s.used_ports)) for s in cluster.supervisors)

@@ -21,7 +21,8 @@ and its local directory.
   TLS when ``squall.tls.cert`` / ``.key`` are set.
 
 Threads: gRPC handler threads serve the API; one monitor thread runs the periodic work (every
-``nimbus.monitor.freq.secs`` and when a watch fires); one election thread waits for leadership.
+``nimbus.monitor.freq.secs``, when a watch fires or a command asks, and when a kill or rebalance
+wait ends); one election thread waits for leadership.
 """
 from __future__ import annotations
 
@@ -185,18 +186,21 @@ class Nimbus:
     def _monitor_loop(self, state: ClusterState, leadership: Leadership,
                       topologies: TopologyLifecycle, replication: Replication) -> None:
         freq = float(self.conf.get("nimbus.monitor.freq.secs") or 10)
+        due: float | None = None      # when the next kill / rebalance wait ends
         while not self._stop.is_set():
-            self._wake.wait(freq)
+            # a kill or rebalance --wait S ends after S seconds, not at the next periodic pass
+            self._wake.wait(freq if due is None else min(freq, max(0.0, due - time.time())))
             self._wake.clear()
             if self._stop.is_set():
                 return
+            due = None                # a failed pass waits the full period
             try:
                 state.supervisor_ids(watch=lambda _p: self._wake.set())
                 live = state.topology_ids(watch=lambda _p: self._wake.set())
                 replication.sync(live)
                 if leadership.is_leader:
                     self._report_unfound(state, replication.unfound)
-                    topologies.monitor_pass()
+                    due = topologies.monitor_pass()
                 self._code.clean(set(state.topology_ids()))
                 replication.publish()
             except SquallError as exc:

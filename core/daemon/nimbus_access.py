@@ -62,7 +62,8 @@ class TopologyAccess:
         AuthorizationError when ``user`` sees it only by name but does not own it."""
         if self.is_admin(user):
             return
-        tid = self._state.find_topology_id(name)
+        # one in its kill wait too: its owner may kill it again (to change the wait)
+        tid = self._state.find_topology_id(name, killed=True)
         storm = self._state.get_storm(tid) if tid else None
         if storm is None:
             self._not_running(user, name)

@@ -48,11 +48,16 @@ def start_failure_reason(errors: dict[str, list[dict[str, Any]]],
 
 
 def live_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:
-    """``(topology id, /storms record)`` of the topology named ``name``; NotAliveError listing
-    the running ones when there is none."""
+    """``(topology id, /storms record)`` of the topology named ``name``; NotAliveError saying
+    so when it is in its kill wait, or listing the running ones when there is none."""
     tid = state.find_topology_id(name)
     base = state.get_storm(tid) if tid else None
     if tid is None or base is None:
+        dying = state.find_topology_id(name, killed=True)
+        base = state.get_storm(dying) if dying else None
+        if base is not None:
+            raise NotAliveError(f"{being_killed(name, base)}; only kill acts on it now "
+                                "(kill --wait 0 ends the wait)")
         running = sorted(b.get("name", "?") for b in state.storms().values()
                          if b.get("status") != "killed")
         raise NotAliveError(f"no topology named {name!r} is running; running: "
@@ -60,14 +65,35 @@ def live_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:
     return tid, base
 
 
-def topology_graph(topology: Topology) -> list[dict[str, Any]]:
+def killable_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:
+    """Like :func:`live_topology`, but a topology in its kill wait is found too: a second
+    kill replaces that wait, as in Storm."""
+    tid = state.find_topology_id(name, killed=True)
+    base = state.get_storm(tid) if tid else None
+    if tid is None or base is None:
+        return live_topology(state, name)       # raises, listing the running ones
+    return tid, base
+
+
+def being_killed(name: str, base: Mapping[str, Any]) -> str:
+    """``topology NAME is being killed (N s of its kill wait left)`` for a killed record."""
+    left = max(0.0, float(base.get("kill_time") or 0) - time.time())
+    return f"topology {name!r} is being killed ({left:.0f} s of its kill wait left)"
+
+
+def topology_graph(topology: Topology,
+                   executors: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """The user's components (system ones left out), each ``{"id", "kind", "executors",
-    "tasks", "inputs": [{"component", "stream", "grouping", "fields"}]}``: what the UI draws."""
+    "tasks", "inputs": [{"component", "stream", "grouping", "fields"}]}``: what the UI draws.
+    ``executors``: the current executor counts (``component_executors`` of the ``/storms``
+    record, which a rebalance changes); the package's, from submit time, where absent."""
     out = []
     for cid, spec in sorted(topology.components.items()):
         if cid.startswith("__"):
             continue
-        out.append({"id": cid, "kind": spec.kind, "executors": spec.parallelism,
+        count = (executors or {}).get(cid)
+        out.append({"id": cid, "kind": spec.kind,
+                    "executors": min(int(count), spec.num_tasks) if count else spec.parallelism,
                     "tasks": spec.num_tasks,
                     "inputs": [{"component": i.component, "stream": i.stream,
                                 "grouping": i.grouping, "fields": list(i.fields)}
@@ -204,7 +230,8 @@ class NimbusReads:
                 "components": components, "executors": executors, "workers": workers,
                 "flow": _flow(loaded[1]) if loaded else sorted(components),
                 "errors": errors,
-                "graph": topology_graph(loaded[1]) if loaded else [],
+                "graph": (topology_graph(loaded[1], base.get("component_executors"))
+                          if loaded else []),
                 "conf": redact(loaded[0]) if loaded else {}}
 
     def package_file(self, topology_id: str, file: str) -> Path:

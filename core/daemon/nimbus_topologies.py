@@ -23,7 +23,7 @@ from typing import Any
 from squall.api.topology import Topology
 from squall.daemon import validate
 from squall.daemon.nimbus_code import CodeStore
-from squall.daemon.nimbus_info import live_topology
+from squall.daemon.nimbus_info import being_killed, killable_topology, live_topology
 from squall.daemon.nimbus_replication import Replication
 from squall.daemon.nimbus_schedule import Scheduling
 from squall.errors import AlreadyAliveError, ConfigError, TopologyError
@@ -81,7 +81,7 @@ class TopologyLifecycle:
         """Validate and store a topology owned by ``owner``; returns its id.
         AlreadyAliveError, TopologyError."""
         from squall import config
-        from squall.runtime.system import add_system_components
+        from squall.runtime.system import add_system_components, cap_parallelism
         self._require_leader()
         if not isinstance(name, str) or not NAME_RE.match(name):
             raise TopologyError(f"invalid topology name {name!r}: use letters, digits, "
@@ -93,7 +93,7 @@ class TopologyLifecycle:
             topology = Topology.from_json(topology_json, resolve=False)
         except (KeyError, TypeError, ValueError) as exc:
             raise TopologyError(f"malformed topology description: {exc!r}") from exc
-        full = add_system_components(topology, merged)
+        full = add_system_components(cap_parallelism(topology, merged), merged)
         with self._code.staged(tconf, full.to_json(), code) as staged:
             validate.check_in_subprocess(str(staged))
             with self._lock:
@@ -103,10 +103,8 @@ class TopologyLifecycle:
                 dying = [base for base in self._state.storms().values()
                          if base.get("name") == name]
                 if dying:       # killed, in its kill wait (as Storm, one name at a time)
-                    left = max(0.0, float(dying[0].get("kill_time") or 0) - time.time())
-                    raise AlreadyAliveError(
-                        f"topology {name!r} is being killed ({left:.0f} s of its kill wait "
-                        f"left); submit it again once it is gone")
+                    raise AlreadyAliveError(f"{being_killed(name, dying[0])}; submit it again "
+                                            "once it is gone")
                 counter = self._code.next_counter(self._state.topology_ids())
                 tid = f"{name}-{counter}-{int(time.time())}"
                 self._code.install(staged, tid)
@@ -144,10 +142,11 @@ class TopologyLifecycle:
 
     def kill(self, name: str, wait_secs: float | None = None) -> None:
         """Deactivate now; remove everything after ``wait_secs`` (default: the topology's
-        ``topology.message.timeout.secs``)."""
+        ``topology.message.timeout.secs``). A topology already in its kill wait gets this
+        wait instead, counted from now (Storm's kill in the killed state)."""
         self._require_leader()
         with self._lock:
-            tid, base = live_topology(self._state, name)
+            tid, base = killable_topology(self._state, name)
             if wait_secs is None:
                 loaded = self._code.topology_of(tid)
                 conf = loaded[0] if loaded else self._conf
@@ -253,26 +252,40 @@ class TopologyLifecycle:
         self._wake()
 
     # -- periodic work (the leader's monitor thread) ------------------------------------------
-    def monitor_pass(self) -> None:
+    def monitor_pass(self) -> float | None:
         """Under the lock: finish the kills and rebalances that are due, run a scheduling
-        pass, remove ZooKeeper nodes of topologies that are gone."""
+        pass, remove ZooKeeper nodes of topologies that are gone. Returns when the next kill
+        or rebalance wait ends (epoch seconds; None: none waits), so that the monitor thread
+        wakes then rather than at its next periodic pass."""
         with self._lock:
-            self._finish_transitions()
+            due = self._finish_transitions()
             self._scheduling.run(hold=frozenset(self._replicating))
             self._clean_orphans()
+            return due
 
-    def _finish_transitions(self) -> None:
+    def _finish_transitions(self) -> float | None:
+        """Finish the kills and rebalances that are due; returns when the earliest of the
+        others is (None: no other)."""
         now = time.time()
+        waits: list[float] = []
         for tid, base in self._state.storms().items():
-            if base.get("status") == "killed" and float(base.get("kill_time") or 0) <= now:
+            plan = base.get("rebalance")
+            if base.get("status") == "killed":
+                due = float(base.get("kill_time") or 0)
+            elif base.get("status") == "rebalancing" and plan:
+                due = float(plan["due"])
+            else:
+                continue
+            if due > now:
+                waits.append(due)
+            elif base.get("status") == "killed":
                 self._state.remove_topology(tid)
                 self._scheduling.forget(tid)
                 self._code.forget(tid)
                 from squall.plugin_manager import notify
                 notify("squall_topology_killed", name=base.get("name", ""), topology_id=tid)
                 log.info("topology %s killed", tid)
-            plan = base.get("rebalance")
-            if base.get("status") == "rebalancing" and plan and float(plan["due"]) <= now:
+            else:
                 self._state.update_storm(tid, status=plan["previous"], rebalance=None,
                                          num_workers=plan["num_workers"],
                                          component_executors=plan["component_executors"])
@@ -280,6 +293,7 @@ class TopologyLifecycle:
                     "num_workers": base.get("num_workers"),
                     "component_executors": base.get("component_executors")})
                 log.info("rebalancing topology %s", tid)
+        return min(waits, default=None)
 
     def _clean_orphans(self) -> None:
         state = self._state

@@ -26,7 +26,7 @@ from squall.api.topology import Topology
 from squall.errors import AlreadyAliveError, ConfigError, NotAliveError, TopologyError
 from squall.runtime import gc_tuning
 from squall.runtime.stats import executor_stats, stall_reason
-from squall.runtime.system import add_system_components
+from squall.runtime.system import add_system_components, cap_parallelism
 from squall.runtime.worker import Worker
 from squall.state.memory import NAMESPACE_KEY
 
@@ -152,7 +152,7 @@ class LocalCluster:
             _check_transport(merged)
             from squall.plugin_manager import notify, validate_topology
             validate_topology(topology, merged)
-            full = add_system_components(topology, merged)
+            full = add_system_components(cap_parallelism(topology, merged), merged)
             topology_id = f"{name}-{next(_ids)}-{int(time.time())}"
             run = _Running(name, topology_id, full, merged)
             self._start_workers(run)

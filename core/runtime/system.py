@@ -5,15 +5,51 @@ component's instance is made.
 LocalCluster both call it): ``__acker`` tasks (``topology.acker.executors``; null means one per
 worker) and one ``__metrics_<name>`` bolt per registered metrics consumer. (The builder adds
 ``__checkpoint`` itself, see :mod:`squall.stateful.wiring`; a topology with it and without
-ackers is refused here.)
+ackers is refused here.) Before that, both apply ``topology.max.task.parallelism`` with
+``cap_parallelism``.
 """
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from typing import Any
 
 from squall import drivers
 from squall.api.topology import ACKER, ComponentSpec, Topology
 from squall.runtime.streams import METRICS_PREFIX as METRICS_PREFIX  # re-exported
+
+log = logging.getLogger(__name__)
+MAX_TASK_PARALLELISM = "topology.max.task.parallelism"
+
+
+def cap_parallelism(topology: Topology, conf: dict[str, Any]) -> Topology:
+    """``topology`` with every component's tasks and executors capped at its
+    ``topology.max.task.parallelism`` (the component's own config, else ``conf``'s; null or
+    absent: no cap), as Storm's nimbus does when it normalizes a submitted topology.
+
+    Like Storm, only the components of the submitted topology are capped: the ackers and
+    metrics consumers :func:`add_system_components` adds keep their own counts (Storm adds
+    them after capping). Task ids are assigned afresh, so call it before the topology runs.
+    """
+    specs, capped = [], []
+    for cid, spec in sorted(topology.components.items()):
+        cap = spec.config.get(MAX_TASK_PARALLELISM, conf.get(MAX_TASK_PARALLELISM))
+        if cap is None or cid == ACKER or cid.startswith(METRICS_PREFIX) or \
+                spec.num_tasks <= int(cap) and spec.parallelism <= int(cap):
+            specs.append(spec)
+            continue
+        tasks = min(spec.num_tasks, int(cap))
+        config = dict(spec.config)
+        if "topology.tasks" in config:       # what set_num_tasks wrote: the count it gets
+            config["topology.tasks"] = tasks
+        specs.append(replace(spec, num_tasks=tasks, parallelism=min(spec.parallelism, tasks),
+                             config=config))
+        capped.append(f"{cid} {spec.parallelism}/{spec.num_tasks} -> "
+                      f"{min(spec.parallelism, tasks)}/{tasks}")
+    if not capped:
+        return topology
+    log.info("topology.max.task.parallelism caps executors/tasks: %s", ", ".join(capped))
+    return Topology(specs, topology.conf)
 
 
 

@@ -136,10 +136,11 @@ class ClusterState:
                 out[tid] = base
         return out
 
-    def find_topology_id(self, name: str) -> str | None:
-        """The id of the live topology called ``name`` (``None`` if there is none)."""
+    def find_topology_id(self, name: str, *, killed: bool = False) -> str | None:
+        """The id of the live topology called ``name`` (``None`` if there is none); with
+        ``killed``, also one in its kill wait (nimbus keeps one record per name at a time)."""
         for tid, base in self.storms().items():
-            if base.get("name") == name and base.get("status") != "killed":
+            if base.get("name") == name and (killed or base.get("status") != "killed"):
                 return tid
         return None
 

@@ -427,6 +427,26 @@ def test_rebalance_changes_executors_not_task_ids(cluster: LocalCluster) -> None
         cluster.rebalance("reb", executors={"nope": 2})
 
 
+def test_max_task_parallelism_caps_the_users_components_not_the_ackers(
+        cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, parallelism=3)
+    b.set_bolt("tracked", Tracked, parallelism=2).set_num_tasks(6).shuffle_grouping("numbers")
+    # a component's own setting beats the topology's, as in Storm
+    b.set_bolt("own", Ticking, parallelism=4).shuffle_grouping("numbers").add_config(
+        "topology.max.task.parallelism", 3)
+    cluster.submit_topology("capped", {"topology.max.task.parallelism": 1,
+                                       "topology.acker.executors": 2}, b.create_topology())
+    topo = cluster.get_topology("capped")
+    assert {c: (len(topo.executors(c)), len(topo.tasks(c)))
+            for c in ("numbers", "tracked", "own", "__acker")} == \
+        {"numbers": (1, 1), "tracked": (1, 1), "own": (3, 3), "__acker": (2, 2)}
+    wait_until(lambda: len(ACKED) > 10, message="no acks")
+    assert len(cluster.get_topology_info("capped")["executors"]) == 1 + 1 + 3 + 2
+    cluster.rebalance("capped", executors={"tracked": 4})     # capped, not refused
+    assert len(cluster.get_topology("capped").executors("tracked")) == 1
+
+
 class FailsOnRebalance(Bolt):
     """The first initialize after ``BREAK`` is set raises (a rebalance's new instance)."""
 

@@ -2,6 +2,7 @@
 and the errors users get for mistakes."""
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -80,3 +81,41 @@ def test_list_deactivate_activate_rebalance_kill(squall_cluster, wordcount):
     assert missing.returncode == 2
     assert missing.stderr.strip() == ("squall: error: no topology named 'nope' is running; "
                                       "running: none")
+
+
+def test_waits_end_on_time_a_second_kill_replaces_the_wait_and_tasks_are_capped(squall_cluster):
+    """Nimbus's periodic pass comes every 30 s here: a kill or rebalance wait of a few seconds
+    ends on its own time, not at that pass. No supervisor: the topology stays pending, which
+    is all these commands need."""
+    c = squall_cluster
+    nimbus = c.start_nimbus(overrides={"nimbus.monitor.freq.secs": 30})
+    c.wait_ready(supervisors=0)
+    c.squall("submit", c.wordcount_target, "--name", "mtp",
+             "-c", "topology.max.task.parallelism=1")
+    tid = c.state.find_topology_id("mtp")
+    status = lambda: (c.state.get_storm(tid) or {}).get("status")  # noqa: E731
+    # every user component at one executor and one task; the acker keeps its one per worker
+    assert c.state.get_storm(tid)["component_executors"] == {
+        "__acker": 1, "count": 1, "sentences": 1, "split": 1}
+    row = c.squall("list").stdout.splitlines()[1].split()
+    assert row[0] == "mtp" and row[4] == "4"                        # TASKS
+
+    started = time.monotonic()
+    c.squall("rebalance", "mtp", "--wait", "3", "--executors", "split=2")
+    assert status() == "rebalancing"
+    c.wait(lambda: status() == "pending", 15, "the rebalance did not end after its wait")
+    assert time.monotonic() - started < 20
+    assert c.state.get_storm(tid)["component_executors"]["split"] == 1      # capped
+
+    c.squall("kill", "mtp", "--wait", "600")
+    assert c.listed() == {"mtp": "killed"}
+    refused = c.squall("activate", "mtp", check=False)
+    assert refused.returncode == 2
+    assert re.fullmatch(r"squall: error: topology 'mtp' is being killed \((599|600) s of its "
+                        r"kill wait left\); only kill acts on it now \(kill --wait 0 ends the "
+                        r"wait\)\n", refused.stderr), refused.stderr
+    started = time.monotonic()
+    c.squall("kill", "mtp", "--wait", "3")                          # replaces the 600 s
+    c.wait(lambda: c.state.get_storm(tid) is None, 15, "the second kill did not end it")
+    assert time.monotonic() - started < 20
+    assert re.search(rf"killing topology {tid} in 3 s", nimbus.log_text())

@@ -5,12 +5,13 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 import zipfile
 from typing import Any
 
 import pytest
 
-from squall import Spout, TopologyBuilder, drivers
+from squall import Bolt, Spout, TopologyBuilder, drivers
 from squall.daemon import packaging
 from squall.daemon.nimbus import Nimbus
 from squall.daemon.nimbus_code import CodeStore
@@ -298,3 +299,96 @@ def test_a_name_in_its_kill_wait_cannot_be_submitted_again(parts, monkeypatch):
                                                 r"kill wait left\); submit it again once"):
         lifecycle.submit("wc", {}, _topology_json(), _zip())
     assert len(state.topology_ids()) == 1
+
+
+# -- kill and rebalance waits, topology.max.task.parallelism, the graph after a rebalance ---------
+class Sink(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def _two_components_json() -> dict[str, Any]:
+    """Spout ``s`` (2 executors), bolt ``b`` (1 executor over 4 tasks)."""
+    b = TopologyBuilder()
+    b.set_spout("s", Src, parallelism=2)
+    b.set_bolt("b", Sink, parallelism=1).shuffle_grouping("s").set_num_tasks(4)
+    return b.create_topology().to_json()
+
+
+@pytest.fixture
+def leader(parts, monkeypatch):
+    """``parts`` leading, with packages accepted without the validating subprocess."""
+    from squall.daemon import validate
+    monkeypatch.setattr(validate, "check_in_subprocess", lambda directory: None)
+    parts[2].leading = True
+    return parts
+
+
+def test_a_pass_says_when_the_next_kill_or_rebalance_wait_ends(leader):
+    state, _, _, _, lifecycle = leader
+    lifecycle.submit("wc", {}, _topology_json(), _zip())
+    lifecycle.submit("other", {}, _topology_json(), _zip())
+    assert lifecycle.monitor_pass() is None                  # nothing waits
+    before = time.time()
+    lifecycle.rebalance("wc", wait_secs=30)
+    lifecycle.kill("other", 20)
+    due = lifecycle.monitor_pass()                           # neither is due yet
+    assert due is not None and before + 20 <= due <= time.time() + 20
+    assert {b["status"] for b in state.storms().values()} == {"rebalancing", "killed"}
+    lifecycle.kill("other", 0)
+    due = lifecycle.monitor_pass()                           # "other" is gone
+    assert [b["name"] for b in state.storms().values()] == ["wc"]
+    assert due is not None and before + 30 <= due <= time.time() + 30
+
+
+def test_a_second_kill_replaces_the_wait_and_other_commands_say_it_is_being_killed(leader):
+    state, _, _, reads, lifecycle = leader
+    lifecycle.submit("wc", {}, _topology_json(), _zip())
+    lifecycle.kill("wc", 60)
+    being_killed = (r"^topology 'wc' is being killed \((59|60) s of its kill wait left\); only "
+                    r"kill acts on it now \(kill --wait 0 ends the wait\)$")
+    for command in (lambda: lifecycle.set_active("wc", True),
+                    lambda: lifecycle.rebalance("wc", wait_secs=0),
+                    lambda: lifecycle.set_log_levels("wc", {"ROOT": "DEBUG"}, 0),
+                    lambda: reads.topology_info("wc")):
+        with pytest.raises(NotAliveError, match=being_killed):
+            command()
+    lifecycle.kill("wc", 30)                                 # Storm: a new wait, from now
+    (tid,) = state.topology_ids()
+    assert 29 <= state.get_storm(tid)["kill_time"] - time.time() <= 30
+    lifecycle.kill("wc", 0)
+    assert lifecycle.monitor_pass() is None and state.topology_ids() == []
+    with pytest.raises(NotAliveError, match="no topology named 'wc' is running; running: none"):
+        lifecycle.kill("wc", 0)
+
+
+def test_max_task_parallelism_caps_the_submitted_components_not_the_ackers(leader):
+    state, code, _, _, lifecycle = leader
+    tid = lifecycle.submit("wc", {"topology.max.task.parallelism": 1,
+                                  "topology.acker.executors": 2}, _two_components_json(), _zip())
+    topology = code.topology_of(tid)[1]
+    assert {c: (s.parallelism, s.num_tasks) for c, s in topology.components.items()} == \
+        {"s": (1, 1), "b": (1, 1), "__acker": (2, 2)}
+    assert topology.components["b"].config["topology.tasks"] == 1
+    assert state.get_storm(tid)["component_executors"] == {"__acker": 2, "b": 1, "s": 1}
+    # a rebalance asking for more executors than that gets the cap (as Storm: executors
+    # never outnumber the tasks)
+    lifecycle.rebalance("wc", wait_secs=0, executors={"b": 3})
+    lifecycle.monitor_pass()
+    assert state.get_storm(tid)["component_executors"]["b"] == 1
+
+
+def test_the_graph_and_the_ui_show_the_executors_of_the_last_rebalance(leader):
+    from squall.ui import views
+    _, _, _, reads, lifecycle = leader
+    lifecycle.submit("wc", {}, _two_components_json(), _zip())
+    lifecycle.rebalance("wc", wait_secs=0, executors={"s": 1, "b": 3})
+    lifecycle.monitor_pass()
+    info = reads.topology_info("wc")
+    assert {n["id"]: (n["executors"], n["tasks"]) for n in info["graph"]} == \
+        {"s": (1, 2), "b": (3, 4)}
+    shown = views.visualization(info, ":all-time")
+    assert {c: v[":executors"] for c, v in shown.items()} == {"s": 1, "b": 3}
+    page = views.topology_page(info, ":all-time", time.time())  # nothing reported yet
+    assert {r["spoutId"] if "spoutId" in r else r["boltId"]: r["executors"]
+            for r in page["spouts"] + page["bolts"]} == {"s": 1, "b": 3}
