@@ -213,7 +213,9 @@ class LocalCluster:
         with self._lock:
             run = self._get(name)
             for w in run.workers:
-                w.deactivate()
+                # without a wait there is nothing to settle for: the stop, below, waits
+                # for spouts on threads of their own (one blocked in a call held both)
+                w.deactivate(settle=wait > 0)
             _wait_drained(run, wait)
             self._stop_workers(run)
             del self._topologies[name]

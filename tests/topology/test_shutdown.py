@@ -51,3 +51,36 @@ def test_leaving_with_a_slow_bolt_is_prompt_and_stops_its_calls() -> None:
     assert after == [], f"{len(after)} process() calls after the with block"
     assert not [t.name for t in threading.enumerate()
                 if t.name.startswith(f"squall-worker-{tid}")]    # so no call can come later
+
+
+RELEASE = threading.Event()
+ENTERED = threading.Event()
+
+
+class BlockedSpout(Spout):
+    """On a thread of its own, blocks in its first next_tuple until the test releases it."""
+    outputs = ["n"]
+    dedicated_thread = True
+
+    def next_tuple(self) -> None:
+        ENTERED.set()
+        RELEASE.wait(60)
+
+
+def test_leaving_with_a_spout_blocked_in_a_call_takes_one_stop_timeout() -> None:
+    # the kill waited up to 10 s for the spout to settle its deactivate, then the stop 10 s
+    # more for its thread: twice the one timeout
+    RELEASE.clear()
+    ENTERED.clear()
+    b = TopologyBuilder()
+    b.set_spout("blocked", BlockedSpout)
+    b.set_bolt("slow", Slow).shuffle_grouping("blocked")
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("blocked", {}, b.create_topology())
+            wait_until(ENTERED.is_set, 30)
+            start = time.monotonic()
+        took = time.monotonic() - start
+        assert took < 15, f"leaving the with block took {took:.1f} s"     # 10 s, once
+    finally:
+        RELEASE.set()
