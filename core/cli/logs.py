@@ -1,12 +1,15 @@
 """``squall logs TOPOLOGY [--follow]``, ``squall set-log-level TOPOLOGY LOGGER=LEVEL`` and
 ``squall debug TOPOLOGY [COMPONENT] --enable|--disable|--show``.
 
-``logs`` finds the topology's workers in the cluster state (``/assignments``: which supervisor
-and port; ``/supervisors``: the host and ``logviewer_port``) and prints each worker's log,
-fetched from the logviewer of its supervisor (:mod:`squall.daemon.logviewer`), under a
-``==> host:port <==`` header. ``--follow`` then keeps printing what the workers write (each
-line prefixed with ``[host:port]`` when there are several), following rotations and
-reassignments, until Ctrl-C or the topology is gone.
+``logs`` asks nimbus for the topology's workers (``NimbusClient.topology_info``: the host,
+port and supervisor's ``logviewer_port`` of each assigned worker), so nimbus
+checks that the caller may see the topology as for every other command: a user with only a
+token needs no ZooKeeper credentials, and another user's topology is refused in one line. It
+prints each worker's log, fetched from the logviewer of its supervisor
+(:mod:`squall.daemon.logviewer`, with the caller's ``squall.auth.token`` as a bearer token when
+``nimbus.authentication`` is on), under a ``==> host:port <==`` header. ``--follow`` then keeps
+printing what the workers write (each line prefixed with ``[host:port]`` when there are
+several), following rotations and reassignments, until Ctrl-C or the topology is gone.
 
 ``debug`` asks nimbus to sample a share of a component's emits (every component's without
 COMPONENT) into the events logs of the topology's workers (:mod:`squall.runtime.event_log`), or
@@ -26,12 +29,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from squall.cli.argtypes import byte_count, seconds
 from squall.errors import NotAliveError
+from squall.security.settings import authentication_mode
 
 log = logging.getLogger(__name__)
 FOLLOW_POLL_SECS = 1.0
@@ -89,44 +93,43 @@ class WorkerLog:
         return f"{self.host}:{self.port}"
 
 
-def worker_logs(state: Any, name: str, file: str = "log") -> tuple[str, list[WorkerLog]]:
-    """The topology id of ``name`` and its workers' log addresses (``file``: ``log``, or
-    ``events``, ... as the logviewer names them), sorted; NotAliveError when no live topology
-    has that name."""
-    tid = state.find_topology_id(name)
-    if tid is None:
-        raise NotAliveError(f"no topology named {name!r} is running")
-    assignment = state.get_assignment(tid) or {}
-    hosts = assignment.get("node_host") or {}
-    supervisors = state.supervisors()
+def worker_logs(info: Mapping[str, Any], file: str = "log") -> list[WorkerLog]:
+    """The log addresses of the workers of a topology info (``NimbusClient.topology_info``;
+    ``file``: ``log``, or ``events``, ... as the logviewer names them), sorted."""
+    tid = str(info.get("id", ""))
     out = set()
-    for node, port in (assignment.get("executor_node_port") or {}).values():
-        sup = supervisors.get(str(node)) or {}
-        host = str(sup.get("hostname") or hosts.get(node) or node)
-        lv_port = sup.get("logviewer_port")
+    # every assigned worker: one that never beat (it crashed at start) has the log saying why
+    for w in info.get("assigned_workers") or info.get("workers") or ():
+        host = str(w.get("host") or w.get("supervisor_id") or "")
+        port = int(w.get("port") or 0)
+        lv_port = w.get("logviewer_port")
         url = None
         if lv_port:
-            query = urllib.parse.urlencode({"topology": tid, "port": int(port), "file": file})
+            query = urllib.parse.urlencode({"topology": tid, "port": port, "file": file})
             url = f"http://{host}:{int(lv_port)}/log?{query}"
-        out.add(WorkerLog(host, int(port), url))
-    return tid, sorted(out)
+        out.add(WorkerLog(host, port, url))
+    return sorted(out)
 
 
-def fetch(url: str, start: int | None = None, timeout: float = 10.0) -> tuple[bytes, int]:
+def auth_headers(conf: Mapping[str, Any]) -> dict[str, str]:
+    """The headers a logviewer of this cluster needs from this process: its
+    ``squall.auth.token`` as a bearer token when ``nimbus.authentication`` is on (none
+    otherwise: the token is not sent where nobody checks it)."""
+    token = conf.get("squall.auth.token")
+    if authentication_mode(conf) == "none" or not token:
+        return {}
+    return {"Authorization": f"Bearer {token}"}
+
+
+def fetch(url: str, start: int | None = None, timeout: float = 10.0,
+          headers: Mapping[str, str] | None = None) -> tuple[bytes, int]:
     """``(bytes, file size)`` of a log from ``start`` (None: all; negative: from the end)."""
     if start is not None:
         url += f"&start={start}"
-    with urllib.request.urlopen(url, timeout=timeout) as reply:
+    request = urllib.request.Request(url, headers=dict(headers or {}))
+    with urllib.request.urlopen(request, timeout=timeout) as reply:
         data = reply.read()
         return data, int(reply.headers.get("X-Log-Size") or len(data))
-
-
-def _open_state(conf: dict[str, Any]) -> Any:
-    from squall import drivers
-    from squall.state.cluster_state import ClusterState
-    store = drivers.driver("state", conf)
-    store.start()
-    return store, ClusterState(store, conf)
 
 
 def cmd_logs(args: argparse.Namespace, conf: dict[str, Any]) -> int:
@@ -135,9 +138,13 @@ def cmd_logs(args: argparse.Namespace, conf: dict[str, Any]) -> int:
 
 def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
                 tail: int | None) -> int:
-    store, state = _open_state(conf)
+    from squall.daemon.nimbus_client import NimbusClient
+    client = NimbusClient(conf)
+    headers = auth_headers(conf)
     try:
-        _, workers = worker_logs(state, name, file)
+        # nimbus answers only a caller that may see the topology (AuthorizationError, a
+        # NotAliveError listing the caller's own otherwise), as for kill or rebalance
+        workers = worker_logs(client.topology_info(name), file)
         if not workers:
             print(f"topology {name!r} has no workers yet", file=sys.stderr)
         offsets: dict[WorkerLog, int] = {}
@@ -145,19 +152,19 @@ def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
         for w in workers:
             print(f"==> {w.label} <==", flush=True)
             if tail == 0:           # from the end: nothing yet
-                offsets[w], ok = _print_from(w, -1, None, show=False)
+                offsets[w], ok = _print_from(w, headers, -1, None, show=False)
             else:
-                offsets[w], ok = _print_from(w, None if tail is None else -tail, None)
+                offsets[w], ok = _print_from(w, headers, None if tail is None else -tail, None)
             failed |= not ok
         if not follow:
             return 1 if failed else 0
-        return _follow(lambda: worker_logs(state, name, file)[1], offsets)
+        return _follow(lambda: worker_logs(client.topology_info(name), file), offsets, headers)
     finally:
-        store.close()
+        client.close()
 
 
-def _print_from(w: WorkerLog, start: int | None, prefix: str | None,
-                show: bool = True) -> tuple[int, bool]:
+def _print_from(w: WorkerLog, headers: Mapping[str, str], start: int | None,
+                prefix: str | None, show: bool = True) -> tuple[int, bool]:
     """Print ``w``'s log from ``start`` (negative: that many bytes before its end; nothing
     with ``show`` false); returns (the offset printed up to, whether it could be read).
     Problems are one line on stderr."""
@@ -166,14 +173,16 @@ def _print_from(w: WorkerLog, start: int | None, prefix: str | None,
               file=sys.stderr)
         return 0, False
     try:
-        data, size = fetch(w.url, start)
+        data, size = fetch(w.url, start, headers=headers)
         if start is not None and start > size:   # rotated since: the new file from its start
             start = 0
-            data, size = fetch(w.url, start)
+            data, size = fetch(w.url, start, headers=headers)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:   # no log written yet
             return 0, True
-        print(f"squall: {w.label}: logviewer answered {exc.code}", file=sys.stderr)
+        why = _first_line(exc)
+        print(f"squall: {w.label}: logviewer answered {exc.code}{': ' + why if why else ''}",
+              file=sys.stderr)
         return 0, False
     except (OSError, ValueError, http.client.HTTPException) as exc:
         print(f"squall: {w.label}: cannot read its log from its logviewer: {exc!r}",
@@ -185,6 +194,15 @@ def _print_from(w: WorkerLog, start: int | None, prefix: str | None,
     return offset, True
 
 
+def _first_line(exc: urllib.error.HTTPError) -> str:
+    """The first line of an error answer's body (the logviewer's one-line reason)."""
+    try:
+        body = exc.read(512).decode("utf-8", errors="replace")
+    except (OSError, http.client.HTTPException):
+        return ""
+    return body.strip().splitlines()[0] if body.strip() else ""
+
+
 def _write(data: bytes, prefix: str | None) -> None:
     text = data.decode("utf-8", errors="replace")
     if prefix and text:
@@ -193,7 +211,8 @@ def _write(data: bytes, prefix: str | None) -> None:
     sys.stdout.flush()
 
 
-def _follow(find: Callable[[], list[WorkerLog]], offsets: dict[WorkerLog, int]) -> int:
+def _follow(find: Callable[[], list[WorkerLog]], offsets: dict[WorkerLog, int],
+            headers: Mapping[str, str]) -> int:
     polls = 0
     try:
         while True:
@@ -212,7 +231,7 @@ def _follow(find: Callable[[], list[WorkerLog]], offsets: dict[WorkerLog, int]) 
             several = len(offsets) > 1
             for w in sorted(offsets):
                 if w.url is not None:
-                    offsets[w], _ = _print_from(w, offsets[w],
+                    offsets[w], _ = _print_from(w, headers, offsets[w],
                                                 f"[{w.label}] " if several else None)
     except KeyboardInterrupt:
         return 0
@@ -250,4 +269,4 @@ def cmd_debug(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     return 0
 
 
-__all__ = ["WorkerLog", "register", "worker_logs"]
+__all__ = ["WorkerLog", "auth_headers", "register", "worker_logs"]

@@ -11,10 +11,16 @@ published as ``logviewer_port`` in ``/supervisors/<id>``. Plain text, read-only,
 - ``GET /daemonlog?name=supervisor`` a daemon's log (``nimbus``, ``supervisor``, ``ui``);
 - ``&start=B`` (a byte offset; negative: from the end) and ``&length=N`` select a part.
 
+With ``nimbus.authentication`` on, a worker's logs are for its topology's owner and admins,
+daemon logs for admins (:mod:`squall.daemon.logviewer_access`): a request without
+``Authorization: Bearer <token>`` (or a link the UI signed) is 401, another user's is 403,
+both before the file is looked up, so neither learns which logs exist.
+
 Every answer carries ``X-Log-Size`` (the file's size now), so a client following a log asks for
 ``start=<what it has>`` next and starts over from 0 when the size shrank (the file rotated).
-A request naming no known file is 404; malformed parameters are 400. Requests are served on
-threads of their own; nothing here is called per tuple.
+A request naming no known file is 404; malformed parameters are 400; 503 while the owner
+of a topology cannot be read. Requests are served on threads of their own; nothing here is
+called per tuple.
 """
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from squall.daemon.log_files import worker_log_name
+from squall.daemon.logviewer_access import Forbidden, LogAccess, Unauthorized
+from squall.errors import SquallError
 
 log = logging.getLogger(__name__)
 CHUNK = 1 << 16
@@ -87,13 +95,31 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         logs = self.server.logs
-        if url.path == "/log":
-            path = worker_file(logs, query.get("topology", ""), query.get("port", ""),
-                               query.get("file", "log"))
-        elif url.path == "/daemonlog":
-            path = daemon_file(logs, query.get("name", ""))
-        else:
-            self._fail(HTTPStatus.NOT_FOUND, "unknown page: use /log or /daemonlog")
+        access = self.server.access
+        authorization = self.headers.get("Authorization")
+        try:
+            if url.path == "/log":
+                topology = query.get("topology", "")
+                path = worker_file(logs, topology, query.get("port", ""),
+                                   query.get("file", "log"))
+                if path is not None and access is not None:
+                    access.check_worker_log(authorization, query, topology)
+            elif url.path == "/daemonlog":
+                path = daemon_file(logs, query.get("name", ""))
+                if access is not None:
+                    access.check_daemon_log(authorization)
+            else:
+                self._fail(HTTPStatus.NOT_FOUND, "unknown page: use /log or /daemonlog")
+                return
+        except Unauthorized as exc:
+            self._fail(HTTPStatus.UNAUTHORIZED, str(exc))
+            return
+        except Forbidden as exc:
+            self._fail(HTTPStatus.FORBIDDEN, str(exc))
+            return
+        except SquallError as exc:     # the state store: the owner cannot be checked now
+            log.warning("logviewer: cannot check who may read %s: %s", url.path, exc)
+            self._fail(HTTPStatus.SERVICE_UNAVAILABLE, "cannot check access now; try again")
             return
         if path is None or not path.is_file():
             self._fail(HTTPStatus.NOT_FOUND, "no such log file")
@@ -125,6 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
+        if status == HTTPStatus.UNAUTHORIZED:
+            self.send_header("WWW-Authenticate", 'Bearer realm="squall"')
         self.end_headers()
         self.wfile.write(body)
 
@@ -135,19 +163,23 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], logs: Path) -> None:
+    def __init__(self, address: tuple[str, int], logs: Path, access: LogAccess | None) -> None:
         super().__init__(address, _Handler)
         self.logs = logs
+        self.access = access
 
 
 class LogViewer:
     """Serves ``logs`` on ``(host, port)``: :meth:`start` binds (OSError when it cannot),
-    :meth:`stop` closes. :attr:`port` is the bound port."""
+    :meth:`stop` closes. :attr:`port` is the bound port. ``access`` decides who reads what
+    (None: everyone everything, for a logviewer outside a cluster)."""
 
-    def __init__(self, logs: Path, host: str, port: int) -> None:
+    def __init__(self, logs: Path, host: str, port: int,
+                 access: LogAccess | None = None) -> None:
         self.logs = logs
         self.host = host
         self.requested_port = port
+        self.access = access
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -157,7 +189,7 @@ class LogViewer:
 
     def start(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
-        self._server = _Server((self.host, self.requested_port), self.logs)
+        self._server = _Server((self.host, self.requested_port), self.logs, self.access)
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         name="squall-logviewer", daemon=True)
         self._thread.start()

@@ -165,8 +165,9 @@ class NimbusReads:
         return out
 
     def topology_info(self, name: str) -> dict[str, Any]:
-        """The status, owner, workers (with their supervisor's ``logviewer_port``, None where it
-        publishes none), per-component counters (and stats windows), per-executor stats, newest
+        """The status, owner, workers that beat (with their supervisor's ``logviewer_port``,
+        None where it publishes none) and every assigned worker (``assigned_workers``: where
+        each runs, beating or not), per-component counters (and stats windows), per-executor stats, newest
         errors, components in flow order (``flow``), graph (see :func:`topology_graph`) and
         redacted conf of the topology named
         ``name``; NotAliveError if there is none."""
@@ -179,8 +180,12 @@ class NimbusReads:
         executors = []
         windows: dict[str, list[Any]] = {}
         workers = []
+        assigned = []     # every assigned slot, beating or not (its log says why it is not)
         logviewers = logviewer_ports(state.supervisors())
         for node, port in sorted({(str(n), int(p)) for n, p in enp.values()}):
+            assigned.append({"worker": f"{node}:{port}", "supervisor_id": node, "port": port,
+                             "host": (assignment.get("node_host") or {}).get(node, ""),
+                             "logviewer_port": logviewers.get(node)})
             beat = beats.get(beat_key(node, port)) or {}
             if beat:
                 workers.append({"worker": f"{node}:{port}", "supervisor_id": node,
@@ -228,6 +233,7 @@ class NimbusReads:
                 "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
                 "owner": str(base.get("owner") or ""),
                 "components": components, "executors": executors, "workers": workers,
+                "assigned_workers": assigned,
                 "flow": _flow(loaded[1]) if loaded else sorted(components),
                 "errors": errors,
                 "graph": (topology_graph(loaded[1], base.get("component_executors"))

@@ -12,8 +12,9 @@
   after ``supervisor.worker.shutdown.sleep.secs``), and launches one worker process per assigned
   slot that has none. Never two workers on one port: the old one is dead before a new one starts.
 - Serves its workers' log files over HTTP (:mod:`squall.daemon.logviewer`, port published as
-  ``logviewer_port``) and deletes the logs of topologies it no longer runs once they were not
-  written for ``worker.log.cleanup.grace.secs``.
+  ``logviewer_port``; with authentication on, to their topology's owner and admins) and
+  deletes the logs of topologies it no longer runs once they were not written for
+  ``worker.log.cleanup.grace.secs``.
 - A slot whose workers keep failing to start is relaunched with a growing wait
   (:mod:`~squall.daemon.supervisor_backoff`); the workers report why to ``/errors``.
 - A supervisor that cannot write its local dir (full, read-only) leaves ``/supervisors`` with
@@ -45,6 +46,7 @@ from typing import Any
 from squall import drivers
 from squall.daemon import log_files, packaging
 from squall.daemon.logviewer import LogViewer
+from squall.daemon.logviewer_access import LogAccess
 from squall.daemon.ports import slot_ports_warning
 from squall.daemon.supervisor_backoff import LaunchBackoff
 from squall.daemon.supervisor_local import (
@@ -169,7 +171,8 @@ class Supervisor:
     def _start_logviewer(self) -> None:
         viewer = LogViewer(log_files.logs_dir(self.local_dir),
                            str(self.conf.get("logviewer.host") or self.hostname),
-                           int(self.conf.get("logviewer.port") or 0))
+                           int(self.conf.get("logviewer.port") or 0),
+                           LogAccess(self.conf, self._topology_owner))
         try:
             viewer.start()
         except OSError as exc:   # the supervisor runs on; its logs are only on disk
@@ -177,6 +180,11 @@ class Supervisor:
                       viewer.host, viewer.requested_port, exc)
             return
         self.logviewer = viewer
+
+    def _topology_owner(self, topology_id: str) -> str | None:
+        """The ``owner`` of ``/storms/<topology_id>`` (the logviewer's ownership check)."""
+        storm = self.state.get_storm(topology_id) or {}
+        return str(storm.get("owner") or "") or None
 
     def kill_workers(self) -> None:
         """Stop every worker of this supervisor (call after :meth:`stop`)."""

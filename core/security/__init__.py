@@ -21,10 +21,13 @@ The package's modules:
 :mod:`.transport_creds`            the credentials workers authenticate each other with
 :mod:`.peer_proof`                 a transport peer's proof that it holds a certificate of
                                    the cluster (grpc under ``squall.transport.tls``)
+:mod:`.log_links`                  links to a topology's logs the UI signs for a user it
+                                   authenticated, which the logviewer checks
 =================================  ==========================================================
 
 ZooKeeper ACLs live with the store: :mod:`squall.state._zk_auth`; who may do what on nimbus:
-:mod:`squall.daemon.nimbus_access`.
+:mod:`squall.daemon.nimbus_access`; who may read which log on a logviewer:
+:mod:`squall.daemon.logviewer_access`.
 """
 from __future__ import annotations
 

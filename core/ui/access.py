@@ -5,7 +5,10 @@ action and ``/metrics`` scrape needs ``Authorization: Bearer <token>``, a token 
 ``nimbus.auth.tokens`` maps to a user (:func:`squall.security.user_for_token`); the user sees
 only the topologies they own, and the users in ``nimbus.admins`` see all of them. The UI talks
 to nimbus on the user's behalf with a client whose conf carries the user's token as
-``squall.auth.token`` (:class:`Clients`), so nimbus authorizes the same request again.
+``squall.auth.token`` (:class:`Clients`), so nimbus authorizes the same request again. The
+links to workers' logs it shows a user carry a signature made with the user's token
+(:meth:`Access.log_link_query`), which the supervisors' logviewers check in place of the
+``Authorization`` header a followed link cannot send.
 """
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
-from squall.security import user_for_token
+from squall.security import log_links, user_for_token
 
 __all__ = ["Access", "Clients", "Forbidden", "Unauthorized", "User"]
 
@@ -63,6 +67,14 @@ class Access:
         if name is None:
             raise Unauthorized("unknown token")
         return User(name, token.strip(), admin=name in self._admins)
+
+    def log_link_query(self, user: User, topology_id: str, now: float) -> str:
+        """What to append to the links to ``topology_id``'s logs shown to ``user`` so that a
+        logviewer lets the browser in (``&as=..&until=..&sig=..``, see
+        :mod:`squall.security.log_links`); ``""`` when authentication is off."""
+        if not self.enabled or user.name is None or user.token is None:
+            return ""
+        return "&" + urlencode(log_links.sign(user.token, user.name, topology_id, now))
 
 
 class Clients:

@@ -260,16 +260,23 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         _, visible, owners = await run_in_threadpool(view.cluster, user)
         return reply(views.topology_summary(visible, owners))
 
+    def log_query(user: User, info: Any, now: float) -> str:
+        return access.log_link_query(user, str(info.get("id", "")), now)
+
     async def topology(request: Request, user: User) -> Response:
         window = _window(request)
         info = await run_in_threadpool(view.topology, user, request.path_params["id"])
-        return reply(views.topology_page(info, window, time.time()))
+        now = time.time()
+        return reply(views.topology_page(info, window, now,
+                                         log_query=log_query(user, info, now)))
 
     async def component(request: Request, user: User) -> Response:
         window = _window(request)
         info = await run_in_threadpool(view.topology, user, request.path_params["id"])
         comp = request.path_params["component"]
-        page = views.component_page(info, comp, window, time.time())
+        now = time.time()
+        page = views.component_page(info, comp, window, now,
+                                    log_query=log_query(user, info, now))
         if page is None:
             raise _HttpError(404, f"topology {info.get('name')!r} has no component {comp!r}")
         return reply(page)

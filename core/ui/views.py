@@ -55,13 +55,15 @@ def _ms(value: Any) -> str:
     return f"{float(value or 0.0):.3f}"
 
 
-def worker_log_link(topology_id: str, host: str, port: Any, logviewer_port: Any) -> str:
-    """The supervisor's log viewer URL of one worker's log; ``""`` when the supervisor
+def worker_log_link(topology_id: str, host: str, port: Any, logviewer_port: Any,
+                    log_query: str = "") -> str:
+    """The supervisor's log viewer URL of one worker's log, ``log_query`` appended (the
+    signature that lets the caller in: ``Access.log_link_query``); ``""`` when the supervisor
     publishes no ``logviewer_port``."""
     if not logviewer_port or not host:
         return ""
     return (f"http://{host}:{int(logviewer_port)}/log?topology={quote(topology_id)}"
-            f"&port={int(port)}")
+            f"&port={int(port)}{log_query}")
 
 
 # -- cluster -----------------------------------------------------------------------------------
@@ -135,15 +137,16 @@ def _capacity(executed: int, execute_ms: float, window: str, uptime: float) -> f
     return executed * execute_ms / (span * 1000.0) if span > 0 else 0.0
 
 
-def _worker_links(info: Mapping[str, Any]) -> dict[str, str]:
+def _worker_links(info: Mapping[str, Any], log_query: str) -> dict[str, str]:
     """``"node:port"`` -> the log link of that worker (``""`` without a log viewer)."""
     tid = str(info.get("id", ""))
     return {str(w.get("worker")): worker_log_link(tid, str(w.get("host") or ""), w.get("port"),
-                                                  w.get("logviewer_port"))
+                                                  w.get("logviewer_port"), log_query)
             for w in info.get("workers") or ()}
 
 
-def _errors(info: Mapping[str, Any], component: str, now: float) -> list[dict[str, Any]]:
+def _errors(info: Mapping[str, Any], component: str, now: float,
+            log_query: str) -> list[dict[str, Any]]:
     """The component's kept errors, newest first, in Storm's ``componentErrors`` shape."""
     tid = str(info.get("id", ""))
     links = {(str(w.get("host") or ""), int(w.get("port") or 0)): w.get("logviewer_port")
@@ -158,7 +161,7 @@ def _errors(info: Mapping[str, Any], component: str, now: float) -> list[dict[st
                     "errorLapsedSecs": max(0, int(now - when)) if when else None,
                     "errorHost": host, "errorPort": port, "task": e.get("task"),
                     "errorWorkerLogLink": worker_log_link(tid, host, port,
-                                                          links.get((host, port)))})
+                                                          links.get((host, port)), log_query)})
     return out
 
 
@@ -241,17 +244,19 @@ def _topology_stats(info: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def topology_page(info: Mapping[str, Any], window: str, now: float) -> dict[str, Any]:
+def topology_page(info: Mapping[str, Any], window: str, now: float,
+                  log_query: str = "") -> dict[str, Any]:
     """``/api/v1/topology/:id``: the topology, ``topologyStats`` (every window), ``spouts``
-    and ``bolts`` (for ``window``), ``workers`` (with log links), ``configuration`` (redacted),
-    and squall's ``errors`` (every component's, newest first) and ``graph``."""
+    and ``bolts`` (for ``window``), ``workers`` (with log links, ``log_query`` appended),
+    ``configuration`` (redacted), and squall's ``errors`` (every component's, newest first)
+    and ``graph``."""
     tid = str(info.get("id", ""))
-    links = _worker_links(info)
+    links = _worker_links(info, log_query)
     spouts: list[dict[str, Any]] = []
     bolts: list[dict[str, Any]] = []
     errors: dict[str, list[dict[str, Any]]] = {}
     for comp, stats in sorted(_user_components(info).items()):
-        errors[comp] = _errors(info, comp, now)
+        errors[comp] = _errors(info, comp, now, log_query)
         row = _component_row(comp, stats, _executors_of(info, comp), window, errors[comp])
         (spouts if stats.get("kind") == "spout" else bolts).append(row)
     workers = []
@@ -287,22 +292,23 @@ def topology_page(info: Mapping[str, Any], window: str, now: float) -> dict[str,
 
 
 def component_page(info: Mapping[str, Any], component: str, window: str,
-                   now: float) -> dict[str, Any] | None:
-    """``/api/v1/topology/:id/component/:component``; None for a component it does not have."""
+                   now: float, log_query: str = "") -> dict[str, Any] | None:
+    """``/api/v1/topology/:id/component/:component`` (log links with ``log_query`` appended);
+    None for a component it does not have."""
     stats = _user_components(info).get(component)
     if stats is None:
         return None
     tid = str(info.get("id", ""))
     kind = str(stats.get("kind", ""))
     execs = _executors_of(info, component)
-    errors = _errors(info, component, now)
+    errors = _errors(info, component, now, log_query)
     per_window = []
     for name in WINDOWS:
         row = _component_row(component, stats, execs, name, errors)
         per_window.append({"window": name, "windowPretty": window_hint(name),
                            **{k: v for k, v in row.items()
                               if not k.startswith(("error", "lastError"))}})
-    links = _worker_links(info)
+    links = _worker_links(info, log_query)
     executor_stats = []
     for x in execs:
         w = _window_stats(x, window)

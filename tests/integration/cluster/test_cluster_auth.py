@@ -1,9 +1,17 @@
 """Nimbus authentication and authorization against real nimbus processes (API.md section 14):
 ZooKeeper digest ACLs, ``token`` clients through the CLI, ``mtls`` clients with generated
-certificates."""
+certificates, and the logs of a token-secured cluster (``squall logs``, ``squall debug --show``,
+the logviewer, the UI's log links)."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +161,133 @@ def test_mtls_users_are_certificate_names(tmp_path: Path, zk_conf: dict[str, Any
         for made in clients:
             made.close()
         nimbus.stop()
+
+
+# -- logs of a secured cluster ----------------------------------------------------------------
+def _get(url: str, token: str | None = None) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=20) as reply:
+            return reply.status, reply.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+
+
+def _user_config(c: Any, tmp_path: Path, token: str) -> Path:
+    """A user's own config, as the README's secure section has users keep it: the cluster's
+    addresses and their token, no ZooKeeper credentials, no tokens table."""
+    mine = {k: v for k, v in c.conf.items()
+            if k not in (*ZK_AUTH, "nimbus.auth.tokens", "nimbus.admins")}
+    mine.update({"squall.auth.token": token, "storm.local.dir": str(tmp_path / token)})
+    path = tmp_path / f"{token}.yaml"
+    path.write_text(yaml.safe_dump(mine))
+    return path
+
+
+def _as_user(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "squall.cli.main", "--config", str(config),
+                           *args], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_owners_read_their_logs_with_only_a_token_and_nobody_else_does(
+        secured_cluster: Any, tmp_path: Path) -> None:
+    c = secured_cluster
+    c.start_nimbus()
+    sup = c.start_supervisor("sup1", slots=1)
+    c.wait_ready(supervisors=1, timeout=60)
+    c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "squall.auth.token=tok-alice",
+             "-c", "test.sentences=20", "-c", "topology.debug=true")
+    tid = c.state.find_topology_id("wc")
+    port = sup.ports[0]
+    logs = sup.local_dir / "logs"
+    # the worker has written its log and events log and sent a heartbeat (nimbus lists
+    # the workers that did)
+    c.wait(lambda: (logs / f"{tid}-{port}.log").is_file()
+           and "\tsplit\t" in _read(logs / f"{tid}-{port}.events.log")
+           and c.state.worker_beats(tid), 90, "the worker did not start and sample emits")
+    alice, bob = _user_config(c, tmp_path, "tok-alice"), _user_config(c, tmp_path, "tok-bob")
+
+    # 1. squall logs / debug --show for the owner, through nimbus and the logviewer
+    shown = _as_user(alice, "logs", "wc")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"==> 127.0.0.1:{port} <==\n"), shown.stdout
+    first = _read(logs / f"{tid}-{port}.log").splitlines()[0]
+    assert first in shown.stdout and shown.stderr == ""
+    events = _as_user(alice, "debug", "wc", "--show")
+    assert events.returncode == 0, events.stderr
+    assert "\tsplit\t" in events.stdout and events.stderr == ""
+    # another user: one line, from nimbus's ownership check
+    for args in (("logs", "wc"), ("debug", "wc", "--show")):
+        _one_line_error(_as_user(bob, *args), "user 'bob' may not see topology 'wc'")
+
+    # 2. the logviewer itself: the owner's token, admins; 401 without, 403 for another user
+    lv_port = c.state.get_supervisor(next(iter(c.state.supervisor_ids())))["logviewer_port"]
+    base = f"http://127.0.0.1:{lv_port}"
+    for file in ("log", "events"):
+        url = f"{base}/log?topology={tid}&port={port}&file={file}"
+        status, body = _get(url)
+        assert status == 401 and "split" not in body, (status, body)
+        assert _get(url, "tok-bob")[0] == 403
+        assert _get(url, "tok-alice")[0] == 200
+        assert _get(url, "tok-admin")[0] == 200
+    daemon = f"{base}/daemonlog?name=supervisor"
+    assert _get(daemon)[0] == 401
+    assert _get(daemon, "tok-alice")[0] == 403
+    status, body = _get(daemon, "tok-admin")
+    assert status == 200 and "supervisor" in body
+
+    # 3. the UI's log links open for the user the UI authenticated, without a header
+    ui = _Ui(c)
+    try:
+        status, page = ui.get("/api/v1/topology/wc", "tok-alice")
+        assert status == 200, page
+        [worker] = page["workers"]
+        link = worker["workerLogLink"]
+        assert link.startswith(f"{base}/log?topology={tid}&port={port}&") and "tok-" not in link
+        status, body = _get(link)
+        assert status == 200 and first in body
+        status, body = _get(link + "&file=events")
+        assert status == 200 and "\tsplit\t" in body
+        assert _get(link.replace("as=alice", "as=bob"))[0] == 401      # altered: refused
+        assert ui.get("/api/v1/topology/wc", "tok-bob")[0] in (403, 404)
+    finally:
+        ui.stop()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+class _Ui:
+    """``squall ui`` with the cluster's config (tokens, admins) on a free port."""
+
+    def __init__(self, c: Any) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "squall.cli.main", "--config", str(c.config_file),
+             "-c", "ui.sample.secs=1", "ui", "--port", str(self.port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+        self.base = f"http://127.0.0.1:{self.port}"
+
+        def up() -> bool:
+            assert self.proc.poll() is None, self.proc.communicate()[1]
+            try:
+                return _get(f"{self.base}/")[0] == 200
+            except OSError:
+                return False
+        c.wait(up, 60, "squall ui did not answer")
+
+    def get(self, path: str, token: str) -> tuple[int, Mapping[str, Any]]:
+        status, body = _get(self.base + path, token)
+        return status, json.loads(body)
+
+    def stop(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        _, errors = self.proc.communicate(timeout=60)
+        assert "Traceback" not in errors and "tok-alice" not in errors, errors

@@ -73,3 +73,119 @@ def test_byte_range_rules() -> None:
     assert byte_range(10, "8", "5") == (8, 2)
     with pytest.raises(Exception, match="negative"):
         byte_range(10, "0", "-1")
+
+
+# -- with nimbus.authentication on (API.md section 14) ------------------------------------------
+SECURE = {"nimbus.authentication": "token", "nimbus.admins": ["root"],
+          "nimbus.auth.tokens": {"t-alice": "alice", "t-bob": "bob", "t-root": "root"}}
+TID = "wc-1-1700000000"
+
+
+@pytest.fixture(scope="module")
+def secure_viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LogViewer]:
+    from squall.daemon.logviewer_access import LogAccess
+    logs = tmp_path_factory.mktemp("secure-logviewer") / "logs"
+    logs.mkdir()
+    (logs / f"{TID}-6700.log").write_text("alice's worker\n")
+    (logs / f"{TID}-6700.events.log").write_text("sampled emits\n")
+    (logs / "nimbus.log").write_text("every user's topologies\n")
+    owners = {TID: "alice"}
+    v = LogViewer(logs, "127.0.0.1", 0, LogAccess(SECURE, owners.get))
+    v.start()
+    yield v
+    v.stop()
+
+
+def get_as(v: LogViewer, path: str, token: str | None) -> tuple[int, str, dict[str, str]]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(f"http://127.0.0.1:{v.port}{path}", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), dict(exc.headers)
+
+
+@pytest.mark.parametrize("file", ["log", "events"])
+def test_a_worker_log_is_for_its_owner_and_admins(secure_viewer: LogViewer, file: str) -> None:
+    path = f"/log?topology={TID}&port=6700&file={file}"
+    status, body, headers = get_as(secure_viewer, path, None)
+    assert status == 401 and "worker" not in body and "emits" not in body
+    assert headers["WWW-Authenticate"].startswith("Bearer")
+    assert get_as(secure_viewer, path, "t-mallory")[0] == 401
+    status, body, _ = get_as(secure_viewer, path, "t-bob")
+    assert status == 403 and body.count("\n") == 1 and "another user" in body
+    assert get_as(secure_viewer, path, "t-alice")[0] == 200
+    assert get_as(secure_viewer, path, "t-root")[0] == 200
+
+
+def test_refusals_come_before_the_file_is_looked_up(secure_viewer: LogViewer) -> None:
+    # another user cannot learn which ports or files a topology has
+    missing = f"/log?topology={TID}&port=6799"
+    assert get_as(secure_viewer, missing, None)[0] == 401
+    assert get_as(secure_viewer, missing, "t-bob")[0] == 403
+    assert get_as(secure_viewer, missing, "t-alice")[0] == 404
+    # a topology whose owner is not known (never seen, gone): admins only
+    assert get_as(secure_viewer, "/log?topology=gone-1-1&port=6700", "t-alice")[0] == 403
+    assert get_as(secure_viewer, "/log?topology=gone-1-1&port=6700", "t-root")[0] == 404
+
+
+def test_daemon_logs_are_for_admins(secure_viewer: LogViewer) -> None:
+    assert get_as(secure_viewer, "/daemonlog?name=nimbus", None)[0] == 401
+    status, body, _ = get_as(secure_viewer, "/daemonlog?name=nimbus", "t-alice")
+    assert status == 403 and "nimbus.admins" in body and "every user" not in body
+    assert get_as(secure_viewer, "/daemonlog?name=nimbus", "t-root")[:2] == (
+        200, "every user's topologies\n")
+
+
+def test_a_link_the_ui_signed_opens_that_topologys_logs_without_a_header(
+        secure_viewer: LogViewer) -> None:
+    import time
+    from urllib.parse import urlencode
+
+    from squall.security.log_links import sign
+    signed = "&" + urlencode(sign("t-alice", "alice", TID, time.time()))
+    path = f"/log?topology={TID}&port=6700"
+    assert get_as(secure_viewer, path + signed, None)[:2] == (200, "alice's worker\n")
+    assert get_as(secure_viewer, path + signed + "&file=events", None)[0] == 200
+    # bob's own signature is bob's: still not his topology
+    bobs = "&" + urlencode(sign("t-bob", "bob", TID, time.time()))
+    assert get_as(secure_viewer, path + bobs, None)[0] == 403
+    expired = "&" + urlencode(sign("t-alice", "alice", TID, time.time() - 7200))
+    assert get_as(secure_viewer, path + expired, None)[0] == 401
+    # a signed link does not open daemon logs
+    assert get_as(secure_viewer, "/daemonlog?name=nimbus" + signed, None)[0] == 401
+
+
+def test_a_state_store_failure_is_503_not_a_traceback(tmp_path) -> None:
+    from squall.daemon.logviewer_access import LogAccess
+    from squall.errors import StateError
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / f"{TID}-6700.log").write_text("x\n")
+
+    def owner_of(tid: str) -> str | None:
+        raise StateError("ZooKeeper is unreachable")
+    v = LogViewer(logs, "127.0.0.1", 0, LogAccess(SECURE, owner_of))
+    v.start()
+    try:
+        assert get_as(v, f"/log?topology={TID}&port=6700", "t-alice")[0] == 503
+        assert get_as(v, f"/log?topology={TID}&port=6700", "t-root")[0] == 200
+    finally:
+        v.stop()
+
+
+def test_without_authentication_everyone_reads_as_before(tmp_path) -> None:
+    from squall.daemon.logviewer_access import LogAccess
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / f"{TID}-6700.log").write_text("open\n")
+    (logs / "supervisor.log").write_text("sup\n")
+    v = LogViewer(logs, "127.0.0.1", 0, LogAccess({"nimbus.authentication": "none"},
+                                                  lambda tid: None))
+    v.start()
+    try:
+        assert get_as(v, f"/log?topology={TID}&port=6700", None)[:2] == (200, "open\n")
+        assert get_as(v, "/daemonlog?name=supervisor", None)[:2] == (200, "sup\n")
+    finally:
+        v.stop()

@@ -392,3 +392,24 @@ def test_the_graph_and_the_ui_show_the_executors_of_the_last_rebalance(leader):
     page = views.topology_page(info, ":all-time", time.time())  # nothing reported yet
     assert {r["spoutId"] if "spoutId" in r else r["boltId"]: r["executors"]
             for r in page["spouts"] + page["bolts"]} == {"s": 1, "b": 3}
+
+
+def test_topology_info_names_every_assigned_worker_and_squall_logs_reads_them(parts):
+    # a worker that crashed before its first heartbeat has the log that says why: squall logs
+    # (which asks nimbus, not ZooKeeper) lists it too
+    from squall.cli.logs import worker_logs
+    state, _, _, reads, _ = parts
+    state.set_storm("wc-1-1", {"name": "wc", "status": "active", "launch_time": 1})
+    state.register_supervisor("s1", {"hostname": "h1", "ports": [6700, 6701],
+                                     "uptime_secs": 5, "logviewer_port": 8000})
+    state.set_assignment("wc-1-1", {"executor_node_port": {"[1, 1]": ["s1", 6700],
+                                                           "[2, 2]": ["s1", 6701]},
+                                    "node_host": {"s1": "h1"}})
+    state.write_worker_beat("wc-1-1", "s1", 6700, {"uptime_secs": 1, "executors": {}})
+    info = reads.topology_info("wc")
+    assert [w["port"] for w in info["workers"]] == [6700]            # the one that beats
+    assert [(w["host"], w["port"], w["logviewer_port"]) for w in info["assigned_workers"]] \
+        == [("h1", 6700, 8000), ("h1", 6701, 8000)]
+    logs = worker_logs(info)
+    assert [(w.host, w.port) for w in logs] == [("h1", 6700), ("h1", 6701)]
+    assert logs[1].url == "http://h1:8000/log?topology=wc-1-1&port=6701&file=log"

@@ -271,3 +271,33 @@ def test_the_drpc_functions_the_cluster_serves_are_listed(nimbus):
         drpc.stop()
     for _, http in serve({}, nimbus):                              # no DRPC servers: none
         assert http.call("/api/v1/drpc/summary") == (200, {"functions": []})
+
+
+def test_log_links_shown_to_a_user_carry_a_signature_for_them_and_that_topology(secure_ui):
+    import time
+    from urllib.parse import parse_qs, urlsplit
+
+    from squall.security.log_links import signed_user
+    server, http = secure_ui
+    status, page = http.call("/api/v1/topology/wc", headers=ALICE)
+    assert status == 200
+    status, comp = http.call("/api/v1/topology/wc/component/count", headers=ALICE)
+    assert status == 200
+    links = ([w["workerLogLink"] for w in page["workers"]]
+             + [x["workerLogLink"] for x in comp["executorStats"]])
+    assert links and all(link.startswith("http://h1:8000/log?topology=wc-1-1700000000&port=")
+                         for link in links)
+    for link in links:
+        query = {k: v[-1] for k, v in parse_qs(urlsplit(link).query).items()}
+        assert "t-alice" not in link
+        # what the logviewer checks, with the cluster's tokens
+        assert signed_user(server.conf, query, "wc-1-1700000000", time.time()) == "alice"
+        assert signed_user(server.conf, query, "other-1-1700000000", time.time()) is None
+
+
+def test_log_links_are_plain_without_authentication(open_ui):
+    _, http = open_ui
+    page = http.call("/api/v1/topology/wc")[1]
+    assert [w["workerLogLink"] for w in page["workers"]] == [
+        "http://h1:8000/log?topology=wc-1-1700000000&port=6700",
+        "http://h1:8000/log?topology=wc-1-1700000000&port=6701"]
