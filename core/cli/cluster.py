@@ -118,6 +118,10 @@ class Daemon(Protocol):
     def stop(self) -> None: ...
 
 
+class _StoppedWhileStarting(Exception):
+    """SIGTERM arrived while a daemon was starting."""
+
+
 def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
     """Run ``daemon`` until SIGTERM / Ctrl-C, also logging to ``storm.local.dir/logs/
     <name>.log`` (rotated like worker logs) while it runs."""
@@ -127,11 +131,22 @@ def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot write the {name} log under storm.local.dir: {exc}") from exc
 
+    started = False
+
     def stop(*_: Any) -> None:
         daemon.request_stop()
+        if not started:
+            # start() may wait long (an unreachable ZooKeeper, up to its connection
+            # timeout): leave it now, as Ctrl-C does
+            raise _StoppedWhileStarting
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        daemon.start()
+        try:
+            daemon.start()
+            started = True
+        except _StoppedWhileStarting:
+            log.info("%s: stopped while starting", name)
+            return 0
         try:
             daemon.wait()
         except KeyboardInterrupt:
@@ -203,7 +218,8 @@ def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     # the topology's own keys, here where the user sees the warnings (nimbus checks again)
     config.validate(sub.topology.conf)
     config.validate_components(sub.topology.components.values())
-    name = args.name or sub.default_name
+    # an empty --name is refused by nimbus with the rule a name follows, not replaced
+    name = sub.default_name if args.name is None else args.name
     code = zip_code_dir(sub.code_dir, sub.prefix, sub.extra_dirs)
     client = _client(conf)
     try:

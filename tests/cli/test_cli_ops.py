@@ -245,3 +245,57 @@ def test_submit_warns_of_the_topologys_mistyped_keys_where_the_user_sees_them(
     assert "unknown config key 'topology.max.spout.pendng' (did you mean " \
            "'topology.max.spout.pending'?)" in caplog.text
     assert "component 's': unknown config key 'topology.tick.tuple.freq.sec'" in caplog.text
+
+
+def test_an_empty_submit_name_goes_to_nimbus_as_given(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # "" is not a name: nimbus refuses it with the rule names follow (it was replaced by the
+    # topology's default name, and submitted)
+    (tmp_path / "typotopo.py").write_text(TYPO_TOPOLOGY)
+    sent: list[Any] = []
+
+    class Nimbus:
+        def submit_topology(self, name: str, conf: Any, topology: Any, code: Any) -> str:
+            sent.append(name)
+            return f"{name}-1"
+
+        def close(self) -> None:
+            pass
+    monkeypatch.setattr(cluster, "_client", lambda conf: Nimbus())
+    target = f"{tmp_path / 'typotopo.py'}:topology"
+    cluster.cmd_submit(argparse.Namespace(target=target, name=""), {})
+    cluster.cmd_submit(argparse.Namespace(target=target, name=None), {})
+    assert sent == ["", "topology"]
+
+
+@pytest.mark.parametrize("daemon", ["nimbus", "supervisor"])
+def test_sigterm_stops_a_daemon_still_waiting_for_zookeeper(tmp_path: Path, daemon: str) -> None:
+    # it waited out storm.zookeeper.connection.timeout (15 s) before it stopped
+    import signal
+    import socket
+    import time
+    from squall.testing import wait_until
+    with socket.socket() as s:              # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "c.yaml").write_text(
+        f"storm.zookeeper.servers: [127.0.0.1]\nstorm.zookeeper.port: {port}\n"
+        f"storm.local.dir: {tmp_path / 'local'}\nnimbus.port: 0\n"
+        "storm.zookeeper.connection.timeout: 60\n")
+    log = tmp_path / "out.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([*SQUALL, "--config", str(tmp_path / "c.yaml"), daemon],
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: "Connection refused" in log.read_text(), 30,
+                   message=lambda: log.read_text())
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(30)
+        took = time.monotonic() - start
+        assert rc == 0 and took < 10, (rc, took, log.read_text())
+        assert f"{daemon}: stopped while starting" in log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
