@@ -2,8 +2,10 @@
 ``drpc.port``; ``host:port`` entries keep theirs).
 
 - :class:`DRPCClient`: ``execute(function, args) -> str``, for callers. It tries the servers in
-  order until one answers; a request that gets no result within ``drpc.request.timeout.secs``
-  (the server's) raises :class:`~squall.errors.DRPCError` with the server's reason.
+  order until one answers (one that is down, or busy with ``drpc.worker.threads`` callers,
+  passes it on to the next); a request that gets no result within
+  ``drpc.request.timeout.secs`` (the server's) raises :class:`~squall.errors.DRPCError` with
+  the server's reason.
 - :class:`Invocations`: the topology side. A thread of its own long-polls every server for
   requests of one function and queues them; :meth:`Invocations.take` hands one over without
   blocking (from the worker's loop thread). Results go back with :func:`respond`, which does not
@@ -86,6 +88,7 @@ class DRPCClient:
             raise DRPCError(f"execute takes a function name and an args string, got "
                             f"{function!r}, {args!r}")
         tried = []
+        busy: str | None = None
         for address in self.addresses:
             try:
                 reply = _stub(address, self.conf).Execute(pb.ExecuteRequest(function=function, args=args),
@@ -97,7 +100,13 @@ class DRPCClient:
                     tried.append(address)
                     continue
                 details = exc.details() or str(code)  # type: ignore[attr-defined]
+                if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    # busy (drpc.worker.threads callers waiting there): another may take it
+                    busy = busy or f"{details} ({address})"
+                    continue
                 raise DRPCError(details) from None
+        if busy is not None:
+            raise DRPCError(busy)
         raise DRPCError(f"no DRPC server answered (tried {', '.join(tried)}; drpc.servers)")
 
 

@@ -5,7 +5,8 @@ codes with one line of text.
 
 HTTP: ``GET /drpc/<function>/<args>`` and ``POST /drpc/<function>`` (args: the body) answer
 the result (``application/json``); ``GET /drpc`` lists the functions (JSON). A timeout is 504,
-a bad request 400, a server shutting down 503.
+a bad request 400, a server shutting down or busy (``drpc.worker.threads`` callers waiting)
+503.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import grpc
 
 from squall.drpc._proto import drpc_pb2 as pb
 from squall.drpc._proto import drpc_pb2_grpc as pb_grpc
+from squall.drpc.server import BUSY
 from squall.errors import AuthenticationError, AuthorizationError, DRPCError
 
 if TYPE_CHECKING:
@@ -35,6 +37,8 @@ def _grpc_code(exc: DRPCError) -> grpc.StatusCode:
         return grpc.StatusCode.DEADLINE_EXCEEDED
     if "shut" in text:
         return grpc.StatusCode.UNAVAILABLE
+    if text.startswith(BUSY):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED
     if text.startswith("bad") or "must be" in text or "unknown DRPC call" in text:
         return grpc.StatusCode.INVALID_ARGUMENT
     return grpc.StatusCode.ABORTED
@@ -125,7 +129,8 @@ def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer
                 return
             except DRPCError as exc:
                 code = {grpc.StatusCode.DEADLINE_EXCEEDED: 504,
-                        grpc.StatusCode.UNAVAILABLE: 503}.get(_grpc_code(exc), 400)
+                        grpc.StatusCode.UNAVAILABLE: 503,
+                        grpc.StatusCode.RESOURCE_EXHAUSTED: 503}.get(_grpc_code(exc), 400)
                 self._reply(code, f"{exc}\n")
                 return
             except Exception as exc:   # report, keep serving

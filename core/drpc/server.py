@@ -18,6 +18,14 @@ may ``execute`` and list functions; serving requests (``fetch``, ``result``, ``f
 topology's workers do, with their supervisor's token) is for ``nimbus.admins``. A refused call
 is one clear error (401/403 over HTTP, UNAUTHENTICATED/PERMISSION_DENIED over gRPC) and one
 log line per peer and reason.
+
+Threads: a caller's ``execute`` waits on a thread of its front until its result or its
+timeout. At most ``drpc.worker.threads`` callers (gRPC and HTTP together) wait at once; one
+more is refused at once as busy (RESOURCE_EXHAUSTED over gRPC, 503 over HTTP) rather than
+queued. The gRPC pool has ``drpc.invocations.threads`` threads more than that, so the
+topologies' ``fetch``, ``result`` and ``fail`` (quick, or bounded by ``MAX_FETCH_WAIT``)
+always find one: with callers holding every thread of a shared pool, no request would be
+fetched or answered, and every caller would wait out its timeout.
 """
 from __future__ import annotations
 
@@ -40,6 +48,8 @@ MAX_FETCH_WAIT = 5.0
 MAX_FUNCTION_CHARS = 256
 #: calls a topology makes to serve requests (admins only when authentication is on)
 SERVING_OPS = ("fetch", "result", "fail")
+#: how the DRPCError of a caller over drpc.worker.threads begins (the fronts match it)
+BUSY = "the DRPC server is busy"
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,9 @@ class DRPCServer:
         self.host = str(self.conf.get("drpc.host") or "127.0.0.1")
         self.port = int(self.conf.get("drpc.port") or 0)
         self.http_port = int(self.conf.get("drpc.http.port") or 0)
+        self.caller_threads = max(1, int(self.conf.get("drpc.worker.threads") or 64))
+        self.invocation_threads = max(1, int(self.conf.get("drpc.invocations.threads") or 64))
+        self._callers = threading.BoundedSemaphore(self.caller_threads)
         self._grpc: Any = None
         self._http: Any = None
         self._threads: list[threading.Thread] = []
@@ -96,7 +109,14 @@ class DRPCServer:
         if call.op == "execute":
             if not isinstance(call.args, str):
                 raise DRPCError("DRPC args must be a string")
-            return self.book.execute(call.function, call.args)
+            if not self._callers.acquire(blocking=False):
+                raise DRPCError(f"{BUSY}: {self.caller_threads} callers are "
+                                "waiting for results already (drpc.worker.threads); call again "
+                                "later or raise drpc.worker.threads")
+            try:
+                return self.book.execute(call.function, call.args)
+            finally:
+                self._callers.release()
         if call.op == "fetch":
             wait = min(max(0.0, float(call.wait)), MAX_FETCH_WAIT)
             return self.book.fetch(call.function, max(1, int(call.max_requests)), wait)
@@ -166,10 +186,11 @@ class DRPCServer:
         from squall.drpc._proto import drpc_pb2_grpc
         from squall.drpc.fronts import GrpcFront, http_server
         from squall.security.grpc_auth import AuthInterceptor, server_credentials
-        threads = int(self.conf.get("drpc.worker.threads") or 64)
         interceptors = [AuthInterceptor(self.conf, "DRPC")] if self.auth_mode != "none" else []
+        # callers hold at most caller_threads of them (handle): the rest serve topologies
         self._grpc = grpc.server(futures.ThreadPoolExecutor(
-            max_workers=threads, thread_name_prefix="squall-drpc-rpc"),
+            max_workers=self.caller_threads + self.invocation_threads,
+            thread_name_prefix="squall-drpc-rpc"),
             interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
         drpc_pb2_grpc.add_DRPCServicer_to_server(GrpcFront(self), self._grpc)
         credentials = server_credentials(self.conf)

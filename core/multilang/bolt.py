@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 from squall.api.component import Bolt
 from squall.api.context import TopologyContext
 from squall.api.tuple import Tuple
-from squall.errors import MultilangError, SquallError
-from squall.multilang.link import ShellLink, code_root
+from squall.errors import MultilangError
+from squall.multilang.link import EMIT_ERRORS, ShellLink, code_root
 from squall.multilang.process import RESTART_WAIT, ShellProcess
 from squall.multilang.protocol import HEARTBEAT_STREAM, HEARTBEAT_TASK, tuple_message
 
@@ -160,8 +160,8 @@ class ShellBolt(Bolt):
                                                      f"{message!r:.200}")
                             emit(values, message.get("stream"), anchors=anchors)
                             continue
-                        except (SquallError, TypeError, ValueError) as exc:
-                            self.report_error(exc)
+                        except EMIT_ERRORS as exc:
+                            link.emit_failed(message, exc)
                     elif link.answer_emit(proc, message, anchors, None):
                         continue
                     for a in ids:           # failed now: the subprocess's later ack finds nothing

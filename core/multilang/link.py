@@ -26,6 +26,8 @@ from squall.multilang.protocol import LOG_LEVELS, codec_class, handshake_context
 
 SERIALIZER_KEY = "topology.multilang.serializer"
 TIMEOUT_KEY = "topology.subprocess.timeout.secs"
+#: what an emit the runtime refuses raises: reported by :meth:`ShellLink.emit_failed`
+EMIT_ERRORS = (SquallError, TypeError, ValueError, RuntimeError)
 
 
 def code_root(cls: type) -> str:
@@ -167,11 +169,16 @@ class ShellLink:
             if tup_id is not None:
                 kwargs["tup_id"] = tup_id
             ids = self.emit(values, message.get("stream"), **kwargs)
-        except (SquallError, TypeError, ValueError, RuntimeError) as exc:
-            # the line says it all: the runtime's traceback through this link would bury it
-            self.report(f"{type(exc).__name__}: {exc}" if isinstance(exc, SquallError) else
-                        f"MultilangError: emit {message!r:.200} failed: {exc}")
+        except EMIT_ERRORS as exc:
+            self.emit_failed(message, exc)
             ok = False
         if need:
             proc.send(proc.codec.encode(list(ids or [])))
         return ok
+
+    def emit_failed(self, message: dict[str, Any], exc: Exception) -> None:
+        """Report an emit the runtime refused (an undeclared stream, values of the wrong
+        arity, ...) as the component's error, one line: the runtime's traceback through this
+        link would bury what the subprocess did wrong, once per tuple it emits so."""
+        self.report(f"{type(exc).__name__}: {exc}" if isinstance(exc, SquallError) else
+                    f"MultilangError: emit {message!r:.200} failed: {exc}")

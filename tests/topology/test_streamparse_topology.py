@@ -179,3 +179,82 @@ def test_a_streamparse_projects_src_is_found_and_shipped(tmp_path: Path) -> None
     names = zipfile.ZipFile(io.BytesIO(zip_code_dir(sub.code_dir, sub.prefix,
                                                     sub.extra_dirs))).namelist()
     assert {"sp_project_wc.py", "bolts/words.py", "spouts/lines.py"} <= set(names)
+
+
+BY_ID: dict[str, list[Any]] = {"acked": [], "failed": [], "sunk": []}
+
+
+class Animals(Spout):
+    outputs = ["word"]
+
+    def initialize(self, storm_conf: Any, context: Any) -> None:
+        self.todo = ["dog", "boom", "cat", "twice"]
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            word = self.todo.pop(0)
+            self.emit([word], tup_id=word)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            BY_ID["acked"].append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            BY_ID["failed"].append(tup_id)
+
+
+class ByIdManual(SPBolt):
+    """Acks, fails and anchors by tuple id, as pystorm allows; acks "twice" twice."""
+    outputs = ["word", "n"]
+    auto_ack = False
+    auto_anchor = False
+
+    def process(self, tup: Any) -> None:
+        word = tup.values[0]
+        if word == "boom":
+            self.fail(tup.id)
+            return
+        self.emit([word, len(word)], anchors=[tup.id])
+        self.ack(tup.id)
+        if word == "twice":
+            self.ack(tup.id)            # acked already: one error line, ignored
+
+
+class ByIdSink(SPBolt):
+    """pystorm's defaults (squall acks when process returns); fails "cat" by its id, and
+    acks the others by theirs first."""
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            BY_ID["sunk"].append(tup.values[0])
+        if tup.values[0] == "cat":
+            self.fail(tup.id)
+        else:
+            self.ack(tup.id)
+
+
+class ByIds(Topology):
+    animals = Animals.spec()
+    manual = ByIdManual.spec(inputs=[animals])
+    sink = ByIdSink.spec(inputs=[manual])
+
+
+def test_in_process_bolts_ack_fail_and_anchor_by_tuple_id(cluster: LocalCluster) -> None:
+    """pystorm's ``ack(tup.id)``, ``fail(tup.id)`` and ``emit(..., anchors=[tup.id])`` name
+    the tuples the bolt got (they failed on every tuple: 'int' object has no attribute
+    'roots', anchors must be Tuples); an id the bolt acked already is one error line."""
+    from squall.multilang.streamparse import from_streamparse
+
+    cluster.submit_topology("by-id", {}, from_streamparse(ByIds))
+    wait_until(lambda: len(BY_ID["acked"]) + len(BY_ID["failed"]) == 4, 60,
+               message=lambda: f"{BY_ID}; errors {cluster.get_topology_info('by-id')['errors']}")
+    # "cat" failed downstream: its anchor (given by id) tied it to the spout's tuple
+    assert sorted(BY_ID["acked"]) == ["dog", "twice"]
+    assert sorted(BY_ID["failed"]) == ["boom", "cat"]
+    assert sorted(BY_ID["sunk"]) == ["cat", "dog", "twice"]
+    errors = [e["error"] for e in info_errors(cluster, "by-id", "manual")]
+    assert len(errors) == 1 and errors[0].startswith("MultilangError: ack tuple id ") \
+        and "names no tuple this bolt received and has not acked or failed yet" in errors[0] \
+        and "\n" not in errors[0].strip(), errors
+    assert info_errors(cluster, "by-id", "sink") == []

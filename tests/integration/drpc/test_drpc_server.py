@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,116 @@ def test_a_topology_serves_drpc_over_grpc_and_http(server: DRPCServer) -> None:
         wait_until(lambda: _times_out(client), timeout=60)
     status, body = _get(server.http_port, "/drpc/count/cow")
     assert status == 504 and "timed out after 3 s" in body
+
+
+class Length(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([len(tup["args"])])
+
+
+def _concurrently(calls: list[Callable[[], str]], within: float) -> list[str]:
+    """Each call's result (or its DRPCError's text) from threads of its own, all started at
+    once; every one must be back within ``within`` seconds."""
+    out: list[str] = [""] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            out[i] = calls[i]()
+        except DRPCError as exc:
+            out[i] = f"DRPCError: {exc}"
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + within
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), f"not back within {within} s: {out}"
+    return out
+
+
+def test_callers_using_every_caller_thread_are_still_answered() -> None:
+    """drpc.worker.threads callers at once: their topology's fetch and result calls have
+    threads of their own (they queued behind the callers', and every caller timed out)."""
+    s = DRPCServer({"drpc.host": "127.0.0.1", "drpc.port": 0, "drpc.http.port": 0,
+                    "drpc.request.timeout.secs": 30, "drpc.worker.threads": 2}).start()
+    conf = {"drpc.servers": [f"127.0.0.1:{s.port}"], "drpc.request.timeout.secs": 30,
+            "topology.trident.batch.emit.interval.millis": 5}
+    t = TridentTopology()
+    t.new_drpc_stream("len").each(["args"], Length(), ["n"]).project(["n"])
+    client = DRPCClient(conf)
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("drpc-threads", conf, t.build())
+            wait_until(lambda: client.execute("len", "abc") == "[[3]]", timeout=60,
+                       message="the topology serving len")
+            for _ in range(3):
+                got = _concurrently([lambda: client.execute("len", "x"),
+                                     lambda: client.execute("len", "xy")], within=20)
+                assert got == ["[[1]]", "[[2]]"]
+    finally:
+        s.stop()
+
+
+def test_a_caller_over_the_caller_threads_is_refused_at_once_and_requests_are_served(
+        ) -> None:
+    """With drpc.worker.threads callers waiting, one more is a clear "busy" error at once
+    (gRPC and HTTP), and the topology side still fetches and answers the waiting ones."""
+    from squall.drpc.client import Invocations, respond
+
+    s = DRPCServer({"drpc.host": "127.0.0.1", "drpc.port": 0, "drpc.http.port": 0,
+                    "drpc.request.timeout.secs": 60, "drpc.worker.threads": 2}).start()
+    conf = {"drpc.servers": [f"127.0.0.1:{s.port}"], "drpc.request.timeout.secs": 60}
+    client = DRPCClient(conf)
+    invocations = None
+    waiting: list[str] = []
+    callers = [threading.Thread(target=lambda a=a: waiting.append(client.execute("held", a)),
+                                daemon=True) for a in ("one", "two")]
+    try:
+        for c in callers:
+            c.start()
+        wait_until(lambda: [f["waiting"] for f in s.functions()] == [2], timeout=30,
+                   message=lambda: f"two callers waiting: {s.functions()}")
+        started = time.monotonic()
+        with pytest.raises(DRPCError, match="DRPC server is busy: 2 callers are waiting"):
+            client.execute("held", "three")
+        status, body = _get(s.http_port, "/drpc/held/four")
+        assert status == 503 and "busy" in body and "drpc.worker.threads" in body
+        assert time.monotonic() - started < 20      # refused, not queued until a timeout
+        # the topology's side: fetches both and answers them
+        invocations = Invocations(conf, "held")
+        serve = _server_of(invocations, respond)
+        serve(2)
+        for c in callers:
+            c.join(20)
+        assert sorted(waiting) == ["[['one']]", "[['two']]"]
+        # their threads are free again: a caller is served
+        again = threading.Thread(target=lambda: waiting.append(client.execute("held", "six")),
+                                 daemon=True)
+        again.start()
+        serve(1)
+        again.join(20)
+        assert waiting[2:] == ["[['six']]"]
+    finally:
+        if invocations is not None:
+            invocations.close()
+        s.stop()
+
+
+def _server_of(invocations: Any, respond: Any) -> Callable[[int], None]:
+    """A topology's part, played by hand: ``serve(n)`` takes ``n`` requests as they are
+    fetched and answers each with ``[[args]]``."""
+    def serve(n: int) -> None:
+        got: list[tuple[str, str, str]] = []
+
+        def fetched() -> bool:
+            request = invocations.take()
+            if request is not None:
+                got.append(request)
+            return len(got) == n
+        wait_until(fetched, timeout=20, message=lambda: f"fetched {got}")
+        for address, request_id, args in got:
+            respond(address, request_id, f"[[{args!r}]]")
+    return serve
 
 
 class Parse(Function):

@@ -4,9 +4,10 @@ For each tuple ``[x]``: emits ``[x]`` anchored on the default stream *without*
 ``need_task_ids`` (so the worker answers the task ids, which it reads), then emits
 ``[x, ids]`` on stream ``ids`` with ``"need_task_ids": false``; updates metric ``seen``;
 ``x == "bad"``: sends ``error`` and fails the tuple; ``x == "nope"``: emits on an undeclared
-stream first (the worker answers ``[]``); ``x == "odd"``: first sends, in one write, a
-``log`` whose level is a list and an emit whose ``anchors`` is not a list (the worker
-reports it and answers ``[]``); otherwise acks. Heartbeats get ``sync``. Each tuple
+stream first, once waiting for the task ids (the worker answers ``[]``) and once with
+``"need_task_ids": false``; ``x == "odd"``: first sends, in one write, a ``log`` whose level
+is a list and an emit whose ``anchors`` is not a list (the worker reports it and answers
+``[]``); otherwise acks. Heartbeats get ``sync``. Each tuple
 also goes to the highest ``sink`` task on the direct stream ``pick`` (``"task"``).
 """
 import json
@@ -46,6 +47,7 @@ while True:
     if x == "nope":
         send({"command": "emit", "stream": "nope", "tuple": [x]})
         assert task_ids(pending) == []
+        send({"command": "emit", "stream": "nope", "tuple": [x], "need_task_ids": False})
     send({"command": "emit", "anchors": [tup["id"]], "tuple": [x]})
     ids = task_ids(pending)
     send({"command": "emit", "stream": "ids", "anchors": [tup["id"]],
