@@ -82,8 +82,12 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
 AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
                           "topology.transfer.batch.size", "topology.executor.receive.buffer.size",
                           "topology.message.timeout.secs", "topology.max.task.parallelism",
-                          "topology.min.replication.count", "topology.max.replays"))
-_COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.")
+                          "topology.min.replication.count", "topology.max.replays",
+                          "drpc.worker.threads", "drpc.invocations.threads"))
+#: durations that must be above 0 (0 would mean a busy loop or nothing ever answered)
+POSITIVE = frozenset(("topology.subprocess.timeout.secs", "nimbus.monitor.freq.secs",
+                      "supervisor.monitor.frequency.secs", "drpc.request.timeout.secs"))
+_COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.", "drpc.")
 #: keys where -1 means "no limit", as in Storm
 MINUS_ONE_UNLIMITED = frozenset(("topology.max.replication.wait.time.sec",))
 
@@ -494,14 +498,18 @@ def _check_ports(conf: Mapping[str, Any]) -> None:
 def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
                   nullable: Mapping[str, tuple[type, ...]]) -> None:
     """Storm's numeric keys (counts, sizes, durations) are never negative; those in
-    :data:`AT_LEAST_ONE` are at least 1. ConfigError naming the first key that is not."""
+    :data:`AT_LEAST_ONE` are at least 1, those in :data:`POSITIVE` above 0. ConfigError
+    naming the first key that is not."""
     for key, value in conf.items():
-        if key not in known or not key.startswith(_COUNTED) or \
+        if key not in known or not key.startswith(_COUNTED) or key in PORT_KEYS or \
                 not isinstance(value, (int, float)) or isinstance(value, bool):
-            continue
+            continue            # (a port's range has its own check and message)
         rule = _expected(key, known[key], nullable)
         if rule is None:
             continue
+        if key in POSITIVE and value <= 0:
+            raise ConfigError(f"config key {key!r} must be above 0"
+                              f"{' (or null)' if rule[1] else ''}, got {value!r}")
         least = 1 if key in AT_LEAST_ONE else 0
         if value < least and not (value == -1 and key in MINUS_ONE_UNLIMITED):
             raise ConfigError(f"config key {key!r} must be at least {least}"

@@ -181,6 +181,12 @@ class Supervisor:
             return
         self.logviewer = viewer
 
+    def _shutdown_grace(self) -> float:
+        """``supervisor.worker.shutdown.sleep.secs``: how long a worker has between SIGTERM
+        and SIGKILL (0: none; null: the default 3)."""
+        value = self.conf.get("supervisor.worker.shutdown.sleep.secs")
+        return 3.0 if value is None else float(value)
+
     def _topology_owner(self, topology_id: str) -> str | None:
         """The ``owner`` of ``/storms/<topology_id>`` (the logviewer's ownership check)."""
         storm = self.state.get_storm(topology_id) or {}
@@ -188,7 +194,7 @@ class Supervisor:
 
     def kill_workers(self) -> None:
         """Stop every worker of this supervisor (call after :meth:`stop`)."""
-        grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or 3)
+        grace = self._shutdown_grace()
         for wid in list(self.workers):
             kill_worker(self.local_dir, self.workers.pop(wid), grace)
         self.local.save()
@@ -295,7 +301,7 @@ class Supervisor:
         for port, (tid, _) in list(wanted.items()):
             if not self.ensure_code(tid):
                 del wanted[port]
-        grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or 3)
+        grace = self._shutdown_grace()
         for wid, rec in list(self.workers.items()):
             reason = self.worker_problem(rec, wanted.get(rec.port))
             if reason:
@@ -389,7 +395,7 @@ class Supervisor:
         """After a restart: keep the workers still running their current assignment with a
         fresh heartbeat; kill and clean everything else (recorded or stray)."""
         wanted = self.assigned_slots()
-        grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or 3)
+        grace = self._shutdown_grace()
         kept_ports: set[int] = set()
         for wid, rec in list(self.workers.items()):
             reason = self.worker_problem(rec, wanted.get(rec.port))

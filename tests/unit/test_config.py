@@ -243,6 +243,21 @@ def test_a_components_own_config_is_checked_like_a_topologys(caplog):
 
 
 @pytest.mark.parametrize("key, value, words", [
+    ("drpc.worker.threads", 0, "must be at least 1"),
+    ("drpc.invocations.threads", -2, "must be at least 1"),
+    ("drpc.request.timeout.secs", 0, "must be above 0"),
+    ("topology.subprocess.timeout.secs", 0, "must be above 0"),
+    ("nimbus.monitor.freq.secs", 0, "must be above 0"),
+    ("supervisor.monitor.frequency.secs", -1, "must be above 0"),
+])
+def test_counts_and_durations_that_would_stop_a_part_are_refused(key, value, words):
+    # they used to fall back to their defaults (`or 64`, `or 600`) without a word
+    with pytest.raises(ConfigError, match=f"'{key}' {words}, got {value}"):
+        config.validate({**config.defaults(), key: value})
+    config.validate({**config.defaults(), key: 1})
+
+
+@pytest.mark.parametrize("key, value, words", [
     ("supervisor.slots.ports", ["abc"], "must list port numbers from 1 to 65535, got 'abc'"),
     ("supervisor.slots.ports", [6700, 70000], "got 70000"),
     ("supervisor.slots.ports", [0], "got 0"),
