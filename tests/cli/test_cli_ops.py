@@ -224,11 +224,9 @@ topology.conf["topology.max.spout.pendng"] = 10
 """
 
 
-def test_submit_warns_of_the_topologys_mistyped_keys_where_the_user_sees_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    (tmp_path / "typotopo.py").write_text(TYPO_TOPOLOGY)
-    sent: list[Any] = []
+def submitted_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names ``cmd_submit`` submits under, to a stand-in for nimbus."""
+    sent: list[str] = []
 
     class Nimbus:
         def submit_topology(self, name: str, conf: Any, topology: Any, code: Any) -> str:
@@ -238,6 +236,14 @@ def test_submit_warns_of_the_topologys_mistyped_keys_where_the_user_sees_them(
         def close(self) -> None:
             pass
     monkeypatch.setattr(cluster, "_client", lambda conf: Nimbus())
+    return sent
+
+
+def test_submit_warns_of_the_topologys_mistyped_keys_where_the_user_sees_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "typotopo.py").write_text(TYPO_TOPOLOGY)
+    sent = submitted_names(monkeypatch)
     args = argparse.Namespace(target=f"{tmp_path / 'typotopo.py'}:topology", name="typo")
     with caplog.at_level("WARNING", logger="squall.config"):
         assert cluster.cmd_submit(args, {}) == 0
@@ -252,16 +258,7 @@ def test_an_empty_submit_name_goes_to_nimbus_as_given(tmp_path: Path,
     # "" is not a name: nimbus refuses it with the rule names follow (it was replaced by the
     # topology's default name, and submitted)
     (tmp_path / "typotopo.py").write_text(TYPO_TOPOLOGY)
-    sent: list[Any] = []
-
-    class Nimbus:
-        def submit_topology(self, name: str, conf: Any, topology: Any, code: Any) -> str:
-            sent.append(name)
-            return f"{name}-1"
-
-        def close(self) -> None:
-            pass
-    monkeypatch.setattr(cluster, "_client", lambda conf: Nimbus())
+    sent = submitted_names(monkeypatch)
     target = f"{tmp_path / 'typotopo.py'}:topology"
     cluster.cmd_submit(argparse.Namespace(target=target, name=""), {})
     cluster.cmd_submit(argparse.Namespace(target=target, name=None), {})
