@@ -24,6 +24,7 @@ import copy
 import difflib
 import functools
 import logging
+import math
 import os
 from collections.abc import Iterable, Mapping
 from importlib import resources
@@ -385,7 +386,8 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     """Check a merged conf; return the warnings (also logged to ``squall.config`` if ``warn``).
 
     Known keys (those with a default) must have the default's type (ints pass for floats; a
-    null default accepts anything unless :func:`nullable_types` names the type). An unknown
+    null default accepts anything unless :func:`nullable_types` names the type), and a float
+    must be finite (not nan or inf). An unknown
     key under one of :data:`NAMESPACES` is a warning with a did-you-mean; other keys are the
     user's own. ``supervisor.<dim>.slots`` must be null or a non-negative int, as the
     supervisor requires. Then every driver name is checked (no driver is imported). Raises
@@ -431,6 +433,9 @@ def _check_types(conf: Mapping[str, Any], known: Mapping[str, Any],
                 raise ConfigError(f"config key {key!r} must be {_type_names(*rule)}, got "
                                   f"{type(value).__name__ if value is not None else 'null'} "
                                   f"{shown}")
+            if value.__class__ is float and not math.isfinite(value):
+                # nan passes every range check, and inf is no duration, size or count
+                raise ConfigError(f"config key {key!r} must be a finite number, got {value!r}")
         elif key.startswith(NAMESPACES):
             msg = f"unknown config key {key!r}"
             hint = _close_key(key, known)

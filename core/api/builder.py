@@ -95,43 +95,45 @@ class SpoutDeclarer(_Declarer):
 
 
 class BoltDeclarer(_Declarer):
-    def _add(self, component: str, stream: str, grouping: str, fields: Sequence[str] = (),
-             custom: Any = None) -> BoltDeclarer:
+    def _add(self, component: str, stream: str | None, grouping: str,
+             fields: Sequence[str] = (), custom: Any = None) -> BoltDeclarer:
         if isinstance(fields, str):
             fields = [fields]
+        if stream is None:      # the default stream, as emit(stream=None) and streamparse say
+            stream = "default"
         self._spec.inputs.append(Input(str(component), str(stream), grouping,
                                        tuple(fields), custom))
         return self
 
-    def shuffle_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
+    def shuffle_grouping(self, component: str, stream: str | None = "default") -> BoltDeclarer:
         return self._add(component, stream, "shuffle")
 
     def fields_grouping(self, component: str, fields: Sequence[str],
-                        stream: str = "default") -> BoltDeclarer:
+                        stream: str | None = "default") -> BoltDeclarer:
         return self._add(component, stream, "fields", fields)
 
-    def all_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
+    def all_grouping(self, component: str, stream: str | None = "default") -> BoltDeclarer:
         return self._add(component, stream, "all")
 
-    def global_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
+    def global_grouping(self, component: str, stream: str | None = "default") -> BoltDeclarer:
         return self._add(component, stream, "global")
 
-    def none_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
+    def none_grouping(self, component: str, stream: str | None = "default") -> BoltDeclarer:
         return self._add(component, stream, "none")
 
-    def direct_grouping(self, component: str, stream: str = "default") -> BoltDeclarer:
+    def direct_grouping(self, component: str, stream: str | None = "default") -> BoltDeclarer:
         return self._add(component, stream, "direct")
 
     def local_or_shuffle_grouping(self, component: str,
-                                  stream: str = "default") -> BoltDeclarer:
+                                  stream: str | None = "default") -> BoltDeclarer:
         return self._add(component, stream, "local_or_shuffle")
 
     def partial_key_grouping(self, component: str, fields: Sequence[str],
-                             stream: str = "default") -> BoltDeclarer:
+                             stream: str | None = "default") -> BoltDeclarer:
         return self._add(component, stream, "partial_key", fields)
 
     def custom_grouping(self, component: str, grouping: str | Grouping,
-                        stream: str = "default") -> BoltDeclarer:
+                        stream: str | None = "default") -> BoltDeclarer:
         if not isinstance(grouping, (str, Grouping)):
             raise TopologyError(f"component {self._spec.id!r}: custom_grouping takes an "
                                 f"entry-point name or a squall.Grouping instance, got "

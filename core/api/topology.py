@@ -192,13 +192,16 @@ class Topology:
                 if i.component == component_id and i.stream == stream]
 
     def with_parallelism(self, executors: dict[str, int]) -> Topology:
-        """A copy with some components' executor counts changed (rebalance); task ids stay."""
+        """A copy with some components' executor counts changed (rebalance); task ids stay.
+        TopologyError naming the component for a count that is not an int >= 1 (a bool or
+        a str such as ``"2"`` included: nimbus and LocalCluster both check through here)."""
         comps = []
         for cid, spec in self.components.items():
             if cid in executors:
-                n = int(executors[cid])
-                if n < 1:
-                    raise TopologyError(f"component {cid!r}: executors must be >= 1, got {n}")
+                n = executors[cid]
+                if n.__class__ is bool or not isinstance(n, int) or n < 1:
+                    raise TopologyError(f"component {cid!r}: executors must be an integer "
+                                        f">= 1, got {n!r}")
                 spec = replace(spec, parallelism=min(n, spec.num_tasks))
             comps.append(spec)
         unknown = set(executors) - set(self.components)

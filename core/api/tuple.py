@@ -6,13 +6,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any, overload
 
+from squall.errors import TopologyError
+
 TICK_STREAM = "__tick"
 SYSTEM_COMPONENT = "__system"
 _rand64 = random.Random(random.SystemRandom().getrandbits(64)).getrandbits
 
 
 class Stream:
-    """A declared output stream: ``Stream(["word"])``, ``Stream(["a", "b"], name="x", direct=True)``."""
+    """A declared output stream: ``Stream(["word"])``, ``Stream(["a", "b"], name="x", direct=True)``.
+
+    TopologyError for an empty name (no emit or subscription could name it)."""
 
     __slots__ = ("direct", "fields", "name")
 
@@ -21,6 +25,9 @@ class Stream:
             fields = [fields]
         self.fields = tuple(str(f) for f in fields)
         self.name = str(name)
+        if not self.name:
+            raise TopologyError(f"Stream({list(self.fields)!r}): the stream name is empty; "
+                                "leave it out for the default stream")
         self.direct = bool(direct)
 
     def __repr__(self) -> str:

@@ -91,7 +91,7 @@ class Worker:
                              batch_size=self.batch_size, flush_interval=0.0,
                              lost=self._lost, capacity=queue_capacity(conf),
                              windows=Windows(watermarks(conf)[0], self._window_changed),
-                             unencodable=self._unencodable)
+                             unencodable=self._unencodable, unassigned=self._unassigned)
         #: tells this worker's credit reports from a restarted one's (see .wire.credits)
         self.incarnation = f"{os.getpid()}-{time.time_ns()}"
         self.outbox.set_address(host, port)
@@ -131,7 +131,8 @@ class Worker:
             spouts={ts.task for cls, _, group in plan for ts in group if cls.kind == "spout"})
         self.acks = AckLedger(self.acker_tasks, self.local, self.sources, self.outbox,
                               lambda ts, text: self.report_error(ts, text, user=True))
-        self.wiring = Wiring(self.local, self.outbox, self.acks, self.clock, self.batch_size)
+        self.wiring = Wiring(self.local, self.outbox, self.acks, self.clock, self.batch_size,
+                             report=lambda ts, exc: self.report_error(ts, exc, user=True))
         self._wakeup = threading.Event()
         self.inbox = Inbox(tasks=self.local, sources=self.sources,
                            task_to_component=topo.task_to_component, acks=self.acks,
@@ -227,6 +228,27 @@ class Worker:
             log.error("%s", text)
         else:
             self.report_error(ts, text, user=True)
+
+    def _unassigned(self, task: int, src_task: int, src: Source) -> None:
+        """A tuple of ``src`` from ``src_task`` for ``task``, which no worker runs (the
+        outbox fails it back for replay and logs that): when ``task`` is none of the targets
+        of the stream's subscribers, a grouping chose it, and that is an error of the
+        emitting component naming the grouping (recorded, throttled as every error is). A
+        target without a worker now (an assignment changing) is left to the outbox's log."""
+        ts = self.tasks.get(src_task)
+        if ts is None or ts.component_id != src.component:
+            return
+        routes = ts.routes.get(src.stream) or []
+        if not routes or any(task in r.targets for r in routes):
+            return
+        named = [f"{type(r.grouping).__module__}.{type(r.grouping).__qualname__} "
+                 f"(subscriber {r.component!r}, targets {r.targets})"
+                 for r in routes if r.grouping is not None]
+        who = f"grouping {named[0]}" if len(named) == 1 else \
+            f"one of the groupings {', '.join(named)}"
+        self.report_error(ts, f"component {src.component!r} stream {src.stream!r}: {who} "
+                              f"chose task {task!r}, which is none of its targets; the tuple "
+                              f"is not delivered (a tracked one fails for replay)", user=True)
 
     def _window_changed(self) -> None:
         if self._built:

@@ -24,6 +24,7 @@ Every one of them hands a call it does not shortcut to the one before it in its 
 """
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from squall.runtime.streams import Sources
     from squall.runtime.wire.outbox import Outbox
 
+log = logging.getLogger(__name__)
+
 
 class Clock:
     """The loop's clock: ``now`` (``time.monotonic()``), set once per loop pass."""
@@ -49,15 +52,24 @@ class Clock:
         self.now = now
 
 
+def _unreported(ts: TaskState, exc: BaseException | str) -> None:
+    log.error("component %s task %d: %s", ts.component_id, ts.task, exc)
+
+
 class Wiring:
     """What every emit of one worker reaches: this worker's queues, the outbox, the ack
-    ledger, the loop's clock and the list of tasks holding emit_many values."""
+    ledger, the loop's clock, the list of tasks holding emit_many values, and ``report(ts,
+    exc)``, which records an error of the emitting task's component (a grouping's, off the
+    emit paths)."""
 
     __slots__ = ("acking", "acks", "batch_size", "clock", "holding", "lazy", "outbox",
-                 "queues")
+                 "queues", "report")
 
     def __init__(self, tasks: LocalTasks, outbox: Outbox, acks: AckLedger, clock: Clock,
-                 batch_size: int) -> None:
+                 batch_size: int,
+                 report: Callable[[TaskState, BaseException | str], None] = _unreported
+                 ) -> None:
+        self.report = report
         self.queues: dict[int, deque[Any]] = tasks.queues
         self.lazy: dict[int, TaskState] = tasks.lazy
         self.outbox = outbox

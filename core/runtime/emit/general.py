@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from array import array
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from squall.api.tuple import Source, Tuple
 from squall.errors import TopologyError
@@ -42,6 +42,25 @@ def _targets_check(route: Route, direct_task: int | None, stream: str, owner: st
     elif direct_task is not None:
         raise TopologyError(f"component {owner!r}: direct_task given on stream {stream!r}, "
                             "which is not declared direct=True")
+
+
+def _route_failed(ts: TaskState, w: Wiring, stream: str, route: Route,
+                  exc: Exception) -> NoReturn:
+    """Raise what routing one emit to ``route`` raised: a user error of the emit itself (a
+    direct stream's) as it is; anything a grouping raised (or a choice that is no list of
+    task ids) as a TopologyError naming the emitting component, the stream and the grouping's
+    class, recorded now as the component's error (it may catch what its emit raises) and
+    once only (see :class:`squall.runtime.errors.ErrorLog`). Off the emit paths: called
+    from their ``except`` clauses, which cost nothing while nothing raises."""
+    if route.grouping is None:
+        raise exc
+    g = type(route.grouping)
+    err = TopologyError(f"component {ts.component_id!r} stream {stream!r}: grouping "
+                        f"{g.__module__}.{g.__qualname__} (subscriber {route.component!r}) "
+                        f"failed choosing tasks: {type(exc).__name__}: {exc}")
+    err.__cause__ = exc
+    w.report(ts, err)
+    raise err
 
 
 def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None,
@@ -156,12 +175,16 @@ def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, a
     if spout and tup_id is not None:
         ts.deferred.append(tup_id)      # acked once next_tuple returns (SpoutExecutor)
     n = 0
-    for route in routes:
-        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
-            deliver(w, t, Tuple(values, ts.task, src))
-            n += 1
-            if sent is not None:
-                sent.append(t)
+    try:
+        for route in routes:
+            for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+                deliver(w, t, Tuple(values, ts.task, src))
+                n += 1
+                if sent is not None:
+                    sent.append(t)
+    except Exception as exc:
+        ts.transfer_extra += n - 1
+        _route_failed(ts, w, stream, route, exc)
     ts.transfer_extra += n - 1
     return sent
 
@@ -174,14 +197,25 @@ def _emit_spout_tracked(ts: TaskState, w: Wiring, values: tuple, stream: str, sr
     root = rand(bits) * mul + home
     xor = 0
     n = 0
-    for route in routes:
-        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
-            edge = rand(64)
-            xor ^= edge
-            deliver(w, t, Tuple(values, ts.task, src, edge, (root,)))
-            n += 1
-            if sent is not None:
-                sent.append(t)
+    try:
+        for route in routes:
+            for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+                edge = rand(64)
+                xor ^= edge
+                deliver(w, t, Tuple(values, ts.task, src, edge, (root,)))
+                n += 1
+                if sent is not None:
+                    sent.append(t)
+    except Exception as exc:
+        # subscribers before this route may have the tuple: its tree fails as a whole, so
+        # the spout gets fail(tup_id) (its replay decision), as a bolt's input fails when
+        # its emit raises; the fail goes first, and the init then completes the tree
+        ts.transfer_extra += n - 1
+        ts.pending_new[root] = (tup_id, w.clock.now)
+        acker = w.acks.acker_of(root)
+        w.acks.fail_tree(acker, root)
+        w.acks.init_tree(ts, acker, root, xor)
+        _route_failed(ts, w, stream, route, exc)
     ts.transfer_extra += n - 1
     ts.pending_new[root] = (tup_id, w.clock.now)
     w.acks.init_tree(ts, w.acks.acker_of(root), root, xor)
@@ -194,20 +228,26 @@ def _emit_anchored(ts: TaskState, w: Wiring, values: tuple, stream: str, src: So
     check_anchors(ts, anchors)
     tracked = [a for a in anchors if a.roots]
     n = 0
-    for route in routes:
-        for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
-            n += 1
-            if not tracked:
-                tup = Tuple(values, ts.task, src)
-            elif len(tracked) == 1:
-                a = tracked[0]
-                edge = rand(64)
-                a.ackval ^= edge
-                tup = Tuple(values, ts.task, src, edge, a.roots)
-            else:
-                tup = _several_anchors(w, values, ts.task, src, tracked, rand(64))
-            deliver(w, t, tup)
-            if sent is not None:
-                sent.append(t)
+    try:
+        for route in routes:
+            for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+                n += 1
+                if not tracked:
+                    tup = Tuple(values, ts.task, src)
+                elif len(tracked) == 1:
+                    a = tracked[0]
+                    edge = rand(64)
+                    a.ackval ^= edge
+                    tup = Tuple(values, ts.task, src, edge, a.roots)
+                else:
+                    tup = _several_anchors(w, values, ts.task, src, tracked, rand(64))
+                deliver(w, t, tup)
+                if sent is not None:
+                    sent.append(t)
+    except Exception as exc:
+        # what was delivered is anchored: raised out of process, the input tuple fails with
+        # auto_fail (its tree with it), as in Storm
+        ts.transfer_extra += n - 1
+        _route_failed(ts, w, stream, route, exc)
     ts.transfer_extra += n - 1
     return sent

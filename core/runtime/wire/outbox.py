@@ -70,7 +70,9 @@ class Outbox:
     """Per destination worker: the runs waiting to be sent, and the connection.
 
     ``lost(roots)`` is called with the root ids of tracked tuples that could not be
-    delivered (the worker fails their trees); ``unencodable(source, error)`` once per
+    delivered (the worker fails their trees); ``unassigned(task, src_task, source)`` for a
+    tuple sent to a task no worker runs, before it is failed back (a grouping may have
+    chosen a task that is none of its targets); ``unencodable(source, error)`` once per
     source of a batch whose values the serializer refused (those runs are failed, the
     rest of the batch is sent); ``windows`` keeps what each remote task's worker granted
     (unlimited if None)."""
@@ -80,7 +82,9 @@ class Outbox:
                  lost: Callable[[set[int]], None], capacity: int = 1 << 30,
                  windows: Windows | None = None,
                  unencodable: Callable[[Source, SerializationError], None] =
-                 lambda src, exc: None) -> None:
+                 lambda src, exc: None,
+                 unassigned: Callable[[int, int, Source], None] =
+                 lambda task, src_task, src: None) -> None:
         self.transport = transport
         self.dumps = serializer.dumps
         self.loads = serializer.loads
@@ -113,6 +117,7 @@ class Outbox:
         #: per remote task: tuples sent, and what its worker granted (see .credits)
         self.windows = windows if windows is not None else Windows(1 << 62, lambda: None)
         self.unencodable = unencodable
+        self.unassigned = unassigned
 
     def set_address(self, host: str, port: int) -> None:
         """Where this worker is reached (named in its control messages)."""
@@ -134,6 +139,7 @@ class Outbox:
         """Queue a Tuple (or a TupleRun) for a remote task."""
         opened = self.open_of_task.get(task)
         if opened is None:
+            self.unassigned(task, tup.task, tup.src)
             self.undeliverable([(task, tup)], f"no worker is assigned task {task}")
             return
         run = opened.get(task)

@@ -1,4 +1,4 @@
-"""ErrorLog: errors kept per component (newest 10), logging throttled per interval."""
+"""ErrorLog: errors kept per component (newest 10), reports throttled per interval."""
 from __future__ import annotations
 
 import logging
@@ -22,8 +22,11 @@ def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "squall.errors"]
 
 
-def test_throttles_log_lines_per_component(clock: list[float],
-                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_throttles_reports_per_component(clock: list[float],
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    """Storm's throttle: past topology.max.error.report.per.interval in an interval an error
+    is neither recorded (get_topology_info, ZooKeeper) nor logged, only counted; the count is
+    one line when the interval ends."""
     log = ErrorLog({"topology.max.error.report.per.interval": 3,
                     "topology.error.throttle.interval.secs": 10})
     caplog.set_level(logging.ERROR, logger="squall.errors")
@@ -32,19 +35,54 @@ def test_throttles_log_lines_per_component(clock: list[float],
     log.record("count", 7, "a message", "host1", 6700)
     got = lines(caplog)
     assert got[:3] == [f"component split task 4: ValueError: bad {i}" for i in range(3)]
-    assert "more errors suppressed" in got[3] and "split" in got[3]
+    assert "split" in got[3] and "not reported" in got[3]
     assert got[4] == "component count task 7: a message"      # another component is not muted
     assert len(got) == 5
+    assert [e["error"] for e in log.recent()["split"]] == [f"ValueError: bad {i}\n"
+                                                            for i in range(3)]
+    assert len(log.drain()) == 4                               # 3 of split, 1 of count
+    assert (log.count, log.suppressed) == (21, 17)
 
     clock[0] += 10.5                                          # a new interval
     caplog.clear()
     log.record("split", 4, ValueError("after"), "host1", 6700)
-    assert lines(caplog) == ["component split task 4: ValueError: after"]
+    assert lines(caplog) == [
+        "component split: 17 more error(s) in 10 s were not reported "
+        "(topology.max.error.report.per.interval is 3)",
+        "component split task 4: ValueError: after"]
     assert log.count == 22
+    assert len(log.recent()["split"]) == 4
+
+
+def test_interval_end_is_logged_by_drain(clock: list[float],
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    log = ErrorLog({"topology.max.error.report.per.interval": 1,
+                    "topology.error.throttle.interval.secs": 5})
+    caplog.set_level(logging.ERROR, logger="squall.errors")
+    for i in range(4):
+        log.record("b", 1, f"e{i}", "h", 1)
+    caplog.clear()
+    log.drain()
+    assert lines(caplog) == []                                 # the interval is still on
+    clock[0] += 6
+    log.drain()
+    assert lines(caplog) == ["component b: 3 more error(s) in 5 s were not reported "
+                             "(topology.max.error.report.per.interval is 1)"]
+    caplog.clear()
+    log.drain()
+    assert lines(caplog) == []                                 # said once
+
+
+def test_an_exception_is_recorded_once(clock: list[float]) -> None:
+    log = ErrorLog({})
+    exc = ValueError("twice")
+    log.record("b", 1, exc, "h", 1)
+    log.record("b", 1, exc, "h", 1)
+    assert len(log.recent()["b"]) == 1 and log.count == 1
 
 
 def test_keeps_newest_ten_and_drains_new_ones(clock: list[float]) -> None:
-    log = ErrorLog({})
+    log = ErrorLog({"topology.max.error.report.per.interval": 100})
     for i in range(15):
         log.record("split", 4, RuntimeError(f"e{i}"), "h", 1)
     recent = log.recent()["split"]

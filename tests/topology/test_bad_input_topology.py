@@ -1,0 +1,211 @@
+"""Bad input to a running topology or to its declaration: one clear error, recorded in the
+topology's errors where it happens at run time, and the topology keeps running with nothing
+acknowledged lost."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from squall import (
+    Bolt, ConfigError, Grouping, LocalCluster, Spout, Stream, TopologyBuilder, TopologyError,
+)
+from squall.testing import complete_topology, wait_until
+
+from tests.topology.conftest import info_errors
+
+LOCK = threading.Lock()
+#: spout tuple ids acked and failed, what emit raised, tuples each bolt task got
+ACKED: list[Any] = []
+FAILED: list[Any] = []
+RAISED: list[BaseException] = []
+GOT: list[tuple[str, Any]] = []
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    for seen in (ACKED, FAILED, RAISED, GOT):
+        seen.clear()
+
+
+class Numbers(Spout):
+    """Emits 0..5 once each, tracked by their value; keeps what its emit raised."""
+    outputs = ["v"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        if self.i < 6:
+            i = self.i
+            self.i += 1
+            try:
+                self.emit([i], tup_id=i)
+            except Exception as exc:
+                RAISED.append(exc)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class Take(Bolt):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            GOT.append((self.context.component_id, tup.values[0]))
+
+
+class OddOnes(Grouping):
+    """Even values to the first target; odd ones as ``mode`` says."""
+
+    def __init__(self, mode: str = "raise") -> None:
+        self.mode = mode
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        self.targets = list(target_tasks)
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        if values[0] % 2 == 0:
+            return [self.targets[0]]
+        if self.mode == "foreign":
+            return [999]
+        raise KeyError("oops")
+
+
+def odd_ones_topology(mode: str) -> Any:
+    b = TopologyBuilder()
+    b.set_spout("src", Numbers)
+    b.set_bolt("other", Take).shuffle_grouping("src")     # subscribes before the custom one
+    b.set_bolt("r", Take, 2).custom_grouping("src", OddOnes(mode))
+    return b.create_topology()
+
+
+def settled() -> bool:
+    with LOCK:
+        return len(ACKED) + len(FAILED) >= 6
+
+
+def test_a_grouping_that_raises_is_one_error_and_fails_the_spout_tuple(
+        cluster: LocalCluster) -> None:
+    """The emit raises a TopologyError naming the component, stream and grouping class (not
+    the grouping's bare KeyError), recorded once in the topology's errors though the spout
+    caught it; the tuple, which the first subscriber had already received, is failed to the
+    spout at once (not left to the message timeout)."""
+    cluster.submit_topology("badgroup", {"topology.message.timeout.secs": 600},
+                            odd_ones_topology("raise"))
+    wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
+    assert sorted(ACKED) == [0, 2, 4] and sorted(FAILED) == [1, 3, 5]
+    assert len(RAISED) == 3 and all(isinstance(e, TopologyError) for e in RAISED)
+    text = str(RAISED[0])
+    assert "'src'" in text and "'default'" in text and "OddOnes" in text and "oops" in text
+    errors = wait_until(lambda: info_errors(cluster, "badgroup", "src"), timeout=10)
+    assert len(errors) == 3
+    assert "OddOnes" in errors[0]["error"] and "'default'" in errors[0]["error"]
+    assert cluster.get_topology_info("badgroup")["status"] == "active"
+
+
+class Relay(Bolt):
+    """Re-emits what it gets to a stream whose one subscriber has a raising grouping."""
+    outputs = ["v"]
+
+    def process(self, tup: Any) -> None:
+        self.emit([tup.values[0]])
+
+
+def test_a_grouping_that_raises_in_a_bolt_fails_its_input(cluster: LocalCluster) -> None:
+    """As in Storm, the error escapes the bolt's process: its input tuple fails (so the
+    spout replays), and the error is recorded once."""
+    b = TopologyBuilder()
+    b.set_spout("src", Numbers)
+    b.set_bolt("relay", Relay).shuffle_grouping("src")
+    b.set_bolt("r", Take, 2).custom_grouping("relay", OddOnes("raise"))
+    cluster.submit_topology("badgroup2", {"topology.message.timeout.secs": 600},
+                            b.create_topology())
+    wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
+    assert sorted(ACKED) == [0, 2, 4] and sorted(FAILED) == [1, 3, 5]
+    errors = wait_until(lambda: info_errors(cluster, "badgroup2", "relay"), timeout=10)
+    assert len(errors) == 3
+    assert all("OddOnes" in e["error"] and "'relay'" in e["error"] for e in errors)
+
+
+def test_a_grouping_choosing_no_target_is_recorded(cluster: LocalCluster) -> None:
+    """A task id outside the grouping's targets: the tuple fails for replay and the error,
+    naming the grouping and the task, is in the topology's errors."""
+    cluster.submit_topology("foreign", {"topology.message.timeout.secs": 600},
+                            odd_ones_topology("foreign"))
+    wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
+    assert sorted(FAILED) == [1, 3, 5] and not RAISED
+    errors = wait_until(lambda: info_errors(cluster, "foreign", "src"), timeout=10)
+    assert "OddOnes" in errors[0]["error"] and "999" in errors[0]["error"]
+
+
+def test_stream_none_in_a_grouping_means_the_default_stream() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", Numbers)
+    b.set_bolt("a", Take).shuffle_grouping("src", stream=None)
+    b.set_bolt("b", Take).fields_grouping("src", ["v"], stream=None)
+    b.set_bolt("c", Take).custom_grouping("src", OddOnes("foreign"), stream=None)
+    topo = b.create_topology()
+    assert {inp.stream for c in "abc" for inp in topo.components[c].inputs} == {"default"}
+    result = complete_topology(topo, {"src": [[0], [2]]})
+    assert result.acked == {0, 1}
+    assert sorted(GOT) == [("a", 0), ("a", 2), ("b", 0), ("b", 2), ("c", 0), ("c", 2)]
+
+
+def test_an_empty_stream_name_is_refused() -> None:
+    with pytest.raises(TopologyError, match="stream name is empty"):
+        Stream(["a"], name="")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_non_finite_tick_frequency_is_refused(cluster: LocalCluster, value: float) -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", Numbers)
+    b.set_bolt("r", Take).shuffle_grouping("src")
+    with pytest.raises(ConfigError, match="topology.tick.tuple.freq.secs.*finite"):
+        cluster.submit_topology("ticks", {"topology.tick.tuple.freq.secs": value},
+                                b.create_topology())
+    with pytest.raises(ConfigError, match="'r'.*topology.tick.tuple.freq.secs.*finite"):
+        b2 = TopologyBuilder()
+        b2.set_spout("src", Numbers)
+        b2.set_bolt("r", Take, config={"topology.tick.tuple.freq.secs": value}) \
+            .shuffle_grouping("src")
+        cluster.submit_topology("ticks", {}, b2.create_topology())
+
+
+@pytest.mark.parametrize("count", ["2", True, 0, 1.5])
+def test_rebalance_refuses_a_count_that_is_no_int(cluster: LocalCluster, count: Any) -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", Numbers)
+    b.set_bolt("b", Take, 2).shuffle_grouping("src")
+    cluster.submit_topology("rb", {}, b.create_topology())
+    with pytest.raises(TopologyError, match="component 'b'.*executors"):
+        cluster.rebalance("rb", executors={"b": count})
+    info = cluster.get_topology_info("rb")
+    assert info["components"]["b"]["executors"] == 2 and info["status"] == "active"
+
+
+class Raises(Bolt):
+    def process(self, tup: Any) -> None:
+        raise RuntimeError(f"bad {tup.values[0]}")
+
+
+def test_errors_past_the_limit_per_interval_are_not_recorded(cluster: LocalCluster) -> None:
+    """topology.max.error.report.per.interval limits what is recorded (Storm's throttle),
+    not only the log lines."""
+    b = TopologyBuilder()
+    b.set_spout("src", Numbers)
+    b.set_bolt("r", Raises).shuffle_grouping("src")
+    cluster.submit_topology("throttle", {"topology.max.error.report.per.interval": 2,
+                                         "topology.error.throttle.interval.secs": 600},
+                            b.create_topology())
+    wait_until(lambda: len(FAILED) == 6, timeout=20, message=lambda: f"failed {FAILED}")
+    errors = info_errors(cluster, "throttle", "r")
+    assert [e["error"].strip().splitlines()[-1] for e in errors] == [
+        "RuntimeError: bad 0", "RuntimeError: bad 1"]
