@@ -73,7 +73,10 @@ class CheckpointSpout(Spout):
         #: the seq of the tuple in flight (None: none)
         self.in_flight: int | None = None
         self.next_at = 0.0
+        #: a run of failures is logged (once) and has not ended in a commit yet; of them, a
+        #: failure of the state backend was (see :meth:`_failed`)
         self.failing = False
+        self.backend_failing = False
         #: the clock the interval is measured by
         self.now: Any = time.monotonic
 
@@ -124,10 +127,12 @@ class CheckpointSpout(Spout):
             self.action = COMMIT
             self.next_at = now
             return
-        if self.failing:
-            self.failing = False
-            log.info("checkpoints of topology %s go on (%s of txid %d done)",
-                     self.context.topology_name, self.action, self.txid)
+        if self.failing and self.action == COMMIT:
+            # not at a recover: one that works between prepares that fail (a bolt failing
+            # every checkpoint, a backend down for some writes) is no end of the outage
+            self.failing = self.backend_failing = False
+            log.info("checkpoints of topology %s commit again (txid %d)",
+                     self.context.topology_name, self.txid)
         self.action = PREPARE
         self.next_at = now + self.interval
 
@@ -144,17 +149,21 @@ class CheckpointSpout(Spout):
         self.next_at = self.now() + wait
 
     def _failed(self, why: str, backend: bool = False) -> None:
-        """Log the first failure of a run of them, the rest at debug: a failed checkpoint
-        as a warning (the protocol recovers), the state backend failing (``backend``) as an
-        error, which the topology's errors show too (until it answers no checkpoint
-        commits, and stateful bolts fail their inputs)."""
-        if self.failing:
+        """Log the first failure of a run of them, the rest at debug: a run lasts until a
+        checkpoint commits again (:meth:`ack` logs that), through any recoveries between.
+        A failed checkpoint is a warning (the protocol recovers), the state backend failing
+        (``backend``) an error, which the topology's errors show too (until it answers no
+        checkpoint commits, and stateful bolts fail their inputs); the first backend failure
+        of a run is that error even after a warning."""
+        if self.failing and (self.backend_failing or not backend):
             log.debug("checkpoint spout: %s", why)
             return
         self.failing = True
         text = (f"checkpoint spout of topology {self.context.topology_name}: {why} "
-                f"(retrying every {self.interval:.3g} s)")
+                f"(retrying every {self.interval:.3g} s; no more of this until a checkpoint "
+                "commits)")
         if backend:
+            self.backend_failing = True
             log.error("%s", text)
             self.report_error(text)
         else:

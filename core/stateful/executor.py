@@ -60,7 +60,9 @@ class CheckpointedBoltExecutor(BoltExecutor):
         self.lazy_batch = bool(getattr(type(tasks[0].instance), "lazy_batch", False))
         self.keepers: dict[int, StateKeeper] = {}
         self.provider: StateProvider | None = None
-        self.provider_down = False
+        #: tasks whose provider failed and that have not committed a checkpoint since: each
+        #: says so once (an outage is one error line per task, and one when it ends)
+        self.provider_down: set[int] = set()
         if wants_thread(type(tasks[0].instance), tasks[0].conf):
             log.warning("bolt %s is on the checkpoint path of a stateful bolt: it runs on the "
                         "worker's loop, not on a thread of its own", component_id)
@@ -361,20 +363,23 @@ class CheckpointedBoltExecutor(BoltExecutor):
         except Exception as exc:      # init_state raised: reported, recovery is retried
             self.report_error(ts, exc)
             return False
-        if self.provider_down:
-            self.provider_down = False
-            log.info("bolt %s: the state provider answers again; checkpoints go on",
-                     self.component_id)
+        if action == COMMIT and ts.task in self.provider_down:
+            # at a commit, not at the first call that works: a recovery between prepares
+            # that fail (a backend that reads but does not write) is no end of the outage
+            self.provider_down.discard(ts.task)
+            log.info("bolt %s task %d: the state provider answers again; checkpoint %d "
+                     "committed", self.component_id, ts.task, txid)
         return True
 
     def _provider_failed(self, ts: TaskState, action: str, txid: int,
                          exc: StateProviderError) -> None:
-        """One error line when the provider starts failing, then debug until it answers."""
-        if self.provider_down:
+        """One error line per task when the provider starts failing, then debug until the
+        task commits a checkpoint again."""
+        if ts.task in self.provider_down:
             log.debug("bolt %s task %d: %s of checkpoint %d failed: %s", self.component_id,
                       ts.task, action, txid, exc)
             return
-        self.provider_down = True
+        self.provider_down.add(ts.task)
         log.error("bolt %s task %d: %s of checkpoint %d failed (%s); the checkpoint is not "
                   "committed, inputs wait unacked or are replayed, and it is retried",
                   self.component_id, ts.task, action, txid, exc)

@@ -9,7 +9,7 @@ what users write          :mod:`.bolt`                       ``WindowedBolt``
 window and slide values   :mod:`.spec`                       ``Count``, ``Duration``,
                                                              ``WindowSpec.of`` (Storm's keys)
 build-time checks         :mod:`.topology`                   ``complete_windowed`` (timeout,
-                                                             late stream)
+                                                             late stream, timestamp field)
 running the bolt          :mod:`.executor`                   ``WindowedBoltExecutor``
 processing-time windows   :mod:`.processing`                 ``ProcessingWindows.add``,
                                                              ``on_time``

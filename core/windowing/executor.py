@@ -30,6 +30,22 @@ from squall.windowing.window import Window
 
 log = logging.getLogger(__name__)
 
+#: what ``_run_tuples`` reads for a tuple that lacks the timestamp field (not an int)
+_MISSING = object()
+
+
+def stamp_error(component: str, field: str | None, tup: Tuple) -> str:
+    """The one-line error for a tuple of windowed bolt ``component`` whose timestamp field
+    ``field`` is missing or not an int."""
+    where = f"windowed bolt {component!r}"
+    src = tup.src
+    if field not in src.index:
+        return (f"{where}: stream {src.component}:{src.stream} has no timestamp field "
+                f"{field!r} (its fields: {list(src.fields)}); the tuple fails")
+    stamp = tup[field]
+    return (f"{where}: timestamp field {field!r} must be an int (ms since the epoch), got "
+            f"{type(stamp).__name__} {stamp!r:.80}; the tuple fails")
+
 
 class _Anchors:
     """The window in evaluation (None outside one): a task's emits without ``anchors=`` are
@@ -188,14 +204,20 @@ class WindowedBoltExecutor(BoltExecutor):
                 continue
             try:
                 stamp = tup[field]
-                if stamp.__class__ is not int:
-                    raise TypeError(f"windowed bolt {self.component_id!r}: timestamp field "
-                                    f"{field!r} must be an int (ms since the epoch), got "
-                                    f"{type(stamp).__name__} {stamp!r}")
-            except (KeyError, TypeError) as exc:
-                self._failed(ts, tup, exc)       # reported; the tuple fails
+            except KeyError:
+                stamp = _MISSING
+            if stamp.__class__ is not int:
+                self._bad_stamp(ts, tup)
                 continue
             add(tup, stamp, tup.task, now_ms)
+
+    def _bad_stamp(self, ts: TaskState, tup: Tuple) -> None:
+        """A tuple without an int timestamp: one error line (a message, not an exception:
+        the fault is the input's, and a traceback of the executor would point at squall),
+        throttled with the component's other errors; the tuple fails and the task goes on.
+        Failed here whatever ``auto_fail`` says: a windowed bolt cannot fail it itself."""
+        self.report_error(ts, stamp_error(self.component_id, self.field, tup))
+        self.acks.fail_tuple(ts, tup)
 
     def on_timer(self, now: float) -> None:
         now_ms = int((now + self.offset) * 1000)

@@ -9,7 +9,7 @@ from squall.api.topology import ComponentSpec
 from squall.api.tuple import Stream
 from squall.errors import TopologyError
 from squall.windowing.bolt import WindowedBolt
-from squall.windowing.spec import WindowSpec
+from squall.windowing.spec import TIMESTAMP_FIELD, WindowSpec
 
 TIMEOUT_KEY = "topology.message.timeout.secs"
 
@@ -26,7 +26,9 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
     instead of ``process_window``, asks for a thread of its own, has settings
     :meth:`WindowSpec.of` rejects, holds tuples (duration window plus slide) longer than
     ``topology.message.timeout.secs`` (``conf``, then the component's config, then the
-    default), or has a late stream while its inputs' fields differ."""
+    default), has a late stream while its inputs' fields differ, or has a timestamp field
+    that one of its input streams lacks (every tuple of that stream would fail)."""
+    fields_of: dict[str, str] = {}      # event-time bolt -> its timestamp field
     for spec in specs.values():
         cls = spec.cls
         if spec.kind != "bolt" or not is_windowed(cls):
@@ -48,14 +50,19 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
         _check_timeout(where, ws, merged)
         if ws.late_stream is not None:
             _declare_late(spec, ws.late_stream, specs)
+        if ws.timestamp_field is not None:
+            fields_of[spec.id] = ws.timestamp_field
+    # once every late stream is declared: a windowed bolt may take another's
+    for cid, field in fields_of.items():
+        _check_timestamp_field(specs[cid], field, specs)
 
 
 def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
     """At submit time (the ``squall_validate_topology`` hook): raise TopologyError when a
     windowed bolt's window plus slide does not fit in the message timeout of the conf it is
-    submitted with (``create_topology`` checked the conf it was given, if any), or when that
+    submitted with (``create_topology`` checked the conf it was given, if any), when that
     conf names a late stream the topology was built without (its worker could not emit
-    on it)."""
+    on it), or when it names a timestamp field an input stream lacks."""
     from squall.config import component_conf
     for spec in topology.components.values():
         if spec.kind == "bolt" and is_windowed(spec.cls):
@@ -69,6 +76,8 @@ def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
                     "tuple.stream in the submitted conf) was not declared when the topology "
                     "was built; give the key to create_topology() or set late_stream on "
                     "the class")
+            if ws.timestamp_field is not None:
+                _check_timestamp_field(spec, ws.timestamp_field, topology.components)
 
 
 def _check_timeout(where: str, ws: WindowSpec, merged: Mapping[str, Any]) -> None:
@@ -107,3 +116,24 @@ def _declare_late(spec: ComponentSpec, name: str, specs: Mapping[str, ComponentS
                             f"({', '.join(str(list(f)) for f in sorted(fields))}), so its late "
                             f"stream {name!r} cannot take their fields")
     spec.streams[name] = Stream(next(iter(fields)) if fields else (), name)
+
+
+def _check_timestamp_field(spec: ComponentSpec, field: str,
+                           specs: Mapping[str, ComponentSpec]) -> None:
+    """TopologyError when an input stream of event-time bolt ``spec`` lacks its timestamp
+    field ``field``: the bolt would fail every tuple of that stream at run time."""
+    lacking = []
+    streams = []
+    for inp in spec.inputs:
+        source = specs.get(inp.component)
+        stream = source.streams.get(inp.stream) if source is not None else None
+        if stream is None:              # an unknown input is reported by the input checks
+            continue
+        streams.append(f"{inp.component}:{inp.stream} {list(stream.fields)}")
+        if field not in stream.fields:
+            lacking.append(f"{inp.component}:{inp.stream}")
+    if lacking:
+        raise TopologyError(f"windowed bolt {spec.id!r}: timestamp field {field!r} "
+                            f"(timestamp_field or {TIMESTAMP_FIELD}) is not a field of "
+                            f"{', '.join(lacking)}; its input streams' fields: "
+                            f"{'; '.join(streams)}")

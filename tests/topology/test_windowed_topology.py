@@ -263,6 +263,23 @@ def test_bad_timestamps_fail_and_late_tuples_without_a_late_stream_are_acked(clu
     assert any("timestamp field 'ts' must be an int" in e["error"] for e in errors), errors
 
 
+def test_a_bad_timestamp_is_one_error_line_the_tuple_fails_and_the_bolt_goes_on(cluster):
+    # the input's fault: no traceback of squall's executor, one line naming field and value
+    rows = [(1, "1200"), (2, None), (3, 1500.5), (4, True), (5, 1500), (6, 3000)]
+    run(cluster, EventTimeNoLateStream, {0: rows})
+    wait_until(lambda: len(events("fail")) == 4 and events("ack"), timeout=20,
+               message=lambda: repr(EVENTS))
+    assert sorted(e[1] for e in events("fail")) == [1, 2, 3, 4]
+    assert [e[1] for e in events("ack")] == [5]
+    errors = [e["error"] for e in cluster.get_topology_info("windows")["errors"]["window"]]
+    assert len(errors) == 4, errors
+    assert all("\n" not in e and "Traceback" not in e for e in errors), errors
+    prefix = ("windowed bolt 'window': timestamp field 'ts' must be an int (ms since the "
+              "epoch), got ")
+    assert sorted(errors) == sorted(prefix + got + "; the tuple fails" for got in (
+        "str '1200'", "NoneType None", "float 1500.5", "bool True"))
+
+
 def test_submit_refuses_a_window_longer_than_the_submitted_message_timeout(cluster):
     b = TopologyBuilder()
     b.set_spout("rows", Rows)
@@ -280,6 +297,18 @@ def test_submit_refuses_a_late_stream_the_topology_was_built_without(cluster):
     with pytest.raises(TopologyError, match="late stream 'late' .* was not declared when the "
                                             "topology was built"):
         cluster.submit_topology("windows", {"topology.bolts.late.tuple.stream": "late"},
+                                topology)
+
+
+def test_submit_refuses_a_timestamp_field_the_inputs_lack(cluster):
+    b = TopologyBuilder()
+    b.set_spout("rows", Rows)
+    b.set_bolt("window", EventTimeNoLate).global_grouping("rows")
+    topology = b.create_topology()
+    with pytest.raises(TopologyError, match=r"timestamp field 'tss' .* not a field of "
+                                            r"rows:default; its input streams' fields: "
+                                            r"rows:default \['n', 'ts'\]"):
+        cluster.submit_topology("windows", {"topology.bolts.tuple.timestamp.field.name": "tss"},
                                 topology)
 
 

@@ -3,6 +3,7 @@ first, then prepare / commit every interval; the commit decision is kept with th
 before commit goes out; any failure sends recover."""
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from typing import Any
@@ -152,6 +153,75 @@ def test_a_backend_that_does_not_answer_is_one_error_the_topology_shows(prefix, 
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 1 and len(reported) == 1            # once per run of failures
     assert "cannot read the last committed checkpoint" in reported[0]
+
+
+def test_a_run_of_failed_checkpoints_is_one_warning_until_one_commits(prefix, caplog):
+    """Recoveries that work between prepares that fail (a bolt failing every checkpoint, a
+    backend down for writes) do not end the run: one warning, and one line when a checkpoint
+    commits again (it logged both every cycle: 16 lines in 5 s)."""
+    caplog.set_level(logging.INFO, logger="squall.stateful.checkpoint")
+    clock = Clock()
+    spout, emitted = spout_for(prefix, clock)
+    spout.activate()
+    spout.ack(emitted[-1][2])                   # recovered
+    for _ in range(4):
+        clock.t += 1.0
+        spout.next_tuple()
+        assert actions(emitted)[-1] == (1, PREPARE)
+        spout.fail(emitted[-1][2])
+        spout.next_tuple()
+        assert actions(emitted)[-1] == (0, RECOVER)
+        spout.ack(emitted[-1][2])               # the recovery works, the next prepare fails
+
+    def lines() -> list[tuple[str, str]]:
+        return [(r.levelname, r.getMessage()) for r in caplog.records
+                if r.levelno >= logging.INFO]
+    assert [level for level, _ in lines()] == ["WARNING"], lines()
+    assert "prepare of txid 1 failed" in lines()[0][1]
+    clock.t += 1.0
+    spout.next_tuple()
+    spout.ack(emitted[-1][2])                   # prepared
+    spout.next_tuple()
+    assert actions(emitted)[-1] == (1, COMMIT)
+    spout.ack(emitted[-1][2])                   # committed: the run is over
+    assert [level for level, _ in lines()] == ["WARNING", "INFO"], lines()
+    assert "checkpoints of topology t commit again (txid 1)" in lines()[1][1]
+    clock.t += 1.0
+    spout.next_tuple()
+    spout.fail(emitted[-1][2])                  # a new run: logged again
+    assert [level for level, _ in lines()] == ["WARNING", "INFO", "WARNING"], lines()
+
+
+def test_a_backend_failure_after_a_warning_is_still_the_error_the_topology_shows(
+        prefix, monkeypatch, caplog):
+    from squall.errors import StateProviderError
+    clock = Clock()
+    spout, emitted = spout_for(prefix, clock)
+    reported: list[str] = []
+    spout.report_error = reported.append                 # type: ignore[method-assign]
+    spout.activate()
+    spout.ack(emitted[-1][2])
+    clock.t += 1.0
+    spout.next_tuple()
+    spout.fail(emitted[-1][2])                  # a prepare failed: a warning
+    spout.next_tuple()
+    spout.ack(emitted[-1][2])
+    clock.t += 1.0
+    spout.next_tuple()
+
+    def down(namespace: str, txid: int, changes: Any) -> None:
+        raise StateProviderError("redis state provider at 127.0.0.1:1: refused")
+    monkeypatch.setattr(spout.provider, "prepare", down)
+    for _ in range(2):
+        spout.ack(emitted[-1][2])               # every task prepared; the decision fails
+        clock.t += 1.0
+        spout.next_tuple()
+        spout.ack(emitted[-1][2])               # recovered
+        clock.t += 1.0
+        spout.next_tuple()
+    assert [r.levelname for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "WARNING", "ERROR"]
+    assert len(reported) == 1 and "checkpoint 1 not committed" in reported[0]
 
 
 def test_redis_options_are_checked_by_name_type_and_range() -> None:

@@ -124,6 +124,35 @@ def test_the_late_stream_is_declared_with_the_input_fields():
         build(Late, extra_input=True)
 
 
+class EventTs(Sums):
+    timestamp_field = "ts"
+
+
+def test_create_topology_refuses_a_timestamp_field_an_input_stream_lacks():
+    # every tuple would fail at run time: refused at build, naming the inputs' fields
+    when = type("When", (Sums,), {"timestamp_field": "when"})
+    with pytest.raises(TopologyError, match=r"windowed bolt 'w': timestamp field 'when' .* "
+                                            r"not a field of events:default; its input "
+                                            r"streams' fields: events:default \['word', "
+                                            r"'ts'\]"):
+        build(when)
+    with pytest.raises(TopologyError, match="timestamp field 'tss'"):
+        build(Sums, component={"topology.bolts.tuple.timestamp.field.name": "tss"})
+    with pytest.raises(TopologyError, match="timestamp field 'tss'"):
+        build(Sums, {"topology.bolts.tuple.timestamp.field.name": "tss"})
+    with pytest.raises(TopologyError, match=r"'ts' .* not a field of other:default; .*"
+                                            r"other:default \['x'\]"):
+        build(EventTs, extra_input=True)
+    build(EventTs)
+    build(Sums, component={"topology.bolts.tuple.timestamp.field.name": "word"})
+    # another windowed bolt's late stream (declared after this bolt) has its input's fields
+    b = TopologyBuilder()
+    b.set_spout("events", Events)
+    b.set_bolt("behind", EventTs).shuffle_grouping("w", "late")
+    b.set_bolt("w", Late).shuffle_grouping("events")
+    b.create_topology()
+
+
 def test_a_windowed_bolt_must_use_process_window():
     class Both(Sums):
         def process(self, tup: Any) -> None:
