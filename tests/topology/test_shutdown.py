@@ -84,3 +84,29 @@ def test_leaving_with_a_spout_blocked_in_a_call_takes_one_stop_timeout() -> None
         assert took < 15, f"leaving the with block took {took:.1f} s"     # 10 s, once
     finally:
         RELEASE.set()
+
+
+class SlowSpout(Spout):
+    """0.1 s a next_tuple call, on the worker's loop, each call emitting one tuple."""
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        time.sleep(0.1)         # the spout's work: a poll of something slow
+        with LOCK:
+            CALLS.append(time.monotonic())
+        self.emit([1])
+
+
+def test_leaving_with_a_slow_spout_is_prompt() -> None:
+    # one pass called next_tuple for a whole batch while it emitted (64 calls, 6.4 s), and
+    # the kill's deactivation waited for that pass
+    CALLS.clear()
+    b = TopologyBuilder()
+    b.set_spout("slow", SlowSpout)
+    b.set_bolt("sink", Slow).shuffle_grouping("slow")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("slow-spout", {}, b.create_topology())
+        wait_until(lambda: len(CALLS) >= 3, 30)
+        start = time.monotonic()
+    took = time.monotonic() - start
+    assert took < 5, f"leaving the with block took {took:.1f} s"
