@@ -297,15 +297,19 @@ class Scheduling:
             return None
         return _shortfall(cluster, topology)
 
-    def run(self, hold: frozenset[str] = frozenset()) -> None:
+    def run(self, hold: frozenset[str] = frozenset(),
+            statuses: Mapping[str, str] | None = None) -> None:
         """One pass over every topology. Each topology :meth:`rebalanced` since the last pass
         has its surviving placement reshaped by the scheduler; one that was running and cannot
         be placed in its new shape gets its old shape back (it keeps running where it was, the
         status reason says why) and the pass is made again. Placed ones are forgotten as
         rebalanced. Topologies in ``hold`` (their package is still reaching other nimbuses)
-        are left out of the pass."""
+        are left out of the pass. ``statuses`` schedules topologies as if their status were
+        that (a rebalance placed before its status is written back)."""
         fresh = self._fresh
-        topologies, cluster, storms, stored, errors = self._build(set(fresh), hold=hold)
+        shapes = {tid: {"status": status} for tid, status in (statuses or {}).items()}
+        topologies, cluster, storms, stored, errors = self._build(set(fresh), shapes,
+                                                                  hold=hold)
         for tid, reason in errors.items():    # never silently unplaced: the status says why
             if storms[tid].get("status_reason") != reason:
                 self._state.update_storm(tid, status_reason=reason)
@@ -330,7 +334,7 @@ class Scheduling:
                                      status_reason=NOT_APPLIED + why)
             reverted = True
         if reverted:
-            self.run(hold)
+            self.run(hold, statuses)
             return
         waiting = self._absent(stored, {s.id for s in cluster.supervisors()})
         for topology in topologies:

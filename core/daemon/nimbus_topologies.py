@@ -258,16 +258,28 @@ class TopologyLifecycle:
         or rebalance wait ends (epoch seconds; None: none waits), so that the monitor thread
         wakes then rather than at its next periodic pass."""
         with self._lock:
-            due = self._finish_transitions()
-            self._scheduling.run(hold=frozenset(self._replicating))
+            due, resuming = self._finish_transitions()
+            # a rebalanced topology is scheduled as if its status were back, and gets it back
+            # only after the pass wrote its new assignment: a worker that saw the status
+            # first, with its old assignment, would activate its spouts only to be replaced
+            self._scheduling.run(hold=frozenset(self._replicating), statuses=resuming)
+            for tid, status in resuming.items():
+                base = self._state.get_storm(tid) or {}
+                if base.get("status") == "rebalancing":     # else the pass set it (pending)
+                    self._state.update_storm(tid, status=status, rebalance=None)
+                else:
+                    self._state.update_storm(tid, rebalance=None)
             self._clean_orphans()
             return due
 
-    def _finish_transitions(self) -> float | None:
-        """Finish the kills and rebalances that are due; returns when the earliest of the
-        others is (None: no other)."""
+    def _finish_transitions(self) -> tuple[float | None, dict[str, str]]:
+        """Finish the kills that are due and give the rebalances that are due their new
+        shape (their status and plan stay until the scheduling pass placed them); returns
+        when the earliest of the others is due (None: no other) and, for each rebalance
+        finished, the status it goes back to."""
         now = time.time()
         waits: list[float] = []
+        resuming: dict[str, str] = {}
         for tid, base in self._state.storms().items():
             plan = base.get("rebalance")
             if base.get("status") == "killed":
@@ -286,14 +298,14 @@ class TopologyLifecycle:
                 notify("squall_topology_killed", name=base.get("name", ""), topology_id=tid)
                 log.info("topology %s killed", tid)
             else:
-                self._state.update_storm(tid, status=plan["previous"], rebalance=None,
-                                         num_workers=plan["num_workers"],
+                self._state.update_storm(tid, num_workers=plan["num_workers"],
                                          component_executors=plan["component_executors"])
                 self._scheduling.rebalanced(tid, {
                     "num_workers": base.get("num_workers"),
                     "component_executors": base.get("component_executors")})
+                resuming[tid] = str(plan["previous"])
                 log.info("rebalancing topology %s", tid)
-        return min(waits, default=None)
+        return min(waits, default=None), resuming
 
     def _clean_orphans(self) -> None:
         state = self._state

@@ -150,8 +150,8 @@ class WorkerProcess:
         self.store = drivers.driver("state", conf)
         self.store.start()
         self.state = ClusterState(self.store, conf)
+        base = self.state.get_storm(self.tid, watch=self._on_change)     # first: see sync
         assignment = self.state.get_assignment(self.tid, watch=self._on_change)
-        base = self.state.get_storm(self.tid, watch=self._on_change)
         self.executors = my_executors(assignment, self.node, self.port)
         if not self.executors or base is None:
             log.info("worker %s: no assignment for %s:%d any more; exiting", self.tid, self.node,
@@ -267,8 +267,10 @@ class WorkerProcess:
 
     def sync(self) -> bool:
         """Follow the assignment and status; False when this worker must exit."""
-        assignment = self.state.get_assignment(self.tid, watch=self._on_change)
+        # the status first: nimbus writes a rebalanced topology's assignment before its status
+        # goes back to active, so an active status read here comes with the new assignment
         base = self.state.get_storm(self.tid, watch=self._on_change)
+        assignment = self.state.get_assignment(self.tid, watch=self._on_change)
         if base is None or assignment is None:
             log.info("worker %s:%d: topology gone; exiting", self.tid, self.port)
             return False

@@ -12,6 +12,7 @@ in one process      :mod:`.local`       ``LocalDRPC``: queues per function, wait
 the server          :mod:`.server`      ``DRPCServer.handle``: every call, in one place
 its book            :mod:`.requests`    ``RequestBook``: waiting, fetched, answered requests
 its wire fronts     :mod:`.fronts`      gRPC servicer, HTTP handler (``GET /drpc/f/args``)
+why not answered    :mod:`.failures`    ``DRPCError`` kinds, each one status on both fronts
 clients             :mod:`.client`      ``DRPCClient`` (callers), ``Invocations`` (topologies)
 ==================  ==================  =====================================================
 """

@@ -4,9 +4,21 @@ the squall exception's class name in the ``squall-error`` trailing metadata) or 
 codes with one line of text.
 
 HTTP: ``GET /drpc/<function>/<args>`` and ``POST /drpc/<function>`` (args: the body) answer
-the result (``application/json``); ``GET /drpc`` lists the functions (JSON). A timeout is 504,
-a bad request 400, a server shutting down or busy (``drpc.worker.threads`` callers waiting)
-503.
+the result (``application/json``); ``GET /drpc`` lists the functions (JSON).
+
+Statuses, by the :mod:`.failures` class of the error (never by its words, which quote the
+caller's args and the topology's error):
+
+=====================  ========  ===================  =====================================
+failure                HTTP      gRPC                 when
+=====================  ========  ===================  =====================================
+``BadCall``            400       INVALID_ARGUMENT     the caller's input (a bad name, ...)
+``RequestFailed``      500       INTERNAL             the topology failed the request
+``Busy``               503       RESOURCE_EXHAUSTED   ``drpc.worker.threads`` callers wait
+``ShuttingDown``       503       UNAVAILABLE          the server stops
+``TimedOut``           504       DEADLINE_EXCEEDED    ``drpc.request.timeout.secs`` passed
+any other DRPCError    500       INTERNAL
+=====================  ========  ===================  =====================================
 """
 from __future__ import annotations
 
@@ -20,7 +32,7 @@ import grpc
 
 from squall.drpc._proto import drpc_pb2 as pb
 from squall.drpc._proto import drpc_pb2_grpc as pb_grpc
-from squall.drpc.server import BUSY
+from squall.drpc.failures import BadCall, Busy, RequestFailed, ShuttingDown, TimedOut
 from squall.errors import AuthenticationError, AuthorizationError, DRPCError
 
 if TYPE_CHECKING:
@@ -31,17 +43,21 @@ ERROR_KEY = "squall-error"
 MAX_BODY = 1 << 20
 
 
-def _grpc_code(exc: DRPCError) -> grpc.StatusCode:
-    text = str(exc)
-    if "timed out" in text:
-        return grpc.StatusCode.DEADLINE_EXCEEDED
-    if "shut" in text:
-        return grpc.StatusCode.UNAVAILABLE
-    if text.startswith(BUSY):
-        return grpc.StatusCode.RESOURCE_EXHAUSTED
-    if text.startswith("bad") or "must be" in text or "unknown DRPC call" in text:
-        return grpc.StatusCode.INVALID_ARGUMENT
-    return grpc.StatusCode.ABORTED
+#: each failure's gRPC code and HTTP status (the module's table)
+_STATUSES: tuple[tuple[type[DRPCError], grpc.StatusCode, int], ...] = (
+    (BadCall, grpc.StatusCode.INVALID_ARGUMENT, 400),
+    (RequestFailed, grpc.StatusCode.INTERNAL, 500),
+    (Busy, grpc.StatusCode.RESOURCE_EXHAUSTED, 503),
+    (ShuttingDown, grpc.StatusCode.UNAVAILABLE, 503),
+    (TimedOut, grpc.StatusCode.DEADLINE_EXCEEDED, 504),
+)
+
+
+def _status(exc: DRPCError) -> tuple[grpc.StatusCode, int]:
+    for kind, code, http in _STATUSES:
+        if isinstance(exc, kind):
+            return code, http
+    return grpc.StatusCode.INTERNAL, 500
 
 
 class GrpcFront(pb_grpc.DRPCServicer):
@@ -60,8 +76,9 @@ class GrpcFront(pb_grpc.DRPCServicer):
         except AuthorizationError as exc:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
         except DRPCError as exc:
-            context.set_trailing_metadata(((ERROR_KEY, type(exc).__name__),))
-            context.abort(_grpc_code(exc), str(exc))
+            # the public class a caller catches, not the failure's (a server-side detail)
+            context.set_trailing_metadata(((ERROR_KEY, DRPCError.__name__),))
+            context.abort(_status(exc)[0], str(exc))
         except Exception as exc:      # report, keep serving
             log.exception("DRPC %s failed", call.op)
             context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
@@ -128,10 +145,7 @@ def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer
                 self._reply(403, f"{exc}\n")
                 return
             except DRPCError as exc:
-                code = {grpc.StatusCode.DEADLINE_EXCEEDED: 504,
-                        grpc.StatusCode.UNAVAILABLE: 503,
-                        grpc.StatusCode.RESOURCE_EXHAUSTED: 503}.get(_grpc_code(exc), 400)
-                self._reply(code, f"{exc}\n")
+                self._reply(_status(exc)[1], f"{exc}\n")
                 return
             except Exception as exc:   # report, keep serving
                 log.exception("DRPC http request failed")

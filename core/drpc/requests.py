@@ -12,11 +12,11 @@ import time
 import uuid
 from collections import deque
 
-from squall.errors import DRPCError
+from squall.drpc.failures import RequestFailed, ShuttingDown, TimedOut
 
 
 class _Request:
-    __slots__ = ("args", "done", "error", "fetched", "function", "id", "result")
+    __slots__ = ("args", "done", "error", "fetched", "function", "id", "result", "shut")
 
     def __init__(self, request_id: str, function: str, args: str) -> None:
         self.id = request_id
@@ -26,6 +26,7 @@ class _Request:
         self.result: str | None = None
         self.error: str | None = None
         self.fetched = False
+        self.shut = False       # failed because the server stopped, not by its topology
 
 
 class RequestBook:
@@ -43,11 +44,12 @@ class RequestBook:
         self._closed = False
 
     def execute(self, function: str, args: str) -> str:
-        """Queue a request and block until its result (DRPCError on timeout or shutdown)."""
+        """Queue a request and block until its result: TimedOut, RequestFailed (its topology
+        failed it) or ShuttingDown (the server stops) if none comes."""
         request = _Request(f"{self._prefix}-{next(self._ids)}", function, args)
         with self._lock:
             if self._closed:
-                raise DRPCError("the DRPC server is shutting down")
+                raise ShuttingDown("the DRPC server is shutting down")
             self._pending[request.id] = request
             self._waiting.setdefault(function, deque()).append(request)
             self._arrived.notify_all()
@@ -61,10 +63,11 @@ class RequestBook:
         if not answered:
             served = "" if function in self._last_fetch else (
                 f"; no topology has fetched {function!r} requests from this server")
-            raise DRPCError(f"DRPC request {function}({args!r}) timed out after "
+            raise TimedOut(f"DRPC request {function}({args!r}) timed out after "
                             f"{self.timeout:g} s (drpc.request.timeout.secs){served}")
         if request.error is not None:
-            raise DRPCError(f"DRPC request {function}({args!r}) failed: {request.error}")
+            failure = ShuttingDown if request.shut else RequestFailed
+            raise failure(f"DRPC request {function}({args!r}) failed: {request.error}")
         assert request.result is not None
         return request.result
 
@@ -129,5 +132,6 @@ class RequestBook:
             pending, self._pending = list(self._pending.values()), {}
             self._arrived.notify_all()
         for request in pending:
+            request.shut = True
             request.error = "the DRPC server shut down"
             request.done.set()

@@ -4,8 +4,10 @@ HTTP on ``drpc.http.port`` (3774) for callers (``GET /drpc/<function>/<args>``).
 Both fronts (:mod:`.fronts`) turn what arrives into a :class:`Call` plus the :class:`Caller`
 (transport, peer address, metadata: gRPC invocation metadata or HTTP headers) and hand it to
 :meth:`DRPCServer.handle`, the one place where requests are checked and served; a caller's
-authentication is checked there. A bad call raises :class:`~squall.errors.DRPCError` (the
-fronts answer it as one error line) and the server keeps serving. ``functions()`` lists the
+authentication is checked there. A call not answered raises a
+:class:`~squall.errors.DRPCError` of :mod:`.failures` saying why (a bad call, busy, timed out,
+failed by its topology, shutting down; the fronts answer each with its status and one error
+line) and the server keeps serving. ``functions()`` lists the
 functions callers and topologies have named (also ``GET /drpc`` and the gRPC ``Functions``
 call).
 
@@ -36,8 +38,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from squall.drpc.failures import BadCall, Busy
 from squall.drpc.requests import RequestBook
-from squall.errors import AuthenticationError, AuthorizationError, DRPCError, SquallError
+from squall.errors import AuthenticationError, AuthorizationError, SquallError
 from squall.security import user_for_token
 from squall.security.settings import admins, authentication_mode
 
@@ -48,7 +51,7 @@ MAX_FETCH_WAIT = 5.0
 MAX_FUNCTION_CHARS = 256
 #: calls a topology makes to serve requests (admins only when authentication is on)
 SERVING_OPS = ("fetch", "result", "fail")
-#: how the DRPCError of a caller over drpc.worker.threads begins (the fronts match it)
+#: how the error of a caller over drpc.worker.threads begins
 BUSY = "the DRPC server is busy"
 
 
@@ -100,7 +103,8 @@ class DRPCServer:
     def handle(self, call: Call, caller: Caller) -> Any:
         """Serve ``call`` from ``caller``: the result of execute (str), fetch (a list of
         ``(id, args)``), result / fail (bool: the request was still waiting), functions
-        (a list of dicts). Raises DRPCError for a bad call or a request that fails,
+        (a list of dicts). Raises a DRPCError of :mod:`.failures` for a bad call, a busy
+        server or a request that is not answered,
         AuthenticationError / AuthorizationError for a caller who may not make it."""
         if self.auth_mode != "none":
             self._authorize(call, self._user_of(caller), caller)
@@ -108,9 +112,9 @@ class DRPCServer:
             _check_function(call.function)
         if call.op == "execute":
             if not isinstance(call.args, str):
-                raise DRPCError("DRPC args must be a string")
+                raise BadCall("DRPC args must be a string")
             if not self._callers.acquire(blocking=False):
-                raise DRPCError(f"{BUSY}: {self.caller_threads} callers are "
+                raise Busy(f"{BUSY}: {self.caller_threads} callers are "
                                 "waiting for results already (drpc.worker.threads); call again "
                                 "later or raise drpc.worker.threads")
             try:
@@ -126,7 +130,7 @@ class DRPCServer:
             return self.book.fail(call.request_id, "the topology failed the request")
         if call.op == "functions":
             return self.functions()
-        raise DRPCError(f"unknown DRPC call {call.op!r}")
+        raise BadCall(f"unknown DRPC call {call.op!r}")
 
     def _user_of(self, caller: Caller) -> str:
         """The authenticated user of a call (gRPC calls were authenticated by the server's
@@ -249,5 +253,5 @@ class DRPCServer:
 def _check_function(function: Any) -> None:
     if not isinstance(function, str) or not function or len(function) > MAX_FUNCTION_CHARS \
             or "/" in function:
-        raise DRPCError(f"bad DRPC function name {function!r}: a non-empty name without '/' "
+        raise BadCall(f"bad DRPC function name {function!r}: a non-empty name without '/' "
                         f"of at most {MAX_FUNCTION_CHARS} characters")

@@ -5,7 +5,8 @@ Threads, per running subprocess: a *reader* (reads stdout, decodes messages and 
 to the component's ``on_messages``; on end of file it calls ``on_exit`` once), a *writer*
 (writes what :meth:`ShellProcess.send` queued, so no caller ever blocks on a full pipe, and
 a reader answering task ids cannot deadlock against a writer blocked on a subprocess that is
-itself blocked writing) and a *stderr* thread (each line to the component's logger).
+itself blocked writing) and a *stderr* thread (each line to the component's logger at INFO;
+the last few are kept, and an exit nobody asked for quotes them in its reason).
 
 Every :class:`ShellHost` of a worker is registered under ``(topology id, worker port)``;
 :func:`stop_worker` (the ``squall_worker_stopping`` hook, and ``squall_worker_stop`` after it)
@@ -36,6 +37,13 @@ WRITE_BACKLOG = 1 << 20
 STOP_GRACE = 2.0
 #: restart delays after a subprocess that died young (doubling from the first, to the last)
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
+#: how much of a subprocess's stderr an unexpected exit's reason quotes (its last lines: a
+#: traceback's last lines say why, and a user at WARNING sees only the reason, not the
+#: INFO lines the stderr thread logs)
+STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 5, 1000
+#: how long an exit's reason waits for the rest of the stderr of a subprocess that exited
+#: (the pipe ends when the last of its process group is gone, which SIGKILL sees to)
+STDERR_WAIT = 1.0
 #: a subprocess that lived this long resets the restart delay
 STABLE_SECS = 10.0
 #: how long a call or tuples wait for a subprocess being restarted before they give up (so
@@ -69,6 +77,8 @@ class ShellProcess:
         self._backlog = 0
         self._cond = threading.Condition()
         self._kill_reason: str | None = None
+        self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_ended = threading.Event()
         self.alive = True
         self.pid = 0
         self.last_heard = time.monotonic()
@@ -143,8 +153,9 @@ class ShellProcess:
                 while view:
                     view = view[os.write(fd, view):]
             except OSError as exc:
-                code = self._wait(STOP_GRACE)     # a closed pipe: usually it exited
-                self.kill(f"exited with code {code}" if code is not None else
+                # a closed pipe: usually it exited (kill then says how, stderr included)
+                exited = self._wait(STOP_GRACE) is not None
+                self.kill(None if exited else
                           f"stopped reading its stdin ({exc.strerror or exc})")
                 break
             with cond:
@@ -197,11 +208,28 @@ class ShellProcess:
         stderr = self.proc.stderr
         assert stderr is not None
         logger = self.logger
-        for line in iter(stderr.readline, b""):
-            text = line.decode(errors="replace").rstrip()
-            if text:
-                logger.info("%s", text)
-        stderr.close()
+        tail = self._stderr_tail
+        try:
+            for line in iter(stderr.readline, b""):
+                text = line.decode(errors="replace").rstrip()
+                if text:
+                    logger.info("%s", text)
+                    tail.append(text[-STDERR_TAIL_CHARS:])
+        finally:
+            stderr.close()
+            self._stderr_ended.set()
+
+    def _exited(self, code: int | None) -> str:
+        """The reason of an exit nobody asked for: its code and the last lines of its stderr
+        (waiting up to ``STDERR_WAIT`` for the stderr thread to read them to the end)."""
+        reason = f"exited with code {code}" if code is not None else "exited"
+        self._stderr_ended.wait(STDERR_WAIT)
+        text = " | ".join(list(self._stderr_tail))
+        if not text:
+            return reason
+        if len(text) > STDERR_TAIL_CHARS:
+            text = "..." + text[3 - STDERR_TAIL_CHARS:]
+        return f"{reason}; its stderr ended with: {text}"
 
     # -- ending ----------------------------------------------------------------------------------
     def kill(self, reason: str | None = None) -> None:
@@ -215,10 +243,10 @@ class ShellProcess:
         self._signal(signal.SIGKILL)
         code = self._wait(STOP_GRACE)
         if self._kill_reason is None:
+            exited = self._exited(code)     # waits for its stderr: not under the lock
             with self._cond:
                 if self._kill_reason is None:
-                    self._kill_reason = f"exited with code {code}" if code is not None \
-                        else "exited"
+                    self._kill_reason = exited
 
     def close(self) -> None:
         """Stop the subprocess politely: its stdin closes (pystorm and storm.py leave on end

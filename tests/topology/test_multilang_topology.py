@@ -140,6 +140,28 @@ def test_a_command_that_cannot_start_is_one_error_and_the_rest_runs(
     assert len(running_pids()) == 2
 
 
+class CannotImport(ShellBolt):
+    # as a pystorm bolt run by a python without pystorm: a traceback on stderr, exit code 1
+    command = [sys.executable, "-c", "import squall_test_no_such_module"]
+    outputs = ["word"]
+
+
+def test_a_subprocess_that_exits_at_start_is_reported_with_the_end_of_its_stderr(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    # a user at WARNING sees the error, not the INFO lines of the subprocess's stderr: the
+    # error itself says why
+    b = TopologyBuilder()
+    b.set_spout("sentences", ml.Sentences)
+    b.set_bolt("broken", CannotImport).shuffle_grouping("sentences")
+    cluster.submit_topology("ml", {"test.output.dir": str(tmp_path), "test.sentences": 3,
+                                   "topology.message.timeout.secs": 5}, b.create_topology())
+    error = wait_until(lambda: info_errors(cluster, "ml", "broken"), 60,
+                       message="the error of the bolt that cannot start")[0]["error"]
+    assert "exited with code 1; its stderr ended with: Traceback" in error
+    assert "No module named 'squall_test_no_such_module'" in error
+    assert "\n" not in error                       # one line
+
+
 SCRIPT = '''
 import sys, time
 from squall import LocalCluster, ShellBolt, Spout, TopologyBuilder

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import time
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +166,42 @@ def test_restarted_supervisor_adopts_its_workers(squall_cluster, wordcount):
     c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > before + 150, 40, "topology stalled")
     assert c.state.supervisor_ids() == [sid]
     assert sorted(again.worker_pids()) == pids        # never restarted, never two per slot
+
+
+def test_a_supervisor_stopped_with_sigterm_has_its_workers_exit_at_once(squall_cluster,
+                                                                       wordcount):
+    # README: one stopped with SIGTERM leaves the cluster at once, so nimbus moves its
+    # executors and its workers exit. With the default timings (nimbus's periodic pass every
+    # 10 s, a 20 s session): its node goes with its session, nimbus's watch sees it, and
+    # the workers see their executors moved, none waiting for a period or a timeout
+    c = squall_cluster
+    defaults = {"nimbus.monitor.freq.secs": 10, "storm.zookeeper.session.timeout": 20000,
+         "supervisor.monitor.frequency.secs": 3, "supervisor.heartbeat.frequency.secs": 5,
+         "task.heartbeat.frequency.secs": 3, "supervisor.worker.shutdown.sleep.secs": 3,
+         "nimbus.task.timeout.secs": 30, "supervisor.worker.timeout.secs": 30}
+    c.start_nimbus(overrides=defaults)
+    s1 = c.start_supervisor("sup1", overrides=defaults)
+    c.start_supervisor("sup2", overrides=defaults)
+    c.wait_ready(supervisors=2)
+    submit(c, total=100000, rate=30)
+    c.wait(lambda: len({n for n, _ in c.worker_slots("wc")}) == 2 and s1.worker_pids(), 30,
+           "not on 2 supervisors")
+    c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > 20, 30, "no acks")
+    pids = s1.worker_pids()
+    started = time.monotonic()
+    s1.terminate()
+    c.wait(lambda: not [p for p in pids if _running(p)], 30,
+           f"the stopped supervisor's workers {pids} did not exit")
+    took = time.monotonic() - started
+    assert took < 6, f"its workers exited {took:.1f} s after the supervisor's SIGTERM"
+    before = len(wordcount.read_acks(c.out_dir))
+    c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > before + 30, 60,
+           "the topology did not go on on the other supervisor")
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, not reaped yet, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -57,6 +57,18 @@ def _check_spouts(events, t_cmd: float) -> None:
         f"a spout was activated {wait_end - reactivated:.2f} s before the --wait {WAIT} ended")
     during = [e for e in events if e.event == "emit" and deactivated <= e.time <= reactivated]
     assert not during, f"spouts emitted during the rebalance wait: {during[:5]}"
+    # an instance deactivated for the rebalance whose worker is being replaced is not
+    # activated again before it closes: its emits would only be replayed (nimbus restored
+    # the status before it wrote the new assignment, and the old worker took the status
+    # with its old assignment)
+    history: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for e in events:
+        if e.time >= t_cmd and e.event in ("activate", "deactivate", "close"):
+            history[(e.pid, e.task)].append(e.event)
+    revived = {k: h for k, h in history.items()
+               if "close" in h and "deactivate" in h[:h.index("close")]
+               and "activate" in h[h.index("deactivate") + 1:h.index("close")]}
+    assert not revived, f"replaced spout instances activated again before closing: {revived}"
     emits = [e.time for e in events if e.event == "emit"]
     assert min(emits) < t_cmd and max(emits) > reactivated, "the stream did not run on both " \
         "sides of the rebalance"

@@ -10,15 +10,19 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import quote
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from squall import DRPCClient, LocalCluster
 from squall.daemon.ports import free_port
 from squall.drpc import DRPCServer
+from squall.drpc._proto import drpc_pb2 as pb
+from squall.drpc._proto import drpc_pb2_grpc as pb_grpc
 from squall.errors import DRPCError
 from squall.testing.waiting import wait_until
 from squall.trident import (
@@ -227,6 +231,20 @@ def test_a_request_the_topology_fails_is_an_error_for_its_caller_at_once(
         with pytest.raises(DRPCError, match="failed: the topology failed the request"):
             client.execute("parse", "oops")         # well before the 60 s timeout
         assert client.execute("parse", "7") == "[[7]]"
+        # the server's failure, not the caller's bad input: 500 over HTTP, INTERNAL over
+        # gRPC, whatever words the args (quoted in the message) hold
+        for args in ("oops", "must be timed out", "bad shutdown"):
+            status, body = _get(server.http_port, f"/drpc/parse/{quote(args)}")
+            assert (status, body) == (
+                500, f"DRPC request parse({args!r}) failed: the topology failed the request\n")
+            with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                with pytest.raises(grpc.RpcError) as failed:
+                    pb_grpc.DRPCStub(channel).Execute(
+                        pb.ExecuteRequest(function="parse", args=args), timeout=30)
+            assert failed.value.code() == grpc.StatusCode.INTERNAL
+            assert "the topology failed the request" in failed.value.details()
+            assert dict(failed.value.trailing_metadata())["squall-error"] == "DRPCError"
+        assert _get(server.http_port, "/drpc/parse/8") == (200, "[[8]]")
 
 
 def _times_out(client: DRPCClient) -> bool:

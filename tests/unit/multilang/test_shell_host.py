@@ -131,3 +131,45 @@ def test_a_workers_subprocesses_stop_side_by_side(tmp_path: Path,
     finally:
         for host in hosts:
             host.stop()
+
+
+# says why on stderr, as a failed import does, then exits before the handshake (with a long
+# line before the last one when its first argument says so)
+DIES_SAYING_WHY = """
+import sys
+for i in range(20):
+    sys.stderr.write("noise line %d\\n" % i)
+if sys.argv[1].endswith("long"):
+    sys.stderr.write("x" * 5000 + " the long line's end\\n")
+sys.stderr.write("ModuleNotFoundError: No module named 'pystorm'\\n")
+sys.exit(1)
+"""
+
+
+@pytest.mark.parametrize("long", [False, True])
+def test_a_subprocess_that_exits_before_its_handshake_is_reported_with_its_stderr_tail(
+        tmp_path: Path, long: bool) -> None:
+    reports: list[str] = []
+    path = tmp_path / "script.py"
+    path.write_text(DIES_SAYING_WHY)
+    host = ShellHost(argv=[sys.executable, str(path), "long" if long else "short"],
+                     cwd=str(tmp_path), codec=JsonCodec, conf={}, context={}, timeout=60,
+                     logger=logging.getLogger("test.shell"), report=reports.append,
+                     on_messages=lambda proc, messages: None,
+                     on_exit=lambda proc, reason: None, key=("test", id(reports)))
+    try:
+        assert host.ensure() is None
+        assert len(reports) == 1
+        report = reports[0]
+        assert "exited with code 1; its stderr ended with: " in report
+        assert report.endswith(
+            "ModuleNotFoundError: No module named 'pystorm'; trying again in 0.5 s")
+        assert "noise line 15" not in report            # the last five lines at most
+        if long:        # bounded, its end kept
+            assert "the long line's end | ModuleNotFoundError" in report
+            assert len(report) < process.STDERR_TAIL_CHARS + 200, report
+        else:
+            assert "noise line 16 | noise line 17 | noise line 18 | noise line 19 | " \
+                   "ModuleNotFoundError" in report
+    finally:
+        host.stop()
