@@ -387,11 +387,12 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
 
     Known keys (those with a default) must have the default's type (ints pass for floats; a
     null default accepts anything unless :func:`nullable_types` names the type), and a float
-    must be finite (not nan or inf). An unknown
-    key under one of :data:`NAMESPACES` is a warning with a did-you-mean; other keys are the
-    user's own. ``supervisor.<dim>.slots`` must be null or a non-negative int, as the
-    supervisor requires. Then every driver name is checked (no driver is imported). Raises
-    ConfigError (PluginNotFoundError for an unknown driver) on the first problem.
+    must be finite (not nan or inf). An unknown key under one of :data:`NAMESPACES`, or
+    under the first part of a known key's name (a plugin's ``spark.``), is a warning with a
+    did-you-mean; other keys are the user's own. ``supervisor.<dim>.slots`` must be null or a
+    non-negative int, as the supervisor requires. Then every driver name is checked (no
+    driver is imported). Raises ConfigError (PluginNotFoundError for an unknown driver) on
+    the first problem.
     """
     known = defaults() if known is None else known
     nullable = nullable_types(known)
@@ -422,6 +423,9 @@ def _check_types(conf: Mapping[str, Any], known: Mapping[str, Any],
     """ConfigError for the first known key whose value has the wrong type; the warnings for
     unknown keys in squall's namespaces."""
     warnings: list[str] = []
+    # the first part of every known key names a namespace too: a plugin's ("spark.", so
+    # "spark.source.colums" warns beside "spark.source.columns"), and "logviewer."
+    spaces = NAMESPACES + tuple({k.partition(".")[0] + "." for k in known if "." in k})
     for key, value in conf.items():
         if not isinstance(key, str):
             raise ConfigError(f"config key {key!r} is a {type(key).__name__}; keys must be "
@@ -436,7 +440,7 @@ def _check_types(conf: Mapping[str, Any], known: Mapping[str, Any],
             if value.__class__ is float and not math.isfinite(value):
                 # nan passes every range check, and inf is no duration, size or count
                 raise ConfigError(f"config key {key!r} must be a finite number, got {value!r}")
-        elif key.startswith(NAMESPACES):
+        elif key.startswith(spaces):
             msg = f"unknown config key {key!r}"
             hint = _close_key(key, known)
             if hint:

@@ -1,9 +1,10 @@
 """The Spark plugin's hooks (entry point ``spark`` in ``squall.plugins``).
 
-Adds its config keys (``spark.master`` and the ``spark.source.retry.*`` keys, with their
-defaults) and ``squall metrics report DIR [--bucket SIZE] [--format F] [--html FILE] [--engine
-arrow|spark]``. Importing this module imports neither pyarrow nor pyspark; the command imports
-what it uses when it runs.
+Adds its config keys (``spark.master``, the SparkSpout's ``spark.source.*`` and
+``spark.spout.*`` keys and ``spark.conf``, with their defaults and types) and ``squall
+metrics report DIR [--bucket SIZE] [--format F] [--html FILE] [--engine arrow|spark]``.
+Importing this module imports neither pyarrow nor pyspark; the command imports what it uses
+when it runs.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 from squall.errors import SquallError
 from squall.hookspecs import hookimpl
 
-__all__ = ["squall_add_commands", "squall_add_defaults"]
+__all__ = ["squall_add_commands", "squall_add_config_types", "squall_add_defaults"]
 
 #: the keys this plugin owns. SparkSpout: a failed partition read is retried from its first row
 #: not yet emitted, waiting ``min.secs`` doubling up to ``max.secs``; from ``report.after``
@@ -30,12 +31,39 @@ DEFAULTS: dict[str, Any] = {
     "spark.spout.progress": True,
     "spark.spout.progress.id": None,
     "spark.spout.progress.interval.secs": 1.0,
+    "spark.spout.emit.batch": 500,
+    "spark.spout.fetch": "auto",
+    # the source a SparkSpout reads (set in its component config: plugins/spark/source.py)
+    # and the settings of a session the plugin makes; known, so that a misspelt one is
+    # warned of with a did-you-mean instead of being left unread
+    "spark.source.format": None,
+    "spark.source.path": None,
+    "spark.source.table": None,
+    "spark.source.query": None,
+    "spark.source.options": None,
+    "spark.source.columns": None,
+    "spark.conf": None,
+}
+#: the types of the keys above whose default is null
+TYPES: dict[str, type | tuple[type, ...]] = {
+    "spark.source.format": str,
+    "spark.source.path": (str, list),
+    "spark.source.table": str,
+    "spark.source.query": str,
+    "spark.source.options": dict,
+    "spark.source.columns": list,
+    "spark.conf": dict,
 }
 
 
 @hookimpl
 def squall_add_defaults() -> dict[str, Any]:
     return DEFAULTS
+
+
+@hookimpl
+def squall_add_config_types() -> dict[str, type | tuple[type, ...]]:
+    return TYPES
 
 
 @hookimpl

@@ -219,10 +219,27 @@ def test_supervisor_slots_must_be_whole_and_non_negative_as_the_supervisor_reads
 
 def test_unknown_key_in_a_known_namespace_warns_with_did_you_mean(caplog):
     with caplog.at_level(logging.WARNING, logger="squall.config"):
-        warnings = config.validate({"topology.worker": 2, "my.own.key": 1, "spark.source.x": 1})
+        warnings = config.validate({"topology.worker": 2, "my.own.key": 1})
     expected = "unknown config key 'topology.worker' (did you mean 'topology.workers'?)"
     assert warnings == [expected]
     assert expected in caplog.text
+
+
+def test_a_misspelt_plugin_key_warns_beside_the_plugins_own_keys(caplog):
+    # a plugin's keys make their namespace: "spark.source.colums" was left unread without a
+    # word, and the spout emitted every column
+    with caplog.at_level(logging.WARNING, logger="squall.config"):
+        warnings = config.validate({"spark.source.colums": ["id"],
+                                    "spark.spout.progress.intervl.secs": 2,
+                                    "spark.source.columns": ["id"],
+                                    "spark.sql.shuffle.partitions": 4})
+    assert warnings == [
+        "unknown config key 'spark.source.colums' (did you mean 'spark.source.columns'?)",
+        "unknown config key 'spark.spout.progress.intervl.secs' (did you mean "
+        "'spark.spout.progress.interval.secs'?)",
+        "unknown config key 'spark.sql.shuffle.partitions'"]     # Spark's own: spark.conf
+    with pytest.raises(ConfigError, match="'spark.source.columns' must be list or null"):
+        config.validate({"spark.source.columns": "id"})
 
 
 def test_a_components_own_config_is_checked_like_a_topologys(caplog):
