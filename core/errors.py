@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = [
     "SquallError", "ConfigError", "PluginNotFoundError", "PluginLoadError", "TopologyError",
     "TransportError", "SchedulingError", "SerializationError", "StateError", "NotAliveError",
-    "AlreadyAliveError", "MultilangError", "AuthenticationError", "AuthorizationError",
+    "BeingKilledError", "AlreadyAliveError", "MultilangError", "AuthenticationError", "AuthorizationError",
     "DRPCError", "StateProviderError",
 ]
 
@@ -68,6 +68,11 @@ class StateProviderError(SquallError):
 
 class NotAliveError(SquallError):
     """The named topology is not running."""
+
+
+class BeingKilledError(NotAliveError):
+    """The named topology is in its kill wait: only another kill acts on it (the UI answers
+    400, a refusal, not 404: the topology is known)."""
 
 
 class AlreadyAliveError(SquallError):

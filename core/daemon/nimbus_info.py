@@ -17,7 +17,7 @@ from typing import Any
 from squall.api.topology import Topology
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_leader import Leadership, NotLeaderError
-from squall.errors import NotAliveError
+from squall.errors import BeingKilledError, NotAliveError
 from squall.security import redact
 from squall.state.cluster_state import ClusterState, beat_key
 
@@ -56,7 +56,7 @@ def live_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:
         dying = state.find_topology_id(name, killed=True)
         base = state.get_storm(dying) if dying else None
         if base is not None:
-            raise NotAliveError(f"{being_killed(name, base)}; only kill acts on it now "
+            raise BeingKilledError(f"{being_killed(name, base)}; only kill acts on it now "
                                 "(kill --wait 0 ends the wait)")
         running = sorted(b.get("name", "?") for b in state.storms().values()
                          if b.get("status") != "killed")

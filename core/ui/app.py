@@ -63,7 +63,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 _ACTIONS = ("activate", "deactivate", "rebalance", "kill")
 #: HTTP status of squall's exceptions by class name (nearest in the MRO wins)
 _STATUS = {"AuthenticationError": 401, "AuthorizationError": 403, "NotAliveError": 404,
-           "NimbusUnavailableError": 503}
+           "BeingKilledError": 400, "NimbusUnavailableError": 503}
 _HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
             "X-Frame-Options": "DENY"}
 #: the page runs only its own scripts and talks only to this UI

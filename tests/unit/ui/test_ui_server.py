@@ -32,6 +32,18 @@ def test_topology_by_id_or_name_component_and_visualization(open_ui):
         == "1h 1m 40s"
 
 
+def test_an_action_on_a_topology_being_killed_is_a_refusal_not_an_unknown_topology(
+        open_ui, nimbus):
+    # nimbus refuses it (the topology is known, in its kill wait): 400, as README says of
+    # what nimbus refuses; it was 404, as for a topology nobody knows
+    _, http = open_ui
+    nimbus.killing.add("wc")
+    status, err = http.call("/api/v1/topology/wc/activate", "POST")
+    assert status == 400 and "is being killed" in err["error"]
+    assert http.call("/api/v1/topology/wc/kill/0", "POST")[0] == 200
+    assert http.call("/api/v1/topology/nope/activate", "POST")[0] == 404
+
+
 def test_mistakes_are_one_clear_line_each(open_ui, nimbus):
     _, http = open_ui
     assert http.call("/api/v1/topology/nope") == (

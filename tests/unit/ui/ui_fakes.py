@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from squall.daemon._proto import nimbus_pb2 as pb
-from squall.errors import NotAliveError, TopologyError
+from squall.errors import BeingKilledError, NotAliveError, TopologyError
 from squall.ui import UiServer
 
 
@@ -68,6 +68,8 @@ class FakeNimbus:
         self.topologies: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[Any, ...]] = []
         self.refuse_rebalance = False
+        #: names in their kill wait: actions other than kill are refused, as nimbus does
+        self.killing: set[str] = set()
 
     def client(self, conf: Mapping[str, Any]) -> FakeClient:
         return FakeClient(self, conf.get("squall.auth.token"))
@@ -94,6 +96,9 @@ class FakeClient:
     def _act(self, action: str, name: str, *args: Any) -> None:
         if name not in self.nimbus.topologies:
             raise NotAliveError(f"no topology named {name!r} is running")
+        if name in self.nimbus.killing and action != "kill":
+            raise BeingKilledError(f"topology {name!r} is being killed (30 s of its kill wait "
+                                   "left); only kill acts on it now")
         self.nimbus.calls.append((self.token, action, name, *args))
 
     def activate(self, name: str) -> None:
