@@ -310,8 +310,9 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         if enable is None:
             raise _HttpError(404, "debug takes enable or disable")
         pct = _number(request.path_params.get("spct", "100"), "sampling percentage")
-        if not 0 < pct <= 100:
+        if enable and not 0 < pct <= 100:
             raise _HttpError(400, f"the sampling percentage must be in (0, 100], got {pct:g}")
+        # disabling samples nothing, whatever percentage a client sends with it (0, say)
         component = request.path_params.get("component")
         tid = await run_in_threadpool(view.debug, user, request.path_params["id"], component,
                                       enable, pct)

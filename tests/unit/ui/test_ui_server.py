@@ -89,12 +89,15 @@ def test_debug_and_log_levels_take_storms_paths_and_reach_nimbus(open_ui, nimbus
     assert status == 200 and body["topologyOperation"] == "debug" and body["debug"] is True
     assert http.call("/api/v1/topology/wc-1-1700000000/component/count/debug/disable/100",
                      "POST")[0] == 200
+    # a disable's percentage means nothing: 0 is fine (it was a 400)
+    assert http.call("/api/v1/topology/wc/component/count/debug/disable/0", "POST")[0] == 200
     levels = (b'{"namedLoggerLevels": {"ROOT": {"target_level": "debug", "timeout": 30},'
               b' "squall.worker": {"target_level": "INFO", "timeout": 30},'
               b' "mine": {"target_level": "RESET"}}}')
     assert http.call("/api/v1/topology/wc/logconfig", "POST", levels)[0] == 200
     assert nimbus.calls == [
         (None, "debug", "wc", None, True, 10.0), (None, "debug", "wc", "count", False, 100.0),
+        (None, "debug", "wc", "count", False, 0.0),
         (None, "logconfig", "wc", {"mine": "RESET"}, 0.0),
         (None, "logconfig", "wc", {"ROOT": "DEBUG", "squall.worker": "INFO"}, 30.0)]
     # mistakes: one clear line each, nothing reaches nimbus
