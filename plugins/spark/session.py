@@ -28,16 +28,26 @@ SESSION_DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
 }
+#: and to one on a ``local`` master, whose driver nothing outside this host needs to reach
+#: (Spark binds it to the host's outside address otherwise)
+LOCAL_DEFAULTS = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+#: ``spark.master`` left at its default: whatever session this process runs is taken without
+#: a word (one the user made, say)
+DEFAULT_MASTER = "local[*]"
 
 
 def get_session(master: str | None = None, settings: Mapping[str, Any] | None = None,
                 app_name: str = "squall") -> Any:
     """Return the active SparkSession, or create one on ``master`` (default ``local[*]``).
 
-    ``settings`` are extra Spark settings (``{"spark.driver.host": "127.0.0.1", ...}``) used
-    only when a session is created; an existing session is returned as it is (its master wins,
-    as with ``SparkSession.builder.getOrCreate``; a different ``master`` asked for is logged as
-    one warning line per master, naming the master in use). Blocks while the driver JVM starts
+    ``settings`` are extra Spark settings (``{"spark.executor.memory": "2g", ...}``) used
+    only when a session is created; on a ``local`` master the driver binds 127.0.0.1 unless
+    they say otherwise. An existing session is returned as it is (its master wins, as with
+    ``SparkSession.builder.getOrCreate``; a master other than the default asked for is logged
+    as one warning line per master, naming the master in use). Blocks while the driver JVM starts
     (seconds).
     Raises PluginLoadError if pyspark is missing and ConfigError if the session cannot start.
     """
@@ -52,13 +62,16 @@ def get_session(master: str | None = None, settings: Mapping[str, Any] | None = 
     if SparkContext._active_spark_context is not None:   # this process already runs a driver
         session = SparkSession.builder.getOrCreate()
         in_use = session.sparkContext.master
-        if master and master != in_use and master not in _ignored_masters:
+        if master and master != DEFAULT_MASTER and master != in_use and \
+                master not in _ignored_masters:
             _ignored_masters.add(master)
             log.warning("spark.master %r is not used: this process already runs a Spark "
                         "session on %s, which squall's Spark components share", master, in_use)
         return session
-    builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
-    for key, value in {**SESSION_DEFAULTS, **dict(settings or {})}.items():
+    master = master or DEFAULT_MASTER
+    builder = SparkSession.builder.master(master).appName(app_name)
+    local = LOCAL_DEFAULTS if master.startswith("local") else {}
+    for key, value in {**SESSION_DEFAULTS, **local, **dict(settings or {})}.items():
         builder = builder.config(str(key), str(value).lower() if isinstance(value, bool)
                                  else str(value))
     try:

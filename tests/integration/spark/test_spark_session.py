@@ -1,6 +1,7 @@
 """``spark.master`` chooses the Spark cluster of the session a SparkSpout starts (in a fresh
 process, since a process holds one Spark driver); asking for another master once a session
-runs gives one warning naming the master in use."""
+runs gives one warning naming the master in use (none for the default master); a local
+session's driver binds 127.0.0.1."""
 from __future__ import annotations
 
 import subprocess
@@ -19,13 +20,15 @@ from squall.plugins.spark import SparkSpout
 
 def source(master):
     return {"spark.master": master, "spark.source.format": "json", "spark.source.path": sys.argv[1],
-            "spark.conf": {"spark.ui.enabled": False, "spark.driver.host": "127.0.0.1",
-                           "spark.driver.bindAddress": "127.0.0.1"}}
+            "spark.conf": {"spark.ui.enabled": False}}
 
 print("FIELDS", SparkSpout.declare_outputs(source("local[1]")), flush=True)
 print("MASTER", SparkContext._active_spark_context.master, flush=True)
+conf = SparkContext._active_spark_context.getConf()
+print("DRIVER", conf.get("spark.driver.host"), conf.get("spark.driver.bindAddress"), flush=True)
 for _ in range(3):
     SparkSpout.declare_outputs(source("local[3]"))
+SparkSpout.declare_outputs(source("local[*]"))     # the default: no word
 print("MASTER", SparkContext._active_spark_context.master, flush=True)
 SparkContext._active_spark_context.stop()
 """
@@ -37,7 +40,9 @@ def test_spark_master_chooses_the_session_and_a_later_one_is_warned_once(tmp_pat
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(data)], capture_output=True,
                           text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.splitlines() == ["FIELDS ['a']", "MASTER local[1]", "MASTER local[1]"]
+    # a local session's driver binds 127.0.0.1 unless spark.conf says otherwise
+    assert done.stdout.splitlines() == ["FIELDS ['a']", "MASTER local[1]",
+                                        "DRIVER 127.0.0.1 127.0.0.1", "MASTER local[1]"]
     warnings = [x for x in done.stderr.splitlines() if x.startswith("WARNING squall")]
     assert warnings == ["WARNING squall.plugins.spark.session spark.master 'local[3]' is not "
                         "used: this process already runs a Spark session on local[1], which "
