@@ -85,7 +85,9 @@ def check_dataset(dir: str | Path) -> Path:
     for a missing directory or one without data files."""
     path = Path(dir)
     if not path.is_dir():
-        raise SquallError(f"metrics directory {str(path)!r} does not exist")
+        what = "is a file, not a directory" if path.exists() else "does not exist"
+        raise SquallError(f"metrics directory {str(path)!r} {what} (give the metrics "
+                          "consumer's path)")
     for found in path.rglob("*.parquet"):
         if not any(part.startswith((".", "_")) for part in found.relative_to(path).parts):
             return path

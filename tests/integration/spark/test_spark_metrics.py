@@ -110,6 +110,10 @@ def test_a_slow_user_metric_does_not_widen_the_buckets(spark: Any, tmp_path: Pat
 def test_report_errors(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(SquallError, match="does not exist"):
         report(tmp_path / "missing", spark=spark)
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(SquallError, match="'afile' is a file, not a directory"):
+        report(tmp_path / "afile", spark=spark)
+    (tmp_path / "afile").unlink()
     with pytest.raises(SquallError, match="no metrics data"):
         report(tmp_path, spark=spark)
     with pytest.raises(SquallError, match="unknown time bucket"):
@@ -134,7 +138,8 @@ def test_cli_prints_the_report_and_one_line_errors(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode != 0
     assert missing.stderr.strip().splitlines()[-1] == (
-        f"squall: error: metrics directory '{tmp_path / 'nope'}' does not exist")
+        f"squall: error: metrics directory '{tmp_path / 'nope'}' does not exist (give the "
+        "metrics consumer's path)")
     assert "Traceback" not in missing.stderr
 
 
