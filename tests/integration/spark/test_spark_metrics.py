@@ -111,7 +111,7 @@ def test_report_errors(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(SquallError, match="does not exist"):
         report(tmp_path / "missing", spark=spark)
     (tmp_path / "afile").write_text("")
-    with pytest.raises(SquallError, match="'afile' is a file, not a directory"):
+    with pytest.raises(SquallError, match="afile' is a file, not a directory"):
         report(tmp_path / "afile", spark=spark)
     (tmp_path / "afile").unlink()
     with pytest.raises(SquallError, match="no metrics data"):
