@@ -37,8 +37,9 @@ from squall.errors import ConfigError, PluginLoadError, SquallError
 from squall.security import REDACTED, is_secret_key, redact
 
 __all__ = [
-    "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY", "component_conf", "defaults", "dump",
-    "load_config", "nullable_types", "parse_override", "read_yaml_file", "sample", "validate",
+    "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY", "check_range", "component_conf", "defaults",
+    "dump", "load_config", "nullable_types", "parse_override", "read_yaml_file", "sample",
+    "validate",
 ]
 
 log = logging.getLogger(__name__)
@@ -84,10 +85,15 @@ AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
                           "topology.transfer.batch.size", "topology.executor.receive.buffer.size",
                           "topology.message.timeout.secs", "topology.max.task.parallelism",
                           "topology.min.replication.count", "topology.max.replays",
-                          "drpc.worker.threads", "drpc.invocations.threads"))
+                          "drpc.worker.threads", "drpc.invocations.threads",
+                          # 0 would be a buffer no batch fits in
+                          "squall.transport.send.buffer.messages"))
 #: durations that must be above 0 (0 would mean a busy loop or nothing ever answered)
 POSITIVE = frozenset(("topology.subprocess.timeout.secs", "nimbus.monitor.freq.secs",
                       "supervisor.monitor.frequency.secs", "drpc.request.timeout.secs"))
+#: the namespaces whose numeric keys are all counts, sizes and durations (a key elsewhere is
+#: checked when AT_LEAST_ONE or POSITIVE names it; a plugin checks its own in
+#: ``squall_validate_config``)
 _COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.", "drpc.")
 #: keys where -1 means "no limit", as in Storm
 MINUS_ONE_UNLIMITED = frozenset(("topology.max.replication.wait.time.sec",))
@@ -390,9 +396,9 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     must be finite (not nan or inf). An unknown key under one of :data:`NAMESPACES`, or
     under the first part of a known key's name (a plugin's ``spark.``), is a warning with a
     did-you-mean; other keys are the user's own. ``supervisor.<dim>.slots`` must be null or a
-    non-negative int, as the supervisor requires. Then every driver name is checked (no
-    driver is imported). Raises ConfigError (PluginNotFoundError for an unknown driver) on
-    the first problem.
+    non-negative int, as the supervisor requires. The ``squall_validate_config`` hooks check
+    the plugins' keys' values. Then every driver name is checked (no driver is imported).
+    Raises ConfigError (PluginNotFoundError for an unknown driver) on the first problem.
     """
     known = defaults() if known is None else known
     nullable = nullable_types(known)
@@ -411,6 +417,8 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     check_security(conf)
     _check_ranges(conf, known, nullable)
     _check_ports(conf)
+    from squall.plugin_manager import validate_config
+    validate_config(conf)             # the plugins' own keys' values
     drivers.validate_conf(dict(conf))
     if warn:
         for msg in warnings:
@@ -510,7 +518,8 @@ def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
     :data:`AT_LEAST_ONE` are at least 1, those in :data:`POSITIVE` above 0. ConfigError
     naming the first key that is not."""
     for key, value in conf.items():
-        if key not in known or not key.startswith(_COUNTED) or key in PORT_KEYS or \
+        if key not in known or key in PORT_KEYS or \
+                not (key.startswith(_COUNTED) or key in AT_LEAST_ONE or key in POSITIVE) or \
                 not isinstance(value, (int, float)) or isinstance(value, bool):
             continue            # (a port's range has its own check and message)
         rule = _expected(key, known[key], nullable)
@@ -523,6 +532,23 @@ def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
         if value < least and not (value == -1 and key in MINUS_ONE_UNLIMITED):
             raise ConfigError(f"config key {key!r} must be at least {least}"
                               f"{' (or null)' if rule[1] else ''}, got {value!r}")
+
+
+def check_range(conf: Mapping[str, Any], key: str, least: float, most: float | None = None,
+                *, nullable: bool = False) -> None:
+    """ConfigError unless ``conf[key]`` is from ``least`` to ``most`` (both included; no
+    upper bound when ``most`` is None), in the words squall uses for its own keys: "config key
+    'K' must be from 0 to 2147483647 (or null), got -5". A missing or null key passes, and so
+    does a value that is not a number (its type is checked elsewhere): for a plugin's
+    ``squall_validate_config``."""
+    value = conf.get(key)
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if least <= value and (most is None or value <= most):
+        return
+    allowed = f"at least {least}" if most is None else f"from {least} to {most}"
+    raise ConfigError(f"config key {key!r} must be {allowed}{' (or null)' if nullable else ''}, "
+                      f"got {value!r}")
 
 
 def _yaml_value(value: Any) -> str:

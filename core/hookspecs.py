@@ -13,6 +13,9 @@ Where each hook is called:
 ``squall_add_defaults``         whenever defaults are built (``squall.config.defaults``:
                                 loading, validating, printing a configuration)
 ``squall_add_config_types``     with it, when a configuration is validated
+``squall_validate_config``      when a configuration is validated
+                                (``squall.config.validate``: the command line,
+                                ``squall submit``, nimbus on submit, ``LocalCluster``)
 ``squall_configure``            once per process that runs topologies, when its
                                 configuration is final: ``squall nimbus``,
                                 ``squall supervisor``, each worker process, every
@@ -36,7 +39,8 @@ import pluggy
 __all__ = [
     "hookimpl", "hookspec", "squall_add_commands", "squall_add_config_types",
     "squall_add_defaults", "squall_configure", "squall_topology_killed",
-    "squall_topology_submitted", "squall_validate_topology", "squall_worker_start",
+    "squall_topology_submitted", "squall_validate_config", "squall_validate_topology",
+    "squall_worker_start",
     "squall_worker_stop", "squall_worker_stopping",
 ]
 
@@ -68,6 +72,20 @@ def squall_add_config_types() -> Mapping[str, type | tuple[type, ...]] | None:
     A value is a type or a tuple of types. Naming a key no ``squall_add_defaults`` returns, or
     one with a non-null default (its type is its default's), is a ConfigError; a key squall
     itself defines is ignored with a warning.
+    """
+
+
+@hookspec
+def squall_validate_config(conf: Mapping[str, Any]) -> None:
+    """Raise :class:`squall.ConfigError` naming a key this plugin owns whose value it cannot
+    use, and the values it can (``squall.config.check_range`` words a range).
+
+    Called by ``squall.config.validate`` after every known key's type was checked, so a
+    value is missing, null or of the key's type; ``conf`` may be partial (a topology's own
+    keys), so check only the keys present. Check the value, not whether the plugin is chosen:
+    a type is checked the same way. A refusal stops what validates: the command line before
+    it contacts a cluster, ``squall submit``, nimbus's acceptance of a topology,
+    ``LocalCluster``. Do not change ``conf``; no I/O.
     """
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import pluggy
@@ -61,6 +62,19 @@ def configure(conf: dict[str, Any]) -> dict[str, Any]:
         raise PluginLoadError(f"plugin {_culprit(hooks.squall_configure, exc)!r} failed in "
                               f"squall_configure: {exc!r}") from exc
     return conf
+
+
+def validate_config(conf: Mapping[str, Any]) -> None:
+    """Run every ``squall_validate_config`` hook: a ConfigError (any SquallError) is the
+    refusal it means; another exception is a plugin's bug, one line naming it."""
+    hooks = get_plugin_manager().hook
+    try:
+        hooks.squall_validate_config(conf=conf)
+    except SquallError:
+        raise
+    except Exception as exc:        # a plugin's bug: one line naming it
+        raise PluginLoadError(f"plugin {_culprit(hooks.squall_validate_config, exc)!r} "
+                              f"failed in squall_validate_config: {exc!r}") from exc
 
 
 def validate_topology(topology: Any, conf: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 
 ``python -m squall.daemon.validate DIR`` loads ``DIR``'s conf, topology and code the way a worker
 will (code dir on ``sys.path``, every component class imported, the serializer built with its
-``topology.serializer.register`` types), checks each class is a
+``topology.serializer.register`` types), refuses a transport that works in one process only
+(:func:`check_transport`), checks each class is a
 component of the right kind, checks each component's resources (``set_resources`` values and
 the ``topology.component.*`` defaults), runs the ``squall_validate_topology`` hooks, and exits 0. On a
 problem it prints one line ``squall-validate: <message>`` on stderr and exits 1. A user's bad code
@@ -46,6 +47,7 @@ def check(directory: str) -> None:
     from squall.errors import TopologyError
 
     conf, topology = load_topology(directory)
+    check_transport(conf)
     check_resources(conf, topology)
     for cid, spec in sorted(topology.components.items()):
         if spec.kind == "acker" or cid.startswith("__"):
@@ -61,6 +63,25 @@ def check(directory: str) -> None:
     drivers.driver("serializer", {**config.defaults(), **conf})
     from squall.plugin_manager import validate_topology
     validate_topology(topology, conf)
+
+
+def check_transport(conf: Any) -> None:
+    """Raise TopologyError when ``conf`` chooses a transport whose connections never leave
+    one process (its class's ``in_process``, as the local one's): a cluster's workers are
+    separate processes, so the topology would show ``active`` and process nothing. The
+    transport's own attribute decides, so a third-party in-process transport is refused the
+    same way. A conf choosing none runs on the supervisors' transport, not checked here.
+    (LocalCluster refuses the opposite.) Imports the chosen transport, as a worker will."""
+    from squall import config, drivers
+    from squall.errors import TopologyError
+    name = conf.get("squall.transport")
+    if name is None or not drivers.driver_class("transport", conf).in_process:
+        return
+    raise TopologyError(
+        f"squall.transport {name!r} only connects workers inside one process and a "
+        f"cluster runs each worker in a process of its own, so nothing would be processed: "
+        f"choose a transport between processes ({config.defaults()['squall.transport']!r} "
+        f"is the default), or run the topology with LocalCluster (squall local)")
 
 
 def check_resources(conf: Any, topology: Any) -> None:

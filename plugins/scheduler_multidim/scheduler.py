@@ -25,15 +25,18 @@ One pass (``schedule``), on nimbus's scheduling thread:
    on ``num_workers`` new workers (every executor may move) before a reshape is refused.
 3. A topology is placed entirely or not at all: if something does not fit, nothing new is
    placed for it and it is reported ``pending`` with a reason naming the dimension and the
-   shortfall, e.g. ``needs 3 more memory slots (have 5, need 8)``, or, for an isolated
-   topology none of whose hosts has a live supervisor, says so. The next pass tries again,
-   so it starts when a supervisor with room joins.
+   shortfall, e.g. ``needs 3 more memory slots (have 5, need 8)``, or, when the whole would
+   fit but one worker fits no single supervisor, that worker's shortfall on the roomiest one
+   left after the topology's own workers placed before it (saying so when they took the
+   room), or, for an isolated topology none of whose hosts has a live supervisor, says so.
+   The next pass tries again, so it starts when a supervisor with room joins.
 
 Deterministic: every choice is ordered by values and ids.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from squall.plugins.scheduler_multidim.pool import Pool
@@ -49,10 +52,17 @@ log = logging.getLogger(__name__)
 
 
 class _NoRoom(Exception):
-    """Internal: the worker needing ``demand`` fits no supervisor of the view."""
+    """Internal: the worker needing ``demand`` fits none of the supervisors ``where`` (with a
+    free port if ``need_port``), which had ``left`` free per dimension at most at that point
+    of the trial placement: after the topology's own workers placed before it, which the
+    rollback that follows forgets (the pending reason compares the two)."""
 
-    def __init__(self, demand: Resources) -> None:
+    def __init__(self, demand: Resources, pool: Pool, where: Iterable[str],
+                 need_port: bool) -> None:
         self.demand = demand
+        self.where = tuple(sorted(set(where)))
+        self.need_port = need_port
+        self.left = pool.largest(self.where, need_port)
 
 
 @dataclass
@@ -162,8 +172,8 @@ class MultiDimScheduler(Scheduler):
                 plan = self._plan_join(topology, homeless, cluster, pool)
         except _NoRoom as exc:
             pool.rollback()
-            reason = self._reason(topology, homeless, new_workers, exc.demand, existing,
-                                  pool, view, cluster)
+            reason = self._reason(topology, homeless, new_workers, exc, existing, pool, view,
+                                  cluster)
             if new_workers and existing:
                 # no room for new workers (a supervisor went away and nothing is free): the
                 # running workers take the homeless executors if they have room, and the
@@ -296,7 +306,7 @@ class MultiDimScheduler(Scheduler):
             reason = (f"needs {new_workers - ports} more worker slots (have {ports}, "
                       f"need {new_workers})") + self._isolation_note(topology, cluster, view)
         else:
-            reason = self._reason(topology, sorted(topology.executors), 0, exc.demand,
+            reason = self._reason(topology, sorted(topology.executors), 0, exc,
                                   assignment.slots(), pool, view, cluster)  # type: ignore[union-attr]
         cluster.set_status(topology.id, "pending", reason)
         log.debug("topology %s cannot be reshaped to %d workers: %s", topology.id,
@@ -315,7 +325,7 @@ class MultiDimScheduler(Scheduler):
         for i in order:
             sid = pool.find(view, demands[i], used_nodes)
             if sid is None:
-                raise _NoRoom(demands[i])
+                raise _NoRoom(demands[i], pool, view, need_port=True)
             port = pool.take(sid, demands[i], new_worker=True)
             used_nodes.add(sid)
             plan.append((WorkerSlot(sid, port), hands[i]))  # type: ignore[arg-type]
@@ -328,7 +338,7 @@ class MultiDimScheduler(Scheduler):
         for slot, executors in added.items():
             need = self._demand(topology, executors)
             if not pool.fits(slot.node_id, need):
-                raise _NoRoom(need)
+                raise _NoRoom(need, pool, [slot.node_id], need_port=False)
             pool.take(slot.node_id, need, new_worker=False)
         return sorted(added.items())
 
@@ -359,7 +369,7 @@ class MultiDimScheduler(Scheduler):
             need = topology.resources_for(e)
             room = [s for s in load if pool.fits(s.node_id, need)]
             if not room:
-                raise _NoRoom(need)
+                raise _NoRoom(need, pool, (s.node_id for s in load), need_port=False)
             slot = min(room, key=lambda s: (load[s], s))
             pool.take(slot.node_id, need, new_worker=False)
             load[slot] += 1
@@ -376,8 +386,12 @@ class MultiDimScheduler(Scheduler):
     # -- step 3 --------------------------------------------------------------------------------
 
     def _reason(self, topology: TopologyDetails, homeless: list[ExecutorDetails],
-                new_workers: int, failed: Resources, existing: list[WorkerSlot], pool: Pool,
+                new_workers: int, exc: _NoRoom, existing: list[WorkerSlot], pool: Pool,
                 view: tuple[str, ...], cluster: Cluster) -> str:
+        """Why the topology stays pending, measured on ``pool`` as it was before the failed
+        trial placement (rolled back): the shortfall of the whole, else of the one worker
+        that did not fit, measured where it was tried once the topology's own workers placed
+        before it had taken their room (saying so when that is what blocked it)."""
         if topology.isolated_hosts and not view:
             return ("no live supervisor runs on its isolated hosts "
                     f"{', '.join(topology.isolated_hosts)} (topology.isolated.hosts is matched "
@@ -394,14 +408,18 @@ class MultiDimScheduler(Scheduler):
                       f"need {getattr(need, dim)})"
                       for dim, missing in need.shortfall(have).items()]
         if not parts:
-            largest = pool.largest(where, need_port=bool(new_workers))
-            short = failed.shortfall(largest)
+            failed, left = exc.demand, exc.left
             parts = [f"needs {missing} more {dim} slots on one supervisor for a worker "
-                     f"(have {getattr(largest, dim)}, need {getattr(failed, dim)})"
-                     for dim, missing in short.items()]
+                     f"(have {getattr(left, dim)}, need {getattr(failed, dim)})"
+                     for dim, missing in failed.shortfall(left).items()]
             if not parts:
                 parts.append(f"no single supervisor has room for a worker needing {failed} "
-                             f"(most free per dimension: {largest})")
+                             f"(most free per dimension: {left})")
+            before = pool.largest(exc.where, exc.need_port)
+            if before.shortfall(left):
+                # the room was there, but the topology's own workers placed first took it
+                parts[-1] += (" once its other workers are placed (before them, most free "
+                              f"per dimension: {before})")
         return "; ".join(parts) + self._isolation_note(topology, cluster, view)
 
     @staticmethod

@@ -1,5 +1,5 @@
 """The gRPC transport's hooks (entry point ``transport_grpc`` in ``squall.plugins``): its
-config keys, ``squall.transport.grpc.*``, with their defaults and types.
+config keys, ``squall.transport.grpc.*``, with their defaults, types and ranges.
 
 Importing this module does not import grpc (every process loads it to read its
 configuration); the transport itself loads through ``squall.transports`` when it is chosen.
@@ -12,15 +12,16 @@ from typing import Any
 from squall.errors import ConfigError, TopologyError
 from squall.hookspecs import hookimpl
 
-__all__ = ["max_message_bytes", "squall_add_config_types", "squall_add_defaults",
-           "squall_configure", "squall_validate_topology"]
+__all__ = ["check_options", "max_message_bytes", "squall_add_config_types",
+           "squall_add_defaults", "squall_configure", "squall_validate_config",
+           "squall_validate_topology"]
 
 PREFIX = "squall.transport.grpc."
 #: the keys this plugin owns (see :mod:`squall.plugins.transport_grpc.transport` for meanings)
 DEFAULTS: dict[str, Any] = {
     PREFIX + "bind.host": "127.0.0.1",       # 0.0.0.0 to accept tuples from other machines
-    PREFIX + "max.message.mb": 256,
-    PREFIX + "linger.ms": 1000,
+    PREFIX + "max.message.mb": 256,          # above 0 and below 2048
+    PREFIX + "linger.ms": 1000,              # at least 0
     PREFIX + "tls.enabled": False,
     PREFIX + "tls.cert.file": None,
     PREFIX + "tls.key.file": None,
@@ -51,6 +52,21 @@ def max_message_bytes(conf: Mapping[str, Any]) -> int:
         raise ConfigError(f"{PREFIX}max.message.mb must be a number above 0 and below 2048 "
                           f"(gRPC's limit), got {mb!r}")
     return int(mb * (1 << 20))
+
+
+def check_options(conf: Mapping[str, Any]) -> None:
+    """ConfigError naming the first key of ``conf`` under ``squall.transport.grpc.`` whose
+    value the transport cannot use (missing keys pass: their defaults are good)."""
+    from squall.config import check_range
+    check_range(conf, PREFIX + "linger.ms", 0)
+    if conf.get(PREFIX + "max.message.mb") is not None:
+        max_message_bytes(conf)
+
+
+@hookimpl
+def squall_validate_config(conf: Mapping[str, Any]) -> None:
+    """A value the transport cannot use is refused at submit, not in every worker."""
+    check_options(conf)
 
 
 @hookimpl

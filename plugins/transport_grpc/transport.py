@@ -27,7 +27,7 @@
 
 Options (``squall.transport.grpc.*``): ``bind.host`` (127.0.0.1; 0.0.0.0 or an interface's
 address to take tuples from other machines), ``max.message.mb`` (256, at most 2047: gRPC
-counts a message's size in a C int), ``linger.ms`` (1000: how long
+counts a message's size in a C int), ``linger.ms`` (1000, at least 0: how long
 ``close`` waits for the window to be acknowledged), ``tls.enabled`` (false), ``tls.cert.file``
 + ``tls.key.file`` (PEM, needed to bind), ``tls.ca.file`` (PEM root for connecting) and
 ``tls.server.name`` (the name checked in the server certificate, ``localhost`` by default;
@@ -62,7 +62,7 @@ import grpc
 from squall.errors import ConfigError, TransportError
 from squall.plugins.transport_grpc._proto import transport_pb2 as pb
 from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
-from squall.plugins.transport_grpc.hooks import max_message_bytes
+from squall.plugins.transport_grpc.hooks import check_options, max_message_bytes
 from squall.plugins.transport_grpc.membership import CHALLENGE_KEY, MembershipCheck, StreamProof
 from squall.security.peer_proof import Prover, Verifier
 from squall.transports.closing import close_all
@@ -436,6 +436,7 @@ class GrpcTransport(Transport):
 
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(conf)
+        check_options(self.conf)
         self.limit = int(self.conf.get("squall.transport.send.buffer.messages") or 10000)
         self.bind_host = str(self.option("bind.host", "127.0.0.1"))
         size = max_message_bytes(self.conf)

@@ -43,8 +43,9 @@
 
 Options (``squall.transport.nng.*``): ``bind.host`` (127.0.0.1; 0.0.0.0 or an interface's
 address to take tuples from other machines), ``linger.ms`` (1000: how long ``close`` of a
-sending connection waits for what it holds to be acknowledged), ``send.buffer`` (batches; defaults to
-``squall.transport.send.buffer.messages`` when that is set, else 1024; capped at 8192),
+sending connection waits for what it holds to be acknowledged), ``send.buffer`` (batches, 1
+to 8192; defaults to ``squall.transport.send.buffer.messages`` when that is set, capped at
+8192, else 1024),
 ``tls.enabled`` (false), ``tls.cert.file`` + ``tls.key.file`` (PEM, needed to bind),
 ``tls.ca.file`` (PEM the server certificate must chain to, needed to connect) and
 ``tls.server.name`` (the name checked in the server certificate; default ``localhost``: nng's
@@ -80,6 +81,7 @@ from squall.errors import ConfigError, TransportError
 from squall.transports.closing import close_all
 from squall.transports.framing import MAGIC, FrameError, GarbageLog, decode
 from squall.plugins.transport_nng.gate import MembershipGate
+from squall.plugins.transport_nng.hooks import MAX_SEND_BUFFER, check_options
 from squall.plugins.transport_nng.sender import _NNG_QUEUE, _SEND_WAIT_MS, NngSender
 from squall.plugins.transport_nng.wire import (
     _ACK,
@@ -98,7 +100,6 @@ from squall.spi.transport import Connection, Message, Transport
 __all__ = ["NngTransport"]
 
 log = logging.getLogger(__name__)
-_NNG_MAX_BUFFER = 8192
 #: acks owed wait this long (ms) for more batches, so one ack covers many
 _ACK_DELAY_MS = 2
 #: how long a receiver's ``close`` lets nng flush the acks it just sent
@@ -281,9 +282,12 @@ class NngTransport(Transport):
 
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(conf)
+        check_options(self.conf)
+        own = self.option("send.buffer", None)
+        # the generic key is every transport's, so it is capped here, not refused
         generic = self.conf.get("squall.transport.send.buffer.messages")
-        buffer = int(self.option("send.buffer", None) or generic or 1024)
-        self.send_buffer = max(1, min(buffer, _NNG_MAX_BUFFER))
+        self.send_buffer = int(own) if own is not None else \
+            max(1, min(int(generic or 1024), MAX_SEND_BUFFER))
         self.mutual = bool(self.conf.get("squall.transport.tls"))
         self.tls = self.mutual or bool(self.option("tls.enabled", False))
         self.scheme = "tls+tcp" if self.tls else "tcp"

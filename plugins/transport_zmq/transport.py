@@ -13,10 +13,11 @@
   does not name the sender of a message copied out of it).
 
 Options (``squall.transport.zmq.*``): ``bind.host`` (127.0.0.1), ``hwm`` (defaults to
-``squall.transport.send.buffer.messages``, else 10000; batches, both directions), ``linger.ms``
-(1000), ``curve.enabled`` (false), ``curve.server.secret.key`` / ``curve.server.public.key``
-(Z85 text). With CurveZMQ on and no keys configured, the transport generates a server keypair
-when it is created: only connections made through that same transport object can then talk to
+``squall.transport.send.buffer.messages``, else 10000; batches, both directions; 0 is zmq's
+"no limit"), ``linger.ms`` (1000; at least 0), ``curve.enabled`` (false),
+``curve.server.secret.key`` / ``curve.server.public.key`` (Z85 text). With CurveZMQ on and
+no keys configured, the transport generates a server keypair when it is created: only
+connections made through that same transport object can then talk to
 its bound ports, so a real cluster must configure the same keys on every worker
 (:func:`generate_keys` prints a fresh pair).
 
@@ -42,6 +43,7 @@ import zmq
 from squall.errors import ConfigError, TransportError
 from squall.transports.framing import FrameError, GarbageLog, decode, encode, single
 from squall.spi.transport import Connection, Message, Transport
+from squall.plugins.transport_zmq.hooks import check_options
 from squall.plugins.transport_zmq.zap import ZapAllowList
 
 __all__ = ["ZmqTransport", "generate_keys"]
@@ -182,9 +184,12 @@ class ZmqTransport(Transport):
 
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(conf)
+        check_options(self.conf)    # a bad value named here, not as zmq's EINVAL at bind
         self.bind_host = str(self.option("bind.host", "127.0.0.1"))
         generic = self.conf.get("squall.transport.send.buffer.messages")
-        self.hwm = int(self.option("hwm", None) or generic or 10000)
+        own = self.option("hwm", None)
+        # an hwm of 0 is zmq's "no limit", so only null falls back
+        self.hwm = int(own if own is not None else generic or 10000)
         self.linger_ms = int(self.option("linger.ms", 1000))
         self.curve = bool(self.option("curve.enabled", False))
         self.mutual = bool(self.conf.get("squall.transport.tls"))

@@ -42,3 +42,51 @@ def test_submit_refuses_a_negative_max_spout_pending() -> None:
             cluster.submit_topology("neg", {"topology.max.spout.pending": -1},
                                     b.create_topology())
         assert cluster.topologies() == []
+
+
+# the transports' options: each plugin checks its own keys (squall_validate_config), the
+# core checks squall.transport.send.buffer.messages; one line naming the key and the range
+@pytest.mark.parametrize("key,value,allowed", [
+    ("squall.transport.zmq.linger.ms", -5, "from 0 to 2147483647"),
+    ("squall.transport.zmq.hwm", -3, r"from 0 to 2147483647 \(or null\)"),
+    ("squall.transport.zmq.hwm", 2**31, r"from 0 to 2147483647 \(or null\)"),
+    ("squall.transport.nng.linger.ms", -1, "at least 0"),
+    ("squall.transport.nng.send.buffer", 0, r"from 1 to 8192 \(or null\)"),
+    ("squall.transport.nng.send.buffer", 9000, r"from 1 to 8192 \(or null\)"),
+    ("squall.transport.grpc.linger.ms", -1, "at least 0"),
+    ("squall.transport.send.buffer.messages", -1, r"at least 1 \(or null\)"),
+    ("squall.transport.send.buffer.messages", 0, r"at least 1 \(or null\)"),
+])
+def test_a_transport_option_out_of_range_is_one_error_naming_key_and_range(
+        key: str, value: int, allowed: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^config key {key!r} must be {allowed}, "
+                                          rf"got {value}$"):
+        config.validate({**config.defaults(), key: value}, warn=False)
+    # a topology's own keys (what `squall submit` checks before sending) are refused alike
+    with pytest.raises(ConfigError, match=rf"{key!r} must be {allowed}"):
+        config.validate({key: value}, warn=False)
+
+
+def test_grpc_checks_its_message_size_with_its_other_options() -> None:
+    with pytest.raises(ConfigError, match="max.message.mb must be a number above 0 and below "
+                                          "2048"):
+        config.validate({"squall.transport.grpc.max.message.mb": 0}, warn=False)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("squall.transport.zmq.hwm", 0),            # zmq's "no limit"
+    ("squall.transport.zmq.linger.ms", 0), ("squall.transport.nng.send.buffer", 1),
+    ("squall.transport.nng.send.buffer", 8192), ("squall.transport.nng.send.buffer", None),
+    ("squall.transport.send.buffer.messages", 1),
+    ("squall.transport.send.buffer.messages", 100000)])
+def test_transport_options_in_range_pass(key: str, value: object) -> None:
+    config.validate({**config.defaults(), key: value}, warn=False)
+
+
+def test_submit_to_a_local_cluster_refuses_a_transport_option_out_of_range() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", Idle)
+    with LocalCluster() as cluster:
+        with pytest.raises(ConfigError, match="'squall.transport.zmq.linger.ms' must be"):
+            cluster.submit_topology("t", {"squall.transport.zmq.linger.ms": -5},
+                                    b.create_topology())

@@ -20,7 +20,7 @@ from squall.plugin_manager import get_plugin_manager
 CORE = Path(hookspecs.__file__).parent
 
 PLUGIN = '''
-from squall import TopologyError, hookimpl
+from squall import ConfigError, TopologyError, hookimpl
 
 CALLS = []
 
@@ -35,6 +35,13 @@ def squall_add_defaults():
 def squall_add_config_types():
     CALLS.append(("add_config_types",))
     return {"squall.test.hooks.token": str}
+
+
+@hookimpl
+def squall_validate_config(conf):
+    CALLS.append(("validate_config", conf.get("squall.test.hooks.level")))
+    if (conf.get("squall.test.hooks.level") or 0) > 9:
+        raise ConfigError("config key 'squall.test.hooks.level' must be from 0 to 9")
 
 
 @hookimpl
@@ -125,6 +132,11 @@ def test_config_hooks_add_known_typed_keys(plugin: ModuleType) -> None:
         config.validate({"squall.test.hooks.token": 5})
     with pytest.raises(ConfigError, match="'squall.test.hooks.level' must be int"):
         config.validate({"squall.test.hooks.level": "high"})
+    # the plugin checks its own key's value, after its type was checked
+    assert calls(plugin, "validate_config")[0] == ("validate_config", 4)
+    assert ("validate_config", "high") not in calls(plugin, "validate_config")
+    with pytest.raises(ConfigError, match="'squall.test.hooks.level' must be from 0 to 9"):
+        config.validate({"squall.test.hooks.level": 10})
     assert "### Plugin hooks_test (squall_add_defaults)" in config.sample()
 
 
@@ -294,6 +306,9 @@ MISBEHAVING = {
     "validator_bug": ("from squall import hookimpl\n\n\n@hookimpl\n"
                       "def squall_validate_topology(topology, conf):\n"
                       "    raise ValueError('validator bug')\n"),
+    "config_check_bug": ("from squall import hookimpl\n\n\n@hookimpl\n"
+                         "def squall_validate_config(conf):\n"
+                         "    raise KeyError('config check bug')\n"),
 }
 
 
@@ -329,6 +344,10 @@ def test_a_misbehaving_plugin_is_one_line_naming_it(plugin: ModuleType, tmp_path
                         r.getMessage()]
                 assert said == ["plugin 'command_clash' failed in squall_add_commands: "
                                 "ValueError: a command 'plugins' exists already"]
+            elif module == "config_check_bug":
+                with pytest.raises(PluginLoadError, match="plugin 'config_check_bug' failed "
+                                   "in squall_validate_config: KeyError"):
+                    config.validate({})
             else:
                 with pytest.raises(PluginLoadError, match="plugin 'validator_bug' failed in "
                                    "squall_validate_topology: ValueError"), LocalCluster() as c:

@@ -71,6 +71,20 @@ def test_shortfall_of_worker_slots_and_of_a_single_supervisor() -> None:
         "needs 1 more cpu slots on one supervisor for a worker (have 3, need 4)"
 
 
+def test_a_worker_blocked_by_its_own_topologys_other_worker_is_reported_as_such() -> None:
+    # cpu=7 fits the cpu=8 supervisor, but the cpu=8 worker, placed first, takes it: the
+    # reason measures what is left then, and says what took the room
+    sups = [sup("s0", R(4, 8, 8, 0)), sup("s1", R(4, 8, 8, 0)), sup("s2", R(8, 8, 8, 0))]
+    top = make_topology("t-1", {"a": 1, "b": 1}, 2,
+                        resources={"a": R(8, 1, 1, 0), "b": R(7, 1, 1, 0)})
+    cluster = run(sups, [top])
+    assert reason(cluster, "t-1") == (
+        "needs 3 more cpu slots on one supervisor for a worker (have 4, need 7) once its "
+        "other workers are placed (before them, most free per dimension: cpu=8 memory=8 "
+        "net=8 disk=0)")
+    assert cluster.get_assignment("t-1") is None
+
+
 def test_a_topology_is_placed_whole_or_not_at_all() -> None:
     top = make_topology("t-1", {"a": 6}, 3, resources={"a": R(2, 1, 1, 0)})
     cluster = run([sup("s0", R(4, 8, 8, 0)), sup("s1", R(4, 8, 8, 0))], [top])
