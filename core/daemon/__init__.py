@@ -12,6 +12,9 @@ Nimbus (``squall nimbus``)
                            the topology counter, downloads a standby takes from the leader.
     ``nimbus_schedule``    :class:`Scheduling`: worker-beat liveness, the configured scheduler,
                            ``/assignments`` and scheduling statuses; rebalance checks.
+    ``nimbus_slot_failures``
+                           :class:`SlotFailures`: slots whose workers failed to start or
+                           stopped beating, left out of scheduling for a while; says so once.
     ``nimbus_topologies``  :class:`TopologyLifecycle`: submit / kill / activate / deactivate /
                            rebalance, finishing kills and rebalances, orphan clean-up; owns the
                            lock serializing writes and scheduling.

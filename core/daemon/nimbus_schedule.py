@@ -5,6 +5,10 @@ Liveness follows Storm: nimbus remembers, on its own clock, when each worker's b
 less than ``nimbus.task.launch.secs`` ago, or its worker's beat lists it and changed within
 ``nimbus.task.timeout.secs``. Dead executors, and those on supervisors that are gone, lose their
 slots; the configured scheduler places them again and the changed assignments are written.
+The slots where executors timed out are left out of the scheduler's view for a while, so they
+move to another free slot rather than back to the one their worker cannot start on; with no
+other slot free they stay and their supervisor keeps relaunching the worker there
+(:mod:`~squall.daemon.nimbus_slot_failures`, which also says what happened, once).
 
 After a rebalance the surviving placement is handed to the scheduler (executors whose task
 range is unchanged keep their slots) with the topology marked ``rebalanced``, so it moves as few
@@ -25,9 +29,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 from squall.daemon.nimbus_code import CodeStore
+from squall.daemon.nimbus_slot_failures import (
+    NEVER_STARTED,
+    STOPPED_BEATING,
+    Outage,
+    SlotFailures,
+)
 from squall.scheduling.cluster import (
     Cluster,
     ExecutorDetails,
@@ -88,36 +99,58 @@ def supervisor_details(supervisors: Mapping[str, Mapping[str, Any]]) -> list[Sup
     return out
 
 
+class Liveness(NamedTuple):
+    """What one topology's worker beats say about its stored assignment."""
+
+    #: the placements of the executors that are alive
+    alive: SchedulerAssignment
+    #: slot -> the executors that timed out there
+    timed_out: dict[WorkerSlot, Outage]
+    #: the slots whose workers beat within ``nimbus.task.timeout.secs``
+    beating: set[WorkerSlot]
+
 
 def alive_assignment(tracker: BeatTracker, topology_id: str, assignment: Mapping[str, Any],
                      beats: Mapping[str, Mapping[str, Any]], *, task_timeout: float,
-                     launch_timeout: float) -> SchedulerAssignment:
-    """The part of a stored assignment whose executors are alive (see the module docstring):
+                     launch_timeout: float) -> Liveness:
+    """Which executors of a stored assignment are alive (see the module docstring):
     ``beats`` are the topology's worker beats as just read and observed by ``tracker``; the
-    timeouts are ``nimbus.task.timeout.secs`` and ``nimbus.task.launch.secs``."""
+    timeouts are ``nimbus.task.timeout.secs`` and ``nimbus.task.launch.secs``. Logs nothing:
+    :class:`SlotFailures` says what became of those that timed out, once."""
     starts = assignment.get("executor_start_time_secs") or {}
     now = time.time()
     keep: dict[ExecutorDetails, WorkerSlot] = {}
+    dead: dict[WorkerSlot, list[tuple[ExecutorDetails, str]]] = {}
+    beating: set[WorkerSlot] = set()
     for key, (node, port) in (assignment.get("executor_node_port") or {}).items():
         try:
             executor = ExecutorDetails.parse(key)
         except Exception:
             continue
+        slot = WorkerSlot(str(node), int(port))
         started = float(starts.get(key, 0) or 0)
-        bkey = beat_key(str(node), int(port))
+        bkey = beat_key(slot.node_id, slot.port)
         beat = beats.get(bkey)
         age = tracker.age(topology_id, bkey)
-        if now - started < launch_timeout and (beat is None or age is None or age < task_timeout):
+        fresh = age is not None and age < task_timeout
+        listed = beat is not None and key in (beat.get("executors") or {})
+        if listed and fresh:
+            beating.add(slot)
+        if now - started < launch_timeout and (beat is None or age is None or fresh):
             alive = True
         else:
-            listed = beat is not None and key in (beat.get("executors") or {})
-            alive = listed and age is not None and age < task_timeout
+            alive = listed and fresh
         if alive:
-            keep[executor] = WorkerSlot(str(node), int(port))
+            keep[executor] = slot
         else:
-            log.info("topology %s executor %s on %s:%s timed out; reassigning", topology_id,
-                     key, node, port)
-    return SchedulerAssignment(topology_id, keep)
+            dead.setdefault(slot, []).append((executor, key))
+    timed_out = {}
+    for slot, executors in dead.items():
+        # all of a worker's executors share its beat: it never listed them, or it went stale
+        had = (beats.get(beat_key(slot.node_id, slot.port)) or {}).get("executors") or {}
+        reason = STOPPED_BEATING if any(k in had for _, k in executors) else NEVER_STARTED
+        timed_out[slot] = Outage(tuple(k for _, k in sorted(executors)), reason)
+    return Liveness(SchedulerAssignment(topology_id, keep), timed_out, beating)
 
 
 #: ``status_reason`` prefix of a rebalance that could not be placed (kept until the next one).
@@ -142,6 +175,51 @@ def _worker_sets(executor_node_port: Mapping[str, Any]) -> dict[tuple[Any, ...],
     return {slot: frozenset(keys) for slot, keys in out.items()}
 
 
+def _unplaced(cluster: Cluster, topologies: Topologies) -> int:
+    return sum(len(cluster.unassigned_executors(t)) for t in topologies)
+
+
+def _placement(cluster: Cluster, tid: str) -> dict[str, WorkerSlot]:
+    """Executor key -> slot of ``tid`` in ``cluster`` (as scheduled)."""
+    assignment = cluster.get_assignment(tid)
+    if assignment is None:
+        return {}
+    return {str(e): slot for slot in assignment.slots() for e in assignment.executors_on(slot)}
+
+
+class PassInput(NamedTuple):
+    """What one pass read from the state store; each scheduling try makes its own
+    :meth:`cluster` of it (the scheduler changes the cluster it is given)."""
+
+    supervisors: list[SupervisorDetails]
+    #: topology id -> its placements that stay (alive, or of a topology not scheduled now)
+    existing: dict[str, SchedulerAssignment]
+    topologies: Topologies
+    storms: dict[str, Any]
+    stored: dict[str, Any]
+    #: why topologies that cannot be scheduled at all were left out
+    errors: dict[str, str]
+    #: topology id -> slot -> its executors that timed out there
+    timed_out: dict[str, dict[WorkerSlot, Outage]]
+    #: slots whose workers beat within ``nimbus.task.timeout.secs``
+    beating: set[WorkerSlot]
+
+    def cluster(self, avoid: frozenset[WorkerSlot] = frozenset()) -> Cluster:
+        """A new cluster over what was read, without the slots in ``avoid``: they are left
+        out of their supervisors' ports, so every scheduler, built in or plugged in, does
+        without them."""
+        supervisors = self.supervisors
+        if avoid:
+            supervisors = [replace(s, ports=tuple(p for p in s.ports
+                                                  if WorkerSlot(s.id, p) not in avoid))
+                           for s in supervisors]
+        return Cluster(supervisors, self.existing, self.topologies)
+
+    def busy(self) -> set[WorkerSlot]:
+        """The slots that placements in :attr:`existing` use."""
+        return {slot for a in self.existing.values() for slot in a.slots()}
+
+
 class Scheduling:
     """Nimbus's scheduling passes (see the module docstring)."""
 
@@ -154,6 +232,8 @@ class Scheduling:
         self._task_timeout = float(conf.get("nimbus.task.timeout.secs") or 30)
         self._launch_timeout = float(conf.get("nimbus.task.launch.secs") or 120)
         self._beats = BeatTracker()
+        #: slots whose workers failed to start or stopped beating, left out for a while
+        self._failures = SlotFailures(self._launch_timeout)
         #: topologies rebalanced since the last pass -> their shape before
         self._fresh: dict[str, dict[str, Any]] = {}
         #: until when (monotonic) supervisors that are not registered keep their executors
@@ -180,6 +260,7 @@ class Scheduling:
             self._grace_until = until
             self._seen = set()
         self._beats = BeatTracker()
+        self._failures.clear()
         self._waited_for = frozenset()
 
     def _absent(self, stored: Mapping[str, Any], live: set[str]) -> dict[str, set[str]]:
@@ -214,15 +295,14 @@ class Scheduling:
     def forget(self, topology_id: str) -> None:
         """Drop what is remembered of ``topology_id`` (it was killed)."""
         self._beats.forget(topology_id)
+        self._failures.forget(topology_id)
         self._fresh.pop(topology_id, None)
 
-    def _build(self, rebalanced: set[str], shapes: Mapping[str, Mapping[str, Any]] | None = None,
-               hold: frozenset[str] = frozenset(),
-               ) -> tuple[Topologies, Cluster, dict[str, Any], dict[str, Any], dict[str, str]]:
+    def _read(self, rebalanced: set[str], shapes: Mapping[str, Mapping[str, Any]] | None = None,
+              hold: frozenset[str] = frozenset()) -> PassInput:
         """The inputs of one pass. ``rebalanced`` topologies are marked so the scheduler
         reshapes their surviving placement; ``shapes`` overrides storm records (a rebalance
-        tried ahead). Also returns why topologies that cannot be scheduled at all were left
-        out."""
+        tried ahead); topologies in ``hold`` are left out."""
         state = self._state
         supervisors = supervisor_details(state.supervisors())
         storms = state.storms()
@@ -233,6 +313,8 @@ class Scheduling:
         details = []
         errors: dict[str, str] = {}
         existing: dict[str, SchedulerAssignment] = {}
+        timed_out: dict[str, dict[WorkerSlot, Outage]] = {}
+        beating: set[WorkerSlot] = set()
         for tid, assignment in stored.items():
             beats = state.worker_beats(tid)
             self._beats.observe(tid, beats)
@@ -241,9 +323,13 @@ class Scheduling:
                 continue
             if base.get("status") in SCHEDULABLE:
                 # after a rebalance too: executors whose task range is unchanged keep their slots
-                existing[tid] = alive_assignment(self._beats, tid, assignment, beats,
-                                                 task_timeout=self._task_timeout,
-                                                 launch_timeout=self._launch_timeout)
+                live = alive_assignment(self._beats, tid, assignment, beats,
+                                        task_timeout=self._task_timeout,
+                                        launch_timeout=self._launch_timeout)
+                existing[tid] = live.alive
+                beating |= live.beating
+                if live.timed_out:
+                    timed_out[tid] = live.timed_out
             else:   # killed / rebalancing: slots and what their workers hold stay taken
                 existing[tid] = SchedulerAssignment.from_state(tid, assignment)
         for tid, base in sorted(storms.items(), key=lambda kv: kv[1].get("launch_time", 0)):
@@ -262,8 +348,34 @@ class Scheduling:
             except Exception as exc:  # one bad topology must not stop the others
                 log.error("cannot schedule topology %s: %s", tid, exc)
                 errors[tid] = f"cannot be scheduled: {exc}"
-        topologies = Topologies(details)
-        return topologies, Cluster(supervisors, existing, topologies), storms, stored, errors
+        return PassInput(supervisors, existing, Topologies(details), storms, stored, errors,
+                         timed_out, beating)
+
+    def _place(self, read: PassInput) -> tuple[Cluster, str]:
+        """Run the scheduler over ``read``. Slots whose workers failed (see
+        :mod:`~squall.daemon.nimbus_slot_failures`) are left out while another slot is free,
+        unless leaving them out leaves more executors without a slot than using them: then,
+        as when no other slot is free, the executors stay and their supervisor retries.
+        Returns the cluster scheduled and why executors that timed out stay where they are
+        (when they do). Raises what the scheduler raises."""
+        avoid = self._failures.avoided(read.busy())
+        without: Cluster | None = None
+        why = "no other slot could take them"
+        if avoid:
+            without = read.cluster(avoid)
+            if without.available_slot_count():
+                self._scheduler.schedule(read.topologies, without)
+                if not _unplaced(without, read.topologies):
+                    return without, why
+                why = "the other free slots cannot take every executor"
+            else:
+                without, why = None, "no other slot is free"
+        cluster = read.cluster()
+        self._scheduler.schedule(read.topologies, cluster)
+        if without is not None and \
+                _unplaced(without, read.topologies) <= _unplaced(cluster, read.topologies):
+            return without, why
+        return cluster, why
 
     def _fully_assigned(self, tid: str, shape: Mapping[str, Any],
                         assignment: Mapping[str, Any] | None) -> bool:
@@ -283,14 +395,15 @@ class Scheduling:
         base = self._state.get_storm(tid) or {}
         if not self._fully_assigned(tid, base, self._state.get_assignment(tid)):
             return None
-        topologies, cluster, _storms, _stored, errors = self._build({tid}, {tid: shape})
-        if tid in errors:
-            return errors[tid]
-        topology = topologies.get(tid)
+        read = self._read({tid}, {tid: shape})
+        if tid in read.errors:
+            return read.errors[tid]
+        topology = read.topologies.get(tid)
         if topology is None:
             return None
+        cluster = read.cluster()       # what fits at all (a pass may yet use a failed slot)
         try:
-            self._scheduler.schedule(topologies, cluster)
+            self._scheduler.schedule(read.topologies, cluster)
         except Exception:  # a scheduler bug: let the pass after the wait deal with it
             log.exception("the %s scheduler failed trying a rebalance of %s",
                           self._scheduler_name, tid)
@@ -308,13 +421,14 @@ class Scheduling:
         that (a rebalance placed before its status is written back)."""
         fresh = self._fresh
         shapes = {tid: {"status": status} for tid, status in (statuses or {}).items()}
-        topologies, cluster, storms, stored, errors = self._build(set(fresh), shapes,
-                                                                  hold=hold)
-        for tid, reason in errors.items():    # never silently unplaced: the status says why
+        read = self._read(set(fresh), shapes, hold=hold)
+        topologies, storms, stored = read.topologies, read.storms, read.stored
+        for tid, reason in read.errors.items():   # never silently unplaced: the status says why
             if storms[tid].get("status_reason") != reason:
                 self._state.update_storm(tid, status_reason=reason)
+        self._failures.observe(read.timed_out, read.beating)
         try:
-            self._scheduler.schedule(topologies, cluster)
+            cluster, why_stay = self._place(read)
         except Exception:  # a scheduler bug is logged, nimbus keeps running
             log.exception("the %s scheduler failed", self._scheduler_name)
             return
@@ -344,6 +458,10 @@ class Scheduling:
             rebalanced = fresh.pop(tid, None) is not None
             self._write_assignment(tid, cluster, stored.get(tid))
             self._write_status(tid, cluster, storms[tid], topology, rebalanced)
+            if tid in read.timed_out:
+                homeless = {str(e) for e in cluster.unassigned_executors(topology)}
+                self._failures.report(tid, read.timed_out[tid], _placement(cluster, tid),
+                                      homeless, why_stay)
 
     def _write_assignment(self, tid: str, cluster: Cluster,
                           old: Mapping[str, Any] | None) -> None:

@@ -1,15 +1,19 @@
 """Workers that cannot start, and supervisors that cannot write their local dir (issue #30):
-relaunches back off, the reason reaches ``/errors`` and ``squall list``; a supervisor whose
-dir turns read-only leaves the cluster so its work moves; one started on such a dir exits with
-one line."""
+relaunches back off, the reason reaches ``/errors`` and ``squall list``; a worker whose port
+another process holds has its executors moved to a free slot; a supervisor whose dir turns
+read-only leaves the cluster so its work moves; one started on such a dir exits with one
+line."""
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+
+from squall.daemon.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -50,6 +54,36 @@ def test_a_worker_that_cannot_start_is_relaunched_ever_later_and_says_why(squall
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert gaps[3] >= 3.5 and gaps[3] > gaps[0], gaps
     assert "failed to start 4 times in a row" in sup.log_text()
+
+
+def test_executors_of_a_worker_whose_port_is_taken_move_to_a_free_slot(squall_cluster,
+                                                                       wordcount):
+    # REPRO finding 1: the port of one assigned slot is held by another process, so the
+    # worker there can never start; once its executors time out (nimbus.task.launch.secs)
+    # they move to the free slot, said once, and every sentence gets acked
+    c = squall_cluster
+    ports = sorted(free_port() for _ in range(3))
+    taken = ports[0]             # the even scheduler gives a 2-worker topology the lowest two
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", taken))
+    holder.listen()
+    try:
+        nimbus = c.start_nimbus(overrides={"nimbus.task.launch.secs": 10})
+        c.start_supervisor("sup1", ports=tuple(ports))
+        c.wait_ready(supervisors=1)
+        c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
+                 "-c", "test.sentences=200", "-c", "test.emit.per.sec=40")
+        c.wait(lambda: {p for _, p in c.worker_slots("wc")} == set(ports[:2]), 20,
+               "not assigned to the two lowest ports")
+        c.wait(lambda: {p for _, p in c.worker_slots("wc")} == set(ports[1:]), 30,
+               "the executors of the slot whose port is taken did not move")
+        c.wait(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(200)), 40,
+               "some sentences were never acked")
+        lines = [line for line in nimbus.log_text().splitlines() if "timed out" in line]
+        assert len(lines) == 1 and f":{taken} timed out (never started there); reassigning " \
+            f"to " in lines[0] and lines[0].endswith(f":{ports[2]}"), lines
+    finally:
+        holder.close()
 
 
 def test_a_supervisor_that_cannot_write_its_dir_leaves_and_its_work_moves(squall_cluster,

@@ -8,8 +8,10 @@ import pytest
 from squall.cli.cluster import submitted_conf
 from squall.daemon.nimbus_client import parse_executors, seed_addresses
 from squall.daemon.nimbus_schedule import BeatTracker, alive_assignment
+from squall.daemon.nimbus_slot_failures import NEVER_STARTED, Outage
 from squall.daemon.nimbus_topologies import topology_conf
 from squall.errors import ConfigError
+from squall.scheduling.cluster import WorkerSlot
 
 
 def test_seed_addresses_take_nimbus_port_unless_given():
@@ -48,9 +50,11 @@ def test_executors_are_alive_while_launching_or_beating():
     beats = {"s-2": {"time_secs": 1, "executors": {"[2, 2]": {}}}}
     tracker = BeatTracker()
     tracker.observe("t", beats)
-    alive = alive_assignment(tracker, "t", assignment, beats, task_timeout=5, launch_timeout=30)
+    live = alive_assignment(tracker, "t", assignment, beats, task_timeout=5, launch_timeout=30)
     # [1, 1] is still launching; [2, 2] beats; [3, 3] is old and never beat
-    assert sorted(str(e) for e in alive.executors()) == ["[1, 1]", "[2, 2]"]
+    assert sorted(str(e) for e in live.alive.executors()) == ["[1, 1]", "[2, 2]"]
+    assert live.timed_out == {WorkerSlot("s", 3): Outage(("[3, 3]",), NEVER_STARTED)}
+    assert live.beating == {WorkerSlot("s", 2)}
 
 
 def test_a_beat_that_stops_changing_times_out():
