@@ -110,6 +110,10 @@ class TopologyLifecycle:
                 self._code.install(staged, tid)
                 if self._replication is not None:
                     self._replicating.add(tid)
+                    # registered as holding it before /storms names it: a standby that sees
+                    # the topology looks for its package here, and found no holder (one
+                    # ERROR line, "no live nimbus holds the package", a second before it had it)
+                    self._replication.publish()
                 workers = int(merged.get("topology.workers") or 1)
                 wanted = int(merged.get("topology.min.replication.count") or 1)
                 waiting = (f"waiting for its package to reach {wanted} nimbuses "

@@ -249,8 +249,15 @@ def test_request_stop_makes_wait_return(tmp_path):
 class HeldReplication:
     """A Replication whose wait for other nimbuses lasts until the test releases it."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: Any = None, code: Any = None) -> None:
         self.waiting, self.release = threading.Event(), threading.Event()
+        self.state, self.code = state, code
+        #: at each publish: (the packages this nimbus holds, the topologies /storms names)
+        self.published: list[tuple[list[str], list[str]]] = []
+
+    def publish(self) -> None:
+        if self.state is not None:
+            self.published.append((self.code.packages(), self.state.topology_ids()))
 
     def wait_for(self, topology_id: str, conf: Any) -> int:
         self.waiting.set()
@@ -413,3 +420,21 @@ def test_topology_info_names_every_assigned_worker_and_squall_logs_reads_them(pa
     logs = worker_logs(info)
     assert [(w.host, w.port) for w in logs] == [("h1", 6700), ("h1", 6701)]
     assert logs[1].url == "http://h1:8000/log?topology=wc-1-1&port=6701&file=log"
+
+
+def test_the_leader_says_it_holds_a_package_before_storms_names_its_topology(tmp_path,
+                                                                             monkeypatch):
+    # a standby seeing the topology first found no nimbus holding its package: one ERROR
+    # line ("no live nimbus holds the package") a second before the leader's registration
+    from squall.daemon import validate
+    monkeypatch.setattr(validate, "check_in_subprocess", lambda directory: None)
+    replication = HeldReplication()
+    replication.release.set()
+    store, state, code, _, lifecycle = _leader_parts(
+        tmp_path, FakeElection(leader="n1:6627", leading=True), replication)
+    replication.state, replication.code = state, code
+    try:
+        tid = lifecycle.submit("wc", {}, _topology_json(), _zip())
+    finally:
+        store.close()
+    assert replication.published and replication.published[0] == ([tid], [])
