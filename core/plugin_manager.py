@@ -48,46 +48,38 @@ def get_plugin_manager() -> pluggy.PluginManager:
     return build_plugin_manager()
 
 
+def _call_checked(hook_name: str, **kwargs: Any) -> None:
+    """Call every implementation of ``hook_name``: a SquallError is what the hook means (a
+    refusal) and propagates; another exception is a plugin's bug, one line naming it."""
+    caller = getattr(get_plugin_manager().hook, hook_name)
+    try:
+        caller(**kwargs)
+    except SquallError:
+        raise
+    except Exception as exc:        # a plugin's bug: one line naming it
+        raise PluginLoadError(f"plugin {_culprit(caller, exc)!r} failed in {hook_name}: "
+                              f"{exc!r}") from exc
+
+
 def configure(conf: dict[str, Any]) -> dict[str, Any]:
     """Run every ``squall_configure`` hook on ``conf`` (which they may change in place) and
     return it. Called once by each process that runs topologies, when its configuration is
     final (see :func:`squall.hookspecs.squall_configure` for where); a hook's SquallError
     propagates and stops the start."""
-    hooks = get_plugin_manager().hook
-    try:
-        hooks.squall_configure(conf=conf)
-    except SquallError:
-        raise
-    except Exception as exc:        # a plugin's bug: one line naming it
-        raise PluginLoadError(f"plugin {_culprit(hooks.squall_configure, exc)!r} failed in "
-                              f"squall_configure: {exc!r}") from exc
+    _call_checked("squall_configure", conf=conf)
     return conf
 
 
 def validate_config(conf: Mapping[str, Any]) -> None:
     """Run every ``squall_validate_config`` hook: a ConfigError (any SquallError) is the
     refusal it means; another exception is a plugin's bug, one line naming it."""
-    hooks = get_plugin_manager().hook
-    try:
-        hooks.squall_validate_config(conf=conf)
-    except SquallError:
-        raise
-    except Exception as exc:        # a plugin's bug: one line naming it
-        raise PluginLoadError(f"plugin {_culprit(hooks.squall_validate_config, exc)!r} "
-                              f"failed in squall_validate_config: {exc!r}") from exc
+    _call_checked("squall_validate_config", conf=conf)
 
 
 def validate_topology(topology: Any, conf: dict[str, Any]) -> None:
     """Run every ``squall_validate_topology`` hook: a TopologyError (any SquallError) is the
     refusal it means; another exception is a plugin's bug, one line naming it."""
-    hooks = get_plugin_manager().hook
-    try:
-        hooks.squall_validate_topology(topology=topology, conf=conf)
-    except SquallError:
-        raise
-    except Exception as exc:        # a plugin's bug: one line naming it
-        raise PluginLoadError(f"plugin {_culprit(hooks.squall_validate_topology, exc)!r} "
-                              f"failed in squall_validate_topology: {exc!r}") from exc
+    _call_checked("squall_validate_topology", topology=topology, conf=conf)
 
 
 def notify(hook_name: str, **kwargs: Any) -> None:
