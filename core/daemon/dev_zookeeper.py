@@ -84,7 +84,9 @@ class DevZooKeeper:
 
     def __init__(self, data_dir: str | os.PathLike[str], port: int = 0,
                  host: str = "127.0.0.1", *, startup_timeout: float = 60.0) -> None:
-        self.data_dir = Path(data_dir)
+        # absolute: Java runs in it (cwd), and is handed paths in it (zoo.cfg, dataDir); a
+        # relative one (storm.local.dir's default, squall-local) named nothing from there
+        self.data_dir = Path(data_dir).resolve()
         self.host = host
         self.port = int(port)
         if not 0 <= self.port <= 65535:

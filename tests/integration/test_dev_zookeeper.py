@@ -16,16 +16,20 @@ from squall.state.zookeeper import ZooKeeperStateStore
 pytestmark = pytest.mark.integration
 
 
-def test_dev_zookeeper_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["absolute", "relative", "default"])
+def test_dev_zookeeper_runs_in_the_foreground_until_ctrl_c(tmp_path: Path, where: str) -> None:
+    # a relative directory (the default storm.local.dir is squall-local) named nothing from
+    # the directory Java runs in: "zoo.cfg file is missing"
+    dirs = {"absolute": ["--dir", str(tmp_path / "zk")], "relative": ["--dir", "zk"],
+            "default": []}[where]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "squall.daemon.dev_zookeeper", "--port", "0",
-         "--dir", str(tmp_path / "zk")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "squall.daemon.dev_zookeeper", "--port", "0", *dirs],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         match = re.search(r"127\.0\.0\.1:(\d+)", first)
-        assert match, f"unexpected banner: {first!r}"
+        assert match, f"unexpected banner: {first!r} {proc.stderr.read() if not first else ''}"
         port = int(match.group(1))
         assert four_letter_word("127.0.0.1", port, "ruok") == "imok"
         store = ZooKeeperStateStore({"storm.zookeeper.servers": ["127.0.0.1"],

@@ -72,8 +72,8 @@ class DRPCSource:
     def open(self, conf: dict[str, Any], context: Any) -> None:
         if self.service is None:
             if not server_addresses(conf):
-                log.error("DRPC stream %r: no DRPC server to fetch requests from (set "
-                          "drpc.servers); it serves none", self.function)
+                log.warning("DRPC stream %r: no DRPC server to fetch requests from (set "
+                            "drpc.servers); it serves none", self.function)
                 return
             self.remote = Invocations(conf, self.function)
 
