@@ -217,6 +217,31 @@ class ClusterHarness:
         return [f"{d.kind} {d.local_dir.name}:\n{d.log_text()[-3000:]}"
                 for d in self.daemons if "Traceback" in d.log_text()]
 
+    def close_and_delete_root(self, hosts: str, digest: str | None = None) -> None:
+        """:meth:`close`, then delete this cluster's ZooKeeper root (as ``digest``, the
+        ``user:password`` a secured tree wants). The daemons go first: one still beating
+        writes under the root while it is deleted; a node created meanwhile all the same (a
+        SIGKILLed worker's last request) is a NotEmptyError, and the delete is tried again."""
+        import time
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import NotEmptyError
+        self.close()
+        client = KazooClient(hosts=hosts, timeout=10,
+                             auth_data=[("digest", digest)] if digest else None)
+        client.start(timeout=10)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    client.delete(self.conf["storm.zookeeper.root"], recursive=True)
+                    return
+                except NotEmptyError:
+                    if time.monotonic() > deadline:
+                        raise
+        finally:
+            client.stop()
+            client.close()
+
     def close(self) -> None:
         for d in self.daemons:
             d.terminate()

@@ -49,15 +49,7 @@ def secured_cluster(squall_cluster: Any, zookeeper: Any) -> Iterator[Any]:
                    "nimbus.admins": ["admin"], "squall.auth.token": "tok-admin"})
     c.config_file.write_text(yaml.safe_dump(c.conf))
     yield c
-    from kazoo.client import KazooClient
-    client = KazooClient(hosts=zookeeper.hosts, auth_data=[
-        ("digest", ZK_AUTH["storm.zookeeper.auth.payload"])])
-    client.start(timeout=10)
-    try:
-        client.delete(c.conf["storm.zookeeper.root"], recursive=True)
-    finally:
-        client.stop()
-        client.close()
+    c.close_and_delete_root(zookeeper.hosts, ZK_AUTH["storm.zookeeper.auth.payload"])
 
 
 def test_tokens_owners_and_admins(secured_cluster: Any) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import stat
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,26 +48,8 @@ def secure_cluster(squall_cluster: Any, zookeeper: Any) -> Iterator[Any]:
     c.conf.update(readme)
     c.config_file.write_text(yaml.safe_dump(c.conf))
     yield c
-    # the daemons and workers first (they write under the root until they stop), then the
-    # tree, which only this digest may delete
-    c.close()
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import NotEmptyError
-    client = KazooClient(hosts=zookeeper.hosts, auth_data=[
-        ("digest", readme["storm.zookeeper.auth.payload"])])
-    client.start(timeout=10)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                client.delete(c.conf["storm.zookeeper.root"], recursive=True)
-                break
-            except NotEmptyError:   # a node created while the tree was being deleted
-                if time.monotonic() > deadline:
-                    raise
-    finally:
-        client.stop()
-        client.close()
+    # the tree only this digest may delete
+    c.close_and_delete_root(zookeeper.hosts, readme["storm.zookeeper.auth.payload"])
 
 
 @pytest.mark.parametrize("transport", ["zmq", "grpc", "nng"])
