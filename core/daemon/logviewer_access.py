@@ -2,7 +2,7 @@
 
 With ``nimbus.authentication: none`` everyone reads everything, as before. Otherwise a request
 names its user as the UI's API calls do, with ``Authorization: Bearer <token>`` (checked by the
-UI's own :class:`squall.ui.access.Access`), or, for a worker's logs, with a link the UI signed
+UI's own :class:`squall.security.http_access.Access`), or, for a worker's logs, with a link the UI signed
 for a user it authenticated (:mod:`squall.security.log_links`): a browser following a link
 cannot send the header. A worker's logs (``log``, ``out``, ``metrics``, ``events``) are for the
 topology's owner and ``nimbus.admins``, as the topology is on nimbus and in the UI; daemon logs
@@ -23,7 +23,7 @@ from typing import Any
 
 from squall.security.log_links import signed_user
 from squall.security.settings import admins
-from squall.ui.access import Access, Forbidden, Unauthorized, User
+from squall.security.http_access import Access, Forbidden, Unauthorized, User
 
 __all__ = ["Forbidden", "LogAccess", "Unauthorized"]
 

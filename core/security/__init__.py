@@ -23,6 +23,7 @@ The package's modules:
                                    the cluster (grpc under ``squall.transport.tls``)
 :mod:`.log_links`                  links to a topology's logs the UI signs for a user it
                                    authenticated, which the logviewer checks
+:mod:`.http_access`                who is asking the UI or a logviewer over HTTP
 =================================  ==========================================================
 
 ZooKeeper ACLs live with the store: :mod:`squall.state._zk_auth`; who may do what on nimbus:
