@@ -23,6 +23,7 @@ from squall import drivers
 from squall.api.tuple import Source, Tuple, TupleBatch
 from squall.errors import StateProviderError
 from squall.runtime.executors.base import Services, _perf
+from squall.runtime.executors.base import pass_cap
 from squall.runtime.executors.bolt import PASS_SECONDS, BoltExecutor
 from squall.runtime.executors.threaded import wants_thread
 from squall.runtime.task import TaskState
@@ -162,7 +163,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             if keeper is not None and keeper.spoiled:
                 keeper.drop_spoiled()       # an input failed: the state goes back
             spent = _perf() - t0
-            ts.pass_cap = max(1, int(PASS_SECONDS * n / spent)) if spent > 0 else n << 1
+            ts.pass_cap = pass_cap(n, spent, PASS_SECONDS)
             ts.exec_ms += spent * 1000.0
             ts.exec_n += n
             ts.executed += n

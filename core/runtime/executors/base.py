@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 _perf = time.perf_counter
 
 
+def pass_cap(done: int, spent: float, seconds: float) -> int:
+    """How many calls (tuples, ``next_tuple`` calls) a task's next pass may take to last
+    about ``seconds``, from a pass that took ``done`` in ``spent`` seconds: at least 1, and
+    twice as many when the clock saw no time pass."""
+    return max(1, int(seconds * done / spent)) if spent > 0 else done << 1
+
+
 class Services:
     """What an executor may use of its worker, built once by the worker: the ack ledger,
     the loop (its clock, wake-up and running state), backpressure's verdict for spouts, the

@@ -12,7 +12,7 @@ from typing import Any
 
 from squall.api.tuple import Tuple, TupleBatch, TupleRun
 from squall.metrics.histogram import index as _bucket
-from squall.runtime.executors.base import Executor, Services, _perf
+from squall.runtime.executors.base import Executor, Services, _perf, pass_cap
 from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.runtime.executors")
@@ -83,7 +83,7 @@ class BoltExecutor(Executor):
                 n = self._take(n, batch, ts.pass_cap)
                 self._run_tuples(ts, q, n)
             spent = _perf() - t0
-            ts.pass_cap = max(1, int(PASS_SECONDS * n / spent)) if spent > 0 else n << 1
+            ts.pass_cap = pass_cap(n, spent, PASS_SECONDS)
             ts.exec_ms += spent * 1000.0
             before = ts.exec_n
             ts.exec_n = after = before + n

@@ -11,7 +11,7 @@ from typing import Any
 
 from squall.api.tuple import Tuple
 from squall.metrics.histogram import index as _bucket
-from squall.runtime.executors.base import Executor, Services
+from squall.runtime.executors.base import Executor, Services, pass_cap
 from squall.runtime.streams import ACK_ACK
 from squall.runtime.task import TaskState
 
@@ -108,9 +108,9 @@ class SpoutExecutor(Executor):
                 calls = cap
             made = 0
             t0 = _perf()
-            for _ in range(calls):
+            # the loop's variable counts the calls made, read after it (no count per call)
+            for made in range(1, calls + 1):  # noqa: B007
                 before = ts.emitted
-                made += 1
                 try:
                     next_tuple()
                 except Exception as exc:
@@ -124,9 +124,7 @@ class SpoutExecutor(Executor):
                 if ts.emitted >= limit:
                     break
             if made:
-                spent = _perf() - t0
-                ts.pass_cap = max(1, int(PASS_SECONDS * made / spent)) if spent > 0 \
-                    else made << 1
+                ts.pass_cap = pass_cap(made, _perf() - t0, PASS_SECONDS)
             self.run_deferred_acks(ts)
         return done
 
