@@ -283,12 +283,18 @@ class StreamparseBolt(Bolt):
     def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
         return _declared(config)
 
-    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        inst, calls = _start(self, conf, context, spout=False, held=False)
-        self.hosted = inst
+    def _host(self, conf: dict[str, Any], context: TopologyContext, held: bool
+              ) -> tuple[Any, ReceivedTuples]:
+        """Start the hosted pystorm bolt (``held``: it acks or fails its tuples itself); it
+        and the tuples its ids name, both kept on this host."""
+        inst, calls = _start(self, conf, context, spout=False, held=held)
         received = calls.received
         assert received is not None
-        self.received = received
+        self.hosted, self.received = inst, received
+        return inst, received
+
+    def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        inst, received = self._host(conf, context, held=False)
         user_process = inst.process
 
         def process(tup: Tuple) -> None:
@@ -325,11 +331,7 @@ class StreamparseManualBolt(StreamparseBolt):
     auto_fail: ClassVar[bool] = False
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        inst, calls = _start(self, conf, context, spout=False, held=True)
-        self.hosted = inst
-        received = calls.received
-        assert received is not None
-        self.received = received
+        inst, received = self._host(conf, context, held=True)
         user_process = inst.process
         receive, ack, fail, report = received.receive, received.ack, received.fail, \
             self.report_error
