@@ -25,7 +25,7 @@ class TaskState:
 
     __slots__ = (
         "acked", "applied_tracked", "complete_hist", "complete_ms", "complete_n",
-        "component_id", "conf", "context", "current", "deferred", "emitted", "exec_hist",
+        "component_id", "conf", "context", "current", "deferred", "deferred_fails", "emitted", "exec_hist",
         "exec_ms", "exec_n", "executed",
         "executor", "failed", "idle_until", "instance", "metrics", "pass_cap", "pending_new",
         "pending_old", "proc_ms", "proc_n", "put_tracked", "queue", "queue_peak", "root_plan",
@@ -83,10 +83,12 @@ class TaskState:
         #: AckLedger.root_plan)
         self.root_plan = (64, 1, 0)
         # a spout's trees in flight (root -> (tup_id, start)), in two generations rotated
-        # every message timeout; untracked emits' tup_ids, acked after its next_tuple
+        # every message timeout; untracked emits' tup_ids, acked after its next_tuple (those
+        # whose emit raised: failed then)
         self.pending_new: dict[int, tuple[Any, float]] = {}
         self.pending_old: dict[int, tuple[Any, float]] = {}
         self.deferred: list[Any] = []
+        self.deferred_fails: list[Any] = []
         self.idle_until = 0.0        # a spout that emitted nothing rests until then
         # a component on a thread of its own (squall.runtime.executors.threaded)
         self.thread_current: Tuple | None = None

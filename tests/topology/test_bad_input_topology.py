@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from squall import (
-    Bolt, ConfigError, Grouping, LocalCluster, Spout, Stream, TopologyBuilder, TopologyError,
+    Bolt, ConfigError, Grouping, LocalCluster, SingleTargetGrouping, Spout, Stream,
+    TopologyBuilder, TopologyError,
 )
 from squall.testing import complete_topology, wait_until
 
@@ -110,6 +111,47 @@ def test_a_grouping_that_raises_is_one_error_and_fails_the_spout_tuple(
     assert cluster.get_topology_info("badgroup")["status"] == "active"
 
 
+def test_without_ackers_a_grouping_that_raises_fails_the_spout_tuple(
+        cluster: LocalCluster) -> None:
+    """Without ackers a spout's tup_id is acked once its emit is done; an emit that raised
+    is not done, so its tup_id is failed instead (not acked, not forgotten)."""
+    cluster.submit_topology("badgroup0", {"topology.acker.executors": 0},
+                            odd_ones_topology("raise"))
+    wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
+    assert sorted(ACKED) == [0, 2, 4] and sorted(FAILED) == [1, 3, 5]
+    assert len(RAISED) == 3
+
+
+class OddOne(SingleTargetGrouping):
+    """OddOnes("raise") as a single-target grouping: the emit fast paths choose through it."""
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        self.targets = list(target_tasks)
+
+    def choose_one(self, values: Sequence[Any]) -> int:
+        if values[0] % 2 == 0:
+            return self.targets[0]
+        raise KeyError("oops")
+
+
+@pytest.mark.parametrize("ackers", [None, 0], ids=["acking", "no-ackers"])
+def test_a_single_target_grouping_that_raises_fails_the_spout_tuple(
+        cluster: LocalCluster, ackers: int | None) -> None:
+    """The spout's one subscriber: its emit takes the fast path, which fails the tuple as
+    the general path does (it was neither acked nor failed) and raises the same error."""
+    b = TopologyBuilder()
+    b.set_spout("src", Numbers)
+    b.set_bolt("r", Take, 2).custom_grouping("src", OddOne())
+    conf: dict[str, Any] = {"topology.message.timeout.secs": 600}
+    if ackers is not None:
+        conf["topology.acker.executors"] = ackers
+    cluster.submit_topology("badone", conf, b.create_topology())
+    wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
+    assert sorted(ACKED) == [0, 2, 4] and sorted(FAILED) == [1, 3, 5]
+    assert len(RAISED) == 3 and all(isinstance(e, TopologyError) for e in RAISED)
+    assert "OddOne" in str(RAISED[0]) and "oops" in str(RAISED[0])
+
+
 class Relay(Bolt):
     """Re-emits what it gets to a stream whose one subscriber has a raising grouping."""
     outputs = ["v"]
@@ -118,20 +160,23 @@ class Relay(Bolt):
         self.emit([tup.values[0]])
 
 
-def test_a_grouping_that_raises_in_a_bolt_fails_its_input(cluster: LocalCluster) -> None:
+@pytest.mark.parametrize("grouping", [OddOnes, OddOne])
+def test_a_grouping_that_raises_in_a_bolt_fails_its_input(cluster: LocalCluster,
+                                                          grouping: type) -> None:
     """As in Storm, the error escapes the bolt's process: its input tuple fails (so the
-    spout replays), and the error is recorded once."""
+    spout replays), and the error, naming the grouping, is recorded once. A single-target
+    grouping (OddOne) takes the bolt's fast emit path."""
     b = TopologyBuilder()
     b.set_spout("src", Numbers)
     b.set_bolt("relay", Relay).shuffle_grouping("src")
-    b.set_bolt("r", Take, 2).custom_grouping("relay", OddOnes("raise"))
+    b.set_bolt("r", Take, 2).custom_grouping("relay", grouping())
     cluster.submit_topology("badgroup2", {"topology.message.timeout.secs": 600},
                             b.create_topology())
     wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
     assert sorted(ACKED) == [0, 2, 4] and sorted(FAILED) == [1, 3, 5]
     errors = wait_until(lambda: info_errors(cluster, "badgroup2", "relay"), timeout=10)
     assert len(errors) == 3
-    assert all("OddOnes" in e["error"] and "'relay'" in e["error"] for e in errors)
+    assert all(grouping.__name__ in e["error"] and "'relay'" in e["error"] for e in errors)
 
 
 def test_a_grouping_choosing_no_target_is_recorded(cluster: LocalCluster) -> None:

@@ -24,7 +24,9 @@ from operator import itemgetter, xor
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Source, Tuple, TupleRun
-from squall.runtime.emit.general import arity_error, emit_general, fast_edges, fast_random
+from squall.runtime.emit.general import (
+    arity_error, emit_general, fast_edges, fast_random, grouping_failed,
+)
 
 if TYPE_CHECKING:
     from squall.runtime.emit import Plans, Wiring
@@ -113,7 +115,10 @@ def stream_emit(ts: TaskState, w: Wiring, plans: Plans, held: list[Any],
                 ts.emitted += 1
                 root = rand(root_bits) * root_mul + root_home
                 edge = rand(64)
-                t = choose(values)
+                try:                # costs nothing while nothing raises (CPython 3.11)
+                    t = choose(values)
+                except Exception as exc:
+                    grouping_failed(ts, w, stream, exc, (root, tup_id))
                 q = queues_get(t)
                 if q is not None:
                     tup = new(T)
@@ -157,14 +162,20 @@ def stream_emit(ts: TaskState, w: Wiring, plans: Plans, held: list[Any],
                 if k.__class__ is str:
                     q = keyed[1].get(k)
                 if q is None:
-                    t = choose(values)
+                    try:
+                        t = choose(values)
+                    except Exception as exc:
+                        grouping_failed(ts, w, stream, exc)
                     q = queues_get(t)
                     if q is None:
                         q = t
                     if k.__class__ is str and len(keyed[1]) < KEYED_QUEUES:
                         keyed[1][k] = q
             else:
-                t = choose(values)
+                try:
+                    t = choose(values)
+                except Exception as exc:
+                    grouping_failed(ts, w, stream, exc)
                 q = queues_get(t)
                 if q is None:
                     q = t
@@ -242,7 +253,10 @@ def route_many(ts: TaskState, w: Wiring, plans: Plans
     def route(values_list: Sequence[Any], stream: str, src: Source,
               anchor: Tuple | None) -> None:
         n = len(values_list)
-        targets = manys[stream](values_list)
+        try:
+            targets = manys[stream](values_list)
+        except Exception as exc:
+            grouping_failed(ts, w, stream, exc)
         if stream in run_streams:
             first = targets[0]
             if targets.count(first) == n:
@@ -327,7 +341,10 @@ def route_trees(ts: TaskState, w: Wiring, plans: Plans
 
     def route(values: list[Any], ids: list[int], roots: list[int], stream: str,
               src: Source) -> None:
-        targets = manys[stream](values)
+        try:
+            targets = manys[stream](values)
+        except Exception as exc:
+            grouping_failed(ts, w, stream, exc)
         first = targets[0]
         if targets.count(first) == len(targets):
             deliver(first, values, ids, roots, src)
@@ -564,7 +581,10 @@ def plain_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[[tu
                         tup.ackval = 0
                         q.append(tup)
                     return None
-        t = choose0(values)
+        try:
+            t = choose0(values)
+        except Exception as exc:
+            grouping_failed(ts, w, stream, exc)
         q = queues_get(t)
         if k.__class__ is str and len(keyed) < KEYED_QUEUES:
             keyed[k] = t if q is None else q        # type: ignore[index]
@@ -628,7 +648,10 @@ def anchored_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[
             if k.__class__ is str:
                 q = keyed_get(k)
             if q is None:
-                t = choose0(values)
+                try:
+                    t = choose0(values)
+                except Exception as exc:
+                    grouping_failed(ts, w, stream, exc)
                 q = queues_get(t)
                 if q is None:
                     q = t

@@ -63,6 +63,27 @@ def _route_failed(ts: TaskState, w: Wiring, stream: str, route: Route,
     raise err
 
 
+def _fail_tree(ts: TaskState, w: Wiring, root: int, tup_id: Any, xor: int) -> None:
+    """A spout's new tree whose emit raised while routing: subscribers before the failing
+    route may have the tuple, so the tree fails as a whole and the spout gets
+    fail(tup_id) (its replay decision), as a bolt's input fails when its emit raises. The
+    fail goes first; the init (``xor``: the edges delivered) then completes the tree."""
+    ts.pending_new[root] = (tup_id, w.clock.now)
+    acker = w.acks.acker_of(root)
+    w.acks.fail_tree(acker, root)
+    w.acks.init_tree(ts, acker, root, xor)
+
+
+def grouping_failed(ts: TaskState, w: Wiring, stream: str, exc: Exception,
+                    spout_tree: tuple[int, Any] | None = None) -> NoReturn:
+    """What the fast paths (:mod:`.fast`, streams with one subscriber) do when its grouping
+    raised: as the general path does, fail the spout's new tree ``(root, tup_id)`` if there
+    is one, and raise the error naming the grouping."""
+    if spout_tree is not None:
+        _fail_tree(ts, w, spout_tree[0], spout_tree[1], 0)
+    _route_failed(ts, w, stream, ts.routes[stream][0], exc)
+
+
 def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None,
              stream: str, owner: str) -> Sequence[int]:
     if route.direct or direct_task is not None:
@@ -172,8 +193,6 @@ def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, a
         anchor_list = (ts.current,) if anchors is None else anchors
         return _emit_anchored(ts, w, values, stream, src, routes, anchor_list, direct_task,
                               sent, fast_random)
-    if spout and tup_id is not None:
-        ts.deferred.append(tup_id)      # acked once next_tuple returns (SpoutExecutor)
     n = 0
     try:
         for route in routes:
@@ -184,8 +203,12 @@ def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, a
                     sent.append(t)
     except Exception as exc:
         ts.transfer_extra += n - 1
+        if spout and tup_id is not None:
+            ts.deferred_fails.append(tup_id)    # failed once next_tuple returns
         _route_failed(ts, w, stream, route, exc)
     ts.transfer_extra += n - 1
+    if spout and tup_id is not None:
+        ts.deferred.append(tup_id)      # acked once next_tuple returns (SpoutExecutor)
     return sent
 
 
@@ -207,14 +230,8 @@ def _emit_spout_tracked(ts: TaskState, w: Wiring, values: tuple, stream: str, sr
                 if sent is not None:
                     sent.append(t)
     except Exception as exc:
-        # subscribers before this route may have the tuple: its tree fails as a whole, so
-        # the spout gets fail(tup_id) (its replay decision), as a bolt's input fails when
-        # its emit raises; the fail goes first, and the init then completes the tree
         ts.transfer_extra += n - 1
-        ts.pending_new[root] = (tup_id, w.clock.now)
-        acker = w.acks.acker_of(root)
-        w.acks.fail_tree(acker, root)
-        w.acks.init_tree(ts, acker, root, xor)
+        _fail_tree(ts, w, root, tup_id, xor)
         _route_failed(ts, w, stream, route, exc)
     ts.transfer_extra += n - 1
     ts.pending_new[root] = (tup_id, w.clock.now)

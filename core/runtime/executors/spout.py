@@ -173,13 +173,19 @@ class SpoutExecutor(Executor):
     def run_deferred_acks(self, ts: TaskState) -> None:
         """Ack the tup_ids of untracked emits (a topology without ackers): after the
         ``next_tuple`` that emitted them, through ``_call`` (on the spout's own thread when
-        it has one)."""
+        it has one). An emit whose routing raised fails its tup_id instead, as a tracked
+        one's tree fails."""
         deferred = ts.deferred
         if deferred:
             ts.deferred = []
             for tup_id in deferred:
                 ts.acked += 1
                 self._call(ts, ts.instance.ack, tup_id)
+        if ts.deferred_fails:
+            failed, ts.deferred_fails = ts.deferred_fails, []
+            for tup_id in failed:
+                ts.failed += 1
+                self._call(ts, ts.instance.fail, tup_id)
 
     def _completion(self, ts: TaskState, tup: Tuple | tuple[int, bool]) -> None:
         """One completion: ``(root, ok)`` from an acker of this worker, or an ack or fail
