@@ -16,3 +16,5 @@ def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
     validate_components(topology.components.values())
     from squall.windowing.topology import check_timeouts
     check_timeouts(topology, conf)      # windowed bolts against the submitted timeout
+    from squall.runtime.routing import check_groupings
+    check_groupings(topology, conf)

@@ -82,6 +82,8 @@ def fields_hash(selected: Sequence[Any]) -> int:
 class ShuffleGrouping(SingleTargetGrouping):
     """Round-robin over a shuffled order of the targets: even load, no coordination."""
 
+    check_choices = False      # chooses among its targets by construction
+
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         targets = list(target_tasks)
         random.shuffle(targets)
@@ -348,12 +350,16 @@ class PartialKeyGrouping(FieldsGrouping):
 class AllGrouping(Grouping):
     """Every target task receives a copy."""
 
+    check_choices = False      # chooses among its targets by construction
+
     def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
         return self.target_tasks
 
 
 class GlobalGrouping(SingleTargetGrouping):
     """Everything goes to the target's lowest task id."""
+
+    check_choices = False      # chooses among its targets by construction
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         self.target_tasks = [min(target_tasks)]
@@ -370,6 +376,8 @@ class GlobalGrouping(SingleTargetGrouping):
 
 class NoneGrouping(SingleTargetGrouping):
     """The emitter does not care: a random target."""
+
+    check_choices = False      # chooses among its targets by construction
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         self.target_tasks = sorted(target_tasks)

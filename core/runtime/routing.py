@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from squall import drivers
-from squall.api.topology import Input
-from squall.errors import PluginLoadError
+from squall.api.topology import Input, Topology
+from squall.errors import PluginLoadError, TopologyError
 from squall.runtime.load import DISABLE_KEY
 from squall.spi.grouping import Grouping, GroupingDeclaration, SingleTargetGrouping
 
@@ -49,6 +49,48 @@ class Route:
             self.one = grouping.choose_one
             self.one_each = grouping.choose_many
             self.key_index = grouping.key_index
+        if grouping is not None and grouping.check_choices:
+            self._check_choices(frozenset(targets))
+
+    def _check_choices(self, allowed: frozenset[int]) -> None:
+        """Wrap the grouping's choosers so that a task id outside ``allowed`` raises (the
+        emit paths' ``except`` names the grouping and fails the tuple) instead of reaching
+        whatever queue has that id."""
+        def check(t: Any) -> None:
+            try:
+                if t in allowed:
+                    return
+            except TypeError:       # unhashable
+                pass
+            raise TopologyError(f"chose task {t!r}, which is not one of its targets "
+                                f"{sorted(allowed)}")
+
+        many = self.many
+        assert many is not None
+
+        def choose_tasks(task_id: int, values: Sequence[Any]) -> list[int]:
+            chosen = many(task_id, values)
+            for t in chosen:
+                check(t)
+            return chosen
+        self.many = choose_tasks
+        one, one_each = self.one, self.one_each
+        if one is None or one_each is None:
+            return
+
+        def choose_one(values: Sequence[Any]) -> int:
+            t = one(values)
+            check(t)
+            return t
+
+        def choose_many(values_list: Sequence[Sequence[Any]]) -> list[int]:
+            chosen = one_each(values_list)
+            if len(chosen) != len(values_list):
+                raise TopologyError(f"chose {len(chosen)} tasks for {len(values_list)} tuples")
+            for t in chosen:
+                check(t)
+            return chosen
+        self.one, self.one_each = choose_one, choose_many
 
 
 def grouping_name(inp: Input, conf: Mapping[str, Any]) -> str | None:
@@ -85,6 +127,27 @@ def make_grouping(inp: Input, source_fields: Sequence[str],
         return None
     grouping.configure(GroupingDeclaration(tuple(inp.fields), tuple(source_fields), conf))
     return grouping
+
+
+def check_groupings(topology: Topology, conf: Mapping[str, Any]) -> None:
+    """Build and configure every subscription's grouping as a worker will (``prepare``
+    needs tasks and a context, and is left to the worker): TopologyError naming the
+    subscription for one whose entry point is missing or whose ``configure`` refuses the
+    declaration. Run at submit (a ``squall_validate_topology`` hook), so such a topology
+    is refused there, not left restarting its workers."""
+    for cid, spec in sorted(topology.components.items()):
+        for inp in spec.inputs:
+            source = topology.components.get(inp.component)
+            stream = source.streams.get(inp.stream) if source is not None else None
+            if stream is None:
+                continue            # refused when the topology was built
+            try:
+                make_grouping(inp, stream.fields, conf)
+            except Exception as exc:
+                raise TopologyError(
+                    f"component {cid!r}: its {inp.grouping} grouping on {inp.component!r} "
+                    f"stream {inp.stream!r} cannot be configured: {type(exc).__name__}: "
+                    f"{exc}") from exc
 
 
 def choose_many_of(route: Route) -> Callable[[Sequence[Sequence[Any]]], list[int]]:

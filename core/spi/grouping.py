@@ -57,13 +57,22 @@ class Grouping(ABC):
     own thread for a ``dedicated_thread`` component), and must be cheap and non-blocking.
     """
 
+    #: Whether the runtime checks every choice against ``target_tasks``: a task id that is
+    #: none of them (another component's, an index, None) makes the emit raise, as a
+    #: ``choose_tasks`` that raises does, and is never delivered. It costs a call and a set
+    #: lookup a tuple; squall's own groupings, which choose among their targets by
+    #: construction, turn it off, and so may any grouping that does the same. Read once,
+    #: after ``prepare``.
+    check_choices: bool = True
+
     def configure(self, declaration: GroupingDeclaration) -> None:
         """Take what the topology declared (optional; the default ignores it).
 
         Called once, before :meth:`prepare`, from the worker's loop. A grouping that needs
         the declared fields, the stream's fields or settings from the conf reads them here.
         May raise :class:`squall.TopologyError` or :class:`squall.ConfigError` for a
-        declaration it cannot serve; the worker then fails to start the emitting task.
+        declaration it cannot serve. It is called once more at submit, with the submitted
+        conf, so such a topology is refused there with one line naming the subscription.
         """
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:

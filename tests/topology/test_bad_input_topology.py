@@ -70,12 +70,15 @@ class OddOnes(Grouping):
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         self.targets = list(target_tasks)
+        self.neighbour = (context.component_tasks("other") or [None])[0]
 
     def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
         if values[0] % 2 == 0:
             return [self.targets[0]]
         if self.mode == "foreign":
             return [999]
+        if self.mode == "neighbour":        # another subscriber's task, in this worker
+            return [self.neighbour]
         raise KeyError("oops")
 
 
@@ -179,15 +182,83 @@ def test_a_grouping_that_raises_in_a_bolt_fails_its_input(cluster: LocalCluster,
     assert all(grouping.__name__ in e["error"] and "'relay'" in e["error"] for e in errors)
 
 
-def test_a_grouping_choosing_no_target_is_recorded(cluster: LocalCluster) -> None:
-    """A task id outside the grouping's targets: the tuple fails for replay and the error,
-    naming the grouping and the task, is in the topology's errors."""
+@pytest.mark.parametrize("mode", ["foreign", "neighbour"])
+def test_a_grouping_choosing_no_target_is_recorded(cluster: LocalCluster, mode: str) -> None:
+    """A task id outside the grouping's targets (one no worker runs, or another
+    subscriber's task in this worker) is never delivered: the emit raises as for a grouping
+    that raises, the tuple fails for replay, and the error, naming the grouping and the
+    task, is in the topology's errors."""
     cluster.submit_topology("foreign", {"topology.message.timeout.secs": 600},
-                            odd_ones_topology("foreign"))
+                            odd_ones_topology(mode))
     wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
-    assert sorted(FAILED) == [1, 3, 5] and not RAISED
+    assert sorted(FAILED) == [1, 3, 5] and len(RAISED) == 3
+    with LOCK:
+        assert sorted(GOT) == [("other", v) for v in range(6)] + [("r", 0), ("r", 2), ("r", 4)]
     errors = wait_until(lambda: info_errors(cluster, "foreign", "src"), timeout=10)
-    assert "OddOnes" in errors[0]["error"] and "999" in errors[0]["error"]
+    assert "OddOnes" in errors[0]["error"] and "not one of its targets" in errors[0]["error"]
+    if mode == "foreign":
+        assert "999" in errors[0]["error"]
+
+
+class NoChoice(SingleTargetGrouping):
+    """A single-target grouping whose choose_one returns None for odd values."""
+
+    def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
+        self.targets = list(target_tasks)
+
+    def choose_one(self, values: Sequence[Any]) -> Any:
+        return self.targets[0] if values[0] % 2 == 0 else None
+
+
+@pytest.mark.parametrize("ackers", [None, 0], ids=["acking", "no-ackers"])
+def test_a_single_target_grouping_choosing_none_fails_the_bolts_input(
+        cluster: LocalCluster, ackers: int | None) -> None:
+    """A bolt's fast emit path: None is no task id; the error names the grouping (not an
+    AttributeError from inside the runtime) and the bolt's input fails."""
+    b = TopologyBuilder()
+    b.set_spout("src", Numbers)
+    b.set_bolt("relay", Relay).shuffle_grouping("src")
+    b.set_bolt("r", Take, 2).custom_grouping("relay", NoChoice())
+    conf: dict[str, Any] = {"topology.message.timeout.secs": 600}
+    if ackers is not None:
+        conf["topology.acker.executors"] = ackers
+    cluster.submit_topology("nochoice", conf, b.create_topology())
+    errors = wait_until(lambda: (info_errors(cluster, "nochoice", "relay") or [])[2:] and
+                        info_errors(cluster, "nochoice", "relay"), timeout=20)
+    assert all("NoChoice" in e["error"] and "chose task None" in e["error"] for e in errors)
+    wait_until(lambda: len(GOT) >= 3, timeout=10)
+    with LOCK:
+        assert sorted(GOT) == [("r", 0), ("r", 2), ("r", 4)]
+    if ackers is None:
+        wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
+        assert sorted(ACKED) == [0, 2, 4] and sorted(FAILED) == [1, 3, 5]
+
+
+def test_direct_task_on_a_stream_not_declared_direct_is_the_emits_own_error(
+        cluster: LocalCluster) -> None:
+    """Not a grouping's failure: the emit raises the plain error, as for an undeclared
+    stream, and nothing is recorded against the subscriber's grouping."""
+    class Direct(Spout):
+        outputs = ["v"]
+
+        def initialize(self, conf: dict[str, Any], context: Any) -> None:
+            self.done = False
+
+        def next_tuple(self) -> None:
+            if not self.done:
+                self.done = True
+                try:
+                    self.emit([1], tup_id=1, direct_task=2)
+                except Exception as exc:
+                    RAISED.append(exc)
+
+    b = TopologyBuilder()
+    b.set_spout("src", Direct)
+    b.set_bolt("sink", Take, 2).shuffle_grouping("src")
+    cluster.submit_topology("notdirect", {}, b.create_topology())
+    wait_until(lambda: RAISED, timeout=10)
+    assert str(RAISED[0]) == ("component 'src': direct_task given on stream 'default', "
+                              "which is not declared direct=True")
 
 
 def test_stream_none_in_a_grouping_means_the_default_stream() -> None:

@@ -105,6 +105,8 @@ def routes_of(ts: TaskState, stream: str, direct_task: int | None) -> list[Route
     if routes is None:
         raise TopologyError(f"component {ts.component_id!r} emitted on undeclared stream "
                             f"{stream!r}; declared: {', '.join(sorted(ts.routes)) or 'none'}")
+    if direct_task is not None and routes and not routes[0].direct:
+        _targets_check(routes[0], direct_task, stream, ts.component_id)   # raises: not direct
     if direct_task is not None and routes and routes[0].direct and not any(
             direct_task in r.targets for r in routes):
         raise TopologyError(f"component {ts.component_id!r}: direct_task {direct_task} is not "
