@@ -201,8 +201,9 @@ def _route(grouping: Grouping, targets: list[int]) -> Route:
 def test_a_custom_single_target_grouping_gets_the_fast_path() -> None:
     grouping = make_grouping(Input("src", "default", "custom", custom=Modulo()), SOURCE_FIELDS)
     assert isinstance(grouping, Modulo)
+    grouping.check_choices = False
     route = _route(grouping, [10, 11, 12])
-    # the bound methods themselves: nothing between the emit and the grouping
+    # unchecked: the bound methods themselves, nothing between the emit and the grouping
     assert route.one == grouping.choose_one and route.one.__self__ is grouping  # type: ignore[union-attr]
     assert route.one_each == grouping.choose_many
     assert choose_many_of(route) == grouping.choose_many
@@ -212,6 +213,27 @@ def test_a_custom_single_target_grouping_gets_the_fast_path() -> None:
     assert choose_many_of(route)([["a", 0], ["b", 2]]) == [10, 12]
     assert grouping.calls == ["one", "many"]
     assert route.many(1, ["c", 1]) == [11]               # choose_tasks from the base
+
+
+def test_a_custom_grouping_s_choices_are_checked_against_its_targets() -> None:
+    """check_choices (the default): the fast path's choosers go through a check that a
+    chosen id is one of the targets; squall's own groupings skip it."""
+    grouping = make_grouping(Input("src", "default", "custom", custom=Modulo()), SOURCE_FIELDS)
+    route = _route(grouping, [10, 11, 12])
+    assert route.one is not None and route.one(["a", 4]) == 11
+    assert choose_many_of(route)([["a", 0], ["b", 2]]) == [10, 12]
+    assert route.many(1, ["c", 1]) == [11]
+    route = Route("sink", grouping, False, [10, 12])    # it still picks among three
+    with pytest.raises(TopologyError, match=r"chose task 11, which is not one of its "
+                                            r"targets \[10, 12\]"):
+        route.one(["a", 4])
+    with pytest.raises(TopologyError, match="chose task 11"):
+        choose_many_of(route)([["a", 0], ["b", 4]])
+    with pytest.raises(TopologyError, match="chose task 11"):
+        route.many(1, ["c", 4])
+    shuffle = make_grouping(Input("src", "default", "shuffle"), SOURCE_FIELDS)
+    assert shuffle is not None and not shuffle.check_choices
+    assert _route(shuffle, [3, 4]).one == shuffle.choose_one
 
 
 def test_choose_many_defaults_to_choose_one_per_item() -> None:
