@@ -81,24 +81,52 @@ def being_killed(name: str, base: Mapping[str, Any]) -> str:
     return f"topology {name!r} is being killed ({left:.0f} s of its kill wait left)"
 
 
-def topology_graph(topology: Topology,
-                   executors: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+def topology_graph(topology: Topology, executors: Mapping[str, int] | None = None,
+                   conf: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The user's components (system ones left out), each ``{"id", "kind", "executors",
-    "tasks", "inputs": [{"component", "stream", "grouping", "fields"}]}``: what the UI draws.
-    ``executors``: the current executor counts (``component_executors`` of the ``/storms``
-    record, which a rebalance changes); the package's, from submit time, where absent."""
+    "tasks", "inputs": [{"component", "stream", "grouping", "fields", "rate_from"}]}``: what
+    the UI draws (inputs from system components and on system streams, ``__checkpoint``, left
+    out). ``executors``: the current executor counts (``component_executors`` of the
+    ``/storms`` record, which a rebalance changes); the package's, from submit time, where
+    absent. ``conf``: the topology's conf (whether a bolt gets tick tuples).
+
+    An input's ``rate_from`` says which counter holds exactly the tuples that input carries
+    (workers count per task, not per stream): ``"source"`` when it is the only subscription to
+    its source component, whatever the stream (the source's ``transferred``: one per tuple
+    delivered to a task), else ``"target"`` when it is the only input of its bolt, which gets
+    no tick tuples (the bolt's ``executed``), else None: no counter holds that edge alone."""
+    subscriptions: dict[str, int] = {}
+    for spec in topology.components.values():
+        for i in spec.inputs:
+            subscriptions[i.component] = subscriptions.get(i.component, 0) + 1
     out = []
     for cid, spec in sorted(topology.components.items()):
         if cid.startswith("__"):
             continue
         count = (executors or {}).get(cid)
+        alone = len(spec.inputs) == 1 and not _ticks(spec, conf)
+        inputs = []
+        for i in spec.inputs:
+            if i.component.startswith("__") or i.stream.startswith("__"):
+                continue
+            rate_from = ("source" if subscriptions.get(i.component) == 1
+                         else "target" if alone else None)
+            inputs.append({"component": i.component, "stream": i.stream,
+                           "grouping": i.grouping, "fields": list(i.fields),
+                           "rate_from": rate_from})
         out.append({"id": cid, "kind": spec.kind,
                     "executors": min(int(count), spec.num_tasks) if count else spec.parallelism,
-                    "tasks": spec.num_tasks,
-                    "inputs": [{"component": i.component, "stream": i.stream,
-                                "grouping": i.grouping, "fields": list(i.fields)}
-                               for i in spec.inputs if not i.component.startswith("__")]})
+                    "tasks": spec.num_tasks, "inputs": inputs})
     return out
+
+
+def _ticks(spec: Any, conf: Mapping[str, Any] | None) -> bool:
+    """Whether the component's tasks may get tick tuples (True when that cannot be told)."""
+    from squall.config import component_conf
+    try:
+        return bool(component_conf(conf or {}, spec.config).get("topology.tick.tuple.freq.secs"))
+    except Exception:
+        return True
 
 
 def logviewer_ports(supervisors: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -170,8 +198,9 @@ class NimbusReads:
         each runs, beating or not), per-component counters (and stats windows), per-executor stats, newest
         errors, components in flow order (``flow``), graph (see :func:`topology_graph`) and
         redacted conf of the topology named
-        ``name``; NotAliveError if there is none."""
-        tid, base = live_topology(self._state, name)
+        ``name``, running or in its kill wait; NotAliveError if there is none."""
+        # one in its kill wait too (status killed), so the operator can watch it drain
+        tid, base = killable_topology(self._state, name)
         state = self._state
         assignment = state.get_assignment(tid) or {}
         enp = assignment.get("executor_node_port") or {}
@@ -236,8 +265,8 @@ class NimbusReads:
                 "assigned_workers": assigned,
                 "flow": _flow(loaded[1]) if loaded else sorted(components),
                 "errors": errors,
-                "graph": (topology_graph(loaded[1], base.get("component_executors"))
-                          if loaded else []),
+                "graph": (topology_graph(loaded[1], base.get("component_executors"),
+                                         loaded[0]) if loaded else []),
                 "conf": redact(loaded[0]) if loaded else {}}
 
     def package_file(self, topology_id: str, file: str) -> Path:

@@ -1,7 +1,7 @@
 """The UI's web application (Starlette): the pages, Storm's UI REST API, ``/metrics``.
 
-Routes (``:id`` is a topology id or name; ``window`` is ``600``, ``10800``, ``86400`` or
-``:all-time``, the default):
+Routes (``:id`` is a topology id or name; ``:c`` a component id, ``/`` in it sent as ``%2F``;
+``window`` is ``600``, ``10800``, ``86400`` or ``:all-time``, the default):
 
 ===========================================================  =====================================
 ``GET /``, ``/topology/:id``, ``/topology/:id/component/:c``  the page (one HTML shell, app.js)
@@ -349,7 +349,10 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
     routes = [
         Route("/", page),
         Route("/topology/{id}", page),
-        Route("/topology/{id}/component/{component}", page),
+        # a component id may hold "/": {component:path} takes the rest of the (decoded)
+        # path; a POST .../component/C/debug/ACTION/PCT ends in two plain segments, so the
+        # debug route's greedy C is the whole id, and a GET never matches that POST route
+        Route("/topology/{id}/component/{component:path}", page),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Route(f"{api}/cluster/summary", guarded(cluster_summary)),
         Route(f"{api}/supervisor/summary", guarded(supervisor_summary)),
@@ -357,15 +360,15 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         Route(f"{api}/nimbus/summary", guarded(nimbus_summary)),
         Route(f"{api}/topology/summary", guarded(topology_summary)),
         Route(f"{api}/topology/{{id}}", guarded(topology)),
-        Route(f"{api}/topology/{{id}}/component/{{component}}", guarded(component)),
         Route(f"{api}/topology/{{id}}/visualization", guarded(visualization)),
         Route(f"{api}/topology/{{id}}/history", guarded(history)),
         Route(f"{api}/topology/{{id}}/logconfig", guarded(logconfig, post=True),
               methods=["POST"]),
         Route(f"{api}/topology/{{id}}/debug/{{action}}/{{spct}}", guarded(debug, post=True),
               methods=["POST"]),
-        Route(f"{api}/topology/{{id}}/component/{{component}}/debug/{{action}}/{{spct}}",
+        Route(f"{api}/topology/{{id}}/component/{{component:path}}/debug/{{action}}/{{spct}}",
               guarded(debug, post=True), methods=["POST"]),
+        Route(f"{api}/topology/{{id}}/component/{{component:path}}", guarded(component)),
         Route(f"{api}/topology/{{id}}/{{action}}", guarded(action, post=True),
               methods=["POST"]),
         Route(f"{api}/topology/{{id}}/{{action}}/{{wait}}", guarded(action, post=True),

@@ -43,8 +43,7 @@ class History:
         their own period: a sample taken before their next report would show a dip to zero
         and then a double rate)."""
         sample = {comp: _component_sample(stats)
-                  for comp, stats in (info.get("components") or {}).items()
-                  if not str(comp).startswith("__")}
+                  for comp, stats in (info.get("components") or {}).items()}
         with self._lock:
             ring = self._samples.get(topology_id)
             if ring is None:
@@ -61,7 +60,8 @@ class History:
                 del self._samples[tid]
 
     def series(self, topology_id: str, kinds: Mapping[str, str]) -> dict[str, Any]:
-        """Chart data: ``{"topology": [point...], "components": {comp: [point...]}}``; a point
+        """Chart data: ``{"topology": [point...], "components": {comp: [point...]}}`` (system
+        components too; the topology's points count the user's components only); a point
         is ``{"time", "emitted", "acked", "failed", "executed"}`` (per second since the sample
         before) plus the component's latencies (ms, 10-minute means and 99th percentiles). The
         topology's ``acked`` / ``failed`` / ``completeLatency`` (mean) / ``completeLatencyP99``
@@ -87,6 +87,8 @@ class History:
                 for k in _LATENCIES:
                     point[k] = now[k]
                 components.setdefault(comp, []).append(point)
+                if comp.startswith("__"):       # system components: their own charts only
+                    continue
                 total["emitted"] += point["emitted"]
                 if kinds.get(comp) == "spout":
                     total["acked"] += point["acked"]

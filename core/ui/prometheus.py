@@ -1,9 +1,16 @@
 """``GET /metrics``: the cluster view in Prometheus's text exposition format (version 0.0.4).
 
-Rendered from the sampler's newest sample (so a scrape costs no nimbus call): cluster gauges,
-and per user component (labels ``topology``, ``topology_id``, ``component``, ``kind``) the
-all-time counters and the 10-minute mean latencies. Workers' own metrics endpoints are
-another matter (each worker's); this is the cluster seen from the UI.
+Rendered from the sampler's newest sample (so a scrape costs no nimbus call): cluster gauges;
+per executor of a user component (labels ``topology``, ``topology_id``, ``component``,
+``kind``, ``executor``) the counters since that executor started; per user component the
+10-minute latencies. Workers' own metrics endpoints are another matter (each worker's); this
+is the cluster seen from the UI.
+
+The counters are per executor because a worker counts from 0 again when it restarts: summed
+over a component's executors, one worker's restart made the component's counter drop by what
+that worker had counted, and Prometheus, which takes any drop for a restart from 0, counted the
+other executors' totals a second time. Per executor, a drop is exactly that executor's restart;
+``sum by (component) (rate(...))`` gives a component's rate.
 """
 from __future__ import annotations
 
@@ -27,6 +34,14 @@ def _labels(labels: Mapping[str, Any]) -> str:
 
 def _number(value: Any) -> str:
     return repr(float(value or 0.0)) if isinstance(value, float) else str(int(value or 0))
+
+
+def _executor(key: Any) -> str:
+    """An executor's id as its worker's metrics endpoint labels it, the key of its beat:
+    ``"[2, 3]"`` (a key given as a list too)."""
+    if isinstance(key, (list, tuple)) and len(key) == 2:
+        return f"[{key[0]}, {key[1]}]"
+    return str(key)
 
 
 def render(cluster: Any, topologies: Iterable[Mapping[str, Any]]) -> str:
@@ -54,23 +69,32 @@ def render(cluster: Any, topologies: Iterable[Mapping[str, Any]]) -> str:
            [({"topology": i.get("name", ""), "topology_id": i.get("id", ""),
               "status": i.get("status", "")}, int(i.get("num_workers") or 0)) for i in infos])
     rows = []
+    counts = []
     for info in infos:
+        topo = {"topology": info.get("name", ""), "topology_id": info.get("id", "")}
         for comp, stats in sorted((info.get("components") or {}).items()):
             if str(comp).startswith("__"):
                 continue
-            windows = stats.get("windows") or {}
-            labels = {"topology": info.get("name", ""), "topology_id": info.get("id", ""),
-                      "component": comp, "kind": stats.get("kind", "")}
-            rows.append((labels, windows.get(":all-time") or stats, windows.get("600") or stats))
+            labels = {**topo, "component": comp, "kind": stats.get("kind", "")}
+            rows.append((labels, (stats.get("windows") or {}).get("600") or stats))
+        for x in info.get("executors") or ():
+            comp = str(x.get("component", ""))
+            if comp.startswith("__"):
+                continue
+            labels = {**topo, "component": comp, "kind": x.get("kind", ""),
+                      "executor": _executor(x.get("executor", ""))}
+            total = x if "emitted" in x else (x.get("windows") or {}).get(":all-time") or {}
+            counts.append((labels, total))
+    counts.sort(key=lambda row: tuple(row[0].values()))
     for counter in _COUNTERS:
         family(f"squall_component_{counter}_total", "counter",
-               f"Tuples {counter} by the component's tasks since they started.",
-               [(labels, int(total.get(counter) or 0)) for labels, total, _ in rows])
+               f"Tuples {counter} by the executor's tasks since it started.",
+               [(labels, int(total.get(counter) or 0)) for labels, total in counts])
     family("squall_component_latency_ms", "gauge",
            "Latency over the last 10 minutes in milliseconds: the mean, and the 50th and 99th "
            "percentiles where the workers measure them.",
            [({**labels, "latency": name, "stat": stat}, float(recent[key] or 0.0))
-            for labels, _, recent in rows for name in _LATENCIES
+            for labels, recent in rows for name in _LATENCIES
             for stat, key in (("mean", f"{name}_latency_ms"), ("p50", f"{name}_latency_p50_ms"),
                               ("p99", f"{name}_latency_p99_ms")) if key in recent])
     return "\n".join(lines) + "\n"

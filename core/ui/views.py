@@ -222,6 +222,20 @@ def _user_components(info: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return comps
 
 
+def _system_component(info: Mapping[str, Any], component: str) -> Mapping[str, Any] | None:
+    """The stats of a system component (``__acker``, ``__metrics_<name>`` ...): what its
+    executors reported, or zero counts for one that only has errors (``__worker``: workers
+    that failed to start); None when the topology has no such component."""
+    if not component.startswith("__"):
+        return None
+    stats = (info.get("components") or {}).get(component)
+    if stats is not None:
+        return stats
+    if (info.get("errors") or {}).get(component):
+        return {"kind": "system", "executors": 0, "tasks": 0, **dict.fromkeys(_COUNTS, 0)}
+    return None
+
+
 def _topology_stats(info: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``topologyStats``: per window, emitted and transferred over the user's components,
     acked, failed and the complete latency (weighted by acks) over its spouts."""
@@ -248,8 +262,10 @@ def topology_page(info: Mapping[str, Any], window: str, now: float,
                   log_query: str = "") -> dict[str, Any]:
     """``/api/v1/topology/:id``: the topology, ``topologyStats`` (every window), ``spouts``
     and ``bolts`` (for ``window``), ``workers`` (with log links, ``log_query`` appended),
-    ``configuration`` (redacted), and squall's ``errors`` (every component's, newest first)
-    and ``graph``."""
+    ``configuration`` (redacted), and squall's ``errors`` (newest first: every user
+    component's, and those of system components that have any, a failing metrics consumer's
+    ``__metrics_<name>`` say) and ``graph``. Counts and stats are the user's components'
+    only."""
     tid = str(info.get("id", ""))
     links = _worker_links(info, log_query)
     spouts: list[dict[str, Any]] = []
@@ -259,6 +275,11 @@ def topology_page(info: Mapping[str, Any], window: str, now: float,
         errors[comp] = _errors(info, comp, now, log_query)
         row = _component_row(comp, stats, _executors_of(info, comp), window, errors[comp])
         (spouts if stats.get("kind") == "spout" else bolts).append(row)
+    for comp in sorted(info.get("errors") or {}):
+        if comp not in errors and str(comp).startswith("__"):
+            kept = _errors(info, comp, now, log_query)
+            if kept:
+                errors[comp] = kept
     workers = []
     for w in info.get("workers") or ():
         counts: dict[str, int] = {}
@@ -293,9 +314,10 @@ def topology_page(info: Mapping[str, Any], window: str, now: float,
 
 def component_page(info: Mapping[str, Any], component: str, window: str,
                    now: float, log_query: str = "") -> dict[str, Any] | None:
-    """``/api/v1/topology/:id/component/:component`` (log links with ``log_query`` appended);
-    None for a component it does not have."""
-    stats = _user_components(info).get(component)
+    """``/api/v1/topology/:id/component/:component`` (log links with ``log_query`` appended),
+    a system component's too (its executors, stats and errors); None for a component the
+    topology does not have."""
+    stats = _user_components(info).get(component) or _system_component(info, component)
     if stats is None:
         return None
     tid = str(info.get("id", ""))
@@ -339,10 +361,30 @@ def component_page(info: Mapping[str, Any], component: str, window: str,
             "executorStats": executor_stats, "componentErrors": errors}
 
 
+def _edge_rate(comps: Mapping[str, Mapping[str, Any]], target: str, edge: Mapping[str, Any],
+               window: str, span: float) -> float | None:
+    """Tuples per second on one edge, where a counter holds that edge's tuples alone (see
+    ``rate_from`` in :func:`squall.daemon.nimbus_info.topology_graph`): the source's
+    ``transferred`` or the target's ``executed`` over the window; None otherwise."""
+    source = edge.get("rate_from")
+    if source == "source":
+        count = _window_stats(comps.get(str(edge.get("component"))) or {}, window).get(
+            "transferred", 0)
+    elif source == "target":
+        count = _window_stats(comps.get(target) or {}, window).get("executed", 0)
+    else:
+        return None
+    return int(count or 0) / span if span > 0 else 0.0
+
+
 def visualization(info: Mapping[str, Any], window: str) -> dict[str, Any]:
     """``/api/v1/topology/:id/visualization``: per component (Storm's ``:type``,
-    ``:capacity``, ``:latency``, ``:inputs``) and squall's ``:rate`` (tuples emitted per second
-    over ``window``), which the page writes on the component's outgoing edges."""
+    ``:capacity``, ``:latency``, ``:inputs``), squall's ``:emitted`` and ``:rate`` (tuples the
+    component emitted, on all its streams, and per second over ``window``), and per input
+    its ``:rate``: tuples per second on that edge where squall counts them apart from the
+    component's other traffic (the edge is its source's only subscription, or its target's
+    only input), else null. The page writes the component's rate on the component and an
+    edge's on the edge."""
     comps = _user_components(info)
     uptime = float(info.get("uptime_secs") or 0)
     span = uptime if window == ":all-time" else min(float(window), uptime)
@@ -361,6 +403,7 @@ def visualization(info: Mapping[str, Any], window: str) -> dict[str, Any]:
                     ":rate": int(w.get("emitted", 0)) / span if span > 0 else 0.0,
                     ":inputs": [{":component": i.get("component"), ":stream": i.get("stream"),
                                  ":grouping": i.get("grouping"),
-                                 ":fields": list(i.get("fields") or ())}
+                                 ":fields": list(i.get("fields") or ()),
+                                 ":rate": _edge_rate(comps, cid, i, window, span)}
                                 for i in node.get("inputs") or ()]}
     return out

@@ -111,9 +111,9 @@ async function clusterPage(main) {
             "drpc") : "");
 }
 
-function errorRows(errors, component) {
+function errorRows(errors, component, href) {
   return errors.map(e => [
-    ...(component ? [esc(component)] : []), esc(when(e.errorTime)),
+    ...(component ? [link(href, component)] : []), esc(when(e.errorTime)),
     esc(e.errorHost) + (e.errorPort ? ":" + esc(e.errorPort) : ""), esc(e.task),
     logLink(e.errorWorkerLogLink), `<pre class="trace">${esc(e.error)}</pre>`]);
 }
@@ -137,8 +137,9 @@ async function topologyPage(main, id) {
   document.getElementById("crumbs").innerHTML = "/ topology " + esc(t.name);
   const topo = "/topology/" + encodeURIComponent(t.id);
   const errors = [];
-  for (const [comp, list] of Object.entries(t.errors || {}))
-    for (const row of errorRows(list, comp)) errors.push([row, list]);
+  for (const [comp, list] of Object.entries(t.errors || {}))      // system components' too
+    for (const row of errorRows(list, comp, `${topo}/component/${encodeURIComponent(comp)}`))
+      errors.push([row, list]);
   if (!main.querySelector("#graph")) {
     main.innerHTML =
       `<div id="summary"></div><div class="actions" id="actions">` +
@@ -286,20 +287,27 @@ async function componentPage(main, id, component) {
 }
 
 // -- the picture of the topology -------------------------------------------------------------
+// A component shows what it emits per second (all its streams); an edge its grouping, its
+// stream unless "default", and tuples per second where the API counts that edge alone (its
+// ":rate"; null where no counter holds the edge's tuples apart from others).
 function drawGraph(viz) {
   const elements = [];
   for (const [id, node] of Object.entries(viz)) {
     elements.push({ data: { id: "n:" + id, label: `${id}\n${node[":type"]} ×` +
-                            `${node[":executors"]}\ncapacity ${node[":capacity"].toFixed(3)}`,
+                            `${node[":executors"]}\ncapacity ${node[":capacity"].toFixed(3)}` +
+                            `\nemits ${NUM.format(node[":rate"].toFixed(1))}/s`,
                             kind: node[":type"] } });
   }
   for (const [id, node] of Object.entries(viz)) {
     for (const input of node[":inputs"]) {
       if (!viz[input[":component"]]) continue;
-      const rate = viz[input[":component"]][":rate"];
+      const rate = input[":rate"];
+      const stream = input[":stream"] === "default" ? "" : ` ${input[":stream"]}`;
       elements.push({ data: { id: `e:${input[":component"]}:${input[":stream"]}:${id}`,
                               source: "n:" + input[":component"], target: "n:" + id,
-                              label: `${input[":grouping"]} · ${NUM.format(rate.toFixed(1))}/s` } });
+                              label: `${input[":grouping"]}${stream}` +
+                                (typeof rate === "number" ?
+                                  ` · ${NUM.format(rate.toFixed(1))}/s` : "") } });
     }
   }
   const key = elements.map(e => e.data.id).join("|");
@@ -314,7 +322,7 @@ function drawGraph(viz) {
     layout: { name: "breadthfirst", directed: true, spacingFactor: 1.2, padding: 20 },
     style: [
       { selector: "node", style: { "label": "data(label)", "text-wrap": "wrap",
-          "text-valign": "center", "shape": "round-rectangle", "width": 150, "height": 60,
+          "text-valign": "center", "shape": "round-rectangle", "width": 150, "height": 72,
           "background-color": "#dbe7f5", "border-width": 1, "border-color": "#1f3a5f",
           "font-size": 11 } },
       { selector: "node[kind = 'spout']", style: { "background-color": "#c9f0d0" } },

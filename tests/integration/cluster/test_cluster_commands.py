@@ -114,6 +114,12 @@ def test_waits_end_on_time_a_second_kill_replaces_the_wait_and_tasks_are_capped(
     assert re.fullmatch(r"squall: error: topology 'mtp' is being killed \((599|600) s of its "
                         r"kill wait left\); only kill acts on it now \(kill --wait 0 ends the "
                         r"wait\)\n", refused.stderr), refused.stderr
+    # reads answer through the kill wait (the UI's topology page shows it KILLED)
+    client = c.client()
+    try:
+        assert client.topology_info("mtp")["status"] == "killed"
+    finally:
+        client.close()
     started = time.monotonic()
     c.squall("kill", "mtp", "--wait", "3")                          # replaces the 600 s
     c.wait(lambda: c.state.get_storm(tid) is None, 15, "the second kill did not end it")

@@ -344,6 +344,13 @@ def test_pages_in_a_browser(cluster, ui, browser, tmp_path):
     assert canvases and all(c.size["width"] > 0 for c in canvases)
     picture = _screenshot(driver, graph, tmp_path / "graph.png")
     assert _non_background(picture, (255, 255, 255)) > 500     # nodes, edges, labels drawn
+    # each edge is its source's only subscriber: each shows its own tuples per second, and
+    # each component what it emits
+    edges = driver.execute_script("return state.graph.cy.edges().map(e => e.data('label'))")
+    assert sorted(e.split(" · ")[0] for e in edges) == ["fields", "shuffle"]
+    assert all(re.fullmatch(r"\w+ · [\d,.]+/s", e) for e in edges), edges
+    nodes = driver.execute_script("return state.graph.cy.nodes().map(n => n.data('label'))")
+    assert all(re.search(r"emits [\d,.]+/s$", n) for n in nodes), nodes
 
     # the charts fill as the ui samples (every second here)
     def charted() -> bool:

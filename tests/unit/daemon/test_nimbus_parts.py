@@ -356,10 +356,12 @@ def test_a_second_kill_replaces_the_wait_and_other_commands_say_it_is_being_kill
                     r"kill acts on it now \(kill --wait 0 ends the wait\)$")
     for command in (lambda: lifecycle.set_active("wc", True),
                     lambda: lifecycle.rebalance("wc", wait_secs=0),
-                    lambda: lifecycle.set_log_levels("wc", {"ROOT": "DEBUG"}, 0),
-                    lambda: reads.topology_info("wc")):
+                    lambda: lifecycle.set_log_levels("wc", {"ROOT": "DEBUG"}, 0)):
         with pytest.raises(NotAliveError, match=being_killed):
             command()
+    # reads answer through the wait (the UI's page and `squall monitor` watch it drain)
+    info = reads.topology_info("wc")
+    assert info["name"] == "wc" and info["status"] == "killed"
     lifecycle.kill("wc", 30)                                 # Storm: a new wait, from now
     (tid,) = state.topology_ids()
     assert 29 <= state.get_storm(tid)["kill_time"] - time.time() <= 30

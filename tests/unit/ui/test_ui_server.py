@@ -6,13 +6,40 @@ import logging
 import socket
 
 import pytest
-from ui_fakes import topology_info
+from ui_fakes import topology_info, windows
 from prometheus_client.parser import text_string_to_metric_families
 
 from squall.testing.waiting import wait_until
 
 ALICE = {"Authorization": "Bearer t-alice"}
 ROOT = {"Authorization": "Bearer t-root"}
+
+
+def test_a_component_id_with_a_slash_has_its_page_api_and_debug(open_ui, nimbus):
+    """The page links to /topology/ID/component/parse%2Fjson; the server sees the decoded
+    path, so a one-segment route answered 404."""
+    _, http = open_ui
+    info = nimbus.topologies["wc"]
+    for cid in ("parse/json", "odd/debug/enable/5"):
+        info["components"][cid] = {"kind": "bolt", "executors": 1, "tasks": 1,
+                                   "windows": windows(0, 3, 3, 0.5)}
+    info["graph"].append({"id": "parse/json", "kind": "bolt", "executors": 1, "tasks": 1,
+                          "inputs": []})
+    status, comp = http.call("/api/v1/topology/wc/component/parse%2Fjson?window=600")
+    assert status == 200 and comp["id"] == "parse/json" and comp["componentType"] == "bolt"
+    assert comp["encodedId"] == "parse%2Fjson"
+    status, page = http.call("/topology/wc/component/parse%2Fjson")
+    assert status == 200 and "<main" in page
+    assert http.call("/api/v1/topology/wc/component/parse%2Fjson/debug/enable/10",
+                     "POST")[0] == 200
+    # an id that ends like a debug path is still told apart: the last two segments are
+    # the action and the percentage
+    assert http.call("/api/v1/topology/wc/component/odd%2Fdebug%2Fenable%2F5/debug/disable/0",
+                     "POST")[0] == 200
+    assert nimbus.calls == [(None, "debug", "wc", "parse/json", True, 10.0),
+                            (None, "debug", "wc", "odd/debug/enable/5", False, 0.0)]
+    status, err = http.call("/api/v1/topology/wc/component/parse%2Fnope")
+    assert status == 404 and "parse/nope" in err["error"]
 
 
 def test_topology_by_id_or_name_component_and_visualization(open_ui):
@@ -172,9 +199,10 @@ def test_metrics_are_prometheus_text_of_what_the_user_may_see(secure_ui):
         return {f.name: f.samples for f in text_string_to_metric_families(text)}
 
     metrics = families(ALICE)
-    emitted = {(s.labels["topology"], s.labels["component"]): s.value
-               for s in metrics["squall_component_emitted"]}
-    assert emitted == {("wc", "words"): 1000, ("wc", "count"): 0}
+    executed = {(s.labels["topology"], s.labels["component"], s.labels["executor"]): s.value
+                for s in metrics["squall_component_executed"]}
+    assert executed == {("wc", "words", "1-1"): 0, ("wc", "count", "2-2"): 600,
+                        ("wc", "count", "[3, 3]"): 400}
     latency = {(s.labels["component"], s.labels["latency"], s.labels["stat"]): s.value
                for s in metrics["squall_component_latency_ms"]}
     assert latency[("count", "execute", "mean")] == 0.5
@@ -184,6 +212,29 @@ def test_metrics_are_prometheus_text_of_what_the_user_may_see(secure_ui):
     everything = families(ROOT)
     assert {s.labels["topology"] for s in everything["squall_component_emitted"]} == {
         "wc", "other"}
+
+
+def test_a_worker_restart_resets_only_its_executors_counters():
+    """kill -9 of one of two workers: its executors count from 0 again. Summed per component,
+    the counter dropped and Prometheus (a drop is a restart from 0) counted the surviving
+    executors' totals again; per executor, its reset rule counts what was really done."""
+    from squall.ui import prometheus
+
+    def scrape(info: dict) -> dict[tuple, float]:
+        text = prometheus.render(None, [info])
+        return {tuple(sorted(s.labels.items())): s.value
+                for f in text_string_to_metric_families(text) if f.name == "squall_component_acked"
+                for s in f.samples if s.labels["component"] == "count"}
+
+    before = topology_info("wc", "alice")          # count: 600 on sup1:6700, 400 on :6701
+    after = topology_info("wc", "alice")
+    after["executors"][1]["windows"] = windows(0, 700, 700, 0.5)    # +100 on sup1:6700
+    after["executors"][2]["windows"] = windows(0, 50, 50, 0.5)      # restarted, 50 since
+    first, second = scrape(before), scrape(after)
+    assert set(first) == set(second) and len(first) == 2
+    # Prometheus's increase(): a series that went down restarted from 0
+    increase = sum(second[k] - first[k] if second[k] >= first[k] else second[k] for k in first)
+    assert increase == 150
 
 
 def _root():

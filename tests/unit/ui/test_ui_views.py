@@ -1,7 +1,9 @@
 """The UI's JSON in Storm's shapes, from nimbus's answers (no server)."""
 from __future__ import annotations
 
-from ui_fakes import topology_info
+from typing import Any
+
+from ui_fakes import topology_info, windows
 
 from squall.ui import views
 from squall.ui.history import History
@@ -79,16 +81,96 @@ def test_component_page_lists_executors_with_their_worker_and_window_stats():
     assert page["executorStats"][0]["capacity"] == "0.003"
     assert page["executorStats"][0]["executeLatencyP99"] == "2.000"
     assert views.component_page(topology_info("wc", "alice"), "nope", "600", now=0) is None
-    assert views.component_page(topology_info("wc", "alice"), "__acker", "600", now=0) is None
+    assert views.component_page(topology_info("wc", "alice"), "__nope", "600", now=0) is None
 
 
 def test_visualization_has_components_inputs_groupings_and_rates():
     viz = views.visualization(topology_info("wc", "alice"), "600")
     assert set(viz) == {"words", "count"}
     assert viz["count"][":inputs"] == [{":component": "words", ":stream": "default",
-                                        ":grouping": "fields", ":fields": ["word"]}]
+                                        ":grouping": "fields", ":fields": ["word"],
+                                        ":rate": None}]     # the graph names no counter
     assert viz["words"][":type"] == "spout"
     assert viz["words"][":rate"] == 1000 / 100     # emitted over min(window, uptime)
+
+
+def _streams_info() -> dict[str, Any]:
+    """src emits 100 on each of default (-> a), side (no subscriber) and other (-> b, all
+    grouping to 2 tasks); a and b each feed join (every count over a 10 s uptime)."""
+    from squall import Bolt, Spout, Stream, TopologyBuilder
+    from squall.daemon.nimbus_info import topology_graph
+
+    class Src(Spout):
+        outputs = [Stream(["n"]), Stream(["n"], name="side"), Stream(["n"], name="other")]
+
+    class Pass(Bolt):
+        outputs = ["n"]
+
+        def process(self, tup: Any) -> None:
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("src", Src)
+    b.set_bolt("a", Pass).shuffle_grouping("src")
+    b.set_bolt("b", Pass, 2).all_grouping("src", stream="other")
+    b.set_bolt("join", Pass).shuffle_grouping("a").shuffle_grouping("b")
+
+    def counts(emitted: int, transferred: int, executed: int) -> dict[str, Any]:
+        return {"emitted": emitted, "transferred": transferred, "executed": executed,
+                "acked": 0, "failed": 0}
+    components = {"src": {"kind": "spout", **counts(300, 400, 0)},
+                  "a": {"kind": "bolt", **counts(100, 100, 100)},
+                  "b": {"kind": "bolt", **counts(190, 190, 200)},
+                  "join": {"kind": "bolt", **counts(0, 0, 290)}}
+    return {"name": "t", "id": "t-1-1", "uptime_secs": 10, "components": components,
+            "executors": [], "graph": topology_graph(b.create_topology(), conf={})}
+
+
+def test_an_edge_shows_the_tuples_it_carries_or_no_number():
+    """Workers count a task's emits over all its streams: src's 30/s (100 of them on a stream
+    nobody reads) is no edge's rate. Each edge shows what only it carries: src -> a and
+    src -> b the bolt's executed (b's all grouping: 100 tuples to each of its 2 tasks),
+    a -> join and b -> join the source's transferred."""
+    viz = views.visualization(_streams_info(), ":all-time")
+    rates = {(target, i[":component"], i[":stream"]): i[":rate"]
+             for target, node in viz.items() for i in node[":inputs"]}
+    assert rates == {("a", "src", "default"): 10.0, ("b", "src", "other"): 20.0,
+                     ("join", "a", "default"): 10.0, ("join", "b", "default"): 19.0}
+    assert viz["src"][":rate"] == 30.0          # the component's own emit rate, all streams
+
+
+def test_system_components_errors_are_shown_and_their_pages_served():
+    """A metrics consumer that raises (``__metrics_<name>``) or a worker that fails to start
+    (``__worker``): the topology page lists their errors, their component pages answer, and
+    the user's totals stay free of them."""
+    errors = {"__metrics_raising": [{"error": "consumer boom", "time_secs": 1000,
+                                     "host": "h1", "port": 6700, "task": 5}],
+              "__worker": [{"error": "ImportError: no module x", "time_secs": 990,
+                            "host": "h1", "port": 6701, "start_failure": True}],
+              "__acker": []}
+    info = topology_info("wc", "alice", errors=errors)
+    info["components"]["__metrics_raising"] = {"kind": "bolt", "executors": 1, "tasks": 1,
+                                               "windows": windows(0, 7, 7, 0.1)}
+    info["executors"].append({"executor": "5-5", "component": "__metrics_raising",
+                              "kind": "bolt", "tasks": [5], "worker": "sup1:6700",
+                              "host": "h1", "uptime_secs": 100,
+                              "windows": windows(0, 7, 7, 0.1)})
+    page = views.topology_page(info, ":all-time", now=1010)
+    assert {c: [e["error"] for e in page["errors"][c]] for c in page["errors"]
+            if page["errors"][c]} == {"__metrics_raising": ["consumer boom"],
+                                      "__worker": ["ImportError: no module x"]}
+    assert page["errors"]["__metrics_raising"][0]["errorWorkerLogLink"].endswith("port=6700")
+    assert [b["boltId"] for b in page["bolts"]] == ["count"]
+    assert page["topologyStats"][-1]["emitted"] == 1000           # no system component's
+    consumer = views.component_page(info, "__metrics_raising", ":all-time", now=1010)
+    assert consumer is not None and consumer["componentType"] == "bolt"
+    assert [x["executed"] for x in consumer["executorStats"]] == [7]
+    assert [e["error"] for e in consumer["componentErrors"]] == ["consumer boom"]
+    worker = views.component_page(info, "__worker", ":all-time", now=1010)
+    assert worker is not None and worker["componentType"] == "system"
+    assert worker["executorStats"] == [] and len(worker["componentErrors"]) == 1
+    acker = views.component_page(info, "__acker", ":all-time", now=1010)
+    assert acker is not None and acker["componentType"] == "acker"
 
 
 def test_history_turns_samples_into_rates_and_forgets_killed_topologies():
@@ -130,3 +212,14 @@ def test_components_no_worker_reported_yet_are_listed_with_zero_counts():
     component = views.component_page(info, "count", "600", now=0)
     assert component is not None and component["componentType"] == "bolt"
     assert component["executorStats"] == [] and component["executors"] == 2
+
+
+def test_history_charts_system_components_apart_from_the_topology():
+    history = History(size=5)
+    for t, scale in ((100.0, 1), (110.0, 2)):
+        info = topology_info("wc", "alice", scale=scale)
+        info["components"]["__acker"]["windows"] = windows(0, 500 * scale, 0, 0.0)
+        history.record("wc-1", t, info)
+    series = history.series("wc-1", {"words": "spout", "count": "bolt", "__acker": "acker"})
+    assert series["components"]["__acker"][0]["executed"] == 50.0       # its own chart
+    assert series["topology"][0]["emitted"] == 100.0                   # the user's only
