@@ -86,6 +86,8 @@ AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
                           "topology.message.timeout.secs", "topology.max.task.parallelism",
                           "topology.min.replication.count", "topology.max.replays",
                           "drpc.worker.threads", "drpc.invocations.threads",
+                          # 0 would send every task's data points in a busy loop
+                          "topology.builtin.metrics.bucket.size.secs",
                           # 0 would be a buffer no batch fits in
                           "squall.transport.send.buffer.messages"))
 #: durations that must be above 0 (0 would mean a busy loop or nothing ever answered)
@@ -405,10 +407,8 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     from squall.scheduling.resources import check_supervisor_slots
     check_supervisor_slots(conf)      # the supervisor's own check and message
     warnings = _check_types(conf, known, nullable)
-    for entry in conf.get("topology.metrics.consumer.register") or []:
-        if not isinstance(entry, str) and not (isinstance(entry, dict) and "class" in entry):
-            raise ConfigError("each topology.metrics.consumer.register entry must be a name or "
-                              f"a mapping with a 'class' key, got {entry!r}")
+    from squall.metrics.consumer_bolt import check_registrations
+    check_registrations(conf)         # each entry's keys and values, Storm's
     from squall.runtime.gc_tuning import thresholds
     thresholds(conf)
     from squall.runtime.load import bounds

@@ -1,7 +1,8 @@
 """The ``prometheus`` metrics consumer: every data point of a topology, for a Prometheus scraper.
 
 Registered with ``topology.metrics.consumer.register: [{class: prometheus, argument: {port:
-9400}}]`` (``host`` defaults to the worker's host; port 0 picks a free one, logged). It serves
+9400}}]`` (``host`` defaults to the worker's host, 127.0.0.1 in a LocalCluster, whose host
+"local" names no interface; port 0 picks a free one, logged). It serves
 ``http://<host>:<port>/metrics`` in the OpenMetrics text format: one gauge per metric name,
 ``squall_<metric>`` (``__emit-count`` -> ``squall_emit_count``; a user metric that would
 read as one of squall's, ``emit-count``, is ``squall_user_emit_count``), holding the newest bucket's
@@ -26,6 +27,8 @@ from squall.spi.metrics import DataPoint, MetricsConsumer, TaskInfo
 
 log = logging.getLogger(__name__)
 DEFAULT_PORT = 9400
+#: the host a LocalCluster gives its workers (squall.runtime.local_cluster): no interface
+LOCAL_CLUSTER_HOST = "local"
 
 
 class PrometheusMetricsConsumer(MetricsConsumer):
@@ -49,6 +52,8 @@ class PrometheusMetricsConsumer(MetricsConsumer):
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port < 65536:
             raise ConfigError(f"prometheus consumer: port must be 0..65535, got {port!r}")
         host = str(argument.get("host") or getattr(context, "host", None) or "127.0.0.1")
+        if host == LOCAL_CLUSTER_HOST:
+            host = "127.0.0.1"
         self.endpoint = MetricsEndpoint(host, port)
         self.endpoint.render_with(self._render)
         try:

@@ -50,7 +50,7 @@ class Timers:
         self.report = report
         self.check = check
         self.max_age = float(conf.get("topology.message.timeout.secs") or 30)
-        self.bucket = int(conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
+        self.bucket = int(conf.get("topology.builtin.metrics.bucket.size.secs", 60))
         self.next_fold = 0.0
         #: (bolt executor, tick frequency) and when its next tick is due
         self.ticking: list[tuple[Executor, Any]] = []

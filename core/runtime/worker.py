@@ -204,7 +204,7 @@ class Worker:
 
     def _metric_registrar(self, ts: TaskState) -> Any:
         from squall.metrics.registry import MetricRegistry
-        bucket = int(self.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
+        bucket = int(self.conf.get("topology.builtin.metrics.bucket.size.secs", 60))
 
         def register(name: str, metric: Any, bucket_secs: float | None) -> Any:
             if ts.metrics is None:

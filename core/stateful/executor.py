@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import islice
 from operator import attrgetter
@@ -164,13 +164,19 @@ class CheckpointedBoltExecutor(BoltExecutor):
                 keeper.drop_spoiled()       # an input failed: the state goes back
             spent = _perf() - t0
             ts.pass_cap = pass_cap(n, spent, PASS_SECONDS)
-            ts.exec_ms += spent * 1000.0
-            ts.exec_n += n
-            ts.executed += n
+            done += n
+            if self.system_n:   # checkpoints and ticks: not in the user's counts
+                n -= self.system_n
+                spent = max(0.0, spent - self.system_secs)
+                self.system_n = 0
+                self.system_secs = 0.0
+            if n:
+                ts.exec_ms += spent * 1000.0
+                ts.exec_n += n
+                ts.executed += n
             if timed and ts.acked > acked:
                 ts.proc_ms += spent * 1000.0 * (ts.acked - acked)
                 ts.proc_n += ts.acked - acked
-            done += n
         return done
 
     def _data_ahead(self, q: deque[Tuple], n: int) -> int:
@@ -313,30 +319,53 @@ class CheckpointedBoltExecutor(BoltExecutor):
 
     # -- checkpoints -------------------------------------------------------------------------
     def _barrier(self, ts: TaskState, aligner: BarrierAligner, tup: Tuple) -> None:
+        """A checkpoint tuple taken from the task's queue: a system tuple, so neither it, its
+        ack or failure, the checkpoint forwarded, nor the time acting on it count as the
+        user's (``system_n``, and the task's counters put back)."""
+        self.system_n += 1
         try:
             txid, action, seq = tup.values
             txid, action = int(txid), str(action)
         except (TypeError, ValueError):
             log.warning("bolt %s task %d dropped a malformed checkpoint tuple %.80r",
                         self.component_id, ts.task, tup.values)
-            self.acks.fail_tuple(ts, tup)
+            self._fail_system(ts, (tup,))
             return
         step = aligner.barrier(tup.task, seq, tup)
-        for old in step.abandoned:
-            self.acks.fail_tuple(ts, old)
+        self._fail_system(ts, step.abandoned)
         if step.before:
             self._run_data(ts, deque(step.before), len(step.before))
         if step.complete is None:
             return
+        t0 = _perf()
         if self._act(ts, txid, action):
-            ts.instance.emit([txid, action, seq], CHECKPOINT, anchors=step.complete)
+            self._forward(ts, [txid, action, seq], step.complete)
+            ack = self.acks.ack_tuple
             for b in step.complete:
-                self.acks.ack_tuple(ts, b)
+                ack(ts, b)
+            ts.acked -= len(step.complete)
         else:
-            for b in step.complete:
-                self.acks.fail_tuple(ts, b)
+            self._fail_system(ts, step.complete)
+        self.system_secs += _perf() - t0
         if step.after:
             self._run_data(ts, deque(step.after), len(step.after))
+
+    def _forward(self, ts: TaskState, values: list[object], anchors: list[Tuple]) -> None:
+        """Emit a checkpoint on the task's own ``__checkpoint`` stream, anchored to the
+        checkpoint tuples it got: through the task's emit, with its emit counters put back
+        (a checkpoint is not one of the bolt's emits)."""
+        emitted, extra = ts.emitted, ts.transfer_extra
+        try:
+            ts.instance.emit(values, CHECKPOINT, anchors=anchors)
+        finally:
+            ts.emitted, ts.transfer_extra = emitted, extra
+
+    def _fail_system(self, ts: TaskState, tuples: Sequence[Tuple]) -> None:
+        """Fail checkpoint tuples (their trees replay), not counted as the task's failures."""
+        fail = self.acks.fail_tuple
+        for t in tuples:
+            fail(ts, t)
+        ts.failed -= len(tuples)
 
     def _act(self, ts: TaskState, txid: int, action: str) -> bool:
         """Act on a complete checkpoint; False when it must fail."""

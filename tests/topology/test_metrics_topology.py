@@ -381,3 +381,83 @@ def test_a_consumer_blocked_in_handle_does_not_hold_up_its_worker(
             Stuck.release.set()
     finally:
         Stuck.release.set()
+
+
+# -- a consumer's registration: max.retain.metric.tuples, whitelist, blacklist ------------------
+def consumer_queued(cluster: LocalCluster, name: str, component: str) -> int:
+    return sum(e["queued"] for e in cluster.get_topology_info(name)["executors"]
+               if e["component"] == component)
+
+
+def test_a_slow_consumer_keeps_at_most_max_retain_metric_tuples_queued(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A consumer slower than its data points (blocked here) keeps the newest
+    ``max.retain.metric.tuples`` of them queued, dropping the oldest, and says so; a consumer
+    beside it still gets every bucket."""
+    install_driver(monkeypatch, "squall.metrics_consumers", "stuck", Stuck)
+    Stuck.entered.clear()
+    Stuck.release.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, parallelism=2)
+    b.set_bolt("sink", Sink, parallelism=4).shuffle_grouping("numbers")
+    caplog.set_level("WARNING", logger="squall.runtime.threaded")
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("slow", conf(**{"topology.metrics.consumer.register": [
+                {"class": "stuck", "max.retain.metric.tuples": 2}, "recording"]}),
+                b.create_topology())
+            assert Stuck.entered.wait(20)
+            # 6 tasks report every second: four buckets more would have queued 24 tuples
+            seen = len(Recording.calls)
+            wait_until(lambda: len(Recording.calls) >= seen + 24, timeout=20,
+                       message="the other consumer got no more buckets")
+            wait_until(lambda: consumer_queued(cluster, "slow", "__metrics_stuck") <= 2,
+                       timeout=10, message=lambda: "the blocked consumer holds "
+                       f"{consumer_queued(cluster, 'slow', '__metrics_stuck')} tuples")
+            said = [r.getMessage() for r in caplog.records
+                    if "max.retain.metric.tuples" in r.getMessage()]
+            assert said and "__metrics_stuck" in said[0] and "keeping at most 2" in said[0], said
+            assert len(said) == 1           # once a minute at most
+            Stuck.release.set()
+    finally:
+        Stuck.release.set()
+
+
+def test_a_whitelisted_consumer_gets_only_the_metrics_it_names(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("sink", Sink).shuffle_grouping("numbers")
+    cluster.submit_topology("white", conf(**{"topology.metrics.consumer.register": [
+        {"class": "recording", "whitelist": ["^__ack-count$", "^__execute"]}]}),
+        b.create_topology())
+    wait_until(lambda: Recording.total("sink", "__ack-count") > 0, timeout=20,
+               message="no __ack-count from sink")
+    with Recording.lock:
+        names = {p.name for _, points in Recording.calls for p in points}
+    assert names <= {"__ack-count", "__execute-count", "__execute-latency"}, names
+
+
+def test_the_prometheus_consumer_serves_its_endpoint_in_a_local_cluster(
+        cluster: LocalCluster) -> None:
+    """A LocalCluster's workers are on host "local", which names no interface: the consumer
+    listens on 127.0.0.1 unless its argument names a host."""
+    import urllib.request
+
+    from squall.daemon.ports import free_port
+    port = free_port()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers)
+    b.set_bolt("sink", Sink).shuffle_grouping("numbers")
+    cluster.submit_topology("prom", conf(**{"topology.metrics.consumer.register": [
+        {"class": "prometheus", "argument": {"port": port}}]}), b.create_topology())
+
+    def scraped() -> str:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return str(r.read().decode())
+        except OSError:
+            return ""
+    wait_until(lambda: 'component="sink"' in scraped(), timeout=20,
+               message=lambda: f"scraped {scraped()[:300]!r}; errors "
+                               f"{cluster.get_topology_info('prom')['errors']}")
+    assert "squall_ack_count{" in scraped()

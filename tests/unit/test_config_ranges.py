@@ -12,7 +12,10 @@ from squall.errors import ConfigError
     ("topology.max.spout.pending", -1, 1), ("topology.max.spout.pending", 0, 1),
     ("topology.acker.executors", -1, 0), ("topology.workers", 0, 1),
     ("topology.message.timeout.secs", -5, 1), ("nimbus.task.timeout.secs", -1, 0),
-    ("topology.executor.receive.buffer.size", 0, 1)])
+    ("topology.executor.receive.buffer.size", 0, 1),
+    # 0 became 60 (the default) without a word
+    ("topology.builtin.metrics.bucket.size.secs", 0, 1),
+    ("topology.builtin.metrics.bucket.size.secs", -10, 1)])
 def test_a_value_below_its_keys_range_is_one_clear_error(key: str, value: int,
                                                          least: int) -> None:
     with pytest.raises(ConfigError, match=rf"{key!r} must be at least {least}.*got {value}"):

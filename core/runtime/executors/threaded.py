@@ -51,6 +51,8 @@ OUTBOX_PASS = 4096
 #: how long an idle component thread waits for a wake-up before it looks again
 IDLE_WAIT = 0.05
 CONF_KEY = "topology.executor.dedicated.thread"
+#: a component whose queue drops its oldest tuples says so at most this often
+DROP_LOG_SECS = 60.0
 SWITCH_KEY = "topology.worker.thread.switch.interval.ms"
 _switch_lock = threading.Lock()
 _switch_users = 0
@@ -375,6 +377,18 @@ class ThreadedBolt(BoltExecutor):
         self.lazy_class: bool = bool(getattr(type(tasks[0].instance), "lazy_batch", False)) \
             and self.batch_mode
         self.timeout = float(tasks[0].conf.get("topology.message.timeout.secs", 30))
+        #: most tuples a task's queue keeps, the oldest dropped beyond it (0: no limit), for
+        #: a class that asks for it (a metrics consumer: ``max.retain.metric.tuples``) with a
+        #: classmethod ``squall_queue_limit(conf) -> (limit, the setting's name)``; its
+        #: tuples are untracked (nothing to fail when one is dropped)
+        limit = getattr(type(tasks[0].instance), "squall_queue_limit", None)
+        self.retain: int
+        self.retain_key: str
+        self.retain, self.retain_key = limit(tasks[0].conf) if limit else (0, "")
+        #: tuples dropped so far, those not logged yet, and when the next log line may come
+        self.dropped = 0
+        self.unlogged = 0
+        self.log_at = 0.0
 
     def install(self, ts: TaskState) -> None:
         super().install(ts)
@@ -386,9 +400,37 @@ class ThreadedBolt(BoltExecutor):
     def run_once(self) -> int:
         thread = self.thread
         n = thread.apply()
+        if self.retain:
+            self._trim()
         if thread.control or any(ts.queue for ts in self.tasks):
             thread.wake_thread.set()
         return n
+
+    def _trim(self) -> None:
+        """On the loop thread: drop the oldest tuples of a queue beyond ``retain``, counted,
+        and said in the log at most once a minute. The component's thread may take from the
+        same end meanwhile (each ``popleft`` is atomic): the queue then keeps one fewer."""
+        retain = self.retain
+        for ts in self.tasks:
+            q = ts.queue
+            over = len(q) - retain
+            if over <= 0:
+                continue
+            popleft = q.popleft
+            for _ in range(over):
+                try:
+                    popleft()
+                except IndexError:      # the thread took the rest meanwhile
+                    break
+                self.dropped += 1
+                self.unlogged += 1
+        if self.unlogged and time.monotonic() >= self.log_at:
+            self.log_at = time.monotonic() + DROP_LOG_SECS
+            log.warning("%s tasks %s fall behind: dropped the %d oldest queued tuples (%d in "
+                        "all), keeping at most %d per task (%s)", self.component_id,
+                        [ts.task for ts in self.tasks], self.unlogged, self.dropped, retain,
+                        self.retain_key)
+            self.unlogged = 0
 
     def _serve(self) -> None:
         batch = self.batch
@@ -416,14 +458,18 @@ class ThreadedBolt(BoltExecutor):
         auto_ack, auto_fail, auto_anchor = self.auto_ack, self.auto_fail, self.auto_anchor
         ack, fail = self.acks.ack_tuple, self.acks.fail_tuple
         samples = None if auto_ack else ts.thread_samples
-        n = plain = 0
+        n = plain = ticks = 0
+        tick_secs = 0.0
         thread.busy = 1             # before a tuple leaves the queue (Worker.queued)
         t0 = _perf()
         while q and n < batch and thread.alive:
             tup = q.popleft()
             n += 1
-            if tup.src is tick_src:
+            if tup.src is tick_src:     # a system tuple: not in the user's counts
+                t1 = _perf()
                 self._tick(ts, tup)
+                ticks += 1
+                tick_secs += _perf() - t1
                 continue
             if samples is not None and len(samples) < MAX_SAMPLES:
                 samples[id(tup)] = _perf()
@@ -444,22 +490,25 @@ class ThreadedBolt(BoltExecutor):
             ts.thread_current = None
         if plain:
             put(ts, _count_acked, (ts, plain))
-        spent = _perf() - t0
-        ts.exec_ms += spent * 1000.0
-        before = ts.exec_n
-        ts.exec_n = after = before + n
-        if (before ^ after) >> 4:       # as BoltExecutor.run_once: one pass in 16 tuples
-            ts.exec_hist[_bucket(spent * 1000.0 / n)] += n
-        ts.executed += n
-        if auto_ack:    # each tuple acked in the pass: processed from its start to its end
-            ts.proc_ms += spent * 1000.0 * n
-            ts.proc_n += n
+        spent = max(0.0, _perf() - t0 - tick_secs)
+        done = n
+        n -= ticks
+        if n:
+            ts.exec_ms += spent * 1000.0
+            before = ts.exec_n
+            ts.exec_n = after = before + n
+            if (before ^ after) >> 4:   # as BoltExecutor.run_once: one pass in 16 tuples
+                ts.exec_hist[_bucket(spent * 1000.0 / n)] += n
+            ts.executed += n
+            if auto_ack:    # each tuple acked in the pass: processed from its start to its end
+                ts.proc_ms += spent * 1000.0 * n
+                ts.proc_n += n
         thread.busy = 0
         if samples and len(samples) >= MAX_SAMPLES:    # never acked: forget the oldest
             oldest = _perf() - self.timeout
             for key in [k for k, t0 in samples.items() if t0 < oldest]:
                 del samples[key]
-        return n
+        return done
 
     def _batch(self, ts: TaskState, q: deque[Tuple], batch: int) -> int:
         thread = self.thread

@@ -5,7 +5,7 @@ import logging
 from typing import ClassVar
 
 import pytest
-from squall import DataPoint, MetricsConsumer, TaskInfo, drivers
+from squall import DataPoint, MetricsConsumer, TaskInfo, config, drivers
 from squall.api.context import TopologyContext
 from squall.api.tuple import Source, Tuple
 from squall.errors import ConfigError, PluginNotFoundError
@@ -98,13 +98,56 @@ def test_consumer_components_from_the_registration():
     assert consumer_components({}) == []
 
 
-@pytest.mark.parametrize("entry, match", [
+def test_consumer_components_hand_storms_entry_keys_to_the_consumer_tasks():
+    conf = {"topology.metrics.consumer.register": [
+        {"class": "log", "max.retain.metric.tuples": 5, "whitelist": ["^__ack", "latency"]},
+        {"class": "log", "blacklist": ["^__receive$"], "parallelism.hint": 2}]}
+    assert consumer_components(conf) == [
+        ("__metrics_log", {CONSUMER_KEY: {"class": "log", "argument": None,
+                                          "max.retain.metric.tuples": 5,
+                                          "whitelist": ["^__ack", "latency"]}}, 1),
+        ("__metrics_log#2", {CONSUMER_KEY: {"class": "log", "argument": None,
+                                            "blacklist": ["^__receive$"]}}, 2),
+    ]
+
+
+BAD_ENTRIES = [
     ({"argument": 1}, "mapping with a 'class' key"),
     ({"class": "log", "parallelism.hint": 0}, "positive integer"),
-])
+    ({"class": "log", "parallelism.hints": 3},
+     r"entry for 'log': unknown key 'parallelism.hints' \(did you mean 'parallelism.hint'\?\); "
+     r"an entry takes class, argument, parallelism.hint, max.retain.metric.tuples, whitelist, "
+     r"blacklist"),
+    ({"class": "log", "max.retain.metric.tuple": 3},
+     r"unknown key 'max.retain.metric.tuple' \(did you mean 'max.retain.metric.tuples'\?\)"),
+    ({"class": "log", "expandMapType": True}, "unknown key 'expandMapType'"),
+    ({"class": "log", "max.retain.metric.tuples": -1}, "at least 0"),
+    ({"class": "log", "max.retain.metric.tuples": "10"}, "at least 0"),
+    ({"class": "log", "whitelist": ["a"], "blacklist": ["b"]}, "not both"),
+    ({"class": "log", "whitelist": "__ack-count"}, "whitelist must be a list"),
+    ({"class": "log", "blacklist": ["ok", "(unclosed"]},
+     r"blacklist entry '\(unclosed' is not a regular expression"),
+]
+
+
+@pytest.mark.parametrize("entry, match", BAD_ENTRIES)
 def test_consumer_components_rejects_bad_entries(entry, match):
     with pytest.raises(ConfigError, match=match):
         consumer_components({"topology.metrics.consumer.register": [entry]})
+
+
+@pytest.mark.parametrize("entry, match", BAD_ENTRIES[1:])
+def test_validate_refuses_a_bad_entry_before_submit(entry, match):
+    conf = {**config.defaults(), "topology.metrics.consumer.register": ["log", entry]}
+    with pytest.raises(ConfigError, match=match):
+        config.validate(conf, warn=False)
+
+
+def test_validate_accepts_storms_entry_keys():
+    config.validate({**config.defaults(), "topology.metrics.consumer.register": [
+        {"class": "log", "argument": None, "parallelism.hint": 1,
+         "max.retain.metric.tuples": 0, "whitelist": [], "blacklist": ["^__receive$"]}]},
+        warn=False)
 
 
 # -- MetricsConsumerBolt -----------------------------------------------------------------------
@@ -166,6 +209,45 @@ def test_bolt_feeds_the_consumer_and_survives_its_errors(recording):
     assert "malformed metrics tuple from split" in bolt.errors[1]
     bolt.cleanup()
     assert consumer.cleaned
+
+
+NAMED = [DataPoint(n, 1) for n in ("__ack-count", "__emit-count", "__receive",
+                                     "__execute-latency", "my-latency", "words")]
+
+
+@pytest.mark.parametrize("key, patterns, kept", [
+    # regular expressions searched in the name, as Storm's FilterByMetricName
+    ("whitelist", ["^__ack-count$", "latency"], ["__ack-count", "__execute-latency",
+                                                 "my-latency"]),
+    ("blacklist", ["^__"], ["my-latency", "words"]),
+    ("blacklist", ["count", "^__receive$"], ["__execute-latency", "my-latency", "words"]),
+    ("whitelist", [], [n.name for n in NAMED]),         # an empty list filters nothing
+])
+def test_bolt_hands_the_consumer_only_the_data_points_its_lists_let_through(
+        recording, key, patterns, kept):
+    bolt = ErrorCatchingBolt()
+    bolt.initialize({CONSUMER_KEY: {"class": "recording", key: patterns}}, context())
+    consumer = recording.instances[0]
+    bolt.process(metrics_tuple(metrics_values(INFO, NAMED)))
+    bolt.process(metrics_tuple(metrics_values(INFO, NAMED[::-1])))
+    assert [[p.name for p in points] for _, points in consumer.calls] == [kept, kept[::-1]]
+    assert bolt.errors == []
+
+
+def test_bolt_skips_handle_when_no_data_point_passes(recording):
+    bolt = ErrorCatchingBolt()
+    bolt.initialize({CONSUMER_KEY: {"class": "recording", "whitelist": ["^nothing$"]}},
+                    context())
+    bolt.process(metrics_tuple(metrics_values(INFO, NAMED)))
+    assert recording.instances[0].calls == []
+
+
+@pytest.mark.parametrize("spec, limit", [
+    ({"class": "log"}, 100), ({"class": "log", "max.retain.metric.tuples": 7}, 7),
+    ({"class": "log", "max.retain.metric.tuples": 0}, 0)])
+def test_bolt_asks_its_executor_to_keep_max_retain_metric_tuples(spec, limit):
+    assert MetricsConsumerBolt.squall_queue_limit({CONSUMER_KEY: spec}) == (
+        limit, "max.retain.metric.tuples")
 
 
 def test_bolt_runs_the_log_consumer_into_a_file(tmp_path):
