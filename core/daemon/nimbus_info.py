@@ -81,20 +81,20 @@ def being_killed(name: str, base: Mapping[str, Any]) -> str:
     return f"topology {name!r} is being killed ({left:.0f} s of its kill wait left)"
 
 
-def topology_graph(topology: Topology, executors: Mapping[str, int] | None = None,
-                   conf: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+def topology_graph(topology: Topology,
+                   executors: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """The user's components (system ones left out), each ``{"id", "kind", "executors",
     "tasks", "inputs": [{"component", "stream", "grouping", "fields", "rate_from"}]}``: what
     the UI draws (inputs from system components and on system streams, ``__checkpoint``, left
     out). ``executors``: the current executor counts (``component_executors`` of the
     ``/storms`` record, which a rebalance changes); the package's, from submit time, where
-    absent. ``conf``: the topology's conf (whether a bolt gets tick tuples).
+    absent.
 
     An input's ``rate_from`` says which counter holds exactly the tuples that input carries
     (workers count per task, not per stream): ``"source"`` when it is the only subscription to
     its source component, whatever the stream (the source's ``transferred``: one per tuple
-    delivered to a task), else ``"target"`` when it is the only input of its bolt, which gets
-    no tick tuples (the bolt's ``executed``), else None: no counter holds that edge alone."""
+    delivered to a task), else ``"target"`` when it is the only input of its bolt (the bolt's
+    ``executed``, which counts no tick tuples), else None: no counter holds that edge alone."""
     subscriptions: dict[str, int] = {}
     for spec in topology.components.values():
         for i in spec.inputs:
@@ -104,7 +104,7 @@ def topology_graph(topology: Topology, executors: Mapping[str, int] | None = Non
         if cid.startswith("__"):
             continue
         count = (executors or {}).get(cid)
-        alone = len(spec.inputs) == 1 and not _ticks(spec, conf)
+        alone = len(spec.inputs) == 1
         inputs = []
         for i in spec.inputs:
             if i.component.startswith("__") or i.stream.startswith("__"):
@@ -118,15 +118,6 @@ def topology_graph(topology: Topology, executors: Mapping[str, int] | None = Non
                     "executors": min(int(count), spec.num_tasks) if count else spec.parallelism,
                     "tasks": spec.num_tasks, "inputs": inputs})
     return out
-
-
-def _ticks(spec: Any, conf: Mapping[str, Any] | None) -> bool:
-    """Whether the component's tasks may get tick tuples (True when that cannot be told)."""
-    from squall.config import component_conf
-    try:
-        return bool(component_conf(conf or {}, spec.config).get("topology.tick.tuple.freq.secs"))
-    except Exception:
-        return True
 
 
 def logviewer_ports(supervisors: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -265,8 +256,8 @@ class NimbusReads:
                 "assigned_workers": assigned,
                 "flow": _flow(loaded[1]) if loaded else sorted(components),
                 "errors": errors,
-                "graph": (topology_graph(loaded[1], base.get("component_executors"),
-                                         loaded[0]) if loaded else []),
+                "graph": (topology_graph(loaded[1], base.get("component_executors"))
+                          if loaded else []),
                 "conf": redact(loaded[0]) if loaded else {}}
 
     def package_file(self, topology_id: str, file: str) -> Path:

@@ -123,7 +123,7 @@ def _streams_info() -> dict[str, Any]:
                   "b": {"kind": "bolt", **counts(190, 190, 200)},
                   "join": {"kind": "bolt", **counts(0, 0, 290)}}
     return {"name": "t", "id": "t-1-1", "uptime_secs": 10, "components": components,
-            "executors": [], "graph": topology_graph(b.create_topology(), conf={})}
+            "executors": [], "graph": topology_graph(b.create_topology())}
 
 
 def test_an_edge_shows_the_tuples_it_carries_or_no_number():
