@@ -69,6 +69,8 @@ class Count(CombinerAggregator):
 class Sum(CombinerAggregator):
     """The sum of the first input field (``None`` counts as 0, as a missing count does)."""
 
+    min_input_fields = 1
+
     def init(self, tup: TridentTuple) -> Any:
         v = tup.values[0]
         return 0 if v is None else v
@@ -82,6 +84,8 @@ class Sum(CombinerAggregator):
 
 class Min(CombinerAggregator):
     """The least value of the first input field (``None`` when there is none)."""
+
+    min_input_fields = 1
 
     def init(self, tup: TridentTuple) -> Any:
         return tup.values[0]

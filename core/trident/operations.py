@@ -19,6 +19,10 @@ from squall.trident.tuple import TridentCollector, TridentTuple
 class Operation:
     """Base of every Trident operation: the optional per-task lifecycle."""
 
+    #: input fields the operation reads at least (``tup.values[0]`` ...): fewer given is a
+    #: TopologyError when the topology is built, not an error in every batch
+    min_input_fields = 0
+
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
         """Called once per task in the worker, before the first batch."""
 

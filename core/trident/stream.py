@@ -175,6 +175,11 @@ class Stream:
                                 "(aggregator, out_fields)")
         check_input_fields(self.node, ins, what)
         _check_op(agg, _AGGREGATORS, what)
+        need = getattr(agg, "min_input_fields", 0)
+        if len(ins) < need:
+            name = type(agg).__name__
+            raise TopologyError(f"{what}: {name} reads {need} input field(s), got {ins}: "
+                                f"give them first, e.g. ([\"n\"], {name}(), [\"total\"])")
         if not isinstance(agg, Aggregator) and len(outs) != 1:
             raise TopologyError(f"{what}: a {type(agg).__name__} gives one output field, "
                                 f"got {outs}")

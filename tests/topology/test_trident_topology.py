@@ -392,3 +392,45 @@ def test_a_trident_topology_without_ackers_is_refused(cluster: LocalCluster) -> 
                                                          RecordCommits())
     with pytest.raises(TopologyError, match="needs ackers"):
         cluster.submit_topology("noack", {"topology.acker.executors": 0}, t.build())
+
+
+class FailOnceOn(Function):
+    """Emits [1] per tuple, raising once for the tag's first tuple (ARMED)."""
+    tag = ""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        with _LOCK:
+            armed = self.tag in ARMED
+            ARMED.discard(self.tag)
+        if armed:
+            raise RuntimeError("injected failure, once")
+        collector.emit([1])
+
+
+@pytest.mark.parametrize("pending", [1, 4])
+def test_a_failure_after_a_state_replays_once_and_the_chained_state_commits(
+        cluster: LocalCluster, pending: int) -> None:
+    """A state fed by another state's new values commits in the same commit: an attempt of
+    it that failed once gave way to the next attempt (the topology had stopped committing,
+    every later attempt of that txid failing at its commit)."""
+    tag = uuid.uuid4().hex
+    ARMED.add(tag)
+    words = [[w] for (s,) in SENTENCES for w in s.split()]
+    t = TridentTopology()
+    counts = t.new_stream("w", FixedBatchSpout(["word"], 4, words)).group_by(
+        ["word"]).persistent_aggregate(MemoryMapState(f"first-{tag}"), Count(), ["count"])
+    fail_once = FailOnceOn()
+    fail_once.tag = tag
+    counts.new_values_stream().each(["word"], fail_once, ["one"]).group_by(
+        ["word"]).persistent_aggregate(MemoryMapState(f"second-{tag}"), Count(), ["n"])
+    cluster.submit_topology(f"chained-{pending}", {**CONF, "topology.max.spout.pending":
+                                                   pending}, t.build())
+    expected = Counter(w for (w,) in words)
+    wait_until(lambda: _counts(f"first-{tag}") == expected, timeout=60,
+               message=lambda: f"first state {_counts(f'first-{tag}')}")
+    # the second counts the batches that changed each word's count, the failed one once
+    changed = Counter(w for i in range(0, len(words), 4) for (w,) in
+                      {tuple(r) for r in words[i:i + 4]})
+    wait_until(lambda: _counts(f"second-{tag}") == changed, timeout=30,
+               message=lambda: f"second state {_counts(f'second-{tag}')}")
+    assert tag not in ARMED

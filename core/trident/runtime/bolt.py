@@ -248,8 +248,10 @@ class TridentBolt(Bolt):
             self.ack(tup)
             return
         b = self.batches.get(txid)
-        if b is None and self.late:
-            b = self._batch_for(txid, attempt)      # its pieces are made by this commit
+        if self.late and (b is None or b.attempt < attempt):
+            # its pieces are made by this commit: a record left by an older attempt (one
+            # that failed) gives way, or every later attempt would fail here for ever
+            b = self._batch_for(txid, attempt)
         if b is None or b.attempt != attempt or b.failed:
             self.fail(tup)          # lost with a restart, or another attempt: replay the txid
             return

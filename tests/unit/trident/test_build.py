@@ -7,7 +7,8 @@ import pytest
 
 from squall import LocalDRPC, TopologyError
 from squall.trident import (
-    Count, FixedBatchSpout, Function, MapFunction, MapGet, MemoryMapState, Sum, TridentTopology,
+    Count, FixedBatchSpout, Function, MapFunction, MapGet, Max, MemoryMapState, Min, Sum,
+    TridentTopology,
 )
 from squall.trident.runtime.evaluate import Evaluator
 
@@ -70,6 +71,11 @@ class Local(Function):
     (lambda t: t.new_stream("s", _spout()).map(Same(), ["a", "a"]), r"\['a'\] appear twice"),
     (lambda t: t.new_stream("s", _spout()).group_by(["sentence"]).persistent_aggregate(
         MemoryMapState(), Count(), ["sentence"]), r"\['sentence'\] appear twice"),
+    (lambda t: t.new_stream("s", _spout()).group_by(["sentence"]).persistent_aggregate(
+        MemoryMapState(), Sum(), ["total"]), r"Sum reads 1 input field\(s\), got \[\]"),
+    (lambda t: t.new_stream("s", _spout()).aggregate(Max(), ["m"]), "Max reads 1 input"),
+    (lambda t: t.new_stream("s", _spout()).partition_aggregate(Min(), ["m"]),
+     "Min reads 1 input"),
     (lambda t: t.join(t.new_stream("s", _spout()), ["sentence"], "x", ["sentence"], ["a"]),
      "s1 and s2 must be streams"),
     (lambda t: t.merge(t.new_stream("s", _spout()),
