@@ -218,6 +218,12 @@ def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     # the topology's own keys, here where the user sees the warnings (nimbus checks again)
     config.validate(sub.topology.conf)
     config.validate_components(sub.topology.components.values())
+    from squall.daemon.nimbus_topologies import machine_keys
+    given = machine_keys({**sub.topology.conf, **(conf.get(config.OVERRIDES_KEY) or {})})
+    if given:
+        print(f"squall: warning: {', '.join(given)}: the machines' keys, set in the "
+              "supervisors' config (a worker's log level: squall set-log-level); the "
+              "topology's workers do not take them from a submit", file=sys.stderr)
     # an empty --name is refused by nimbus with the rule a name follows, not replaced
     name = sub.default_name if args.name is None else args.name
     code = zip_code_dir(sub.code_dir, sub.prefix, sub.extra_dirs)

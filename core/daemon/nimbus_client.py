@@ -161,8 +161,14 @@ class NimbusClient:
                 break
             time.sleep(pause)       # the election takes a moment: ask again
             pause = min(pause * 2, 1.0)
+        if electing:    # nimbus runs, but none leads: their ZooKeeper, most likely
+            hint = (f"a nimbus answered, but none was elected leader within "
+                    f"{self.election_wait:g} s; nimbuses elect their leader through ZooKeeper "
+                    "(storm.zookeeper.servers): can they reach it?")
+        else:
+            hint = "is `squall nimbus` running and nimbus.seeds right?"
         raise NimbusUnavailableError("no nimbus leader answered (tried " + "; ".join(problems)
-                                     + "); is `squall nimbus` running and nimbus.seeds right?")
+                                     + "); " + hint)
 
     def _round(self, invoke: Callable[[pb_grpc.NimbusStub, float | None], Any],
                wait: float | None, change: str) -> tuple[bool, Any, list[str], bool]:

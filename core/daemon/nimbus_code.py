@@ -42,8 +42,11 @@ class CodeStore:
         self._told_missing: set[str] = set()
 
     def prepare(self) -> None:
-        """Create the directories (at start)."""
+        """Create the directories (at start), emptied of what a previous life left half
+        done: packages staged for a submit and downloads (a crash skips their clean-up)."""
+        shutil.rmtree(self._inbox, ignore_errors=True)
         self.stormdist.mkdir(parents=True, exist_ok=True)
+        packaging.remove_partial(self.stormdist)
         self._inbox.mkdir(parents=True, exist_ok=True)
 
     def directory(self, topology_id: str) -> Path:

@@ -41,15 +41,24 @@ DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "squall
 
 
 def topology_conf(submitted: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a submitted conf a topology may set (daemon keys dropped, security keys
-    also from the recorded command-line overrides)."""
+    """The part of a submitted conf a topology may set: daemon keys dropped, from the
+    recorded command-line overrides too (they would reach the components' confs while the
+    workers, which take them from their supervisor, go without: ``squall submit`` says so)."""
     from squall.config import OVERRIDES_KEY
     out = {k: v for k, v in submitted.items() if not k.startswith(DAEMON_PREFIXES)}
     overrides = out.get(OVERRIDES_KEY)
     if isinstance(overrides, Mapping):
         out[OVERRIDES_KEY] = {k: v for k, v in overrides.items()
-                              if not str(k).startswith(SECURITY_PREFIXES)}
+                              if not str(k).startswith(DAEMON_PREFIXES)}
     return out
+
+
+def machine_keys(conf: Mapping[str, Any]) -> list[str]:
+    """The keys of ``conf`` a topology cannot set for its workers (``worker.*``,
+    ``supervisor.*``, ``ui.*``, ``squall.state``): they are the machines' (security keys and
+    those a client uses, ``nimbus.*`` and ``storm.*``, are left out)."""
+    return sorted(k for k in conf if k.startswith(("worker.", "supervisor.", "ui.",
+                                                   "squall.state")))
 
 
 class TopologyLifecycle:

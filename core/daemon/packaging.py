@@ -169,6 +169,19 @@ def extract_code(zip_path: str | os.PathLike[str], dest: str | os.PathLike[str])
     return dest
 
 
+def remove_partial(directory: str | os.PathLike[str]) -> None:
+    """Delete the ``*.tmp`` entries of ``directory`` (packages a process was writing when it
+    died: called at its start, when it writes none); nothing when it does not exist."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return
+    for path in directory.glob("*.tmp"):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
 def write_json(path: str | os.PathLike[str], value: Any, *, private: bool = False) -> None:
     """Write JSON atomically (temp file + rename); ``private``: readable by the owner only
     (0600; a conf that may hold secrets)."""

@@ -105,6 +105,7 @@ class Supervisor:
         if problem:
             raise SquallError(f"supervisor cannot write storm.local.dir: {problem}")
         self._claim_local_dir()
+        packaging.remove_partial(self.local_dir / "supervisor" / "stormdist")
         packaging.write_json(supervisor_conf_path(self.local_dir), self.conf, private=True)
         clash = slot_ports_warning(self.ports)
         if clash:

@@ -253,6 +253,23 @@ def test_submit_warns_of_the_topologys_mistyped_keys_where_the_user_sees_them(
     assert "component 's': unknown config key 'topology.tick.tuple.freq.sec'" in caplog.text
 
 
+def test_submit_says_the_machines_keys_do_not_reach_the_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # -c worker.log.level reached the components' confs while the workers ran without it
+    from squall import config
+    (tmp_path / "typotopo.py").write_text(TYPO_TOPOLOGY)
+    sent = submitted_names(monkeypatch)
+    conf = config.load_config(None, ["worker.log.level=DEBUG", "topology.debug=true",
+                                     "nimbus.seeds=[127.0.0.1]"], env={}, home="/nonexistent")
+    args = argparse.Namespace(target=f"{tmp_path / 'typotopo.py'}:topology", name="m")
+    assert cluster.cmd_submit(args, conf) == 0
+    assert sent == ["m"]
+    err = capsys.readouterr().err
+    assert "warning: worker.log.level: the machines' keys" in err
+    assert "topology.debug" not in err and "nimbus.seeds" not in err
+
+
 def test_an_empty_submit_name_goes_to_nimbus_as_given(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # "" is not a name: nimbus refuses it with the rule names follow (it was replaced by the

@@ -32,6 +32,9 @@ def test_submitted_conf_layers_and_daemon_keys_dropped_by_nimbus():
                           "squall.state": "memory", "squall.transport": "nng"})
     assert "storm.zookeeper.servers" not in kept and "nimbus.port" not in kept
     assert "squall.state" not in kept and kept["squall.transport"] == "nng"
+    # nor do they reach the components through the recorded -c overrides
+    kept = topology_conf({config.OVERRIDES_KEY: {"worker.log.level": "DEBUG", "k": 1}})
+    assert kept[config.OVERRIDES_KEY] == {"k": 1}
 
 
 def test_parse_executors():

@@ -104,6 +104,23 @@ def test_a_rejected_staged_package_leaves_nothing_behind(tmp_path):
     assert not list(code.stormdist.iterdir())
 
 
+def test_what_a_crash_left_half_done_is_removed_at_start(tmp_path):
+    # nimbus killed while validating a submit left inbox/<staged> for ever (and a standby
+    # killed while downloading, stormdist/<id>.tmp)
+    code = CodeStore(tmp_path / "nimbus", {})
+    code.prepare()
+    files = {packaging.CONF_FILE: b"{}", packaging.TOPOLOGY_FILE:
+             json.dumps(_topology_json()).encode(), packaging.CODE_FILE: _zip()}
+    code.install_downloaded("a-1-1", files.__getitem__)
+    (tmp_path / "nimbus" / "inbox" / "staged-1").mkdir()
+    (code.stormdist / "b-2-1.tmp").mkdir()
+    again = CodeStore(tmp_path / "nimbus", {})
+    again.prepare()
+    assert not list((tmp_path / "nimbus" / "inbox").iterdir())
+    assert [p.name for p in again.stormdist.iterdir()] == ["a-1-1"]
+    assert again.missing(["a-1-1"]) == []
+
+
 def test_the_counter_never_goes_back(tmp_path):
     code = CodeStore(tmp_path / "nimbus", {})
     code.prepare()

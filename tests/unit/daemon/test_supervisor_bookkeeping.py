@@ -149,3 +149,20 @@ def test_a_second_supervisor_on_the_same_local_dir_is_refused(tmp_path):
     again = Supervisor(conf)        # the first one stopped: the directory is free again
     again.start()
     again.stop()
+
+
+def test_a_download_a_crash_left_half_done_is_removed_at_start(tmp_path):
+    # a supervisor killed while downloading a package left stormdist/<id>.tmp for ever
+    dist = tmp_path / "supervisor" / "stormdist"
+    (dist / "big-1-1.tmp" / "code").mkdir(parents=True)
+    (dist / "big-1-1.tmp" / "stormcode.zip").write_bytes(b"x" * 1000)
+    (dist / "live-2-1").mkdir()
+    conf = {**config.defaults(), "storm.local.dir": str(tmp_path),
+            "supervisor.slots.ports": [free_port()], "squall.state": "memory",
+            "squall.state.memory.namespace": uuid.uuid4().hex, "logviewer.port": 0}
+    sup = Supervisor(conf)
+    sup.start()
+    try:
+        assert not (dist / "big-1-1.tmp").exists()
+    finally:
+        sup.stop()
