@@ -6,7 +6,7 @@ from typing import Any
 
 import msgpack
 from squall.errors import SerializationError
-from squall.serializers.types import ValueTypes
+from squall.serializers.types import ValueTypes, hashable
 from squall.spi.serializer import Serializer
 
 __all__ = ["MsgpackSerializer"]
@@ -23,6 +23,11 @@ class MsgpackSerializer(Serializer):
     Dates, times, Decimal, UUID, sets and the types of ``topology.serializer.register`` travel
     as msgpack extension values (:mod:`squall.serializers.types`); msgpack calls the hooks
     only for such values, so plain values cost nothing more.
+
+    ``loads`` reads back everything ``dumps`` writes: a dict key that is a tuple (written as
+    an array, read as an unhashable list) comes back a tuple. Such a value is read a second
+    time with a hook that makes keys hashable (:func:`_keys`), so other values cost nothing
+    more.
     """
 
     name = "msgpack"
@@ -41,9 +46,15 @@ class MsgpackSerializer(Serializer):
     def _unext(self, code: int, payload: bytes) -> Any:
         if code != EXT_VALUE:
             raise SerializationError(f"unknown msgpack extension type {code}")
-        tag, value = msgpack.unpackb(payload, raw=False, strict_map_key=False,
-                                     ext_hook=self._unext)
+        tag, value = self._unpack(payload)
         return self.types.decode(tag, value)
+
+    def _unpack(self, data: bytes) -> Any:
+        try:
+            return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=self._unext)
+        except TypeError:       # unhashable type: a map key written from a tuple
+            return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=self._unext,
+                                   object_pairs_hook=_keys)
 
     def dumps(self, obj: Any) -> bytes:
         try:
@@ -53,8 +64,14 @@ class MsgpackSerializer(Serializer):
 
     def loads(self, data: bytes) -> Any:
         try:
-            return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=self._unext)
+            return self._unpack(data)
         except SerializationError:
             raise
         except Exception as exc:
             raise SerializationError(f"msgpack cannot decode {len(data)} bytes: {exc}") from exc
+
+
+def _keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A map whose keys may be arrays: each array key back into a tuple (recursively), as the
+    tuple it was written from."""
+    return {hashable(k): v for k, v in pairs}

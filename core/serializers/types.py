@@ -27,7 +27,7 @@ from typing import Any
 
 from squall.errors import ConfigError, SerializationError
 
-__all__ = ["REGISTER_KEY", "ValueTypes"]
+__all__ = ["REGISTER_KEY", "ValueTypes", "hashable"]
 
 REGISTER_KEY = "topology.serializer.register"
 
@@ -35,10 +35,10 @@ Encode = Callable[[Any], Any]
 Decode = Callable[[Any], Any]
 
 
-def _hashable(value: Any) -> Any:
-    """A decoded set item: lists (decoded tuples) back into tuples, recursively."""
+def hashable(value: Any) -> Any:
+    """A decoded set item or dict key: lists (decoded tuples) back into tuples, recursively."""
     if value.__class__ is list:
-        return tuple(_hashable(v) for v in value)
+        return tuple(hashable(v) for v in value)
     return value
 
 
@@ -55,8 +55,8 @@ _BUILTIN: list[tuple[str, type, Encode, Decode]] = [
     ("timedelta", dt.timedelta, lambda v: [v.days, v.seconds, v.microseconds], _timedelta),
     ("decimal", Decimal, str, Decimal),
     ("uuid", uuid.UUID, lambda v: v.bytes, lambda b: uuid.UUID(bytes=bytes(b))),
-    ("set", set, list, lambda v: {_hashable(x) for x in v}),
-    ("frozenset", frozenset, list, lambda v: frozenset(_hashable(x) for x in v)),
+    ("set", set, list, lambda v: {hashable(x) for x in v}),
+    ("frozenset", frozenset, list, lambda v: frozenset(hashable(x) for x in v)),
 ]
 
 

@@ -13,6 +13,10 @@ class Serializer(ABC):
     lists and tuples (both decoded as lists: the runtime's wire entries hand tuples to
     ``dumps`` and read lists back) and dicts with str keys. Raise
     :class:`~squall.errors.SerializationError` for anything it cannot encode or decode.
+    ``loads`` must read back whatever ``dumps`` wrote, as it was (tuples aside): a value it
+    cannot carry unchanged (a dict key of a type the format lacks, a value nested too deep)
+    is refused by ``dumps``, which fails that tuple only; a batch the receiving worker
+    cannot decode is dropped whole.
     """
 
     name: str = ""

@@ -61,6 +61,12 @@ class Transport(ABC):
     #: True when connections never leave this process (ports name receivers, hosts are not
     #: resolved): the only kind LocalCluster, which runs every worker in one process, accepts
     in_process: bool = False
+    #: the largest batch a sending connection's ``send`` takes, in bytes as
+    #: :func:`squall.transports.framing.encode` frames it (``HEADER.size``, 8 bytes per
+    #: message, the payloads); None: no limit. A worker sends a larger batch as several, and
+    #: fails a tuple that alone would not fit, as an error of the component that emitted it.
+    #: ``send`` still raises :class:`~squall.errors.TransportError` for a batch over it.
+    max_frame_bytes: int | None = None
 
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         self.conf: dict[str, Any] = dict(conf or {})

@@ -27,7 +27,8 @@
 
 Options (``squall.transport.grpc.*``): ``bind.host`` (127.0.0.1; 0.0.0.0 or an interface's
 address to take tuples from other machines), ``max.message.mb`` (256, at most 2047: gRPC
-counts a message's size in a C int), ``linger.ms`` (1000, at least 0: how long
+counts a message's size in a C int; a worker sends a batch that would not fit as several, and
+fails a tuple that alone would not), ``linger.ms`` (1000, at least 0: how long
 ``close`` waits for the window to be acknowledged), ``tls.enabled`` (false), ``tls.cert.file``
 + ``tls.key.file`` (PEM, needed to bind), ``tls.ca.file`` (PEM root for connecting) and
 ``tls.server.name`` (the name checked in the server certificate, ``localhost`` by default;
@@ -313,9 +314,8 @@ class GrpcSender(Connection):
         frame = encode(messages)
         if len(frame) > self._max_frame:
             raise TransportError(
-                f"a batch of {len(frame)} bytes to {self._address} is larger than "
-                f"squall.transport.grpc.max.message.mb allows; raise it, or send smaller "
-                f"values")
+                f"a batch of {len(frame)} bytes to {self._address} is over the "
+                f"{self._max_frame} bytes squall.transport.grpc.max.message.mb allows")
         with self._cond:
             if len(self._window) >= self._limit:
                 raise TransportError(
@@ -441,6 +441,8 @@ class GrpcTransport(Transport):
         self.bind_host = str(self.option("bind.host", "127.0.0.1"))
         size = max_message_bytes(self.conf)
         self.max_message = size
+        #: what a sender's ``send`` takes (see GrpcSender): a worker splits larger batches
+        self.max_frame_bytes = size - _FRAME_ROOM
         self.options = [("grpc.max_send_message_length", size),
                         ("grpc.max_receive_message_length", size)]
         self.mutual = bool(self.conf.get("squall.transport.tls"))

@@ -43,8 +43,9 @@ _SEND_WAIT_MS = 100
 _ACK_POLL = 0.002
 #: after an unexpected nng error the sender thread tries again this much later (s)
 _RETRY = 0.05
-#: the largest frame ``send`` accepts (the receiver refuses messages over MAX_MESSAGE)
-_MAX_FRAME = MAX_MESSAGE - _DATA.size - 64
+#: the largest frame ``send`` accepts (the receiver refuses messages over MAX_MESSAGE): the
+#: transport's ``max_frame_bytes``
+MAX_FRAME = MAX_MESSAGE - _DATA.size - 64
 
 
 class NngSender(Connection):
@@ -90,9 +91,9 @@ class NngSender(Connection):
         else:
             parts = (encode(messages),)
         size = sum(map(len, parts))
-        if size > _MAX_FRAME:
-            raise TransportError(f"batch of {size} bytes is over nng's "
-                                 f"{MAX_MESSAGE} byte message limit")
+        if size > MAX_FRAME:
+            raise TransportError(f"a batch of {size} bytes is over the {MAX_FRAME} bytes nng "
+                                 f"carries in one message")
         with self._lock:
             if self._closed or self._closing:
                 raise TransportError(f"send on a closed connection to {self._address}")

@@ -39,7 +39,8 @@
   than ``recv_msg``.
   Messages that are not ours are logged (once per peer) and dropped; a bare squall frame from
   a Pair1 peer (first byte ``0xA7``) is delivered as it is, unsequenced and unacknowledged.
-  Messages up to 256 MiB are accepted; ``send`` refuses a batch that would not fit.
+  Messages up to 256 MiB are accepted; ``send`` refuses a batch that would not fit
+  (``max_frame_bytes``: a worker sends a larger batch as several).
 
 Options (``squall.transport.nng.*``): ``bind.host`` (127.0.0.1; 0.0.0.0 or an interface's
 address to take tuples from other machines), ``linger.ms`` (1000: how long ``close`` of a
@@ -82,7 +83,7 @@ from squall.transports.closing import close_all
 from squall.transports.framing import MAGIC, FrameError, GarbageLog, decode
 from squall.plugins.transport_nng.gate import MembershipGate
 from squall.plugins.transport_nng.hooks import MAX_SEND_BUFFER, check_options
-from squall.plugins.transport_nng.sender import _NNG_QUEUE, _SEND_WAIT_MS, NngSender
+from squall.plugins.transport_nng.sender import _NNG_QUEUE, _SEND_WAIT_MS, MAX_FRAME, NngSender
 from squall.plugins.transport_nng.wire import (
     _ACK,
     _DATA,
@@ -279,6 +280,7 @@ class NngTransport(Transport):
     """nng Pair1 transport with acks; see the module docstring for options and threading."""
 
     name = "nng"
+    max_frame_bytes = MAX_FRAME
 
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(conf)

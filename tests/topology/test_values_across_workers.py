@@ -4,6 +4,7 @@ shows the difference in one worker; LocalCluster refuses a transport over socket
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import uuid
 from decimal import Decimal
@@ -11,9 +12,12 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, ConfigError, LocalCluster, Spout, TopologyBuilder
+from squall import Bolt, ConfigError, LocalCluster, SerializationError, Spout, TopologyBuilder
 from squall.testing import complete_topology, wait_until
+from squall.errors import TransportError
 from squall.testing.contracts.serializer import Point
+from squall.transports import framing
+from squall.transports.local import LocalTransport
 
 from tests.topology.conftest import install_driver
 
@@ -178,3 +182,182 @@ def test_local_cluster_refuses_a_socket_transport() -> None:
         with pytest.raises(ConfigError, match="in-process transport"):
             cluster.submit_topology("zmq", {"squall.transport": "zmq"}, _topology())
         cluster.submit_topology("fine", {}, _topology())      # and it keeps working
+
+
+#: what OneBatch emits, one tracked tuple ``[value, index]`` each, all in one pass (so the
+#: copies for the other worker travel in one batch)
+BATCH: list[Any] = []
+
+
+class OneBatch(Spout):
+    outputs = ["a", "b"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.done = False
+
+    def next_tuple(self) -> None:
+        if not self.done:
+            self.done = True
+            for i, value in enumerate(BATCH):
+                self.emit([value, i], tup_id=i)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+def _one_batch_to_two_workers(cluster: LocalCluster, name: str, conf: dict[str, Any]) -> None:
+    b = TopologyBuilder()
+    b.set_spout("batch", OneBatch)
+    b.set_bolt("sink", Sink, parallelism=2).all_grouping("batch")     # one copy crosses
+    cluster.submit_topology(name, {"topology.workers": 2, "topology.message.timeout.secs": 60,
+                                   **conf}, b.create_topology())
+    wait_until(lambda: len(ACKED) + len(FAILED) == len(BATCH), timeout=30,
+               message=lambda: f"acked {sorted(ACKED)}, failed {sorted(FAILED)}")
+
+
+def test_a_dict_keyed_by_tuples_crosses_workers_and_so_does_its_batch() -> None:
+    """msgpack writes a tuple key as an array and read it back as an unhashable list: the
+    receiving worker dropped the whole batch, whose trees then waited for the timeout."""
+    keyed = {(1, 2): "x", (3, (4, "y")): [5], "plain": {(6,): None}}
+    BATCH[:] = [{"k": i} for i in range(50)]
+    BATCH[25] = keyed
+    with LocalCluster() as cluster:
+        _one_batch_to_two_workers(cluster, "keys", {})
+        assert sorted(ACKED) == list(range(50)) and not FAILED
+        assert not cluster.get_topology_info("keys")["errors"]
+    with LOCK:
+        copies = [values[0] for values in SEEN if values[1] == 25]
+    assert copies == [keyed, keyed]
+    assert all(isinstance(k, tuple) for c in copies for k in c if k != "plain")
+
+
+def test_json_refuses_what_would_cross_changed_and_the_rest_of_the_batch_goes_through() -> None:
+    """json wrote the key 1 as "1": the task in the other worker got ``{"1": "a"}`` while
+    the one in the emitting worker got ``{1: "a"}``."""
+    deep: list[Any] = []
+    for _ in range(5000):
+        deep = [deep]
+    BATCH[:] = [{"k": i} for i in range(10)]
+    BATCH[3] = {1: "a"}
+    BATCH[5] = {"__bytes__": "aGk="}        # how json carries bytes: read back as b"hi"
+    BATCH[7] = deep
+    with LocalCluster() as cluster:
+        _one_batch_to_two_workers(cluster, "json", {"squall.serializer": "json"})
+        assert sorted(FAILED) == [3, 5, 7]
+        assert sorted(ACKED) == [0, 1, 2, 4, 6, 8, 9]
+
+        def reported() -> list[dict[str, Any]]:
+            return cluster.get_topology_info("json")["errors"].get("batch", [])
+        wait_until(reported, timeout=30, message="the refusal reported")
+        text = reported()[0]["error"]
+        assert "batch" in text and "'default'" in text and "dict key 1 of type int" in text
+    with LOCK:
+        arrived = [values for values in SEEN if values[1] in (3, 5, 7)]
+    assert all(values[0] == BATCH[values[1]] for values in arrived)     # the local copies
+
+
+class Fragile:
+    """A registered type whose decoder fails: what a worker writes and cannot read."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def fragile_to_list(value: Fragile) -> list[int]:
+    return [value.n]
+
+
+def fragile_from_list(value: list[int]) -> Fragile:
+    raise ValueError("this decoder is broken")
+
+
+def test_a_batch_the_receiver_cannot_decode_is_logged_as_such(caplog: Any) -> None:
+    here = __name__
+    register = {f"{here}:Fragile": [f"{here}:fragile_to_list", f"{here}:fragile_from_list"]}
+    BATCH[:] = [1, Fragile(2), 3]
+    with LocalCluster() as cluster, caplog.at_level(logging.WARNING):
+        _submit = cluster.submit_topology
+        b = TopologyBuilder()
+        b.set_spout("batch", OneBatch)
+        b.set_bolt("sink", Sink, parallelism=2).all_grouping("batch")
+        _submit("fragile", {"topology.workers": 2, "topology.message.timeout.secs": 60,
+                            "topology.serializer.register": register}, b.create_topology())
+        wait_until(lambda: any("cannot decode" in r.getMessage() for r in caplog.records),
+                   timeout=30, message=lambda: caplog.text[-2000:])
+    line = next(r.getMessage() for r in caplog.records if "cannot decode" in r.getMessage())
+    # what failed and where, not a sender it cannot know
+    assert "sink" in line and "this decoder is broken" in line and "sender" not in line
+    assert "time out" in line
+
+
+def test_always_try_serialize_turns_whatever_the_serializer_raises_into_its_error() -> None:
+    from squall.runtime.emit.round_trip import round_trip
+    from squall.serializers.json import JsonSerializer
+
+    class Buggy(JsonSerializer):
+        def loads(self, data: bytes) -> Any:
+            raise RuntimeError("plugin bug")
+
+    emitted: list[Any] = []
+    deep: list[Any] = []
+    for _ in range(5000):
+        deep = [deep]
+    for serializer, value, why in [(JsonSerializer(), [deep], "nested"),
+                                   (Buggy(), [1], "RuntimeError: plugin bug")]:
+        emit, _ = round_trip(lambda v, s, **o: emitted.append(v), lambda v, s, **o: None,
+                             serializer, "comp")
+        with pytest.raises(SerializationError, match=why) as info:
+            emit(value, "words")
+        assert "comp emitted on stream 'words'" in str(info.value)
+    assert not emitted
+
+
+class SmallFrames(LocalTransport):
+    """The local transport with a limit on a batch's size, as nng's and grpc's."""
+
+    name = "smallframes"
+    max_frame_bytes = 64 << 10
+
+    def connect(self, topology_id: str, host: str, port: int) -> Any:
+        inner = super().connect(topology_id, host, port)
+        limit = self.max_frame_bytes
+
+        class Sender:
+            port = inner.port
+
+            def send(self, messages: list[tuple[int, bytes]]) -> None:
+                if len(framing.encode(messages)) > limit:
+                    raise TransportError(f"a batch over {limit} bytes")
+                inner.send(messages)
+
+            def close(self) -> None:
+                inner.close()
+        return Sender()
+
+
+def test_a_batch_over_the_transports_limit_is_sent_in_parts_and_a_tuple_over_it_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The outbox sent each destination's batch whole: 300 tuples of 20 KB (6 MB) to a
+    transport that takes 64 KB a batch, and every one failed, though each fits."""
+    install_driver(monkeypatch, "squall.transports", "smallframes", SmallFrames)
+    BATCH[:] = [bytes([i % 256]) * 20_000 for i in range(300)]
+    BATCH[150] = b"big" * 30_000
+    with LocalCluster() as cluster:
+        _one_batch_to_two_workers(cluster, "frames", {"squall.transport": "smallframes"})
+        assert FAILED == [150]                  # at once, not after the message timeout
+        assert sorted(ACKED) == [i for i in range(300) if i != 150]
+
+        def reported() -> list[dict[str, Any]]:
+            return cluster.get_topology_info("frames")["errors"].get("batch", [])
+        wait_until(reported, timeout=30, message="the tuple too large reported")
+        text = reported()[0]["error"]
+        assert "batch on stream 'default'" in text and "a tuple serialized to 900" in text
+        assert "transport 'smallframes'" in text and len(reported()) == 1
+    with LOCK:
+        got = sorted(values[1] for values in SEEN)
+    assert got.count(150) == 1 and len(got) == 599      # 150: the copy in its own worker

@@ -6,8 +6,9 @@ Chosen once per task by the worker when the key is set; a topology without it ne
 this module. The task's ``emit``/``emit_many`` are wrapped: the values are encoded and
 decoded (what the receiving bolt gets is what another worker would have got: tuples as
 lists, sets and dates as :mod:`squall.serializers.types` rebuilds them), and a value the
-serializer refuses raises :class:`~squall.errors.SerializationError` from ``emit`` naming the
-component and the stream.
+serializer refuses (or cannot read back) raises :class:`~squall.errors.SerializationError`
+from ``emit`` naming the component and the stream, whatever the serializer raised (a
+RecursionError of a value nested too deep, a plugin's bug), as between two workers.
 """
 from __future__ import annotations
 
@@ -30,10 +31,12 @@ def round_trip(emit: Emit, emit_many: EmitMany, serializer: Any,
     def crossed(values: Sequence[Any], stream: str) -> Any:
         try:
             return loads(dumps(values))
-        except SerializationError as exc:
+        except Exception as exc:    # SerializationError; RecursionError or a plugin's bug
+            why = exc if isinstance(exc, SerializationError) else \
+                f"the serializer raised {type(exc).__name__}: {exc}"
             raise SerializationError(
                 f"{component} emitted on stream {stream!r} values that cannot be sent to "
-                f"another worker ({KEY} is set): {exc}") from exc
+                f"another worker ({KEY} is set): {why}") from exc
 
     def checked_emit(values: Sequence[Any], stream: str = "default", **options: Any) -> Any:
         return emit(crossed(values, stream), stream, **options)

@@ -5,8 +5,11 @@ A message for a task of this worker is decoded (:mod:`.codec`), checked whole
 (:func:`.codec.check_entries`: source, stream subscribed by the task, arity, ids and roots)
 and delivered; one for a task it does not run is forwarded undecoded to the worker that does;
 a control message (task 0) goes to the worker's control handler. A message that does not
-decode or check out is dropped whole (nothing of it is delivered) and logged, once per
-sending worker per minute: bytes from outside never reach a component.
+decode or check out is dropped whole (nothing of it is delivered): bytes from outside never
+reach a component. One that decoded is logged once per sending worker per minute, and the
+trees of its tuples fail at once; one that did not decode names no sender and no tree (both
+are inside what did not decode): it is logged once per minute, and its trees fail when they
+time out.
 
 A task's queue is filled only up to ``room`` tuples (the backpressure high watermark): entries
 for a task whose queue is that full wait here, in order, and are delivered as it drains, so a
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
     from squall.runtime.wire.outbox import Outbox
 
 log = logging.getLogger("squall.runtime.transfer")
+#: what a message that did not decode decoded to
+_UNDECODED = object()
 #: bytes of received messages waiting for the loop before the receive thread pauses (counted
 #: in bytes, not messages: a message's size falls as the words spread over more workers)
 INBOX_BYTES = 2 << 20
@@ -162,12 +167,15 @@ class Inbox:
         # the messages taken are decoded whole, so backpressure sees at once what waits for
         # each task; past the pass's budget, entries wait
         taken = 0
+        undecoded = _UNDECODED
         for _ in range(min(len(pending), DISPATCH_MESSAGES)):
             task, payload = pending.popleft()
             taken += len(payload)
+            obj: Any = undecoded
             try:
                 if task in local:
-                    entries = codec.read_entries(self.loads(payload))
+                    obj = self.loads(payload)
+                    entries = codec.read_entries(obj)
                     if accepts is not None:
                         check(task, entries, accepts[task], comp_of, len(entries) > 1)
                     owner = self.outbox.task_to_worker.get
@@ -180,29 +188,46 @@ class Inbox:
                     else:
                         self._wait(task, entries)
                 elif task == codec.CONTROL:
-                    self.control(*codec.read_control(self.loads(payload)))
+                    obj = self.loads(payload)
+                    self.control(*codec.read_control(obj))
                 elif not self.outbox.forward(task, payload):
                     self.outbox.undeliverable([(task, payload)],
-                                              f"no worker is assigned task {task}")
+                                              f"no worker is assigned task {task}",
+                                              reason="unassigned")
             except Exception as exc:
-                self._malformed(task, payload, exc)
+                self._malformed(task, len(payload), obj, exc)
         self.taken_bytes += taken
         return done
 
-    def _malformed(self, task: Any, payload: Any, exc: Exception) -> None:
-        """A message that did not decode or check out: dropped whole, logged once per
-        sending worker (as its entries name it) per minute."""
+    def _malformed(self, task: Any, size: int, obj: Any, exc: Exception) -> None:
+        """A message of ``size`` bytes for ``task`` that did not decode (``obj`` is
+        _UNDECODED) or check out: dropped whole. One that decoded is logged once per sending
+        worker (as its first entry names it) per minute, and the trees its entries name fail
+        at once (nothing of it was delivered); one that did not is logged once a minute,
+        with the serializer's error: the serializer cannot read what its peer wrote (a
+        decoder of ``topology.serializer.register`` that raises, a serializer plugin's bug)
+        or the bytes are not a worker's. Its source and roots are inside what did not
+        decode, so its trees fail only when they time out."""
         self.dropped += 1
-        sender: Any = "unknown"
-        try:
-            entries = self.loads(payload)
-            sender = self.outbox.task_to_worker.get(entries[0][0], "unknown")
-        except Exception:       # undecodable: no sender to name
-            pass
-        self.limited_log.warning(("malformed", sender), "worker %d dropped a malformed batch of "
-                                 "%d bytes for task %.20r (sender %s): %s", self.port,
-                                 len(payload) if isinstance(payload, (bytes, bytearray))
-                                 else -1, task, sender, exc)
+        where = f"task {task!r:.20}" if task == codec.CONTROL or task not in self.comp_of \
+            else f"task {task} ({self.comp_of[task]})"
+        if obj is _UNDECODED and (task == codec.CONTROL or task in self.tasks.queues):
+            self.limited_log.warning(
+                ("undecodable",), "worker %d cannot decode a message of %d bytes for %s; it "
+                "is dropped whole and the trees of its tuples fail when they time out: %s",
+                self.port, size, where, exc)
+            return
+        entries = [e for e in obj if e.__class__ is list and len(e) == 5] \
+            if obj.__class__ is list and task != codec.CONTROL else []     # (or not decoded)
+        sender: Any = self.outbox.task_to_worker.get(entries[0][0]) if entries and \
+            entries[0][0].__class__ is int and self.outbox is not None else None
+        self.limited_log.warning(
+            ("malformed", sender), "worker %d dropped a malformed batch of %d bytes for %s "
+            "(sender %s): %s", self.port, size, where,
+            "unknown" if sender is None else f"{sender[0]}:{sender[1]}", exc)
+        roots = codec.roots_in(entries)
+        if roots and self.acks is not None:
+            self.acks.fail_lost(roots)
 
     def _offer(self, task: int, entries: list[list[Any]]) -> int:
         """Deliver ``entries`` while ``task``'s queue has room; the rest wait, in order.
@@ -243,7 +268,7 @@ class Inbox:
                 try:
                     done += self.deliver(task, [entry])
                 except Exception as exc:
-                    self._malformed(task, None, exc)
+                    self._malformed(task, -1, [entry], exc)
             if not waiting:
                 del self.waiting[task]
                 del self.held[task]

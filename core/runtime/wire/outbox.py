@@ -9,6 +9,10 @@ follows how many of the topology's workers share this host's cores: :func:`flush
 Anything that cannot be delivered fails back to the acker (``lost``) so the spouts replay it.
 Everything runs on the worker's loop thread.
 
+A transport that declares ``max_frame_bytes`` gets no batch over it: a larger one is sent as
+several (:meth:`Outbox._send_bounded`), and a tuple that alone would not fit fails and is
+reported like a value the serializer refuses.
+
 Credits: the outbox counts what it sends to each remote task and keeps to what the task's
 worker granted (:mod:`.credits`); a task sent up to its grant is *saturated*, and backpressure
 blocks the executors that emit to it, as for a congested task.
@@ -25,7 +29,9 @@ from squall.errors import SerializationError, SquallError
 from squall.runtime.wire import codec
 from squall.runtime.wire.codec import OpenRun
 from squall.runtime.wire.credits import Windows
+from squall.runtime.wire.peers import LimitedLog
 from squall.transports.closing import close_all
+from squall.transports.framing import HEADER
 
 log = logging.getLogger("squall.runtime.transfer")
 #: a run of single tuples for one remote task is sent once it holds this many batches' worth
@@ -40,6 +46,8 @@ Item = tuple[int, Any]
 #: receiver's threads each (eight workers on 2 cores, per-tuple word count with acking:
 #: 4.975 -> 4.42 us CPU per word, 4 alternated pairs)
 OVERSUBSCRIBED_FLUSH_SECS = 0.005
+#: bytes a frame takes per message beyond its payload (task id and length)
+MESSAGE_ROOM = 8
 
 
 def flush_interval(millis: Any, workers_here: int, cores: int) -> float:
@@ -73,9 +81,9 @@ class Outbox:
     delivered (the worker fails their trees); ``unassigned(task, src_task, source)`` for a
     tuple sent to a task no worker runs, before it is failed back (a grouping may have
     chosen a task that is none of its targets); ``unencodable(source, error)`` once per
-    source of a batch whose values the serializer refused (those runs are failed, the
-    rest of the batch is sent); ``windows`` keeps what each remote task's worker granted
-    (unlimited if None)."""
+    source of a batch whose values the serializer refused or the transport cannot carry
+    (those runs are failed, the rest of the batch is sent); ``windows`` keeps what each
+    remote task's worker granted (unlimited if None)."""
 
     def __init__(self, *, transport: Any, serializer: Any, topology_id: str,
                  local_tasks: list[int], batch_size: int, flush_interval: float,
@@ -107,7 +115,12 @@ class Outbox:
         self.open_of_task: dict[int, dict[int, OpenRun]] = {}
         self.open_of_key: dict[Key, dict[int, OpenRun]] = {}
         self.conns: dict[Key, Any] = {}
+        #: the largest batch the transport takes (its ``max_frame_bytes``; None: no limit)
+        self.max_frame: int | None = getattr(transport, "max_frame_bytes", None)
+        #: deliveries that failed (refusals the caller reported are not counted), and their
+        #: warnings: one per reason (a worker sent to, ...) per minute
         self.send_failures = 0
+        self.send_log = LimitedLog(log)
         #: task messages (one task's batch of entries each) handed to the transport, and their
         #: bytes (complete_topology's quiet check compares them with what others received)
         self.sent_batches = 0
@@ -140,7 +153,8 @@ class Outbox:
         opened = self.open_of_task.get(task)
         if opened is None:
             self.unassigned(task, tup.task, tup.src)
-            self.undeliverable([(task, tup)], f"no worker is assigned task {task}")
+            self.undeliverable([(task, tup)], f"no worker is assigned task {task}",
+                               reason="unassigned")
             return
         run = opened.get(task)
         cls = tup.__class__
@@ -334,7 +348,14 @@ class Outbox:
         except Exception:   # SerializationError, or a serializer plugin's bug: find the runs
             batch = self._encodable(batch)
             messages = codec.encode(batch, self.dumps)
-        self._send(key, messages, batch)
+            if not messages:    # every run refused
+                return
+        limit = self.max_frame
+        if limit is not None and HEADER.size + sum(
+                MESSAGE_ROOM + len(p) for _, p in messages) > limit:
+            batch = self._send_bounded(key, batch, messages, limit)
+        else:
+            self._send(key, messages, batch)
         sent_to = self.windows.sent_to
         now = time.monotonic()
         full = False
@@ -377,6 +398,84 @@ class Outbox:
         self.undeliverable(refused, "values the serializer cannot encode", quiet=True)
         return good
 
+    def _send_bounded(self, key: Key, batch: list[Item], messages: codec.Messages,
+                      limit: int) -> list[Item]:
+        """Send ``batch``, whose ``messages`` make a batch over the transport's ``limit``, as
+        several batches under it, in order: a task's message that fits goes whole, a larger
+        one is cut between its runs, a run that alone does not fit into the pieces of
+        :func:`.codec.pieces` (a tuple; an anchored run, whose one edge cannot be cut), and
+        the pieces are joined again into messages that fit. A piece that alone does not fit
+        fails, and its source is reported once (``unencodable``). Returns what was handed to
+        the transport (a rare path: the values are encoded again, run by run)."""
+        room = limit - HEADER.size - MESSAGE_ROOM       # the most one payload may hold
+        dumps, entry = self.dumps, codec.entry
+        items_of: dict[int, list[Item]] = {}
+        for item in batch:
+            items_of.setdefault(item[0], []).append(item)
+        parts: list[tuple[int, bytes, list[Item]]] = []     # messages that fit, in order
+        refused: list[Item] = []
+        reported: set[Source] = set()
+        for task, payload in messages:
+            if len(payload) <= room:
+                parts.append((task, payload, items_of[task]))
+                continue
+            units: list[tuple[Item, bytes]] = []        # runs that fit, and their payloads
+            for _, run in items_of[task]:
+                data = dumps([entry(run)])
+                if len(data) <= room:
+                    units.append(((task, run), data))
+                    continue
+                for piece in codec.pieces(run):
+                    data = dumps([entry(piece)])
+                    if len(data) <= room:
+                        units.append(((task, piece), data))
+                        continue
+                    refused.append((task, piece))
+                    if piece.src not in reported:
+                        reported.add(piece.src)
+                        self.unencodable(piece.src, SerializationError(
+                            f"{_tuples(piece)} serialized to {len(data)} bytes, more than "
+                            f"transport {getattr(self.transport, 'name', '?')!r} carries in "
+                            f"one batch ({limit} bytes)"))
+            parts.extend(self._joined(task, units, room))
+        if refused:
+            self.undeliverable(refused, "values the transport cannot carry", quiet=True)
+        frame: codec.Messages = []
+        items: list[Item] = []
+        size = HEADER.size
+        for task, payload, its in parts:
+            if frame and size + MESSAGE_ROOM + len(payload) > limit:
+                self._send(key, frame, items)
+                frame, items, size = [], [], HEADER.size
+            frame.append((task, payload))
+            items.extend(its)
+            size += MESSAGE_ROOM + len(payload)
+        if frame:
+            self._send(key, frame, items)
+        return [item for _, _, its in parts for item in its]
+
+    def _joined(self, task: int, units: list[tuple[Item, bytes]],
+                room: int) -> list[tuple[int, bytes, list[Item]]]:
+        """``task``'s runs (each with its payload alone, which fits in ``room``) as few
+        messages as fit, in order: consecutive runs whose payloads add up to ``room`` at most
+        are encoded again as one message (kept apart if that one turns out larger)."""
+        out: list[tuple[int, bytes, list[Item]]] = []
+        group: list[tuple[Item, bytes]] = []
+        size = 0
+        for unit in [*units, None]:
+            if group and (unit is None or size + len(unit[1]) > room):
+                data = group[0][1] if len(group) == 1 else \
+                    self.dumps([codec.entry(item[1]) for item, _ in group])
+                if len(data) <= room:
+                    out.append((task, data, [item for item, _ in group]))
+                else:
+                    out.extend((task, d, [item]) for item, d in group)
+                group, size = [], 0
+            if unit is not None:
+                group.append(unit)
+                size += len(unit[1])
+        return out
+
     def credit(self, who: Key, incarnation: str, grants: Any, now: float) -> None:
         """Worker ``who``'s grants (see :meth:`.credits.Windows.credit`)."""
         self.windows.credit(who, incarnation, grants, self.task_to_worker.get, now)
@@ -399,17 +498,22 @@ class Outbox:
             self.sent_batches += len(messages)
             self.sent_bytes += sum(len(p) for _, p in messages)
         except SquallError as exc:
-            self.undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}")
+            self.undeliverable(batch, f"sending to worker {key[0]}:{key[1]} failed: {exc}",
+                               reason=("send", key))
 
-    def undeliverable(self, batch: list[Item], why: str, quiet: bool = False) -> None:
+    def undeliverable(self, batch: list[Item], why: str, quiet: bool = False,
+                      reason: Any = None) -> None:
         """Fail the tracked tuples of ``batch`` back to their acker so the spouts replay
-        them (a tree fails once, however many of its tuples were here); ``quiet`` when the
-        caller reported the cause already."""
-        self.send_failures += 1
-        count = sum(1 if t.__class__ is Tuple else
-                    1 if t.__class__ is bytes else len(t.values) for _, t in batch)
-        if not quiet and (self.send_failures == 1 or self.send_failures % 1000 == 0):
-            log.warning("%s; %d tuple(s) failed back for replay", why, count)
+        them (a tree fails once, however many of its tuples were here). ``why`` is logged,
+        once per ``reason`` (default: ``why`` itself) a minute, the failures held back in
+        between counted in the next line; not at all when ``quiet``: the caller reported
+        the cause already."""
+        if not quiet:
+            self.send_failures += 1
+            count = sum(1 if t.__class__ is Tuple else
+                        1 if t.__class__ is bytes else len(t.values) for _, t in batch)
+            self.send_log.warning(why if reason is None else reason,
+                                  "%s; %d tuple(s) failed back for replay", why, count)
         failed: set[int] = set()
         for _, item in batch:
             if item.__class__ is bytes:         # a forwarded message: read its roots
@@ -468,7 +572,8 @@ class Outbox:
                 stale = self.outboxes.pop(key)
                 self.open_of_key.pop(key, None)
                 self.waiting_since.pop(key, None)
-                self.undeliverable(stale, f"worker {key[0]}:{key[1]} is no longer assigned")
+                self.undeliverable(stale, f"worker {key[0]}:{key[1]} is no longer assigned",
+                                   reason=("gone", key))
                 conn = self.conns.pop(key, None)
                 if conn is not None:
                     conn.close()
@@ -478,3 +583,9 @@ class Outbox:
         conns = list(self.conns.values())
         self.conns.clear()
         close_all(conns)        # side by side: one linger for all slow peers, not one each
+
+
+def _tuples(piece: OpenRun | TupleRun) -> str:
+    """What a piece of a run holds, in words."""
+    n = len(piece.values)
+    return "a tuple" if n == 1 else f"a run of {n} tuples anchored together"

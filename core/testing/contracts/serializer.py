@@ -21,12 +21,17 @@ The checks use only ``dumps`` / ``loads`` (see :class:`squall.Serializer`):
 * ``dumps`` returns ``bytes``; the same object encodes the same way twice;
 * an object it cannot encode (``object()``, also deep inside containers) raises
   :class:`~squall.errors.SerializationError`, and so does ``loads`` of bytes that are not a
-  valid encoding (:attr:`garbage`); the serializer keeps working afterwards.
+  valid encoding (:attr:`garbage`); the serializer keeps working afterwards;
+* what ``dumps`` accepts, ``loads`` reads back as it was: a dict whose keys are not str
+  (tuples, ints, None, bools, floats, bytes, or the keys JSON-like formats reserve) and a
+  value nested 5000 deep either come back equal, each key with its type, or are refused by
+  ``dumps`` with SerializationError (the receiving worker could not read them: a value the
+  sender refuses fails only its own tuple).
 
 :class:`RichValuesContract` (used the same way) checks the values squall's own serializers add
 (:mod:`squall.serializers.types`): datetime (naive and aware), date, time, timedelta, Decimal,
 UUID, set, frozenset, nested in containers and in each other, and a type registered through
-``topology.serializer.register``.
+``topology.serializer.register``; as dict keys, they come back or are refused by ``dumps``.
 """
 from __future__ import annotations
 
@@ -59,6 +64,32 @@ def normalize(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: normalize(v) for k, v in obj.items()}
     return obj
+
+
+#: dicts with keys other than str: each comes back with its keys' types, or ``dumps`` refuses it
+ODD_KEYS: list[Any] = [
+    {(1, 2): "x"}, {(1, (2, "b")): [1, 2]}, {1: "a"}, {-7: "a", "b": 1}, {None: "n"},
+    {True: "t"}, {1.5: "f"}, {b"k": 1}, {"__bytes__": "aGk="}, {"__squall__": ["set", [1]]},
+    [{"fine": 1}, {"deep": {2: "two"}}],
+]
+
+
+def _same_keys(a: Any, b: Any) -> bool:
+    """Equal (tuples as lists in values), every dict key of the same type and value."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and {(type(k), k) for k in a} == {(type(k), k) for k in b} \
+            and all(_same_keys(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(
+            _same_keys(x, y) for x, y in zip(a, b, strict=True))
+    return _same(a, b)
+
+
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -147,6 +178,28 @@ class SerializerContract:
         assert self.roundtrip(ser, ["still", "works"]) in (["still", "works"],
                                                            ("still", "works"))
 
+    @pytest.mark.parametrize("value", ODD_KEYS, ids=lambda v: repr(v)[:40])
+    def test_dict_keys_come_back_with_their_types_or_are_refused(self, ser: Serializer,
+                                                                 value: Any) -> None:
+        """A value ``dumps`` writes and ``loads`` cannot read (a tuple key read back as an
+        unhashable list) made the receiving worker drop the whole batch it came in; one
+        that comes back changed (JSON's ``1`` key as ``"1"``) reached a bolt changed."""
+        try:
+            data = ser.dumps(value)
+        except SerializationError:
+            return              # refused at the sender: only its tuple fails
+        got = ser.loads(data)
+        assert _same_keys(got, value), f"{value!r} came back as {got!r}"
+
+    def test_a_value_nested_too_deep_is_refused_or_read_back(self, ser: Serializer) -> None:
+        value = _nested(5000)
+        try:
+            data = ser.dumps(value)
+        except SerializationError:
+            assert self.roundtrip(ser, [[1]]) == [[1]]
+            return
+        assert ser.loads(data) == value
+
     def test_garbage_raises_serialization_error(self, ser: Serializer) -> None:
         for data in self.garbage:
             with pytest.raises(SerializationError):
@@ -205,6 +258,20 @@ class RichValuesContract:
                  "amounts": (Decimal("1.5"), [Decimal("2")])}
         got = ser.loads(ser.dumps(value))
         assert normalize(got) == normalize(value)
+
+    @pytest.mark.parametrize("value", [
+        {dt.date(2020, 2, 29): 1}, {uuid.UUID(int=7): "u"}, {frozenset({(1, 2)}): "fs"},
+        {(dt.date(2020, 2, 29), Decimal("1.5")): "t"}, {"nested": {(1, dt.time(7)): [1]}},
+    ], ids=lambda v: repr(v)[:40])
+    def test_rich_values_as_dict_keys_come_back_or_are_refused(
+            self, serializer_factory: Callable[..., Serializer], value: Any) -> None:
+        ser = serializer_factory({})
+        try:
+            data = ser.dumps(value)
+        except SerializationError:
+            return
+        got = ser.loads(data)
+        assert _same_keys(got, value), f"{value!r} came back as {got!r}"
 
     def test_registered_type_roundtrips_and_unregistered_is_an_error(
             self, serializer_factory: Callable[..., Serializer]) -> None:

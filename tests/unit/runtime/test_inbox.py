@@ -66,3 +66,56 @@ def test_a_receive_thread_past_the_limit_pauses_until_the_loop_takes_and_loses_n
         wait_until(lambda: not inbox.receive_paused, 10, message="still paused")
     finally:
         inbox.close(5)
+
+
+class _Acks:
+    local: dict[int, Any] = {}
+
+    def __init__(self) -> None:
+        self.failed: list[set[int]] = []
+
+    def fail_lost(self, roots: set[int]) -> None:
+        self.failed.append(roots)
+
+
+class _Outbox:
+    task_to_worker = {3: ("h", 9), 7: ("h", 1)}
+
+
+def sink_inbox(acks: _Acks) -> Inbox:
+    """An inbox whose one task, 7 of component sink, takes stream default of src (task 3)."""
+    from squall.runtime.task import TaskState
+    ts = TaskState("sink", 7, None, {})
+    return Inbox(tasks=LocalTasks({7: ts}, lazy=set(), ackers=set(), spouts=set()),
+                 sources=None, task_to_component={3: "src", 7: "sink"},  # type: ignore[arg-type]
+                 acks=acks, outbox=_Outbox(), serializer=MsgpackSerializer(),  # type: ignore[arg-type]
+                 control=lambda kind, who, value: None, wake=lambda: None, room=100,
+                 incarnation="me", accepts={7: {("src", "default"): 1}})
+
+
+def test_a_malformed_message_fails_the_trees_it_names_at_once(caplog: Any) -> None:
+    # 2 values, 1 id: it decodes but does not check out; nothing of it is delivered, and
+    # the trees of its tuples fail now instead of at their timeout
+    acks = _Acks()
+    inbox = sink_inbox(acks)
+    dumps = MsgpackSerializer().dumps
+    inbox.pending.append((7, dumps([[3, "default", [2, [1, 2]], [5], [[70, 71], 0]]])))
+    inbox.pending.append((7, dumps([[3, "default", [1, [1]], [6], [[72]]],
+                                    [3, "nope", [1, [1]], [8], [[73]]]])))
+    assert inbox.dispatch() == 0
+    assert acks.failed == [{70, 71}, {72, 73}] and inbox.dropped == 2
+    assert not inbox.tasks.states[7].queue
+    assert "malformed batch" in caplog.text and "(sender h:9)" in caplog.text
+    assert "task 7 (sink)" in caplog.text
+
+
+def test_a_message_that_does_not_decode_is_logged_without_a_sender(caplog: Any) -> None:
+    acks = _Acks()
+    inbox = sink_inbox(acks)
+    inbox.pending.append((7, b"\xc1"))
+    inbox.pending.append((7, b"\x91\xc1"))
+    inbox.dispatch()
+    assert inbox.dropped == 2 and not acks.failed
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "cannot decode a message of 1 bytes for task 7 (sink)" in line
+    assert "fail when they time out" in line and "sender" not in line

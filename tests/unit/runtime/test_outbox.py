@@ -2,6 +2,7 @@
 send, sent when full, idle or due; what cannot be sent fails its trees back."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import msgpack
@@ -12,6 +13,8 @@ from squall.errors import TransportError
 from squall.runtime.wire import codec
 from squall.runtime.wire.credits import Windows
 from squall.runtime.wire.outbox import Outbox
+from squall.runtime.wire.peers import LimitedLog
+from squall.transports import framing
 from squall.serializers.msgpack import MsgpackSerializer
 
 SRC = Source("split", "default", ("word",))
@@ -248,3 +251,111 @@ def test_a_tuple_that_fills_its_run_returns_no_open_run() -> None:
     assert out.send_values(5, (out.run_cap - 1,), 1, SRC) is None and not run.open
     (batch,) = transport.conns[THERE].batches
     assert entries(batch)[5][0][2][1] == list(range(out.run_cap))
+
+
+class Bounded(Transport):
+    """A transport whose sends take batches of ``max_frame_bytes`` at most, as nng's and
+    grpc's do."""
+
+    max_frame_bytes = 4096
+
+    def connect(self, topology_id: str, host: str, port: int) -> Conn:
+        return self.conns.setdefault((host, port), BoundedConn(self.max_frame_bytes))
+
+
+class BoundedConn(Conn):
+    def __init__(self, limit: int) -> None:
+        super().__init__(False)
+        self.limit = limit
+
+    def send(self, messages: list[tuple[int, bytes]]) -> None:
+        if len(framing.encode(messages)) > self.limit:
+            raise TransportError("over the limit")
+        super().send(messages)
+
+
+def bounded() -> tuple[Outbox, Bounded, list[set[int]], list[tuple[Source, str]]]:
+    transport = Bounded()
+    lost: list[set[int]] = []
+    refused: list[tuple[Source, str]] = []
+    out = Outbox(transport=transport, serializer=MsgpackSerializer(), topology_id="t",
+                 local_tasks=[1], batch_size=100, flush_interval=0.0, lost=lost.append,
+                 unencodable=lambda src, exc: refused.append((src, str(exc))))
+    out.set_address(*HERE)
+    out.set_assignment({1: HERE, 5: THERE, 6: THERE, 7: ELSEWHERE})
+    return out, transport, lost, refused
+
+
+def arrived(batches: list[list[tuple[int, bytes]]]) -> dict[int, list[Any]]:
+    """Every value each task got, in order, and the ids and roots of the tracked ones."""
+    got: dict[int, list[Any]] = {}
+    for batch in batches:
+        for task, payload in batch:
+            for _, _, block, ids, roots in msgpack.unpackb(payload):
+                got.setdefault(task, []).extend(zip(block[1], ids, roots) if ids else block[1])
+    return got
+
+
+def test_a_batch_over_the_transports_limit_goes_as_several_under_it() -> None:
+    # 40 x 500 bytes for task 5 (one run, in emit order), 10 x 300 for task 6: 23 KB where
+    # a batch may hold 4 KB; each tuple fits, so every one arrives, in order
+    out, transport, lost, refused = bounded()
+    for i in range(40):
+        out.send_tracked(5, (f"{i:03}" * 167,), 1, SRC, 100 + i, (i,))
+        if i % 4 == 0:
+            out.send_values(6, (f"{i:03}" * 100,), 1, SRC)
+    out.flush_all()
+    batches = transport.conns[THERE].batches
+    assert len(batches) > 5 and all(len(framing.encode(b)) <= 4096 for b in batches)
+    got = arrived(batches)
+    assert got[5] == [(f"{i:03}" * 167, 100 + i, [i]) for i in range(40)]
+    assert got[6] == [f"{i:03}" * 100 for i in range(0, 40, 4)]
+    assert not lost and not refused and not out.send_failures
+    # a batch that fits goes as before: one message per task, one send
+    out.send_values(5, ("small",), 1, SRC)
+    out.send_values(6, ("small",), 1, SRC)
+    out.flush_all()
+    assert [task for task, _ in transport.conns[THERE].batches[-1]] == [5, 6]
+
+
+def test_a_tuple_over_the_limit_alone_fails_and_is_reported_and_the_rest_arrives() -> None:
+    out, transport, lost, refused = bounded()
+    other = Source("count", "totals", ("n",))
+    out.send_tracked(5, ("a",), 1, SRC, 11, (3,))
+    out.send_tracked(5, ("x" * 5000,), 1, SRC, 12, (4,))
+    out.send_tracked(5, ("b",), 1, SRC, 13, (3,))
+    out.send_anchored(6, [("y" * 3000,), ("z" * 3000,)], 2, other, 40, (8,))   # one edge
+    out.send_values(6, ("c" * 3000,), 2, other)
+    out.flush_all()
+    got = arrived(transport.conns[THERE].batches)
+    assert got == {5: [("a", 11, [3]), ("b", 13, [3])], 6: ["c" * 3000]}
+    assert lost == [{4, 8}]
+    assert [src for src, _ in refused] == [SRC, other]
+    assert "a tuple serialized to 50" in refused[0][1] and "(4096 bytes)" in refused[0][1]
+    assert "a run of 2 tuples anchored together" in refused[1][1]
+    assert not out.send_failures        # reported as the components' errors, not logged
+
+
+def test_send_failures_are_logged_once_a_minute_per_reason(caplog: Any) -> None:
+    # the log counted failures over the worker's life: the first was logged, then every
+    # 1000th, and a quiet refusal of the serializer counted too
+    out, _, lost = outbox(fail=True)
+    now = [0.0]
+    out.send_log = LimitedLog(logging.getLogger("squall.runtime.transfer"),
+                              clock=lambda: now[0])
+    out.send_values(5, (object(),), 1, SRC)     # refused by the serializer: reported, quiet
+    out.flush_all()
+    with caplog.at_level(logging.WARNING, "squall.runtime.transfer"):
+        for _ in range(3):
+            out.send_values(5, ("a",), 1, SRC)
+            out.flush_all()
+        out.send_values(7, ("b",), 1, SRC)      # another worker: its own line
+        out.flush_all()
+        now[0] = 61.0
+        out.send_values(5, ("c",), 1, SRC)
+        out.flush_all()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3 and out.send_failures == 5
+    assert "worker h:2 failed: peer gone; 1 tuple(s)" in lines[0]
+    assert "worker h:3" in lines[1]
+    assert "worker h:2" in lines[2] and "(2 more like it in the last minute)" in lines[2]
