@@ -147,6 +147,8 @@ class WorkerProcess:
             log.error("%s", exc)
         from squall.daemon.supervisor_local import register_pid
         register_pid(self.worker_dir / "pids")
+        from squall.multilang.process import use_pid_dir
+        use_pid_dir(self.worker_dir / "pids")   # shell subprocesses: stopped with this worker
         self.store = drivers.driver("state", conf)
         self.store.start()
         self.state = ClusterState(self.store, conf)

@@ -150,6 +150,8 @@ class ShellBolt(Bolt):
                     if given.__class__ is not list:
                         raise TypeError(f"'anchors' must be a list of tuple ids, got {given!r}")
                     ids = [a for a in map(str, given) if a in inflight]
+                    if len(ids) != len(given):
+                        self._unknown_anchors(given)
                     anchors = [inflight[a] for a in ids]
                     if message.get("need_task_ids", True) is False and "task" not in message:
                         # the common emit, answered by nothing: straight to the bolt's emit
@@ -176,6 +178,16 @@ class ShellBolt(Bolt):
                     link.common(message, command)
             except Exception as exc:     # a field of the wrong type: one error, go on
                 link.malformed(proc, message, exc)
+
+    def _unknown_anchors(self, given: list[Any]) -> None:
+        """One error line for an emit anchored to ids no tuple in flight has (acked or
+        failed already, or never sent): the emit goes on without them, so a failure
+        downstream cannot replay through them (as squall's in-process pystorm bolts report
+        it; the worker's error limit per interval applies)."""
+        unknown = ", ".join(repr(a) for a in map(str, given) if a not in self._inflight)
+        self.report_error(f"MultilangError: an emit anchored to tuple id {unknown:.200}, which "
+                          "names no tuple this bolt sent its subprocess and it has not acked "
+                          "or failed yet; ignored")
 
     def _on_exit(self, proc: ShellProcess, reason: str) -> None:
         link = self._link
@@ -206,7 +218,7 @@ class ShellBolt(Bolt):
                 continue
             if time.monotonic() - proc.last_heard > timeout:
                 proc.kill(f"answered no heartbeat for {timeout:g} s "
-                          "(topology.subprocess.timeout.secs)")
+                          f"(topology.subprocess.timeout.secs){proc.unfinished()}")
                 continue
             if beat is None or beat[0] is not proc.codec:
                 beat = (proc.codec, proc.codec.encode(tuple_message(

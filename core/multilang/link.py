@@ -21,7 +21,7 @@ from typing import Any
 from squall.api.context import TopologyContext
 from squall.api.tuple import Tuple
 from squall.errors import MultilangError, SquallError
-from squall.multilang.process import ShellHost, ShellProcess
+from squall.multilang.process import ShellHost, ShellProcess, stop_grace
 from squall.multilang.protocol import LOG_LEVELS, codec_class, handshake_context
 
 SERIALIZER_KEY = "topology.multilang.serializer"
@@ -57,6 +57,14 @@ def module_root(name: str) -> str:
     for _ in range(name.count(".") + (Path(file).name == "__init__.py")):
         root = root.parent
     return str(root)
+
+
+def wants_task_ids(message: dict[str, Any]) -> bool:
+    """Whether the subprocess waits for the task ids of its ``emit``: unless it says
+    ``"need_task_ids": false``, or names a ``task`` (a direct emit is never answered, as in
+    Storm: pystorm's ``emit(direct_task=...)`` reads no answer, and one sent would be the
+    answer its next emit reads)."""
+    return message.get("task") is None and message.get("need_task_ids", True) is not False
 
 
 class ShellMetric:
@@ -112,7 +120,7 @@ class ShellLink:
             argv=command, cwd=cwd, codec=codec, conf=dict(conf),
             context=handshake_context(context), timeout=timeout, logger=self.logger,
             report=report, on_messages=on_messages, on_exit=on_exit,
-            key=(context.topology_id, context.this_worker_port))
+            key=(context.topology_id, context.this_worker_port), grace=stop_grace(conf))
 
     # -- messages both kinds handle ---------------------------------------------------------
     def common(self, message: dict[str, Any], command: Any) -> None:
@@ -145,15 +153,15 @@ class ShellLink:
         self.report(MultilangError(f"the subprocess sent a message squall cannot use "
                                    f"({type(exc).__name__}: {exc}): {message!r:.200}"))
         if isinstance(message, dict) and message.get("command") == "emit" \
-                and message.get("need_task_ids", True) is not False:
+                and wants_task_ids(message):
             proc.send(proc.codec.encode([]))
 
     def answer_emit(self, proc: ShellProcess, message: dict[str, Any],
                     anchors: Sequence[Tuple] | None, tup_id: Any) -> bool:
-        """Emit what ``message`` asks and, unless it says ``"need_task_ids": false``, answer
-        the task ids (an empty list for an emit that failed). Returns whether it emitted; a
-        failed emit is reported as the component's error."""
-        need = message.get("need_task_ids", True) is not False
+        """Emit what ``message`` asks and, when :func:`wants_task_ids`, answer the task ids
+        (an empty list for an emit that failed). Returns whether it emitted; a failed emit
+        is reported as the component's error."""
+        need = wants_task_ids(message)
         values = message.get("tuple")
         ok = True
         ids: list[int] | None = None

@@ -12,19 +12,33 @@ Every :class:`ShellHost` of a worker is registered under ``(topology id, worker 
 :func:`stop_worker` (the ``squall_worker_stopping`` hook, and ``squall_worker_stop`` after it)
 stops those still running when the worker shuts down, so no subprocess outlives its worker,
 and no component's thread is held at shutdown by a call waiting on its subprocess.
+
+A worker that dies without stopping them (``kill -9``, a crash) does not leave them running
+either: in a worker a supervisor runs, the handshake's ``pidDir`` is the worker's own
+``pids/`` directory (:func:`use_pid_dir`), where each subprocess is registered as it starts,
+and the supervisor stops every process registered there with the worker (as Storm's does);
+and on Linux each subprocess gets SIGKILL when the process that started it dies
+(``PR_SET_PDEATHSIG``; all are started from one thread that lives as long as the process, as
+the signal comes when the *thread* that forked ends), with or without a supervisor. That
+signal reaches the subprocess alone, not what it started; the supervisor signals the process
+group of each process registered there that still runs.
 """
 from __future__ import annotations
 
 import logging
 import os
+import queue
 import signal
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from squall.errors import MultilangError
@@ -34,7 +48,10 @@ log = logging.getLogger(__name__)
 #: bytes a subprocess's writer may hold before a caller of ``wait_room`` waits
 WRITE_BACKLOG = 1 << 20
 #: how long a stopping subprocess gets to leave after its stdin closes, then after SIGTERM
+#: (at most: a quarter of ``supervisor.worker.shutdown.sleep.secs`` each, so a worker stops
+#: its subprocesses well before its supervisor's SIGKILL; see :func:`stop_grace`)
 STOP_GRACE = 2.0
+SHUTDOWN_SLEEP_KEY = "supervisor.worker.shutdown.sleep.secs"
 #: restart delays after a subprocess that died young (doubling from the first, to the last)
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
 #: how much of a subprocess's stderr an unexpected exit's reason quotes (its last lines: a
@@ -52,6 +69,82 @@ RESTART_WAIT = 1.0
 
 _hosts_lock = threading.Lock()
 _hosts: dict[tuple[str, Any], set[ShellHost]] = {}
+#: the pids directory of the worker this process runs (None: no supervisor's worker)
+_worker_pid_dir: str | None = None
+
+
+def use_pid_dir(path: str | os.PathLike[str] | None) -> None:
+    """Make ``path`` (a worker's ``workers/<id>/pids``, which its supervisor reads when it
+    stops the worker) the handshake's ``pidDir`` of every shell subprocess this process
+    starts from now on, each registered there as it starts; None: a directory of each
+    task's own, removed when it stops (a LocalCluster's)."""
+    global _worker_pid_dir
+    _worker_pid_dir = None if path is None else str(path)
+
+
+def stop_grace(conf: dict[str, Any]) -> float:
+    """How long each step of a subprocess's stop may take under ``conf``: ``STOP_GRACE``, or
+    a quarter of ``supervisor.worker.shutdown.sleep.secs`` when that is less (the two
+    steps then take half of the time a worker has between SIGTERM and SIGKILL)."""
+    try:
+        sleep = float(conf.get(SHUTDOWN_SLEEP_KEY))    # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return STOP_GRACE
+    return max(0.0, min(STOP_GRACE, sleep / 4))
+
+
+class _Spawner:
+    """Starts the subprocesses on one daemon thread, which lives as long as the process:
+    ``PR_SET_PDEATHSIG`` fires when the thread that forked a child ends, and the threads
+    that start subprocesses (a component's, a dead subprocess's reader) may end long before
+    the process does. Linux only; elsewhere :meth:`popen` is ``Popen`` in the caller."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[tuple[dict[str, Any], Future[subprocess.Popen[bytes]]]] \
+            = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._prctl: Any = None
+        self._usable = sys.platform.startswith("linux")
+
+    def popen(self, **kwargs: Any) -> subprocess.Popen[bytes]:
+        if not self._usable:
+            return subprocess.Popen(**kwargs)
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():     # a forked process
+                try:
+                    import ctypes
+                    prctl = ctypes.CDLL(None, use_errno=True).prctl
+                    prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+                    prctl.restype = ctypes.c_int
+                except (OSError, AttributeError):
+                    self._usable = False
+                    return subprocess.Popen(**kwargs)
+                self._prctl = prctl
+                self._jobs = queue.SimpleQueue()
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="squall-shell-spawner")
+                self._thread.start()
+        done: Future[subprocess.Popen[bytes]] = Future()
+        self._jobs.put((kwargs, done))
+        return done.result()
+
+    def _run(self) -> None:
+        jobs, prctl, parent = self._jobs, self._prctl, os.getpid()
+
+        def die_with_parent() -> None:      # in the child, between fork and exec
+            prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
+            if os.getppid() != parent:                  # it died before that: go now
+                os._exit(1)
+        while True:
+            kwargs, done = jobs.get()
+            try:
+                done.set_result(subprocess.Popen(**kwargs, preexec_fn=die_with_parent))
+            except BaseException as exc:    # handed to the caller, as Popen would raise it
+                done.set_exception(exc)
+
+
+_spawner = _Spawner()
 
 
 class ShellProcess:
@@ -61,11 +154,14 @@ class ShellProcess:
     messages; ``on_exit(proc, reason)`` once, on the reader thread, when the subprocess's
     stdout ends (it exited, was killed, or sent bytes that are not messages). ``last_heard``
     is the monotonic time of the last whole message read (bytes without an end are no
-    heartbeat). It runs in a process group of its own, which ``kill`` and ``close`` signal."""
+    heartbeat). It runs in a process group of its own, which ``kill`` and ``close`` signal.
+    With ``pid_dir``, it is registered there (a file named by its pid, holding its start
+    time) from its start until it is reaped."""
 
     def __init__(self, argv: Sequence[str], cwd: str, codec: Codec, logger: logging.Logger,
                  on_messages: Callable[[ShellProcess, list[Any]], None],
-                 on_exit: Callable[[ShellProcess, str], None]) -> None:
+                 on_exit: Callable[[ShellProcess, str], None],
+                 pid_dir: str | None = None) -> None:
         self.argv = list(argv)
         self.codec = codec
         self.logger = logger
@@ -86,13 +182,21 @@ class ShellProcess:
             # a process group of its own: a kill reaches what it started too (a wrapper
             # script's child, a pool of workers), which would else hold its stdout open,
             # outlive it and keep the task waiting for an end that never comes
-            self.proc = subprocess.Popen(self.argv, cwd=cwd, stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         bufsize=0, start_new_session=True)
+            self.proc = _spawner.popen(args=self.argv, cwd=cwd, stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       bufsize=0, start_new_session=True)
         except OSError as exc:
             self.alive = False
             raise MultilangError(f"cannot start {self.argv} in {cwd}: {exc}") from exc
         self.pid = self.proc.pid
+        self._pid_file: Path | None = None
+        if pid_dir is not None:
+            from squall.daemon.supervisor_local import register_pid   # the supervisor's format
+            try:
+                register_pid(Path(pid_dir), self.pid)
+                self._pid_file = Path(pid_dir) / str(self.pid)
+            except OSError as exc:      # it runs on; only a worker's death may leave it
+                log.warning("cannot register subprocess %d in %s: %s", self.pid, pid_dir, exc)
         name = f"squall-shell-{self.proc.pid}"
         for target, suffix in ((self._read, "out"), (self._write, "in"),
                                (self._log_stderr, "err")):
@@ -105,11 +209,14 @@ class ShellProcess:
         message = {"conf": _jsonable(conf), "pidDir": pid_dir, "context": context}
         self.send(self.codec.encode(message))
 
-    def answered(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the answer to the handshake sent; MultilangError
-        (and the subprocess killed) if none comes or it is not the subprocess's pid."""
+    def answered(self, timeout: float, limit: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds for the answer to the handshake sent (``limit``:
+        the whole time it had, for the reason); MultilangError (and the subprocess killed)
+        if none comes or it is not the subprocess's pid."""
         if not self._shook.wait(timeout) or not self._handshake:
-            reason = self._kill_reason or f"did not answer the handshake within {timeout:g} s"
+            reason = self._kill_reason or (f"did not answer the handshake within "
+                                           f"{timeout if limit is None else limit:g} s"
+                                           f"{self.unfinished()}")
             self.kill(reason)
             raise MultilangError(f"{self.argv}: {reason}")
         answer = self._handshake[0]
@@ -117,6 +224,16 @@ class ShellProcess:
             self.kill("answered the handshake without a pid")
             raise MultilangError(f"{self.argv}: answered the handshake with {answer!r}, "
                                  "not {\"pid\": N}")
+
+    def unfinished(self) -> str:
+        """For a timeout's reason: '' or, when the subprocess sent part of a message and
+        not its end, what it sent."""
+        held = self.codec.pending()
+        if not held:
+            return ""
+        if self.codec.name == "json":
+            return f"; it sent {held} bytes but no line 'end' after them"
+        return f"; it sent {held} bytes that are no whole {self.codec.name} message"
 
     # -- writing -------------------------------------------------------------------------------
     def send(self, data: bytes) -> None:
@@ -201,6 +318,8 @@ class ShellProcess:
                 log.exception("handling the messages of %s (pid %d) failed", self.argv,
                               self.pid)
         self.kill(reason or None)
+        if self._pid_file is not None and self.proc.returncode is not None:
+            self._pid_file.unlink(missing_ok=True)
         self._shook.set()
         self._on_exit(self, self._kill_reason or "exited")
 
@@ -248,17 +367,19 @@ class ShellProcess:
                 if self._kill_reason is None:
                     self._kill_reason = exited
 
-    def close(self) -> None:
+    def close(self, grace: float | None = None) -> None:
         """Stop the subprocess politely: its stdin closes (pystorm and storm.py leave on end
-        of file), then SIGTERM, then SIGKILL, each after ``STOP_GRACE`` seconds."""
+        of file), then SIGTERM, then SIGKILL, each after ``grace`` seconds (default
+        ``STOP_GRACE``)."""
+        grace = STOP_GRACE if grace is None else grace
         with self._cond:
             if self._kill_reason is None:
                 self._kill_reason = "stopped"
             self.alive = False
             self._cond.notify_all()
-        if self._wait(STOP_GRACE) is None:
+        if self._wait(grace) is None:
             self._signal(signal.SIGTERM)
-            if self._wait(STOP_GRACE) is None:
+            if self._wait(grace) is None:
                 self.kill()
         else:
             self._signal(signal.SIGKILL)    # what it started and left behind
@@ -287,14 +408,15 @@ class ShellHost:
     would otherwise hold up the worker that many seconds per task).
 
     ``report(message)`` records an error of the component (called once per failed start);
-    ``on_messages`` and ``on_exit`` are :class:`ShellProcess`'s. Thread-safe."""
+    ``on_messages`` and ``on_exit`` are :class:`ShellProcess`'s; ``grace`` is each step of a
+    subprocess's stop (:meth:`ShellProcess.close`). Thread-safe."""
 
     def __init__(self, *, argv: Sequence[str], cwd: str, codec: type[Any],
                  conf: dict[str, Any], context: dict[str, Any], timeout: float,
                  logger: logging.Logger, report: Callable[[str], None],
                  on_messages: Callable[[ShellProcess, list[Any]], None],
                  on_exit: Callable[[ShellProcess, str], None],
-                 key: tuple[str, Any]) -> None:
+                 key: tuple[str, Any], grace: float | None = None) -> None:
         if not argv or not all(isinstance(a, str) for a in argv):
             raise MultilangError(f"command must be a non-empty list of strings, got {argv!r}")
         self.argv = list(argv)
@@ -308,6 +430,7 @@ class ShellHost:
         self.on_messages = on_messages
         self.on_exit = on_exit
         self.key = key
+        self.grace = grace
         self.current: ShellProcess | None = None
         self.stopped = False
         self._stopping = threading.Event()
@@ -320,8 +443,10 @@ class ShellHost:
         #: the one whose answer a start waits for now (stop kills it: no wait for a slow one)
         self._launched: tuple[ShellProcess, float] | None = None
         self._answering: ShellProcess | None = None
-        #: the handshake's pidDir: the subprocess creates a file named by its pid here
-        self.pid_dir = tempfile.mkdtemp(prefix="squall-shell-pids-")
+        #: the handshake's pidDir: the subprocess creates a file named by its pid here (the
+        #: worker's own pids dir, or one of this task's, removed by stop)
+        self._own_pid_dir = _worker_pid_dir is None
+        self.pid_dir = _worker_pid_dir or tempfile.mkdtemp(prefix="squall-shell-pids-")
         with _hosts_lock:
             _hosts.setdefault(key, set()).add(self)
 
@@ -374,7 +499,7 @@ class ShellHost:
         self.starts += 1
         self._started_at = now
         proc = ShellProcess(self.argv, self.cwd, self.codec(), self.logger,
-                            self.on_messages, self.on_exit)
+                            self.on_messages, self.on_exit, pid_dir=self.pid_dir)
         proc.greet(self.conf, self.pid_dir, self.context)
         return proc
 
@@ -394,7 +519,7 @@ class ShellHost:
             self._answering = proc
             if self.stopped:        # stop came in between: it may not have seen this one
                 proc.kill("stopped")
-            proc.answered(max(0.0, due - time.monotonic()))
+            proc.answered(max(0.0, due - time.monotonic()), self.timeout)
         except MultilangError as exc:
             self._failed(exc)
             return None
@@ -402,7 +527,7 @@ class ShellHost:
             self._answering = None
         self._retry_at = self._started_at + self._delay
         if self.stopped:
-            proc.close()
+            proc.close(self.grace)
             return None
         self.current = proc
         return proc
@@ -426,10 +551,11 @@ class ShellHost:
             proc, self.current = self.current, None
             launched, self._launched = self._launched, None
         if proc is not None:
-            proc.close()
+            proc.close(self.grace)
         if launched is not None:
-            launched[0].close()
-        shutil.rmtree(self.pid_dir, ignore_errors=True)
+            launched[0].close(self.grace)
+        if self._own_pid_dir:
+            shutil.rmtree(self.pid_dir, ignore_errors=True)
         with _hosts_lock:
             hosts = _hosts.get(self.key)
             if hosts is not None:
@@ -440,7 +566,7 @@ class ShellHost:
 
 def stop_worker(topology_id: str, port: Any) -> None:
     """Stop every subprocess the worker ``(topology_id, port)`` still runs, side by side: a
-    subprocess that ignores the end of its stdin takes ``STOP_GRACE`` twice to stop, and a
+    subprocess that ignores the end of its stdin takes its grace twice to stop, and a
     worker's N of them take that once, not N times."""
     with _hosts_lock:
         hosts = list(_hosts.get((topology_id, port), ()))

@@ -4,7 +4,8 @@ Two encodings, chosen by ``topology.multilang.serializer``:
 
 * ``json`` (Storm's own): each message is one JSON value followed by a line ``end``
   (``{...}\\nend\\n``); a JSON text never holds a raw newline inside a string, so a line
-  ``end`` only ever closes a message.
+  ``end`` only ever closes a message. Lines may end with ``\\r\\n`` too (as Storm's
+  ``readLine`` reads them).
 * ``msgpack`` (as pystorm offers it): each message is one msgpack value, back to back, with
   no terminator.
 
@@ -53,6 +54,9 @@ class Codec(Protocol):
         """The messages completed by ``data`` (the next bytes read); MultilangError for bytes
         that are not a message."""
 
+    def pending(self) -> int:
+        """How many bytes of a message not complete yet it holds (for a timeout's reason)."""
+
     def encode_tuple(self, tup_id: str, component: str, stream: str, task: int,
                      values: Any) -> bytes:
         """The bytes of :func:`tuple_message` (``tup_id`` holds no character JSON escapes)."""
@@ -77,11 +81,22 @@ class JsonCodec:
         self._dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
         self._loads = json.loads
         self._heads: dict[tuple[str, str], str] = {}
+        #: the subprocess ends its lines with \r\n (seen in a read that completed no
+        #: message: the \n path pays nothing for it), and a \r a read ended with
+        self._crlf = False
+        self._cr = False
 
     def encode(self, message: Any) -> bytes:
         return self._dumps(message).encode() + _END
 
+    def pending(self) -> int:
+        if self._parts:
+            return self._parts_len + self._cr
+        return len(self._buf) + self._cr if self._buf.strip() or self._cr else 0
+
     def feed(self, data: bytes) -> list[Any]:
+        if self._crlf:
+            data = self._lf(data)
         if self._buf or self._parts:
             # a terminator in this read, or straddling the end of what came before?
             if _END not in self._tail() + data[:len(_END) - 1] and _END not in data:
@@ -93,7 +108,7 @@ class JsonCodec:
                 if self._parts_len > MAX_MESSAGE_BYTES:
                     raise MultilangError(f"a message longer than {MAX_MESSAGE_BYTES} bytes "
                                          "(no end line)")
-                return []
+                return [] if self._crlf or b"\r" not in data else self._to_crlf()
             if self._parts:
                 self._buf = b"".join(self._parts)
                 self._parts, self._parts_len = [], 0
@@ -103,7 +118,7 @@ class JsonCodec:
         parts = buf.split(_END)
         self._buf = parts.pop()
         if not parts:
-            return []
+            return [] if self._crlf or b"\r" not in data else self._to_crlf()
         try:        # one decode for the whole read (a list of the messages)
             out: list[Any] = self._loads(b"[" + b",".join(parts) + b"]")
         except ValueError:
@@ -112,6 +127,24 @@ class JsonCodec:
             if len(out) != len(parts):  # a part holding two values, or a blank one
                 out = self._each([p for p in parts if p.strip()])
         return out
+
+    def _to_crlf(self) -> list[Any]:
+        r"""From now on, read \r\n line ends as \n (what it holds so far too): a read
+        that completed no message had a \r (JSON allows one only as whitespace)."""
+        held = b"".join(self._parts) if self._parts else self._buf
+        self._buf, self._parts, self._parts_len = b"", [], 0
+        self._crlf = True
+        return self.feed(held)
+
+    def _lf(self, data: bytes) -> bytes:
+        r"""``data`` with its \r\n as \n (a \r at its end waits for the next read)."""
+        if self._cr:
+            data = b"\r" + data
+            self._cr = False
+        if data.endswith(b"\r"):
+            data = data[:-1]
+            self._cr = True
+        return data.replace(b"\r\n", b"\n")
 
     def _tail(self) -> bytes:
         """The last ``len(_END) - 1`` bytes of what waits for its terminator (over as many
@@ -157,6 +190,7 @@ class MsgpackCodec:
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
         self._errors = (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
                         ValueError)
+        self._fed = 0
 
     def encode(self, message: Any) -> bytes:
         return self._packb(message)
@@ -165,12 +199,19 @@ class MsgpackCodec:
                      values: Any) -> bytes:
         return self._packb(tuple_message(tup_id, component, stream, task, values))
 
+    def pending(self) -> int:
+        # the bytes of the reads since the last that completed a message (the unpacker
+        # does not say how much of a read the messages it completed took)
+        return self._fed
+
     def feed(self, data: bytes) -> list[Any]:
         self._unpacker.feed(data)
         try:
-            return list(self._unpacker)
+            out = list(self._unpacker)
         except self._errors as exc:
             raise MultilangError(f"not a msgpack message ({exc})") from exc
+        self._fed = 0 if out else self._fed + len(data)
+        return out
 
 
 CODECS: dict[str, type[JsonCodec] | type[MsgpackCodec]] = {"json": JsonCodec,

@@ -4,7 +4,8 @@ Storm's multi-lang protocol.
 Each call is one command (``next``, ``ack``, ``fail``, ``activate``, ``deactivate``) written
 to the subprocess, then the spout's own thread (``dedicated_thread``) handles what the
 subprocess sends (its emits, logs, errors, metrics) until it answers ``sync``. A subprocess
-that does not answer within ``topology.subprocess.timeout.secs`` is killed; one that dies is
+that sends nothing for ``topology.subprocess.timeout.secs`` before its ``sync`` (each message
+starts the wait again: a ``next`` may emit for longer than that) is killed; one that dies is
 reported once and restarted (the tuples it emitted and had not seen acked are the acker's:
 they fail at their message timeout, and a spout that replays from a source replays them).
 """
@@ -114,8 +115,15 @@ class ShellSpout(Spout):
             except queue.Empty:
                 if killed:
                     return          # its exit never came: the next call sees to it
-                proc.kill(f"did not answer {command['command']!r} within {link.timeout:g} s "
-                          "(topology.subprocess.timeout.secs)")
+                # a limit on silence, not on the call: each message it sent (the reader
+                # notes when) moves the deadline, with nothing done per message here
+                heard = proc.last_heard + link.timeout
+                if heard > deadline and heard > time.monotonic():
+                    deadline = heard
+                    continue
+                proc.kill(f"did not answer {command['command']!r}: it sent nothing for "
+                          f"{link.timeout:g} s (topology.subprocess.timeout.secs)"
+                          f"{proc.unfinished()}")
                 killed = True       # its exit comes next: wait for it, not spin
                 deadline = time.monotonic() + EXIT_WAIT
                 continue

@@ -38,7 +38,7 @@ from squall.api.topology import Topology, resolve_class
 from squall.api.tuple import Stream, Tuple
 from squall.errors import TopologyError
 from squall.multilang.bolt import ShellBolt
-from squall.multilang.link import module_root
+from squall.multilang.link import module_root, wants_task_ids
 from squall.multilang.protocol import LOG_LEVELS, handshake_context
 from squall.multilang.spout import ShellSpout
 from squall.multilang.tuple_ids import ReceivedTuples
@@ -179,7 +179,7 @@ class _Calls:
         command = message.get("command")
         if command == "emit":
             ids = self.emit_message(message)
-            if message.get("need_task_ids", True) is not False:
+            if wants_task_ids(message):     # what pystorm's emit reads with read_task_ids
                 self.task_ids.append(ids or [])
         elif (command == "ack" or command == "fail") and self.received is not None:
             received = self.received

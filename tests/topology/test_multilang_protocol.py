@@ -1,5 +1,6 @@
 """The worker's side of the multi-lang protocol, checked against a subprocess that speaks it by
-hand: emits answered with their target task ids unless ``need_task_ids`` is false, streams,
+hand: emits answered with their target task ids unless ``need_task_ids`` is false or they name
+a task (a direct emit), streams,
 anchoring, ``ack``/``fail``, ``error`` reported as the component's error, an emit on an
 undeclared stream or with fields of the wrong type reported (and answered) while the
 subprocess goes on, ``log`` levels."""
@@ -99,6 +100,7 @@ def test_protocol_from_a_subprocess_speaking_it_by_hand(
                        if r.name == "squall.metrics" and "\tseen\t" in r.getMessage())
     wait_until(lambda: seen() == 6, 30, message=lambda: f"seen {seen()}")
     errors = [e["error"] for e in info_errors(cluster, "raw", "raw")]
+    assert not [e for e in errors if "task ids nobody asked for" in e], errors
     assert len(errors) == 4
     assert any("bad value" in e for e in errors)
     # one line each, with need_task_ids or without: the runtime's traceback through the link

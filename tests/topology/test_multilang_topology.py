@@ -2,7 +2,9 @@
 (from PyPI) and a Node count bolt written against the protocol. Exact word counts under acking
 and replay, also when a subprocess dies or hangs (one error, tuples in flight failed and
 replayed, the subprocess restarted); msgpack; logs, stderr and errors where a user looks; no
-subprocess outlives the cluster."""
+subprocess outlives the cluster. A spout subprocess busy longer than the timeout in one
+``next`` while it emits is not killed; \r\n line ends; an emit anchored to a tuple already
+acked is reported."""
 from __future__ import annotations
 
 import importlib.util
@@ -99,7 +101,8 @@ def test_a_spout_subprocess_that_hangs_is_killed_and_restarted(
                message=lambda: f"acked {sorted(set(wc.read_acks(tmp_path)))}")
     wait_until(lambda: wc.read_counts(tmp_path) == wc.expected_counts(TOTAL), 30)
     errors = info_errors(cluster, "ml", "sentences")
-    assert len(errors) == 1 and "did not answer 'next' within 3 s" in errors[0]["error"]
+    assert len(errors) == 1 and "did not answer 'next': it sent nothing for 3 s" in \
+        errors[0]["error"]
     assert (tmp_path / "spout-hang.marker").exists()
 
 
@@ -310,3 +313,100 @@ while True:
         todo.append(int(m["id"]))
     send({"command": "sync"})
 """
+
+
+# a spout whose first ``next`` emits six tuples 0.5 s apart before its sync (3 s in all);
+# later ones sync at once; each ack is written to acks.txt beside it
+BUSY = PROTOCOL + r"""
+setup = read()
+open(os.path.join(setup["pidDir"], str(os.getpid())), "w").close()
+send({"pid": os.getpid()})
+import time
+here = os.path.dirname(os.path.abspath(__file__))
+first = True
+while True:
+    m = read()
+    if m.get("command") == "next" and first:
+        first = False
+        for i in range(6):
+            send({"command": "emit", "id": i, "tuple": [i], "need_task_ids": False})
+            time.sleep(0.5)
+    elif m.get("command") == "ack":
+        with open(os.path.join(here, "acks.txt"), "a") as f:
+            f.write("%s\n" % m["id"])
+    send({"command": "sync"})
+"""
+
+
+def test_a_spout_subprocess_that_emits_for_longer_than_the_timeout_is_not_killed(
+        tmp_path: Path) -> None:
+    # the timeout limits its silence, not its call: each message starts the wait again
+    (tmp_path / "busy.py").write_text(BUSY)
+
+    class Busy(ShellSpout):
+        command = [sys.executable, str(tmp_path / "busy.py")]
+        outputs = ["n"]
+
+    b = TopologyBuilder()
+    b.set_spout("busy", Busy)
+    acks = tmp_path / "acks.txt"
+    done = lambda: sorted(acks.read_text().split()) if acks.exists() else []   # noqa: E731
+    with LocalCluster() as cluster:
+        cluster.submit_topology("busy", {"topology.subprocess.timeout.secs": 2},
+                                b.create_topology())
+        wait_until(lambda: done() == [str(i) for i in range(6)], 30,
+                   message=lambda: f"acked {done()}; errors "
+                                   f"{cluster.get_topology_info('busy')['errors']}")
+        assert cluster.get_topology_info("busy")["errors"] == {}
+
+
+CRLF_ACKER = ACKER.replace(r'"\nend\n"', r'"\r\nend\r\n"')
+
+
+def test_a_subprocess_ending_its_lines_with_crlf_is_understood(tmp_path: Path) -> None:
+    # as Storm's readLine reads them (a Windows-built tool, a writer in text mode)
+    assert CRLF_ACKER != ACKER
+    (tmp_path / "split.py").write_text(CRLF_ACKER)
+    (tmp_path / "topo.py").write_text(SCRIPT)
+    out = subprocess.run([sys.executable, str(tmp_path / "topo.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "acked [1]" in out.stdout, out.stderr[-2000:]
+
+
+# acks each tuple, then emits anchored to it (an async bolt's bug)
+LATE = PROTOCOL + """
+handshake = read()
+open(os.path.join(handshake["pidDir"], str(os.getpid())), "w").close()
+send({"pid": os.getpid()})
+while True:
+    tup = read()
+    if tup.get("stream") == "__heartbeat":
+        send({"command": "sync"})
+        continue
+    send({"command": "ack", "id": tup["id"]})
+    send({"command": "emit", "anchors": [tup["id"]], "tuple": tup["tuple"][:1],
+          "need_task_ids": False})
+"""
+
+
+def test_an_emit_anchored_to_a_tuple_already_acked_is_reported(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    # its anchor cannot hold the tree open any more: a failure downstream will not replay
+    # the sentence, which the user learns from one error line, not never
+    (tmp_path / "late.py").write_text(LATE)
+
+    class Late(ShellBolt):
+        command = [sys.executable, str(tmp_path / "late.py")]
+        outputs = ["sentence"]
+
+    b = TopologyBuilder()
+    b.set_spout("sentences", ml.Sentences)
+    b.set_bolt("late", Late).shuffle_grouping("sentences")
+    cluster.submit_topology("late", {"test.output.dir": str(tmp_path), "test.sentences": 2},
+                            b.create_topology())
+    errors = wait_until(lambda: info_errors(cluster, "late", "late"), 60,
+                        message="no error for the late anchors")
+    error = errors[0]["error"]
+    assert error.startswith("MultilangError: an emit anchored to tuple id '") and \
+        "which names no tuple this bolt sent its subprocess and it has not acked or failed " \
+        "yet; ignored" in error and "\n" not in error.strip(), error

@@ -147,3 +147,52 @@ def test_bytes_without_an_end_are_no_heartbeat(tmp_path) -> None:
     finally:
         proc.kill("test over")
         assert exited.wait(10)
+
+
+CRLF = [{"pid": 7}, {"command": "log", "msg": "a\r\nb", "level": 2}, [3], {"command": "sync"}]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 100000])
+def test_json_lines_may_end_with_crlf(size: int) -> None:
+    # as Storm's readLine reads them: a writer in text mode on Windows, a .NET adapter
+    data = b"".join(json.dumps(m).encode() + b"\r\nend\r\n" for m in CRLF)
+    codec = JsonCodec()
+    got = [m for chunk in _cut(data, size) for m in codec.feed(chunk)]
+    assert got == CRLF and codec.pending() == 0
+    # pretty-printed over several CRLF lines
+    text = json.dumps({"command": "ack", "id": "12"}, indent=2).replace("\n", "\r\n")
+    assert JsonCodec().feed(text.encode() + b"\r\nend\r\n") == [{"command": "ack", "id": "12"}]
+
+
+def test_pending_counts_the_bytes_of_a_message_without_its_end() -> None:
+    codec = JsonCodec()
+    assert codec.feed(b'{"command": "sync"}\nend\n{"command": ') == [{"command": "sync"}]
+    assert codec.pending() == len(b'{"command": ')
+    assert codec.feed(b'"sync"}\n') == [] and codec.pending() == len(b'{"command": "sync"}\n')
+    assert codec.feed(b"end\n") == [{"command": "sync"}] and codec.pending() == 0
+    packed = msgpack.packb({"command": "sync"})
+    mp = MsgpackCodec()
+    assert mp.feed(packed[:4]) == [] and mp.pending() == 4
+    assert mp.feed(packed[4:]) == [{"command": "sync"}] and mp.pending() == 0
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\nend"])
+def test_a_handshake_answer_without_its_end_line_says_so(tmp_path, ending: bytes) -> None:
+    import logging
+
+    from squall.multilang.process import ShellProcess
+    script = tmp_path / "no_end.py"
+    script.write_text("import os, sys\nsys.stdin.readline()\n"
+                      f"sys.stdout.buffer.write(b'{{\"pid\": 1}}' + {ending!r}); "
+                      "sys.stdout.flush()\nsys.stdin.read()\n")
+    proc = ShellProcess([sys.executable, str(script)], str(tmp_path), JsonCodec(),
+                        logging.getLogger("no_end"), lambda p, m: None, lambda p, r: None)
+    try:
+        proc.send(b"go\n")
+        with pytest.raises(MultilangError) as caught:
+            proc.answered(2.0)
+        held = len(b'{"pid": 1}' + ending)
+        assert str(caught.value).endswith(f"did not answer the handshake within 2 s; it sent "
+                                          f"{held} bytes but no line 'end' after them")
+    finally:
+        proc.kill("test over")

@@ -1,9 +1,14 @@
 """ShellHost with real subprocesses: a launched subprocess starts and gets its handshake at
 once and is waited for only by the first ``ensure``; ``stop`` ends a start that waits for an
-answer instead of waiting it out; a worker's subprocesses are stopped side by side."""
+answer instead of waiting it out; a worker's subprocesses are stopped side by side, within
+its supervisor's shutdown grace; in a worker they are registered in its pids dir, which its
+supervisor reads; a process that dies takes its subprocesses with it."""
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -12,8 +17,11 @@ from typing import Any
 
 import pytest
 
+from squall.daemon.supervisor_local import (
+    WorkerRecord, kill_worker, registered_process, worker_dir,
+)
 from squall.multilang import process
-from squall.multilang.process import ShellHost, ShellProcess, stop_worker
+from squall.multilang.process import ShellHost, ShellProcess, stop_grace, stop_worker
 from squall.multilang.protocol import JsonCodec
 from squall.testing import wait_until
 
@@ -48,14 +56,22 @@ while True:
 
 
 def _host(tmp_path: Path, reports: list[str], script: str = GATED,
-          key: tuple[str, Any] | None = None) -> ShellHost:
+          key: tuple[str, Any] | None = None, grace: float | None = None) -> ShellHost:
     path = tmp_path / "script.py"
     path.write_text(script)
     return ShellHost(argv=[sys.executable, str(path), str(tmp_path / "go"), str(tmp_path)],
                      cwd=str(tmp_path), codec=JsonCodec, conf={}, context={}, timeout=60,
                      logger=logging.getLogger("test.shell"), report=reports.append,
                      on_messages=lambda proc, messages: None,
-                     on_exit=lambda proc, reason: None, key=key or ("test", id(reports)))
+                     on_exit=lambda proc, reason: None, key=key or ("test", id(reports)),
+                     grace=grace)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _waiting_for_an_answer(thread: threading.Thread) -> bool:
@@ -173,3 +189,114 @@ def test_a_subprocess_that_exits_before_its_handshake_is_reported_with_its_stder
                    "ModuleNotFoundError" in report
     finally:
         host.stop()
+
+
+def test_a_subprocess_stops_within_its_workers_shutdown_grace(tmp_path: Path) -> None:
+    # the stop's two waits (stdin's end, SIGTERM) take half of the time the supervisor gives
+    # a worker between SIGTERM and SIGKILL, not 2 s each (4 s of a default 3)
+    grace = stop_grace({"supervisor.worker.shutdown.sleep.secs": 1})
+    assert grace == 0.25 and stop_grace({}) == process.STOP_GRACE
+    reports: list[str] = []
+    host = _host(tmp_path, reports, STUBBORN, grace=grace)
+    proc = host.ensure()
+    assert proc is not None and proc.alive
+    started = time.monotonic()
+    host.stop()
+    took = time.monotonic() - started
+    assert not _running(proc.pid) and reports == []
+    assert took < 1.0, f"stopping took {took:.1f} s"
+
+
+def test_in_a_worker_subprocesses_are_registered_in_its_pids_dir_and_its_supervisor_stops_them(
+        tmp_path: Path) -> None:
+    # as Storm's: the handshake's pidDir is the worker's pids dir, where each subprocess is
+    # registered from its start (before it answers), so the supervisor's stop of a worker that
+    # died (kill -9) stops it too
+    pids = worker_dir(tmp_path / "local", "w1") / "pids"
+    pids.mkdir(parents=True)
+    process.use_pid_dir(pids)
+    try:
+        reports: list[str] = []
+        host = _host(tmp_path, reports)
+    finally:
+        process.use_pid_dir(None)
+    try:
+        assert host.pid_dir == str(pids)
+        host.launch()               # it never answers: no "go"
+        wait_until(lambda: (tmp_path / "greeted").exists(), 30)
+        pid = int((tmp_path / "greeted").read_text())
+        assert registered_process(pids, pid)
+        dead_worker = WorkerRecord("w1", "t-1-1", 6700, [[1, 1]], 0, time.time())
+        kill_worker(tmp_path / "local", dead_worker, grace=5)
+        wait_until(lambda: not _running(pid), 10, message=f"subprocess {pid} survived")
+    finally:
+        host.stop()
+
+
+def test_a_host_of_its_own_removes_its_pid_dir_and_a_worker_keeps_its_own(tmp_path: Path) -> None:
+    reports: list[str] = []
+    (tmp_path / "go").touch()
+    own = _host(tmp_path, reports)
+    proc = own.ensure()
+    assert proc is not None and (Path(own.pid_dir) / str(proc.pid)).exists()
+    own.stop()
+    assert not Path(own.pid_dir).exists()
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    process.use_pid_dir(pids)
+    try:
+        host = _host(tmp_path, reports)
+    finally:
+        process.use_pid_dir(None)
+    proc = host.ensure()
+    assert proc is not None and (pids / str(proc.pid)).exists()
+    host.stop()
+    # the worker's dir stays; the reaped subprocess's registration goes
+    wait_until(lambda: not (pids / str(proc.pid)).exists(), 10)
+    assert pids.is_dir()
+
+
+# starts a subprocess from a thread that ends before it prints the subprocess's pid (the
+# death signal of a subprocess forked by that thread would have come with its end), then waits
+PARENT = """
+import logging, os, sys, threading, time
+from squall.multilang.process import ShellHost
+from squall.multilang.protocol import JsonCodec
+script, here = sys.argv[1], sys.argv[2]
+host = ShellHost(argv=[sys.executable, script, "unused", here], cwd=here, codec=JsonCodec,
+                 conf={}, context={}, timeout=60, logger=logging.getLogger("parent"),
+                 report=print, on_messages=lambda p, m: None, on_exit=lambda p, r: None,
+                 key=("parent", 1))
+tids = []
+starter = threading.Thread(target=lambda: (tids.append(threading.get_native_id()),
+                                           host.ensure()))
+starter.start()
+starter.join()
+while os.path.exists(f"/proc/self/task/{tids[0]}"):
+    time.sleep(0.01)
+print(host.current.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_process_killed_with_kill_9_takes_its_subprocesses_with_it(tmp_path: Path) -> None:
+    (tmp_path / "parent.py").write_text(PARENT)
+    (tmp_path / "script.py").write_text(STUBBORN)
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"),
+                               str(tmp_path / "script.py"), str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    pid = 0
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        assert _running(pid)    # the end of the thread that started it did not end it
+        parent.kill()
+        parent.wait(10)
+        wait_until(lambda: not _running(pid), 10, message=f"subprocess {pid} outlived it")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        if pid and _running(pid):
+            os.kill(pid, signal.SIGKILL)

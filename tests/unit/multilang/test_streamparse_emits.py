@@ -1,0 +1,46 @@
+"""A pystorm component hosted in the worker whose class overrides ``emit`` (so pystorm's own
+``emit`` runs and speaks through ``send_message``/``read_task_ids``): each emit that waits for
+task ids gets its own, also after a direct emit, which pystorm answers itself and never reads
+an answer for (as in Storm, none is queued for it)."""
+from __future__ import annotations
+
+import io
+import logging
+from typing import Any
+
+import pystorm
+
+from squall.multilang.streamparse import _wire
+
+
+class Overriding(pystorm.Spout):
+    def emit(self, *args: Any, **kwargs: Any) -> Any:
+        return super().emit(*args, **kwargs)
+
+
+class Host:
+    """The squall spout hosting it: its emits go to task 7 unless direct."""
+
+    def __init__(self) -> None:
+        self.emits: list[tuple[Any, Any, dict[str, Any]]] = []
+
+    def emit(self, values: Any, stream: Any = None, **kwargs: Any) -> list[int]:
+        self.emits.append((values, stream, kwargs))
+        task = kwargs.get("direct_task")
+        return [7] if task is None else [task]
+
+    def report_error(self, error: Any) -> None:
+        raise AssertionError(error)
+
+
+def test_the_task_ids_of_an_emit_after_a_direct_emit_are_its_own() -> None:
+    inst = Overriding(input_stream=io.BytesIO(), output_stream=io.BytesIO(), rdb_signal=None)
+    inst.logger = logging.getLogger("test.overriding")
+    host = Host()
+    _wire(host, inst, spout=True, held=False)
+    assert inst.emit(["a"], direct_task=3, need_task_ids=True) == [3]
+    assert inst.emit(["b"], need_task_ids=True) == [7]
+    assert inst.emit(["c"], direct_task=4, need_task_ids=False) is None
+    assert inst.emit(["d"], need_task_ids=True) == [7]
+    assert [(values, kwargs["direct_task"]) for values, _, kwargs in host.emits] == \
+        [(["a"], 3), (["b"], None), (["c"], 4), (["d"], None)]
