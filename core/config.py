@@ -466,17 +466,22 @@ COMPONENT_FACTS = frozenset({"topology.tasks", "squall.testing.run", "squall.tes
 def validate_component(component: str, config: Mapping[str, Any], *,
                        warn: bool = True) -> list[str]:
     """Check a component's own config (``set_bolt(..., config=...)``) the way
-    :func:`validate` checks a topology's: known keys' types and ranges (ConfigError naming
-    the component), unknown keys in squall's namespaces (warnings, returned, and logged if
-    ``warn``)."""
+    :func:`validate` checks a topology's: known keys' types and ranges, then the plugins'
+    ``squall_validate_config`` hooks on the keys present (ConfigError naming the component;
+    a plugin's bug, PluginLoadError naming it too), unknown keys in squall's namespaces
+    (warnings, returned, and logged if ``warn``)."""
     known = defaults()
     nullable = nullable_types(known)
     config = {k: v for k, v in config.items() if k not in COMPONENT_FACTS}
+    from squall.plugin_manager import validate_config
     try:
         warnings = _check_types(config, known, nullable)
         _check_ranges(config, known, nullable)
+        validate_config(config)        # the plugins' own keys' values
     except ConfigError as exc:
         raise ConfigError(f"component {component!r}: {exc}") from None
+    except PluginLoadError as exc:
+        raise PluginLoadError(f"component {component!r}: {exc}") from exc
     warnings = [f"component {component!r}: {w}" for w in warnings]
     if warn:
         for msg in warnings:

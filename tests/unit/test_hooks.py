@@ -140,6 +140,22 @@ def test_config_hooks_add_known_typed_keys(plugin: ModuleType) -> None:
     assert "### Plugin hooks_test (squall_add_defaults)" in config.sample()
 
 
+def test_a_components_own_config_goes_through_the_plugins_checks(plugin: ModuleType) -> None:
+    """set_bolt(config=...) and add_config: the plugin refuses a value of its key there as it
+    does in the submitted conf, and the error names the component."""
+    with pytest.raises(ConfigError, match="component 'count': config key "
+                       "'squall.test.hooks.level' must be from 0 to 9"):
+        config.validate_component("count", {"squall.test.hooks.level": 10})
+    assert config.validate_component("count", {"squall.test.hooks.level": 4}) == []
+    assert ("validate_config", 4) in calls(plugin, "validate_config")
+
+    builder = TopologyBuilder()
+    builder.set_spout("idle", Idle).add_config("squall.test.hooks.level", 12)
+    with pytest.raises(ConfigError, match="component 'idle': config key "
+                       "'squall.test.hooks.level'"), LocalCluster() as cluster:
+        cluster.submit_topology("refused-component", {}, builder.create_topology())
+
+
 def test_local_cluster_calls_configure_validate_submitted_worker_and_killed(plugin: ModuleType) -> None:
     with LocalCluster({"squall.test.hooks.level": 7}) as cluster:
         assert calls(plugin, "configure") == [("configure", 7)]
@@ -348,6 +364,9 @@ def test_a_misbehaving_plugin_is_one_line_naming_it(plugin: ModuleType, tmp_path
                 with pytest.raises(PluginLoadError, match="plugin 'config_check_bug' failed "
                                    "in squall_validate_config: KeyError"):
                     config.validate({})
+                with pytest.raises(PluginLoadError, match="component 'count': plugin "
+                                   "'config_check_bug' failed in squall_validate_config"):
+                    config.validate_component("count", {})
             else:
                 with pytest.raises(PluginLoadError, match="plugin 'validator_bug' failed in "
                                    "squall_validate_topology: ValueError"), LocalCluster() as c:

@@ -22,10 +22,13 @@ The checks only use the public :class:`~squall.Transport` / :class:`~squall.Conn
   ``lossless_restart = False`` may lose at most the first few messages written right after
   the receiver died (acker timeouts replay those), never any later one;
 * with a small buffer (``squall.transport.send.buffer.messages``) and a peer that is gone or
-  never reads, ``send`` returns quickly or raises TransportError, and memory stays bounded;
-  with a buffer of 4 and a peer that reads, batches keep flowing (never refused for good);
+  never reads, ``send`` returns quickly or raises TransportError, and memory stays bounded
+  (the sends run on a thread of their own: one still running after 2 s fails the check
+  rather than hanging it); with a buffer of 4 and a peer that reads, batches keep flowing
+  (never refused for good);
 * close is idempotent, ``recv`` after close returns ``[]`` promptly (and a blocked ``recv``
-  wakes up), ``send`` after close raises TransportError;
+  wakes up; one still blocked after 2 s fails the check), ``send`` after close raises
+  TransportError;
 * a batch that is not ``list[tuple[int, bytes]]`` makes ``send`` raise TransportError, and
   (``network = True``) junk written to the bound port by a raw TCP client does not stop the
   receiver from serving a good peer.
@@ -49,6 +52,11 @@ __all__ = ["TransportContract", "collect", "free_port", "rss_bytes", "wait_until
 
 TOPOLOGY = "contract-topo-1"
 MiB = 1 << 20
+#: seconds one ``send`` to a slow or gone peer may take (it returns or raises at once), and
+#: one ``recv`` on a closed connection; a call still running then fails its check
+SEND_LIMIT = 2.0
+#: seconds the 3000 sends of the bounded-buffer check may take together
+LOOP_LIMIT = 60.0
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
@@ -234,15 +242,33 @@ class TransportContract:
             port = free_port() if network_transport else 99
         sender = transport.connect(TOPOLOGY, self.host, port)
         payload = os.urandom(64 * 1024)
-        start_rss, raised, slowest = rss_bytes(), 0, 0.0
-        for i in range(3000):            # 190 MiB if nothing were bounded
-            t0 = time.monotonic()
+        start_rss = rss_bytes()
+        # the sends run on a thread of their own, watched from here: a send that blocks
+        # (the very fault this checks for) fails the test instead of hanging it
+        sends = 3000                     # 190 MiB if nothing were bounded
+        progress: dict[str, Any] = {"done": 0, "raised": 0, "slowest": 0.0, "since": None}
+        failed: list[BaseException] = []
+
+        def send_all() -> None:
             try:
-                sender.send([(i, payload)])
-            except TransportError:
-                raised += 1
-            slowest = max(slowest, time.monotonic() - t0)
-        assert slowest < 2.0, f"a send blocked for {slowest:.2f}s"
+                for i in range(sends):
+                    progress["since"] = t0 = time.monotonic()
+                    try:
+                        sender.send([(i, payload)])
+                    except TransportError:
+                        progress["raised"] += 1
+                    progress["since"] = None
+                    progress["slowest"] = max(progress["slowest"], time.monotonic() - t0)
+                    progress["done"] = i + 1
+            except BaseException as exc:     # reported by the test thread
+                failed.append(exc)
+
+        _watch_sends(send_all, progress, sends)
+        if failed:
+            raise failed[0]
+        raised, slowest = progress["raised"], progress["slowest"]
+        assert slowest < SEND_LIMIT, (f"send blocked for {slowest:.1f} s: it must raise "
+                                      "TransportError when its buffer is full")
         assert raised > 0, "3000 x 64 KiB never hit a bound"
         assert rss_bytes() - start_rss < 150 * MiB
         sender.close()
@@ -292,7 +318,7 @@ class TransportContract:
         assert collect(receiver, 1) == [(1, b"a")]
 
         woke: list[list[Message]] = []
-        waiter = threading.Thread(target=lambda: woke.append(receiver.recv(None)))
+        waiter = threading.Thread(target=lambda: woke.append(receiver.recv(None)), daemon=True)
         waiter.start()
         wait_until(lambda: waiter.is_alive())
         receiver.close()
@@ -300,7 +326,10 @@ class TransportContract:
         assert not waiter.is_alive() and woke == [[]], "close did not wake a blocked recv"
         receiver.close()
         t0 = time.monotonic()
-        assert receiver.recv(None) == [] and receiver.recv(5) == []
+        after_close = _within(SEND_LIMIT, lambda: [receiver.recv(None), receiver.recv(5)],
+                              "recv after close blocked for {:.1f} s: it must return [] at "
+                              "once")
+        assert after_close == [[], []], f"recv after close returned {after_close}"
         assert time.monotonic() - t0 < 1.0
 
         sender.close()
@@ -359,6 +388,55 @@ class TransportContract:
         sender = make().connect(TOPOLOGY, self.host, receiver.port)
         sender.send([(7, b"after the junk")])
         assert collect(receiver, 1) == [(7, b"after the junk")]
+
+
+def _watch_sends(send_all: Callable[[], None], progress: dict[str, Any], sends: int) -> None:
+    """Run ``send_all`` (``sends`` sends, each noting its start in ``progress["since"]``, and
+    the sends done and refused in ``"done"`` and ``"raised"``) on a daemon thread;
+    AssertionError as soon as one send has run for :data:`SEND_LIMIT` seconds, or all of them
+    for :data:`LOOP_LIMIT`. A blocked send cannot be interrupted: its thread is left behind
+    (a daemon, it does not keep the test process alive)."""
+    __tracebackhide__ = True
+    thread = threading.Thread(target=send_all, name="contract-sends", daemon=True)
+    started = time.monotonic()
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.05)
+        since, now = progress["since"], time.monotonic()
+        if thread.is_alive() and since is not None and now - since >= SEND_LIMIT:
+            raise AssertionError(
+                f"send blocked for {now - since:.1f} s (send {progress['done'] + 1} of {sends}, "
+                f"after {progress['raised']} TransportErrors): it must raise TransportError "
+                "when its buffer is full")
+        if thread.is_alive() and now - started >= LOOP_LIMIT:
+            raise AssertionError(f"{sends} sends took over {LOOP_LIMIT:.0f} s ({progress['done']} "
+                                 "done): each must return or raise TransportError at once")
+
+
+def _within(limit: float, call: Callable[[], Any], message: str) -> Any:
+    """``call()`` on a daemon thread: its result (or its exception), or AssertionError with
+    ``message`` (formatted with the seconds waited) if it has not returned within ``limit``
+    seconds."""
+    __tracebackhide__ = True
+    result: list[Any] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except BaseException as exc:     # reported by the test thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="contract-call", daemon=True)
+    t0 = time.monotonic()
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        raise AssertionError(message.format(time.monotonic() - t0))
+    if failed:
+        raise failed[0]
+    return result[0]
+
 
 def _try_bind(transport: Transport, port: int) -> Connection | None:
     try:
