@@ -11,7 +11,12 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 
 - writes a local heartbeat file every ``worker.heartbeat.frequency.secs``
   (``workers/<worker-id>/heartbeats/<millis>``, newest few kept) for its supervisor, on a
-  thread of its own (so a state store that blocks does not stop it);
+  thread of its own (so a state store that blocks does not stop it). Its ``time_secs`` is the
+  time of the beat while the worker's loop runs; once the loop has been in one pass for more
+  than ``supervisor.worker.timeout.secs`` (a component blocked in a call on the loop thread,
+  ``Worker.loop_stuck``) it is the time that pass began, so the supervisor restarts the
+  worker at its next check. That is reported once as an error of the component the loop is
+  in, and sent to ``/errors`` at once;
 - writes executor stats to ``/workerbeats/<topology-id>/<node>-<port>`` and the components'
   errors to ``/errors`` every ``task.heartbeat.frequency.secs``;
 - follows ``/assignments/<topology-id>`` (watch + timer): refreshes links to other workers, and
@@ -102,6 +107,8 @@ class WorkerProcess:
         self.worker_dir = self.local_dir / "workers" / self.worker_id
         self.stop = threading.Event()
         self.changed = threading.Event()
+        #: set when errors wait to be sent to /errors before the next ZooKeeper beat
+        self.errors_due = threading.Event()
         self.worker: Any = None
         self.store: Any = None
         self.metrics_endpoint: Any = None
@@ -210,13 +217,29 @@ class WorkerProcess:
 
     def _local_beats(self) -> None:
         """The local heartbeat thread: a beat every ``worker.heartbeat.frequency.secs``
-        while the executors live."""
+        while the executors live, dated when the loop's current pass began once that pass
+        has lasted past ``supervisor.worker.timeout.secs`` (see the module docstring)."""
         every = float(self.conf.get("worker.heartbeat.frequency.secs") or 1)
+        limit = float(self.conf.get("supervisor.worker.timeout.secs") or 30)
+        told = False
         while not self.stop.wait(every):
             if not self.worker.is_alive():
                 return
             try:
-                self.heartbeat_local()
+                since = self.worker.loop_stuck(limit)
+            except Exception:   # never the end of the beats
+                log.exception("worker %s:%d: checking its loop failed", self.tid, self.port)
+                since = None
+            if since is not None and not told:
+                log.error("worker %s:%d: its loop has been in one pass since %s (more than "
+                          "supervisor.worker.timeout.secs, %g s); its heartbeat stays at that "
+                          "time, so its supervisor restarts it", self.tid, self.port,
+                          time.strftime("%H:%M:%S", time.localtime(since)), limit)
+                self.errors_due.set()      # the main thread sends the report now
+                self.changed.set()
+            told = since is not None
+            try:
+                self.heartbeat_local(since)
             except OSError as exc:
                 log.warning("worker %s:%d: local heartbeat failed: %s", self.tid, self.port,
                             exc)
@@ -237,7 +260,8 @@ class WorkerProcess:
                     next_sync = now + sync_every
                     if not self.sync():
                         return 0
-                if now >= next_zk:
+                if now >= next_zk or self.errors_due.is_set():
+                    self.errors_due.clear()
                     next_zk = now + zk_every
                     self.heartbeat_zk()
             except StateError as exc:
@@ -246,9 +270,12 @@ class WorkerProcess:
             self.changed.wait(wait)
         return 0
 
-    def heartbeat_local(self) -> None:
+    def heartbeat_local(self, at: float | None = None) -> None:
+        """A local heartbeat saying the worker was alive at ``at`` (``time.time()``; None:
+        now)."""
         write_local_heartbeat(self.worker_dir / "heartbeats", {
-            "time_secs": time.time(), "topology_id": self.tid, "port": self.port,
+            "time_secs": time.time() if at is None else at, "topology_id": self.tid,
+            "port": self.port,
             "executors": [list(e) for e in self.executors], "pid": os.getpid()})
 
     def heartbeat_zk(self) -> None:
@@ -307,6 +334,7 @@ class WorkerProcess:
 
     def _shutdown(self, transport: Any) -> None:
         from squall.plugin_manager import notify
+        self._report_errors()   # first: a worker stopped for a stuck loop may be killed soon
         try:
             self.worker.shutdown(stopping=lambda: notify("squall_worker_stopping",
                                                          topology_id=self.tid, port=self.port))
@@ -316,15 +344,20 @@ class WorkerProcess:
             self.state.remove_worker_beat(self.tid, self.node, self.port)
         except Exception as exc:
             log.warning("worker %s:%d could not remove its beat: %s", self.tid, self.port, exc)
+        self._report_errors()
+        try:
+            transport.close()
+        except Exception:
+            log.debug("closing the transport failed", exc_info=True)
+
+    def _report_errors(self) -> None:
+        """Send the errors recorded since the last beat to ``/errors`` (at shutdown: best
+        effort)."""
         for entry in self.worker.drain_errors():
             try:
                 self.state.report_error(self.tid, str(entry.get("component")), entry)
             except Exception:
                 break
-        try:
-            transport.close()
-        except Exception:
-            log.debug("closing the transport failed", exc_info=True)
 
     def report_start_failure(self, exc: BaseException) -> None:
         """Tell ``/errors`` why this worker could not start (best effort: a store that cannot

@@ -317,6 +317,7 @@ class LocalCluster:
 
     def _check(self, run: _Running) -> None:
         for i, w in enumerate(run.workers):
+            w.loop_stuck()      # reported once as an error; no supervisor here to restart it
             for err in w.drain_errors():
                 self.state.report_error(run.id, err["component"], err)
             if w.is_alive():

@@ -8,14 +8,20 @@ flush the outboxes that waited long enough; every 5 ms run the timers and grant 
 workers credits for what the tasks here took; check backpressure.
 A pass that found nothing to do sends what waits and sleeps until woken: at most 1 ms while a
 spout may emit, else until the next timer.
+
+``clock.now``, set as each pass begins, is also when the current pass began: another thread
+reads it (:meth:`Loop.pass_began`) to tell a loop stuck in a component's call from a busy one
+(``Worker.loop_stuck``), with nothing added to the pass.
 """
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from squall.runtime import osthread
@@ -72,6 +78,11 @@ class Loop:
         self._thread: threading.Thread | None = None
         #: set once the loop ran the last ``call`` that timed out (None: none timed out)
         self._overdue: threading.Event | None = None
+        #: the loop runs passes: from just before its first pass (what ran before, such as the
+        #: components' ``initialize``, is not a pass) until it leaves the last
+        self.in_passes = False
+        #: when the pass found stuck began (``Worker.loop_stuck``; None: none found)
+        self.stuck_pass: float | None = None
 
     # -- from any thread --------------------------------------------------------------------
     def wake(self) -> None:
@@ -103,9 +114,26 @@ class Loop:
             self._overdue = done
 
     def overdue(self) -> bool:
-        """Whether a ``call`` timed out and the loop has not run it yet."""
+        """Whether a ``call`` timed out and the loop has not run it yet, or the loop is still
+        in the pass found stuck (a component blocked in a call on it)."""
         overdue = self._overdue
-        return overdue is not None and not overdue.is_set()
+        if overdue is not None and not overdue.is_set():
+            return True
+        return self.stuck_pass is not None and self.pass_began() == self.stuck_pass
+
+    def pass_began(self) -> float | None:
+        """When (``time.monotonic``) the loop's current pass began; None while it runs no
+        passes (not started yet, or left)."""
+        if not self.in_passes:      # read first: clock.now is set before it
+            return None
+        return self.clock.now
+
+    def current_frame(self) -> FrameType | None:
+        """The frame the loop's thread runs now (None when it runs no more)."""
+        thread = self._thread
+        if thread is None or thread.ident is None:
+            return None
+        return sys._current_frames().get(thread.ident)
 
     def thread_alive(self) -> bool:
         """Whether the loop's thread still runs (after ``stop``: still in a call)."""
@@ -162,6 +190,8 @@ class Loop:
         saturated = outbox.windows.saturated
         next_timer = 0.0
         monotonic = time.monotonic
+        clock.now = monotonic()     # the first pass begins: not the time the worker was built
+        self.in_passes = True
         try:
             while self.running:
                 clock.now = now = monotonic()
@@ -208,6 +238,7 @@ class Loop:
             # no loop runs calls any more: they run on their caller's thread, not wait
             self.running = self.alive = False
         finally:
+            self.in_passes = False
             for thread in self.threads:     # what the components' threads handed over by now
                 thread.apply()
             while held:

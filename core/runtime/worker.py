@@ -10,7 +10,9 @@ import logging
 import os
 import threading
 import time
+import traceback
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from squall import config, drivers
@@ -42,6 +44,19 @@ from squall.stateful.wiring import checkpointed
 from squall.runtime.wire.peers import LimitedLog, PeerGate
 
 log = logging.getLogger(__name__)
+#: how many of the loop thread's innermost frames a stuck loop's report shows
+STUCK_FRAMES = 12
+
+
+def _loop_stack(frame: FrameType) -> traceback.StackSummary:
+    """The loop thread's stack at ``frame``, outermost first: the loop's own pass and what it
+    called, at most the ``STUCK_FRAMES`` innermost frames."""
+    frames = []
+    for f, lineno in traceback.walk_stack(frame):
+        frames.append((f, lineno))
+        if f.f_code is Loop._run.__code__ or len(frames) == STUCK_FRAMES:
+            break
+    return traceback.StackSummary.extract(reversed(frames))
 
 
 def usable_cores() -> int:
@@ -308,6 +323,81 @@ class Worker:
             log.critical("component %s task %d failed and topology.worker.die.on.error is set; "
                          "the worker stops", ts.component_id, ts.task)
             self.loop.halt()
+
+    def loop_stuck(self, limit: float | None = None, now: float | None = None) -> float | None:
+        """When (``time.time()``) the loop's current pass began, if the loop has been in that
+        one pass for more than ``limit`` seconds (``supervisor.worker.timeout.secs`` when
+        None): a call on the loop thread that does not return holds up every executor of
+        this worker, and the timers that fail timed-out tuples. Else None: also before the
+        loop's first pass (``initialize`` is not counted) and after its last. A component
+        blocked on a thread of its own (``dedicated_thread``) does not stop the loop.
+
+        The first time a pass is found stuck it is reported, as an error of the component
+        the loop is in (topology info, ``/errors``, the worker log), with the loop thread's
+        innermost frames; from then on calls handed to the loop do not wait for it. Called
+        from a thread other than the loop's (the worker process's local heartbeat thread,
+        LocalCluster's monitor); ``now`` is ``time.monotonic()`` when None."""
+        if not self._built:
+            return None
+        loop = self.loop
+        began = loop.pass_began()
+        if began is None:
+            return None
+        if now is None:
+            now = time.monotonic()
+        if limit is None:
+            limit = float(self.conf.get("supervisor.worker.timeout.secs") or 30)
+        age = now - began
+        if age <= limit:
+            return None
+        if loop.stuck_pass != began:
+            loop.stuck_pass = began
+            self._report_stuck(age)
+        return time.time() - (time.monotonic() - began)
+
+    def _report_stuck(self, age: float) -> None:
+        from squall.daemon.worker_main import WORKER_COMPONENT
+        frame = self.loop.current_frame()
+        ts = self._stuck_in(frame)
+        where = f"{ts.component_id} (task {ts.task})" if ts is not None else \
+            "the worker's own code"
+        stack = "".join(_loop_stack(frame).format()) if frame is not None else \
+            "  (its stack cannot be read)\n"
+        text = (f"worker loop stuck in {where} for {age:.0f} s: no executor of this worker "
+                f"runs meanwhile (a component whose calls block belongs on a thread of its "
+                f"own: dedicated_thread = True); the loop thread, innermost call last:\n{stack}")
+        suppressed = self.errors.suppressed
+        if ts is None:
+            self.errors.record(WORKER_COMPONENT, 0, text, self.host, self.port)
+        else:
+            self.errors.record(ts.component_id, ts.task, text, self.host, self.port)
+        if self.errors.suppressed != suppressed:    # the component's errors were throttled
+            log.error("%s", text.rstrip())
+
+    def _stuck_in(self, frame: FrameType | None) -> TaskState | None:
+        """The task whose call the loop thread is in at ``frame``: the innermost frame of
+        one of this worker's component instances, else the task an executor's frame runs."""
+        instances = {id(ts.instance): ts for ts in self.tasks.values()}
+        executors: dict[int, Executor] = {id(ex): ex for ex in self.executors}
+        fallback: TaskState | None = None
+        while frame is not None:
+            try:
+                local = frame.f_locals
+            except Exception:   # a frame that cannot say: the next one may
+                local = {}
+            me = local.get("self")
+            ts = instances.get(id(me))
+            if ts is not None and ts.instance is me:
+                return ts
+            if fallback is None:
+                cand = local.get("ts")
+                ex = executors.get(id(me))     # ``me`` lives: an id is its own meanwhile
+                if isinstance(cand, TaskState) and self.tasks.get(cand.task) is cand:
+                    fallback = cand
+                elif ex is not None:
+                    fallback = ex.tasks[0]
+            frame = frame.f_back
+        return fallback
 
     def drain_errors(self) -> list[dict[str, Any]]:
         return self.errors.drain()
