@@ -117,16 +117,19 @@ class LocalCluster:
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    def shutdown(self) -> None:
-        """Kill every topology and stop; a second call does nothing."""
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Kill every topology and stop; a second call does nothing. ``timeout`` bounds it as
+        :meth:`kill_topology`'s bounds a kill, for every topology together."""
+        deadline = _deadline(timeout)
         if self._stop.is_set():
             return
         self._stop.set()
         with self._lock:
             for name in list(self._topologies):
-                self.kill_topology(name)
+                self._kill(name, 0.0, deadline)
         if self._monitor.is_alive() and threading.current_thread() is not self._monitor:
-            self._monitor.join(5)
+            left = _left(deadline)
+            self._monitor.join(5 if left is None else min(5, left))
         self._store.close()
         self._restore_gc()
 
@@ -189,13 +192,14 @@ class LocalCluster:
             for w in started:
                 w.activate()
 
-    def _stop_workers(self, run: _Running) -> None:
-        """Stop the (deactivated) workers of ``run``, keeping their recent errors."""
+    def _stop_workers(self, run: _Running, deadline: float | None = None) -> None:
+        """Stop the (deactivated) workers of ``run``, keeping their recent errors; each
+        worker's stop is bounded by what is left until ``deadline`` (see :func:`_left`)."""
         for w in run.workers:
             for comp, errs in w.errors.recent().items():
                 run.errors.setdefault(comp, []).extend(errs)
                 run.errors[comp] = run.errors[comp][-10:]
-            self._halt(w)
+            self._halt(w, _left(deadline))
         run.workers = []
         if run.transport is not None:
             run.transport.close()
@@ -208,20 +212,34 @@ class LocalCluster:
                                 f"{', '.join(sorted(self._topologies)) or 'none'}")
         return run
 
-    def kill_topology(self, name: str, wait: float = 0.0) -> None:
-        """Deactivate, wait ``wait`` seconds for tuples in flight, stop and forget it."""
+    def kill_topology(self, name: str, wait: float = 0.0, timeout: float | None = None) -> None:
+        """Deactivate, wait ``wait`` seconds for tuples in flight, stop and forget it.
+
+        ``timeout`` bounds the deactivation and the stop (not ``wait``): each worker gets
+        what is left of it, at least half a second (by default 10 s each). A component
+        blocked in a call is not interrupted: it may still run after this returns."""
         with self._lock:
-            run = self._get(name)
-            for w in run.workers:
-                # without a wait there is nothing to settle for: the stop, below, waits
-                # for spouts on threads of their own (one blocked in a call held both)
-                w.deactivate(settle=wait > 0)
-            _wait_drained(run, wait)
-            self._stop_workers(run)
-            del self._topologies[name]
-            self.state.remove_topology(run.id)
-            from squall.plugin_manager import notify
-            notify("squall_topology_killed", name=name, topology_id=run.id)
+            self._kill(name, wait, _deadline(timeout))
+
+    def _kill(self, name: str, wait: float, deadline: float | None) -> None:
+        """:meth:`kill_topology` with the lock held; ``deadline`` (``time.monotonic()``) for
+        the deactivation and the stop, moved on by ``wait``."""
+        run = self._get(name)
+        for w in run.workers:
+            left = _left(deadline)
+            if left is not None:
+                # a loop held in a component's call does not run this within ``left``: the
+                # deactivation below is then queued for it without waiting (Loop.call)
+                w.call_on_loop(_nothing, left)
+            # without a wait there is nothing to settle for: the stop, below, waits
+            # for spouts on threads of their own (one blocked in a call held both)
+            w.deactivate(settle=wait > 0)
+        _wait_drained(run, wait)
+        self._stop_workers(run, None if deadline is None else deadline + max(0.0, wait or 0))
+        del self._topologies[name]
+        self.state.remove_topology(run.id)
+        from squall.plugin_manager import notify
+        notify("squall_topology_killed", name=name, topology_id=run.id)
 
     def activate(self, name: str) -> None:
         with self._lock:
@@ -299,13 +317,14 @@ class LocalCluster:
         worker.start()
 
     @staticmethod
-    def _halt(worker: Worker) -> None:
-        """Shut a worker down and announce it (``squall_worker_stopping`` while it does,
-        ``squall_worker_stop`` after)."""
+    def _halt(worker: Worker, timeout: float | None = None) -> None:
+        """Shut a worker down (in ``timeout`` s; None: the worker's default) and announce it
+        (``squall_worker_stopping`` while it does, ``squall_worker_stop`` after)."""
         from squall.plugin_manager import notify
+        bound = {} if timeout is None else {"timeout": timeout}
         worker.shutdown(stopping=lambda: notify("squall_worker_stopping",
                                                 topology_id=worker.topology_id,
-                                                port=worker.port))
+                                                port=worker.port), **bound)
         notify("squall_worker_stop", topology_id=worker.topology_id, port=worker.port)
 
     def _monitor_loop(self) -> None:
@@ -387,6 +406,31 @@ class LocalCluster:
 
     def workers(self, name: str) -> list[Worker]:
         return list(self._get(name).workers)
+
+
+#: the least time a bounded stop gives each worker (one not held in a call stops well within it)
+MIN_STOP_SECS = 0.5
+
+
+def _nothing() -> None:
+    pass
+
+
+def _deadline(timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if timeout.__class__ is bool or not isinstance(timeout, (int, float)) \
+            or not timeout >= 0:
+        raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
+    return time.monotonic() + timeout
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds a step may take until ``deadline``, at least :data:`MIN_STOP_SECS`; None
+    without a deadline."""
+    if deadline is None:
+        return None
+    return max(MIN_STOP_SECS, deadline - time.monotonic())
 
 
 def _wait_drained(run: _Running, wait: float) -> None:

@@ -72,6 +72,11 @@ class CheckpointedBoltExecutor(BoltExecutor):
             self.provider = make_provider(conf)
             self.serializer = drivers.driver("serializer", conf)
 
+    def recovered(self) -> bool:
+        """Whether every stateful task here has its state (else it fails its inputs); True
+        for a bolt that keeps none. Read from any thread."""
+        return all(keeper.ready for keeper in list(self.keepers.values()))
+
     @classmethod
     def takes_runs(cls, component_cls: type) -> bool:
         return False        # every queued entry is a Tuple: barriers are told apart by one

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import defaultdict
+import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from squall.api.component import Spout
 from squall.api.topology import ComponentSpec, Topology
 from squall.errors import TopologyError
 from squall.testing.waiting import WaitTimeout, wait_until
+
+if TYPE_CHECKING:
+    from squall.runtime.task import TaskState
 
 __all__ = ["CompletedTopology", "FixedTupleSpout", "WaitTimeout", "complete_topology", "wait_until"]
 
@@ -39,17 +42,37 @@ class _Run:
         self.sources = sources
         self.acked: set[int] = set()
         self.failed: set[int] = set()
-        self.emitted: dict[tuple[str, str], dict[int, list[tuple[Any, ...]]]] = defaultdict(
-            lambda: defaultdict(list))
+        #: (component, stream, task) -> the values that task emitted on that stream, in order
+        self.emitted: dict[tuple[str, str, int], list[tuple[Any, ...]]] = {}
         self.lock = threading.Lock()
         self.total = sum(len(v) for v in sources.values())
+        #: the fixed spouts emit once this is set (where stateful tasks must recover first)
+        self.released = False
 
     def done(self) -> bool:
         return len(self.acked | self.failed) >= self.total
 
+    def recorder(self, ts: TaskState) -> Any:
+        """What records the emits of a task (``squall.runtime.emit.tap``); None for the
+        system components."""
+        if ts.component_id.startswith("__"):
+            return None
+        emitted, cid, task = self.emitted, ts.component_id, ts.task
+
+        def record(stream: str, values_list: Sequence[Sequence[Any]]) -> None:
+            if stream.startswith("__"):       # checkpoints a bolt forwards are not its emits
+                return
+            key = (cid, stream, task)
+            out = emitted.get(key)
+            if out is None:
+                out = emitted.setdefault(key, [])
+            out.extend(map(tuple, values_list))
+        return record
+
 
 class FixedTupleSpout(Spout):
-    """Emits each listed tuple once (index as ``tup_id``); records acks and fails, no replay.
+    """Emits each listed tuple once (index as ``tup_id``) once its run releases it (at once,
+    or after every stateful task recovered); records acks and fails, no replay.
 
     Configured by ``squall.testing.run`` and ``squall.testing.source`` in its component config;
     the tuples are split between its tasks by index."""
@@ -63,7 +86,7 @@ class FixedTupleSpout(Spout):
         self.pos = 0
 
     def next_tuple(self) -> None:
-        if self.pos < len(self.todo):
+        if self.pos < len(self.todo) and self.run.released:
             i, row = self.todo[self.pos]
             self.pos += 1
             self.emit(row, tup_id=i)
@@ -87,8 +110,9 @@ class CompletedTopology:
 
     def tuples(self, component: str, stream: str = "default") -> list[tuple[Any, ...]]:
         """Every tuple ``component`` emitted on ``stream``, each task's in emit order."""
-        per_task = self._run.emitted.get((component, stream), {})
-        return [v for task in sorted(per_task) for v in per_task[task]]
+        emitted = self._run.emitted
+        keys = sorted(k for k in list(emitted) if k[0] == component and k[1] == stream)
+        return [v for k in keys for v in emitted[k]]
 
 
 def _fixed(spec: ComponentSpec, run_id: str, rows: list[tuple[Any, ...]]) -> ComponentSpec:
@@ -107,30 +131,6 @@ def _fixed(spec: ComponentSpec, run_id: str, rows: list[tuple[Any, ...]]) -> Com
                          config={**spec.config, "squall.testing.run": run_id,
                                  "squall.testing.source": spec.id},
                          resources=spec.resources, inputs=[], streams=streams)
-
-
-def _capture(run: _Run, worker: Any) -> None:
-    for ts in worker.tasks.values():
-        if ts.component_id.startswith("__"):
-            continue
-        inner = ts.instance.emit
-
-        def emit(values: Sequence[Any], stream: str = "default", *, _inner: Any = inner,
-                 _ts: Any = ts, **kw: Any) -> Any:
-            result = _inner(values, stream, **kw)
-            run.emitted[(_ts.component_id, stream or "default")][_ts.task].append(
-                tuple(values))
-            return result
-
-        inner_many = ts.instance.emit_many
-
-        def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default", *,
-                      _inner: Any = inner_many, _ts: Any = ts, **kw: Any) -> None:
-            _inner(values_list, stream, **kw)
-            run.emitted[(_ts.component_id, stream or "default")][_ts.task].extend(
-                tuple(values) for values in values_list)
-        ts.instance.emit = emit
-        ts.instance.emit_many = emit_many
 
 
 def _quiet(workers: list[Any], timeout: float) -> bool:
@@ -155,13 +155,38 @@ def _quiet(workers: list[Any], timeout: float) -> bool:
             and all(w.last_busy_pass <= p for w, p in zip(workers, passes)))
 
 
+def _recovered(workers: list[Any]) -> bool:
+    """Whether every stateful task of ``workers`` has its state (until then it fails what
+    it gets, and a fixed spout does not replay)."""
+    from squall.stateful.executor import CheckpointedBoltExecutor
+    return all(ex.recovered() for w in workers for ex in w.executors
+               if isinstance(ex, CheckpointedBoltExecutor))
+
+
 def complete_topology(topology: Topology, sources: dict[str, Sequence[Sequence[Any]]],
                       conf: dict[str, Any] | None = None, timeout: float = 30) -> CompletedTopology:
     """Run ``topology`` in a LocalCluster with the named spouts replaced by fixed tuples.
 
-    Returns once every listed tuple was acked or failed and the topology went quiet; raises
-    TimeoutError after ``timeout`` seconds."""
+    With stateful bolts, the fixed spouts start once every stateful task has recovered its
+    state. Returns once every listed tuple was acked or failed and the topology went quiet;
+    raises TimeoutError (:class:`WaitTimeout`) after ``timeout`` seconds. The stop is within
+    the same deadline (at least half a second a worker for it); a component still in a call
+    then is not interrupted, and may go on running in its thread after the return."""
+    from squall.runtime.emit import tap
     from squall.runtime.local_cluster import LocalCluster
+    from squall.stateful.checkpoint import CHECKPOINT
+
+    if not isinstance(topology, Topology):
+        raise TopologyError(f"complete_topology needs a Topology (from create_topology(); "
+                            f"load_target for a streamparse Topology class), got "
+                            f"{topology!r}")
+    if timeout.__class__ is bool or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"complete_topology: timeout must be a number of seconds > 0, got "
+                         f"{timeout!r}")
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        return max(0.0, deadline - time.monotonic())
 
     for name in sources:
         spec = topology.components.get(name)
@@ -173,15 +198,26 @@ def complete_topology(topology: Topology, sources: dict[str, Sequence[Sequence[A
     comps = [(_fixed(s, run_id, run.sources[cid]) if cid in run.sources else s)
              for cid, s in topology.components.items()]
     patched = Topology(comps, topology.conf)
+    run.released = CHECKPOINT not in patched.components
     _runs[run_id] = run
+    tap.TAPS[run_id] = run.recorder            # the topology's name: its emits are recorded
     try:
-        with LocalCluster(on_worker_start=lambda w: _capture(run, w)) as cluster:
+        cluster = LocalCluster()
+        try:
             cluster.submit_topology(run_id, dict(conf or {}), patched)
+            if not run.released:
+                wait_until(lambda: _recovered(cluster.workers(run_id)), left(),
+                           message="every stateful task to recover its state")
+                run.released = True
             workers = cluster.workers(run_id)
-            wait_until(run.done, timeout, message="every source tuple acked or failed")
-            wait_until(lambda: _quiet(workers, timeout), timeout,
+            wait_until(run.done, left(), message="every source tuple acked or failed")
+            wait_until(lambda: _quiet(workers, left()), left(),
                        message="the topology to go quiet")
-            cluster.kill_topology(run_id)
+        finally:
+            # one deadline: what is left of it bounds the stop too (LocalCluster gives each
+            # worker at least half a second)
+            cluster.shutdown(timeout=left())
         return CompletedTopology(run)
     finally:
+        tap.TAPS.pop(run_id, None)
         _runs.pop(run_id, None)

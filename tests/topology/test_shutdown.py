@@ -5,6 +5,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
 from squall.testing import wait_until
 
@@ -110,3 +112,51 @@ def test_leaving_with_a_slow_spout_is_prompt() -> None:
         start = time.monotonic()
     took = time.monotonic() - start
     assert took < 5, f"leaving the with block took {took:.1f} s"
+
+
+STUCK = threading.Event()
+IN_PROCESS = threading.Event()
+
+
+class StuckBolt(Bolt):
+    """Blocks in its first process() on the worker's loop until the test releases it."""
+
+    def process(self, tup: Any) -> None:
+        IN_PROCESS.set()
+        STUCK.wait(60)
+
+
+def test_kill_and_shutdown_with_a_timeout_end_within_it_while_a_bolt_is_stuck() -> None:
+    # the kill waited 10 s for the loop held in process() to take the deactivation, then
+    # the stop 1 s more; a timeout bounds both (the bolt goes on in its thread)
+    STUCK.clear()
+    IN_PROCESS.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Endless)
+    b.set_bolt("stuck", StuckBolt).shuffle_grouping("numbers")
+    try:
+        cluster = LocalCluster()
+        try:
+            cluster.submit_topology("stuck", {}, b.create_topology())
+            cluster.submit_topology("stuck-2w", {"topology.workers": 2}, b.create_topology())
+            wait_until(IN_PROCESS.is_set, 30)
+            start = time.monotonic()
+            cluster.kill_topology("stuck", timeout=1)
+            took = time.monotonic() - start
+            assert took < 4, f"kill_topology(timeout=1) took {took:.1f} s"
+            assert cluster.topologies() == ["stuck-2w"]
+            start = time.monotonic()
+            cluster.shutdown(timeout=1)
+            took = time.monotonic() - start
+            assert took < 5, f"shutdown(timeout=1) took {took:.1f} s"    # 2 workers
+        finally:
+            cluster.shutdown()
+    finally:
+        STUCK.set()
+
+
+def test_a_bad_stop_timeout_is_one_clear_error() -> None:
+    with LocalCluster() as cluster:
+        for bad in (-1, "1", True, float("nan")):
+            with pytest.raises(ValueError, match="timeout must be a number of seconds"):
+                cluster.shutdown(timeout=bad)

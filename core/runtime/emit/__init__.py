@@ -20,7 +20,9 @@ a bolt without ackers, otherwise               :func:`.fast.plain_default`      
 
 Every one of them hands a call it does not shortcut to the one before it in its chain
 (``plain_*``/``anchored_default`` → ``stream_emit`` → :func:`.general.emit_general`).
-``emit_many`` is :func:`.fast.many_emit` for every task.
+``emit_many`` is :func:`.fast.many_emit` for every task. The tasks of a topology that
+:func:`squall.testing.complete_topology` runs get the two wrapped, to record what they emit
+(:mod:`.tap`); every other task gets the choice as it is.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Source
-from squall.runtime.emit import fast
+from squall.runtime.emit import fast, tap
 from squall.runtime.routing import Route, choose_many_of, make_grouping
 from squall.runtime.task import LocalTasks, TaskState
 
@@ -137,7 +139,15 @@ def build_routes(ts: TaskState, topology: Topology, sources: Sources, context: A
 
 def make_emit(ts: TaskState, w: Wiring, *, spout: bool) -> tuple[fast.Emit, fast.EmitMany]:
     """The ``emit`` and ``emit_many`` of one task (see :meth:`squall.Component.emit`),
-    chosen by the table in this module's docstring."""
+    chosen by the table in this module's docstring; recorded where
+    :func:`squall.testing.complete_topology` runs the topology (:mod:`.tap`)."""
+    emit, emit_many = _choose(ts, w, spout=spout)
+    if tap.TAPS:
+        return tap.tapped(ts, emit, emit_many)
+    return emit, emit_many
+
+
+def _choose(ts: TaskState, w: Wiring, *, spout: bool) -> tuple[fast.Emit, fast.EmitMany]:
     ts.root_plan = w.acks.root_plan(ts.task)
     plans = Plans(ts, w)
     route = fast.route_many(ts, w, plans)
