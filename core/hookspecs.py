@@ -123,7 +123,9 @@ def squall_topology_killed(name: str, topology_id: str) -> None:
 # -- workers -----------------------------------------------------------------------------------
 @hookspec
 def squall_worker_start(topology_id: str, port: int, conf: dict[str, Any]) -> None:
-    """A worker built its executors and is about to start its loop."""
+    """A worker built its executors and is about to start its loop. What it raises stops
+    the worker's start (its components cleaned up): a SquallError as it is, anything else as
+    a PluginLoadError naming the plugin."""
 
 
 @hookspec

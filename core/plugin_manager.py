@@ -70,6 +70,12 @@ def configure(conf: dict[str, Any]) -> dict[str, Any]:
     return conf
 
 
+def worker_starting(topology_id: str, port: Any, conf: dict[str, Any]) -> None:
+    """Run every ``squall_worker_start`` hook (a worker built, its loop not started): what
+    one raises stops that worker's start, a plugin's bug as one line naming it."""
+    _call_checked("squall_worker_start", topology_id=topology_id, port=port, conf=conf)
+
+
 def validate_config(conf: Mapping[str, Any]) -> None:
     """Run every ``squall_validate_config`` hook: a ConfigError (any SquallError) is the
     refusal it means; another exception is a plugin's bug, one line naming it."""

@@ -174,10 +174,9 @@ class WorkerProcess:
         self.worker = Worker(conf=conf, topology=topology, topology_id=self.tid, port=self.port,
                              executors=self.executors, task_to_worker=self.task_to_worker,
                              transport=transport, host=host)
-        from squall.plugin_manager import get_plugin_manager, notify
-        hooks = get_plugin_manager().hook
+        from squall.plugin_manager import notify, worker_starting
         self.worker.build()
-        hooks.squall_worker_start(topology_id=self.tid, port=self.port, conf=conf)
+        worker_starting(self.tid, self.port, conf)
         self.worker.start()
         self._start_metrics_endpoint(host)
         self.started = True

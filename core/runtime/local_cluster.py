@@ -43,6 +43,24 @@ def base_conf(conf: dict[str, Any] | None = None) -> dict[str, Any]:
     return merged
 
 
+def _kept_locally(key: str, value: Any) -> bool:
+    """Whether a LocalCluster keeps ``value`` of ``key`` from its own conf (a config file,
+    ``LocalCluster(conf)``) or the topology's, instead of its local default: an in-process
+    transport is kept (a third party's, chosen in YAML); one between processes, a
+    cluster's choice in a shared config file, gives way to ``local``, said in the log. The
+    submit conf and ``-c`` choose as they are (and are refused if unusable here)."""
+    if key != "squall.transport" or value in (None, LOCAL_DEFAULTS[key]):
+        return False
+    try:
+        if drivers.driver_class("transport", {key: value}).in_process:
+            return True
+    except Exception:       # an unknown name: refused by validate with its did-you-mean
+        return True
+    log.info("squall.transport %r of the configuration is for clusters: this LocalCluster "
+             "uses %r", value, LOCAL_DEFAULTS[key])
+    return False
+
+
 def _check_transport(conf: dict[str, Any]) -> None:
     """LocalCluster's workers share one process, named by ports 1..n on host "local": a
     transport over sockets cannot reach them, so it is refused rather than left hanging."""
@@ -147,7 +165,7 @@ class LocalCluster:
                 raise AlreadyAliveError(f"topology {name!r} is already running")
             merged = {**self.conf, **topology.conf, **(conf or {}), "topology.name": name}
             for key, value in LOCAL_DEFAULTS.items():
-                if key not in (conf or {}):
+                if key not in (conf or {}) and not _kept_locally(key, merged.get(key)):
                     merged[key] = value
             merged.update(merged.get("squall.cli.overrides") or {})   # -c beats topology conf
             from squall import config
@@ -177,7 +195,11 @@ class LocalCluster:
                 w = Worker(conf=run.conf, topology=run.topology, topology_id=run.id, port=port,
                            executors=execs, task_to_worker=task_to_worker,
                            transport=run.transport, host="local")
-                self._launch(w)
+                try:
+                    self._launch(w)
+                except BaseException:
+                    self._halt(w)       # built (initialized) though not started: cleaned up
+                    raise
                 started.append(w)
                 if self._on_worker_start is not None:
                     w.call_on_loop(lambda w=w: self._on_worker_start(w))
@@ -310,10 +332,9 @@ class LocalCluster:
     @staticmethod
     def _launch(worker: Worker) -> None:
         """Build a worker, announce it (``squall_worker_start``), start its loop."""
-        from squall.plugin_manager import get_plugin_manager
+        from squall.plugin_manager import worker_starting
         worker.build()
-        get_plugin_manager().hook.squall_worker_start(topology_id=worker.topology_id,
-                                                      port=worker.port, conf=worker.conf)
+        worker_starting(worker.topology_id, worker.port, worker.conf)
         worker.start()
 
     @staticmethod

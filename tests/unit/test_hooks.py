@@ -325,7 +325,18 @@ MISBEHAVING = {
     "config_check_bug": ("from squall import hookimpl\n\n\n@hookimpl\n"
                          "def squall_validate_config(conf):\n"
                          "    raise KeyError('config check bug')\n"),
+    "worker_start_bug": ("from squall import hookimpl\n\n\n@hookimpl\n"
+                         "def squall_worker_start(topology_id, port, conf):\n"
+                         "    raise RuntimeError('worker start bug')\n"),
 }
+
+#: spout tasks closed (the worker_start_bug case: cleaned up though its worker never started)
+CLOSED: list[int] = []
+
+
+class Closing(Idle):
+    def close(self) -> None:
+        CLOSED.append(self.context.task_id)
 
 
 @pytest.mark.parametrize("module", sorted(MISBEHAVING))
@@ -367,6 +378,16 @@ def test_a_misbehaving_plugin_is_one_line_naming_it(plugin: ModuleType, tmp_path
                 with pytest.raises(PluginLoadError, match="component 'count': plugin "
                                    "'config_check_bug' failed in squall_validate_config"):
                     config.validate_component("count", {})
+            elif module == "worker_start_bug":
+                # it was a bare RuntimeError, and the built worker's components were never
+                # cleaned up
+                CLOSED.clear()
+                builder = TopologyBuilder()
+                builder.set_spout("idle", Closing)
+                with pytest.raises(PluginLoadError, match="plugin 'worker_start_bug' failed "
+                                   "in squall_worker_start: RuntimeError"), LocalCluster() as c:
+                    c.submit_topology("started", {}, builder.create_topology())
+                assert len(CLOSED) == 1
             else:
                 with pytest.raises(PluginLoadError, match="plugin 'validator_bug' failed in "
                                    "squall_validate_topology: ValueError"), LocalCluster() as c:

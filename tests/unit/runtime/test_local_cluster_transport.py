@@ -1,0 +1,87 @@
+"""Which transport a LocalCluster runs: an in-process one chosen in its own conf (a YAML
+file, ``LocalCluster(conf)``) is used; a cluster's transport in a shared config file gives
+way to ``local`` with a log line; the submit conf chooses as it is."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import ConfigError, LocalCluster, Spout, TopologyBuilder
+from squall.testing import wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _fake_dist import fake_distribution
+
+COUNTING = '''
+from squall.transports.local import LocalTransport
+
+BINDS = []
+
+class CountingTransport(LocalTransport):
+    name = "counting"
+
+    def bind(self, *args, **kwargs):
+        BINDS.append(args)
+        return super().bind(*args, **kwargs)
+'''
+
+
+class Numbers(Spout):
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        if self.i < 5:
+            self.emit([self.i], tup_id=self.i)
+            self.i += 1
+
+    def ack(self, tup_id: Any) -> None:
+        ACKED.append(tup_id)
+
+
+ACKED: list[Any] = []
+
+
+def _topology() -> Any:
+    b = TopologyBuilder()
+    b.set_spout("n", Numbers, 2)
+    return b.create_topology()
+
+
+@pytest.fixture
+def counting(tmp_path: Path) -> Any:
+    eps = {"squall.transports": {"counting": "squall_counting_transport:CountingTransport"}}
+    with fake_distribution(tmp_path / "site", "squall-counting", eps,
+                           {"squall_counting_transport": COUNTING}):
+        import squall_counting_transport
+        yield squall_counting_transport
+
+
+def test_an_in_process_transport_of_the_clusters_conf_is_used(counting: Any) -> None:
+    # it was replaced by 'local' unless given in the submit conf
+    ACKED.clear()
+    with LocalCluster({"squall.transport": "counting"}) as cluster:
+        cluster.submit_topology("t", {"topology.workers": 2}, _topology())
+        wait_until(lambda: len(ACKED) >= 10, timeout=20)
+    assert counting.BINDS
+
+
+def test_a_cluster_transport_of_a_shared_config_gives_way_to_local(
+        caplog: pytest.LogCaptureFixture) -> None:
+    ACKED.clear()
+    with caplog.at_level("INFO", logger="squall.runtime.local_cluster"), \
+            LocalCluster({"squall.transport": "nng"}) as cluster:
+        cluster.submit_topology("t", {"topology.workers": 2}, _topology())
+        wait_until(lambda: len(ACKED) >= 10, timeout=20)
+    assert "squall.transport 'nng' of the configuration is for clusters: this LocalCluster " \
+           "uses 'local'" in caplog.text
+
+
+def test_the_submit_conf_chooses_as_it_is() -> None:
+    with LocalCluster() as cluster, pytest.raises(ConfigError, match="in-process transport"):
+        cluster.submit_topology("t", {"squall.transport": "zmq"}, _topology())
