@@ -67,13 +67,19 @@ class AckLedger:
 
     # -- acks ------------------------------------------------------------------------------
     def ack_tuple(self, ts: TaskState, tup: Tuple) -> None:
-        """Ack ``tup``: its XOR contribution joins this pass's fold."""
-        ts.acked += 1
+        """Ack ``tup``: its XOR contribution joins this pass's fold. A tracked tuple the bolt
+        acked or failed itself already (both zero its ``id`` and ``ackval``: see
+        BoltExecutor.ack_function and :meth:`fail_tuple`) is left as it is, and not counted
+        again (auto_ack after an ``ack`` or ``fail`` in ``process``)."""
         roots = tup.roots
         if not roots:
+            ts.acked += 1
             return
-        acks = self.folded
         v = tup.id ^ tup.ackval  # type: ignore[operator]
+        if not v:
+            return
+        ts.acked += 1
+        acks = self.folded
         for r in roots:
             acks[r] = acks.get(r, 0) ^ v
 
@@ -205,7 +211,16 @@ class AckLedger:
             self.complete_tree(ats, root, res[0], res[1])
 
     def fail_tuple(self, ts: TaskState | None, tup: Tuple) -> None:
-        self.fail_roots(ts, tup.roots, 1)
+        """Fail ``tup``'s trees. A tracked tuple is marked settled as an ack marks it (its
+        ``id`` and ``ackval`` zeroed), so a later ack or fail of it (auto_ack or auto_fail
+        after the bolt's own call, a second call) changes nothing and counts nothing; one the
+        bolt acked already is not failed (its ack is on its way to the acker)."""
+        roots = tup.roots
+        if roots:
+            if not (tup.id or tup.ackval):
+                return
+            tup.id = tup.ackval = 0
+        self.fail_roots(ts, roots, 1)
 
     def fail_roots(self, ts: TaskState | None, roots: Any, count: int) -> None:
         """Fail ``count`` tuples that share ``roots`` (one Tuple, or a TupleRun): each tree

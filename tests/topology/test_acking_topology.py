@@ -340,7 +340,88 @@ def test_acking_a_tuple_again_changes_nothing_and_says_so_once(
         wait_until(lambda: len(ACKED) == 12, timeout=20,
                    message=lambda: f"acked {ACKED}, failed {FAILED}")
     assert FAILED == []
-    assert caplog.text.count("acked a tuple it had acked already") == 1
+    assert caplog.text.count("acked a tuple it had acked or failed already") == 1
+
+
+class AckToo(Bolt):
+    """auto_ack on, and acks each tuple itself too."""
+
+    def process(self, tup: Any) -> None:
+        self.ack(tup)
+
+
+class FailOdd(Bolt):
+    """auto_ack on; fails the odd tuples itself."""
+
+    def process(self, tup: Any) -> None:
+        if tup["n"] % 2:
+            self.fail(tup)
+
+
+class FailTwice(Bolt):
+    auto_ack = False
+
+    def process(self, tup: Any) -> None:
+        self.fail(tup)
+        self.fail(tup)
+
+
+class BatchAckEven(Bolt):
+    """process_batch, auto_ack on; acks the even tuples itself, fails those divisible by 5."""
+
+    def process_batch(self, tuples: list[Any]) -> None:
+        for t in tuples:
+            if t["n"] % 5 == 0:
+                self.fail(t)
+            elif t["n"] % 2 == 0:
+                self.ack(t)
+
+
+@pytest.mark.parametrize("dedicated", [False, True])
+@pytest.mark.parametrize("bolt, failed", [
+    (AckToo, set()), (FailOdd, set(range(1, 40, 2))), (FailTwice, set(range(40))),
+    (BatchAckEven, set(range(0, 40, 5)))], ids=lambda x: getattr(x, "__name__", ""))
+def test_a_tuple_the_bolt_acks_or_fails_itself_counts_once(
+        cluster: LocalCluster, bolt: type[Bolt], failed: set[int], dedicated: bool) -> None:
+    # with auto_ack, a tuple the bolt acked too counted two acks, one it failed a fail and
+    # an ack (and an XOR for its failed tree); a second fail counted twice
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": 40})
+    b.set_bolt("b", type(bolt.__name__, (bolt,), {"dedicated_thread": dedicated})) \
+        .shuffle_grouping("spout")
+    submit(cluster, "once", b)
+    wait_until(lambda: len(ACKED) + len(FAILED) == 40, timeout=20)
+    assert {i for i, _ in FAILED} == failed and set(ACKED) == set(range(40)) - failed
+    want = {"executed": 40, "acked": 40 - len(failed), "failed": len(failed)}
+
+    def counts() -> dict[str, int]:
+        comp = cluster.get_topology_info("once")["components"]["b"]
+        return {k: comp[k] for k in want}
+    wait_until(lambda: counts() == want, timeout=10, message=lambda: f"{counts()} != {want}")
+
+
+class AckThenRaise(Bolt):
+    """process_batch, auto_ack off, auto_fail on: acks each tuple it wrote, raises on 39."""
+
+    auto_ack = False
+
+    def process_batch(self, tuples: list[Any]) -> None:
+        for t in tuples:
+            if t["n"] == 39:
+                raise OSError("write failed")
+            self.ack(t)
+
+
+def test_a_tuple_the_bolt_acked_is_not_failed_by_auto_fail(cluster: LocalCluster) -> None:
+    # the batch's acks went to the acker at the end of the pass, auto_fail's fails at once:
+    # every tuple acked before the error failed (and was replayed)
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": 40})
+    b.set_bolt("writer", AckThenRaise).shuffle_grouping("spout")
+    submit(cluster, "ack-then-raise", b, {"topology.max.spout.pending": 40})
+    wait_until(lambda: len(ACKED) + len(FAILED) == 40, timeout=20,
+               message=lambda: f"acked {ACKED}, failed {FAILED}")
+    assert [i for i, _ in FAILED] == [39] and sorted(ACKED) == list(range(39))
 
 
 class Never(Bolt):
@@ -362,6 +443,23 @@ def test_message_timeout_fails_between_t_and_2t(cluster: LocalCluster) -> None:
         waited = at - emitted[tup_id]
         assert 1.0 <= waited <= 2.0 + 0.75, f"tuple {tup_id} failed after {waited:.2f}s"
     assert ACKED == [] and sorted(HELD) == [0, 1, 2]
+
+
+def test_without_message_timeouts_a_slow_tree_is_still_acked(cluster: LocalCluster) -> None:
+    # topology.enable.message.timeouts false: the acker keeps the trees too (it dropped them
+    # after about two timeouts, and the spout waited on them for ever)
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": 3})
+    b.set_bolt("batcher", Batcher).shuffle_grouping("spout").all_grouping("spout", "control")
+    submit(cluster, "no-timeouts", b, {"topology.message.timeout.secs": 1,
+                                       "topology.enable.message.timeouts": False})
+    wait_until(lambda: len(HELD) == 3)
+    time.sleep(2.5)                        # let more than two timeouts pass
+    assert ACKED == [] and FAILED == []
+    RELEASE.set()
+    wait_until(lambda: len(ACKED) == 3, timeout=5,
+               message=lambda: f"acked {ACKED}, failed {FAILED}")
+    assert sorted(ACKED) == [0, 1, 2] and FAILED == []
 
 
 class Replayer(Spout):

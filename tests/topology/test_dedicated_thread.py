@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
 
 from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder
+from squall.runtime.executors import threaded
 from squall.testing import complete_topology, wait_until
 
 THREADED = {"topology.executor.dedicated.thread": True}
@@ -388,6 +390,87 @@ def test_max_spout_pending_holds_on_a_dedicated_thread(gated: LocalCluster,
     if holder is ThreadedHolder:
         assert len(set(SEEN["tick threads"])) == 1
         assert SEEN["tick threads"][0].startswith("squall-holder-")
+
+
+class Many(Spout):
+    """Emits tracked tuples as fast as it is asked; counts acks."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        self.emit([self.i], tup_id=self.i)
+        self.i += 1
+
+    def ack(self, tup_id: Any) -> None:
+        COUNTS["acked"] += 1
+
+
+class AcksFromItsOwnThread(Bolt):
+    """auto_ack off; a helper thread of its own acks each tuple (an async client's reply)."""
+
+    dedicated_thread = True
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        import queue
+        self.replies: queue.Queue[Any] = queue.Queue()
+        threading.Thread(target=self._reply, daemon=True).start()
+
+    def process(self, tup: Any) -> None:
+        self.replies.put(tup)
+
+    def _reply(self) -> None:
+        held: list[Any] = []
+        while True:     # replies come in bursts: many tuples wait for theirs meanwhile
+            held.append(self.replies.get())
+            if len(held) == 1000:
+                for tup in held:
+                    self.ack(tup)
+                held.clear()
+
+
+def test_a_bolt_may_ack_from_a_helper_thread_of_its_own(
+        cluster: LocalCluster, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threaded, "MAX_SAMPLES", 500)       # pruned more, for longer
+    # the component thread pruned its latency samples while the helper's acks popped them:
+    # "dictionary changed size during iteration" killed the thread, and the worker with it
+    b = TopologyBuilder()
+    b.set_spout("many", Many)
+    b.set_bolt("async", AcksFromItsOwnThread).shuffle_grouping("many")
+    with caplog.at_level("ERROR", logger="squall.runtime.threaded"):
+        cluster.submit_topology("async", {"topology.max.spout.pending": 5000},
+                                b.create_topology())
+        wait_until(lambda: COUNTS["acked"] >= 200_000 or "died" in caplog.text, timeout=60,
+                   message=lambda: f"{COUNTS['acked']} acked")
+    assert "died" not in caplog.text
+
+
+class PollsNothing(Spout):
+    """A non-blocking poll that finds nothing: records when it is asked."""
+
+    outputs = ["n"]
+    dedicated_thread = True
+
+    def next_tuple(self) -> None:
+        SEEN["polls"].append(time.monotonic())
+
+
+def test_an_idle_spout_on_its_thread_is_asked_again_after_the_wait_strategy_time(
+        cluster: LocalCluster) -> None:
+    # it was asked every 50 ms (the thread's idle wait), whatever the setting said
+    b = TopologyBuilder()
+    b.set_spout("idle", PollsNothing)
+    b.set_bolt("sink", Tally).shuffle_grouping("idle")
+    cluster.submit_topology("idle", {"topology.sleep.spout.wait.strategy.time.ms": 2},
+                            b.create_topology())
+    wait_until(lambda: len(SEEN["polls"]) >= 60, timeout=20)
+    t = SEEN["polls"][10:60]
+    gaps = sorted(b - a for a, b in zip(t, t[1:]))
+    assert gaps[len(gaps) // 2] < 0.02, f"median gap {gaps[len(gaps) // 2] * 1000:.1f} ms"
 
 
 class Where(Spout):

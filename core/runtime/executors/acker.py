@@ -1,6 +1,7 @@
 """The acker executor: feeds the acker's system streams that reach its tasks' queues to the
 configured :class:`squall.Acker` (acks for an acker task of the same worker skip the queue:
-:class:`squall.runtime.acks.AckLedger`), and rotates its trees every message timeout."""
+:class:`squall.runtime.acks.AckLedger`), and rotates its trees every message timeout (not with
+``topology.enable.message.timeouts: false``: a tree then waits for its acks however long)."""
 from __future__ import annotations
 
 import logging
@@ -22,6 +23,8 @@ class AckerExecutor(Executor):
         super().__init__(services, component_id, tasks)
         conf = tasks[0].conf
         self.timeout = float(conf.get("topology.message.timeout.secs", 30))
+        #: ``topology.enable.message.timeouts``: without, no tree expires (as the spout's)
+        self.timeouts = bool(conf.get("topology.enable.message.timeouts", True))
         self.next_rotate = time.monotonic() + self.timeout
         self.malformed = 0
 
@@ -64,7 +67,7 @@ class AckerExecutor(Executor):
         return done
 
     def on_timer(self, now: float) -> None:
-        if now >= self.next_rotate:
+        if self.timeouts and now >= self.next_rotate:
             self.next_rotate = now + self.timeout
             for ts in self.tasks:
                 try:

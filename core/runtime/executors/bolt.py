@@ -135,10 +135,11 @@ class BoltExecutor(Executor):
         auto_ack does) and, when ``tup`` was sampled at the start of its pass, adds the time
         since then to the task's process latency.
 
-        An acked tuple's edge and XOR are zeroed, so acking it again (a second ``ack``, or
-        ``auto_ack`` after an ``ack`` in ``process``, as streamparse bolts may do) changes
-        nothing; a second explicit ack is logged once per task. (XORed twice, its edge would
-        cancel out and its tree would wait for its timeout.)"""
+        An acked tuple's edge and XOR are zeroed (as a failed one's: AckLedger.fail_tuple),
+        so acking or failing it again (a second ``ack``, or ``auto_ack`` after an ``ack`` in
+        ``process``, as streamparse bolts may do) changes nothing and counts nothing; a second
+        explicit ack is logged once per task. (XORed twice, its edge would cancel out and its
+        tree would wait for its timeout.)"""
         ack_tuple = self.acks.ack_tuple
         samples = ts.samples
         warned = False
@@ -157,8 +158,8 @@ class BoltExecutor(Executor):
                 tup.id = tup.ackval = 0
             elif not warned:
                 warned = True
-                log.warning("%s task %d acked a tuple it had acked already (values %.80r); "
-                            "the second ack is ignored", ts.component_id, ts.task,
+                log.warning("%s task %d acked a tuple it had acked or failed already (values "
+                            "%.80r); the second call is ignored", ts.component_id, ts.task,
                             tup.values)
         return ack
 
@@ -230,7 +231,8 @@ class BoltExecutor(Executor):
         process = ts.instance.process
         acks = self.acks.folded
         acks_get = acks.get
-        skipped = 0          # tuples not acked here: failed, ticks, acked by ack_tuple
+        skipped = 0          # tuples not acked here: failed, ticks, acked by ack_tuple or
+        #                      acked or failed by the bolt itself
         try:
             for _ in range(n):
                 tup = popleft()
@@ -245,8 +247,11 @@ class BoltExecutor(Executor):
                         skipped += 1
                         continue
                     v = tup.id ^ tup.ackval
-                    for r in roots:
-                        acks[r] = acks_get(r, 0) ^ v
+                    if v:
+                        for r in roots:
+                            acks[r] = acks_get(r, 0) ^ v
+                    else:       # the bolt acked or failed it itself: counted then
+                        skipped += 1
                     continue
                 # a tick or an untracked tuple: counted there
                 ts.current = None

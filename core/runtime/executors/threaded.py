@@ -505,9 +505,13 @@ class ThreadedBolt(BoltExecutor):
                 ts.proc_n += n
         thread.busy = 0
         if samples and len(samples) >= MAX_SAMPLES:    # never acked: forget the oldest
+            # the component's own threads may ack (pop) meanwhile: a copy (one C call) is
+            # iterated, and a key popped already is no error
             oldest = _perf() - self.timeout
-            for key in [k for k, t0 in samples.items() if t0 < oldest]:
-                del samples[key]
+            pop = samples.pop
+            for key, t0 in samples.copy().items():
+                if t0 < oldest:
+                    pop(key, None)
         return done
 
     def _batch(self, ts: TaskState, q: deque[Tuple], batch: int) -> int:
@@ -635,11 +639,9 @@ class ThreadedSpout(SpoutExecutor):
                 self.parked = False
                 continue
             emitted = 0
-            soonest = None
             for ts in self.tasks:
                 now = time.monotonic()
                 if ts.idle_until > now:
-                    soonest = ts.idle_until if soonest is None else min(soonest, ts.idle_until)
                     continue
                 next_tuple = ts.instance.next_tuple
                 for _ in range(batch):
@@ -661,8 +663,14 @@ class ThreadedSpout(SpoutExecutor):
                     if thread.control:
                         break
             if not emitted:
-                wait = IDLE_WAIT if soonest is None else max(0.0, soonest - time.monotonic())
-                thread.idle(min(wait, IDLE_WAIT) or self.idle_secs)
+                # asked again when the first idle task's wait.strategy time is up (one
+                # that emitted nothing in this pass too), else in IDLE_WAIT or at a wake-up
+                now = time.monotonic()
+                wait = IDLE_WAIT
+                for ts in self.tasks:
+                    if now < ts.idle_until < now + wait:
+                        wait = ts.idle_until - now
+                thread.idle(wait)
 
     def stop(self) -> None:
         if self.thread.stop():
