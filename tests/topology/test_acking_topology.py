@@ -647,3 +647,40 @@ def test_an_acker_plugin_that_raises_is_reported_and_its_trees_replayed(
         errors = cluster.get_topology_info("flaky")["errors"].get("__acker", [])
         assert len(errors) == 1 and "raised in ack: RuntimeError('acker plugin bug')" in \
             errors[0]["error"]
+
+
+class Thousands(Spout):
+    """Emits 2000 tuples with ids, then sets DONE."""
+    outputs = ["n"]
+    DONE = threading.Event()
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        if self.i < 2000:
+            self.i += 1
+            self.emit([self.i], tup_id=self.i)
+            if self.i == 2000:
+                Thousands.DONE.set()
+
+
+class Drop(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def test_max_spout_pending_does_nothing_without_ackers(cluster: LocalCluster) -> None:
+    """As in Storm, the key limits trees in flight; without ackers there are none. It held
+    each loop pass to max-pending calls of next_tuple (one here: 2000 passes for 2000
+    tuples)."""
+    Thousands.DONE.clear()
+    b = TopologyBuilder()
+    b.set_spout("n", Thousands)
+    b.set_bolt("d", Drop).shuffle_grouping("n")
+    cluster.submit_topology("nopending", {"topology.acker.executors": 0,
+                                          "topology.max.spout.pending": 1},
+                            b.create_topology())
+    assert Thousands.DONE.wait(20)
+    passes = cluster.workers("nopending")[0].passes
+    assert passes < 1000, passes

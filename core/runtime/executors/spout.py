@@ -36,7 +36,10 @@ class SpoutExecutor(Executor):
         self.clock = services.clock
         self.report_error = services.report_error
         conf = tasks[0].conf
-        self.max_pending = conf.get("topology.max.spout.pending") or 0
+        # trees in flight per task: without ackers there are none, and the key does nothing
+        # (as in Storm), rather than holding each pass to that many calls
+        self.max_pending = (conf.get("topology.max.spout.pending") or 0) \
+            if services.acks.acking else 0
         #: turns a task was not called because it had max pending trees in flight (beside
         #: ``paused``, the passes backpressure held every task back)
         self.at_max_pending = 0
