@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder
+from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder, TopologyError
 from squall.testing import complete_topology, wait_until
 
 from tests.topology.conftest import install_driver
@@ -684,3 +684,37 @@ def test_max_spout_pending_does_nothing_without_ackers(cluster: LocalCluster) ->
     assert Thousands.DONE.wait(20)
     passes = cluster.workers("nopending")[0].passes
     assert passes < 1000, passes
+
+
+class AckById(Bolt):
+    """auto_ack off; acks or fails by tuple id (a multi-lang habit) instead of the Tuple."""
+    auto_ack = False
+
+    def process(self, tup: Any) -> None:
+        try:
+            (self.ack if tup.values[0] % 2 else self.fail)(tup.id)
+        except Exception as exc:
+            RAISED_BY_ID.append(exc)
+        self.ack(tup)
+
+
+RAISED_BY_ID: list[BaseException] = []
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["loop", "own-thread"])
+def test_ack_or_fail_given_no_tuple_is_one_clear_error(cluster: LocalCluster,
+                                                       thread: bool) -> None:
+    # it raised AttributeError: 'int' object has no attribute 'roots'
+    RAISED_BY_ID.clear()
+    Thousands.DONE.clear()
+    b = TopologyBuilder()
+    b.set_spout("n", Thousands)
+    b.set_bolt("a", type("AckById2", (AckById,), {"dedicated_thread": thread})
+               ).shuffle_grouping("n")
+    cluster.submit_topology("byid", {}, b.create_topology())
+    wait_until(lambda: len(RAISED_BY_ID) >= 10, timeout=20)
+    texts = {str(e) for e in RAISED_BY_ID[:10]}
+    assert all(isinstance(e, TopologyError) for e in RAISED_BY_ID[:10])
+    assert any(t.startswith("component 'a': ack takes a Tuple this bolt received, got int")
+               for t in texts)
+    assert any(t.startswith("component 'a': fail takes a Tuple") for t in texts)

@@ -11,6 +11,7 @@ from itertools import starmap as _starmap
 from typing import Any
 
 from squall.api.tuple import Tuple, TupleBatch, TupleRun
+from squall.errors import TopologyError
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.executors.base import Executor, Services, _perf, pass_cap
 from squall.runtime.task import TaskState
@@ -151,7 +152,11 @@ class BoltExecutor(Executor):
                 if sample is not None:
                     ts.proc_ms += (_perf() - sample[1]) * 1000.0
                     ts.proc_n += 1
-            if not tup.roots:
+            try:                # costs nothing while nothing raises (CPython 3.11)
+                roots = tup.roots
+            except AttributeError:
+                raise not_a_tuple(ts, "ack", tup) from None
+            if not roots:
                 ts.acked += 1
             elif tup.id or tup.ackval:
                 ack_tuple(ts, tup)
@@ -166,7 +171,16 @@ class BoltExecutor(Executor):
     def install(self, ts: TaskState) -> None:
         inst = ts.instance
         inst.ack = self.ack_function(ts)
-        inst.fail = lambda tup, _ts=ts: self.acks.fail_tuple(_ts, tup)
+        fail_tuple = self.acks.fail_tuple
+
+        def fail(tup: Tuple) -> None:
+            try:
+                fail_tuple(ts, tup)
+            except AttributeError:
+                if isinstance(tup, Tuple):
+                    raise
+                raise not_a_tuple(ts, "fail", tup) from None
+        inst.fail = fail
 
     def drop_stale_samples(self, max_age: float) -> None:
         """Forget process-latency samples of tuples not acked within ``max_age`` seconds
@@ -428,3 +442,10 @@ def batch_mode(cls: type) -> bool:
 def _overrides(cls: type, name: str) -> bool:
     from squall.api.component import Bolt
     return getattr(cls, name, None) is not getattr(Bolt, name, None)
+
+
+def not_a_tuple(ts: TaskState, call: str, given: Any) -> TopologyError:
+    """The error of an ``ack`` or ``fail`` given something else than a received Tuple (a
+    tuple id, as a multi-lang or streamparse bolt passes)."""
+    return TopologyError(f"component {ts.component_id!r}: {call} takes a Tuple this bolt "
+                         f"received, got {type(given).__name__} {given!r:.80}")

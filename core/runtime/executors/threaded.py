@@ -39,7 +39,7 @@ from squall.metrics.histogram import index as _bucket
 from squall.runtime.emit.fast import KEYWORDS, positional_options
 from squall.runtime.emit.general import check_anchors, check_arity, check_emit
 from squall.runtime.executors.base import Executor, Services, _perf
-from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor
+from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor, not_a_tuple
 from squall.runtime.executors.spout import SpoutExecutor
 from squall.runtime.task import TaskState
 
@@ -324,6 +324,8 @@ class ComponentThread:
             samples = ts.thread_samples
 
             def ack(tup: Tuple) -> None:
+                if not isinstance(tup, Tuple):      # raised here, not on the loop thread
+                    raise not_a_tuple(ts, "ack", tup)
                 if samples:
                     t0 = samples.pop(id(tup), None)
                     if t0 is not None:
@@ -334,8 +336,16 @@ class ComponentThread:
                 else:
                     put(ts, real_ack, (tup,))
 
+            def fail(tup: Tuple) -> None:
+                if not isinstance(tup, Tuple):
+                    raise not_a_tuple(ts, "fail", tup)
+                if direct():
+                    real_fail(tup)
+                else:
+                    put(ts, real_fail, (tup,))
+
             inst.ack = ack
-            inst.fail = lambda tup: real_fail(tup) if direct() else put(ts, real_fail, (tup,))
+            inst.fail = fail
 
 
 def _count_acked(ts: TaskState, n: int) -> None:
