@@ -48,6 +48,12 @@ log = logging.getLogger("squall.runtime.threaded")
 OUTBOX_CAP = 8192
 #: calls the loop applies from one outbox in one pass
 OUTBOX_PASS = 4096
+#: calls a feeding component's thread leaves for the loop before it waits for the loop to
+#: take them: its emits reach the target queues only then, so what the thread is ahead of the
+#: loop is what a congested target's queue may overshoot its high watermark by (at the
+#: whole OUTBOX_CAP, a slow bolt's queue went 20 % past its capacity, then its feeder sat
+#: still for seconds while it drained: stop-go)
+FEED_AHEAD = 1024
 #: how long an idle component thread waits for a wake-up before it looks again
 IDLE_WAIT = 0.05
 CONF_KEY = "topology.executor.dedicated.thread"
@@ -448,7 +454,8 @@ class ThreadedBolt(BoltExecutor):
         flow = self.flow
         while thread.alive:
             done = thread.run_control()
-            if flow.blocks(self.downstream):    # a task it emits to is congested
+            # a task it emits to is congested, or the loop has not taken what it emitted yet
+            if flow.blocks(self.downstream) or len(thread.outbox) >= FEED_AHEAD:
                 thread.idle(IDLE_WAIT)
                 continue
             for ts in self.tasks:
@@ -608,11 +615,19 @@ class ThreadedSpout(SpoutExecutor):
         return ts.put_tracked - ts.applied_tracked
 
     def run_once(self) -> int:
-        done = self.thread.apply() + self.completions()
+        thread = self.thread
+        done = thread.apply() + self.completions()
         for ts in self.tasks:
             self.run_deferred_acks(ts)      # untracked emits with a tup_id: acked at once
-        if self.parked and self.active and not self.flow.blocks(self.downstream):
-            self.thread.wake_thread.set()
+        if self.active and self.flow.blocks(self.downstream):
+            self.paused += 1        # as SpoutExecutor.run_once: its thread waits meanwhile
+            if not self.held_since:
+                self.held_since = self.clock.now
+        else:
+            if self.held_since:
+                self.released()
+            if self.parked and self.active and len(thread.outbox) < FEED_AHEAD:
+                thread.wake_thread.set()
         return done
 
     def _call(self, ts: TaskState, fn: Callable[..., Any], *args: Any) -> None:
@@ -641,9 +656,12 @@ class ThreadedSpout(SpoutExecutor):
         flow = self.flow
         batch = self.batch
         max_pending = self.max_pending
+        outbox = thread.outbox
+        downstream = self.downstream
         while thread.alive:
             thread.run_control()
-            if not self.thread_active or flow.blocks(self.downstream):
+            if (not self.thread_active or flow.blocks(downstream)
+                    or len(outbox) >= FEED_AHEAD):
                 self.parked = True
                 thread.idle(IDLE_WAIT)
                 self.parked = False
@@ -659,6 +677,8 @@ class ThreadedSpout(SpoutExecutor):
                                         >= max_pending):
                         self.at_max_pending += 1
                         break
+                    if len(outbox) >= FEED_AHEAD or flow.blocks(downstream):
+                        break           # the loop takes what it has first (see FEED_AHEAD)
                     before = ts.thread_emits
                     try:
                         next_tuple()
