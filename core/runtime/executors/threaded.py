@@ -52,7 +52,9 @@ OUTBOX_PASS = 4096
 #: take them: its emits reach the target queues only then, so what the thread is ahead of the
 #: loop is what a congested target's queue may overshoot its high watermark by (at the
 #: whole OUTBOX_CAP, a slow bolt's queue went 20 % past its capacity, then its feeder sat
-#: still for seconds while it drained: stop-go)
+#: still for seconds while it drained: stop-go). Unloaded it costs nothing: a spout on its
+#: thread feeding two bolts, tuples per CPU second 503,830 unbounded, 665,303 at 1024
+#: (medians of 4 alternated runs, 2026-11-30)
 FEED_AHEAD = 1024
 #: how long an idle component thread waits for a wake-up before it looks again
 IDLE_WAIT = 0.05
