@@ -77,7 +77,7 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("kill", help="kill a topology")
     p.add_argument("name", help="the topology's name")
-    p.add_argument("--wait", type=seconds, default=None, metavar="S",
+    p.add_argument("-w", "--wait", type=seconds, default=None, metavar="S",
                    help="seconds between deactivation and shutdown "
                         "(default: topology.message.timeout.secs)")
     p.set_defaults(func=cluster_command(cmd_kill))
@@ -91,11 +91,12 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("rebalance", help="change a topology's workers or executors")
     p.add_argument("name", help="the topology's name")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("-n", "--workers", type=int, default=None, metavar="N",
                    help="run on N workers (at most the slots it can use)")
-    p.add_argument("--executors", nargs="+", default=[], metavar="COMPONENT=N",
-                   help="give COMPONENT N executors (at most its number of tasks)")
-    p.add_argument("--wait", type=seconds, default=None, metavar="S",
+    p.add_argument("-e", "--executors", nargs="+", action="extend", default=[],
+                   metavar="COMPONENT=N",
+                   help="give COMPONENT N executors (at most its number of tasks); repeatable")
+    p.add_argument("-w", "--wait", type=seconds, default=None, metavar="S",
                    help="seconds between deactivation and the move "
                         "(default: topology.message.timeout.secs)")
     p.set_defaults(func=cluster_command(cmd_rebalance))

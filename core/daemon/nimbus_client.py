@@ -77,6 +77,8 @@ def parse_executors(items: list[str]) -> dict[str, int]:
             n = 0
         if not sep or not comp or n < 1:
             raise ConfigError(f"bad --executors entry {item!r}: expected COMPONENT=N with N >= 1")
+        if comp in out:
+            raise ConfigError(f"--executors names {comp!r} twice ({comp}={out[comp]}, {item})")
         out[comp] = n
     return out
 

@@ -42,6 +42,21 @@ def test_parse_executors():
     for bad in (["split"], ["split=0"], ["=2"], ["split=x"]):
         with pytest.raises(ConfigError, match="COMPONENT=N"):
             parse_executors(bad)
+    # the later one silently won
+    with pytest.raises(ConfigError, match="--executors names 'count' twice"):
+        parse_executors(["count=2", "count=3"])
+
+
+def test_rebalance_takes_executors_repeated_and_storms_short_options():
+    # a second --executors replaced the first: `-e split=1 -e count=3` dropped split=1
+    from squall.cli.main import build_parser
+    args = build_parser().parse_args(["rebalance", "wc", "--executors", "split=1",
+                                      "--executors", "count=3", "--workers", "2"])
+    assert args.executors == ["split=1", "count=3"] and args.workers == 2
+    args = build_parser().parse_args(["rebalance", "wc", "-n", "3", "-e", "split=1", "a=2",
+                                      "-e", "count=3", "-w", "0"])
+    assert (args.workers, args.executors, args.wait) == (3, ["split=1", "a=2", "count=3"], 0)
+    assert build_parser().parse_args(["kill", "wc", "-w", "5"]).wait == 5
 
 
 def test_executors_are_alive_while_launching_or_beating():
