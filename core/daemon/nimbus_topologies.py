@@ -218,12 +218,14 @@ class TopologyLifecycle:
                                     f"components: {', '.join(sorted(loaded[1].components))}")
             debug = dict(base.get("component_debug") or {})
             key = component or "*"
+            # a --disable is recorded, not forgotten: it must turn off what topology.debug in
+            # the submitted conf turned on, which the workers read too
             if not component and not enable:
-                debug = {}
+                debug = {key: {"enable": False}}
             elif enable:
                 debug[key] = {"enable": True, "samplingpct": float(sampling_pct)}
             else:
-                debug.pop(key, None)
+                debug[key] = {"enable": False}
             self._state.update_storm(tid, component_debug=debug)
         log.info("debug of %s: %s", tid, debug or "off")
 

@@ -321,7 +321,7 @@ class WorkerProcess:
             self.debug = debug
             self.worker.set_debug(debug)
             log.info("worker %s:%d: emits sampled into the events log: %s", self.tid,
-                     self.port, debug or "none")
+                     self.port, {k: v for k, v in debug.items() if v} or "none")
         active = base.get("status") == "active"
         if active != self.active:
             self.active = active

@@ -35,15 +35,24 @@ def settings_of(conf: Mapping[str, Any], component_debug: Mapping[str, Any] | No
     """component (or ``*``) -> sampling percentage, from ``topology.debug`` (every component
     at 100 %), a component's own ``topology.debug`` where it differs (``component_confs``:
     component -> the conf its tasks run with; 0 % turns one off), and a topology's
-    ``component_debug`` record (set by ``squall debug``)."""
+    ``component_debug`` record (set by ``squall debug``: an entry ``{"enable": false}`` is a
+    ``--disable``, which turns off what the conf turned on; one for ``*`` turns off every
+    component but those enabled after it)."""
     every = bool(conf.get("topology.debug"))
-    out: dict[str, float] = {EVERY: 100.0} if every else {}
-    for comp, cconf in (component_confs or {}).items():
-        if bool(cconf.get("topology.debug")) != every:
-            out[str(comp)] = 0.0 if every else 100.0
-    for comp, entry in (component_debug or {}).items():
+    record = component_debug or {}
+    everything = record.get(EVERY)
+    if isinstance(everything, Mapping) and not everything.get("enable"):
+        out: dict[str, float] = {EVERY: 0.0}     # squall debug NAME --disable
+    else:
+        out = {EVERY: 100.0} if every else {}
+        for comp, cconf in (component_confs or {}).items():
+            if bool(cconf.get("topology.debug")) != every:
+                out[str(comp)] = 0.0 if every else 100.0
+    for comp, entry in record.items():
         if isinstance(entry, Mapping) and entry.get("enable"):
             out[str(comp)] = float(entry.get("samplingpct") or 100.0)
+        elif isinstance(entry, Mapping) and comp != EVERY:
+            out[str(comp)] = 0.0
     return out
 
 

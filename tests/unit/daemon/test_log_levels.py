@@ -96,10 +96,12 @@ def test_nimbus_records_levels_and_debug_and_refuses_bad_requests(tmp_path) -> N
         assert state.get_storm("wc-1-1")["component_debug"] == {
             "split": {"enable": True, "samplingpct": 10.0},
             "*": {"enable": True, "samplingpct": 100.0}}
+        # a --disable is recorded: it must also turn off what topology.debug turned on
         lifecycle.set_debug("wc", "split", False, 0)
-        assert set(state.get_storm("wc-1-1")["component_debug"]) == {"*"}
+        assert state.get_storm("wc-1-1")["component_debug"] == {
+            "split": {"enable": False}, "*": {"enable": True, "samplingpct": 100.0}}
         lifecycle.set_debug("wc", "", False, 0)             # every component: all off
-        assert state.get_storm("wc-1-1")["component_debug"] == {}
+        assert state.get_storm("wc-1-1")["component_debug"] == {"*": {"enable": False}}
         for pct in (0, 101):
             with pytest.raises(ConfigError, match="sampling percentage"):
                 lifecycle.set_debug("wc", "split", True, pct)

@@ -81,7 +81,16 @@ def test_settings_from_conf_and_component_debug() -> None:
     assert settings_of({}, None) == {}
     assert settings_of({"topology.debug": True}, None) == {"*": 100.0}
     assert settings_of({}, {"split": {"enable": True, "samplingpct": 5},
-                            "count": {"enable": False}}) == {"split": 5.0}
+                            "count": {"enable": False}}) == {"split": 5.0, "count": 0.0}
+    # squall debug --disable turns off what topology.debug turned on (it kept sampling all)
+    assert settings_of({"topology.debug": True}, {"count": {"enable": False}}) == {
+        "*": 100.0, "count": 0.0}
+    assert settings_of({"topology.debug": True}, {"*": {"enable": False}},
+                       {"split": {"topology.debug": True}}) == {"*": 0.0}
+    assert settings_of({"topology.debug": True}, {"*": {"enable": False},
+                                                  "split": {"enable": True,
+                                                            "samplingpct": 5}}) == {
+        "*": 0.0, "split": 5.0}
     # a component's own topology.debug where it differs from the topology's
     confs = {"split": {"topology.debug": True}, "count": {}}
     assert settings_of({}, None, confs) == {"split": 100.0}
