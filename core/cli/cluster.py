@@ -225,6 +225,7 @@ def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
         print(f"squall: warning: {', '.join(given)}: the machines' keys, set in the "
               "supervisors' config (a worker's log level: squall set-log-level); the "
               "topology's workers do not take them from a submit", file=sys.stderr)
+    _warn_of_memory_state(sub.topology, submitted_conf(conf, sub.topology.conf))
     # an empty --name is refused by nimbus with the rule a name follows, not replaced
     name = sub.default_name if args.name is None else args.name
     code = zip_code_dir(sub.code_dir, sub.prefix, sub.extra_dirs)
@@ -236,6 +237,21 @@ def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
         client.close()
     print(f"submitted topology {name!r} as {tid}")
     return 0
+
+
+def _warn_of_memory_state(topology: Any, sent: dict[str, Any]) -> None:
+    """Say that stateful bolts on the ``memory`` state provider (the default, made for local
+    mode) lose their state whenever a worker of theirs restarts on a cluster."""
+    from squall import config
+    from squall.stateful.wiring import stateful_components
+    provider = sent.get("topology.state.provider",
+                        config.defaults().get("topology.state.provider"))
+    stateful = stateful_components(topology)
+    if stateful and provider == "memory":
+        print(f"squall: warning: stateful bolt(s) {', '.join(stateful)} keep their state in "
+              "their worker's memory (topology.state.provider: memory): a worker that "
+              "restarts (a crash, a rebalance) starts them empty; on a cluster choose a "
+              "backend that outlives workers, such as redis", file=sys.stderr)
 
 
 def cmd_list(args: argparse.Namespace, conf: dict[str, Any]) -> int:

@@ -23,7 +23,7 @@ from squall.api.tuple import Stream
 from squall.errors import TopologyError
 from squall.stateful.checkpoint import CHECKPOINT, FIELDS
 
-__all__ = ["check_ackers", "checkpoint_inputs", "checkpointed", "wire"]
+__all__ = ["check_ackers", "checkpoint_inputs", "checkpointed", "stateful_components", "wire"]
 
 CHECKPOINT_REF = "squall.stateful.checkpoint:CheckpointSpout"
 INTERVAL_KEY = "topology.state.checkpoint.interval.ms"
@@ -34,6 +34,11 @@ def _is_stateful(spec: ComponentSpec) -> bool:
     from squall.stateful.bolt import StatefulBolt
     return spec.kind == "bolt" and isinstance(spec.cls, type) and issubclass(spec.cls,
                                                                               StatefulBolt)
+
+
+def stateful_components(topology: Topology) -> list[str]:
+    """The ids of ``topology``'s stateful bolts, sorted."""
+    return [cid for cid, spec in sorted(topology.components.items()) if _is_stateful(spec)]
 
 
 def checkpointed(spec: ComponentSpec) -> bool:

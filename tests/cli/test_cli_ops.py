@@ -270,6 +270,43 @@ def test_submit_says_the_machines_keys_do_not_reach_the_workers(
     assert "topology.debug" not in err and "nimbus.seeds" not in err
 
 
+STATEFUL_TOPOLOGY = """
+from squall import Spout, StatefulBolt, TopologyBuilder
+
+class S(Spout):
+    outputs = ["w"]
+
+class Keep(StatefulBolt):
+    def init_state(self, state):
+        self.state = state
+
+    def process(self, tup):
+        pass
+
+b = TopologyBuilder()
+b.set_spout("s", S)
+b.set_bolt("counts", Keep).shuffle_grouping("s")
+topology = b.create_topology()
+"""
+
+
+@pytest.mark.parametrize("provider, warned", [(None, True), ("redis", False)])
+def test_submit_warns_that_memory_state_does_not_outlive_a_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        provider: str | None, warned: bool) -> None:
+    # the default provider lost every stateful bolt's state at a rebalance, without a word
+    from squall import config
+    (tmp_path / "statetopo.py").write_text(STATEFUL_TOPOLOGY)
+    submitted_names(monkeypatch)
+    conf = config.load_config(None, [f"topology.state.provider={provider}"] if provider else [],
+                              env={}, home="/nonexistent")
+    args = argparse.Namespace(target=f"{tmp_path / 'statetopo.py'}:topology", name="st")
+    assert cluster.cmd_submit(args, conf) == 0
+    err = capsys.readouterr().err
+    assert ("warning: stateful bolt(s) counts keep their state in their worker's memory" in err) \
+        is warned, err
+
+
 def test_an_empty_submit_name_goes_to_nimbus_as_given(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # "" is not a name: nimbus refuses it with the rule names follow (it was replaced by the
