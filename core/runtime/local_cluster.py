@@ -47,9 +47,13 @@ def _kept_locally(key: str, value: Any) -> bool:
     """Whether a LocalCluster keeps ``value`` of ``key`` from its own conf (a config file,
     ``LocalCluster(conf)``) or the topology's, instead of its local default: an in-process
     transport is kept (a third party's, chosen in YAML); one between processes, a
-    cluster's choice in a shared config file, gives way to ``local``, said in the log. The
+    cluster's choice in a shared config file, gives way to ``local``, said in the log (the
+    shipped default, which every conf holds, quietly). The
     submit conf and ``-c`` choose as they are (and are refused if unusable here)."""
     if key != "squall.transport" or value in (None, LOCAL_DEFAULTS[key]):
+        return False
+    from squall import config
+    if value == config.defaults().get(key):     # not chosen: the shipped default, quietly
         return False
     try:
         if drivers.driver_class("transport", {key: value}).in_process:
