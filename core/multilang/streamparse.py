@@ -11,10 +11,11 @@ a class.
 Python components run in the worker by default, with no subprocess and no JSON
 (:class:`StreamparseBolt`, :class:`StreamparseSpout`: one pystorm instance per task, its
 ``emit``/``ack``/``fail``/``log`` mapped onto squall's). With ``"squall.streamparse.mode":
-"shell"`` in the Topology's ``config`` they run as multi-lang subprocesses instead
-(``python -m streamparse.run module.Class``, as Storm runs them). Components given by
-``ShellBolt.spec(command=..., script=...)`` always run as subprocesses; Java components are
-refused with one clear error.
+"shell"`` (``-c``, else the Topology's ``config``, else a config file) they run as multi-lang
+subprocesses instead (``python -m streamparse.run module.Class``, as Storm runs them).
+``TicklessBatchingBolt`` classes (a batcher thread of their own) and components given by
+``ShellBolt.spec(command=..., script=...)`` always run as subprocesses, the latter from a
+streamparse project's ``src/``; Java components are refused with one clear error.
 
 In-process, a bolt's ``process`` gets squall's :class:`~squall.Tuple`, which has pystorm's
 ``id``, ``component``, ``stream``, ``task`` and ``values`` (a plain tuple: read fields by
@@ -48,7 +49,7 @@ CLASS_KEY = "squall.streamparse.class"          # "module:Class" of the pystorm 
 OUTPUTS_KEY = "squall.streamparse.outputs"      # [[stream, [fields], direct], ...]
 COMMAND_KEY = "squall.streamparse.command"      # argv of a shell component
 MODULE_KEY = "squall.streamparse.module"        # the module whose folder a command runs in
-MODE_KEY = "squall.streamparse.mode"            # in a streamparse Topology's config
+MODE_KEY = "squall.streamparse.mode"            # -c, a Topology's config or a config file
 _STORM_LEVELS = {"trace": 0, "debug": 1, "info": 2, "warn": 3, "warning": 3, "error": 4,
                  "critical": 4}
 
@@ -67,9 +68,7 @@ def from_streamparse(cls: type) -> Topology:
     from squall.api.builder import TopologyBuilder
 
     conf = dict(getattr(cls, "config", None) or {})
-    mode = conf.get(MODE_KEY, "in-process")
-    if mode not in ("in-process", "shell"):
-        raise TopologyError(f"{MODE_KEY} must be 'in-process' or 'shell', got {mode!r}")
+    mode = _mode(conf)
     spout_names = set(getattr(cls, "thrift_spouts", {}) or {})
     b = TopologyBuilder()
     for spec in cls.specs:  # type: ignore[attr-defined]
@@ -93,6 +92,27 @@ def from_streamparse(cls: type) -> Topology:
     return b.create_topology(conf)
 
 
+def _mode(conf: Mapping[str, Any]) -> str:
+    """``squall.streamparse.mode`` as squall's config layers say: ``-c`` over the Topology
+    class's ``config`` over a config file (the conf ``squall local``/``squall submit`` load
+    the target for); TopologyError for a value that is not a mode."""
+    from squall.api.builder import LOADING_CONF
+    from squall.config import OVERRIDES_KEY
+
+    loading = LOADING_CONF.get() or {}
+    overrides = loading.get(OVERRIDES_KEY)
+    if isinstance(overrides, Mapping) and MODE_KEY in overrides:
+        mode, where = overrides[MODE_KEY], "-c"
+    elif MODE_KEY in conf:
+        mode, where = conf[MODE_KEY], "the Topology's config"
+    else:
+        mode, where = loading.get(MODE_KEY, "in-process"), "the config file"
+    if mode not in ("in-process", "shell"):
+        raise TopologyError(f"{MODE_KEY} (in {where}) must be 'in-process' or 'shell', got "
+                            f"{mode!r}")
+    return str(mode)
+
+
 def _component_class(name: str, spec: Any, spout: bool, mode: str,
                      config: dict[str, Any], topology_module: str) -> type:
     shell = getattr(getattr(spec, "component_object", None), "shell", None)
@@ -101,7 +121,10 @@ def _component_class(name: str, spec: Any, spout: bool, mode: str,
                             "runs Python and multi-lang (shell) components only")
     user_cls = spec.component_cls
     python = shell.execution_command == "streamparse_run"
-    if python and mode == "in-process":
+    # pystorm's TicklessBatchingBolt processes its batches (acks, emits) on a thread of its
+    # own, under a lock squall's loop does not take, and signals its process on an error:
+    # it runs as a subprocess, where pystorm's run loop takes that lock
+    if python and mode == "in-process" and not hasattr(user_cls, "_batch_entry"):
         config[CLASS_KEY] = f"{user_cls.__module__}:{user_cls.__qualname__}"
         if spout:
             return StreamparseSpout
@@ -172,6 +195,9 @@ class _Calls:
         self.spout = spout
         self.logger: logging.Logger = inst.logger
         self.task_ids: list[list[int]] = []
+        #: pystorm's own ``emit`` runs (the class overrides it): it anchors to
+        #: ``inst._current_tups``, which the host sets around each call as pystorm's loop does
+        self.generic = True
         self.received: ReceivedTuples | None = None if spout else ReceivedTuples(
             host.ack, host.fail, host.report_error, held=held)
 
@@ -227,6 +253,7 @@ def _wire(host: Any, inst: Any, spout: bool, held: bool) -> _Calls:
     emit = host.emit
     base = pystorm.spout.Spout if spout else pystorm.bolt.Bolt
     if type(inst).emit is base.emit:        # the fast way: straight to squall's emit
+        calls.generic = False
         if spout:
             def spout_emit(tup: Any, tup_id: Any = None, stream: str | None = None,
                            direct_task: int | None = None,
@@ -248,6 +275,8 @@ def _wire(host: Any, inst: Any, spout: bool, held: bool) -> _Calls:
                         # auto-anchored to the tuple in process: squall's own fast path
                         if direct_task is None and not need_task_ids:
                             return emit(tup) if stream is None else emit(tup, stream)
+                        return emit(tup, stream, direct_task=direct_task,
+                                    need_task_ids=need_task_ids)
                     else:
                         anchors = () if plain else inst._current_tups
                 for a in anchors:
@@ -283,6 +312,8 @@ class StreamparseBolt(Bolt):
     def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
         return _declared(config)
 
+    generic: bool = False
+
     def _host(self, conf: dict[str, Any], context: TopologyContext, held: bool
               ) -> tuple[Any, ReceivedTuples]:
         """Start the hosted pystorm bolt (``held``: it acks or fails its tuples itself); it
@@ -290,19 +321,29 @@ class StreamparseBolt(Bolt):
         inst, calls = _start(self, conf, context, spout=False, held=held)
         received = calls.received
         assert received is not None
-        self.hosted, self.received = inst, received
+        self.hosted, self.received, self.generic = inst, received, calls.generic
         return inst, received
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         inst, received = self._host(conf, context, held=False)
         user_process = inst.process
 
-        def process(tup: Tuple) -> None:
-            # the tuple an id given to ack, fail or emit's anchors may name: +30 ns a tuple
-            # over calling the instance's own process (timeit, Python 3.11); bench.multilang
-            # wc-streamparse / wc-native 0.81 -> 0.80 (3 rounds each, a shared host)
-            received.current = tup
-            user_process(tup)
+        if self.generic:
+            def process(tup: Tuple) -> None:
+                # pystorm's own emit anchors to _current_tups, set as pystorm's _run does
+                received.current = tup
+                inst._current_tups = [tup]
+                try:
+                    user_process(tup)
+                finally:
+                    inst._current_tups = []
+        else:
+            def process(tup: Tuple) -> None:
+                # the tuple an id given to ack, fail or emit's anchors may name: +30 ns a
+                # tuple over calling the instance's own process (timeit, Python 3.11);
+                # bench.multilang wc-streamparse / wc-native 0.81 -> 0.80 (3 rounds each)
+                received.current = tup
+                user_process(tup)
         self.process = process      # type: ignore[method-assign]
 
     def process(self, tup: Tuple) -> None:
@@ -311,7 +352,15 @@ class StreamparseBolt(Bolt):
 
     def process_tick(self, tup: Tuple) -> None:
         self.received.current = tup         # not the tuple processed before it any more
-        self.hosted.process_tick(tup)
+        inst = self.hosted
+        if not self.generic:
+            inst.process_tick(tup)
+            return
+        inst._current_tups = [tup]
+        try:
+            inst.process_tick(tup)
+        finally:
+            inst._current_tups = []
 
     def cleanup(self) -> None:
         for name in ("cleanup", "shutdown"):
@@ -337,9 +386,12 @@ class StreamparseManualBolt(StreamparseBolt):
             self.report_error
         acks = bool(inst.auto_ack) and not hasattr(inst, "process_batches")
         auto_fail = bool(inst.auto_fail)
+        generic = self.generic
 
         def process(tup: Tuple) -> None:
             receive(tup)
+            if generic:     # pystorm's own emit anchors to _current_tups, as its _run sets
+                inst._current_tups = [tup]
             try:
                 user_process(tup)
             except Exception as exc:
@@ -347,15 +399,59 @@ class StreamparseManualBolt(StreamparseBolt):
                 if auto_fail:
                     fail(tup)
                 return
+            finally:
+                if generic:
+                    inst._current_tups = []
             if acks:
                 ack(tup)
         self.process = process      # type: ignore[method-assign]
 
     def process_tick(self, tup: Tuple) -> None:
+        inst = self.hosted
+        if self.generic:
+            inst._current_tups = [tup]
         try:
-            self.hosted.process_tick(tup)
+            inst.process_tick(tup)
         except Exception as exc:
             self.report_error(exc)
+            if isinstance(getattr(inst, "_batches", None), dict):
+                self._after_failed_batch()
+        finally:
+            if self.generic:
+                inst._current_tups = []
+
+    def _after_failed_batch(self) -> None:
+        """A ``BatchingBolt``'s ``process_batches`` raised: as pystorm's
+        ``_handle_run_exception``, the batch that raised fails (``auto_fail``; without it its
+        tuples time out) and leaves the batches; where pystorm would exit, the batches after it
+        are processed now, each that raises going the same way."""
+        from collections import defaultdict
+
+        inst = self.hosted
+        while True:
+            batches = inst._batches
+            key = inst._current_key
+            batch = batches.get(key)
+            if batch is None or batch is not inst._current_tups:
+                return                  # it did not raise in a batch: nothing to fail
+            del batches[key]
+            if inst.auto_fail:
+                fail = self.received.fail
+                for t in batch:
+                    fail(t)
+            # the batches processed before it are acked and empty: drop them too
+            inst._batches = defaultdict(list, {k: v for k, v in batches.items() if v})
+            inst._current_key = None
+            inst._current_tups = []
+            if not inst._batches:
+                inst._tick_counter = 0
+                return
+            try:
+                inst.process_batches()
+                inst._tick_counter = 0
+                return
+            except Exception as exc:
+                self.report_error(exc)
 
 
 class StreamparseSpout(Spout):
@@ -394,6 +490,24 @@ def _command(conf: Mapping[str, Any]) -> list[str]:
     return argv
 
 
+def _cwd(conf: Mapping[str, Any]) -> str:
+    """Where the component's command runs: a Python component's module root (``python -m``
+    imports it from there); any other's, a streamparse project's ``src/`` when the topology
+    file is in its ``topologies/`` (Storm runs them from the jar's ``resources/``, which
+    ``sparse`` fills with ``src/``; ``squall submit`` merges ``src/`` into the code root),
+    else the topology module's root."""
+    from pathlib import Path
+
+    from squall.api.target import project_dirs
+
+    root = module_root(str(conf.get(MODULE_KEY, "__main__")))
+    argv = conf.get(COMMAND_KEY) or ()
+    if list(argv[1:3]) == ["-m", "streamparse.run"]:
+        return root
+    src = project_dirs(Path(root) / "topology.py")
+    return str(src[0]) if src else root
+
+
 class StreamparseShellBolt(ShellBolt):
     """A streamparse component run as a multi-lang subprocess (``squall.streamparse.command``)."""
 
@@ -405,7 +519,7 @@ class StreamparseShellBolt(ShellBolt):
         return _command(conf)
 
     def shell_cwd(self, conf: Mapping[str, Any]) -> str:
-        return module_root(str(conf.get(MODULE_KEY, "__main__")))
+        return _cwd(conf)
 
 
 class StreamparseShellSpout(ShellSpout):
@@ -419,7 +533,7 @@ class StreamparseShellSpout(ShellSpout):
         return _command(conf)
 
     def shell_cwd(self, conf: Mapping[str, Any]) -> str:
-        return module_root(str(conf.get(MODULE_KEY, "__main__")))
+        return _cwd(conf)
 
 
 __all__ = ["StreamparseBolt", "StreamparseManualBolt", "StreamparseShellBolt", "StreamparseShellSpout",

@@ -5,15 +5,17 @@ streamparse user would name it."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib.util
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from streamparse import BatchingBolt, Grouping, Spout, Topology
+from streamparse import BatchingBolt, Grouping, Spout, Stream, Topology
 from streamparse import Bolt as SPBolt
 
 from squall import LocalCluster
@@ -258,3 +260,288 @@ def test_in_process_bolts_ack_fail_and_anchor_by_tuple_id(cluster: LocalCluster)
         and "names no tuple this bolt received and has not acked or failed yet" in errors[0] \
         and "\n" not in errors[0].strip(), errors
     assert info_errors(cluster, "by-id", "sink") == []
+
+
+SEEN: dict[str, list[Any]] = {"acked": [], "failed": [], "ids": [], "direct": []}
+
+
+class Numbers(Spout):
+    """Emits 0 to ``total`` - 1 (with "abc"[n % 3] beside each where ``outputs`` has a
+    second field) and records acks and fails in ``seen``."""
+    outputs = ["n"]
+    seen = SEEN
+    total = 10
+
+    def initialize(self, storm_conf: Any, context: Any) -> None:
+        self.todo = list(range(self.total))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit([i, "abc"[i % 3]][:len(self.outputs)], tup_id=i)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            self.seen["acked"].append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            self.seen["failed"].append(tup_id)
+
+
+class WantsIds(SPBolt):
+    outputs = ["n"]
+
+    def process(self, tup: Any) -> None:
+        ids = self.emit([tup.values[0]], need_task_ids=True)
+        with LOCK:
+            SEEN["ids"].append(ids)
+
+
+class Director(SPBolt):
+    outputs = [Stream(fields=["n"], name="default", direct=True)]
+
+    def initialize(self, storm_conf: Any, context: Any) -> None:
+        self.targets = sorted(int(t) for t, c in context["task->component"].items()
+                              if c == "direct_sink")
+
+    def process(self, tup: Any) -> None:
+        self.emit([tup.values[0]], direct_task=self.targets[tup.values[0] % 2])
+
+
+class DirectSink(SPBolt):
+    def initialize(self, storm_conf: Any, context: Any) -> None:
+        self.task = context["taskid"]
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            SEEN["direct"].append((self.task, tup.values[0]))
+
+
+class TaskIds(Topology):
+    numbers = Numbers.spec()
+    wants_ids = WantsIds.spec(inputs=[numbers])
+    director = Director.spec(inputs=[numbers])
+    direct_sink = DirectSink.spec(inputs=[director], par=2)
+
+
+def test_in_process_bolts_emit_with_task_ids_and_direct(cluster: LocalCluster) -> None:
+    """pystorm's ``emit(..., need_task_ids=True)`` and ``emit(..., direct_task=...)`` from a
+    bolt with its defaults raised TypeError: every tuple failed."""
+    from squall.multilang.streamparse import from_streamparse
+
+    cluster.submit_topology("ids", {}, from_streamparse(TaskIds))
+    wait_until(lambda: len(SEEN["acked"]) + len(SEEN["failed"]) == 10, 60,
+               message=lambda: f"{SEEN}; errors {cluster.get_topology_info('ids')['errors']}")
+    assert sorted(SEEN["acked"]) == list(range(10)) and SEEN["failed"] == []
+    assert SEEN["ids"] == [[] for _ in range(10)]       # nothing subscribes to wants_ids
+    targets = sorted({task for task, _ in SEEN["direct"]})
+    assert len(targets) == 2
+    assert sorted(SEEN["direct"]) == sorted((targets[n % 2], n) for n in range(10))
+    assert cluster.get_topology_info("ids")["errors"] == {}
+
+
+ANCHORED: dict[str, list[Any]] = {"acked": [], "failed": []}
+
+
+class AnchoredNumbers(Numbers):
+    seen = ANCHORED
+
+
+class CountingBolt(SPBolt):
+    """Overrides ``emit`` (pystorm's own then anchors, to ``_current_tups``)."""
+    outputs = ["n"]
+
+    def initialize(self, storm_conf: Any, context: Any) -> None:
+        self.emitted = 0
+
+    def emit(self, tup: Any, **kwargs: Any) -> Any:
+        self.emitted += 1
+        return super().emit(tup, **kwargs)
+
+    def process(self, tup: Any) -> None:
+        self.emit([tup.values[0]])
+
+
+class Refuser(SPBolt):
+    def process(self, tup: Any) -> None:
+        self.fail(tup)
+
+
+class OverrideEmit(Topology):
+    numbers = AnchoredNumbers.spec()
+    counting = CountingBolt.spec(inputs=[numbers])
+    refuser = Refuser.spec(inputs=[counting])
+
+
+def test_a_bolt_overriding_emit_keeps_auto_anchor(cluster: LocalCluster) -> None:
+    """Its emits went out unanchored in-process: the failures downstream never reached the
+    spout (acked 10, failed 0), where a subprocess fails them."""
+    from squall.multilang.streamparse import from_streamparse
+
+    cluster.submit_topology("anchor", {}, from_streamparse(OverrideEmit))
+    wait_until(lambda: len(ANCHORED["failed"]) + len(ANCHORED["acked"]) >= 10, 60,
+               message=lambda: f"{ANCHORED}; errors "
+                               f"{cluster.get_topology_info('anchor')['errors']}")
+    assert sorted(ANCHORED["failed"]) == list(range(10)) and ANCHORED["acked"] == []
+
+
+POISONED: dict[str, list[Any]] = {"acked": [], "failed": [], "batches": []}
+
+
+class PoisonNumbers(Numbers):
+    outputs = ["n", "letter"]
+    seen = POISONED
+    total = 30
+
+
+class PoisonedLetter(BatchingBolt):
+    """Its batch of "a" raises (pystorm's auto_fail fails it; the others go on)."""
+
+    def group_key(self, tup: Any) -> Any:
+        return tup.values[1]
+
+    def process_batch(self, key: Any, tups: Any) -> None:
+        with LOCK:
+            POISONED["batches"].append((key, len(tups)))
+        if key == "a":
+            raise ValueError("cannot store batch a")
+
+
+class Poison(Topology):
+    numbers = PoisonNumbers.spec()
+    per_letter = PoisonedLetter.spec(inputs={numbers: Grouping.fields("letter")},
+                                     config={"topology.tick.tuple.freq.secs": 1})
+
+
+def test_a_batch_that_raises_fails_and_the_others_go_on(cluster: LocalCluster) -> None:
+    """It failed nothing, was retried every tick and starved the batches after it."""
+    from squall.multilang.streamparse import from_streamparse
+
+    cluster.submit_topology("poison", {"topology.message.timeout.secs": 60},
+                            from_streamparse(Poison))
+    wait_until(lambda: len(POISONED["failed"]) + len(POISONED["acked"]) >= 30, 60,
+               message=lambda: f"{POISONED}; errors "
+                               f"{cluster.get_topology_info('poison')['errors']}")
+    assert sorted(POISONED["failed"]) == list(range(0, 30, 3))
+    assert sorted(POISONED["acked"]) == sorted(set(range(30)) - set(range(0, 30, 3)))
+    # each tuple of "a" was in one batch that raised, tried once
+    assert sum(n for key, n in POISONED["batches"] if key == "a") == 10
+    errors = info_errors(cluster, "poison", "per_letter")
+    assert errors and all("cannot store batch a" in e["error"] for e in errors)
+
+
+@contextlib.contextmanager
+def _project(tmp_path: Path, files: dict[str, str], target: str) -> Iterator[Any]:
+    """Write a project's ``files`` under ``tmp_path`` and load ``target`` there; the
+    modules and path entries that added in this process are forgotten on leaving."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    path, modules = list(sys.path), set(sys.modules)
+    try:
+        yield load_target(str(tmp_path / target))
+    finally:
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:
+            del sys.modules[name]
+
+
+RECORDING_SPOUT = '''
+import os
+
+from streamparse import Spout
+
+
+class Numbers(Spout):
+    outputs = ["key", "i"]
+
+    def initialize(self, conf, ctx):
+        self.acks = open(os.path.join(conf["test.out"], "acks.txt"), "a", buffering=1)
+        self.n, self.i = int(conf["test.total"]), 0
+
+    def next_tuple(self):
+        if self.i < self.n:
+            self.emit([f"k{self.i % 50}", self.i], tup_id=self.i)
+            self.i += 1
+
+    def ack(self, tup_id):
+        self.acks.write(f"{tup_id}\\n")
+
+    def fail(self, tup_id):
+        pass
+'''
+
+
+def _acked(out: Path) -> list[int]:
+    try:
+        return sorted(int(x) for x in (out / "acks.txt").read_text().split())
+    except FileNotFoundError:
+        return []
+
+
+def test_a_tickless_batching_bolt_batches_every_tuple_once(cluster: LocalCluster,
+                                                          tmp_path: Path) -> None:
+    """Hosted in-process its batcher thread raced the worker's loop: tuples never batched,
+    and "dictionary changed size during iteration" could stop the loop. It runs as a
+    subprocess now, where pystorm's lock holds."""
+    files = {"tickless_sp.py": RECORDING_SPOUT + '''
+from streamparse import Grouping, TicklessBatchingBolt, Topology
+
+
+class Batcher(TicklessBatchingBolt):
+    outputs = ["key", "n"]
+    secs_between_batches = 0.01
+
+    def initialize(self, conf, ctx):
+        self.f = open(os.path.join(conf["test.out"], "batched.txt"), "a", buffering=1)
+
+    def group_key(self, tup):
+        return tup.values[0]
+
+    def process_batch(self, key, tups):
+        self.f.write("".join(f"{t.values[1]}\\n" for t in tups))
+
+
+class Tickless(Topology):
+    numbers = Numbers.spec()
+    batcher = Batcher.spec(inputs={numbers: Grouping.fields("key")})
+'''}
+    total = 3000
+    with _project(tmp_path, files, "tickless_sp.py:Tickless") as topology:
+        cluster.submit_topology("tickless", {"test.out": str(tmp_path), "test.total": total,
+                                             "topology.message.timeout.secs": 60}, topology)
+        wait_until(lambda: _acked(tmp_path) == list(range(total)), 90,
+                   message=lambda: f"acked {len(_acked(tmp_path))}; errors "
+                                   f"{cluster.get_topology_info('tickless')['errors']}")
+    batched = collections.Counter(int(x) for x in (tmp_path / "batched.txt").read_text().split())
+    assert sorted(batched) == list(range(total)) and max(batched.values()) == 1
+    assert cluster.get_topology_info("tickless")["errors"] == {}
+
+
+def test_a_shell_components_script_in_src_is_found(cluster: LocalCluster,
+                                                    tmp_path: Path) -> None:
+    """``ShellBolt.spec(command=..., script=...)`` in a project's topologies/ runs from its
+    src/ (as Storm runs it from resources/, and ``squall submit`` ships src/ in the code
+    root); locally it ran from topologies/ and its script was not found."""
+    files = {
+        "src/spouts/__init__.py": "",
+        "src/spouts/numbers.py": RECORDING_SPOUT,
+        "src/bolts/upper.py": ("import pystorm\n\n\nclass Upper(pystorm.Bolt):\n"
+                               "    def process(self, tup):\n"
+                               "        self.emit([tup.values[0].upper()])\n\n\n"
+                               "Upper().run()\n"),
+        "topologies/sp_shell_src.py": (
+            "import sys\n\nfrom streamparse import ShellBolt, Topology\n\n"
+            "from spouts.numbers import Numbers\n\n\nclass Upper(Topology):\n"
+            "    numbers = Numbers.spec()\n"
+            "    upper = ShellBolt.spec(command=sys.executable, script='bolts/upper.py',\n"
+            "                           inputs=[numbers], outputs=['key'])\n"),
+    }
+    with _project(tmp_path, files, "topologies/sp_shell_src.py:Upper") as topology:
+        cluster.submit_topology("shell-src", {"test.out": str(tmp_path), "test.total": 20},
+                                topology)
+        wait_until(lambda: _acked(tmp_path) == list(range(20)), 60,
+                   message=lambda: f"acked {_acked(tmp_path)}; errors "
+                                   f"{cluster.get_topology_info('shell-src')['errors']}")
+    assert cluster.get_topology_info("shell-src")["errors"] == {}

@@ -3,13 +3,18 @@ same squall topology: components, parallelism, config, streams and every groupin
 cannot run is one clear error."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from streamparse import Bolt, Grouping, JavaBolt, Spout, Stream, Topology
+from streamparse import (
+    Bolt, Grouping, JavaBolt, Spout, Stream, TicklessBatchingBolt, Topology,
+)
 
 from squall import TopologyError
 from squall.api.target import load_target
 from squall.multilang.streamparse import (
-    StreamparseBolt, StreamparseShellBolt, StreamparseSpout, from_streamparse,
+    StreamparseBolt, StreamparseShellBolt, StreamparseShellSpout, StreamparseSpout,
+    from_streamparse,
 )
 
 
@@ -97,3 +102,59 @@ def test_a_target_may_name_a_streamparse_topology() -> None:
     t = load_target(f"{__name__}:Everything")
     assert sorted(t.components) == ["by_field", "direct", "local", "shuffled", "to_all",
                                     "to_one", "words"]
+
+
+class Batcher(TicklessBatchingBolt):
+    outputs = ["word", "n"]
+
+
+def test_a_tickless_batching_bolt_runs_as_a_subprocess() -> None:
+    """Its batcher thread acks and emits outside squall's loop: in-process it lost tuples and
+    could kill the worker's loop."""
+    class Tickless(Topology):
+        words = Words.spec()
+        batcher = Batcher.spec(inputs=[words])
+        count = Count.spec(inputs=[batcher])
+
+    c = from_streamparse(Tickless).components
+    assert c["batcher"].cls is StreamparseShellBolt
+    assert c["batcher"].config["squall.streamparse.command"][1:] == \
+        ["-m", "streamparse.run", f"{__name__}.Batcher"]
+    assert c["words"].cls is StreamparseSpout and c["count"].cls is StreamparseBolt
+
+
+class Plain(Topology):
+    words = Words.spec()
+    count = Count.spec(inputs=[words])
+
+
+class ShellPlain(Topology):
+    config = {"squall.streamparse.mode": "shell"}
+    words = Words.spec()
+    count = Count.spec(inputs=[words])
+
+
+def test_the_mode_may_be_given_with_c_or_in_a_config_file(tmp_path: Any) -> None:
+    """``-c`` over the Topology's config over a config file, as squall's layers go; it was
+    read from the Topology's config only, and a bad value given elsewhere passed."""
+    from squall.config import load_config
+
+    def classes(target: str, overrides: tuple[str, ...] = (), file: Any = None) -> set[type]:
+        conf = load_config(file, overrides, home=tmp_path, env={})
+        return {s.cls for s in load_target(f"{__name__}:{target}", conf).components.values()}
+
+    shell = {StreamparseShellBolt, StreamparseShellSpout}
+    assert classes("Plain") == {StreamparseBolt, StreamparseSpout}
+    assert classes("Plain", ("squall.streamparse.mode=shell",)) == shell
+    assert classes("ShellPlain") == shell
+    assert classes("ShellPlain", ("squall.streamparse.mode=in-process",)) == \
+        {StreamparseBolt, StreamparseSpout}
+    yaml = tmp_path / "squall.yaml"
+    yaml.write_text("squall.streamparse.mode: shell\n")
+    assert classes("Plain", file=yaml) == shell
+    with pytest.raises(TopologyError, match=r"squall.streamparse.mode \(in -c\) must be "
+                                            r"'in-process' or 'shell', got 'bogus'"):
+        classes("ShellPlain", ("squall.streamparse.mode=bogus",))
+    yaml.write_text("squall.streamparse.mode: fast\n")
+    with pytest.raises(TopologyError, match="'in-process' or 'shell', got 'fast'"):
+        classes("Plain", file=yaml)

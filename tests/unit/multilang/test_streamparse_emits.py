@@ -44,3 +44,29 @@ def test_the_task_ids_of_an_emit_after_a_direct_emit_are_its_own() -> None:
     assert inst.emit(["d"], need_task_ids=True) == [7]
     assert [(values, kwargs["direct_task"]) for values, _, kwargs in host.emits] == \
         [(["a"], 3), (["b"], None), (["c"], 4), (["d"], None)]
+
+
+class Plain(pystorm.Bolt):
+    """pystorm's defaults, its own emit: squall's fast path."""
+
+
+class BoltHost(Host):
+    """The squall bolt hosting it."""
+
+    def ack(self, tup: Any) -> None: ...
+
+    def fail(self, tup: Any) -> None: ...
+
+
+def test_an_in_process_bolt_may_ask_for_task_ids_or_emit_direct() -> None:
+    """It raised TypeError ('NoneType' object is not iterable) and failed every tuple."""
+    inst = Plain(input_stream=io.BytesIO(), output_stream=io.BytesIO(), rdb_signal=None)
+    inst.logger = logging.getLogger("test.plain")
+    host = BoltHost()
+    _wire(host, inst, spout=False, held=False)
+    assert inst.emit(["a"], need_task_ids=True) == [7]
+    assert inst.emit(["b"], direct_task=3) == [3]
+    # no anchors given: squall anchors them to the tuple in process, as auto_anchor says
+    assert [(values, kwargs.get("anchors"), kwargs["direct_task"], kwargs["need_task_ids"])
+            for values, _, kwargs in host.emits] == [(["a"], None, None, True),
+                                                     (["b"], None, 3, False)]
