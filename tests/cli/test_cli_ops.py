@@ -187,8 +187,8 @@ def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None
             (["set-log-level", "wc", "x=DEBUG", "--timeout", "-1"],
              "argument --timeout: must be 0 seconds or more"),
             # a negative wait was taken for "at once"; a negative tail for an offset, 0 for all
-            (["kill", "wc", "--wait", "-30"], "argument --wait: must be 0 seconds or more"),
-            (["rebalance", "wc", "--wait", "nan"], "argument --wait: expected a number"),
+            (["kill", "wc", "--wait", "-30"], "argument -w/--wait: must be 0 seconds or more"),
+            (["rebalance", "wc", "--wait", "nan"], "argument -w/--wait: expected a number"),
             (["logs", "wc", "--tail", "-100"], "argument --tail: must be 0 bytes or more"),
             (["dev-zookeeper", "--port", "99999"], "argument --port: must be a port from 0"),
             (["ui", "--port", "-1"], "argument --port: must be a port from 0"),
