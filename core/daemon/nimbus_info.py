@@ -31,7 +31,7 @@ def start_failure_reason(errors: dict[str, list[dict[str, Any]]],
                          beats: dict[str, dict[str, Any]], now: float) -> str:
     """Why the topology does not run (``""`` if it does): its newest worker start failure
     when that is recent and the worker has not beaten since."""
-    from squall.daemon.worker_main import WORKER_COMPONENT
+    from squall.runtime.errors import WORKER_COMPONENT
     for entry in reversed(errors.get(WORKER_COMPONENT) or []):
         if not entry.get("start_failure"):
             continue

@@ -53,10 +53,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from squall.runtime.errors import WORKER_COMPONENT
+
 log = logging.getLogger("squall.worker")
 KEEP_HEARTBEATS = 5
-#: the component ``/errors`` lists a worker's start failures under
-WORKER_COMPONENT = "__worker"
 
 
 def supervisor_conf_path(local_dir: str | os.PathLike[str]) -> Path:

@@ -12,6 +12,9 @@ from typing import Any
 
 log = logging.getLogger("squall.errors")
 KEEP_PER_COMPONENT = 10
+#: the component the errors of a worker's own code are listed under (a start failure, a
+#: loop stuck outside every component's call)
+WORKER_COMPONENT = "__worker"
 #: set on an exception once it is recorded: an emit's error is recorded where it is raised
 #: (the component may catch it), and again by its executor if it escapes ``process``
 _RECORDED = "__squall_recorded__"

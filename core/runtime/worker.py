@@ -356,7 +356,6 @@ class Worker:
         return time.time() - (time.monotonic() - began)
 
     def _report_stuck(self, age: float) -> None:
-        from squall.daemon.worker_main import WORKER_COMPONENT
         frame = self.loop.current_frame()
         ts = self._stuck_in(frame)
         where = f"{ts.component_id} (task {ts.task})" if ts is not None else \
@@ -368,7 +367,7 @@ class Worker:
                 f"own: dedicated_thread = True); the loop thread, innermost call last:\n{stack}")
         suppressed = self.errors.suppressed
         if ts is None:
-            self.errors.record(WORKER_COMPONENT, 0, text, self.host, self.port)
+            self.errors.record(error_log.WORKER_COMPONENT, 0, text, self.host, self.port)
         else:
             self.errors.record(ts.component_id, ts.task, text, self.host, self.port)
         if self.errors.suppressed != suppressed:    # the component's errors were throttled

@@ -171,10 +171,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             ts.pass_cap = pass_cap(n, spent, PASS_SECONDS)
             done += n
             if self.system_n:   # checkpoints and ticks: not in the user's counts
-                n -= self.system_n
-                spent = max(0.0, spent - self.system_secs)
-                self.system_n = 0
-                self.system_secs = 0.0
+                n, spent = self.users_share(n, spent)
             if n:
                 ts.exec_ms += spent * 1000.0
                 ts.exec_n += n

@@ -93,11 +93,8 @@ class BoltExecutor(Executor):
             spent = _perf() - t0
             ts.pass_cap = pass_cap(n, spent, PASS_SECONDS)
             done += n
-            if self.system_n:           # ticks ran in the pass: counted as the user's tuples
-                n -= self.system_n      # neither in executed nor in the execute latency
-                spent = max(0.0, spent - self.system_secs)
-                self.system_n = 0
-                self.system_secs = 0.0
+            if self.system_n:           # ticks ran in the pass
+                n, spent = self.users_share(n, spent)
                 if not n:
                     continue
             ts.exec_ms += spent * 1000.0
@@ -114,6 +111,16 @@ class BoltExecutor(Executor):
                     ts.proc_ms += spent * 1000.0 * acked
                     ts.proc_n += acked
         return done
+
+    def users_share(self, n: int, spent: float) -> tuple[int, float]:
+        """The tuples of a pass of ``n`` that took ``spent`` s and the time they took, less
+        the system tuples run in it (``system_n``, ``system_secs``, reset here): those count
+        neither in executed nor in the execute latency."""
+        n -= self.system_n
+        spent = max(0.0, spent - self.system_secs)
+        self.system_n = 0
+        self.system_secs = 0.0
+        return n, spent
 
     @staticmethod
     def _take(n: int, batch: int, cap: int) -> int:
