@@ -30,7 +30,8 @@ import io
 import json
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from squall.api.component import Bolt, Spout
@@ -330,13 +331,8 @@ class StreamparseBolt(Bolt):
 
         if self.generic:
             def process(tup: Tuple) -> None:
-                # pystorm's own emit anchors to _current_tups, set as pystorm's _run does
                 received.current = tup
-                inst._current_tups = [tup]
-                try:
-                    user_process(tup)
-                finally:
-                    inst._current_tups = []
+                _as_current(inst, user_process, tup)
         else:
             def process(tup: Tuple) -> None:
                 # the tuple an id given to ack, fail or emit's anchors may name: +30 ns a
@@ -353,14 +349,10 @@ class StreamparseBolt(Bolt):
     def process_tick(self, tup: Tuple) -> None:
         self.received.current = tup         # not the tuple processed before it any more
         inst = self.hosted
-        if not self.generic:
+        if self.generic:
+            _as_current(inst, inst.process_tick, tup)
+        else:
             inst.process_tick(tup)
-            return
-        inst._current_tups = [tup]
-        try:
-            inst.process_tick(tup)
-        finally:
-            inst._current_tups = []
 
     def cleanup(self) -> None:
         for name in ("cleanup", "shutdown"):
@@ -386,22 +378,17 @@ class StreamparseManualBolt(StreamparseBolt):
             self.report_error
         acks = bool(inst.auto_ack) and not hasattr(inst, "process_batches")
         auto_fail = bool(inst.auto_fail)
-        generic = self.generic
+        call = partial(_as_current, inst, user_process) if self.generic else user_process
 
         def process(tup: Tuple) -> None:
             receive(tup)
-            if generic:     # pystorm's own emit anchors to _current_tups, as its _run sets
-                inst._current_tups = [tup]
             try:
-                user_process(tup)
+                call(tup)
             except Exception as exc:
                 report(exc)
                 if auto_fail:
                     fail(tup)
                 return
-            finally:
-                if generic:
-                    inst._current_tups = []
             if acks:
                 ack(tup)
         self.process = process      # type: ignore[method-assign]
@@ -415,6 +402,7 @@ class StreamparseManualBolt(StreamparseBolt):
         except Exception as exc:
             self.report_error(exc)
             if isinstance(getattr(inst, "_batches", None), dict):
+                # before the finally below: the batch that raised is pystorm's _current_tups
                 self._after_failed_batch()
         finally:
             if self.generic:
@@ -488,6 +476,17 @@ def _command(conf: Mapping[str, Any]) -> list[str]:
     if argv[1:3] == ["-m", "streamparse.run"] and serializer:
         argv += ["-s", str(serializer)]
     return argv
+
+
+def _as_current(inst: Any, fn: Callable[[Any], Any], tup: Tuple) -> None:
+    """``fn(tup)`` with ``tup`` as ``inst._current_tups``, which pystorm's own ``emit`` anchors
+    to (a class overriding ``emit`` runs it): set around each call as pystorm's ``_run``
+    does."""
+    inst._current_tups = [tup]
+    try:
+        fn(tup)
+    finally:
+        inst._current_tups = []
 
 
 def _cwd(conf: Mapping[str, Any]) -> str:
