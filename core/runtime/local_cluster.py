@@ -253,13 +253,10 @@ class LocalCluster:
         run = self._get(name)
         for w in run.workers:
             left = _left(deadline)
-            if left is not None:
-                # a loop held in a component's call does not run this within ``left``: the
-                # deactivation below is then queued for it without waiting (Loop.call)
-                w.call_on_loop(_nothing, left)
             # without a wait there is nothing to settle for: the stop, below, waits
-            # for spouts on threads of their own (one blocked in a call held both)
-            w.deactivate(settle=wait > 0)
+            # for spouts on threads of their own (one blocked in a call held both); a loop
+            # held in a component's call takes the deactivation when it is free
+            w.deactivate(settle=wait > 0, **({} if left is None else {"timeout": left}))
         _wait_drained(run, wait)
         self._stop_workers(run, None if deadline is None else deadline + max(0.0, wait or 0))
         del self._topologies[name]
@@ -435,10 +432,6 @@ class LocalCluster:
 
 #: the least time a bounded stop gives each worker (one not held in a call stops well within it)
 MIN_STOP_SECS = 0.5
-
-
-def _nothing() -> None:
-    pass
 
 
 def _deadline(timeout: float | None) -> float | None:

@@ -467,10 +467,11 @@ class Worker:
         if settle:
             self._settle()
 
-    def deactivate(self, settle: bool = True) -> None:
-        """Deactivate the spouts; ``settle`` as for :meth:`activate`."""
+    def deactivate(self, settle: bool = True, timeout: float = 10.0) -> None:
+        """Deactivate the spouts; ``settle`` as for :meth:`activate`. Waits up to ``timeout``
+        for the loop to take it (one held in a component's call takes it when it is free)."""
         self.loop.call(lambda: [ex.set_active(False) for ex in self.executors
-                                if isinstance(ex, SpoutExecutor)])
+                                if isinstance(ex, SpoutExecutor)], timeout)
         if settle:
             self._settle()
 
