@@ -5,7 +5,9 @@ component in flow order (sources first): its executors and tasks, its rates (emi
 acked and failed tuples per second: each executor's counters between its worker's last two
 reports, see :class:`Rates`), its latency (bolts: mean execute latency; spouts: mean complete
 latency, ms, since start), the failed tuples in all, the tuples waiting in its queues and, for
-spouts, the tuples pending (in flight, not yet acked or failed); then the newest error of each
+spouts, the tuples pending (in flight, not yet acked or failed); a component none of whose
+executors has reported yet (after a submit or a rebalance) shows its planned executors and
+tasks with dashes; then the newest error of each
 component that reported one. On a terminal each frame replaces the last; ``--once`` prints a
 single frame, once every worker reported twice, and exits.
 """
@@ -112,10 +114,18 @@ def frame(now: dict[str, Any], rates: dict[str, list[float]]) -> str:
     """One frame: the header, the component table (``rates``: component -> rates in
     :data:`RATES` order, from :class:`Rates`), the newest errors."""
     comps = now.get("components") or {}
-    order = [c for c in now.get("flow") or sorted(comps) if c in comps]
+    # a user's component no executor of which has reported yet (its workers are starting,
+    # after a submit or a rebalance) keeps its row, from the topology's graph, with dashes
+    planned = {n["id"]: n for n in now.get("graph") or [] if n.get("id") not in comps}
+    order = [c for c in now.get("flow") or sorted(comps) if c in comps or c in planned]
     latency = _latencies(now.get("executors") or [])
     rows = []
     for cid in order:
+        if cid in planned:
+            n = planned[cid]
+            rows.append([cid, str(n.get("kind") or ""), str(n.get("executors") or 0),
+                         str(n.get("tasks") or 0), *["-"] * (len(RATES) + 4)])
+            continue
         c = comps[cid]
         lat = latency.get(cid)
         rows.append([cid, str(c.get("kind") or ""), str(c.get("executors") or 0),

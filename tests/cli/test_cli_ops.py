@@ -175,6 +175,18 @@ def test_flow_order_and_the_monitor_frame() -> None:
     assert text.rstrip().endswith("count: ValueError: bad word")
     # a read between reports keeps the last rates (it showed zero, then twice the rate)
     assert rates.update(info(2000, 1000, 6, at=12.0), 4.0)[0] == got
+    # just after a rebalance no worker has reported: each component keeps its row, with
+    # the executors and tasks it will have and dashes for what is not known yet (the table
+    # was empty)
+    fresh = {**info(0, 0, 0, at=0.0), "components": {}, "executors": [], "workers": [],
+             "graph": [{"id": "sentences", "kind": "spout", "executors": 1, "tasks": 1},
+                       {"id": "split", "kind": "bolt", "executors": 3, "tasks": 4},
+                       {"id": "count", "kind": "bolt", "executors": 2, "tasks": 4}]}
+    rows = [line.split() for line in frame(fresh, {}).splitlines()]
+    assert [r[:4] for r in rows[3:6]] == [["sentences", "spout", "1", "1"],
+                                          ["split", "bolt", "3", "4"],
+                                          ["count", "bolt", "2", "4"]]
+    assert rows[4][4:] == ["-"] * 8
 
 
 def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None:
