@@ -245,9 +245,25 @@ def _signal_group(pid: int, sig: int) -> None:
             pass
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _signal_only_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def kill_worker(local_dir: Path, rec: WorkerRecord, grace: float) -> None:
     """SIGTERM the worker's process group and every process registered in its ``pids/``
-    dir (each checked by its start time, so a recycled pid is left alone), SIGKILL after
+    dir (each checked by its start time, so a recycled pid is left alone; the group of a
+    registered process that is gone gets SIGKILL at once), SIGKILL after
     ``grace`` seconds, reap it, and remove its directory. Blocks up to ``grace`` + a
     moment."""
     pids_dir = worker_dir(local_dir, rec.worker_id) / "pids"
@@ -256,9 +272,18 @@ def kill_worker(local_dir: Path, rec: WorkerRecord, grace: float) -> None:
         pids.update(int(p.name) for p in pids_dir.iterdir() if p.name.isdigit())
     except FileNotFoundError:
         pass
+    # a registered process that is gone may leave its group behind: a shell subprocess dies
+    # with its worker (PR_SET_PDEATHSIG), the children it started do not. No process can take
+    # a pid while a group of that number has members, so such a group is still the one the
+    # registered process led
+    leaderless = {p for p in pids if p > 0 and p != rec.pid and not pid_alive(p)
+                  and _group_alive(p)}
     pids = {p for p in pids if p > 0 and ((rec.proc is not None and p == rec.pid)
                                         or registered_process(pids_dir, p)
                                         or (p == rec.pid and is_our_worker(p, rec.worker_id)))}
+    for pgid in leaderless:
+        log.info("worker %s: stopping what process %d left running", rec.worker_id, pgid)
+        _signal_only_group(pgid, signal.SIGKILL)
     for pid in pids:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace

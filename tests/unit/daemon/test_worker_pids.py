@@ -1,6 +1,7 @@
 """The pids rule (seed 002): every process registered in a worker's ``pids/`` dir is stopped
 with the worker, each checked by its start time (a recycled pid is left alone), also one
-that left the worker's process group."""
+that left the worker's process group, and what a registered process that died (with its
+worker) left running in its group."""
 from __future__ import annotations
 
 import os
@@ -61,6 +62,36 @@ def test_a_child_that_left_the_workers_group_is_stopped_with_it(tmp_path: Path) 
             if p.poll() is None:
                 p.kill()
             p.wait()
+
+
+def test_the_children_a_dead_registered_process_left_in_its_group_are_stopped(
+        tmp_path: Path) -> None:
+    # a shell subprocess killed with its worker (PR_SET_PDEATHSIG) leaves the children it
+    # started: they share its process group, not the worker's
+    worker = _spawn()
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time; "
+         "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+         "print(c.pid, flush=True); time.sleep(60)"],
+        start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    grandchild = int(leader.stdout.readline())
+    rec = WorkerRecord("w3", "t-1-1", 6702, [[1, 1]], worker.pid, time.time(), worker)
+    pids = worker_dir(tmp_path, "w3") / "pids"
+    register_pid(pids, worker.pid)
+    register_pid(pids, leader.pid)
+    leader.kill()                                   # dies with the worker, as on kill -9
+    leader.wait()
+    try:
+        assert pid_alive(grandchild)
+        kill_worker(tmp_path, rec, grace=5)
+        wait_until(lambda: not pid_alive(grandchild), 10,
+                   message="the dead subprocess's child survived its worker")
+    finally:
+        if pid_alive(grandchild):
+            os.kill(grandchild, 9)
+        if worker.poll() is None:
+            worker.kill()
+        worker.wait()
 
 
 def test_a_recycled_pid_in_the_pids_dir_is_left_alone(tmp_path: Path) -> None:
