@@ -51,6 +51,7 @@ OUTPUTS_KEY = "squall.streamparse.outputs"      # [[stream, [fields], direct], .
 COMMAND_KEY = "squall.streamparse.command"      # argv of a shell component
 MODULE_KEY = "squall.streamparse.module"        # the module whose folder a command runs in
 MODE_KEY = "squall.streamparse.mode"            # -c, a Topology's config or a config file
+CONVERTED_KEY = "squall.streamparse.converted"  # the mode a component was converted in
 _STORM_LEVELS = {"trace": 0, "debug": 1, "info": 2, "warn": 3, "warning": 3, "error": 4,
                  "critical": 4}
 
@@ -114,6 +115,21 @@ def _mode(conf: Mapping[str, Any]) -> str:
     return str(mode)
 
 
+def check_mode(topology: Topology, conf: Mapping[str, Any]) -> None:
+    """TopologyError where ``conf`` (what a ``LocalCluster`` runs ``topology`` with) names a
+    ``squall.streamparse.mode`` other than the one its components were converted in: the
+    mode is chosen by :func:`from_streamparse`, and a conf given only to
+    ``submit_topology`` came too late to choose it."""
+    wanted = conf.get(MODE_KEY)
+    for cid, spec in topology.components.items():
+        made = spec.config.get(CONVERTED_KEY)
+        if made is not None and wanted is not None and made != wanted:
+            raise TopologyError(
+                f"{MODE_KEY} is {wanted!r} in the submitted conf but streamparse component "
+                f"{cid!r} was converted {made!r}: the mode is chosen when the Topology class "
+                "is converted; set it in the class's config, with -c or in a config file")
+
+
 def _component_class(name: str, spec: Any, spout: bool, mode: str,
                      config: dict[str, Any], topology_module: str) -> type:
     shell = getattr(getattr(spec, "component_object", None), "shell", None)
@@ -125,6 +141,8 @@ def _component_class(name: str, spec: Any, spout: bool, mode: str,
     # pystorm's TicklessBatchingBolt processes its batches (acks, emits) on a thread of its
     # own, under a lock squall's loop does not take, and signals its process on an error:
     # it runs as a subprocess, where pystorm's run loop takes that lock
+    if python and not hasattr(user_cls, "_batch_entry"):
+        config[CONVERTED_KEY] = mode          # the one choice the mode makes (check_mode)
     if python and mode == "in-process" and not hasattr(user_cls, "_batch_entry"):
         config[CLASS_KEY] = f"{user_cls.__module__}:{user_cls.__qualname__}"
         if spout:

@@ -175,6 +175,8 @@ class LocalCluster:
             from squall import config
             config.validate(merged)
             _check_transport(merged)
+            from squall.multilang.streamparse import check_mode
+            check_mode(topology, merged)
             from squall.plugin_manager import notify, validate_topology
             validate_topology(topology, merged)
             full = add_system_components(cap_parallelism(topology, merged), merged)

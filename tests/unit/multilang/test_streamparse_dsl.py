@@ -158,3 +158,24 @@ def test_the_mode_may_be_given_with_c_or_in_a_config_file(tmp_path: Any) -> None
     yaml.write_text("squall.streamparse.mode: fast\n")
     with pytest.raises(TopologyError, match="'in-process' or 'shell', got 'fast'"):
         classes("Plain", file=yaml)
+
+
+def test_a_mode_given_only_to_submit_topology_is_refused_not_ignored() -> None:
+    """The mode is chosen when the class is converted: a LocalCluster given another one in
+    its submit conf ran the components in the converted mode, saying nothing."""
+    from squall import LocalCluster
+    from squall.errors import NotAliveError
+    from squall.multilang.streamparse import check_mode
+
+    with LocalCluster() as cluster:
+        with pytest.raises(TopologyError, match=r"squall.streamparse.mode is 'shell' in the "
+                                                r"submitted conf but streamparse component "
+                                                r"'(words|count)' was converted 'in-process'"):
+            cluster.submit_topology("sp", {"squall.streamparse.mode": "shell"},
+                                    from_streamparse(Plain))
+        with pytest.raises(NotAliveError):                       # it started nothing
+            cluster.get_topology_info("sp")
+    # what converted it agrees with the conf it runs with: nothing to say
+    check_mode(from_streamparse(ShellPlain), {"squall.streamparse.mode": "shell"})
+    check_mode(from_streamparse(Plain), {"squall.streamparse.mode": "in-process"})
+    check_mode(from_streamparse(Plain), {})
