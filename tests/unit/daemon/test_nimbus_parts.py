@@ -254,6 +254,14 @@ def test_the_lifecycle_refuses_writes_on_a_standby(parts):
     assert state.get_storm("wc-1-1")["status"] == "inactive"
     with pytest.raises(TopologyError, match="invalid topology name"):
         lifecycle.submit("no spaces", {}, _topology_json(), _zip())
+    # a name its files cannot carry: refused at submit (one of 235 characters stopped the
+    # supervisors launching any worker, another topology's too)
+    with pytest.raises(TopologyError, match=r"invalid topology name bbbbbbbbbbbbbbbbbbbb\.\.\. "
+                                            r"\(235 characters\): at most 128"):
+        lifecycle.submit("b" * 235, {}, _topology_json(), _zip())
+    with pytest.raises(TopologyError) as passed_the_name:     # it goes on to load the code
+        lifecycle.submit("b" * 128, {}, _topology_json(), _zip())
+    assert "cannot load component class" in str(passed_the_name.value)
 
 
 def test_request_stop_makes_wait_return(tmp_path):
