@@ -60,7 +60,7 @@ from squall.daemon.supervisor_local import (
     stray_worker_ids,
 )
 from squall.daemon.worker_main import my_executors, supervisor_conf_path
-from squall.errors import SquallError
+from squall.errors import AuthenticationError, AuthorizationError, SquallError
 from squall.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,9 @@ class Supervisor:
         #: why the local dir cannot be written ('' when it can): then this supervisor is not
         #: registered, so nimbus gives its slots to others
         self.unhealthy = ""
+        #: the kind of credential refusal (authentication, authorization) nimbus last gave a
+        #: download, logged once until a download goes through
+        self._download_refused: type[SquallError] | None = None
 
     @property
     def workers(self) -> dict[str, WorkerRecord]:
@@ -374,16 +377,40 @@ class Supervisor:
             for file in packaging.PACKAGE_FILES:
                 (tmp / file).write_bytes(client.download(tid, file))
             packaging.extract_code(tmp / packaging.CODE_FILE, tmp / packaging.CODE_DIR)
+        except (AuthenticationError, AuthorizationError) as exc:
+            self._refused_download(tid, exc)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
         except SquallError as exc:
             log.warning("cannot download topology %s from nimbus yet: %s", tid, exc)
             shutil.rmtree(tmp, ignore_errors=True)
             return False
         finally:
             client.close()
+        self._download_refused = None
         shutil.rmtree(dist / tid, ignore_errors=True)
         tmp.rename(dist / tid)
         log.info("downloaded topology %s", tid)
         return True
+
+    def _refused_download(self, tid: str, exc: SquallError) -> None:
+        """Nimbus refused this supervisor's credentials: one ERROR naming what to fix (per kind
+        of refusal, until a download goes through), then quiet retries at every sync (the
+        operator may fix nimbus's side)."""
+        if self._download_refused is type(exc):
+            log.debug("cannot download topology %s: %s", tid, exc)
+            return
+        self._download_refused = type(exc)
+        from squall.security.settings import authentication_mode
+        mode = authentication_mode(self.conf)
+        if mode == "mtls":
+            setting = ("squall.tls.cert / squall.tls.key of this supervisor (its certificate's "
+                       "name must be in nimbus.admins)")
+        else:
+            setting = ("squall.auth.token of this supervisor (a token of nimbus's "
+                       "nimbus.auth.tokens whose user is in nimbus.admins)")
+        log.error("cannot download topology %s: %s; fix %s. Its workers cannot start until "
+                  "then; retrying at every sync without logging this again", tid, exc, setting)
 
     def _clean_code(self, keep: set[str]) -> None:
         dist = self.local_dir / "supervisor" / "stormdist"

@@ -165,7 +165,9 @@ class Invocations:
             raise DRPCError(f"the DRPC stream {function!r} needs DRPC servers: set "
                             "drpc.servers")
         self.function = function
-        self.conf = dict(conf)
+        # a component's conf has no credentials: the worker's (see security.credentials)
+        from squall.security.credentials import for_runtime
+        self.conf = for_runtime(conf)
         self._queue: deque[tuple[str, str, str]] = deque()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True,

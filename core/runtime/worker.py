@@ -42,6 +42,7 @@ from squall.runtime.wire.inbox import Inbox
 from squall.runtime.wire.outbox import Outbox, flush_interval
 from squall.stateful.wiring import checkpointed
 from squall.runtime.wire.peers import LimitedLog, PeerGate
+from squall.security import credentials
 
 log = logging.getLogger(__name__)
 #: how many of the loop thread's innermost frames a stuck loop's report shows
@@ -80,8 +81,9 @@ class Worker:
       transport: a :class:`squall.Transport`, or ``None`` when every task is in this worker.
       host: the host name this worker is reached at.
 
-    :meth:`build` makes every part and initializes every component; :meth:`start` (which
-    builds first if needed) starts the loop and the receive thread."""
+    :meth:`build` makes every part and initializes every component (each gets its conf
+    without the cluster's credentials, :mod:`squall.security.credentials`); :meth:`start`
+    (which builds first if needed) starts the loop and the receive thread."""
 
     def __init__(self, *, conf: dict[str, Any], topology: Topology, topology_id: str, port: int,
                  executors: list[tuple[int, int]], task_to_worker: dict[int, tuple[str, int]],
@@ -128,13 +130,17 @@ class Worker:
             return
         self._built = True
         topo = self.topology
+        # components get their conf without the cluster's credentials; what squall opens for
+        # them (Trident's state, DRPC fetches) asks credentials.for_runtime for them
+        credentials.keep(self.conf)
         plan: list[tuple[type[Executor], str, list[TaskState]]] = []
         for start, end in self.executor_ranges:
             cid = topo.task_to_component[start]
             spec = topo.components[cid]
             group = [TaskState(cid, task, instantiate(spec, conf), conf)
                      for task in range(start, end + 1)
-                     for conf in [config.component_conf(self.conf, spec.config)]]
+                     for conf in [credentials.without_credentials(
+                         config.component_conf(self.conf, spec.config))]]
             plan.append((executor_class(spec.kind, type(group[0].instance), group[0].conf,
                                         checkpointed=checkpointed(spec)), cid, group))
         self.tasks = {ts.task: ts for _, _, group in plan for ts in group}

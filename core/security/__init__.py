@@ -19,6 +19,8 @@ The package's modules:
                                    client channels (nimbus; DRPC)
 :mod:`.certs`                      a CA and the certificates it signs (``cryptography``)
 :mod:`.transport_creds`            the credentials workers authenticate each other with
+:mod:`.credentials`                the cluster's credentials in a worker's conf, kept out of
+                                   its components' conf
 :mod:`.peer_proof`                 a transport peer's proof that it holds a certificate of
                                    the cluster (grpc under ``squall.transport.tls``)
 :mod:`.log_links`                  links to a topology's logs the UI signs for a user it

@@ -3,14 +3,18 @@
 Where they come from:
 
 - ``squall.tls.ca`` / ``.cert`` / ``.key`` in the conf of every supervisor (and so of its
-  workers): the operator's own PEM files, used as they are;
+  workers): the operator's own PEM files, used as they are (the same files then also make
+  the worker a TLS client of nimbus and DRPC, as for any process);
 - otherwise generated once per cluster by the first nimbus that starts
   (:func:`ensure_cluster_credentials`): a CA, and one worker certificate with its key signed
   by it (the CA's key is discarded). The bundle lives in the cluster state at
   :data:`CREDENTIALS_PATH`, which needs ZooKeeper authentication (``storm.zookeeper.auth``) so
   that only the cluster's daemons can read it. A supervisor copies it into each worker's
   directory (``workers/<id>/tls/``, files 0600, :func:`install_for_worker`) before it starts
-  the worker, which points ``squall.tls.*`` at them (:func:`worker_conf`).
+  the worker, which points keys of their own at them (:data:`GENERATED_KEYS`,
+  :func:`worker_conf`). Only the transports read those keys (:func:`transport_file`): they do
+  not make the worker a TLS client of nimbus or DRPC, which serve plaintext unless
+  ``squall.tls.cert`` / ``.key`` are set on them.
 
 The zmq transport derives its CURVE keypair from the TLS private key (:func:`curve_seed`),
 so every worker holding the cluster's key has the cluster's CURVE key and nobody else does.
@@ -33,10 +37,14 @@ log = logging.getLogger(__name__)
 CREDENTIALS_PATH = "/credentials/transport"
 #: subdirectory of a worker's directory holding its copy
 WORKER_TLS_DIR = "tls"
-_FILES = {"squall.tls.ca": "ca.crt", "squall.tls.cert": "worker.crt", "squall.tls.key": "worker.key"}
+#: the worker conf's keys naming its copy of the generated bundle: for the transports only
+GENERATED_KEYS = ("squall.transport.tls.ca", "squall.transport.tls.cert",
+                  "squall.transport.tls.key")
+_FILES = dict(zip(GENERATED_KEYS, ("ca.crt", "worker.crt", "worker.key")))
 
-__all__ = ["CREDENTIALS_PATH", "curve_seed", "enabled", "ensure_cluster_credentials",
-           "generated", "install_for_worker", "worker_conf"]
+__all__ = ["CREDENTIALS_PATH", "GENERATED_KEYS", "curve_seed", "enabled",
+           "ensure_cluster_credentials", "generated", "install_for_worker", "transport_file",
+           "worker_conf"]
 
 
 def enabled(conf: Mapping[str, Any]) -> bool:
@@ -93,7 +101,7 @@ def install_for_worker(conf: Mapping[str, Any], store: Any, worker_dir: Path) ->
 
 
 def worker_conf(conf: Mapping[str, Any], worker_dir: Path) -> dict[str, str]:
-    """The ``squall.tls.*`` keys a worker adds to its conf: the files its supervisor installed
+    """The :data:`GENERATED_KEYS` a worker adds to its conf: the files its supervisor installed
     when credentials are generated, else nothing. ConfigError when they are missing."""
     if not generated(conf):
         return {}
@@ -105,15 +113,26 @@ def worker_conf(conf: Mapping[str, Any], worker_dir: Path) -> dict[str, str]:
     return out
 
 
+def transport_file(conf: Mapping[str, Any], part: str) -> str | None:
+    """The path of a transport's ``part`` (``ca``, ``cert`` or ``key``) under
+    ``squall.transport.tls``: the generated credentials' copy this worker got
+    (``squall.transport.tls.<part>``), else the operator's ``squall.tls.<part>``; ``None``
+    when neither is set."""
+    path = conf.get(f"squall.transport.tls.{part}") or conf.get(f"squall.tls.{part}")
+    return str(path) if path else None
+
+
 def curve_seed(conf: Mapping[str, Any]) -> bytes:
-    """32 bytes derived from the ``squall.tls.key`` file, the zmq transport's CURVE secret key:
-    the same for every holder of that key. ConfigError when the key is not set or unreadable."""
-    path = conf.get("squall.tls.key")
+    """32 bytes derived from the transport's key file (:func:`transport_file`), the zmq
+    transport's CURVE secret key: the same for every holder of that key. ConfigError when the
+    key is not set or unreadable."""
+    path = transport_file(conf, "key")
     if not path:
         raise ConfigError("squall.transport.tls needs squall.tls.key (or generated cluster "
                           "credentials) for the zmq transport's CURVE keys")
     try:
         material = Path(str(path)).read_bytes()
     except OSError as exc:
-        raise ConfigError(f"squall.tls.key: cannot read {path}: {exc.strerror or exc}") from exc
+        raise ConfigError(f"the transport's key: cannot read {path}: {exc.strerror or exc}"
+                          ) from exc
     return hashlib.sha256(b"squall-zmq-curve\0" + material).digest()

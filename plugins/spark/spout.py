@@ -276,7 +276,8 @@ def _open_progress(conf: Mapping[str, Any], context: TopologyContext, partitions
     if not isinstance(progress_id, str):
         raise TopologyError(f"{name}: spark.spout.progress.id must be a string, "
                             f"got {progress_id!r}")
-    store = drivers.driver("state", dict(conf))
+    from squall.security.credentials import for_runtime
+    store = drivers.driver("state", for_runtime(conf))   # the worker's ZooKeeper identity
     store.start()
     return ProgressStore(store, progress_id, partitions)
 

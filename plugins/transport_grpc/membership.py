@@ -3,7 +3,7 @@
 grpc decides TLS client authentication inside its C core: a handshake it refuses reaches no
 Python code, so a stranger would be dropped without a word from squall. A receiver of the
 cluster therefore serves TLS with its own certificate only (senders still check it against
-``squall.tls.ca``) and authenticates every stream itself, with
+the cluster's CA) and authenticates every stream itself, with
 :mod:`squall.security.peer_proof`, before it takes any batch from it:
 
 * :class:`MembershipCheck` (receiver): the stream's headers carry a fresh challenge

@@ -35,14 +35,16 @@ fails a tuple that alone would not), ``linger.ms`` (1000, at least 0: how long
 an empty string checks the host dialed, IP addresses included).
 
 ``squall.transport.tls: true`` (API.md section 14) makes it mutual authentication by the
-cluster's CA: the files default to ``squall.tls.ca`` / ``.cert`` / ``.key`` (the cluster's
-credentials). TLS authenticates the receiver (a sender checks its certificate against that CA);
-the sender authenticates in each stream (:mod:`.membership`): the receiver's headers carry a
-random challenge and the stream must open with the sender's certificate chain and its key's
-signature of the challenge. grpc decides a TLS client certificate out of Python's sight, so
-this is what lets the receiver say whom it refused: a stream without a valid proof (another
-CA's certificate, none at all) is ended before any of its batches reaches the inbox, and
-``grpc receiver on port P refused a peer at <host>: ...`` is logged once per peer address.
+cluster's CA: the files default to the cluster's credentials (the generated ones a worker
+got, else ``squall.tls.ca`` / ``.cert`` / ``.key``:
+:func:`squall.security.transport_creds.transport_file`). TLS authenticates the receiver (a
+sender checks its certificate against that CA); the sender authenticates in each stream
+(:mod:`.membership`): the receiver's headers carry a random challenge and the stream must open
+with the sender's certificate chain and its key's signature of the challenge. grpc decides a
+TLS client certificate out of Python's sight, so this is what lets the receiver say whom it
+refused: a stream without a valid proof (another CA's certificate, none at all) is ended
+before any of its batches reaches the inbox, and ``grpc receiver on port P refused a peer at
+<host>: ...`` is logged once per peer address.
 
 Threading: every method of a connection may be called from any thread; ``close`` wakes a
 waiting ``recv`` at once.
@@ -66,6 +68,7 @@ from squall.plugins.transport_grpc._proto import transport_pb2_grpc as pb_grpc
 from squall.plugins.transport_grpc.hooks import check_options, max_message_bytes
 from squall.plugins.transport_grpc.membership import CHALLENGE_KEY, MembershipCheck, StreamProof
 from squall.security.peer_proof import Prover, Verifier
+from squall.security.transport_creds import transport_file
 from squall.transports.closing import close_all
 from squall.transports.framing import FrameError, GarbageLog, decode_frames, encode, split_frames
 from squall.spi.transport import Connection, Message, Transport
@@ -463,8 +466,8 @@ class GrpcTransport(Transport):
 
     def _read(self, key: str) -> bytes:
         path = self.option(key, None)
-        if not path and self.mutual:    # tls.cert.file -> squall.tls.cert
-            path = self.conf.get(f"squall.tls.{key.split('.')[1]}")
+        if not path and self.mutual:    # tls.cert.file -> the cluster's cert
+            path = transport_file(self.conf, key.split(".")[1])
         if not path:
             raise ConfigError(f"squall.transport.grpc.{key} is required when "
                               "squall.transport.grpc.tls.enabled is true")

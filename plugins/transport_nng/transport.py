@@ -53,7 +53,8 @@ to 8192; defaults to ``squall.transport.send.buffer.messages`` when that is set,
 mbedTLS checks DNS names, not IP addresses).
 
 ``squall.transport.tls: true`` (API.md section 14) makes it mutual TLS: the files default to
-``squall.tls.ca`` / ``.cert`` / ``.key`` (the cluster's credentials), a listener asks every
+the cluster's credentials (the generated ones a worker got, else ``squall.tls.ca`` / ``.cert``
+/ ``.key``: :func:`squall.security.transport_creds.transport_file`), a listener asks every
 peer for a client certificate and a dialer presents its own. The listener's
 :class:`~.gate.MembershipGate` closes the pipe of a peer whose certificate is missing or not
 signed by that CA before nng adds it to the socket, so none of its batches arrives, and logs
@@ -79,6 +80,7 @@ from collections.abc import Mapping
 import pynng
 
 from squall.errors import ConfigError, TransportError
+from squall.security.transport_creds import transport_file
 from squall.transports.closing import close_all
 from squall.transports.framing import MAGIC, FrameError, GarbageLog, decode
 from squall.plugins.transport_nng.gate import MembershipGate
@@ -300,8 +302,8 @@ class NngTransport(Transport):
 
     def _read(self, key: str) -> str:
         path = self.option(key, None)
-        if not path and self.mutual:    # tls.cert.file -> squall.tls.cert
-            path = self.conf.get(f"squall.tls.{key.split('.')[1]}")
+        if not path and self.mutual:    # tls.cert.file -> the cluster's cert
+            path = transport_file(self.conf, key.split(".")[1])
         if not path:
             raise ConfigError(f"squall.transport.nng.{key} is required when "
                               "squall.transport.nng.tls.enabled is true")

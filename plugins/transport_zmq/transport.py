@@ -22,10 +22,11 @@ its bound ports, so a real cluster must configure the same keys on every worker
 (:func:`generate_keys` prints a fresh pair).
 
 ``squall.transport.tls: true`` (the cluster's mutual authentication, API.md section 14) turns
-CURVE on with the cluster's keypair, derived from ``squall.tls.key``
-(:func:`squall.security.transport_creds.curve_seed`): every worker is server and client with
-that one key, and a ZAP handler (:mod:`.zap`) on each bound socket admits only it, so a peer
-that merely knows the server's public key cannot send tuples (refusals logged once per peer).
+CURVE on with the cluster's keypair, derived from the cluster's transport key (the generated
+one a worker got, else ``squall.tls.key``; :func:`squall.security.transport_creds.curve_seed`):
+every worker is server and client with that one key, and a ZAP handler (:mod:`.zap`) on each
+bound socket admits only it, so a peer that merely knows the server's public key cannot send
+tuples (refusals logged once per peer).
 
 Threading: zmq sockets are not thread-safe. Use each Connection from one thread at a time; the
 only exception is a bound connection's ``close``, which may come from another thread while

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from squall import drivers
+from squall.security.credentials import for_runtime
 
 
 class MetaStore:
@@ -15,7 +16,8 @@ class MetaStore:
 
     def __init__(self, conf: dict[str, Any], base: str) -> None:
         self.base = base.rstrip("/")
-        self.store = drivers.driver("state", conf)
+        # a component's conf has no ZooKeeper identity: the worker's (see security.credentials)
+        self.store = drivers.driver("state", for_runtime(conf))
         self.store.start()
 
     def path(self, name: str) -> str:

@@ -1,8 +1,11 @@
 """The README's secure cluster, for real: its YAML (ZooKeeper digest ACLs, token
 authentication, TLS between workers) runs the word count exactly, as a non-admin user, and a
-worker refuses (and logs) a peer without the cluster's credentials on every transport."""
+worker refuses (and logs) a peer without the cluster's credentials on every transport; a
+user's Trident topology answers DRPC there, and its code sees none of the cluster's
+credentials."""
 from __future__ import annotations
 
+import json
 import re
 import stat
 from collections.abc import Iterator
@@ -17,6 +20,7 @@ from squall import config
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 README = Path(__file__).resolve().parents[3] / "README.md"
+SECURE_DRPC = Path(__file__).resolve().parents[1] / "topologies" / "secure_drpc.py"
 TOTAL = 300
 
 
@@ -81,6 +85,45 @@ def test_secure_wordcount_counts_exactly(secure_cluster: Any, wordcount: Any, zo
         assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
     _outsider_is_refused(c, sup, keys[0], wordcount, expected, transport, tmp_path)
     _zookeeper_is_closed(c, zookeeper)
+
+
+def test_drpc_answers_and_code_sees_no_credential(secure_cluster: Any) -> None:
+    """A user's DRPC topology on the README's cluster (generated transport credentials): the
+    workers fetch requests and return results (the transport's credentials do not turn their
+    DRPC calls into TLS), and the conf the topology's code gets holds no credential."""
+    from squall import DRPCClient
+    from squall.errors import DRPCError
+    from squall.testing import wait_until
+    c = secure_cluster
+    alice = next(t for t, u in c.conf["nimbus.auth.tokens"].items() if u == "alice")
+    c.start_nimbus()
+    c.start_supervisor("sup1", slots=1)
+    drpc = c.start_drpc({"drpc.request.timeout.secs": 10})
+    c.wait_ready(supervisors=1, timeout=60)
+    c.squall("submit", f"{SECURE_DRPC}:topology", "--name", "words",
+             "-c", f"squall.auth.token={alice}", "-c", "topology.workers=1",
+             "-c", f'drpc.servers=["127.0.0.1:{drpc.port}"]')
+    client = DRPCClient({"drpc.servers": [f"127.0.0.1:{drpc.port}"],
+                         "drpc.request.timeout.secs": 10, "squall.auth.token": alice})
+
+    def answer() -> str | None:
+        try:
+            return client.execute("words", "the cow jumped")
+        except DRPCError:
+            return None
+    assert wait_until(answer, 120, message=lambda: "no DRPC answer:\n" + c.logs_tail()) \
+        == "[[3]]"
+    seen = [json.loads(p.read_text()) for p in c.out_dir.glob("conf-*.json")]
+    assert seen
+    secrets = [c.conf["squall.auth.token"], c.conf["storm.zookeeper.auth.payload"],
+               *c.conf["nimbus.auth.tokens"]]
+    for conf in seen:
+        assert not [k for k in conf if k.startswith((
+            "squall.auth.", "nimbus.auth.", "storm.zookeeper.auth.", "squall.tls.",
+            "squall.transport.tls."))]
+        shown = json.dumps(conf)
+        assert not [s for s in secrets if s in shown]
+        assert "tls/worker.key" not in shown
 
 
 def _outsider(key: Path, transport: str, work: Path) -> Any:

@@ -87,13 +87,35 @@ def test_generated_transport_credentials_reach_a_worker_dir_privately(tmp_path: 
     assert store.get(transport_creds.CREDENTIALS_PATH) == first
     transport_creds.install_for_worker(conf, store, worker)
     paths = transport_creds.worker_conf(conf, worker)
-    assert set(paths) == {"squall.tls.ca", "squall.tls.cert", "squall.tls.key"}
+    assert set(paths) == set(transport_creds.GENERATED_KEYS)
     for path in map(Path, paths.values()):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert path.read_text().startswith("-----BEGIN")
     assert stat.S_IMODE((worker / "tls").stat().st_mode) == 0o700
     seed = transport_creds.curve_seed(paths)
     assert len(seed) == 32 and seed == transport_creds.curve_seed(paths)
+
+
+def test_generated_credentials_are_the_transports_only(tmp_path: Path) -> None:
+    """A worker's generated credentials do not make it a TLS client of nimbus or DRPC (which
+    serve plaintext unless squall.tls.cert/.key are set on them); the operator's squall.tls.*
+    keep doing both."""
+    from squall.security.grpc_auth import channel_credentials
+    conf = {"squall.transport.tls": True, "storm.zookeeper.auth.scheme": "digest",
+            "nimbus.authentication": "token", "squall.auth.token": "t"}
+    store = _store()
+    transport_creds.ensure_cluster_credentials(conf, store)
+    worker = tmp_path / "w1"
+    transport_creds.install_for_worker(conf, store, worker)
+    worker_conf = {**conf, **transport_creds.worker_conf(conf, worker)}
+    assert channel_credentials(worker_conf) is None
+    for part in ("ca", "cert", "key"):
+        assert transport_creds.transport_file(worker_conf, part) == \
+            str(worker / "tls" / Path(worker_conf[f"squall.transport.tls.{part}"]).name)
+    given = {"squall.tls.ca": str(worker / "tls" / "ca.crt")}
+    assert transport_creds.transport_file(given, "ca") == given["squall.tls.ca"]
+    assert transport_creds.transport_file({}, "ca") is None
+    assert channel_credentials(given) is not None
 
 
 def test_credentials_are_generated_only_where_zookeeper_protects_them(tmp_path: Path) -> None:
