@@ -325,8 +325,14 @@ class Supervisor:
         busy = {r.port for r in self.workers.values()}
         for port, (tid, execs) in sorted(wanted.items()):
             if port not in busy and self.backoff.ready(port):
-                rec = launch_worker(self.local_dir, self.id, tid, port, execs,
-                                    self._install_credentials, self.log_rotation)
+                try:
+                    rec = launch_worker(self.local_dir, self.id, tid, port, execs,
+                                        self._install_credentials, self.log_rotation)
+                except (OSError, SquallError) as exc:
+                    # one topology's launch that cannot happen (its files, its credentials)
+                    # must not keep the round from the other slots, registering and cleaning
+                    self._launch_failed(tid, port, exc)
+                    continue
                 self.workers[rec.worker_id] = rec
                 self.local.save()
         self.register()
@@ -338,6 +344,19 @@ class Supervisor:
         for name in log_files.remove_dead_worker_logs(log_files.logs_dir(self.local_dir),
                                                        live, log_grace, time.time()):
             log.info("removed %s (its topology is gone)", name)
+
+    def _launch_failed(self, tid: str, port: int, exc: Exception) -> None:
+        """A worker of ``tid`` could not be launched on ``port``: the slot backs off as after
+        a failed start, and the topology's errors say why (``squall list``, the UI)."""
+        wait = self.backoff.stopped(port, 0.0, True)
+        text = f"supervisor {self.id} cannot launch a worker on port {port}: {exc}"
+        log.error("%s (next try in %.0f s)", text, wait)
+        from squall.runtime.errors import WORKER_COMPONENT
+        try:
+            self.state.report_error(tid, WORKER_COMPONENT, {
+                "error": text, "time_secs": time.time(), "host": self.hostname, "port": port})
+        except SquallError as store_exc:
+            log.warning("cannot report it to the cluster state: %s", store_exc)
 
     def _install_credentials(self, worker_dir: Path) -> None:
         """The cluster's generated transport credentials into a new worker's directory

@@ -166,3 +166,34 @@ def test_a_download_a_crash_left_half_done_is_removed_at_start(tmp_path):
         assert not (dist / "big-1-1.tmp").exists()
     finally:
         sup.stop()
+
+
+def test_a_launch_that_cannot_happen_does_not_stop_the_other_slots(supervisor, monkeypatch):
+    # a topology id too long for its log file's name raised out of the whole round: no other
+    # topology's worker was ever launched, and the supervisor stopped registering
+    from squall.daemon import supervisor as sup_module
+    from squall.runtime.errors import WORKER_COMPONENT
+    long_id, short_id = "b" * 235 + "-17-1796045175", "wc-2-2"
+    for tid, port in ((long_id, 6700), (short_id, 6701)):
+        supervisor.state.set_assignment(tid, {"node_host": {supervisor.id: "h"},
+                                              "executor_node_port": {"[1, 1]": [supervisor.id,
+                                                                                port]}})
+    monkeypatch.setattr(supervisor, "ensure_code", lambda tid: True)
+    monkeypatch.setattr(supervisor, "resources", {}, raising=False)   # set by start()
+    launched = []
+
+    def launch(local_dir, sup_id, tid, port, execs, install, rotation):
+        if tid == long_id:        # the real one: its log file cannot be made
+            return sl.launch_worker(local_dir, sup_id, tid, port, execs, install, rotation)
+        launched.append((tid, port))
+        return sl.WorkerRecord("w-short", tid, port, execs, 0, time.time())
+
+    monkeypatch.setattr(sup_module, "launch_worker", launch)
+    monkeypatch.setattr(sup_module, "kill_worker", lambda *a: None)
+    supervisor.sync()
+    assert launched == [(short_id, 6701)]
+    [error] = supervisor.state.errors(long_id)[WORKER_COMPONENT]
+    assert "cannot launch a worker on port 6700" in error["error"] and \
+        "File name too long" in error["error"]
+    assert supervisor.backoff.count(6700) == 1               # it backs off as a failed start
+    assert supervisor.state.supervisors()[supervisor.id]      # and the round went on
