@@ -10,10 +10,11 @@ part                module              what it does
 ==================  ==================  =====================================================
 in one process      :mod:`.local`       ``LocalDRPC``: queues per function, waits for results
 the server          :mod:`.server`      ``DRPCServer.handle``: every call, in one place
-its book            :mod:`.requests`    ``RequestBook``: waiting, fetched, answered requests
+its book            :mod:`.requests`    ``RequestBook``: waiting, leased, answered requests
 its wire fronts     :mod:`.fronts`      gRPC servicer, HTTP handler (``GET /drpc/f/args``)
 why not answered    :mod:`.failures`    ``DRPCError`` kinds, each one status on both fronts
-clients             :mod:`.client`      ``DRPCClient`` (callers), ``Invocations`` (topologies)
+clients             :mod:`.client`      ``DRPCClient`` (callers), ``Invocations`` (topologies:
+                                        fetch, renew, give back)
 ==================  ==================  =====================================================
 """
 from __future__ import annotations

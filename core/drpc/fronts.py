@@ -86,14 +86,18 @@ class GrpcFront(pb_grpc.DRPCServicer):
     def Execute(self, request: pb.ExecuteRequest, context: grpc.ServicerContext
                 ) -> pb.ExecuteReply:
         from squall.drpc.server import Call
+        # the caller's deadline bounds the wait; a caller that gives up (cancels, or its
+        # deadline passes) ends the call, and add_callback's callback frees its request
         return pb.ExecuteReply(result=self._handle(
-            Call("execute", function=request.function, args=request.args), context))
+            Call("execute", function=request.function, args=request.args,
+                 timeout=context.time_remaining(), on_end=context.add_callback), context))
 
     def Fetch(self, request: pb.FetchRequest, context: grpc.ServicerContext) -> pb.Invocations:
         from squall.drpc.server import Call
         got = self._handle(Call("fetch", function=request.function, max_requests=request.max,
-                                wait=request.wait_secs), context)
-        return pb.Invocations(requests=[pb.Invocation(id=i, args=a) for i, a in got])
+                                wait=request.wait_secs, holder=request.holder), context)
+        return pb.Invocations(requests=[pb.Invocation(id=i, args=a) for i, a in got],
+                              lease_secs=self._server.lease)
 
     def Result(self, request: pb.ResultRequest, context: grpc.ServicerContext) -> pb.Empty:
         from squall.drpc.server import Call
@@ -102,7 +106,18 @@ class GrpcFront(pb_grpc.DRPCServicer):
 
     def Fail(self, request: pb.FailRequest, context: grpc.ServicerContext) -> pb.Empty:
         from squall.drpc.server import Call
-        self._handle(Call("fail", request_id=request.id), context)
+        self._handle(Call("fail", request_id=request.id, reason=request.reason), context)
+        return pb.Empty()
+
+    def Renew(self, request: pb.RenewRequest, context: grpc.ServicerContext) -> pb.Empty:
+        from squall.drpc.server import Call
+        self._handle(Call("renew", holder=request.holder, ids=tuple(request.ids),
+                          started=tuple(request.started)), context)
+        return pb.Empty()
+
+    def Requeue(self, request: pb.RequeueRequest, context: grpc.ServicerContext) -> pb.Empty:
+        from squall.drpc.server import Call
+        self._handle(Call("requeue", holder=request.holder, ids=tuple(request.ids)), context)
         return pb.Empty()
 
     def Functions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.FunctionList:
@@ -122,11 +137,17 @@ def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer
 
         def _reply(self, status: int, body: str, kind: str = "text/plain") -> None:
             data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", f"{kind}; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", f"{kind}; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                # the caller left before its answer: nothing to tell it, nothing to report
+                self.close_connection = True
+                log.debug("DRPC http %s left before its answer: %s", self.client_address[0],
+                          exc)
 
         def _serve(self, function: str | None, args: str | None) -> None:
             from squall.drpc.server import Call, Caller

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\ndrpc.proto\x12\x0bsquall.drpc\"0\n\x0e\x45xecuteRequest\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0c\n\x04\x61rgs\x18\x02 \x01(\t\"\x1e\n\x0c\x45xecuteReply\x12\x0e\n\x06result\x18\x01 \x01(\t\"@\n\x0c\x46\x65tchRequest\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0b\n\x03max\x18\x02 \x01(\x05\x12\x11\n\twait_secs\x18\x03 \x01(\x01\"&\n\nInvocation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04\x61rgs\x18\x02 \x01(\t\"8\n\x0bInvocations\x12)\n\x08requests\x18\x01 \x03(\x0b\x32\x17.squall.drpc.Invocation\"+\n\rResultRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06result\x18\x02 \x01(\t\"\x19\n\x0b\x46\x61ilRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x07\n\x05\x45mpty\"a\n\x0c\x46unctionInfo\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0f\n\x07waiting\x18\x02 \x01(\x05\x12\x11\n\tin_flight\x18\x03 \x01(\x05\x12\x1b\n\x13last_fetch_secs_ago\x18\x04 \x01(\x01\"<\n\x0c\x46unctionList\x12,\n\tfunctions\x18\x01 \x03(\x0b\x32\x19.squall.drpc.FunctionInfo2\xb3\x02\n\x04\x44RPC\x12\x41\n\x07\x45xecute\x12\x1b.squall.drpc.ExecuteRequest\x1a\x19.squall.drpc.ExecuteReply\x12<\n\x05\x46\x65tch\x12\x19.squall.drpc.FetchRequest\x1a\x18.squall.drpc.Invocations\x12\x38\n\x06Result\x12\x1a.squall.drpc.ResultRequest\x1a\x12.squall.drpc.Empty\x12\x34\n\x04\x46\x61il\x12\x18.squall.drpc.FailRequest\x1a\x12.squall.drpc.Empty\x12:\n\tFunctions\x12\x12.squall.drpc.Empty\x1a\x19.squall.drpc.FunctionListb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\ndrpc.proto\x12\x0bsquall.drpc\"0\n\x0e\x45xecuteRequest\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0c\n\x04\x61rgs\x18\x02 \x01(\t\"\x1e\n\x0c\x45xecuteReply\x12\x0e\n\x06result\x18\x01 \x01(\t\"P\n\x0c\x46\x65tchRequest\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0b\n\x03max\x18\x02 \x01(\x05\x12\x11\n\twait_secs\x18\x03 \x01(\x01\x12\x0e\n\x06holder\x18\x04 \x01(\t\"&\n\nInvocation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04\x61rgs\x18\x02 \x01(\t\"L\n\x0bInvocations\x12)\n\x08requests\x18\x01 \x03(\x0b\x32\x17.squall.drpc.Invocation\x12\x12\n\nlease_secs\x18\x02 \x01(\x01\"+\n\rResultRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06result\x18\x02 \x01(\t\")\n\x0b\x46\x61ilRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"<\n\x0cRenewRequest\x12\x0e\n\x06holder\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\x12\x0f\n\x07started\x18\x03 \x03(\t\"-\n\x0eRequeueRequest\x12\x0e\n\x06holder\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\"\x07\n\x05\x45mpty\"a\n\x0c\x46unctionInfo\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0f\n\x07waiting\x18\x02 \x01(\x05\x12\x11\n\tin_flight\x18\x03 \x01(\x05\x12\x1b\n\x13last_fetch_secs_ago\x18\x04 \x01(\x01\"<\n\x0c\x46unctionList\x12,\n\tfunctions\x18\x01 \x03(\x0b\x32\x19.squall.drpc.FunctionInfo2\xa7\x03\n\x04\x44RPC\x12\x41\n\x07\x45xecute\x12\x1b.squall.drpc.ExecuteRequest\x1a\x19.squall.drpc.ExecuteReply\x12<\n\x05\x46\x65tch\x12\x19.squall.drpc.FetchRequest\x1a\x18.squall.drpc.Invocations\x12\x38\n\x06Result\x12\x1a.squall.drpc.ResultRequest\x1a\x12.squall.drpc.Empty\x12\x34\n\x04\x46\x61il\x12\x18.squall.drpc.FailRequest\x1a\x12.squall.drpc.Empty\x12\x36\n\x05Renew\x12\x19.squall.drpc.RenewRequest\x1a\x12.squall.drpc.Empty\x12:\n\x07Requeue\x12\x1b.squall.drpc.RequeueRequest\x1a\x12.squall.drpc.Empty\x12:\n\tFunctions\x12\x12.squall.drpc.Empty\x1a\x19.squall.drpc.FunctionListb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,21 +36,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EXECUTEREPLY']._serialized_start=77
   _globals['_EXECUTEREPLY']._serialized_end=107
   _globals['_FETCHREQUEST']._serialized_start=109
-  _globals['_FETCHREQUEST']._serialized_end=173
-  _globals['_INVOCATION']._serialized_start=175
-  _globals['_INVOCATION']._serialized_end=213
-  _globals['_INVOCATIONS']._serialized_start=215
-  _globals['_INVOCATIONS']._serialized_end=271
-  _globals['_RESULTREQUEST']._serialized_start=273
-  _globals['_RESULTREQUEST']._serialized_end=316
-  _globals['_FAILREQUEST']._serialized_start=318
-  _globals['_FAILREQUEST']._serialized_end=343
-  _globals['_EMPTY']._serialized_start=345
-  _globals['_EMPTY']._serialized_end=352
-  _globals['_FUNCTIONINFO']._serialized_start=354
-  _globals['_FUNCTIONINFO']._serialized_end=451
-  _globals['_FUNCTIONLIST']._serialized_start=453
-  _globals['_FUNCTIONLIST']._serialized_end=513
-  _globals['_DRPC']._serialized_start=516
-  _globals['_DRPC']._serialized_end=823
+  _globals['_FETCHREQUEST']._serialized_end=189
+  _globals['_INVOCATION']._serialized_start=191
+  _globals['_INVOCATION']._serialized_end=229
+  _globals['_INVOCATIONS']._serialized_start=231
+  _globals['_INVOCATIONS']._serialized_end=307
+  _globals['_RESULTREQUEST']._serialized_start=309
+  _globals['_RESULTREQUEST']._serialized_end=352
+  _globals['_FAILREQUEST']._serialized_start=354
+  _globals['_FAILREQUEST']._serialized_end=395
+  _globals['_RENEWREQUEST']._serialized_start=397
+  _globals['_RENEWREQUEST']._serialized_end=457
+  _globals['_REQUEUEREQUEST']._serialized_start=459
+  _globals['_REQUEUEREQUEST']._serialized_end=504
+  _globals['_EMPTY']._serialized_start=506
+  _globals['_EMPTY']._serialized_end=513
+  _globals['_FUNCTIONINFO']._serialized_start=515
+  _globals['_FUNCTIONINFO']._serialized_end=612
+  _globals['_FUNCTIONLIST']._serialized_start=614
+  _globals['_FUNCTIONLIST']._serialized_end=674
+  _globals['_DRPC']._serialized_start=677
+  _globals['_DRPC']._serialized_end=1100
 # @@protoc_insertion_point(module_scope)

@@ -21,14 +21,16 @@ class ExecuteReply(_message.Message):
     def __init__(self, result: _Optional[str] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("function", "max", "wait_secs")
+    __slots__ = ("function", "max", "wait_secs", "holder")
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
     WAIT_SECS_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
     function: str
     max: int
     wait_secs: float
-    def __init__(self, function: _Optional[str] = ..., max: _Optional[int] = ..., wait_secs: _Optional[float] = ...) -> None: ...
+    holder: str
+    def __init__(self, function: _Optional[str] = ..., max: _Optional[int] = ..., wait_secs: _Optional[float] = ..., holder: _Optional[str] = ...) -> None: ...
 
 class Invocation(_message.Message):
     __slots__ = ("id", "args")
@@ -39,10 +41,12 @@ class Invocation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., args: _Optional[str] = ...) -> None: ...
 
 class Invocations(_message.Message):
-    __slots__ = ("requests",)
+    __slots__ = ("requests", "lease_secs")
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_SECS_FIELD_NUMBER: _ClassVar[int]
     requests: _containers.RepeatedCompositeFieldContainer[Invocation]
-    def __init__(self, requests: _Optional[_Iterable[_Union[Invocation, _Mapping]]] = ...) -> None: ...
+    lease_secs: float
+    def __init__(self, requests: _Optional[_Iterable[_Union[Invocation, _Mapping]]] = ..., lease_secs: _Optional[float] = ...) -> None: ...
 
 class ResultRequest(_message.Message):
     __slots__ = ("id", "result")
@@ -53,10 +57,30 @@ class ResultRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ..., result: _Optional[str] = ...) -> None: ...
 
 class FailRequest(_message.Message):
-    __slots__ = ("id",)
+    __slots__ = ("id", "reason")
     ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     id: str
-    def __init__(self, id: _Optional[str] = ...) -> None: ...
+    reason: str
+    def __init__(self, id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RenewRequest(_message.Message):
+    __slots__ = ("holder", "ids", "started")
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    holder: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    started: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, holder: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., started: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RequeueRequest(_message.Message):
+    __slots__ = ("holder", "ids")
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    holder: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, holder: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Empty(_message.Message):
     __slots__ = ()

@@ -54,6 +54,16 @@ class DRPCStub:
                 request_serializer=drpc__pb2.FailRequest.SerializeToString,
                 response_deserializer=drpc__pb2.Empty.FromString,
                 _registered_method=True)
+        self.Renew = channel.unary_unary(
+                '/squall.drpc.DRPC/Renew',
+                request_serializer=drpc__pb2.RenewRequest.SerializeToString,
+                response_deserializer=drpc__pb2.Empty.FromString,
+                _registered_method=True)
+        self.Requeue = channel.unary_unary(
+                '/squall.drpc.DRPC/Requeue',
+                request_serializer=drpc__pb2.RequeueRequest.SerializeToString,
+                response_deserializer=drpc__pb2.Empty.FromString,
+                _registered_method=True)
         self.Functions = channel.unary_unary(
                 '/squall.drpc.DRPC/Functions',
                 request_serializer=drpc__pb2.Empty.SerializeToString,
@@ -88,6 +98,18 @@ class DRPCServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Renew(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Requeue(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Functions(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -115,6 +137,16 @@ def add_DRPCServicer_to_server(servicer, server):
             'Fail': grpc.unary_unary_rpc_method_handler(
                     servicer.Fail,
                     request_deserializer=drpc__pb2.FailRequest.FromString,
+                    response_serializer=drpc__pb2.Empty.SerializeToString,
+            ),
+            'Renew': grpc.unary_unary_rpc_method_handler(
+                    servicer.Renew,
+                    request_deserializer=drpc__pb2.RenewRequest.FromString,
+                    response_serializer=drpc__pb2.Empty.SerializeToString,
+            ),
+            'Requeue': grpc.unary_unary_rpc_method_handler(
+                    servicer.Requeue,
+                    request_deserializer=drpc__pb2.RequeueRequest.FromString,
                     response_serializer=drpc__pb2.Empty.SerializeToString,
             ),
             'Functions': grpc.unary_unary_rpc_method_handler(
@@ -230,6 +262,60 @@ class DRPC:
             target,
             '/squall.drpc.DRPC/Fail',
             drpc__pb2.FailRequest.SerializeToString,
+            drpc__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Renew(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/squall.drpc.DRPC/Renew',
+            drpc__pb2.RenewRequest.SerializeToString,
+            drpc__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Requeue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/squall.drpc.DRPC/Requeue',
+            drpc__pb2.RequeueRequest.SerializeToString,
             drpc__pb2.Empty.FromString,
             options,
             channel_credentials,

@@ -59,7 +59,12 @@ DRPC_TRIES = 3
 class DRPCSource:
     """One waiting request per batch (none: an empty batch), from a LocalDRPC of this
     process (``service``) or from the cluster's DRPC servers (``drpc.servers``). A request
-    stays bound to its txid while the batch is replayed, up to :data:`DRPC_TRIES` tries."""
+    stays bound to its txid while the batch is replayed, up to :data:`DRPC_TRIES` tries.
+
+    From the servers it holds no more requests than its batches can start
+    (``topology.max.spout.pending``), and only while batches start: when none has for a while
+    (the topology is deactivated), or when it closes, it gives them back to the servers for
+    another topology to serve (see :class:`~squall.drpc.client.Invocations`)."""
 
     def __init__(self, node: dict[str, Any]) -> None:
         self.function: str = node["params"]["function"]
@@ -75,7 +80,13 @@ class DRPCSource:
                 log.warning("DRPC stream %r: no DRPC server to fetch requests from (set "
                             "drpc.servers); it serves none", self.function)
                 return
-            self.remote = Invocations(conf, self.function)
+            # a batch takes one request: hold what the batches in flight can start next, and
+            # call the task idle after a few batch intervals without one starting
+            interval = float(conf.get("topology.trident.batch.emit.interval.millis") or 0)
+            self.remote = Invocations(
+                conf, self.function,
+                capacity=max(1, int(conf.get("topology.max.spout.pending") or 1)),
+                idle=max(Invocations.IDLE_SECS, 5 * interval / 1000.0))
 
     def _take(self) -> tuple[list[str], str] | None:
         """``(where to answer, args)`` of the next request, or ``None``."""
@@ -110,7 +121,9 @@ class DRPCSource:
         log.warning("DRPC %s(%r): %s; failing it", self.function, request[1], reason)
         kind, where, request_id = request[0]
         if kind == "remote":
-            fail_request(where, request_id)
+            fail_request(where, request_id, reason)
+            if self.remote is not None:
+                self.remote.finished(where, request_id)
             return
         drpc = local_drpc.lookup(where)
         if drpc is not None:
@@ -121,8 +134,10 @@ class DRPCSource:
 
     def succeeded(self, txid: int) -> None:
         for t in [t for t in self.requests if t <= txid]:
-            del self.requests[t]
+            kind, where, request_id = self.requests.pop(t)[0]
             del self.tries[t]
+            if kind == "remote" and self.remote is not None:
+                self.remote.finished(where, request_id)
 
     def close(self) -> None:
         if self.remote is not None:

@@ -4,6 +4,7 @@ topology is gone; the ``squall drpc`` command."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -212,6 +213,9 @@ def _server_of(invocations: Any, respond: Any) -> Callable[[int], None]:
     return serve
 
 
+FAILED_3_TIMES = "its batch failed 3 times (the topology's errors say why)"
+
+
 class Parse(Function):
     def execute(self, tup: Any, collector: Any) -> None:
         collector.emit([int(tup["args"])])
@@ -228,7 +232,8 @@ def test_a_request_the_topology_fails_is_an_error_for_its_caller_at_once(
         cluster.submit_topology("drpc-fails", conf, t.build())
         wait_until(lambda: client.execute("parse", "42") == "[[42]]", timeout=60,
                    message="the topology serving parse")
-        with pytest.raises(DRPCError, match="failed: the topology failed the request"):
+        # the reason the topology gave, as LocalDRPC says it
+        with pytest.raises(DRPCError, match=re.escape(f"failed: {FAILED_3_TIMES}")):
             client.execute("parse", "oops")         # well before the 60 s timeout
         assert client.execute("parse", "7") == "[[7]]"
         # the server's failure, not the caller's bad input: 500 over HTTP, INTERNAL over
@@ -236,15 +241,77 @@ def test_a_request_the_topology_fails_is_an_error_for_its_caller_at_once(
         for args in ("oops", "must be timed out", "bad shutdown"):
             status, body = _get(server.http_port, f"/drpc/parse/{quote(args)}")
             assert (status, body) == (
-                500, f"DRPC request parse({args!r}) failed: the topology failed the request\n")
+                500, f"DRPC request parse({args!r}) failed: {FAILED_3_TIMES}\n")
             with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
                 with pytest.raises(grpc.RpcError) as failed:
                     pb_grpc.DRPCStub(channel).Execute(
                         pb.ExecuteRequest(function="parse", args=args), timeout=30)
             assert failed.value.code() == grpc.StatusCode.INTERNAL
-            assert "the topology failed the request" in failed.value.details()
+            assert FAILED_3_TIMES in failed.value.details()
             assert dict(failed.value.trailing_metadata())["squall-error"] == "DRPCError"
         assert _get(server.http_port, "/drpc/parse/8") == (200, "[[8]]")
+
+
+class Big(Function):
+    """A result of ``int(args)`` characters."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit(["x" * int(tup["args"])])
+
+
+def test_results_over_4_mib_reach_the_caller_and_one_over_the_limit_fails_at_once() -> None:
+    """gRPC's default 4 MiB limit lost every larger result (the caller waited out its
+    timeout); drpc.max.message.bytes sets the limit, and a result over it fails its request
+    at once, saying so."""
+    limit = 8 << 20
+    s = DRPCServer({"drpc.host": "127.0.0.1", "drpc.port": 0, "drpc.http.port": 0,
+                    "drpc.request.timeout.secs": 30, "drpc.max.message.bytes": limit}).start()
+    conf = {"drpc.servers": [f"127.0.0.1:{s.port}"], "drpc.request.timeout.secs": 30,
+            "topology.trident.batch.emit.interval.millis": 5}
+    t = TridentTopology()
+    t.new_drpc_stream("big").each(["args"], Big(), ["s"]).project(["s"])
+    client = DRPCClient(conf)
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("drpc-big", conf, t.build())
+            wait_until(lambda: client.execute("big", "1") == '[["x"]]', timeout=60,
+                       message="the topology serving big")
+            assert client.execute("big", "5000000") == '[["' + "x" * 5_000_000 + '"]]'
+            status, body = _get(s.http_port, "/drpc/big/5000000")
+            assert (status, len(body)) == (200, 5_000_006)
+            started = time.monotonic()
+            with pytest.raises(DRPCError, match=re.escape(
+                    f"big('9000000') failed: result too large: 9000006 bytes > {limit}")):
+                client.execute("big", "9000000")
+            assert time.monotonic() - started < 20         # not after the 30 s timeout
+            with pytest.raises(DRPCError, match=r"refused it: .*drpc.max.message.bytes"):
+                client.execute("big", "9" * (limit + 1))   # args over the limit
+            assert client.execute("big", "2") == '[["xx"]]'
+    finally:
+        s.stop()
+
+
+def test_a_clients_own_timeout_bounds_its_call_and_frees_the_servers_thread() -> None:
+    """A DRPCClient's drpc.request.timeout.secs shorter than the server's: its call ends
+    then, with the same error as the server's timeout, and the server drops the request, so
+    callers that gave up do not keep others out as "busy" (drpc.worker.threads 2 here)."""
+    s = DRPCServer({"drpc.host": "127.0.0.1", "drpc.port": 0, "drpc.http.port": 0,
+                    "drpc.request.timeout.secs": 60, "drpc.worker.threads": 2}).start()
+    short = DRPCClient({"drpc.servers": [f"127.0.0.1:{s.port}"],
+                        "drpc.request.timeout.secs": 2})
+    try:
+        for _ in range(3):
+            started = time.monotonic()
+            with pytest.raises(DRPCError, match=r"^DRPC request nobody\('x'\) timed out after "
+                                                r"2 s \(drpc.request.timeout.secs\)$"):
+                short.execute("nobody", "x")
+            assert time.monotonic() - started < 10
+        wait_until(lambda: s.functions()[0]["waiting"] == 0, timeout=30,
+                   message=lambda: f"the abandoned requests dropped: {s.functions()}")
+        got = _concurrently([lambda: short.execute("nobody", "y")] * 2, within=15)
+        assert all("timed out after 2 s" in g for g in got), got      # not "busy"
+    finally:
+        s.stop()
 
 
 def _times_out(client: DRPCClient) -> bool:
