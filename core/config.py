@@ -37,9 +37,9 @@ from squall.errors import ConfigError, PluginLoadError, SquallError
 from squall.security import REDACTED, is_secret_key, redact
 
 __all__ = [
-    "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY", "check_range", "component_conf", "defaults",
-    "dump", "load_config", "nullable_types", "parse_override", "read_yaml_file", "sample",
-    "validate",
+    "HEARTBEATS", "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY", "check_heartbeats",
+    "check_range", "component_conf", "defaults", "dump", "load_config", "nullable_types",
+    "parse_override", "read_yaml_file", "sample", "validate",
 ]
 
 log = logging.getLogger(__name__)
@@ -90,9 +90,24 @@ AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
                           "topology.builtin.metrics.bucket.size.secs",
                           # 0 would be a buffer no batch fits in
                           "squall.transport.send.buffer.messages"))
-#: durations that must be above 0 (0 would mean a busy loop or nothing ever answered)
+#: durations that must be above 0 (0 would mean a busy loop, nothing ever answered, or, where
+#: a daemon reads ``value or default``, the default without a word)
 POSITIVE = frozenset(("topology.subprocess.timeout.secs", "nimbus.monitor.freq.secs",
-                      "supervisor.monitor.frequency.secs", "drpc.request.timeout.secs"))
+                      "supervisor.monitor.frequency.secs", "drpc.request.timeout.secs",
+                      "nimbus.task.timeout.secs", "nimbus.task.launch.secs",
+                      "supervisor.worker.timeout.secs", "supervisor.worker.start.timeout.secs",
+                      "worker.heartbeat.frequency.secs", "task.heartbeat.frequency.secs",
+                      "supervisor.heartbeat.frequency.secs",
+                      "storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout"))
+#: ``(heartbeat, the timeout that watches it, what a beat not below it does)``: checked
+#: together (:func:`check_heartbeats`). A supervisor's own beat has no such pair: its
+#: registration lives as long as its ZooKeeper session, the beat only refreshes what it says.
+HEARTBEATS = (
+    ("worker.heartbeat.frequency.secs", "supervisor.worker.timeout.secs",
+     "the supervisor would restart its workers for missing heartbeats, over and over"),
+    ("task.heartbeat.frequency.secs", "nimbus.task.timeout.secs",
+     "nimbus would take live workers' executors for dead and move them, over and over"),
+)
 #: the namespaces whose numeric keys are all counts, sizes and durations (a key elsewhere is
 #: checked when AT_LEAST_ONE or POSITIVE names it; a plugin checks its own in
 #: ``squall_validate_config``)
@@ -398,7 +413,8 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     must be finite (not nan or inf). An unknown key under one of :data:`NAMESPACES`, or
     under the first part of a known key's name (a plugin's ``spark.``), is a warning with a
     did-you-mean; other keys are the user's own. ``supervisor.<dim>.slots`` must be null or a
-    non-negative int, as the supervisor requires. The ``squall_validate_config`` hooks check
+    non-negative int, as the supervisor requires. Each heartbeat must be below the timeout
+    that watches it (:func:`check_heartbeats`). The ``squall_validate_config`` hooks check
     the plugins' keys' values. Then every driver name is checked (no driver is imported).
     Raises ConfigError (PluginNotFoundError for an unknown driver) on the first problem.
     """
@@ -416,6 +432,7 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     from squall.security.settings import check as check_security
     check_security(conf)
     _check_ranges(conf, known, nullable)
+    check_heartbeats(conf)
     _check_ports(conf)
     from squall.plugin_manager import validate_config
     validate_config(conf)             # the plugins' own keys' values
@@ -537,6 +554,23 @@ def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
         if value < least and not (value == -1 and key in MINUS_ONE_UNLIMITED):
             raise ConfigError(f"config key {key!r} must be at least {least}"
                               f"{' (or null)' if rule[1] else ''}, got {value!r}")
+
+
+def check_heartbeats(conf: Mapping[str, Any]) -> None:
+    """ConfigError unless each heartbeat of :data:`HEARTBEATS` is below the timeout that
+    watches it, when ``conf`` holds both (a topology's own conf may hold one: nimbus checks
+    it again merged with its own). A LocalCluster's conf (``squall.state: memory``: no
+    supervisor or nimbus process watches the beats there) is not checked."""
+    if conf.get("squall.state") == "memory":
+        return
+    for beat, timeout, why in HEARTBEATS:
+        every, limit = conf.get(beat), conf.get(timeout)
+        if not isinstance(every, (int, float)) or not isinstance(limit, (int, float)) or \
+                isinstance(every, bool) or isinstance(limit, bool):
+            continue            # missing, or a type error said elsewhere
+        if every >= limit:
+            raise ConfigError(f"config key {beat!r} ({every!r}) must be below {timeout!r} "
+                              f"({limit!r}): {why}")
 
 
 def check_range(conf: Mapping[str, Any], key: str, least: float, most: float | None = None,

@@ -15,6 +15,9 @@ Nimbus (``squall nimbus``)
     ``nimbus_slot_failures``
                            :class:`SlotFailures`: slots whose workers failed to start or
                            stopped beating, left out of scheduling for a while; says so once.
+    ``nimbus_slot_clashes``
+                           :class:`SlotClashes`: one host:port offered by two supervisors, kept
+                           for one of them; says so once.
     ``nimbus_topologies``  :class:`TopologyLifecycle`: submit / kill / activate / deactivate /
                            rebalance, finishing kills and rebalances, orphan clean-up; owns the
                            lock serializing writes and scheduling.

@@ -8,7 +8,10 @@ slots; the configured scheduler places them again and the changed assignments ar
 The slots where executors timed out are left out of the scheduler's view for a while, so they
 move to another free slot rather than back to the one their worker cannot start on; with no
 other slot free they stay and their supervisor keeps relaunching the worker there
-(:mod:`~squall.daemon.nimbus_slot_failures`, which also says what happened, once).
+(:mod:`~squall.daemon.nimbus_slot_failures`, which also says what happened, once). A host:port
+that two live supervisors offer is kept for one of them and left out of the others' ports
+(:mod:`~squall.daemon.nimbus_slot_clashes`); a topology short of workers meanwhile says why in
+its status reason.
 
 After a rebalance the surviving placement is handed to the scheduler (executors whose task
 range is unchanged keep their slots) with the topology marked ``rebalanced``, so it moves as few
@@ -33,6 +36,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from squall.daemon.nimbus_code import CodeStore
+from squall.daemon.nimbus_slot_clashes import Clash, SlotClashes, clash_note, start_times
 from squall.daemon.nimbus_slot_failures import (
     NEVER_STARTED,
     STOPPED_BEATING,
@@ -175,6 +179,12 @@ def _worker_sets(executor_node_port: Mapping[str, Any]) -> dict[tuple[Any, ...],
     return {slot: frozenset(keys) for slot, keys in out.items()}
 
 
+def _short(cluster: Cluster, topology: Any) -> bool:
+    """Whether ``topology`` got fewer workers than it can use (or none: pending)."""
+    assignment = cluster.get_assignment(topology.id)
+    return len(assignment.slots() if assignment is not None else ()) < topology.wanted_workers
+
+
 def _unplaced(cluster: Cluster, topologies: Topologies) -> int:
     return sum(len(cluster.unassigned_executors(t)) for t in topologies)
 
@@ -203,6 +213,8 @@ class PassInput(NamedTuple):
     timed_out: dict[str, dict[WorkerSlot, Outage]]
     #: slots whose workers beat within ``nimbus.task.timeout.secs``
     beating: set[WorkerSlot]
+    #: host:port slots two live supervisors offer (left out of :attr:`supervisors` but one's)
+    clashes: list[Clash]
 
     def cluster(self, avoid: frozenset[WorkerSlot] = frozenset()) -> Cluster:
         """A new cluster over what was read, without the slots in ``avoid``: they are left
@@ -234,6 +246,8 @@ class Scheduling:
         self._beats = BeatTracker()
         #: slots whose workers failed to start or stopped beating, left out for a while
         self._failures = SlotFailures(self._launch_timeout)
+        #: slots two supervisors offer, kept for one of them
+        self._clashes = SlotClashes()
         #: topologies rebalanced since the last pass -> their shape before
         self._fresh: dict[str, dict[str, Any]] = {}
         #: until when (monotonic) supervisors that are not registered keep their executors
@@ -261,6 +275,7 @@ class Scheduling:
             self._seen = set()
         self._beats = BeatTracker()
         self._failures.clear()
+        self._clashes.clear()
         self._waited_for = frozenset()
 
     def _absent(self, stored: Mapping[str, Any], live: set[str]) -> dict[str, set[str]]:
@@ -304,7 +319,7 @@ class Scheduling:
         reshapes their surviving placement; ``shapes`` overrides storm records (a rebalance
         tried ahead); topologies in ``hold`` are left out."""
         state = self._state
-        supervisors = supervisor_details(state.supervisors())
+        registrations = state.supervisors()
         storms = state.storms()
         for tid, shape in (shapes or {}).items():
             if tid in storms:
@@ -348,8 +363,13 @@ class Scheduling:
             except Exception as exc:  # one bad topology must not stop the others
                 log.error("cannot schedule topology %s: %s", tid, exc)
                 errors[tid] = f"cannot be scheduled: {exc}"
-        return PassInput(supervisors, existing, Topologies(details), storms, stored, errors,
-                         timed_out, beating)
+        supervisors = supervisor_details(registrations)
+        placed = {WorkerSlot(str(n), int(p)) for a in stored.values()
+                  for n, p in (a.get("executor_node_port") or {}).values()}
+        clashes = self._clashes.settle(supervisors, start_times(registrations), placed, beating)
+        return PassInput(SlotClashes.without(supervisors, clashes), existing,
+                         Topologies(details), storms, stored, errors, timed_out, beating,
+                         clashes)
 
     def _place(self, read: PassInput) -> tuple[Cluster, str]:
         """Run the scheduler over ``read``. Slots whose workers failed (see
@@ -427,6 +447,7 @@ class Scheduling:
             if storms[tid].get("status_reason") != reason:
                 self._state.update_storm(tid, status_reason=reason)
         self._failures.observe(read.timed_out, read.beating)
+        self._clashes.report(read.clashes)
         try:
             cluster, why_stay = self._place(read)
         except Exception:  # a scheduler bug is logged, nimbus keeps running
@@ -457,7 +478,8 @@ class Scheduling:
                 continue        # its supervisors may yet come back: placement unchanged
             rebalanced = fresh.pop(tid, None) is not None
             self._write_assignment(tid, cluster, stored.get(tid))
-            self._write_status(tid, cluster, storms[tid], topology, rebalanced)
+            note = clash_note(read.clashes) if _short(cluster, topology) else ""
+            self._write_status(tid, cluster, storms[tid], topology, rebalanced, note)
             if tid in read.timed_out:
                 homeless = {str(e) for e in cluster.unassigned_executors(topology)}
                 self._failures.report(tid, read.timed_out[tid], _placement(cluster, tid),
@@ -488,18 +510,22 @@ class Scheduling:
                  len({tuple(v) for v in new["executor_node_port"].values()}))
 
     def _write_status(self, tid: str, cluster: Cluster, base: Mapping[str, Any],
-                      topology: Any, rebalanced: bool = False) -> None:
+                      topology: Any, rebalanced: bool = False, note: str = "") -> None:
+        """The topology's status and status reason after the pass: the scheduler's
+        ``pending``, else ``note`` (why it runs short of workers; ``""`` clears an old
+        reason, except a rebalance not applied, kept until the next rebalance)."""
         reported = cluster.get_status(tid)
         status = base.get("status")
+        current = str(base.get("status_reason") or "")
         if reported is not None and reported.status == "pending":
-            if status != "pending" or base.get("status_reason") != reported.reason:
+            reason = f"{reported.reason}; {note}" if note else reported.reason
+            if status != "pending" or current != reason:
                 # logged when it changes (the scheduler says it again every pass)
-                log.info("topology %s pending: %s", tid, reported.reason)
+                log.info("topology %s pending: %s", tid, reason)
                 self._state.update_storm(tid, status="pending" if status != "inactive"
-                                         else status, status_reason=reported.reason)
+                                         else status, status_reason=reason)
         elif not cluster.unassigned_executors(topology):
             if status == "pending":
-                self._state.update_storm(tid, status="active", status_reason="")
-            elif base.get("status_reason") and (
-                    rebalanced or not str(base["status_reason"]).startswith(NOT_APPLIED)):
-                self._state.update_storm(tid, status_reason="")
+                self._state.update_storm(tid, status="active", status_reason=note)
+            elif current != note and (rebalanced or not current.startswith(NOT_APPLIED)):
+                self._state.update_storm(tid, status_reason=note)

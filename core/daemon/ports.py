@@ -77,8 +77,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def slot_ports_warning(ports: Iterable[int]) -> str:
-    """One line for the supervisor's log when some of its slot ports lie in the range
-    (``""`` when none does)."""
+    """One line for the supervisor's log when it has no slot port, or some of its slot
+    ports lie in the range (``""`` when it has some, none in the range)."""
+    ports = list(ports)
+    if not ports:
+        return ("supervisor.slots.ports is empty: this supervisor registers, but nimbus can "
+                "place no worker on it")
     span = ephemeral_range()
     if span is None:
         return ""

@@ -11,7 +11,7 @@ from squall.errors import ConfigError
 @pytest.mark.parametrize("key,value,least", [
     ("topology.max.spout.pending", -1, 1), ("topology.max.spout.pending", 0, 1),
     ("topology.acker.executors", -1, 0), ("topology.workers", 0, 1),
-    ("topology.message.timeout.secs", -5, 1), ("nimbus.task.timeout.secs", -1, 0),
+    ("topology.message.timeout.secs", -5, 1), ("supervisor.worker.shutdown.sleep.secs", -1, 0),
     ("topology.executor.receive.buffer.size", 0, 1),
     # 0 became 60 (the default) without a word
     ("topology.builtin.metrics.bucket.size.secs", 0, 1),
@@ -101,3 +101,53 @@ def test_submit_to_a_local_cluster_refuses_a_transport_option_out_of_range() -> 
         with pytest.raises(ConfigError, match="'squall.transport.zmq.linger.ms' must be"):
             cluster.submit_topology("t", {"squall.transport.zmq.linger.ms": -5},
                                     b.create_topology())
+
+
+# timeouts and heartbeats the daemons read as `float(conf.get(key) or DEFAULT)`: 0 became the
+# default without a word (supervisor.worker.timeout.secs: 0 killed a frozen worker after 30 s)
+@pytest.mark.parametrize("key", [
+    "nimbus.task.timeout.secs", "nimbus.task.launch.secs", "supervisor.worker.timeout.secs",
+    "supervisor.worker.start.timeout.secs", "worker.heartbeat.frequency.secs",
+    "task.heartbeat.frequency.secs", "supervisor.heartbeat.frequency.secs",
+    "storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_a_timeout_or_heartbeat_of_zero_or_less_is_refused(key: str, value: int) -> None:
+    with pytest.raises(ConfigError, match=rf"^config key {key!r} must be above 0, "
+                                          rf"got {value}$"):
+        config.validate({**config.defaults(), key: value}, warn=False)
+
+
+@pytest.mark.parametrize("beat,timeout,every,limit", [
+    ("worker.heartbeat.frequency.secs", "supervisor.worker.timeout.secs", 8, 5),
+    ("worker.heartbeat.frequency.secs", "supervisor.worker.timeout.secs", 5, 5),
+    ("task.heartbeat.frequency.secs", "nimbus.task.timeout.secs", 10, 6)])
+def test_a_heartbeat_not_below_the_timeout_watching_it_is_one_error_naming_both(
+        beat: str, timeout: str, every: int, limit: int) -> None:
+    conf = {**config.defaults(), beat: every, timeout: limit}
+    with pytest.raises(ConfigError, match=rf"^config key {beat!r} \({every}\) must be below "
+                                          rf"{timeout!r} \({limit}\): "):
+        config.validate(conf, warn=False)
+    config.validate({**conf, beat: limit - 1}, warn=False)
+
+
+def test_heartbeat_pairs_are_checked_where_something_watches_them() -> None:
+    # the cluster tests' short timeouts pass
+    config.validate({**config.defaults(), "supervisor.worker.timeout.secs": 5,
+                     "worker.heartbeat.frequency.secs": 1, "nimbus.task.timeout.secs": 6,
+                     "task.heartbeat.frequency.secs": 1}, warn=False)
+    # a topology's own conf holds one key of a pair: nimbus checks it merged with its own
+    config.validate({"task.heartbeat.frequency.secs": 40}, warn=False)
+    # a LocalCluster has no supervisor or nimbus process watching beats
+    config.validate({**config.defaults(), "squall.state": "memory",
+                     "supervisor.worker.timeout.secs": 1}, warn=False)
+
+
+def test_nimbus_refuses_a_topology_whose_task_heartbeat_is_not_below_its_task_timeout() -> None:
+    from squall.daemon.nimbus_topologies import TopologyLifecycle
+    nimbus_conf = {**config.defaults(), "nimbus.task.timeout.secs": 6}
+    lifecycle = TopologyLifecycle(nimbus_conf, state=None, code=None,  # type: ignore[arg-type]
+                                  scheduling=None, require_leader=lambda: None,  # type: ignore[arg-type]
+                                  wake=lambda: None)
+    with pytest.raises(ConfigError, match=r"'task.heartbeat.frequency.secs' \(6\) must be "
+                                          r"below 'nimbus.task.timeout.secs' \(6\)"):
+        lifecycle.submit("t", {"task.heartbeat.frequency.secs": 6}, {}, b"")

@@ -55,3 +55,9 @@ def test_a_supervisor_is_told_which_slot_ports_the_kernel_may_take(
     assert "choose ports below 32768" in line
     ranges.unlink()                             # not Linux: nothing to say
     assert ports.slot_ports_warning([40001]) == ""
+
+
+def test_a_supervisor_without_slot_ports_is_told_it_runs_no_worker() -> None:
+    # `supervisor.slots.ports: []` is allowed (a supervisor that runs nothing), but said once
+    assert ports.slot_ports_warning([]) == ("supervisor.slots.ports is empty: this supervisor "
+                                            "registers, but nimbus can place no worker on it")

@@ -1,0 +1,150 @@
+"""Two supervisors offering the same host:port (two supervisors on one machine given the same
+``supervisor.slots.ports``): nimbus keeps each such slot for one of them, places no worker on
+the others' copy (it could never bind), says so in one error line and in the status reason of
+a topology short of workers. Nimbus's parts over the memory store."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from squall import Bolt, Spout, TopologyBuilder, drivers
+from squall.daemon import packaging
+from squall.daemon.nimbus_code import CodeStore
+from squall.daemon.nimbus_schedule import Scheduling
+from squall.daemon.nimbus_slot_clashes import Clash, SlotClashes, clash_note
+from squall.daemon.nimbus_topologies import TopologyLifecycle
+from squall.scheduling.cluster import SupervisorDetails, WorkerSlot
+from squall.state.cluster_state import ClusterState
+
+TID = "sc-1-1000"
+ROOMY = {"cpu": 16, "memory": 32, "net": 16, "disk": 0}
+PORTS = [27701, 27702]
+
+
+class Src(Spout):
+    outputs = ["line"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Work(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+class Harness:
+    """The leader's scheduling parts on the memory store, one topology asking for 4 workers."""
+
+    def __init__(self, scheduler: str, tmp_path: Any) -> None:
+        conf = {"squall.scheduler": scheduler, "squall.state": "memory",
+                "storm.local.dir": str(tmp_path), "topology.message.timeout.secs": 0}
+        self.store = drivers.driver("state", conf)
+        self.store.start()
+        self.state = ClusterState(self.store, conf)
+        self.state.setup()
+        code = CodeStore(tmp_path / "nimbus", conf)
+        code.prepare()
+        directory = code.directory(TID)
+        directory.mkdir(parents=True)
+        b = TopologyBuilder()
+        b.set_spout("spout", Src, parallelism=4)
+        b.set_bolt("count", Work, parallelism=4).shuffle_grouping("spout")
+        topology = b.create_topology()
+        packaging.write_json(directory / packaging.CONF_FILE, {})
+        packaging.write_json(directory / packaging.TOPOLOGY_FILE, topology.to_json())
+        (directory / packaging.CODE_FILE).write_bytes(b"")
+        topology = code.topology_of(TID)[1]
+        scheduling = Scheduling(conf, self.state, drivers.driver("scheduler", conf), code)
+        self.lifecycle = TopologyLifecycle(conf, self.state, code, scheduling,
+                                           require_leader=lambda: None, wake=lambda: None)
+        self.state.set_storm(TID, {
+            "name": "sc", "launch_time": 1000, "status": "active", "status_reason": "",
+            "num_workers": 4, "component_executors": {c: s.parallelism
+                                                      for c, s in topology.components.items()}})
+
+    def register(self, sid: str, host: str, ports: list[int], started: int) -> None:
+        self.state.register_supervisor(sid, {"hostname": host, "ports": ports,
+                                             "resources": ROOMY, "time_secs": started + 100,
+                                             "uptime_secs": 100})
+
+    def slots(self) -> set[WorkerSlot]:
+        got = self.state.get_assignment(TID) or {}
+        return {WorkerSlot(str(n), int(p))
+                for n, p in (got.get("executor_node_port") or {}).values()}
+
+    def reason(self) -> str:
+        return str((self.state.get_storm(TID) or {}).get("status_reason") or "")
+
+
+def _clash_lines(caplog: Any) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "ERROR"
+            and "offer the same slots" in r.getMessage()]
+
+
+@pytest.mark.parametrize("scheduler", ["even", "multidim"])
+def test_a_host_port_two_supervisors_offer_is_used_once_and_said_once(
+        scheduler: str, tmp_path: Any, caplog: Any) -> None:
+    h = Harness(scheduler, tmp_path)
+    try:
+        caplog.set_level("INFO")
+        h.register("sup-b", "host-a", PORTS, started=950)     # registered second
+        h.register("sup-a", "host-a", PORTS, started=900)     # started first: keeps them
+        for _ in range(3):
+            h.lifecycle.monitor_pass()
+        # never a worker on sup-b's copy of the ports: it could not bind them. The even
+        # scheduler runs the topology on the two slots there are, multidim keeps it pending
+        if scheduler == "even":
+            assert h.slots() == {WorkerSlot("sup-a", p) for p in PORTS}, h.slots()
+        else:
+            assert not h.slots() and h.state.get_storm(TID)["status"] == "pending"
+        note = ("supervisors sup-a, sup-b offer the same slots host-a:27701, 27702: sup-b's "
+                "are left out")
+        assert note in h.reason()
+        lines = _clash_lines(caplog)
+        assert len(lines) == 1, lines
+        assert ("sup-a and sup-b on host host-a both offer ports 27701, 27702 (sup-a keeps "
+                "them, sup-b's are left out of scheduling)") in lines[0]
+        # sup-b goes: no clash left, said once; the reason goes with it
+        h.state.unregister_supervisor("sup-b")
+        h.lifecycle.monitor_pass()
+        assert "no two live supervisors offer the same host:port any more" in caplog.text
+        assert note not in h.reason()
+    finally:
+        h.store.close()
+
+
+def _sup(sid: str, host: str = "host-a", ports: tuple[int, ...] = (6700, 6701)
+         ) -> SupervisorDetails:
+    return SupervisorDetails(sid, host, ports)
+
+
+def test_who_keeps_a_clashing_slot() -> None:
+    clashes = SlotClashes()
+    sups = [_sup("b"), _sup("a"), _sup("c", host="host-c")]
+    # started first keeps them; other hosts are no clash
+    got = clashes.settle(sups, {"a": 200.0, "b": 100.0, "c": 0.0}, placed=(), beating=())
+    assert got == [Clash("host-a", 6700, "b", ("a",)), Clash("host-a", 6701, "b", ("a",))]
+    kept = SlotClashes.without(sups, got)
+    assert [(s.id, s.ports) for s in kept] == [("b", (6700, 6701)), ("a", ()),
+                                               ("c", (6700, 6701))]
+    # executors placed on a's copy, or a worker beating there, make a the keeper of that
+    # slot (its worker holds the port) -- for a fresh nimbus, which has chosen nothing yet
+    fresh = SlotClashes()
+    got = fresh.settle(sups, {"a": 200.0, "b": 100.0}, placed={WorkerSlot("a", 6700)},
+                       beating=())
+    assert [c.kept_by for c in got] == ["a", "b"]
+    got = fresh.clear() or fresh.settle(sups, {"a": 200.0, "b": 100.0},
+                                        placed={WorkerSlot("b", 6701)},
+                                        beating={WorkerSlot("a", 6701)})
+    assert [c.kept_by for c in got] == ["b", "a"]
+    # a choice holds while its supervisor offers the slot (start times are whole seconds)
+    got = clashes.settle(sups, {"a": 100.0, "b": 101.0}, placed=(), beating=())
+    assert [c.kept_by for c in got] == ["b", "b"]
+    assert clash_note(got) == ("supervisors b, a offer the same slots host-a:6700, 6701: a's "
+                               "are left out")
+    assert clashes.settle([_sup("a")], {}, placed=(), beating=()) == []
+    assert clash_note([]) == ""
