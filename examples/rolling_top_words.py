@@ -2,9 +2,10 @@
 
 Each counter is a :class:`squall.WindowedBolt` over a sliding window of processing time: on
 every slide it emits the new count of each word that entered or left the window (0 for a
-word that left); intermediate rankers keep a top-N (``rolling.top.n``) of their share of
-the words and a global ranker merges their latest rankings, each reporting on every tick
-(``topology.tick.tuple.freq.secs``).
+word that left; a window holding no word is not evaluated, so a counter whose input stops
+keeps its last counts until its next word); intermediate rankers keep a top-N
+(``rolling.top.n``) of their share of the words and a global ranker merges their latest
+rankings, each reporting on every tick (``topology.tick.tuple.freq.secs``).
 
     squall local examples/rolling_top_words.py:topology --duration 10
 """

@@ -9,11 +9,13 @@ what users write          :mod:`.bolt`                       ``WindowedBolt``
 window and slide values   :mod:`.spec`                       ``Count``, ``Duration``,
                                                              ``WindowSpec.of`` (Storm's keys)
 build-time checks         :mod:`.topology`                   ``complete_windowed`` (timeout,
-                                                             late stream, timestamp field)
+                                                             max spout pending, late
+                                                             stream, timestamp field)
 running the bolt          :mod:`.executor`                   ``WindowedBoltExecutor``
 processing-time windows   :mod:`.processing`                 ``ProcessingWindows.add``,
                                                              ``on_time``
 event-time windows        :mod:`.event_time`                 ``EventWindows.add``, ``advance``
+failed event-time window  :mod:`.replays`                    ``FailedWindows.take``, ``ready``
 what process_window gets  :mod:`.window`                     ``Window``
 ========================  =================================  ===============================
 

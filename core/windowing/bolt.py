@@ -23,22 +23,33 @@ class WindowedBolt(Bolt):
     Processing time (no ``timestamp_field``): a count slide evaluates after every ``slide``
     tuples, a duration slide every ``slide`` on the executor's timer (its own loop thread,
     no thread per bolt); a duration window holds what arrived in ``[end - window, end)``,
-    a count window the last ``window`` tuples (``start``: the oldest one's arrival time).
-    See :mod:`squall.windowing.processing`. Event time (``timestamp_field``, int ms since the epoch, with a
-    Duration window and slide): windows are aligned to multiples of the slide and evaluated
-    in order, each once, when the watermark (the least over every input task of its latest
-    timestamp, minus ``max_lag``, computed every ``watermark_interval``) passes their end;
-    tuples behind the watermark go to ``late_stream`` (declared automatically with the
-    input's fields), or are acked and dropped when there is none. See
-    :mod:`squall.windowing.event_time` for how a quiet input task is treated.
+    a count window the last ``window`` tuples (``start``: the oldest one's arrival time). A
+    window holding no tuple is not evaluated; the tuples that left meanwhile are in the
+    ``expired`` of the next window evaluated. See :mod:`squall.windowing.processing`.
+    Event time (``timestamp_field``, int ms since the epoch, with a Duration window and
+    slide): windows are aligned to multiples of the slide and evaluated in order, each
+    once (but for a failed one, below), when the watermark (the least over every input
+    task of its latest timestamp, minus ``max_lag``, computed every ``watermark_interval``)
+    passes their end; tuples behind the watermark go to ``late_stream`` (declared
+    automatically with the input's fields), or are acked and dropped when there is none.
+    See :mod:`squall.windowing.event_time` for how a quiet input task is treated.
 
     Acking: an input tuple is acked when it leaves the last window that holds it; emits in
     ``process_window`` (without ``anchors=``) are anchored to every tuple of the window.
     The bolt must not ack or fail its inputs itself. An exception escaping
     ``process_window`` is reported and fails every tuple of that window at once (in Storm
     the exception takes the worker down and the tuples it held time out): they leave the
-    bolt's windows, and the spout's replays come back as new tuples. With
-    ``topology.worker.die.on.error`` the worker stops, as in Storm.
+    bolt's windows, and the spout's replays come back as new tuples. On event time they
+    come back behind the watermark: a tuple that arrives there within twice
+    ``topology.message.timeout.secs`` of the failure, with a timestamp from the failed
+    window's earliest to its end, is held for that window, which is evaluated again (same
+    ``start`` and ``end``, after the windows evaluated meanwhile) once as many tuples as it
+    held are back, or half the message timeout after the first came back (then a later one
+    is late). See :mod:`squall.windowing.replays`. Only that failure is remembered: the
+    replay of a tuple whose window was evaluated (its emits failed downstream, or it timed
+    out), and after a worker restarts any replay older than the new worker's watermark, is
+    late (the late stream, or acked unprocessed): declare ``late_stream`` where that
+    matters. With ``topology.worker.die.on.error`` the worker stops, as in Storm.
 
     >>> from squall import WindowedBolt, Count
     >>> class Sums(WindowedBolt):

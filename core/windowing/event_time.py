@@ -4,7 +4,8 @@ windows fire as the watermark passes their end.
 Windows are aligned: a ``Duration(ms=S)`` slide gives windows ending at every multiple of
 ``S`` ms since the epoch, each holding the tuples whose timestamp is in ``[end - L, end)``
 for a ``Duration(ms=L)`` window. A window is evaluated once the watermark reaches its end,
-each window once and in order of its end; windows with no tuple are skipped (as in Storm).
+each window once and in order of its end (a failed one once more, with its replays: below);
+windows with no tuple are skipped (as in Storm).
 
 The watermark (:class:`EventWindows`) is the least, over the input tasks, of each task's
 latest timestamp, minus ``max_lag``; it never goes back. It is computed every
@@ -15,9 +16,18 @@ tuples waiting longer for it would time out anyway) stops holding the watermark 
 counts again from its next tuple. When every input task is quiet, the watermark moves to the
 end of the last window holding the latest timestamp heard: every window of what arrived is
 evaluated (and its tuples acked) instead of waiting, past their timeout, for a tuple that may
-never come. A tuple whose timestamp is behind the watermark when it
-arrives is late: its window was evaluated already (or may have been); it is handed to the
-``late`` callback instead of a window.
+never come.
+
+A tuple whose timestamp is behind the watermark when it arrives is late: its window was
+evaluated already (or may have been); it is handed to the ``late`` callback instead of a
+window, unless it is the replay of a tuple whose window failed: a window whose
+``process_window`` raised is remembered, and the tuples that come back into its range are
+held for it and evaluated again in a window with the same start and end, after the windows
+evaluated meanwhile (:mod:`squall.windowing.replays` says which tuples, when, and for how
+long; the failed window's tuples are in no later window, as it failed them). Only such a
+failure is remembered: the replay of a tuple whose window was evaluated (its emits failed
+downstream, or it timed out) is late, and so is every replay of a tuple older than the
+watermark of a task that started afresh (a restarted worker).
 
 Tuples are held sorted by timestamp (ties in arrival order) in two parallel lists with a
 moving head, so the common case (timestamps nearly in order) appends; the lists are
@@ -32,6 +42,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from squall.windowing.processing import Evaluate, Expire
+from squall.windowing.replays import FailedWindow, FailedWindows
 from squall.windowing.spec import Duration, WindowSpec
 from squall.windowing.window import Window
 
@@ -43,14 +54,18 @@ class EventWindows:
     """One task's event-time windows and watermark (see the module docstring).
 
     ``inputs`` are the task ids the watermark waits for (a task not listed that sends is
-    added). ``late(tup)`` gets every tuple behind the watermark."""
+    added). ``late(tup)`` gets every tuple behind the watermark that no failed window takes
+    back. ``replays``: whether a failed window waits for its tuples to come back (False
+    when none will: without ackers nothing is replayed)."""
 
-    __slots__ = ("evaluate", "expire", "expired", "heard", "idle_ms", "inputs", "lag",
-                 "late", "latest", "length", "lo", "next_end", "next_mark", "prev_end",
-                 "slide", "stamps", "started", "tuples", "watermark", "watermark_ms")
+    __slots__ = ("evaluate", "expire", "expired", "failed", "heard", "idle_ms", "inputs",
+                 "lag", "late", "latest", "length", "lo", "next_end", "next_mark",
+                 "prev_end", "slide", "stamps", "started", "tuples", "watermark",
+                 "watermark_ms")
 
     def __init__(self, spec: WindowSpec, inputs: Iterable[int], idle_ms: int,
-                 evaluate: Evaluate, expire: Expire, late: Callable[[Any], None]) -> None:
+                 evaluate: Evaluate, expire: Expire, late: Callable[[Any], None], *,
+                 replays: bool = True) -> None:
         assert isinstance(spec.length, Duration) and isinstance(spec.slide, Duration)
         self.length = spec.length.ms
         self.slide = spec.slide.ms
@@ -75,6 +90,9 @@ class EventWindows:
         self.next_end: int | None = None
         self.prev_end: int | None = None
         self.expired: list[Any] = []
+        #: failed windows waiting for their replays: for up to twice the message timeout
+        #: (``idle_ms`` is half of it), then at most ``idle_ms`` once one came back
+        self.failed = FailedWindows(4 * idle_ms, idle_ms) if replays else None
 
     def __len__(self) -> int:
         return len(self.stamps) - self.lo
@@ -91,6 +109,11 @@ class EventWindows:
             self.inputs.add(task)
         wm = self.watermark
         if wm is not None and stamp < wm:
+            failed = self.failed
+            if failed and failed.take(tup, stamp, now_ms):     # a failed window's replay
+                for w in failed.ready(now_ms):
+                    self._again(w, now_ms)
+                return
             self.late(tup)
             return
         stamps = self.stamps
@@ -104,16 +127,21 @@ class EventWindows:
 
     def on_time(self, now_ms: int) -> None:
         """The timer: every ``watermark_interval`` the watermark is computed, and the
-        windows it passed are evaluated."""
+        windows it passed are evaluated; failed windows whose replays are ready are
+        evaluated again."""
         if self.started is None:
             self.started = now_ms
+        failed = self.failed
+        if failed:
+            for w in failed.ready(now_ms):
+                self._again(w, now_ms)
         if self.next_mark is not None and now_ms < self.next_mark:
             return
         self.next_mark = now_ms + self.watermark_ms
         mark = self.compute_watermark(now_ms)
         if mark is not None and (self.watermark is None or mark > self.watermark):
             self.watermark = mark
-            self.advance(mark)
+            self.advance(mark, now_ms)
 
     def compute_watermark(self, now_ms: int) -> int | None:
         """The least latest timestamp of the input tasks that hold the watermark back, minus
@@ -146,8 +174,9 @@ class EventWindows:
         # T + length (the latest timestamp itself would leave that window unevaluated)
         return (quiet_most + self.length) // self.slide * self.slide
 
-    def advance(self, mark: int) -> None:
-        """Evaluate, in order, every window ending at or before ``mark``."""
+    def advance(self, mark: int, now_ms: int) -> None:
+        """Evaluate, in order, every window ending at or before ``mark`` (at ``now_ms``,
+        processing time)."""
         length, slide = self.length, self.slide
         stamps = self.stamps
         while True:
@@ -173,8 +202,24 @@ class EventWindows:
             self.prev_end = end
             self.next_end = end + slide
             if not self.evaluate(window):
-                self.lo = hi          # failed (and their trees with them): forget them
+                # failed (and their trees with them): forget them, and wait for their
+                # replays
+                if self.failed is not None:
+                    self.failed.record(end - length, end, first, hi - lo, now_ms)
+                self.lo = hi
         self._compact()
+
+    def _again(self, w: FailedWindow, now_ms: int) -> None:
+        """Evaluate failed window ``w`` again with the tuples that came back for it (all
+        new); they leave once it is evaluated, or fail with it again (and it waits for
+        their replays again)."""
+        window = Window(w.tuples, w.tuples, self.expired, w.start, w.end)
+        self.expired = []
+        if self.evaluate(window):
+            self.expired.extend(w.tuples)
+            self.expire(w.tuples)
+        elif self.failed is not None:
+            self.failed.record(w.start, w.end, w.stamps[0], len(w.tuples), now_ms)
 
     def _evict_below(self, cutoff: int) -> None:
         """Tuples with a timestamp before ``cutoff`` leave (no later window holds them)."""

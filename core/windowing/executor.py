@@ -6,8 +6,10 @@ Per task it holds one :class:`~squall.windowing.processing.ProcessingWindows` or
 :class:`~squall.windowing.event_time.EventWindows` and acts on what they decide: it acks a
 tuple when it leaves its last window, evaluates ``process_window`` with the window's tuples
 as the anchors of every emit made without ``anchors=``, fails a window's tuples when
-``process_window`` raises, and sends late tuples to the late stream. Topologies without
-windowed bolts never build one (``executor_class``), so the plain bolt's path is unchanged.
+``process_window`` raises (an event-time window is evaluated again with the replays of its
+tuples: :mod:`squall.windowing.replays`), and sends late tuples to the late stream.
+Topologies without windowed bolts never build one (``executor_class``), so the plain bolt's
+path is unchanged.
 """
 from __future__ import annotations
 
@@ -170,7 +172,9 @@ class WindowedBoltExecutor(BoltExecutor):
         if ctx is not None:
             for component, _ in ctx.this_sources():
                 inputs.extend(ctx.component_tasks(component))
-        return EventWindows(self.spec, inputs, self.idle_ms, evaluate, expire, late)
+        # without ackers a failed window's tuples are not replayed: none is waited for
+        return EventWindows(self.spec, inputs, self.idle_ms, evaluate, expire, late,
+                            replays=acks.acking)
 
     # -- running ------------------------------------------------------------------------------
     def _run_tuples(self, ts: TaskState, q: Any, n: int) -> None:

@@ -15,10 +15,12 @@ A window is:
 A ``Count(s)`` slide evaluates after every ``s`` tuples, ``end`` being the arrival time of
 the last (which the window holds); a ``Duration(ms=S)`` slide evaluates windows ending
 every ``S`` ms of processing time from the first tuple or timer, each when the timer passes
-its end (a late timer catches up window by window; a window with no tuple and nothing
-expired is skipped, as in Storm). Right after an evaluation, the tuples that the next
-window cannot hold leave (so a tumbling window's tuples are acked as soon as it is
-evaluated).
+its end (a late timer catches up window by window). A window with no tuple is skipped, as
+in Storm, even when tuples left since the last evaluation: those stay in ``expired`` until
+the next window that is evaluated (``expired`` is what left since the last evaluation, so
+``process_window`` never sees an empty window and no departure goes unreported). Right
+after an evaluation, the tuples that the next window cannot hold leave (so a tumbling
+window's tuples are acked as soon as it is evaluated).
 
 Tuples are held in one list with a moving head (a tuple leaves by the head moving past it;
 the list is replaced by its live part once the head is long), and their arrival times as
@@ -105,8 +107,9 @@ class ProcessingWindows:
             self.due = now_ms + self.slide
             return
         while due <= now_ms:
-            if not len(self) and not self.expired:
-                # nothing held, nothing to report: the windows up to now are all skipped
+            if not len(self):
+                # nothing held: the windows up to now are all skipped (what left waits, in
+                # ``expired``, for the next window evaluated)
                 self.due = due + ((now_ms - due) // self.slide + 1) * self.slide
                 return
             self.due = due + self.slide
@@ -139,8 +142,8 @@ class ProcessingWindows:
         held, lo = self.held, self.lo
         size = len(held) - lo
         k = size if next_due is None else self._arrived_by(end)
-        if not k and not self.expired:
-            return
+        if not k:
+            return          # an empty window is skipped; ``expired`` waits for the next one
         fresh = min(max(self.fresh - (size - k), 0), k)   # the window's newest are new
         if self.count_length:
             start = self.times[0][0] if self.times else end

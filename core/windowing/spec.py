@@ -7,6 +7,7 @@ are :class:`squall.TopologyError` with one-line messages naming the component.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,9 +57,16 @@ class Duration:
 
     def __init__(self, seconds: float = 0, ms: int = 0) -> None:
         for name, v in (("seconds", seconds), ("ms", ms)):
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-                raise TopologyError(f"Duration {name} must be a non-negative number, got {v!r}")
-        self.ms = int(round(seconds * 1000 + ms))
+            # ``not v >= 0`` refuses NaN too
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0 \
+                    or v == math.inf:
+                raise TopologyError(f"Duration {name} must be a finite non-negative number, "
+                                    f"got {v!r}")
+        try:
+            self.ms = int(round(seconds * 1000 + ms))
+        except OverflowError:           # finite, but not in ms (seconds=1e308)
+            raise TopologyError(f"Duration of {seconds!r:.40} seconds and {ms!r:.40} ms is "
+                                "too long to count in ms") from None
 
     def __repr__(self) -> str:
         return f"Duration(ms={self.ms})"
@@ -100,6 +108,12 @@ class WindowSpec:
         both are durations (a tumbling window: twice its length), else the one that is a
         duration; None for count windows (their tuples wait for other tuples, not time)."""
         return sum(v.ms for v in (self.length, self.slide) if isinstance(v, Duration)) or None
+
+    def hold_count(self) -> int | None:
+        """What must fit in ``topology.max.spout.pending``, as Storm checks it: window plus
+        slide when both are counts (a tumbling window: twice its length), else the one that
+        is a count; None for duration windows with a duration slide."""
+        return sum(v.n for v in (self.length, self.slide) if isinstance(v, Count)) or None
 
     @classmethod
     def of(cls, component: str, bolt_cls: type, config: Mapping[str, Any]) -> WindowSpec:

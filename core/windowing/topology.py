@@ -12,6 +12,7 @@ from squall.windowing.bolt import WindowedBolt
 from squall.windowing.spec import TIMESTAMP_FIELD, WindowSpec
 
 TIMEOUT_KEY = "topology.message.timeout.secs"
+PENDING_KEY = "topology.max.spout.pending"
 
 
 def is_windowed(cls: Any) -> bool:
@@ -26,8 +27,11 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
     instead of ``process_window``, asks for a thread of its own, has settings
     :meth:`WindowSpec.of` rejects, holds tuples (duration window plus slide) longer than
     ``topology.message.timeout.secs`` (``conf``, then the component's config, then the
-    default), has a late stream while its inputs' fields differ, or has a timestamp field
-    that one of its input streams lacks (every tuple of that stream would fail)."""
+    default), waits for more tuples (count window plus slide) than
+    ``topology.max.spout.pending`` lets a spout task have in flight (see
+    :func:`_check_pending`), has a late stream while its inputs' fields differ, or has a
+    timestamp field that one of its input streams lacks (every tuple of that stream would
+    fail)."""
     fields_of: dict[str, str] = {}      # event-time bolt -> its timestamp field
     for spec in specs.values():
         cls = spec.cls
@@ -48,6 +52,7 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
                                 "a thread of their own")
         ws = WindowSpec.of(spec.id, cls, merged)
         _check_timeout(where, ws, merged)
+        _check_pending(where, ws, merged)
         if ws.late_stream is not None:
             _declare_late(spec, ws.late_stream, specs)
         if ws.timestamp_field is not None:
@@ -59,8 +64,9 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
 
 def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
     """At submit time (the ``squall_validate_topology`` hook): raise TopologyError when a
-    windowed bolt's window plus slide does not fit in the message timeout of the conf it is
-    submitted with (``create_topology`` checked the conf it was given, if any), when that
+    windowed bolt's window plus slide does not fit in the message timeout or the max spout
+    pending of the conf it is submitted with (``create_topology`` checked the conf it was
+    given, if any), when that
     conf names a late stream the topology was built without (its worker could not emit
     on it), or when it names a timestamp field an input stream lacks."""
     from squall.config import component_conf
@@ -70,6 +76,7 @@ def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
             merged = component_conf(conf, spec.config)     # as the worker merges it
             ws = WindowSpec.of(spec.id, spec.cls, merged)
             _check_timeout(where, ws, merged)
+            _check_pending(where, ws, merged)
             if ws.late_stream is not None and ws.late_stream not in spec.streams:
                 raise TopologyError(
                     f"{where}: its late stream {ws.late_stream!r} (topology.bolts.late."
@@ -95,6 +102,30 @@ def _check_timeout(where: str, ws: WindowSpec, merged: Mapping[str, Any]) -> Non
                             f"{TIMEOUT_KEY} ({timeout} s): its tuples would time out before "
                             "leaving their last window; shorten the window or raise the "
                             "timeout")
+
+
+def _check_pending(where: str, ws: WindowSpec, merged: Mapping[str, Any]) -> None:
+    """TopologyError when the window's counts (count length plus count slide, either alone
+    when the other is a duration: :meth:`WindowSpec.hold_count`) exceed a set
+    ``topology.max.spout.pending``, as Storm refuses them. A window that waits for more
+    tuples than a spout task may have in flight can fill only with tuples that have timed
+    out and are replayed again and again (none is ever acked). Storm's rule is kept as it
+    is: it compares with the limit of one spout task, though a bolt fed by several spout
+    tasks (or by a bolt emitting several tuples per input) may see more in flight, and it
+    counts the slide, so it also refuses a few windows that would run (a tumbling
+    ``Count(n)`` with ``n`` pending): what Storm accepts is accepted. Without ackers
+    (``topology.acker.executors`` 0) the limit does nothing, and nothing is checked."""
+    count = ws.hold_count()
+    pending = merged.get(PENDING_KEY)
+    if count is None or not isinstance(pending, int) or isinstance(pending, bool) \
+            or merged.get("topology.acker.executors") == 0:
+        return
+    if count > pending:
+        raise TopologyError(f"{where}: window plus slide ({count} tuples) is more than "
+                            f"{PENDING_KEY} ({pending}): a spout task may not have enough "
+                            "tuples in flight to fill the window, whose tuples would time out "
+                            f"and be replayed again and again; shorten the window or raise "
+                            f"{PENDING_KEY}")
 
 
 def _declare_late(spec: ComponentSpec, name: str, specs: Mapping[str, ComponentSpec]) -> None:

@@ -138,12 +138,16 @@ class Tumbling(Recording):
 def test_processing_time_windows_fire_on_the_timer_once_each(cluster):
     run(cluster, Tumbling, {0: [(i, 0) for i in range(50)]})
     wait_until(lambda: len(events("ack")) == 50, timeout=20, message=lambda: repr(EVENTS))
+    # the input is over: the windows after the last are empty, and none is evaluated
+    # (though the last window's tuples left since: no window of nothing but expired)
+    with pytest.raises(WaitTimeout):
+        wait_until(lambda: not WINDOWS[-1]["tuples"], timeout=1.0)
     with LOCK:
-        windows = [w for w in WINDOWS if w["tuples"]]
-        seen = [n for w in windows for n in w["tuples"]]
+        assert all(w["tuples"] for w in WINDOWS), WINDOWS
+        seen = [n for w in WINDOWS for n in w["tuples"]]
         ends = [w["end"] for w in WINDOWS]
     assert seen == list(range(50))               # every tuple in one window, in order
-    # on the timer's schedule (windows with nothing in them and nothing expired skipped)
+    # on the timer's schedule (windows with nothing in them skipped)
     assert all(b > a and (b - a) % 300 == 0 for a, b in zip(ends, ends[1:]))
     assert all(w["end"] - w["start"] == 300 for w in WINDOWS)
     assert not events("fail")
@@ -252,6 +256,47 @@ def test_event_time_windows_of_what_arrived_are_evaluated_once_the_input_is_quie
                                                                (2000, [3])]
 
 
+class Replaying(Rows):
+    """Rows that emits a failed row again, next, with its timestamp (as any event-time
+    source replays)."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        super().initialize(conf, context)
+        self.by_id = {row[0]: row for row in self.rows if row != ("pause",)}
+
+    def fail(self, tup_id: Any) -> None:
+        super().fail(tup_id)
+        self.rows.insert(0, self.by_id[tup_id])
+
+
+class EventTimeRaisesOnce(EventTime):
+    def process_window(self, window: Any) -> None:
+        super().process_window(window)
+        if len(WINDOWS) == 1:
+            raise RuntimeError("bad window")
+
+
+def test_an_event_time_window_that_raised_is_evaluated_again_with_the_replays(cluster):
+    # [1000, 2000) raises: 1, 2 and 3 fail and come back behind the watermark (at 2100 or
+    # more by then); they are not late but evaluated again in a window of the same bounds
+    rows = [(1, 1100), (2, 1500), (3, 1900), (4, 2100), (5, 2600), (6, 3100), (7, 9000)]
+    ROWS[0] = rows
+    b = TopologyBuilder()
+    b.set_spout("rows", Replaying)
+    b.set_bolt("window", EventTimeRaisesOnce).global_grouping("rows")
+    b.set_bolt("late", LateSink).shuffle_grouping("window", "late")
+    cluster.submit_topology("windows", {}, b.create_topology())
+    wait_until(lambda: {e[1] for e in events("ack")} >= {1, 2, 3, 4, 5, 6}, timeout=20,
+               message=lambda: repr(EVENTS))
+    assert sorted(e[1] for e in events("fail")) == [1, 2, 3]
+    with LOCK:
+        bounds = [(w["start"], w["end"], w["tuples"]) for w in WINDOWS]
+        assert LATE == []
+    assert bounds[0] == (1000, 2000, [1, 2, 3])                  # raised
+    assert sorted(bounds[1:]) == [(1000, 2000, [1, 2, 3]), (2000, 3000, [4, 5]),
+                                  (3000, 4000, [6])]
+
+
 class EventTimeNoLateStream(EventTime):
     late_stream = None
 
@@ -293,6 +338,18 @@ def test_submit_refuses_a_window_longer_than_the_submitted_message_timeout(clust
     topology = b.create_topology()
     with pytest.raises(TopologyError, match="does not fit in topology.message.timeout.secs"):
         cluster.submit_topology("windows", {"topology.message.timeout.secs": 1}, topology)
+
+
+def test_submit_refuses_a_count_window_longer_than_the_submitted_max_spout_pending(cluster):
+    # Count(4) sliding by Count(2) waits for 6 tuples in flight: 5 pending cannot feed it
+    b = TopologyBuilder()
+    b.set_spout("rows", Rows)
+    b.set_bolt("window", Recording).global_grouping("rows")
+    topology = b.create_topology()
+    with pytest.raises(TopologyError, match=r"window plus slide \(6 tuples\) is more than "
+                                            r"topology.max.spout.pending \(5\)"):
+        cluster.submit_topology("windows", {"topology.max.spout.pending": 5}, topology)
+    assert "windows" not in cluster.topologies()
 
 
 def test_submit_refuses_a_late_stream_the_topology_was_built_without(cluster):

@@ -176,3 +176,87 @@ def test_a_window_read_later_is_not_changed_by_tuples_sorted_in_after_it():
         w.on_time(100 + i * 100)
     assert [t for t, _ in rec.windows[0].tuples] == ["t1100", "t1900"]
     assert [t for t, _ in rec.windows[1].tuples] == ["t2500", "t2501", "t2550", "t2600"]
+
+
+def test_a_failed_windows_replays_are_evaluated_again_in_the_same_window():
+    """process_window raised: its tuples failed, and the spout replays them with their
+    timestamps, behind the watermark by now. They are not late: once all are back the
+    window is evaluated again, with the same bounds, and they are acked after it."""
+    w, rec = make(1000, fail_at={1})
+    feed(w, [1100, 1500, 2100], now=0)
+    w.on_time(0)                                 # watermark 2100: [1000, 2000) fails
+    assert rec.spans() == [(1000, 2000, ["t1100", "t1500"])] and rec.gone == []
+    feed(w, [2500, 3100], now=10)                # new tuples go on
+    w.on_time(100)                               # watermark 3100: [2000, 3000)
+    feed(w, [1500], now=110)                     # the replays, in any order
+    assert len(rec.windows) == 2                 # one of two back: not yet
+    feed(w, [1100], now=120)
+    assert rec.late == []
+    assert rec.spans()[2:] == [(1000, 2000, ["t1100", "t1500"])]   # again, at once
+    assert all(len(win.new) == len(win.tuples) for win in rec.windows[2:])
+    assert [t for t, _ in rec.gone] == ["t2100", "t2500", "t1100", "t1500"]
+    feed(w, [4100], now=130)
+    w.on_time(200)                               # the next window reports them as expired
+    assert [t for t, _ in rec.windows[3].expired] == ["t1100", "t1500"]
+    feed(w, [1200], now=140)                     # the window is done: late again
+    assert [t for t, _ in rec.late] == ["t1200"]
+
+
+def test_a_failed_window_waits_for_its_replays_only_for_a_while():
+    # partly back: evaluated with what came back half the message timeout after the first
+    w, rec = make(1000, fail_at={1})
+    feed(w, [1100, 1200, 1300, 2100], now=0)
+    w.on_time(0)
+    feed(w, [1100, 1300], now=50)
+    w.on_time(50 + IDLE - 1)
+    assert len(rec.windows) == 1
+    w.on_time(50 + IDLE)
+    assert rec.spans()[1:] == [(1000, 2000, ["t1100", "t1300"])]
+    feed(w, [1200], now=50 + IDLE)               # too late for it
+    assert [t for t, _ in rec.late] == ["t1200"]
+    # nothing back: forgotten twice the message timeout after it failed
+    w, rec = make(1000, fail_at={1})
+    feed(w, [1100, 2100], now=0)
+    w.on_time(0)
+    w.on_time(4 * IDLE - 1)
+    feed(w, [1100], now=4 * IDLE - 1)            # still taken back
+    assert not rec.late
+    w, rec = make(1000, fail_at={1})
+    feed(w, [1100, 2100], now=0)
+    w.on_time(0)
+    w.on_time(4 * IDLE)                          # (the quiet input's last window too)
+    feed(w, [1100], now=4 * IDLE)
+    assert [t for t, _ in rec.late] == ["t1100"]
+    assert [(start, end) for start, end, _ in rec.spans()] == [(1000, 2000), (2000, 3000)]
+
+
+def test_a_window_failing_again_waits_for_its_replays_again():
+    w, rec = make(1000, fail_at={1, 2})
+    feed(w, [1100, 2100], now=0)
+    w.on_time(0)
+    feed(w, [1100], now=10)                      # back, evaluated again, fails again
+    feed(w, [1100], now=20)                      # back again
+    assert rec.spans() == [(1000, 2000, ["t1100"])] * 3
+    assert not rec.late and [t for t, _ in rec.gone] == ["t1100"]
+
+
+def test_only_the_failed_windows_range_is_taken_back_and_only_with_ackers():
+    # sliding: [500, 1500) fails holding 600 and 1100; the replays go back into it alone
+    # (the windows after it were evaluated without them: they failed)
+    w, rec = make(1000, 500, fail_at={2})
+    feed(w, [100, 600, 1100, 1600], now=0)
+    w.on_time(0)                                 # ends 500, 1000 (fails), 1500
+    assert rec.spans() == [(-500, 500, ["t100"]), (0, 1000, ["t100", "t600"]),
+                           (500, 1500, ["t1100"])]
+    feed(w, [100, 1100, 600], now=10)            # 100 is not of the failed window: late
+    assert [t for t, _ in rec.late] == ["t1100"]
+    assert rec.spans()[3:] == [(0, 1000, ["t100", "t600"])]
+    # without ackers nothing is replayed: a tuple behind the watermark is simply late
+    spec = WindowSpec(Duration(ms=1000), Duration(ms=1000), "ts", watermark_ms=100)
+    rec = Recorder(fail_at={1})
+    w = EventWindows(spec, (1,), IDLE, rec.evaluate, rec.gone.extend, rec.late.append,
+                     replays=False)
+    feed(w, [1100, 2100])
+    w.on_time(0)
+    feed(w, [1100])
+    assert [t for t, _ in rec.late] == ["t1100"] and len(rec.windows) == 1

@@ -109,17 +109,44 @@ def test_a_late_timer_catches_up_window_by_window_and_skips_empty_ones():
     w.add(["a"], now_ms=10)
     w.add(["b"], now_ms=320)                  # arrived after the window ending at 300
     w.on_time(350)                            # three periods late: each window in turn
-    # [0, 100) holds a; [100, 200) nothing, but a left since; [200, 300) nothing: skipped
+    # [0, 100) holds a; [100, 200) and [200, 300) hold nothing: skipped, though a left
     assert [(win.tuples, win.expired, win.end) for win in rec.windows] == [
-        (["a"], [], 100), ([], ["a"], 200)]
+        (["a"], [], 100)]
     assert rec.gone_after() == {"a": 1}       # tumbling: gone right after its window
     w.on_time(400)
-    assert [(win.tuples, win.new, win.start, win.end) for win in rec.windows[2:]] == [
-        (["b"], ["b"], 300, 400)]
+    # a's departure is reported by the next window evaluated
+    assert [(win.tuples, win.new, win.expired, win.start, win.end)
+            for win in rec.windows[1:]] == [(["b"], ["b"], ["a"], 300, 400)]
     w.on_time(600)
-    assert [win.expired for win in rec.windows[3:]] == [["b"]]   # then nothing: skipped
+    assert len(rec.windows) == 2              # b left, but nothing is held: skipped
     w.on_time(10**12)                         # a very late timer over nothing: one step
-    assert len(rec.windows) == 4 and w.due == 10**12 + 100
+    assert len(rec.windows) == 2 and w.due == 10**12 + 100
+    w.add(["c"], now_ms=10**12 + 50)
+    w.on_time(10**12 + 100)
+    assert [(win.tuples, win.expired) for win in rec.windows[2:]] == [(["c"], ["b"])]
+
+
+def test_an_empty_window_is_never_evaluated():
+    """A window with no tuple is skipped even when tuples left since the last evaluation
+    (``process_window`` computing ``sum / len(window.tuples)`` must not divide by zero);
+    each departure is reported once, by the next window evaluated."""
+    for length, slide in ((Duration(ms=100), None), (Duration(ms=200), Duration(ms=100)),
+                          (Count(3), Duration(ms=100))):
+        w, rec = make(length, slide)
+        w.on_time(0)
+        for burst in range(3):                # bursts of 5, each followed by 1 s of quiet
+            t0 = burst * 1000
+            w.add([(burst, i) for i in range(5)], now_ms=t0 + 10)
+            for t in range(t0, t0 + 1000, 20):
+                w.on_time(t)
+        assert len(rec.windows) >= 3, (length, slide)
+        assert all(len(win.tuples) for win in rec.windows), (length, slide)
+        # a tuple that left after n evaluations is in the expired of evaluation n + 1 and
+        # of no other; the first two bursts all left before the last evaluation
+        gone = rec.gone_after()
+        assert {t for t in gone if t[0] < 2} == {(b, i) for b in (0, 1) for i in range(5)}
+        reported = [(n, t) for n, win in enumerate(rec.windows) for t in win.expired]
+        assert reported == sorted((n, t) for t, n in gone.items() if n < len(rec.windows))
 
 
 def test_the_timer_schedule_starts_no_later_than_the_first_tuple():

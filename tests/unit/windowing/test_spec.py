@@ -95,6 +95,21 @@ def test_count_and_duration_refuse_nonsense():
     assert Duration(seconds=1, ms=500).ms == 1500
 
 
+@pytest.mark.parametrize("kwargs,message", [
+    ({"seconds": float("inf")}, "Duration seconds must be a finite non-negative number, got inf"),
+    ({"seconds": float("nan")}, "Duration seconds must be a finite non-negative number, got nan"),
+    ({"ms": float("inf")}, "Duration ms must be a finite non-negative number, got inf"),
+    ({"ms": float("-inf")}, "Duration ms must be a finite non-negative number, got -inf"),
+    ({"seconds": 1e308}, "Duration of 1e+308 seconds and 0 ms is too long to count in ms"),
+])
+def test_duration_refuses_what_is_not_a_finite_number_of_ms(kwargs: dict[str, float],
+                                                              message: str) -> None:
+    # one TopologyError like a negative value's, not Python's OverflowError or ValueError
+    with pytest.raises(TopologyError) as err:
+        Duration(**kwargs)
+    assert str(err.value) == message
+
+
 def test_create_topology_refuses_a_window_that_outlives_the_message_timeout():
     with pytest.raises(TopologyError, match=r"window plus slide \(15000 ms\) does not fit in "
                                             r"topology.message.timeout.secs \(10 s\)"):
@@ -106,6 +121,38 @@ def test_create_topology_refuses_a_window_that_outlives_the_message_timeout():
     build(Sums, {"topology.message.timeout.secs": 1},
           component={"topology.bolts.window.length.count": 10_000,
                      "topology.bolts.sliding.interval.count": 10})
+
+
+class Tens(Sums):
+    window = Count(10)
+    slide = None
+
+
+@pytest.mark.parametrize("component,count", [
+    ({}, 20),                                               # tumbling: length + slide
+    ({"topology.bolts.sliding.interval.count": 2}, 12),
+    ({"topology.bolts.sliding.interval.duration.ms": 100}, 10),     # the count alone
+    ({"topology.bolts.window.length.duration.ms": 100,
+      "topology.bolts.sliding.interval.count": 15}, 15),
+])
+def test_create_topology_refuses_a_window_counting_more_than_max_spout_pending(
+        component: dict[str, Any], count: int) -> None:
+    """A window waiting for more tuples than a spout task may have in flight fills only with
+    timed-out replays: refused, as Storm refuses it, naming both values."""
+    with pytest.raises(TopologyError) as err:
+        build(Tens, {"topology.max.spout.pending": count - 1}, component=component)
+    assert str(err.value).startswith(
+        f"windowed bolt 'w': window plus slide ({count} tuples) is more than "
+        f"topology.max.spout.pending ({count - 1}): ")
+    build(Tens, {"topology.max.spout.pending": count}, component=component)
+    # in the component's config too; no limit set, or no ackers (the limit does nothing)
+    with pytest.raises(TopologyError, match="max.spout.pending"):
+        build(Tens, component={**component, "topology.max.spout.pending": count - 1})
+    build(Tens, component=component)
+    build(Tens, {"topology.max.spout.pending": 1, "topology.acker.executors": 0},
+          component=component)
+    # duration windows and slides wait for time, not tuples
+    build(Sums, {"topology.max.spout.pending": 1})
 
 
 def test_the_late_stream_is_declared_with_the_input_fields():
