@@ -7,6 +7,11 @@ spout's bolt on the partitions it owns, emits each partition's part of a batch a
 that part's *metadata* (JSON-able: where it started and ended), which squall keeps in the
 cluster state store (ZooKeeper on a cluster) so batches survive restarts.
 
+A txid's partitions are asked for once and kept with it until it commits: every try of it,
+also after a restart, has the same. The tasks share the partitions by that answer, so a
+batch whose answer differs from that of the batches in flight starts once they have
+committed (a partition's new task then continues after them).
+
 - :class:`TransactionalSpout` (Storm's ``IPartitionedTridentSpout``): a txid always gets the
   same rows. ``emit_partition_batch_new(txid, collector, partition, last_partition_meta)``
   emits a new batch after the previous txid's metadata and returns its own; a replay calls
@@ -37,7 +42,9 @@ class PartitionCoordinator:
     """Runs in the master coordinator: the partitions of each batch."""
 
     def get_partitions_for_batch(self) -> Any:
-        """Everything the emitters need to know the partitions (JSON-able)."""
+        """Everything the emitters need to know the partitions (JSON-able), asked once per
+        txid. Return an equal value while the partitions stay the same: a new value waits
+        for the batches in flight to commit."""
         raise NotImplementedError(f"{type(self).__name__} must define "
                                   "get_partitions_for_batch()")
 
@@ -87,8 +94,8 @@ class TransactionalEmitter(PartitionEmitter):
 class OpaqueEmitter(PartitionEmitter):
     def emit_partition_batch(self, txid: int, collector: TridentCollector, partition: Any,
                              last_partition_meta: Any) -> Any:
-        """Emit a batch of ``partition`` after ``last_partition_meta`` (the last committed
-        batch's metadata, ``None`` at the start); return this batch's metadata."""
+        """Emit a batch of ``partition`` after ``last_partition_meta`` (the metadata of the
+        batch before it, ``None`` at the start); return this batch's metadata."""
         raise NotImplementedError(f"{type(self).__name__} must define emit_partition_batch")
 
 

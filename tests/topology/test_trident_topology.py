@@ -14,7 +14,8 @@ from squall.errors import DRPCError
 from squall.testing.waiting import wait_until
 from squall.trident import (
     BatchSpout, Count, FixedBatchSpout, Function, MapFunction, MapGet, MemoryMapState,
-    StateUpdater, Sum, TransactionalEmitter, TransactionalSpout, TridentTopology,
+    OpaqueEmitter, OpaquePartitionedSpout, PartitionCoordinator, StateUpdater, Sum,
+    TransactionalEmitter, TransactionalSpout, TridentTopology,
 )
 from squall.trident.state import memory
 
@@ -383,6 +384,91 @@ def test_transactional_partitioned_spout_replays_the_same_partition_batches(
     with _LOCK:
         replays = list(REPLAYS[tag])
     assert ("p1", {"start": 2, "end": 3}) in [(p, m) for _, p, m in replays]
+
+
+# -- an opaque partitioned spout whose partitions move between its tasks --------------------
+
+MOVING_ROWS = 40
+#: the coordinator adds a partition every other batch until this many (txid 20)
+MOVES = 10
+#: by tag: the first txid after the last move at which each partition was read to its end,
+#: and the last txid that succeeded (seen by the emitters)
+MOVED_DONE: dict[str, dict[str, int]] = {}
+MOVED_SUCCEEDED: dict[str, int] = {}
+
+
+class GrowingCoordinator(PartitionCoordinator):
+    """p1 and p2, and one more (empty) partition every other batch, up to :data:`MOVES`: each
+    sorts before p1 and p2, so the two change task every other batch."""
+
+    def __init__(self) -> None:
+        self.batches = 0
+
+    def get_partitions_for_batch(self) -> Any:
+        self.batches += 1
+        return ["p1", "p2"] + [f"a{k}" for k in range(min(self.batches // 2, MOVES))]
+
+
+class RangeEmitter(OpaqueEmitter):
+    """Two rows of a partition after the previous batch's; metadata: the [start, end) range."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def get_ordered_partitions(self, all_partition_info: Any) -> list[Any]:
+        return sorted(all_partition_info)
+
+    def emit_partition_batch(self, txid: int, collector: Any, partition: Any,
+                             last_partition_meta: Any) -> Any:
+        start = last_partition_meta["end"] if last_partition_meta else 0
+        end = start if partition.startswith("a") else min(start + 2, MOVING_ROWS)
+        for _ in range(start, end):
+            collector.emit([partition])
+        if start == MOVING_ROWS and txid > 2 * MOVES:
+            with _LOCK:
+                MOVED_DONE.setdefault(self.tag, {}).setdefault(partition, txid)
+        return {"start": start, "end": end}
+
+    def success(self, txid: int) -> None:
+        with _LOCK:
+            MOVED_SUCCEEDED[self.tag] = max(MOVED_SUCCEEDED.get(self.tag, 0), txid)
+
+
+class MovingSpout(OpaquePartitionedSpout):
+    outputs = ["part"]
+    tag = ""
+
+    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
+        return GrowingCoordinator()
+
+    def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
+        return RangeEmitter(self.tag)
+
+
+def test_an_opaque_spout_counts_once_while_its_partitions_move_between_tasks(
+        cluster: LocalCluster) -> None:
+    """A partition's new task continues after the batches its old task emitted (it used to
+    start after the last committed one, reading again the rows of the batches in flight)."""
+    tag = uuid.uuid4().hex
+    spout = MovingSpout()
+    spout.tag = tag
+    t = TridentTopology()
+    (t.new_stream("moving", spout).parallelism_hint(2)
+     .group_by(["part"])
+     .persistent_aggregate(MemoryMapState.opaque(f"mv-{tag}"), Count(), ["count"]))
+    # no interval: batches are in flight whenever a partition moves
+    cluster.submit_topology("trident-moving", {**CONF, "topology.max.spout.pending": 5,
+                                               "topology.trident.batch.emit.interval.millis":
+                                               0}, t.build())
+
+    def finished() -> bool:
+        # both partitions read to their end after the last move, and that batch committed
+        with _LOCK:
+            done = MOVED_DONE.get(tag, {})
+            return len(done) == 2 and MOVED_SUCCEEDED.get(tag, 0) >= max(done.values())
+    wait_until(finished, timeout=60, message=lambda: f"read to the end: {MOVED_DONE.get(tag)}")
+    counts = {k[0]: v[2] for k, v in memory.stored(f"mv-{tag}").items()}
+    assert counts == {"p1": MOVING_ROWS, "p2": MOVING_ROWS}
 
 
 def test_a_trident_topology_without_ackers_is_refused(cluster: LocalCluster) -> None:

@@ -5,8 +5,13 @@ batches and runs their two phases.
   ``topology.max.spout.pending`` batches at once (1 when unset), at most one every
   ``topology.trident.batch.emit.interval.millis``. Batches are processed concurrently.
   ``info`` holds, per partitioned spout of the group, what its coordinator's
-  ``get_partitions_for_batch()`` said (the same for every try of a txid); a batch starts
-  only when every such coordinator ``is_ready(txid)``.
+  ``get_partitions_for_batch()`` said; a batch starts only when every such coordinator
+  ``is_ready(txid)``. A txid's info is asked for once and kept in the cluster state store
+  before its batch starts, so every try of that txid, also after a restart of the
+  coordinator, gets the same partitions; it is deleted when the txid commits.
+- Partitions are shared among the emitter tasks by the info: a batch whose info differs from
+  that of the batches in flight starts once they all committed, so a partition's new owner
+  continues after the batches its old owner emitted.
 - When batch ``txid`` is acked and ``txid - 1`` has committed, it emits ``(txid, attempt)``
   on ``$commit``: commits happen strictly in txid order, one at a time, with no gap.
 - When the commit of ``txid`` is acked (every committer wrote it), it emits ``(txid,)`` on
@@ -15,9 +20,11 @@ batches and runs their two phases.
 - A failed batch or commit restarts that txid and every later one in flight, each with a new
   attempt id (attempt ids increase across restarts of the coordinator too).
 - The last committed txid is kept in the cluster state store (ZooKeeper on a cluster) under
-  ``/trident/<topology name>/coordinators/<stream names>``, so a restarted coordinator, or a
-  resubmitted topology of the same name, continues with the next txid. A group of DRPC
-  streams only keeps nothing (a request does not outlive its caller's wait).
+  ``/trident/<topology name>/coordinators/<stream names>``, and the info of each txid not
+  committed yet under ``.../<stream names>/<txid>``, so a restarted coordinator, or a
+  resubmitted topology of the same name, replays the batches in flight as they were and
+  continues with the next txid. A group of DRPC streams only keeps nothing (a request does
+  not outlive its caller's wait).
 """
 from __future__ import annotations
 
@@ -52,14 +59,45 @@ class TridentCoordinator(Spout):
         self.committed = int(saved["committed"]) if saved else 0
         self.coordinators = {s["name"]: plan.from_json(s["spout"]).get_coordinator(conf, context)
                              for s in own.get("partitioned", [])}
+        #: where each txid's partition info is kept until it commits (partitioned spouts only)
+        self.kept = (self.store.within(self.key)
+                     if self.store is not None and self.coordinators else None)
         #: txid -> the partition info of its batch, kept for replays until it commits
-        self.infos: dict[int, dict[str, Any]] = {}
+        self.infos: dict[int, dict[str, Any]] = self._kept_infos()
         #: txid -> [attempt, phase] of the batches in flight
         self.active: dict[int, list[Any]] = {}
         self.last_attempt = 0
         self.last_emit = 0.0
         log.info("trident coordinator %s: continuing after committed txid %d", self.key,
                  self.committed)
+
+    def _kept_infos(self) -> dict[int, dict[str, Any]]:
+        """The infos of the txids a previous run started and did not commit."""
+        infos: dict[int, dict[str, Any]] = {}
+        if self.kept is None:
+            return infos
+        for name in self.kept.names():
+            txid = int(name) if name.isdigit() else 0
+            info = self.kept.get(name) if txid > self.committed else None
+            if isinstance(info, dict) and set(info) == set(self.coordinators):
+                infos[txid] = info
+            else:               # committed (its delete was lost), or not this topology's
+                self.kept.delete(name)
+        if infos:
+            log.info("trident coordinator %s: replaying txids %s with their partitions",
+                     self.key, sorted(infos))
+        return infos
+
+    def _new_info(self, txid: int) -> dict[str, Any] | None:
+        """The partition info of a txid never started (``None``: not ready), kept in the
+        state store before any task can see its batch."""
+        if not all(c.is_ready(txid) for c in self.coordinators.values()):
+            return None
+        info = {name: c.get_partitions_for_batch() for name, c in self.coordinators.items()}
+        if self.kept is not None:
+            self.kept.put(str(txid), info)
+        self.infos[txid] = info
+        return info
 
     def _attempt(self) -> int:
         # increasing across restarts: a bolt that still holds an old attempt's rows never
@@ -83,10 +121,13 @@ class TridentCoordinator(Spout):
             txid += 1
         info = self.infos.get(txid)
         if info is None:
-            if not all(c.is_ready(txid) for c in self.coordinators.values()):
+            info = self._new_info(txid)
+            if info is None:
                 return
-            info = self.infos[txid] = {name: c.get_partitions_for_batch()
-                                       for name, c in self.coordinators.items()}
+        if self.active and info != self.infos.get(txid - 1, info):
+            # other partitions, or other owners: wait for the batches in flight to commit
+            # (the txids in flight are consecutive, and share one info)
+            return
         attempt = self._attempt()
         self.active[txid] = [attempt, PROCESSING]
         self.last_emit = now
@@ -110,6 +151,8 @@ class TridentCoordinator(Spout):
         self.infos.pop(txid, None)
         if self.store is not None:
             self.store.put(self.key, {"committed": txid})
+        if self.kept is not None:
+            self.kept.delete(str(txid))
         self.emit([txid], "$success")
 
     def fail(self, tup_id: Any) -> None:

@@ -3,9 +3,10 @@
 ``/trident/<topology name>/...``. Writes happen at most once per batch and partition."""
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from squall import drivers
 from squall.security.credentials import for_runtime
@@ -19,6 +20,15 @@ class MetaStore:
         # a component's conf has no ZooKeeper identity: the worker's (see security.credentials)
         self.store = drivers.driver("state", for_runtime(conf))
         self.store.start()
+        self.owner = True
+
+    def within(self, name: str) -> MetaStore:
+        """The values under ``name`` (a node may hold a value and values under it), over
+        this store's connection: close this store, not the view."""
+        view = copy.copy(self)
+        view.base = self.path(name)
+        view.owner = False
+        return view
 
     def path(self, name: str) -> str:
         return f"{self.base}/{quote(name, safe='')}"
@@ -30,5 +40,14 @@ class MetaStore:
     def put(self, name: str, value: Any) -> None:
         self.store.put(self.path(name), json.dumps(value).encode())
 
+    def delete(self, name: str) -> None:
+        """Remove ``name`` and the values under it (nothing when absent)."""
+        self.store.delete(self.path(name), recursive=True)
+
+    def names(self) -> list[str]:
+        """The names values are kept under here."""
+        return [unquote(n) for n in self.store.children(self.base)]
+
     def close(self) -> None:
-        self.store.close()
+        if self.owner:
+            self.store.close()

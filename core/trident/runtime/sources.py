@@ -147,15 +147,23 @@ class DRPCSource:
 class PartitionedSource:
     """A transactional or opaque partitioned spout's emitter on this task's partitions.
 
-    Per partition, the cluster state store keeps (under ``/trident/<topology>/spouts/<stream>/
-    <partition id>``):
+    Every try of a txid gets the same partition info from the coordinator, and a batch whose
+    info differs (partitions added, removed, or moved to another task) starts only once every
+    batch before it committed. Per partition, the cluster state store keeps (under
+    ``/trident/<topology>/spouts/<stream>/<partition id>``) ``{txid: metadata}`` of its
+    batches, each written before the batch's rows leave this task:
 
-    - transactional: ``{txid: metadata}`` of the batches not yet superseded by a commit, so a
-      replayed txid re-emits exactly its batch, and a new one starts after the previous;
-    - opaque: ``{"txid", "meta", "prev"}``, the last committed batch's metadata (and the one
-      before it, for a replay of that same txid after a crash between commit and record).
-      A batch starts after the batch before it while that one is in flight in this task
-      (a failed txid restarts every later one, so the chain is re-emitted in order).
+    - transactional: a replayed txid re-emits exactly its batch; a new one starts after the
+      highest earlier txid's. A commit drops the metadata of the txids before it;
+    - opaque: every try of a txid starts after the highest earlier txid's batch (whichever
+      task emitted it, before or after a restart) and replaces its metadata. A commit keeps
+      the batch before it too: a replay of the committed txid (after a crash between its
+      commit and the coordinator's record of it) starts after that one.
+
+    A commit prunes the partitions of its batch; once the partitions changed, the first task
+    also clears, of every partition not in the committing batch, what it kept for that txid
+    or later (batches that cannot commit), keeping its last committed batch for when it
+    returns.
     """
 
     def __init__(self, node: dict[str, Any]) -> None:
@@ -163,8 +171,11 @@ class PartitionedSource:
         self.spout = plan.from_json(node["op"])
         self.transactional = self.spout.kind == "transactional"
         self.owned: list[Any] = []
-        #: txid -> {partition id: metadata} emitted and not committed yet (opaque)
-        self.pending: dict[int, dict[str, Any]] = {}
+        #: txid -> (the ids of its batch's partitions, of this task's) not committed yet (all
+        #: the ids in the first task only)
+        self.batches: dict[int, tuple[frozenset[str], list[str]]] = {}
+        #: the partition ids of the last commit the first task saw (``None``: none yet)
+        self.committed_ids: frozenset[str] | None = None
 
     def open(self, conf: dict[str, Any], context: Any) -> None:
         self.emitter = self.spout.get_emitter(conf, context)
@@ -172,60 +183,89 @@ class PartitionedSource:
             context.component_tasks(context.component_id))
         self.store = MetaStore(conf, f"/trident/{context.topology_name}/spouts/{self.name}")
 
-    def _mine(self, info: Any) -> list[Any]:
-        ordered = self.emitter.get_ordered_partitions(info)
+    def _mine(self, ordered: list[Any]) -> list[Any]:
         mine = ordered[self.index::self.tasks]
         if mine != self.owned:
             self.owned = mine
             self.emitter.refresh_partitions(mine)
         return mine
 
+    def _metas(self, pid: str) -> dict[str, Any]:
+        """``{txid: metadata}`` kept for partition ``pid`` (txids as strings)."""
+        saved = self.store.get(pid)
+        if not saved:
+            return {}
+        if "txid" in saved:     # an opaque record of before: the last commit, and its previous
+            metas = {str(saved["txid"]): saved["meta"]}
+            if saved.get("prev") is not None and saved["txid"] > 1:
+                metas[str(saved["txid"] - 1)] = saved["prev"]
+            return metas
+        return dict(saved)
+
     def rows_for(self, txid: int, info: Any) -> tuple[Rows, dict[str, Any]]:
         collector = TridentCollector()
-        emitter = self.emitter
-        for partition in self._mine(info):
+        emitter, key = self.emitter, str(txid)
+        ordered = emitter.get_ordered_partitions(info)
+        mine: list[str] = []
+        for partition in self._mine(ordered):
             pid = emitter.partition_id(partition)
-            saved = self.store.get(pid)
+            mine.append(pid)
+            metas = self._metas(pid)
+            if self.transactional and key in metas:
+                emitter.emit_partition_batch(txid, collector, partition, metas[key])
+                continue
+            before = [int(t) for t in metas if int(t) < txid]
+            last = metas[str(max(before))] if before else None
             if self.transactional:
-                metas: dict[str, Any] = saved or {}
-                if str(txid) in metas:
-                    emitter.emit_partition_batch(txid, collector, partition, metas[str(txid)])
-                    continue
-                before = [int(t) for t in metas if int(t) < txid]
-                last = metas[str(max(before))] if before else None
                 meta = emitter.emit_partition_batch_new(txid, collector, partition, last)
-                metas[str(txid)] = meta
-                self.store.put(pid, metas)      # before its rows leave this task
             else:
-                # after the batch before it: still in flight here, else the last committed
-                before = [t for t in self.pending if t < txid and pid in self.pending[t]]
-                if before:
-                    last = self.pending[max(before)][pid]
-                elif saved is not None:
-                    last = saved["meta"] if saved["txid"] < txid else saved["prev"]
-                else:
-                    last = None
                 meta = emitter.emit_partition_batch(txid, collector, partition, last)
-                self.pending.setdefault(txid, {})[pid] = meta
+            if key not in metas or metas[key] != meta:
+                metas[key] = meta
+                self.store.put(pid, metas)      # before its rows leave this task
+        every = (frozenset(emitter.partition_id(p) for p in ordered) if self.index == 0
+                 else frozenset())
+        self.batches[txid] = (every, mine)
         return collector.out, {}
 
     def committed(self, txid: int) -> None:
-        if self.transactional:
-            for partition in self.owned:
-                pid = self.emitter.partition_id(partition)
-                metas = self.store.get(pid) or {}
-                kept = {t: m for t, m in metas.items() if int(t) >= txid}
-                if kept != metas:
-                    self.store.put(pid, kept)
-        else:
-            for pid, meta in (self.pending.pop(txid, None) or {}).items():
-                saved = self.store.get(pid)
-                prev = None
-                if saved is not None:
-                    prev = saved["meta"] if saved["txid"] < txid else saved["prev"]
-                self.store.put(pid, {"txid": txid, "meta": meta, "prev": prev})
-            for t in [t for t in self.pending if t < txid]:
-                del self.pending[t]
+        batch = self.batches.pop(txid, None)
+        for t in [t for t in self.batches if t < txid]:
+            del self.batches[t]
+        # after a restart of this task: the partitions it owns now (a later batch's, with
+        # the same partitions: they change only after ``txid`` committed)
+        mine = batch[1] if batch is not None else [self.emitter.partition_id(p)
+                                                   for p in self.owned]
+        for pid in mine:
+            metas = self._metas(pid)
+            since = txid
+            if not self.transactional:
+                since = max((int(t) for t in metas if int(t) < txid), default=txid)
+            kept = {t: m for t, m in metas.items() if int(t) >= since}
+            if kept != metas:
+                self.store.put(pid, kept)
+        if batch is not None and self.index == 0 and batch[0] != self.committed_ids:
+            self._clear_others(txid, batch[0])
+            self.committed_ids = batch[0]
+
+    def _clear_others(self, txid: int, ids: frozenset[str]) -> None:
+        """Of each partition not in ``txid``'s batch, keep only its last committed batch."""
+        for pid in self.store.names():
+            if pid in ids:
+                continue
+            metas = self._metas(pid)
+            before = [int(t) for t in metas if int(t) < txid]
+            kept = {str(max(before)): metas[str(max(before))]} if before else {}
+            if kept == metas:
+                continue
+            orphans = sorted(int(t) for t in metas if int(t) >= txid)
+            if orphans:
+                log.info("trident spout %s: partition %s is not in txid %d; dropping its "
+                         "metadata of txids %s", self.name, pid, txid, orphans)
+            if kept:
+                self.store.put(pid, kept)
+            else:
+                self.store.delete(pid)
 
     def succeeded(self, txid: int) -> None:
         self.emitter.success(txid)

@@ -90,3 +90,53 @@ def test_trident_counts_exact_after_workers_killed(squall_cluster: Any,
                               "drpc.request.timeout.secs": 20})
     assert drpc_client.execute("count-tx", query) == f"[[{total}]]"
     assert drpc_client.execute("count-opaque", query) == f"[[{total}]]"
+
+
+PARTITIONS = Path(__file__).resolve().parent.parent / "topologies" / "trident_partitions.py"
+
+
+def test_a_txid_replayed_after_kill_9_reads_the_partitions_it_had(
+        squall_cluster: Any, redis_conf: dict[str, Any]) -> None:
+    """The coordinator's worker dies with a batch in flight while the spout's partitions
+    change: the batch is replayed with its own partitions and rows, and none is lost."""
+    import redis
+    c = squall_cluster
+    client = redis.Redis(host=redis_conf["host"], port=redis_conf["port"], db=redis_conf["db"],
+                         decode_responses=True)
+    prefix = redis_conf["key_prefix"]
+    client.sadd(f"{prefix}parts", "p1")
+    client.rpush(f"{prefix}part:p1", *range(6))
+    client.set(f"{prefix}hold", 1)                 # txid 1 stays in flight
+
+    def log() -> list[list[Any]]:
+        return [json.loads(e) for e in client.lrange(f"{prefix}log", 0, -1)]
+
+    def counts() -> dict[str, int]:
+        keys = client.keys(f"{prefix}tx:*")
+        skip = len(prefix) + len("tx:")
+        return {json.loads(k[skip:])[0]: json.loads(str(v))[1]
+                for k, v in zip(keys, client.mget(keys))}
+
+    c.start_nimbus()
+    sup = c.start_supervisor("sup1", slots=1)
+    c.wait_ready(supervisors=1)
+    c.squall("submit", f"{PARTITIONS}:topology", "--name", "parts", "-c", "topology.workers=1",
+             "-c", "topology.max.spout.pending=1",
+             env_extra={"SQUALL_TEST_REDIS_PORT": str(redis_conf["port"]),
+                        "SQUALL_TEST_REDIS_PREFIX": prefix})
+    c.wait(lambda: log(), 60, "txid 1 emitted")
+    assert log() == [[1, "p1", 0, 3, log()[0][4]]]
+    client.srem(f"{prefix}parts", "p1")            # the next batches read p2 only
+    client.sadd(f"{prefix}parts", "p2")
+    client.rpush(f"{prefix}part:p2", *range(3))
+    victims = c.wait(sup.worker_pids, 30, "the worker's pid")
+    assert victims == [log()[0][4]]
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    client.delete(f"{prefix}hold")
+    c.wait(lambda: counts().get("p2") == 3, 60, "p2 counted after the restart")
+    client.sadd(f"{prefix}parts", "p1")            # p1 is back: its rows 3 to 5 remain
+    c.wait(lambda: counts() == {"p1": 6, "p2": 3}, 60, "exact counts")
+    first = [e for e in log() if e[0] == 1]          # its try before the kill, and replays
+    assert [e[:4] for e in first] == [[1, "p1", 0, 3]] * len(first)
+    assert {e[4] for e in first} - set(victims), "txid 1 was not replayed by a new worker"

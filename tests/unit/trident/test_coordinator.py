@@ -4,6 +4,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from squall.trident import TransactionalSpout, plan
+from squall.trident.partitioned import PartitionCoordinator
 from squall.trident.runtime.coordinator import TridentCoordinator
 
 
@@ -11,16 +13,40 @@ class Context:
     topology_name = "coord-test"
 
 
-def _coordinator(namespace: str, pending: int = 3,
-                 interval_ms: int = 0) -> tuple[TridentCoordinator, list[Any]]:
+#: the partitions each test's source has now, by the namespace of the test's store
+PARTITIONS: dict[str, list[str]] = {}
+
+
+class ListCoordinator(PartitionCoordinator):
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def get_partitions_for_batch(self) -> Any:
+        return list(PARTITIONS[self.tag])
+
+
+class ListSpout(TransactionalSpout):
+    outputs = ["item"]
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
+        return ListCoordinator(self.tag)
+
+
+def _coordinator(namespace: str, pending: int = 3, interval_ms: int = 0,
+                 partitioned: bool = False) -> tuple[TridentCoordinator, list[Any]]:
     c = TridentCoordinator()
     emitted: list[Any] = []
     c.emit = lambda values, stream="default", **kw: emitted.append(  # type: ignore[method-assign]
-        (stream, values[0], kw.get("tup_id")))
+        (stream, values[0], kw.get("tup_id"), *values[2:]))
+    spouts = ([{"name": "s", "spout": plan.to_json(ListSpout(namespace), "spout")}]
+              if partitioned else [])
     c.initialize({"squall.state": "memory", "squall.state.memory.namespace": namespace,
                   "topology.max.spout.pending": pending,
                   "topology.trident.batch.emit.interval.millis": interval_ms,
-                  "trident.coordinator": {"key": "s", "partitioned": []}}, Context())
+                  "trident.coordinator": {"key": "s", "partitioned": spouts}}, Context())
     return c, emitted
 
 
@@ -82,4 +108,57 @@ def test_the_emit_interval_spaces_new_batches() -> None:
     c, emitted = _coordinator(uuid.uuid4().hex, pending=3, interval_ms=60_000)
     _spin(c, 20)
     assert [e[1] for e in emitted] == [1]          # room for 3, but one per interval
+    c.close()
+
+
+def _batches(emitted: list[Any]) -> list[tuple[int, Any]]:
+    """(txid, partition info) of each ``$batch`` emitted."""
+    return [(e[1], e[3]["s"]) for e in emitted if e[0] == "$batch"]
+
+
+def test_a_restarted_coordinator_replays_a_txid_with_the_partitions_it_had() -> None:
+    namespace = uuid.uuid4().hex
+    PARTITIONS[namespace] = ["p1"]
+    keep, _ = _coordinator(namespace)                      # holds the namespace's tree
+    c, emitted = _coordinator(namespace, pending=1, partitioned=True)
+    _spin(c)
+    assert _batches(emitted) == [(1, ["p1"])]
+    PARTITIONS[namespace] = ["p2"]                         # while txid 1 is in flight
+    c.close()                                              # its worker is killed
+    c2, emitted2 = _coordinator(namespace, pending=1, partitioned=True)
+    _spin(c2)
+    assert _batches(emitted2) == [(1, ["p1"])]             # the same rows again
+    c2.ack(emitted2[-1][2])
+    _spin(c2)
+    c2.ack(emitted2[-1][2])                                # txid 1 committed
+    _spin(c2)
+    assert _batches(emitted2) == [(1, ["p1"]), (2, ["p2"])]
+    c2.close()
+    c3, emitted3 = _coordinator(namespace, pending=1, partitioned=True)
+    _spin(c3)
+    assert _batches(emitted3) == [(2, ["p2"])]             # txid 1's partitions forgotten
+    c3.close()
+    keep.close()
+
+
+def test_a_batch_with_other_partitions_starts_once_the_batches_in_flight_committed() -> None:
+    namespace = uuid.uuid4().hex
+    PARTITIONS[namespace] = ["p1", "p2"]
+    c, emitted = _coordinator(namespace, pending=3, partitioned=True)
+    c.next_tuple()
+    c.next_tuple()
+    assert _batches(emitted) == [(1, ["p1", "p2"]), (2, ["p1", "p2"])]
+    PARTITIONS[namespace] = ["a0", "p1", "p2"]             # p1 and p2 change task
+    _spin(c)
+    assert len(_batches(emitted)) == 2                     # room for one more, but it waits
+    ids = {e[1]: e[2] for e in emitted if e[0] == "$batch"}
+    c.ack(ids[1])
+    c.ack(ids[2])
+    _spin(c)
+    c.ack([e for e in emitted if e[0] == "$commit"][-1][2])    # txid 1 committed
+    _spin(c)
+    assert len(_batches(emitted)) == 2
+    c.ack([e for e in emitted if e[0] == "$commit"][-1][2])    # txid 2 committed
+    _spin(c)
+    assert _batches(emitted)[2:] == [(t, ["a0", "p1", "p2"]) for t in (3, 4, 5)]
     c.close()
