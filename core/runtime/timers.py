@@ -3,7 +3,8 @@ spout timeouts), load reports, tick tuples, stats folding and metrics data point
 
 Tick tuples go to bolts with ``topology.tick.tuple.freq.secs``; every task's built-in
 metrics go to the metrics consumer bolts every ``topology.builtin.metrics.bucket.size.secs``,
-and its user metrics every bucket size they were registered with.
+and its user metrics every bucket size they were registered with. At an orderly shutdown the
+worker has the buckets begun sent too (:meth:`Timers.send_partial`).
 """
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ class Timers:
         self.registrations = -1
         #: each task's counters when its built-in data points were last sent
         self.last_sent: dict[int, dict[str, Any]] = {}
+        #: user metrics being read on components' own threads, not delivered yet
+        self.collecting = 0
+        #: whether send_partial sent the buckets begun
+        self.sent_partial = False
         self.started = False
 
     def _start(self, now: float) -> None:
@@ -104,9 +109,25 @@ class Timers:
                 due[size] = when + size if when + size > now else now + size
                 self.send_metrics(size, size == self.bucket)
 
-    def send_metrics(self, size: int, builtin: bool) -> None:
+    def send_partial(self, now: float) -> None:
+        """At an orderly shutdown (spouts deactivated): send every task's data points of each
+        bucket begun and not due yet, with the seconds it ran (``now - its start``) as their
+        ``interval_secs``, so that what a topology did since its last bucket, all of it for a
+        topology shorter than one, reaches the consumers. Once: a later call does nothing.
+        Loop thread; ``now`` is the loop's clock. The buckets then start again at ``now``."""
+        if not self.consumers or not self.started or self.sent_partial:
+            return
+        self.sent_partial = True
+        for size, when in list(self.due.items()):
+            ran = round(now - (when - size), 3)
+            if ran > 0:
+                self.due[size] = now + size
+                self.send_metrics(size, size == self.bucket, ran)
+
+    def send_metrics(self, size: int, builtin: bool, interval: float | None = None) -> None:
         """Send every task's data points of one bucket size: the built-in metrics (when
-        ``builtin``) and the user metrics of that size."""
+        ``builtin``) and the user metrics of that size; ``interval`` (default ``size``) is
+        the seconds they cover."""
         stamp = time.time()
         for ex in self.executors:
             for ts in ex.tasks:
@@ -116,13 +137,15 @@ class Timers:
                 if builtin:
                     points.extend(self._builtin_points(ts))
                 info = {**self.identity(), "component": ts.component_id, "task": ts.task,
-                        "timestamp": stamp, "interval_secs": size}
+                        "timestamp": stamp, "interval_secs": size if interval is None
+                        else interval}
                 registry = ts.metrics
                 if registry is not None:
                     if ex.threaded and ex.thread.alive:   # type: ignore[attr-defined]
                         # the component updates its metrics on a thread of its own: read
                         # and reset them there, between two of its calls, so no update
                         # falls in between
+                        self.collecting += 1
                         ex.thread.call(ts, self._collect_on_thread,   # type: ignore[attr-defined]
                                        ex, ts, registry, size, info, points)
                         continue
@@ -176,6 +199,7 @@ class Timers:
 
     def _deliver_reporting(self, ts: TaskState, info: dict[str, Any],
                            points: list[list[Any]], problems: list[str]) -> None:
+        self.collecting -= 1
         for problem in problems:
             self.report(ts, problem)
         self.deliver_points(ts, info, points)

@@ -34,7 +34,7 @@ from squall.runtime.load import LoadTracker
 from squall.runtime.loop import Loop
 from squall.runtime.stats import executor_stats
 from squall.runtime.streams import Sources, accepts, input_fields
-from squall.runtime.system import instantiate
+from squall.runtime.system import METRICS_PREFIX, instantiate
 from squall.runtime.task import LocalTasks, TaskState
 from squall.runtime.timers import Timers
 from squall.runtime.wire.credits import Windows
@@ -45,6 +45,8 @@ from squall.runtime.wire.peers import LimitedLog, PeerGate
 from squall.security import credentials
 
 log = logging.getLogger(__name__)
+#: the most seconds a shutdown waits for the metrics consumers to take the last points
+LAST_METRICS_SECS = 1.0
 #: how many of the loop thread's innermost frames a stuck loop's report shows
 STUCK_FRAMES = 12
 
@@ -491,6 +493,24 @@ class Worker:
             if ex.threaded and ex.kind == "spout" and ex.thread.alive:  # type: ignore[attr-defined]
                 ex.settled.wait(max(0.0, deadline - time.monotonic()))  # type: ignore[attr-defined]
 
+    def send_last_metrics(self, wait: float) -> None:
+        """Before a shutdown, spouts deactivated: send every task's data points of the bucket
+        begun (:meth:`Timers.send_partial`, once), and wait up to ``wait`` s until this
+        worker's metrics consumer tasks have handled theirs (their cleanup, after the loop
+        stops, then writes them) and the outbox has sent those for consumer tasks in other
+        workers, which handle them if they still run: whoever stops several workers can call
+        this on each before stopping any. :meth:`shutdown` calls it."""
+        timers = self.timers
+        if not timers.consumers:
+            return
+        self.loop.call(lambda: timers.send_partial(self.clock.now), wait)
+        consumers = [ex for ex in self.executors if ex.component_id.startswith(METRICS_PREFIX)]
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and (
+                timers.collecting or self.outbox.pending()
+                or any(ex.queued() or any(ts.queue for ts in ex.tasks) for ex in consumers)):
+            time.sleep(0.005)
+
     def shutdown(self, timeout: float = 10.0,
                  stopping: Callable[[], None] | None = None) -> None:
         """Stop spouts, flush and close links, stop the loop, clean up every component.
@@ -500,11 +520,17 @@ class Worker:
         components the loop runs are not cleaned up (a cleanup must not run beside their
         call), as for a component thread still in a call. ``stopping`` is called once the
         loop has stopped, before the components' threads are waited for (the
-        ``squall_worker_stopping`` hook: what holds a component in a call ends there)."""
+        ``squall_worker_stopping`` hook: what holds a component in a call ends there).
+        Metrics consumers get the points of the bucket begun first (:meth:`send_last_metrics`,
+        within a share of ``timeout``)."""
         if not self._built:
             return
         if self.loop.running:
             self.deactivate(settle=False)   # the threads' stop, below, waits for them
+            if not self.loop.overdue():
+                began = time.monotonic()
+                self.send_last_metrics(min(LAST_METRICS_SECS, timeout / 4))
+                timeout -= time.monotonic() - began
         self.loop.stop(min(timeout, 1.0) if self.loop.overdue() else timeout)
         if stopping is not None:
             stopping()

@@ -7,9 +7,13 @@ partitions were read to their end and completely acked.
 
 :class:`ProgressStore` keeps the counts in the cluster state store (ZooKeeper on a cluster; a
 LocalCluster's in-process tree in local mode), one node per partition under
-``/spark-spout/<progress id>/`` holding JSON ``{"rows": c, "complete": bool, "partitions": n}``
-(``n``: how many partitions the source had; counts taken with another split are ignored,
-with one warning, because a row index then names another row). The spout writes changed
+``/spark-spout/<progress id>/`` holding JSON ``{"rows": c, "complete": bool, "partitions": n,
+"source": digest}`` (``n``: how many partitions the source had; ``digest``: its
+:func:`~squall.plugins.spark.source.fingerprint`, its settings and input files). Counts taken
+over another source (a topology submitted again with the same progress id over another path,
+table, query, options, columns or set of files; or counts from before fingerprints) or with
+another split are ignored, with one warning, because a row index then names another row, or
+none: the partition is read from its start. The spout writes changed
 counts at most every ``spark.spout.progress.interval.secs`` from its executor thread, and once
 more when it closes; a task that starts reads its partitions from their committed counts and
 skips complete ones. Rows acked after the last write are read again after a crash: the spout
@@ -86,18 +90,23 @@ class ProgressStore:
 
     ``store`` is a started :class:`squall.StateStore`; this object closes it. Reads and writes
     block on the store (milliseconds on ZooKeeper); a failed write is logged once per failure
-    streak and retried with the next one, as the counts only grow."""
+    streak and retried with the next one, as the counts only grow. ``source`` is the source's
+    fingerprint, written with every count; :meth:`load` takes only counts written with the same
+    fingerprint and number of ``partitions``."""
 
-    def __init__(self, store: Any, progress_id: str, partitions: int) -> None:
+    def __init__(self, store: Any, progress_id: str, partitions: int, source: str) -> None:
         self.store = store
         self.base = f"{ROOT}/{_node_name(progress_id)}"
         self.partitions = partitions
+        self.source = source
         self.failing = False
 
     def load(self, mine: Iterable[int]) -> Progress:
+        """The counts of partitions ``mine`` saved over this source with this split (one
+        warning line when some are ignored: taken over another source or split)."""
         committed: dict[int, int] = {}
         complete: set[int] = set()
-        ignored = 0
+        ignored = other = 0
         for p in mine:
             raw = self.store.get(f"{self.base}/p{p}")
             if raw is None:
@@ -110,12 +119,19 @@ class ProgressStore:
                 log.warning("spark spout progress %s/p%d is unreadable; reading that partition "
                             "from its start", self.base, p)
                 continue
+            if value.get("source") != self.source:
+                other += 1
+                continue
             if count != self.partitions:
                 ignored += 1
                 continue
             committed[p] = rows
             if done:
                 complete.add(p)
+        if other:
+            log.warning("spark spout progress under %s was taken over another source (other "
+                        "source settings or input files); %d partition(s) are read from their "
+                        "start", self.base, other)
         if ignored:
             log.warning("spark spout progress under %s was taken when the source had another "
                         "number of partitions (now %d); %d partition(s) are read from their "
@@ -128,7 +144,8 @@ class ProgressStore:
         try:
             for p, (rows, done) in changed.items():
                 self.store.put(f"{self.base}/p{p}", json.dumps(
-                    {"rows": rows, "complete": done, "partitions": self.partitions}).encode())
+                    {"rows": rows, "complete": done, "partitions": self.partitions,
+                     "source": self.source}).encode())
         except SquallError as exc:
             if not self.failing:
                 log.error("saving spark spout progress under %s failed (retrying): %s",

@@ -14,6 +14,7 @@ and the failures (rules in :mod:`.report_model`). Two engines compute the same r
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from squall.errors import SquallError
 from squall.plugins.spark.report_model import (
     COUNTS,
     LATENCIES,
+    LATENCY_WEIGHTS,
     REQUIRED,
     TABLED,
     Report,
@@ -132,8 +134,13 @@ def _instant(value: Any) -> datetime | None:
     return datetime.fromtimestamp(float(value), timezone.utc).replace(tzinfo=None)
 
 
+def _quoted(names: Iterable[str]) -> str:
+    """Metric names as a list of SQL string literals (they hold no quote)."""
+    return ", ".join(f"'{n}'" for n in names)
+
+
 def _spark_tables(spark: Any, view: str, requested: int, path: Path) -> Report:
-    names = ", ".join(f"'{m}'" for m in sorted(TABLED))        # the metrics the tables show
+    names = _quoted(sorted(TABLED))        # the metrics the tables show
     head = spark.sql(f"SELECT count(*) AS n, CAST(min(time) AS DOUBLE) AS t0, "
                      f"CAST(max(time) AS DOUBLE) AS t1, "
                      f"count(DISTINCT topology) AS topologies, max(CASE WHEN metric IN "
@@ -146,30 +153,50 @@ def _spark_tables(spark: Any, view: str, requested: int, path: Path) -> Report:
     bucket = f"floor(CAST(time AS DOUBLE) / {size}) * {size}"
     sums = ", ".join(f"sum(CASE WHEN metric = '{m}' THEN value END) AS {k}"
                      for k, m in COUNTS.items())
-    avgs = ", ".join(f"avg(CASE WHEN metric = '{m}' THEN value END) AS {k}"
-                     for k, m in LATENCIES.items())
-    for r in spark.sql(f"SELECT topology, component, count(DISTINCT task) AS tasks, {sums}, "
-                       f"{avgs} FROM {view} GROUP BY topology, component "
+    for r in spark.sql(f"SELECT topology, component, count(DISTINCT task) AS tasks, {sums} "
+                       f"FROM {view} GROUP BY topology, component "
                        f"ORDER BY topology, component").collect():
         rep.totals.append({"topology": r.topology, "component": r.component, "tasks": r.tasks,
-                           **{k: r[k] for k in COUNTS},
-                           **{f"{k}_ms": r[k] for k in LATENCIES}})
-    per_task = (f"SELECT topology, component, task, {bucket} AS bucket, "
-                f"metric, avg(CASE WHEN metric LIKE '%-latency' THEN value "
-                f"ELSE value / interval END) AS v "
-                f"FROM {view} WHERE metric IN ({names}) AND interval > 0 "
-                f"GROUP BY topology, component, task, {bucket}, metric")
+                           **{k: r[k] for k in COUNTS}})
+    # latency points weighed by the count of their tuples (report_model.LATENCY_WEIGHTS)
+    weighs = " ".join(f"WHEN '{m}' THEN '{c}'" for m, c in LATENCY_WEIGHTS.items())
+    counts = _quoted(sorted(set(LATENCY_WEIGHTS.values())))
+    lat = (f"SELECT l.*, coalesce(c.w, 1.0) AS w FROM (SELECT *, {bucket} AS bucket, "
+           f"CASE metric {weighs} END AS wmetric FROM {view} WHERE metric IN "
+           f"({_quoted(LATENCY_WEIGHTS)})) l LEFT JOIN "
+           f"(SELECT topology, component, task, time, metric AS wmetric, sum(value) AS w "
+           f"FROM {view} WHERE metric IN ({counts}) "
+           f"GROUP BY topology, component, task, time, metric) c "
+           f"ON l.topology = c.topology AND l.component = c.component AND l.task = c.task "
+           f"AND l.time = c.time AND l.wmetric = c.wmetric")
+    means = ", ".join(f"sum(CASE WHEN metric = '{m}' THEN value * w END) / "
+                      f"nullif(sum(CASE WHEN metric = '{m}' THEN w END), 0) AS {k}"
+                      for k, m in LATENCIES.items())
+    totals = {(r.topology, r.component): r for r in spark.sql(
+        f"SELECT topology, component, {means} FROM ({lat}) GROUP BY topology, component"
+    ).collect()}
+    for row in rep.totals:
+        found = totals.get((row["topology"], row["component"]))
+        row.update({f"{k}_ms": found[k] if found else None for k in LATENCIES})
+    # each task's rate in a bucket: its counts over the seconds its points cover
+    per_task = (f"SELECT topology, component, task, {bucket} AS bucket, metric, "
+                f"sum(value) / sum(interval) AS v FROM {view} "
+                f"WHERE metric IN ({_quoted(COUNTS.values())}) "
+                f"AND interval > 0 GROUP BY topology, component, task, {bucket}, metric")
     rates = ", ".join(f"sum(CASE WHEN metric = '{m}' THEN v END) AS {k}"
                       for k, m in COUNTS.items())
-    lats = ", ".join(f"avg(CASE WHEN metric = '{m}' THEN v END) AS {k}"
-                     for k, m in LATENCIES.items())
-    for r in spark.sql(f"SELECT bucket, topology, component, {rates}, {lats} FROM ({per_task}) "
-                       f"GROUP BY bucket, topology, component "
-                       f"ORDER BY bucket, topology, component").collect():
-        rep.over_time.append({"bucket": _epoch(r.bucket), "topology": r.topology,
-                              "component": r.component,
-                              **{f"{k}_per_s": r[k] for k in COUNTS},
-                              **{f"{k}_ms": r[k] for k in LATENCIES}})
+    over_time: dict[tuple[Any, str, str], dict[str, Any]] = {}
+    for r in spark.sql(f"SELECT bucket, topology, component, {rates} FROM ({per_task}) "
+                       f"GROUP BY bucket, topology, component").collect():
+        over_time[(r.bucket, r.topology, r.component)] = {f"{k}_per_s": r[k] for k in COUNTS}
+    for r in spark.sql(f"SELECT bucket, topology, component, {means} FROM ({lat}) "
+                       f"WHERE interval > 0 GROUP BY bucket, topology, component").collect():
+        over_time.setdefault((r.bucket, r.topology, r.component), {
+            f"{k}_per_s": None for k in COUNTS}).update({f"{k}_ms": r[k] for k in LATENCIES})
+    for (b, topology, component), values in sorted(over_time.items()):
+        rep.over_time.append({"bucket": _epoch(b), "topology": topology, "component": component,
+                              **{f"{k}_per_s": values.get(f"{k}_per_s") for k in COUNTS},
+                              **{f"{k}_ms": values.get(f"{k}_ms") for k in LATENCIES}})
     for r in spark.sql(f"SELECT {bucket} AS bucket, topology, component, "
                        f"sum(value) AS failed FROM {view} "
                        f"WHERE metric = '{COUNTS['failed']}' AND value > 0 "

@@ -15,6 +15,7 @@ from squall.errors import SquallError
 from squall.plugins.spark.report_model import (
     COUNTS,
     LATENCIES,
+    LATENCY_WEIGHTS,
     REQUIRED,
     TABLED,
     Report,
@@ -71,7 +72,10 @@ def _totals(table: Any) -> list[dict[str, Any]]:
                  [("task", "count_distinct")]).to_pylist()}
     by_metric = {(r["topology"], r["component"], r["metric"]): r for r in
                  table.group_by(["topology", "component", "metric"]).aggregate(
-                     [("value", "sum"), ("value", "mean")]).to_pylist()}
+                     [("value", "sum")]).to_pylist()}
+    latency = {(r["topology"], r["component"], r["metric"]): _mean(r) for r in
+               _weighted_latencies(table).group_by(["topology", "component", "metric"])
+               .aggregate([("vw", "sum"), ("w", "sum")]).to_pylist()}
     rows = []
     for (topology, component), n in sorted(tasks.items()):
         row: dict[str, Any] = {"topology": topology, "component": component, "tasks": n}
@@ -79,39 +83,68 @@ def _totals(table: Any) -> list[dict[str, Any]]:
             found = by_metric.get((topology, component, metric))
             row[key] = found["value_sum"] if found else None
         for key, metric in LATENCIES.items():
-            found = by_metric.get((topology, component, metric))
-            row[f"{key}_ms"] = found["value_mean"] if found else None
+            row[f"{key}_ms"] = latency.get((topology, component, metric))
         rows.append(row)
     return rows
+
+
+def _mean(sums: dict[str, Any]) -> float | None:
+    """A weighted mean from its sums (None when nothing weighs)."""
+    return sums["vw_sum"] / sums["w_sum"] if sums["w_sum"] else None
+
+
+def _weighted_latencies(table: Any) -> Any:
+    """The latency points of ``table`` with ``w``, the count of the tuples each is the mean
+    of (:data:`LATENCY_WEIGHTS`, 1 when that point is missing), and ``vw``, value x w."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = pa.array(list(LATENCY_WEIGHTS))
+    lat = table.filter(pc.is_in(table["metric"], value_set=names))
+    lat = lat.append_column("wmetric", pc.take(pa.array(list(LATENCY_WEIGHTS.values())),
+                                               pc.index_in(lat["metric"], value_set=names)))
+    keys = ["topology", "component", "task", "time"]
+    counts = table.filter(pc.is_in(table["metric"], value_set=pa.array(
+        sorted(set(LATENCY_WEIGHTS.values())))))
+    summed = counts.group_by([*keys, "metric"]).aggregate([("value", "sum")])
+    weights = pa.table({**{k: summed[k] for k in keys}, "wmetric": summed["metric"],
+                        "w": summed["value_sum"]})
+    joined = lat.join(weights, keys=[*keys, "wmetric"], join_type="left outer")
+    w = pc.fill_null(joined["w"], 1.0)
+    joined = joined.set_column(joined.schema.get_field_index("w"), "w", w)
+    return joined.append_column("vw", pc.multiply(joined["value"], w))
 
 
 def _over_time(table: Any) -> list[dict[str, Any]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    names = pa.array([*COUNTS.values(), *LATENCIES.values()])
-    sel = table.filter(pc.and_(pc.is_in(table["metric"], value_set=names),
-                               pc.greater(table["interval"], 0)))
-    latency = pc.ends_with(sel["metric"], "-latency")
-    v = pc.if_else(latency, sel["value"], pc.divide(sel["value"], sel["interval"]))
-    sel = sel.append_column("v", v)
-    per_task = sel.group_by(["topology", "component", "task", "bucket", "metric"]).aggregate(
-        [("v", "mean")])
-    per_comp = per_task.group_by(["bucket", "topology", "component", "metric"]).aggregate(
-        [("v_mean", "sum"), ("v_mean", "mean")])
+    counted = table.filter(pc.and_(pc.is_in(table["metric"], value_set=pa.array(
+        list(COUNTS.values()))), pc.greater(table["interval"], 0)))
+    # each task's rate in the bucket: its counts over the seconds its points cover
+    per_task = counted.group_by(["topology", "component", "task", "bucket", "metric"]).aggregate(
+        [("value", "sum"), ("interval", "sum")])
+    per_task = per_task.append_column("rate", pc.divide(per_task["value_sum"],
+                                                        per_task["interval_sum"]))
+    rates = per_task.group_by(["bucket", "topology", "component", "metric"]).aggregate(
+        [("rate", "sum")])
+    lat = _weighted_latencies(table)
+    lat = lat.filter(pc.greater(lat["interval"], 0))
+    means = lat.group_by(["bucket", "topology", "component", "metric"]).aggregate(
+        [("vw", "sum"), ("w", "sum")])
     rows: dict[tuple[int, str, str], dict[str, Any]] = defaultdict(dict)
-    for r in per_comp.to_pylist():
-        rows[(r["bucket"], r["topology"], r["component"])][r["metric"]] = r
+    for r in rates.to_pylist():
+        rows[(r["bucket"], r["topology"], r["component"])][r["metric"]] = r["rate_sum"]
+    for r in means.to_pylist():
+        rows[(r["bucket"], r["topology"], r["component"])][r["metric"]] = _mean(r)
     out = []
     for (b, topology, component), metrics in sorted(rows.items()):
         row: dict[str, Any] = {"bucket": _bucket_start(b), "topology": topology,
                                "component": component}
         for key, metric in COUNTS.items():
-            found = metrics.get(metric)
-            row[f"{key}_per_s"] = found["v_mean_sum"] if found else None
+            row[f"{key}_per_s"] = metrics.get(metric)
         for key, metric in LATENCIES.items():
-            found = metrics.get(metric)
-            row[f"{key}_ms"] = found["v_mean_mean"] if found else None
+            row[f"{key}_ms"] = metrics.get(metric)
         out.append(row)
     return out
 

@@ -5,9 +5,15 @@ A :class:`Report` holds three tables of plain rows (dicts), all per topology and
 - ``totals``: ``tasks``, the summed counts (``emitted``, ``executed``, ``acked``, ``failed``)
   and the mean latencies in ms (``execute_ms``, ``process_ms``, ``complete_ms``);
 - ``over_time``: per time bucket (``bucket``, its start, UTC) the throughput in tuples per
-  second (``emitted_per_s`` ...: the sum over tasks of each task's mean rate, ``value /
-  interval``, in the bucket) and the latencies (mean over tasks of each task's mean);
+  second (``emitted_per_s`` ...: the sum over tasks of each task's rate, its counts over the
+  seconds its data points cover, in the bucket) and the mean latencies;
 - ``failures``: per bucket, the failed tuples (buckets with failures only).
+
+A latency data point is the mean over one task's tuples of one data bucket: a mean latency
+over several points (of several tasks or data buckets) weighs each by the count of its tuples
+(:data:`LATENCY_WEIGHTS`: the point of the same task and time), so it is the mean over the
+tuples themselves; a point without its count (a consumer whose whitelist left the counts out)
+weighs 1.
 
 A missing value is None. Buckets are :attr:`Report.bucket_secs` long; :func:`bucket_secs`
 turns the ``--bucket`` option into seconds, never less than the data's own interval (a bucket
@@ -26,6 +32,10 @@ COUNTS = {"emitted": "__emit-count", "executed": "__execute-count", "acked": "__
           "failed": "__fail-count"}
 LATENCIES = {"execute": "__execute-latency", "process": "__process-latency",
              "complete": "__complete-latency"}
+#: latency -> the count of the tuples it is the mean of (execute: the task's executes;
+#: process: the bolt's acks; complete: the spout's acked trees)
+LATENCY_WEIGHTS = {"__execute-latency": "__execute-count", "__process-latency": "__ack-count",
+                   "__complete-latency": "__ack-count"}
 #: the metrics the report's tables show: their interval sets the shortest bucket (a user
 #: metric reported every five minutes does not widen the buckets of the others)
 TABLED = frozenset(COUNTS.values()) | frozenset(LATENCIES.values())

@@ -4,24 +4,36 @@ Every component of the plugin (spout tasks, ``declare_outputs`` at build time, t
 report) asks :func:`get_session` for its session, so all tasks in one worker process share one
 SparkSession (one driver JVM per process, as pyspark allows). pyspark is imported here, inside
 the function, never when ``squall.plugins.spark`` is imported.
+
+A driver JVM that dies (the kernel's OOM killer picks it, a crash) takes the session with it,
+while pyspark keeps it as the process's session. :func:`driver_lost` tells such a session from
+a working one, and :func:`get_session` then drops it and starts a new one, so the readers of
+that session can plan their reads again (:class:`~squall.plugins.spark.fetch.PartitionReader`).
 """
 from __future__ import annotations
 
 import logging
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from squall.errors import ConfigError, PluginLoadError
 
-__all__ = ["SESSION_DEFAULTS", "first_line", "get_session", "quiet_spark_errors"]
+__all__ = ["SESSION_DEFAULTS", "driver_lost", "first_line", "get_session",
+           "quiet_spark_errors"]
 
 log = logging.getLogger(__name__)
 
 #: masters asked for while another session was running (warned about once each)
 _ignored_masters: set[str] = set()
+#: held while get_session looks at, drops or creates the process's session: the reading
+#: threads of several spout tasks may find its driver lost at once, and only one starts another
+_lock = threading.Lock()
+#: SparkContexts dropped because their driver JVM was lost
+_dropped: weakref.WeakSet[Any] = weakref.WeakSet()
 
 #: settings squall applies to a session it creates (a ``spark.conf`` mapping overrides them)
 SESSION_DEFAULTS = {
@@ -47,18 +59,30 @@ def get_session(master: str | None = None, settings: Mapping[str, Any] | None = 
     only when a session is created; on a ``local`` master the driver binds 127.0.0.1 unless
     they say otherwise. An existing session is returned as it is (its master wins, as with
     ``SparkSession.builder.getOrCreate``; a master other than the default asked for is logged
-    as one warning line per master, naming the master in use). Blocks while the driver JVM starts
-    (seconds).
+    as one warning line per master, naming the master in use). An existing session whose driver
+    JVM is gone (:func:`driver_lost`) is dropped, with one warning line, and a new one created.
+    Blocks while the driver JVM starts (seconds); callable from any thread.
     Raises PluginLoadError if pyspark is missing and ConfigError if the session cannot start.
     """
     try:
         from pyspark import SparkContext
-        from pyspark.sql import SparkSession
     except ImportError as exc:
         raise PluginLoadError("the Spark plugin needs pyspark: pip install 'squall[spark]'"
                               ) from exc
     if settings is not None and not isinstance(settings, Mapping):
         raise ConfigError(f"spark.conf must be a mapping of Spark settings, got {settings!r}")
+    with _lock:
+        active = SparkContext._active_spark_context
+        if active is not None and _jvm_gone(active):
+            _drop(active)
+        return _get_or_create(master, settings, app_name)
+
+
+def _get_or_create(master: str | None, settings: Mapping[str, Any] | None,
+                   app_name: str) -> Any:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
     if SparkContext._active_spark_context is not None:   # this process already runs a driver
         session = SparkSession.builder.getOrCreate()
         in_use = session.sparkContext.master
@@ -82,6 +106,67 @@ def get_session(master: str | None = None, settings: Mapping[str, Any] | None = 
     session.sparkContext.setLogLevel("ERROR")
     log.info("Spark session started on %s", session.sparkContext.master)
     return session
+
+
+def driver_lost(session: Any) -> bool:
+    """Whether ``session`` can run no more jobs because its driver JVM is gone (killed,
+    crashed): its gateway refuses connections, or :func:`get_session` already dropped it for
+    that. One round trip to the JVM (a millisecond); from any thread. False for a working
+    session, a stopped one, and one that is not a classic pyspark session (Spark Connect)."""
+    sc = getattr(session, "sparkContext", None)
+    return sc is not None and _jvm_gone(sc)
+
+
+def _jvm_gone(sc: Any) -> bool:
+    try:
+        if sc in _dropped:
+            return True
+    except TypeError:          # not weak-referenceable: not a pyspark SparkContext
+        return False
+    jsc = getattr(sc, "_jsc", None)
+    if jsc is None:            # stopped (or not classic pyspark): not lost
+        return False
+    try:
+        from py4j.protocol import Py4JNetworkError
+    except ImportError:
+        return False
+    try:
+        jsc.sc().isStopped()   # through this context's own gateway connection
+    except (Py4JNetworkError, ConnectionError):
+        return True
+    except Exception:          # the JVM answered, with an error: it is there
+        return False
+    return False
+
+
+def _drop(sc: Any) -> None:
+    """Forget ``sc``, whose driver JVM is gone, as the process's SparkContext and session, so
+    that pyspark starts a new driver (with ``_lock`` held). pyspark has no public way to do
+    this: ``SparkSession.stop`` needs the JVM that is gone."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession, SQLContext
+
+    _dropped.add(sc)
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    code = proc.poll() if proc is not None else None       # reaps the dead JVM too
+    log.warning("the Spark driver JVM of this process is gone (%s); starting a new Spark "
+                "session for squall's Spark components",
+                f"exit status {code}" if code is not None else "its gateway refuses connections")
+    server = getattr(sc, "_accumulatorServer", None)
+    for close in (getattr(server, "shutdown", None), getattr(gateway, "shutdown", None)):
+        if close is not None:
+            try:
+                close()
+            except Exception:    # best effort: its other end is gone
+                log.debug("closing the lost Spark session's %s failed", close, exc_info=True)
+    with SparkContext._lock:
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SQLContext._instantiatedContext = None
 
 
 #: Py4J's own first line ("An error occurred while calling o31.load."): says nothing

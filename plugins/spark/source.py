@@ -12,11 +12,15 @@ Component config keys (exactly one of path, table or query):
 - ``spark.source.columns``: the emitted fields, in order (default: every column).
 
 :func:`parse_source` checks the shape without Spark; :func:`load_dataframe` builds the
-DataFrame. Both raise :class:`squall.TopologyError` with one clear line.
+DataFrame. Both raise :class:`squall.TopologyError` with one clear line. :func:`fingerprint`
+digests what a DataFrame built so reads (the spout's progress is only taken up over the same).
 """
 from __future__ import annotations
 
 import glob
+import hashlib
+import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +31,9 @@ from squall.errors import TopologyError
 
 from squall.plugins.spark.session import first_line, quiet_spark_errors
 
-__all__ = ["SourceSpec", "load_dataframe", "parse_source"]
+__all__ = ["SourceSpec", "fingerprint", "load_dataframe", "parse_source"]
+
+log = logging.getLogger(__name__)
 
 _KEYS = ("spark.source.path", "spark.source.table", "spark.source.query")
 
@@ -187,3 +193,22 @@ def load_dataframe(spark: Any, spec: SourceSpec, component: str = "spark spout")
                                 f"{spec.describe()}; its columns: {df.columns}")
         df = df.select(*["`" + c.replace("`", "``") + "`" for c in spec.columns])
     return df
+
+
+def fingerprint(spec: SourceSpec, df: Any) -> str:
+    """A digest (hex) of what ``df``, built from ``spec``, reads: the kind of source, its
+    format, path(s), table or query text, reader options and columns, and the files Spark
+    lists for it (``DataFrame.inputFiles``: file sources and file-based tables; a source
+    Spark lists no files for is known by its settings alone). Equal digests: the same
+    settings over the same set of files (their contents are not read)."""
+    try:
+        files: list[str] | None = sorted(str(f) for f in df.inputFiles())
+    except Exception as exc:    # a source whose files Spark cannot list: its settings only
+        log.debug("listing the input files of %s failed: %s", spec.describe(), exc)
+        files = None
+    target = spec.target if isinstance(spec.target, str) else list(spec.target)
+    described = {"kind": spec.kind, "format": spec.format, "target": target,
+                 "options": dict(sorted(spec.options.items())),
+                 "columns": None if spec.columns is None else list(spec.columns),
+                 "files": files}
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()

@@ -21,7 +21,10 @@ Configuration (component config; see :mod:`squall.plugins.spark.source` for the 
   partition again from its first row not yet emitted, after a backoff doubling from min to max
   per consecutive failure; from the ``report.after``-th consecutive failure of one partition
   on, each failure is also reported as the component's error and retried every max seconds.
-  Rows are never dropped: the spout keeps retrying until the partition is read.
+  Rows are never dropped: the spout keeps retrying until the partition is read. When the
+  worker's Spark driver JVM is gone (the OOM killer picked it, it crashed), the task drops
+  that session, plans its source again on a new one and reads on from its first row not yet
+  emitted (reported once as the component's error; :mod:`squall.plugins.spark.planning`).
 
 Tables and queries across processes: a spout task reads through the SparkSession of its own
 worker process, which squall creates there with ``spark.master`` and ``spark.conf``. In a
@@ -55,11 +58,16 @@ acked) is kept in the cluster's state store under ``spark.spout.progress.id`` (d
 submit with the same id, reads each partition from its committed row and skips partitions
 read and acked to their end (:mod:`squall.plugins.spark.progress`). Rows acked after the last
 write are emitted again after a crash (at least once). ``spark.spout.progress: false`` reads
-everything from the start every time. Counts taken when the source was split into another
-number of partitions are ignored, with a warning.
+everything from the start every time. Counts taken over another source (other source
+settings, or another set of input files: the source's fingerprint,
+:func:`squall.plugins.spark.source.fingerprint`) or when the source was split into another
+number of partitions are ignored, with a warning: those partitions are read from the start.
 
-Values are Arrow's Python conversions (``datetime``, ``Decimal``...): with a remote
-serializer, cast such columns in ``spark.source.query`` if it cannot carry them.
+Values are Arrow's Python conversions (``datetime``, ``Decimal``..., dicts for structs and,
+as Spark's ``collect`` gives them, for maps): with a remote serializer, cast such columns in
+``spark.source.query`` if it cannot carry them. Memory is bounded by one partition, which is
+collected whole before its rows are handed over (:mod:`squall.plugins.spark.fetch`): split a
+source with large partitions.
 Rows come in partition order; re-reading a source gives the same ids only if Spark splits it
 the same way (true for files; not for sources whose partitioning is random).
 """
@@ -103,30 +111,18 @@ class SparkSpout(Spout):
         return list(load_dataframe(spark, spec).columns)
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        from squall.plugins.spark.fetch import PartitionReader, _filter_plan, plan, retry_policy
-        from squall.plugins.spark.session import first_line, get_session, quiet_spark_errors
+        from squall.plugins.spark.fetch import PartitionReader, retry_policy
+        from squall.plugins.spark.planning import SourcePlan
 
         self.context = context
         name = f"spout {context.component_id!r}"
         spec: SourceSpec = parse_source(conf, name)
         retry = retry_policy(conf, name)
-        fields = _declared_fields(context)
-        self.spark = get_session(conf.get("spark.master"), conf.get("spark.conf"),
-                                 app_name=f"squall-{context.topology_name}")
-        df = load_dataframe(self.spark, spec, name)
-        if fields is not None and spec.columns is None and list(df.columns) != list(fields):
-            raise TopologyError(f"{name}: the source's columns {df.columns} differ from the "
-                                f"declared fields {list(fields)}; set spark.source.columns")
-        how = conf.get("spark.spout.fetch", "auto")
-        if how not in ("auto", "filter"):
-            raise TopologyError(f"{name}: spark.spout.fetch must be 'auto' or 'filter', "
-                                f"got {how!r}")
-        try:
-            with quiet_spark_errors():
-                count, fetch, method = _filter_plan(df) if how == "filter" else plan(df)
-        except Exception as exc:   # a column type Arrow cannot carry, ...: one line
-            raise TopologyError(f"{name}: cannot read {spec.describe()}: {first_line(exc)} "
-                                f"(cast such columns, e.g. in spark.source.query)") from exc
+        source = SourcePlan(conf, spec, name=name, app_name=f"squall-{context.topology_name}",
+                            fields=_declared_fields(context))
+        fetch = source.plan()
+        self.spark = source.spark
+        count = source.count
         tasks = context.component_tasks(context.component_id)
         n, me = len(tasks), context.task_index
         mine = [p for p in range(count) if p % n == me]
@@ -141,7 +137,7 @@ class SparkSpout(Spout):
         self.progress_store: ProgressStore | None = None
         start: dict[int, int] = {}
         if self.tracking and _flag(conf, "spark.spout.progress", name):
-            self.progress_store = _open_progress(conf, context, count, name)
+            self.progress_store = _open_progress(conf, context, count, source.fingerprint, name)
             self.progress = self.progress_store.load(mine)
             start = self.progress.committed
             mine = [p for p in mine if p not in self.progress.complete]
@@ -149,7 +145,8 @@ class SparkSpout(Spout):
             self.next_save = time.monotonic() + self.save_every
         self.reader = PartitionReader(self.spark, fetch, mine, retry=retry,
                                       name=context.component_id,
-                                      label=f"{name} task {context.task_id}", start=start)
+                                      label=f"{name} task {context.task_id}", start=start,
+                                      recover=source.recover)
         self.inflight: dict[tuple[int, int], tuple[Any, ...]] = {}
         self.replay: collections.deque[tuple[int, int]] = collections.deque()
         self.chunk: list[tuple[Any, ...]] = []
@@ -157,7 +154,7 @@ class SparkSpout(Spout):
         from squall.metrics.api import CountMetric
         self.rows_read = context.register_metric("spark-rows-read", CountMetric())
         log.info("%s task %d: %d of %d partitions of %s (%s)", name, context.task_id,
-                 len(mine), count, spec.describe(), method)
+                 len(mine), count, spec.describe(), source.method)
 
     @property
     def exhausted(self) -> bool:
@@ -267,7 +264,7 @@ def _interval(conf: Mapping[str, Any], name: str) -> float:
 
 
 def _open_progress(conf: Mapping[str, Any], context: TopologyContext, partitions: int,
-                   name: str) -> ProgressStore:
+                   source: str, name: str) -> ProgressStore:
     """The progress of this source in the cluster's state store (see
     :mod:`squall.plugins.spark.progress`)."""
     from squall import drivers
@@ -279,7 +276,7 @@ def _open_progress(conf: Mapping[str, Any], context: TopologyContext, partitions
     from squall.security.credentials import for_runtime
     store = drivers.driver("state", for_runtime(conf))   # the worker's ZooKeeper identity
     store.start()
-    return ProgressStore(store, progress_id, partitions)
+    return ProgressStore(store, progress_id, partitions, source)
 
 
 def _declared_fields(context: TopologyContext) -> tuple[str, ...] | None:

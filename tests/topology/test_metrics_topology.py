@@ -246,6 +246,37 @@ def test_user_metrics_from_initialize_reach_the_consumer_exactly(cluster: LocalC
     wait_until(lambda: Recording.total("measured", "every-2s") == 2 * n, timeout=10)
 
 
+@pytest.mark.parametrize("threaded", [False, True])
+def test_a_kill_sends_the_bucket_begun_to_the_consumers(cluster: LocalCluster,
+                                                        threaded: bool) -> None:
+    """A topology shorter than its metrics bucket: killing it sends every task's points of
+    the bucket begun, with the seconds it ran as their interval, and the consumer handles
+    them before its cleanup (with ``threaded``, the user metrics are read on the bolt's
+    thread)."""
+    n = 200
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": n})
+    b.set_bolt("measured", Measured, 2, config={
+        "topology.executor.dedicated.thread": threaded}).shuffle_grouping("numbers")
+    began = time.monotonic()
+    cluster.submit_topology("short", conf(bucket=60), b.create_topology())
+
+    def acked() -> bool:
+        windows = cluster.get_topology_info("short")["components"]["numbers"].get("windows")
+        return bool(windows) and windows[":all-time"]["acked"] == n
+    wait_until(acked, timeout=20)
+    assert Recording.points("numbers", "__ack-count") == []     # no 60 s bucket came due
+    cluster.kill_topology("short")
+    ran = time.monotonic() - began
+    assert Recording.total("numbers", "__emit-count") == n
+    assert Recording.total("numbers", "__ack-count") == n
+    assert Recording.total("measured", "__execute-count") == n
+    assert Recording.total("measured", "seen") == n                # a user metric, 60 s bucket
+    assert Recording.total("measured", "every-1s") == n            # and its own 1 s bucket
+    for info, _ in Recording.points("measured", "seen"):
+        assert 0 < info.interval_secs <= ran, (info.interval_secs, ran)
+
+
 def test_each_bucket_size_has_its_own_timer_and_interval(cluster: LocalCluster) -> None:
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers, config={"app.every": 0.01})

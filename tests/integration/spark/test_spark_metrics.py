@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from squall import Bolt, DataPoint, LocalCluster, Spout, SquallError, TaskInfo, TopologyBuilder
-from squall.plugins.spark.report import report
+from squall.plugins.spark.report import build, report
 from squall.plugins.spark.sink import SparkMetricsConsumer, flatten
 from squall.testing import wait_until
 
@@ -105,6 +105,35 @@ def test_a_slow_user_metric_does_not_widen_the_buckets(spark: Any, tmp_path: Pat
     sink.cleanup()
     text = report(tmp_path, spark=spark)
     assert "Throughput per minute" in text and "5 min" not in text
+
+
+def test_both_engines_weigh_latencies_by_their_tuples(spark: Any, tmp_path: Path) -> None:
+    # the spout's first 10 s complete 1 tree in 1000 ms, its next 10 s 10,000 trees in 1 ms;
+    # split's task 1 executes 99 tuples in 2 ms, task 2 one in 200 ms
+    sink = SparkMetricsConsumer()
+    sink.prepare({}, {"path": str(tmp_path), "flush.secs": 0}, None)
+    for stamp, acks, ms in ((T0, 1, 1000.0), (T0 + 10, 10_000, 1.0), (T0 + 60, 3, 4.0)):
+        sink.handle(TaskInfo("wc-1", "sentences", 3, "127.0.0.1", 1, stamp, 10.0), [
+            DataPoint("__ack-count", acks), DataPoint("__complete-latency", ms)])
+    for task, n, ms in ((1, 99, 2.0), (2, 1, 200.0)):
+        sink.handle(TaskInfo("wc-1", "split", task, "127.0.0.1", 1, T0, 10.0), [
+            DataPoint("__execute-count", n), DataPoint("__execute-latency", ms),
+            DataPoint("__ack-count", n), DataPoint("__process-latency", ms + 1)])
+    sink.cleanup()
+    on_spark = build(tmp_path, "minute", "spark", spark)
+    totals = {r["component"]: r for r in on_spark.totals}
+    assert totals["sentences"]["complete_ms"] == pytest.approx(11_012 / 10_004)   # 1.10 ms
+    assert totals["split"]["execute_ms"] == pytest.approx(3.98)
+    assert totals["split"]["process_ms"] == pytest.approx(4.98)
+    first = [r for r in on_spark.over_time if r["component"] == "sentences"][0]
+    assert first["complete_ms"] == pytest.approx(11_000 / 10_001)
+    on_arrow = build(tmp_path, "minute", "arrow")
+
+    def near(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: pytest.approx(v) if isinstance(v, float) else v for k, v in r.items()}
+                for r in rows]
+    assert on_arrow.totals == near(on_spark.totals)
+    assert on_arrow.over_time == near(on_spark.over_time)
 
 
 def test_report_errors(spark: Any, tmp_path: Path) -> None:

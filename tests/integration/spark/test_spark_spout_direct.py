@@ -145,6 +145,51 @@ def test_a_restarted_task_reads_on_from_its_committed_rows(spark: Any, parquet_d
         holder.close()
 
 
+def test_progress_taken_over_another_source_is_not_taken_up(spark: Any, tmp_path: Path,
+                                                            caplog: Any) -> None:
+    # a daily load submitted again under the same name (the same progress id) over the next
+    # day's files, split the same way: the first day's progress must not skip them
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    days = {}
+    for day, first in (("day1", 0), ("day2", 10_000)):
+        days[day] = tmp_path / day
+        days[day].mkdir()
+        for f in range(3):
+            pq.write_table(pa.table({"id": list(range(first + f * 200, first + (f + 1) * 200))}),
+                           days[day] / f"part-{f}.parquet")
+    namespace = f"spark-progress-{uuid.uuid4().hex}"
+    holder = MemoryStateStore({NAMESPACE_KEY: namespace})
+    holder.start()
+    extra = {NAMESPACE_KEY: namespace, "spark.spout.progress.id": "daily-load/rows"}
+    try:
+        first = Driven(parquet(days["day1"], **extra), fields=("id",))
+        try:
+            for tid, _ in first.drain():
+                first.spout.ack(tid)                    # all of day 1 done
+        finally:
+            first.close()
+        with caplog.at_level(logging.WARNING, logger="squall.plugins.spark.progress"):
+            second = Driven(parquet(days["day2"], **extra), fields=("id",))
+        try:
+            assert second.spout.reader.partitions, "day 2 was taken as read"
+            emitted = second.drain()
+            assert sorted(v[0] for _, v in emitted) == list(range(10_000, 10_600))
+            for tid, _ in emitted:
+                second.spout.ack(tid)
+        finally:
+            second.close()
+        assert "taken over another source" in caplog.text
+        third = Driven(parquet(days["day2"], **extra), fields=("id",))   # day 2 again
+        try:
+            assert third.drain() == []                  # its own progress is taken up
+        finally:
+            third.close()
+    finally:
+        holder.close()
+
+
 def test_two_tasks_split_partitions_disjoint_and_complete(spark: Any, parquet_dir: Path,
                                                           parquet_rows: list[Any]) -> None:
     tasks = [Driven(parquet(parquet_dir), task_index=i, tasks=2) for i in range(2)]

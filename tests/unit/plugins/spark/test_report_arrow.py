@@ -87,6 +87,43 @@ def write_user_metric(path: Path, interval: float = 300.0) -> None:
     sink.cleanup()
 
 
+def write_uneven_latencies(path: Path) -> None:
+    """Latency points over very different numbers of tuples (10 s data buckets): the spout's
+    first bucket completes 1 tree in 1000 ms, its second 10,000 trees in 1 ms each; split's
+    task 1 executes 99 tuples in 2 ms, task 2 one in 200 ms."""
+    sink = SparkMetricsConsumer()
+    sink.prepare({}, {"path": str(path), "flush.secs": 0}, None)
+    for stamp, acks, ms in ((T0, 1, 1000.0), (T0 + 10, 10_000, 1.0), (T0 + 60, 3, 4.0)):
+        sink.handle(TaskInfo("wc-1", "sentences", 3, "127.0.0.1", 1, stamp, 10.0), [
+            DataPoint("__ack-count", acks), DataPoint("__complete-latency", ms)])
+    for task, n, ms in ((1, 99, 2.0), (2, 1, 200.0)):
+        sink.handle(TaskInfo("wc-1", "split", task, "127.0.0.1", 1, T0, 10.0), [
+            DataPoint("__execute-count", n), DataPoint("__execute-latency", ms),
+            DataPoint("__ack-count", n), DataPoint("__process-latency", ms + 1)])
+    sink.cleanup()
+
+
+#: the per-tuple means of write_uneven_latencies
+UNEVEN_TOTALS = {"sentences": {"complete_ms": (1000.0 + 10_000 * 1.0 + 3 * 4.0) / 10_004},
+                 "split": {"execute_ms": (99 * 2.0 + 200.0) / 100,
+                           "process_ms": (99 * 3.0 + 201.0) / 100}}
+UNEVEN_FIRST_MINUTE = {"sentences": {"complete_ms": (1000.0 + 10_000 * 1.0) / 10_001},
+                       "split": {"execute_ms": (99 * 2.0 + 200.0) / 100}}
+
+
+def test_mean_latencies_are_per_tuple_weighted_by_counts(tmp_path: Path) -> None:
+    write_uneven_latencies(tmp_path)
+    rep = build(tmp_path, "minute")
+    totals = {r["component"]: r for r in rep.totals}
+    for component, expected in UNEVEN_TOTALS.items():
+        for key, value in expected.items():
+            assert totals[component][key] == pytest.approx(value), (component, key)
+    first = {r["component"]: r for r in rep.over_time if r["bucket"] == rep.over_time[0]["bucket"]}
+    for component, expected in UNEVEN_FIRST_MINUTE.items():
+        for key, value in expected.items():
+            assert first[component][key] == pytest.approx(value), (component, key)
+
+
 def test_a_slow_user_metric_does_not_widen_the_buckets(tmp_path: Path) -> None:
     write_metrics(tmp_path)
     write_user_metric(tmp_path)

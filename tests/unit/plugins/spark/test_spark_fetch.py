@@ -113,6 +113,65 @@ def test_a_partition_failing_again_and_again_is_reported_and_never_dropped() -> 
     assert all("retrying in 0.005 s" in e for e in errors)
 
 
+def test_a_lost_driver_is_replaced_and_the_read_goes_on_through_the_new_plan() -> None:
+    # the driver JVM dies after the first batch of partition 1: every read through its plan
+    # fails from then on (the old Java RDD and socket belong to the dead gateway)
+    dead = threading.Event()
+
+    def old_plan(p: int) -> Iterator[pa.RecordBatch]:
+        for batch in batches(p):
+            if dead.is_set():
+                raise ConnectionRefusedError(111, "Connection refused")
+            yield batch
+            dead.set()
+
+    new_spark = fake_spark()
+    joined: list[str] = []
+    new_spark.sparkContext.setJobGroup = lambda group, *a, **kw: joined.append(group)
+    recovered: list[int] = []
+
+    def recover() -> Any:               # the spout's: None while the session works
+        if not dead.is_set() or recovered:
+            return None
+        recovered.append(1)
+        return new_spark, batches
+
+    reader = PartitionReader(fake_spark(), old_plan, [1, 3], retry=FAST, recover=recover,
+                             label="spout 'rows' task 7")
+    chunks = drain(reader)
+    assert [(p, start, len(rows)) for p, start, rows in chunks] == [
+        (1, 0, 3), (1, 3, 3), (1, 6, 0), (3, 0, 3), (3, 3, 3), (3, 6, 0)]
+    assert recovered == [1] and joined == [reader._group]   # the new session's jobs: its group
+    errors = reader.take_errors()       # reported at once, below report_after
+    assert len(errors) == 1 and "lost its driver JVM; reading on through a new session" in \
+        errors[0] and "3 of its rows already emitted" in errors[0]
+    reader.close()
+    assert new_spark.sparkContext.cancelled == []           # the new session is the one used
+
+
+def test_a_failing_recovery_counts_with_the_failure_and_is_tried_again() -> None:
+    calls: list[int] = []
+
+    def recover() -> Any:
+        calls.append(1)
+        if len(calls) < 3:
+            raise RuntimeError("cannot start a Spark session on master 'local[1]': no memory")
+        return fake_spark(), batches
+
+    def down(p: int) -> Iterator[pa.RecordBatch]:
+        raise ConnectionRefusedError(111, "Connection refused")
+        yield
+
+    reader = PartitionReader(fake_spark(), down, [0], retry=FAST, recover=recover)
+    chunks = drain(reader)
+    assert [(p, start) for p, start, _ in chunks] == [(0, 0), (0, 3), (0, 6)]
+    errors = reader.take_errors()       # each one reported at once, below report_after
+    assert len(calls) == 3 and len(errors) == 3
+    assert all("a new Spark session failed: cannot start a Spark session" in e
+               for e in errors[:2])
+    assert "reading on through a new session" in errors[2]
+
+
 def test_backoff_doubles_up_to_the_max_and_stays_there_once_reported() -> None:
     policy = RetryPolicy(min_secs=0.5, max_secs=3, report_after=5)
     assert [policy.delay(n) for n in range(1, 8)] == [0.5, 1, 2, 3, 3, 3, 3]
@@ -154,3 +213,37 @@ def test_the_reader_holds_only_a_few_chunks_and_close_stops_it() -> None:
 def test_batch_rows_converts_columns_to_row_tuples() -> None:
     rb = pa.record_batch({"a": [1, 2], "b": ["x", None]})
     assert batch_rows(rb) == [(1, "x"), (2, None)]
+
+
+def test_batch_rows_gives_maps_as_dicts_at_any_depth() -> None:
+    # as Spark's collect does: {"k": 1}, where Arrow's to_pylist gives [("k", 1)]
+    m = pa.map_(pa.string(), pa.int64())
+    rb = pa.record_batch({
+        "m": pa.array([[("k", 1), ("j", 2)], None, []], type=m),
+        "lm": pa.array([[[("a", 1)]], [None], None], type=pa.list_(m)),
+        "sm": pa.array([{"x": [("b", 2)], "y": 1}, {"x": None, "y": 2}, None],
+                       type=pa.struct([("x", m), ("y", pa.int64())])),
+        "mm": pa.array([[("o", [("i", 3)])], [], None], type=pa.map_(pa.string(), m)),
+        "plain": [[1], [], None]})
+    assert batch_rows(rb) == [
+        ({"k": 1, "j": 2}, [{"a": 1}], {"x": {"b": 2}, "y": 1}, {"o": {"i": 3}}, [1]),
+        (None, [None], {"x": None, "y": 2}, {}, []),
+        ({}, None, None, None, None)]
+
+
+def test_a_partition_too_large_for_the_driver_says_how_to_split_it() -> None:
+    def too_big(p: int) -> Iterator[pa.RecordBatch]:
+        raise RuntimeError("Job aborted due to stage failure: Total size of serialized results "
+                           "of 1 tasks (6.1 MiB) is bigger than spark.driver.maxResultSize "
+                           "(1024.0 KiB)")
+        yield
+
+    reader = PartitionReader(fake_spark(), too_big, [0],
+                             retry=RetryPolicy(min_secs=60, max_secs=60, report_after=1))
+    wait_until(lambda: reader.errors, 5)
+    reader.close(timeout=5)
+    [message] = reader.take_errors()
+    assert message.endswith("(a partition is collected whole by the Spark driver: split the "
+                            "source into smaller partitions, e.g. a REPARTITION hint in "
+                            "spark.source.query, or raise spark.driver.maxResultSize in "
+                            "spark.conf)")

@@ -40,17 +40,40 @@ def test_the_store_keeps_counts_per_source_and_ignores_another_split(caplog: Any
     store = MemoryStateStore({})
     store.start()
     try:
-        ps = ProgressStore(store, "topo/rows", partitions=4)
+        ps = ProgressStore(store, "topo/rows", partitions=4, source="day1")
         assert ps.save({0: (10, False), 2: (7, True)})
-        loaded = ProgressStore(store, "topo/rows", partitions=4).load([0, 1, 2])
+        loaded = ProgressStore(store, "topo/rows", partitions=4, source="day1").load([0, 1, 2])
         assert loaded.committed == {0: 10, 2: 7} and loaded.complete == {2}
-        assert ProgressStore(store, "topo/other", partitions=4).load([0, 2]).committed == {}
+        assert ProgressStore(store, "topo/other", partitions=4,
+                             source="day1").load([0, 2]).committed == {}
         raw = store.get("/spark-spout/topo%2Frows/p0")
         assert raw is not None and json.loads(raw) == {"rows": 10, "complete": False,
-                                                       "partitions": 4}
+                                                       "partitions": 4, "source": "day1"}
         with caplog.at_level(logging.WARNING):
-            resplit = ProgressStore(store, "topo/rows", partitions=5).load([0, 1, 2])
+            resplit = ProgressStore(store, "topo/rows", partitions=5,
+                                    source="day1").load([0, 1, 2])
         assert resplit.committed == {} and "another number of partitions" in caplog.text
+    finally:
+        store.close()
+
+
+def test_counts_taken_over_another_source_are_ignored_with_one_warning(caplog: Any) -> None:
+    # a topology submitted again under the same name (the same progress id) over other data
+    store = MemoryStateStore({})
+    store.start()
+    try:
+        assert ProgressStore(store, "daily/rows", partitions=3, source="day1").save(
+            {0: (200, True), 1: (200, True), 2: (150, False)})
+        store.put("/spark-spout/daily%2Frows/p3", json.dumps(      # written before fingerprints
+            {"rows": 5, "complete": False, "partitions": 3}).encode())
+        with caplog.at_level(logging.WARNING):
+            day2 = ProgressStore(store, "daily/rows", partitions=3,
+                                 source="day2").load([0, 1, 2, 3])
+        assert day2.committed == {} and day2.complete == set()
+        lines = [r.getMessage() for r in caplog.records if "another source" in r.getMessage()]
+        assert len(lines) == 1 and "4 partition(s)" in lines[0]
+        again = ProgressStore(store, "daily/rows", partitions=3, source="day1").load([0, 1, 2])
+        assert again.committed == {0: 200, 1: 200, 2: 150} and again.complete == {0, 1}
     finally:
         store.close()
 
@@ -58,7 +81,7 @@ def test_the_store_keeps_counts_per_source_and_ignores_another_split(caplog: Any
 def test_a_failed_write_is_one_line_and_the_counts_are_handed_in_again(caplog: Any) -> None:
     store = MemoryStateStore({})
     store.start()
-    ps = ProgressStore(store, "t/c", partitions=1)
+    ps = ProgressStore(store, "t/c", partitions=1, source="s")
     store.close()                                     # the store is gone
     with caplog.at_level(logging.ERROR):
         assert not ps.save({0: (3, False)})
