@@ -27,7 +27,7 @@ from squall.errors import AlreadyAliveError, ConfigError, NotAliveError, Topolog
 from squall.runtime import gc_tuning
 from squall.runtime.stats import executor_stats, stall_reason
 from squall.runtime.system import add_system_components, cap_parallelism
-from squall.runtime.worker import Worker
+from squall.runtime.worker import LAST_METRICS_SECS, Worker
 from squall.state.memory import NAMESPACE_KEY
 
 log = logging.getLogger(__name__)
@@ -260,6 +260,15 @@ class LocalCluster:
             # held in a component's call takes the deactivation when it is free
             w.deactivate(settle=wait > 0, **({} if left is None else {"timeout": left}))
         _wait_drained(run, wait)
+        # every worker's last metrics points while every worker still runs: a consumer task
+        # in one worker gets those of the workers stopped after it. The second round sends
+        # nothing (once per worker): it waits for each worker's consumers to take what the
+        # others sent them
+        for _ in range(2):
+            for w in run.workers:
+                left = _left(deadline)
+                w.send_last_metrics(LAST_METRICS_SECS if left is None
+                                    else min(LAST_METRICS_SECS, left / 4))
         self._stop_workers(run, None if deadline is None else deadline + max(0.0, wait or 0))
         del self._topologies[name]
         self.state.remove_topology(run.id)

@@ -277,6 +277,26 @@ def test_a_kill_sends_the_bucket_begun_to_the_consumers(cluster: LocalCluster,
         assert 0 < info.interval_secs <= ran, (info.interval_secs, ran)
 
 
+def test_a_kill_sends_every_workers_bucket_begun(cluster: LocalCluster) -> None:
+    """Over several workers: the consumer task runs in one of them, and gets the last points
+    of those stopped after it too (each worker sends its own before any stops)."""
+    n = 200
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, 2, config={"app.n": n // 2})
+    b.set_bolt("measured", Measured, 2).shuffle_grouping("numbers")
+    cluster.submit_topology("short2", conf(bucket=60, **{"topology.workers": 2}),
+                            b.create_topology())
+
+    def acked() -> bool:
+        windows = cluster.get_topology_info("short2")["components"]["numbers"].get("windows")
+        return bool(windows) and windows[":all-time"]["acked"] == n
+    wait_until(acked, timeout=20)
+    cluster.kill_topology("short2")
+    assert Recording.total("numbers", "__ack-count") == n
+    assert Recording.total("measured", "__execute-count") == n
+    assert Recording.total("measured", "seen") == n
+
+
 def test_each_bucket_size_has_its_own_timer_and_interval(cluster: LocalCluster) -> None:
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers, config={"app.every": 0.01})
