@@ -6,6 +6,7 @@ stage                                  module                     where to start
 =====================================  =========================  =============================
 what users subclass and see            :mod:`.bolt`, :mod:`.state`  ``StatefulBolt``, ``KeyValueState``
 the provider SPI and its drivers       :mod:`.provider`           ``StateProvider``; ``memory``, ``redis``
+how keys and values are encoded        :mod:`.values`             ``value_codec``
 the checkpoint path (build time)       :mod:`.wiring`             ``wire``
 the coordinator (system spout)         :mod:`.checkpoint`         ``CheckpointSpout``: the protocol
 a task's barrier                       :mod:`.barrier`            ``BarrierAligner.barrier``

@@ -32,10 +32,10 @@ from squall.api.component import Spout
 from squall.api.context import TopologyContext
 from squall.api.tuple import Stream
 from squall.errors import StateProviderError
-from squall.stateful.provider import StateProvider, namespace
+from squall.stateful.provider import StateProvider, task_id_namespace
 
 __all__ = ["CHECKPOINT", "COMMIT", "FIELDS", "PREPARE", "RECOVER", "CheckpointSpout",
-           "make_provider"]
+           "checkpoint_namespace", "make_provider"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,12 @@ log = logging.getLogger(__name__)
 CHECKPOINT = "__checkpoint"
 FIELDS = ("txid", "action", "seq")
 RECOVER, PREPARE, COMMIT = "recover", "prepare", "commit"
+
+
+def checkpoint_namespace(topology_name: str) -> str:
+    """The namespace of the spout's decisions: ``<topology name>/__checkpoint`` (one task,
+    so no task id: other components added or removed do not move it)."""
+    return f"{topology_name}/{CHECKPOINT}"
 
 
 def make_provider(conf: dict[str, Any]) -> StateProvider:
@@ -64,7 +70,9 @@ class CheckpointSpout(Spout):
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.interval = float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000
         self.provider = make_provider(conf)
-        self.namespace = namespace(context.topology_name, CHECKPOINT, context.task_id)
+        self.namespace = checkpoint_namespace(context.topology_name)
+        #: where the decisions were kept before (read once, see :meth:`_read_committed`)
+        self.legacy = task_id_namespace(context.topology_name, CHECKPOINT, context.task_id)
         #: the last committed txid; None until read from the provider
         self.committed: int | None = None
         self.action = RECOVER
@@ -95,7 +103,7 @@ class CheckpointSpout(Spout):
             return
         if self.committed is None:
             try:
-                self.committed = self.provider.txids(self.namespace)[0]
+                self.committed = self._read_committed()
             except StateProviderError as exc:
                 self._failed(f"cannot read the last committed checkpoint: {exc}",
                              backend=True)
@@ -108,6 +116,19 @@ class CheckpointSpout(Spout):
         self.seq += 1
         self.in_flight = self.seq
         self.emit([self.txid, self.action, self.seq], stream=CHECKPOINT, tup_id=self.seq)
+
+    def _read_committed(self) -> int:
+        """The last committed txid. Where none is kept under this topology's namespace yet,
+        the one kept under the spout's task id before is carried over (written anew), so
+        the stateful tasks that carry their state over recover the same checkpoint."""
+        committed = self.provider.txids(self.namespace)[0]
+        if committed:
+            return committed
+        before = self.provider.txids(self.legacy)[0]
+        if before:
+            self.provider.prepare(self.namespace, before, {})
+            self.provider.commit(self.namespace, before)
+        return before
 
     def ack(self, tup_id: Any) -> None:
         if tup_id != self.in_flight:

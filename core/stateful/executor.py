@@ -31,7 +31,8 @@ from squall.stateful.barrier import BarrierAligner
 from squall.stateful.bolt import StatefulBolt
 from squall.stateful.checkpoint import CHECKPOINT, COMMIT, PREPARE, RECOVER, make_provider
 from squall.stateful.keeper import NotRecovered, StateKeeper
-from squall.stateful.provider import StateProvider, namespace
+from squall.stateful.provider import StateProvider, namespace, task_id_namespace
+from squall.stateful.values import value_codec
 from squall.stateful.wiring import checkpoint_inputs
 
 __all__ = ["CheckpointedBoltExecutor"]
@@ -71,6 +72,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             conf = tasks[0].conf
             self.provider = make_provider(conf)
             self.serializer = drivers.driver("serializer", conf)
+            self.value_dumps, self.value_loads = value_codec(self.serializer)
 
     def recovered(self) -> bool:
         """Whether every stateful task here has its state (else it fails its inputs); True
@@ -103,8 +105,11 @@ class CheckpointedBoltExecutor(BoltExecutor):
 
         keeper = StateKeeper(
             provider=self.provider,
-            namespace=namespace(ts.context.topology_name, ts.component_id, ts.task),
+            namespace=namespace(ts.context.topology_name, ts.component_id,
+                                ts.context.task_index),
+            legacy=task_id_namespace(ts.context.topology_name, ts.component_id, ts.task),
             dumps=self.serializer.dumps, loads=self.serializer.loads,
+            value_dumps=self.value_dumps, value_loads=self.value_loads,
             init_state=inst.init_state, ack=ack,
             fail=lambda roots, n: acks.fail_roots(ts, roots, n))
         self.keepers[ts.task] = keeper

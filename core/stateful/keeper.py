@@ -5,6 +5,11 @@ commit, and the provider calls of ``recover``, ``prepare`` and ``commit`` (see
 The acks of the inputs a task processed are not kept as tuples but folded as the acker
 would get them: root id -> XOR of the acks' values (``pending``, then ``prepared``). A commit
 hands the fold to the ack ledger in one go; a rollback fails each of its roots once.
+
+State that squall kept under a task id (:func:`~squall.stateful.provider.task_id_namespace`)
+is carried over once: while the task's own namespace has never committed, recovery reads the
+old one, the first checkpoint writes every key into the new one, and once that commits the
+old one is emptied (so no later task of another index can read it).
 """
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from squall.errors import StateProviderError
 from squall.stateful.provider import StateProvider
 from squall.stateful.state import KeyValueState
 
@@ -42,18 +48,28 @@ class StateKeeper:
     (the executor fails the checkpoint tuple and logs); the keeper stays consistent. Loop
     thread only."""
 
-    __slots__ = ("ack", "dumps", "fail", "init_state", "loads", "namespace", "pending",
-                 "pending_n", "prepared", "prepared_n", "prepared_txid", "provider", "ready",
-                 "spoiled", "state")
+    __slots__ = ("ack", "carried", "dumps", "fail", "init_state", "legacy", "loads",
+                 "namespace", "pending", "pending_n", "prepared", "prepared_n", "prepared_txid",
+                 "provider", "ready", "spoiled", "state", "value_dumps", "value_loads")
 
     def __init__(self, *, provider: StateProvider, namespace: str,
                  dumps: Callable[[Any], bytes], loads: Callable[[bytes], Any],
                  init_state: Callable[[KeyValueState], None], ack: AckFold,
-                 fail: FailRoots) -> None:
+                 fail: FailRoots, legacy: str | None = None,
+                 value_dumps: Callable[[Any], bytes] | None = None,
+                 value_loads: Callable[[bytes], Any] | None = None) -> None:
         self.provider = provider
         self.namespace = namespace
+        #: the namespace this task's state was kept under before ``namespace`` (None: none)
+        self.legacy = legacy
+        #: the encoded keys recovered from ``legacy`` and not yet committed under
+        #: ``namespace`` (None: nothing being carried over)
+        self.carried: list[bytes] | None = None
         self.dumps = dumps
         self.loads = loads
+        #: how values are encoded (None: as keys; see :mod:`squall.stateful.values`)
+        self.value_dumps = value_dumps
+        self.value_loads = value_loads
         self.init_state = init_state
         self.ack = ack
         self.fail = fail
@@ -126,9 +142,43 @@ class StateKeeper:
             self._settle_prepared(self.prepared_txid == committed)
         self.provider.rollback(self.namespace)
         _, data = self.provider.load(self.namespace)
-        self.state = KeyValueState.from_committed(data, self.dumps, self.loads)
+        self.carried = None
+        if not committed and self.legacy is not None:
+            data = self._recover_legacy(self.legacy, txid)
+        self.state = KeyValueState.from_committed(data, self.dumps, self.loads,
+                                                  self.value_dumps, self.value_loads)
+        if self.carried:
+            self.state.mark_all_changed()   # the next checkpoint writes them all anew
         self.init_state(self.state)
         self.ready = True
+
+    def _recover_legacy(self, legacy: str, txid: int) -> dict[bytes, bytes]:
+        """The committed map of ``legacy`` (recovered as its own namespace would be: its
+        prepared checkpoint ``txid`` committed, any other discarded); its keys are to be
+        carried over."""
+        committed, prepared = self.provider.txids(legacy)
+        if not committed and prepared is None:
+            return {}
+        if prepared == txid and committed != txid:
+            self.provider.commit(legacy, txid)
+        self.provider.rollback(legacy)
+        _, data = self.provider.load(legacy)
+        if data:
+            log.info("state %r: carried over from %r (%d keys)", self.namespace, legacy,
+                     len(data))
+            self.carried = list(data)
+        return data
+
+    def _empty_legacy(self, legacy: str, keys: list[bytes]) -> None:
+        """Delete the carried keys from ``legacy`` once they committed under ``namespace``.
+        A failure is logged and left: the state is safe in its namespace."""
+        try:
+            committed, _ = self.provider.txids(legacy)
+            self.provider.prepare(legacy, committed + 1, dict.fromkeys(keys))
+            self.provider.commit(legacy, committed + 1)
+        except StateProviderError as exc:
+            log.warning("state %r: could not empty %r, where it was kept before: %s",
+                        self.namespace, legacy, exc)
 
     def prepare(self, txid: int) -> None:
         """Store the changes since the last checkpoint as checkpoint ``txid``."""
@@ -161,3 +211,6 @@ class StateKeeper:
                                f"prepared is {self.prepared_txid}")
         self.provider.commit(self.namespace, txid)
         self._settle_prepared(True)
+        if self.carried is not None and self.legacy is not None:
+            keys, self.carried = self.carried, None
+            self._empty_legacy(self.legacy, keys)

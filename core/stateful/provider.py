@@ -22,7 +22,8 @@ from typing import Any
 
 from squall.errors import ConfigError
 
-__all__ = ["Changes", "Options", "StateProvider", "checked_options", "namespace"]
+__all__ = ["Changes", "Options", "StateProvider", "checked_options", "namespace",
+           "task_id_namespace"]
 
 #: a provider's options: name -> (a check of a non-null value, what the value must be)
 Options = Mapping[str, "tuple[Callable[[Any], Any], str]"]
@@ -31,10 +32,19 @@ Options = Mapping[str, "tuple[Callable[[Any], Any], str]"]
 Changes = Mapping[bytes, "bytes | None"]
 
 
-def namespace(topology_name: str, component_id: str, task: int) -> str:
-    """The namespace of one stateful task's state: ``<topology name>/<component>/<task>``
-    (the same across restarts, worker moves and resubmits under the same name)."""
-    return f"{topology_name}/{component_id}/{task}"
+def namespace(topology_name: str, component_id: str, index: int) -> str:
+    """The namespace of one stateful task's state: ``<topology name>/<component>/index-<i>``,
+    ``index`` the task's position among its component's tasks (0 to parallelism - 1). The
+    same across restarts, worker moves, and resubmits under the same name that add, remove or
+    change other components (which move task ids, not a task's index)."""
+    return f"{topology_name}/{component_id}/index-{index}"
+
+
+def task_id_namespace(topology_name: str, component_id: str, task_id: int) -> str:
+    """The namespace squall kept a stateful task's state under before :func:`namespace`:
+    ``<topology name>/<component>/<task id>``. Read once to carry such state over (see
+    :meth:`squall.stateful.keeper.StateKeeper.recover`); never written."""
+    return f"{topology_name}/{component_id}/{task_id}"
 
 
 def checked_options(conf: Mapping[str, Any], options: Options, provider: str

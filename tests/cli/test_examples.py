@@ -244,8 +244,8 @@ def test_stateful_wordcount_commits_exact_counts():
     ser = MsgpackSerializer({})
     provider = MemoryStateProvider({"key_prefix": key})
     counts: collections.Counter[str] = collections.Counter()
-    for task in topology.tasks("count"):
-        _, data = provider.load(namespace("stateful-example", "count", task))
+    for index in range(len(topology.tasks("count"))):
+        _, data = provider.load(namespace("stateful-example", "count", index))
         counts.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
     assert counts == collections.Counter(
         w for i in range(total) for w in stateful.LINES[i % len(stateful.LINES)].split())

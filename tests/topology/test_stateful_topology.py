@@ -140,8 +140,8 @@ def committed_counts(prefix: str, name: str, tasks: list[int]) -> dict[str, int]
     provider = MemoryStateProvider({"key_prefix": prefix})
     ser = MsgpackSerializer({})
     out: collections.Counter[str] = collections.Counter()
-    for task in tasks:
-        _, data = provider.load(namespace(name, "count", task))
+    for index in range(len(tasks)):
+        _, data = provider.load(namespace(name, "count", index))
         out.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
     return dict(out)
 
@@ -225,6 +225,99 @@ def test_rebalance_moving_stateful_tasks_keeps_counts_exact(cluster):
                message="not every word was acked after the rebalance")
     assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
     assert committed_counts(key, "moved", topology.tasks("count")) == expected(total)
+
+
+class Sink(Bolt):
+    outputs: list[str] = []
+
+    def process(self, tup):
+        pass
+
+
+def run_to_end(cluster: Any, name: str, conf: dict[str, Any], topology: Any) -> None:
+    cluster.submit_topology(name, conf, topology)
+    wait_until(lambda: len(set(ACKED[conf["test.key"]])) == conf["test.total"], timeout=60,
+               message="not every word was acked")
+    cluster.kill_topology(name)
+
+
+@pytest.mark.parametrize("backend", ["memory", pytest.param("redis", marks=pytest.mark.integration)])
+def test_a_resubmit_with_a_component_added_before_the_stateful_one_resumes_its_state(
+        cluster, tmp_path, backend):
+    # "alerts" sorts before "count": version 2 moves the counters' task ids, not their indexes
+    prefix = uuid.uuid4().hex
+    server = None
+    provider_conf: dict[str, Any] = {"key_prefix": prefix}
+    if backend == "redis":
+        from squall.testing.redis_fixtures import RedisServer
+        server = RedisServer(tmp_path / "redis")
+        server.start()
+        provider_conf = server.conf(f"{prefix}:")
+    try:
+        total = 300
+        v1 = wordcount().create_topology()
+        b = wordcount()
+        b.set_bolt("alerts", Sink, parallelism=2).shuffle_grouping("flaky")
+        v2 = b.create_topology()
+        assert v1.tasks("count") != v2.tasks("count")
+        for version in (v1, v2):
+            conf = {"test.key": uuid.uuid4().hex, "test.total": total, "test.rate": 1500,
+                    "topology.state.provider": backend,
+                    "topology.state.provider.config": provider_conf,
+                    "topology.state.checkpoint.interval.ms": 100}
+            run_to_end(cluster, "resumed", conf, version)
+        if server is None:
+            counts = committed_counts(prefix, "resumed", v2.tasks("count"))
+        else:
+            counts = redis_counts(provider_conf, "resumed", v2.tasks("count"))
+        assert counts == {w: 2 * n for w, n in expected(total).items()}
+    finally:
+        if server is not None:
+            server.stop()
+
+
+#: test key -> the state each init_state of TupleKeeper got
+SEEN_STATES: dict[str, list[dict[Any, Any]]] = collections.defaultdict(list)
+
+
+class TupleKeeper(StatefulBolt):
+    """Keeps a tuple value (with a nested tuple); fails one input once some were committed
+    (acked), so the state rolls back to a committed checkpoint."""
+    outputs: list[str] = []
+
+    def initialize(self, conf, context):
+        self.key = conf["test.key"]
+        self.failed = False
+
+    def init_state(self, state):
+        with _LOCK:
+            SEEN_STATES[self.key].append(dict(state.items()))
+        self.state = state
+
+    def process(self, tup):
+        word, i = tup.values
+        self.state.put("last", (i, (word,)))
+        if not self.failed and len(ACKED[self.key]) >= 20:
+            self.failed = True
+            raise RuntimeError("failing once to roll back")
+
+
+def test_a_tuple_value_comes_back_a_tuple_after_a_rollback(cluster):
+    key = uuid.uuid4().hex
+    total = 200
+    b = TopologyBuilder()
+    b.set_spout("words", ReplayingWords)
+    b.set_bolt("keep", TupleKeeper).shuffle_grouping("words")
+    conf = {"test.key": key, "test.total": total, "test.rate": 1000,
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 50}
+    cluster.submit_topology("tuples", conf, b.create_topology())
+    wait_until(lambda: len(set(ACKED[key])) == total, timeout=60,
+               message="not every word was acked")
+    with _LOCK:
+        recovered = [s["last"] for s in SEEN_STATES[key] if "last" in s]
+    assert recovered, "no rollback found a committed value"
+    assert all(type(v) is tuple and type(v[1]) is tuple for v in recovered), recovered
 
 
 def test_a_deactivated_topology_still_commits_and_acks_what_is_in_flight(cluster):
@@ -349,8 +442,8 @@ def redis_counts(conf: dict[str, Any], name: str, tasks: list[int]) -> dict[str,
     ser = MsgpackSerializer({})
     out: collections.Counter[str] = collections.Counter()
     try:
-        for task in tasks:
-            _, data = provider.load(namespace(name, "count", task))
+        for index in range(len(tasks)):
+            _, data = provider.load(namespace(name, "count", index))
             out.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
     finally:
         provider.close()

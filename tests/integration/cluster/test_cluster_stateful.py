@@ -36,8 +36,8 @@ def committed_counts(conf: dict[str, Any], name: str, tasks: list[int]) -> dict[
     ser = MsgpackSerializer({})
     out: collections.Counter[str] = collections.Counter()
     try:
-        for task in tasks:
-            _, data = provider.load(namespace(name, "count", task))
+        for index in range(len(tasks)):
+            _, data = provider.load(namespace(name, "count", index))
             out.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
     finally:
         provider.close()

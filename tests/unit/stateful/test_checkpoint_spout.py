@@ -251,3 +251,15 @@ def test_memory_options_are_checked_by_name_and_type() -> None:
         MemoryStateProvider({"key_prefx": "tenant-a:"})
     with pytest.raises(ConfigError, match=r"\.key_prefix must be a string, got 3"):
         MemoryStateProvider({"key_prefix": 3})
+
+
+def test_the_decision_kept_under_the_spouts_task_id_is_carried_over(prefix):
+    # squall kept the spout's decisions under its task id (9 here) before
+    provider = MemoryStateProvider({"key_prefix": prefix})
+    provider.prepare(f"t/{CHECKPOINT}/9", 6, {})
+    provider.commit(f"t/{CHECKPOINT}/9", 6)
+    spout, emitted = spout_for(prefix, Clock())
+    spout.activate()
+    assert actions(emitted) == [(6, RECOVER)]
+    assert provider.txids(spout.namespace) == (6, None)
+    assert spout.namespace == f"t/{CHECKPOINT}"

@@ -13,6 +13,7 @@ from squall.stateful.keeper import NotRecovered, StateKeeper
 from squall.stateful.memory import MemoryStateProvider
 from squall.stateful.provider import StateProvider
 from squall.stateful.state import KeyValueState
+from squall.stateful.values import value_codec
 
 SER = MsgpackSerializer({})
 
@@ -179,3 +180,61 @@ def test_commit_of_another_txid_is_refused(provider):
     k.prepare(1)
     with pytest.raises(NotRecovered):
         k.commit(2)
+
+
+def test_state_kept_under_the_task_id_is_carried_over_once(provider):
+    # squall kept a task's state under its task id before it kept it under its index
+    old, new = "t/count/7", "t/count/index-0"
+    provider.prepare(old, 4, {SER.dumps("cow"): SER.dumps(3)})
+    provider.commit(old, 4)
+    provider.prepare(old, 5, {SER.dumps("moon"): SER.dumps(1)})   # decided by the spout
+    rec = Recorder()
+    k = StateKeeper(provider=provider, namespace=new, legacy=old, dumps=SER.dumps,
+                    loads=SER.loads, init_state=rec.states.append, ack=rec.ack,
+                    fail=rec.fail)
+    k.recover(5)
+    assert dict(rec.states[-1].items()) == {"cow": 3, "moon": 1}
+    rec.states[-1].put("cow", 4)
+    k.prepare(6)
+    k.recover(5)                      # not committed: the old namespace is read again
+    assert dict(rec.states[-1].items()) == {"cow": 3, "moon": 1}
+    k.prepare(6)                      # every key, though none changed
+    k.commit(6)
+    assert provider.load(new) == (6, {SER.dumps("cow"): SER.dumps(3),
+                                      SER.dumps("moon"): SER.dumps(1)})
+    assert provider.load(old)[1] == {}          # emptied: no other task reads it again
+    k.recover(6)
+    assert dict(rec.states[-1].items()) == {"cow": 3, "moon": 1}
+
+
+def test_a_namespace_that_committed_does_not_read_the_old_one(provider):
+    old, new = "t/count/7", "t/count/index-0"
+    rec = Recorder()
+    k = StateKeeper(provider=provider, namespace=new, legacy=old, dumps=SER.dumps,
+                    loads=SER.loads, init_state=rec.states.append, ack=rec.ack,
+                    fail=rec.fail)
+    k.recover(0)
+    k.prepare(1)
+    k.commit(1)
+    provider.prepare(old, 1, {SER.dumps("cow"): SER.dumps(3)})
+    provider.commit(old, 1)
+    k.recover(1)
+    assert dict(rec.states[-1].items()) == {}
+
+
+def test_a_tuple_value_survives_a_rollback_as_a_tuple(provider):
+    value_dumps, value_loads = value_codec(SER)
+    rec = Recorder()
+    k = StateKeeper(provider=provider, namespace="t/count/index-0", dumps=SER.dumps,
+                    loads=SER.loads, value_dumps=value_dumps, value_loads=value_loads,
+                    init_state=rec.states.append, ack=rec.ack, fail=rec.fail)
+    k.recover(0)
+    rec.states[-1].put("pair", (1, "x"))
+    rec.states[-1].put(("k", 1), {"nested": (1, (2, 3)), "list": [4]})
+    k.prepare(1)
+    k.commit(1)
+    rec.states[-1].put("pair", (2, "y"))
+    k.recover(1)                              # rolls back to checkpoint 1
+    state = dict(rec.states[-1].items())
+    assert state == {"pair": (1, "x"), ("k", 1): {"nested": (1, (2, 3)), "list": [4]}}
+    assert type(state["pair"]) is tuple and type(state[("k", 1)]["nested"][1]) is tuple
