@@ -11,7 +11,8 @@ other slot free they stay and their supervisor keeps relaunching the worker ther
 (:mod:`~squall.daemon.nimbus_slot_failures`, which also says what happened, once). A host:port
 that two live supervisors offer is kept for one of them and left out of the others' ports
 (:mod:`~squall.daemon.nimbus_slot_clashes`); a topology short of workers meanwhile says why in
-its status reason.
+its status reason. A topology whose workers' supervisors use different default transports or
+serializers says so in its status reason too (:mod:`~squall.daemon.nimbus_worker_defaults`).
 
 After a rebalance the surviving placement is handed to the scheduler (executors whose task
 range is unchanged keep their slots) with the topology marked ``rebalanced``, so it moves as few
@@ -43,6 +44,7 @@ from squall.daemon.nimbus_slot_failures import (
     Outage,
     SlotFailures,
 )
+from squall.daemon.nimbus_worker_defaults import WorkerDefaults
 from squall.scheduling.cluster import (
     Cluster,
     ExecutorDetails,
@@ -215,6 +217,8 @@ class PassInput(NamedTuple):
     beating: set[WorkerSlot]
     #: host:port slots two live supervisors offer (left out of :attr:`supervisors` but one's)
     clashes: list[Clash]
+    #: the ``/supervisors`` records
+    registrations: dict[str, Any]
 
     def cluster(self, avoid: frozenset[WorkerSlot] = frozenset()) -> Cluster:
         """A new cluster over what was read, without the slots in ``avoid``: they are left
@@ -248,6 +252,8 @@ class Scheduling:
         self._failures = SlotFailures(self._launch_timeout)
         #: slots two supervisors offer, kept for one of them
         self._clashes = SlotClashes()
+        #: topologies whose supervisors' default transports or serializers differ
+        self._defaults = WorkerDefaults(code.directory)
         #: topologies rebalanced since the last pass -> their shape before
         self._fresh: dict[str, dict[str, Any]] = {}
         #: until when (monotonic) supervisors that are not registered keep their executors
@@ -311,6 +317,7 @@ class Scheduling:
         """Drop what is remembered of ``topology_id`` (it was killed)."""
         self._beats.forget(topology_id)
         self._failures.forget(topology_id)
+        self._defaults.forget(topology_id)
         self._fresh.pop(topology_id, None)
 
     def _read(self, rebalanced: set[str], shapes: Mapping[str, Mapping[str, Any]] | None = None,
@@ -369,7 +376,7 @@ class Scheduling:
         clashes = self._clashes.settle(supervisors, start_times(registrations), placed, beating)
         return PassInput(SlotClashes.without(supervisors, clashes), existing,
                          Topologies(details), storms, stored, errors, timed_out, beating,
-                         clashes)
+                         clashes, registrations)
 
     def _place(self, read: PassInput) -> tuple[Cluster, str]:
         """Run the scheduler over ``read``. Slots whose workers failed (see
@@ -478,7 +485,11 @@ class Scheduling:
                 continue        # its supervisors may yet come back: placement unchanged
             rebalanced = fresh.pop(tid, None) is not None
             self._write_assignment(tid, cluster, stored.get(tid))
-            note = clash_note(read.clashes) if _short(cluster, topology) else ""
+            mismatch = self._defaults.check(
+                tid, str(storms[tid].get("name") or tid),
+                {slot.node_id for slot in _placement(cluster, tid).values()}, read.registrations)
+            note = "; ".join(filter(None, (
+                mismatch, clash_note(read.clashes) if _short(cluster, topology) else "")))
             self._write_status(tid, cluster, storms[tid], topology, rebalanced, note)
             if tid in read.timed_out:
                 homeless = {str(e) for e in cluster.unassigned_executors(topology)}

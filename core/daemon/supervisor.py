@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from squall import drivers
-from squall.daemon import log_files, packaging
+from squall.daemon import log_files, nimbus_worker_defaults, packaging
 from squall.daemon.logviewer import LogViewer
 from squall.daemon.logviewer_access import LogAccess
 from squall.daemon.ports import slot_ports_warning
@@ -87,6 +87,8 @@ class Supervisor:
             raise SquallError(f"supervisor cannot use storm.local.dir {self.local_dir}: "
                               f"{exc.strerror or exc}") from None
         self.log_rotation = log_files.rotation(self.conf)
+        #: the transport and serializer its workers use unless a topology chooses its own
+        self.worker_defaults = nimbus_worker_defaults.advertised(self.conf)
         self.logviewer: LogViewer | None = None
         self.backoff = LaunchBackoff()
         #: why the local dir cannot be written ('' when it can): then this supervisor is not
@@ -223,6 +225,8 @@ class Supervisor:
             "uptime_secs": int(now - self.start_time), "ports": self.ports,
             "used_ports": sorted({r.port for r in self.workers.values()}),
             "resources": self.resources, "supervisor_id": self.id,
+            # what its workers use unless a topology chooses (nimbus compares supervisors)
+            nimbus_worker_defaults.FIELD: self.worker_defaults,
             **({"logviewer_port": self.logviewer.port} if self.logviewer is not None else {})})
 
     def _on_reconnect(self) -> None:

@@ -70,7 +70,9 @@ def check_transport(conf: Any) -> None:
     one process (its class's ``in_process``, as the local one's): a cluster's workers are
     separate processes, so the topology would show ``active`` and process nothing. The
     transport's own attribute decides, so a third-party in-process transport is refused the
-    same way. A conf choosing none runs on the supervisors' transport, not checked here.
+    same way. A conf choosing none runs on each supervisor's transport, not checked here:
+    nimbus compares what the supervisors advertise once workers are placed
+    (:mod:`~squall.daemon.nimbus_worker_defaults`).
     (LocalCluster refuses the opposite.) Imports the chosen transport, as a worker will."""
     from squall import config, drivers
     from squall.errors import TopologyError

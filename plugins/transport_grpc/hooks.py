@@ -20,7 +20,8 @@ PREFIX = "squall.transport.grpc."
 #: the keys this plugin owns (see :mod:`squall.plugins.transport_grpc.transport` for meanings)
 DEFAULTS: dict[str, Any] = {
     PREFIX + "bind.host": "127.0.0.1",       # 0.0.0.0 to accept tuples from other machines
-    PREFIX + "max.message.mb": 256,          # above 0 and below 2048
+    # MiB above 0 and below 2048; a float default, so a fraction (0.5) passes the type check
+    PREFIX + "max.message.mb": 256.0,
     PREFIX + "linger.ms": 1000,              # at least 0
     PREFIX + "tls.enabled": False,
     PREFIX + "tls.cert.file": None,

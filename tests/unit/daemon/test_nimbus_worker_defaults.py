@@ -1,0 +1,155 @@
+"""Supervisors configured with different transports or serializers under one topology that
+chooses neither: its workers could never exchange a tuple, so nimbus says so in one error line
+and in the topology's status reason. A topology choosing its own is unaffected. Nimbus's parts
+over the memory store."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from squall import Bolt, Spout, TopologyBuilder, drivers
+from squall.daemon import packaging
+from squall.daemon.nimbus_code import CodeStore
+from squall.daemon.nimbus_schedule import Scheduling
+from squall.daemon.nimbus_topologies import TopologyLifecycle
+from squall.daemon.nimbus_worker_defaults import FIELD, advertised, find_clashes
+from squall.state.cluster_state import ClusterState
+
+TID = "wd-1-1000"
+ROOMY = {"cpu": 16, "memory": 32, "net": 16, "disk": 0}
+
+
+class Src(Spout):
+    outputs = ["line"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Work(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+class Harness:
+    """The leader's scheduling parts on the memory store, one topology asking for 2 workers
+    whose own conf is ``tconf``."""
+
+    def __init__(self, tmp_path: Any, tconf: dict[str, Any]) -> None:
+        # nimbus's own conf names a transport: the topology's own conf alone decides
+        conf = {"squall.scheduler": "even", "squall.state": "memory",
+                "storm.local.dir": str(tmp_path), "topology.message.timeout.secs": 0,
+                "squall.transport": "zmq", "squall.serializer": "msgpack"}
+        self.store = drivers.driver("state", conf)
+        self.store.start()
+        self.state = ClusterState(self.store, conf)
+        self.state.setup()
+        code = CodeStore(tmp_path / "nimbus", conf)
+        code.prepare()
+        directory = code.directory(TID)
+        directory.mkdir(parents=True)
+        b = TopologyBuilder()
+        b.set_spout("spout", Src, parallelism=2)
+        b.set_bolt("count", Work, parallelism=2).shuffle_grouping("spout")
+        topology = b.create_topology()
+        packaging.write_json(directory / packaging.CONF_FILE, tconf)
+        packaging.write_json(directory / packaging.TOPOLOGY_FILE, topology.to_json())
+        (directory / packaging.CODE_FILE).write_bytes(b"")
+        topology = code.topology_of(TID)[1]
+        scheduling = Scheduling(conf, self.state, drivers.driver("scheduler", conf), code)
+        self.lifecycle = TopologyLifecycle(conf, self.state, code, scheduling,
+                                           require_leader=lambda: None, wake=lambda: None)
+        self.state.set_storm(TID, {
+            "name": "wd", "launch_time": 1000, "status": "active", "status_reason": "",
+            "num_workers": 2, "component_executors": {c: s.parallelism
+                                                      for c, s in topology.components.items()}})
+
+    def register(self, sid: str, port: int, **sup_conf: Any) -> None:
+        conf = {k.replace("_", "."): v for k, v in sup_conf.items()}
+        self.state.register_supervisor(sid, {"hostname": f"host-{sid}", "ports": [port],
+                                             "resources": ROOMY, "time_secs": 1000,
+                                             "uptime_secs": 100, FIELD: advertised(conf)})
+
+    def nodes(self) -> set[str]:
+        got = self.state.get_assignment(TID) or {}
+        return {str(n) for n, _ in (got.get("executor_node_port") or {}).values()}
+
+    def reason(self) -> str:
+        return str((self.state.get_storm(TID) or {}).get("status_reason") or "")
+
+
+def _lines(caplog: Any) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "ERROR"
+            and "use different" in r.getMessage()]
+
+
+@pytest.fixture
+def harness(tmp_path: Any, request: Any) -> Any:
+    h = Harness(tmp_path, getattr(request, "param", {}))
+    yield h
+    h.store.close()
+
+
+@pytest.mark.parametrize("key,a,b", [("squall.transport", "zmq", "nng"),
+                                     ("squall.serializer", "msgpack", "json")])
+def test_supervisors_with_different_defaults_are_said_once_and_in_the_status(
+        harness: Harness, key: str, a: str, b: str, caplog: Any) -> None:
+    caplog.set_level("INFO")
+    harness.register("sup-a", 6700, **{key.replace(".", "_"): a})
+    harness.register("sup-b", 6701, **{key.replace(".", "_"): b})
+    for _ in range(3):
+        harness.lifecycle.monitor_pass()
+    assert harness.nodes() == {"sup-a", "sup-b"}
+    reason = harness.reason()
+    assert f"the supervisors running its workers use different {key}: {a} (sup-a on " \
+           f"host-sup-a), {b} (sup-b on host-sup-b)" in reason, reason
+    assert f"set the same {key} in every supervisor's config" in reason
+    assert f"squall submit -c {key}=NAME" in reason
+    lines = _lines(caplog)
+    assert len(lines) == 1, lines
+    assert "topology wd" in lines[0] and f"{a} (sup-a on host-sup-a), {b} (sup-b on" in lines[0]
+    # sup-b now agrees (restarted with sup-a's value): the reason goes
+    harness.register("sup-b", 6701, **{key.replace(".", "_"): a})
+    harness.lifecycle.monitor_pass()
+    assert harness.reason() == ""
+    assert "its supervisors agree on" in caplog.text
+
+
+@pytest.mark.parametrize("harness", [{"squall.transport": "nng", "squall.serializer": "json"}],
+                         indirect=True)
+def test_a_topology_choosing_its_own_is_unaffected(harness: Harness, caplog: Any) -> None:
+    harness.register("sup-a", 6700, squall_transport="zmq", squall_serializer="msgpack")
+    harness.register("sup-b", 6701, squall_transport="grpc", squall_serializer="json")
+    for _ in range(2):
+        harness.lifecycle.monitor_pass()
+    assert harness.nodes() == {"sup-a", "sup-b"}
+    assert harness.reason() == ""
+    assert not _lines(caplog)
+
+
+def test_agreeing_supervisors_say_nothing(harness: Harness, caplog: Any) -> None:
+    harness.register("sup-a", 6700)                         # the defaults, unset
+    harness.register("sup-b", 6701, squall_transport="zmq", squall_serializer="msgpack")
+    for _ in range(2):
+        harness.lifecycle.monitor_pass()
+    assert harness.nodes() == {"sup-a", "sup-b"}
+    assert harness.reason() == ""
+    assert not _lines(caplog)
+
+
+def test_the_comparison() -> None:
+    regs = {"s1": {FIELD: {"squall.transport": "zmq", "squall.serializer": "msgpack"}},
+            "s2": {FIELD: {"squall.transport": "nng", "squall.serializer": "msgpack"}},
+            "s3": {FIELD: {"squall.transport": "zmq", "squall.serializer": "json"}},
+            "old": {}}                      # a supervisor advertising nothing is left out
+    clashes = find_clashes((), ["s1", "s2", "s3", "old"], regs)
+    assert [(c.key, c.values) for c in clashes] == [
+        ("squall.transport", (("zmq", ("s1", "s3")), ("nng", ("s2",)))),
+        ("squall.serializer", (("msgpack", ("s1", "s2")), ("json", ("s3",))))]
+    assert find_clashes(("squall.transport",), ["s1", "s2"], regs) == []
+    assert find_clashes((), ["s1", "old"], regs) == []
+    assert advertised({}) == {"squall.transport": "zmq", "squall.serializer": "msgpack"}
+    assert advertised({"squall.transport": "grpc"})["squall.transport"] == "grpc"
