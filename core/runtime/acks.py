@@ -8,7 +8,10 @@ The ledger folds the acks a pass makes per root (XOR is associative, so the acke
 same totals) and sends them once per executor pass (:meth:`AckLedger.flush`); an acker task
 of this worker is called directly, one in another worker gets ack tuples through the outbox.
 Inits and fails go at once. Completions reach a spout task of this worker as ``(root, ok)`` in
-its queue, one in another worker as an ack or fail tuple. Everything runs on the loop thread.
+its queue, one in another worker as an ack or fail tuple. Everything runs on the loop thread:
+the acks, fails and anchored emits a component makes on threads of its own are handed to it
+(:mod:`squall.runtime.executors.handoff`; made there, one changed ``folded`` while
+:meth:`AckLedger.flush` iterated it, and the loop died).
 """
 from __future__ import annotations
 

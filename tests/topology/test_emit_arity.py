@@ -119,3 +119,112 @@ def test_spout_emit_checked_too(cluster: LocalCluster) -> None:
 
 
 SPOUT_ERRORS: list[str] = []
+
+
+#: shapes of a bolt's emit that are no list or tuple of values: each arity matched, so the
+#: emit went through as the str's characters, the dict's keys, the set's items
+NOT_VALUES = {"str": lambda w: w[0], "dict": lambda w: {"word": w}, "set": lambda w: {w},
+              "bytes": lambda w: w[:1].encode()}
+
+
+class OneWord(Bolt):
+    """Emits ``[word]``; the word "bad" emits ``shape(word)`` instead, on ``how``'s path."""
+
+    outputs = [Stream(["word"]), Stream(["word"], name="to", direct=True)]
+    shape = staticmethod(NOT_VALUES["str"])
+    how = "emit"
+
+    def process(self, tup: Any) -> None:
+        word = tup.values[0]
+        values = self.shape(word) if word == "bad" else [word]
+        if self.how == "emit_many":
+            self.emit_many([values])
+        elif self.how == "direct":
+            task = self.context.component_tasks("direct")[0]
+            self.emit(values, stream="to", direct_task=task)
+        else:
+            self.emit(values)
+
+
+class WordSink(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        self.emit(list(tup.values))
+
+
+@pytest.mark.parametrize("shape", list(NOT_VALUES))
+@pytest.mark.parametrize("how, acking, threaded", [
+    ("emit", True, False),          # anchored fast path
+    ("emit", False, False),         # plain fast path
+    ("emit_many", True, False),
+    ("direct", True, False),        # the general path
+    ("emit", True, True),           # checked in the component's own thread
+])
+def test_values_that_are_no_list_or_tuple_fail_that_tuple(
+        shape: str, how: str, acking: bool, threaded: bool) -> None:
+    # emit("w") went out as ("w",) and emit({"word": w}) as ("word",): the dict's keys
+    cls = type("OneWord", (OneWord,), {"shape": staticmethod(NOT_VALUES[shape]), "how": how,
+                                       "dedicated_thread": threaded})
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("one", cls).shuffle_grouping("words")
+    b.set_bolt("sink0", WordSink).shuffle_grouping("one")
+    b.set_bolt("direct", WordSink).direct_grouping("one", "to")
+    conf = {} if acking else {"topology.acker.executors": 0}
+    result = complete_topology(b.create_topology(), {"words": [["a"], ["bad"], ["b"]]},
+                               conf=conf, timeout=60)
+    sink = "direct" if how == "direct" else "sink0"
+    assert sorted(result.tuples(sink)) == [("a",), ("b",)]
+    if acking:
+        assert result.acked == {0, 2} and result.failed == {1}
+
+
+def test_a_dict_emitted_is_one_clear_error(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+
+    class Once(Spout):
+        outputs = ["w"]
+        sent = False
+
+        def next_tuple(self) -> None:
+            if not self.sent:
+                self.sent = True
+                self.emit(["bad"], tup_id=1)
+
+    b.set_spout("words", Once)
+    b.set_bolt("one", type("OneWord", (OneWord,), {"shape": staticmethod(NOT_VALUES["dict"])})
+               ).shuffle_grouping("words")
+    b.set_bolt("sink", WordSink).shuffle_grouping("one")
+    cluster.submit_topology("dict", {}, b.create_topology())
+    wait_until(lambda: info_errors(cluster, "dict", "one"), 60, message="the error of one")
+    error = info_errors(cluster, "dict", "one")[0]["error"]
+    assert "'one' emitted a dict on stream 'default'" in error
+    assert "emit takes a list or tuple of values" in error
+
+
+def test_a_spout_emitting_a_str_is_refused(cluster: LocalCluster) -> None:
+    # a spout's "the cow jumped" went out as 14 values (refused for its count), its "x" as
+    # ("x",)
+    class Sentences(Spout):
+        outputs = ["sentence"]
+        sent = 0
+
+        def next_tuple(self) -> None:
+            if self.sent < 2:
+                self.sent += 1
+                try:
+                    self.emit("x", tup_id=self.sent)
+                except TopologyError as exc:
+                    STR_ERRORS.append(str(exc))
+
+    b = TopologyBuilder()
+    b.set_spout("sentences", Sentences)
+    b.set_bolt("sink", WordSink).shuffle_grouping("sentences")
+    cluster.submit_topology("spout-str", {}, b.create_topology())
+    wait_until(lambda: len(STR_ERRORS) == 2, 60, message="both emits refused")
+    assert "'sentences' emitted a str" in STR_ERRORS[0]
+    assert "emit takes a list or tuple of values" in STR_ERRORS[0]
+
+
+STR_ERRORS: list[str] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, ConfigError, LocalCluster, SerializationError, Spout, TopologyBuilder
+from squall import Bolt, ConfigError, LocalCluster, Spout, TopologyBuilder
 from squall.testing import complete_topology, wait_until
 from squall.errors import TransportError
 from squall.testing.contracts.serializer import Point
@@ -40,7 +40,7 @@ REGISTER = {"squall.testing.contracts.serializer:Point": [
 
 @pytest.fixture(autouse=True)
 def _clear() -> None:
-    for x in (SEEN, ACKED, FAILED):
+    for x in (SEEN, ACKED, FAILED, BAD):
         x.clear()
 
 
@@ -76,8 +76,13 @@ def test_rich_values_cross_two_workers_with_their_types() -> None:
         assert [type(x) for x in match[0]] == [type(x) for x in values]
 
 
+#: what Poison emits as its second tuple's value
+BAD: list[Any] = []
+
+
 class Poison(Spout):
-    """Emits one good tuple, then one whose value no serializer takes, then good ones."""
+    """Emits one good tuple, then one whose value no serializer takes (``BAD``, else an
+    object), then good ones."""
 
     outputs = ["a", "b"]
 
@@ -86,9 +91,9 @@ class Poison(Spout):
 
     def next_tuple(self) -> None:
         if self.n < 6:
-            value: Any = object() if self.n == 1 else self.n
+            value: Any = (BAD[0] if BAD else object()) if self.n == 1 else self.n
             self.emit([value, self.n], tup_id=self.n)
-            self.n += 1
+            self.n += 1         # the emit of a refused value returns
 
     def ack(self, tup_id: Any) -> None:
         with LOCK:
@@ -122,18 +127,25 @@ def _grumpy(conf: Any) -> Any:
     return Grumpy(conf)
 
 
+#: two workers, and one that meets the serializer as they do
+CROSSING = {"two workers": {"topology.workers": 2},
+            "always.try.serialize": {"topology.testing.always.try.serialize": True}}
+
+
+@pytest.mark.parametrize("where", list(CROSSING))
 @pytest.mark.parametrize("serializer", ["msgpack", "grumpy"])
 def test_unencodable_value_across_workers_fails_its_tree_and_is_reported(
-        serializer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        serializer: str, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a serializer that raises anything else (a plugin's bug) too: the worker's loop
-    died on it, again after every restart."""
+    died on it, again after every restart. ``always.try.serialize`` in one worker does
+    the same (its emit raised: the spout's tuple was neither acked nor failed)."""
     install_driver(monkeypatch, "squall.serializers", "grumpy", _grumpy)
     ACKED.clear()
     FAILED.clear()
     b = TopologyBuilder()
     b.set_spout("poison", Poison)
     b.set_bolt("sink", Sink, parallelism=2).all_grouping("poison")     # one copy crosses
-    conf = {"topology.workers": 2, "topology.message.timeout.secs": 60,
+    conf = {**CROSSING[where], "topology.message.timeout.secs": 60,
             "squall.serializer": serializer}
     with LocalCluster() as cluster:
         cluster.submit_topology("poison", conf, b.create_topology())
@@ -167,6 +179,36 @@ def test_always_try_serialize_shows_the_difference_in_one_worker() -> None:
                                 conf={"topology.testing.always.try.serialize": True},
                                 timeout=30)
     assert checked.failed == {0}
+
+
+class EmitsAndGoesOn(Bolt):
+    """Emits a value no serializer takes, with a good one before it in an emit_many, then
+    records that it went on; acks the tuple itself."""
+
+    outputs = ["word"]
+    auto_ack = False
+
+    def process(self, tup: Any) -> None:
+        self.emit_many([["fine"], [object()]])
+        self.emit([object()], anchors=[tup])
+        with LOCK:
+            SEEN.append(("went on", tup.values[0]))
+        self.ack(tup)
+
+
+def test_always_try_serialize_fails_a_bolts_refused_tuple_and_its_emit_returns() -> None:
+    # as between two workers: the emit returns (it raised out of process) and the input's
+    # tree fails though the bolt acked it; what the serializer takes goes through
+    b = TopologyBuilder()
+    b.set_spout("values", Values)
+    b.set_bolt("record", EmitsAndGoesOn).shuffle_grouping("values")
+    b.set_bolt("sink", Sink).shuffle_grouping("record")
+    result = complete_topology(b.create_topology(), sources={"values": [[1, 2]]},
+                               conf={"topology.testing.always.try.serialize": True},
+                               timeout=30)
+    assert result.failed == {0} and not result.acked
+    assert ("went on", 1) in SEEN and ("fine",) in SEEN
+    assert result.tuples("record") == [("fine",)]      # what was sent
 
 
 def test_always_try_serialize_delivers_what_another_worker_would_get() -> None:
@@ -295,26 +337,45 @@ def test_a_batch_the_receiver_cannot_decode_is_logged_as_such(caplog: Any) -> No
     assert "time out" in line
 
 
-def test_always_try_serialize_turns_whatever_the_serializer_raises_into_its_error() -> None:
-    from squall.runtime.emit.round_trip import round_trip
+def _buggy_loads(conf: Any) -> Any:
+    """A json serializer plugin that writes and cannot read back."""
     from squall.serializers.json import JsonSerializer
 
     class Buggy(JsonSerializer):
         def loads(self, data: bytes) -> Any:
             raise RuntimeError("plugin bug")
+    return Buggy(conf)
 
-    emitted: list[Any] = []
+
+@pytest.mark.parametrize("serializer, why, failed", [
+    ("json", "nested", [1]),        # a RecursionError of a value nested too deep
+    ("buggy", "the serializer raised RuntimeError('plugin bug')", [0, 1, 2, 3, 4, 5])])
+def test_always_try_serialize_turns_whatever_the_serializer_raises_into_its_error(
+        serializer: str, why: str, failed: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    install_driver(monkeypatch, "squall.serializers", "buggy", _buggy_loads)
     deep: list[Any] = []
     for _ in range(5000):
         deep = [deep]
-    for serializer, value, why in [(JsonSerializer(), [deep], "nested"),
-                                   (Buggy(), [1], "RuntimeError: plugin bug")]:
-        emit, _ = round_trip(lambda v, s, **o: emitted.append(v), lambda v, s, **o: None,
-                             serializer, "comp")
-        with pytest.raises(SerializationError, match=why) as info:
-            emit(value, "words")
-        assert "comp emitted on stream 'words'" in str(info.value)
-    assert not emitted
+    BAD[:] = [deep]
+    b = TopologyBuilder()
+    b.set_spout("poison", Poison)
+    b.set_bolt("sink", Sink).shuffle_grouping("poison")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("buggy", {"topology.testing.always.try.serialize": True,
+                                          "topology.message.timeout.secs": 60,
+                                          "squall.serializer": serializer},
+                                b.create_topology())
+        wait_until(lambda: len(ACKED) + len(FAILED) == 6, timeout=30,
+                   message=lambda: f"acked {sorted(ACKED)}, failed {sorted(FAILED)}")
+        assert sorted(FAILED) == failed
+        assert sorted(ACKED) == sorted(set(range(6)) - set(failed))
+
+        def reported() -> list[dict[str, Any]]:
+            return cluster.get_topology_info("buggy")["errors"].get("poison", [])
+        wait_until(reported, timeout=30, message="the serialization error reported")
+        text = reported()[0]["error"]
+    assert "poison emitted on stream 'default' values that cannot be sent" in text
+    assert why in text
 
 
 class SmallFrames(LocalTransport):

@@ -19,10 +19,15 @@ a bolt without ackers, otherwise               :func:`.fast.plain_default`      
 =============================================  =================================  =========
 
 Every one of them hands a call it does not shortcut to the one before it in its chain
-(``plain_*``/``anchored_default`` → ``stream_emit`` → :func:`.general.emit_general`).
+(``plain_*``/``anchored_default`` → ``stream_emit`` → :func:`.general.emit_general`). Those of
+a task whose component may call from threads of its own (a spout, a bolt that acks itself:
+``Executor.checks_threads``) are built ``checked``: another thread's call is handed to the
+loop (:mod:`squall.runtime.executors.handoff`).
 ``emit_many`` is :func:`.fast.many_emit` for every task. The tasks of a topology that
 :func:`squall.testing.complete_topology` runs get the two wrapped, to record what they emit
-(:mod:`.tap`); every other task gets the choice as it is.
+(:mod:`.tap`), and so do those of a task whose conf sets
+``topology.testing.always.try.serialize``, to pass every value through the serializer
+(:mod:`.round_trip`); every other task gets the choice as it is.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Source
-from squall.runtime.emit import fast, tap
+from squall.runtime.emit import fast, round_trip, tap
 from squall.runtime.routing import Route, choose_many_of, make_grouping
 from squall.runtime.task import LocalTasks, TaskState
 
@@ -140,10 +145,13 @@ def build_routes(ts: TaskState, topology: Topology, sources: Sources, context: A
 def make_emit(ts: TaskState, w: Wiring, *, spout: bool) -> tuple[fast.Emit, fast.EmitMany]:
     """The ``emit`` and ``emit_many`` of one task (see :meth:`squall.Component.emit`),
     chosen by the table in this module's docstring; recorded where
-    :func:`squall.testing.complete_topology` runs the topology (:mod:`.tap`)."""
+    :func:`squall.testing.complete_topology` runs the topology (:mod:`.tap`); through the
+    serializer with ``topology.testing.always.try.serialize`` (:mod:`.round_trip`)."""
     emit, emit_many = _choose(ts, w, spout=spout)
     if tap.TAPS:
-        return tap.tapped(ts, emit, emit_many)
+        emit, emit_many = tap.tapped(ts, emit, emit_many)
+    if ts.conf.get(round_trip.KEY):     # outermost: a refused value is neither sent nor tapped
+        emit, emit_many = round_trip.checked(ts, w, emit, emit_many, spout)
     return emit, emit_many
 
 
@@ -153,8 +161,10 @@ def _choose(ts: TaskState, w: Wiring, *, spout: bool) -> tuple[fast.Emit, fast.E
     route = fast.route_many(ts, w, plans)
     hold = fast.Hold(w.holding, route, fast.route_trees(ts, w, plans),
                      plans.source_of_single.__getitem__)
-    general = fast.stream_emit(ts, w, plans, hold.values, hold.release, spout)
-    emit_many = fast.many_emit(ts, w, plans, general, hold, route, spout)
+    assert ts.executor is not None
+    checked = ts.executor.checks_threads
+    general = fast.stream_emit(ts, w, plans, hold.values, hold.release, spout, checked)
+    emit_many = fast.many_emit(ts, w, plans, general, hold, route, spout, checked)
     default = plans.by_stream.get("default")
     if spout or default is None:
         return general, emit_many
@@ -162,10 +172,11 @@ def _choose(ts: TaskState, w: Wiring, *, spout: bool) -> tuple[fast.Emit, fast.E
     route0 = ts.routes["default"][0]
     if w.acking:
         emit = fast.anchored_default(ts, w, general, choose0, src0, route0.targets,
-                                     route0.key_index, hold.values)
+                                     route0.key_index, hold.values, checked)
     elif len(route0.targets) == 1 and route0.targets[0] in w.queues:
-        emit = fast.plain_one(ts, general, w.queues[route0.targets[0]], src0, hold.values)
+        emit = fast.plain_one(ts, general, w.queues[route0.targets[0]], src0, hold.values,
+                              checked)
     else:
         key = route0.key_index if len(route0.targets) != 1 else None
-        emit = fast.plain_default(ts, w, general, choose0, src0, key, hold.values)
+        emit = fast.plain_default(ts, w, general, choose0, src0, key, hold.values, checked)
     return emit, emit_many

@@ -4,7 +4,12 @@ and every place the emit paths build a :class:`~squall.api.tuple.Tuple` inline.
 Which path a task gets is decided once, when its emit is built (the table in
 :func:`squall.runtime.emit.make_emit`); each path re-checks only what a single call may
 change (the stream, the options) and hands everything else to the general path. All of it
-runs on the worker's loop thread.
+runs on the worker's loop thread. The tasks whose components may call from threads of their
+own (``Executor.checks_threads``: spouts, bolts that ack themselves) get their paths built
+with ``checked``: each call compares the calling thread with the loop's, and another's goes
+to :func:`stream_emit`, which hands it to the loop (:mod:`squall.runtime.executors.handoff`).
+Other tasks skip the compare on one flag: in every emit it cost word count 5 to 7 % more
+instructions per word, per-tuple (2026-11-30).
 
 Measured choices kept here (CPython 3.11; instructions per word from ``bench.instructions``):
 
@@ -21,15 +26,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import reduce
 from operator import itemgetter, xor
+from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Source, Tuple, TupleRun
 from squall.runtime.emit.general import (
-    arity_error, emit_general, fast_edges, fast_random, grouping_failed,
+    arity_error, emit_general, fast_edges, fast_random, grouping_failed, values_of,
 )
 
 if TYPE_CHECKING:
     from squall.runtime.emit import Plans, Wiring
+    from squall.runtime.executors.handoff import Handoff
     from squall.runtime.task import TaskState
 
 #: str keys an emitter remembers the local queue of (fields grouping on one field)
@@ -69,12 +76,19 @@ def positional_options(fn: str = "emit", first: str = "values",
                      f"pass {options} by keyword")
 
 
+def handoff_of(ts: TaskState) -> Handoff:
+    """How calls of ``ts``'s component from other threads reach the loop (its executor's)."""
+    assert ts.executor is not None
+    return ts.executor.handoff
+
+
 # -- any stream: the task's emit -------------------------------------------------------------
 def stream_emit(ts: TaskState, w: Wiring, plans: Plans, held: list[Any],
-                release: Callable[[], None], spout: bool) -> Emit:
+                release: Callable[[], None], spout: bool, checked: bool) -> Emit:
     """The emit of a spout, and of a bolt on any stream: streams with one subscriber and a
     single-target grouping (``plans``) take the inlined path; everything else goes through
-    :func:`~.general.emit_general`."""
+    :func:`~.general.emit_general`. ``checked``: a call from another thread than the loop's
+    is handed to the loop (:mod:`squall.runtime.executors.handoff`)."""
     queues_get = w.queues.get
     remote_values = w.outbox.send_values
     remote_tracked = w.outbox.send_tracked
@@ -89,10 +103,14 @@ def stream_emit(ts: TaskState, w: Wiring, plans: Plans, held: list[Any],
     n_ackers = len(acker_tasks)
     root_bits, root_mul, root_home = ts.root_plan
     plans_get = plans.by_stream.get
+    gate = handoff_of(ts)
 
     def emit(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
              anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
              need_task_ids: bool = False) -> list[int] | None:
+        if checked and get_ident() != gate.ident and not gate.here():  # another thread's
+            return gate.emit(ts, emit, values, stream, _kw, anchors, tup_id, direct_task,
+                             need_task_ids)
         if held:
             release()
         plan = plans_get(stream)
@@ -103,7 +121,8 @@ def stream_emit(ts: TaskState, w: Wiring, plans: Plans, held: list[Any],
                                 need_task_ids, spout)
         choose, src, q, keyed, arity = plan
         if values.__class__ is not tuple:
-            values = tuple(values)
+            values = tuple(values) if values.__class__ is list else \
+                values_of(ts, stream, values)
         if len(values) != arity:
             raise arity_error(ts, stream, src.fields, len(values))
         if spout:
@@ -410,9 +429,9 @@ class Hold:
 
 
 def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
-              route: Callable[..., None], spout: bool) -> EmitMany:
+              route: Callable[..., None], spout: bool, checked: bool) -> EmitMany:
     """A task's ``emit_many``: one grouping pass for the whole list on a stream with one
-    single-target subscriber; else ``emit`` per item."""
+    single-target subscriber; else ``emit`` per item. ``checked``: as :func:`stream_emit`."""
     acking = w.acking
     singles_get = plans.source_of_single.get
     tree_streams = plans.tree_streams
@@ -422,9 +441,13 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
     release = hold.release
     holding_append = hold.holding.append
     T = Tuple
+    gate = handoff_of(ts)
 
     def emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default",
                   _kw: object = KEYWORDS, anchors: Any = None) -> None:
+        if checked and get_ident() != gate.ident and not gate.here():  # another thread's
+            gate.emit_many(ts, emit_many, values_list, stream, _kw, anchors)
+            return
         if _kw is not KEYWORDS:
             raise positional_options("emit_many", "values_list", "anchors")
         src = singles_get(stream)
@@ -450,10 +473,13 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
         arity = len(src.fields)
         if list(map(len, values_list)).count(arity) != n:
             bad = next(v for v in values_list if len(v) != arity)
+            if bad.__class__ is not tuple and bad.__class__ is not list:
+                values_of(ts, stream, bad)      # a str, a dict...: raises what it is
             raise arity_error(ts, stream, src.fields, len(bad))
-        ts.emitted += n
         if list(map(type, values_list)).count(tuple) != n:     # runs and held values: tuples
-            values_list = [v if v.__class__ is tuple else tuple(v) for v in values_list]
+            values_list = [v if v.__class__ is tuple else tuple(v) if v.__class__ is list
+                           else values_of(ts, stream, v) for v in values_list]
+        ts.emitted += n
         if n < HOLD_CAP:
             # untracked values, and anchored ones on a stream that reaches another worker,
             # wait in the hold (one kind at a time)
@@ -489,22 +515,26 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
 
 
 # -- a bolt's default stream with one single-target subscriber --------------------------------
-def plain_one(ts: TaskState, general: Emit, q0: Any, src0: Source, held: list[Any]) -> Emit:
+def plain_one(ts: TaskState, general: Emit, q0: Any, src0: Source, held: list[Any],
+              checked: bool) -> Emit:
     """A bolt without ackers whose default stream's one subscriber has one task, in this
-    worker: every grouping picks it, so an emit is a Tuple and an append."""
+    worker: every grouping picks it, so an emit is a Tuple and an append. ``checked``: a call
+    from another thread than the loop's goes to ``general``, which hands it over."""
     src_task = ts.task
     arity = len(src0.fields)
     T = Tuple
     new = object.__new__
+    gate = handoff_of(ts)
 
     def emit_one(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
                  anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
                  need_task_ids: bool = False) -> list[int] | None:
         if (stream != "default" or direct_task is not None or need_task_ids or held
-                or _kw is not KEYWORDS):
+                or _kw is not KEYWORDS or checked and get_ident() != gate.ident):
             return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
         if values.__class__ is not tuple:
-            values = tuple(values)
+            values = tuple(values) if values.__class__ is list else \
+                values_of(ts, stream, values)
         if len(values) != arity:
             raise arity_error(ts, stream, src0.fields, len(values))
         ts.emitted += 1
@@ -521,12 +551,12 @@ def plain_one(ts: TaskState, general: Emit, q0: Any, src0: Source, held: list[An
 
 
 def plain_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[[tuple], int],
-                  src0: Source, key: int | None, held: list[Any]) -> Emit:
+                  src0: Source, key: int | None, held: list[Any], checked: bool) -> Emit:
     """A bolt without ackers emitting on a default stream with one single-target
     subscriber: the commonest hot path, with nothing else to check. With a fields grouping
     on one field (``key``), a str key seen before finds its task's queue (a task in this
     worker) or its task id (another worker's) in one lookup; other keys, and other
-    groupings, choose through the grouping."""
+    groupings, choose through the grouping. ``checked``: as :func:`plain_one`."""
     queues_get = w.queues.get
     remote_values = w.outbox.send_values
     flush_task = w.outbox.flush_task
@@ -539,15 +569,17 @@ def plain_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[[tu
     keyed: dict[str, Any] = {}
     keyed_get = keyed.get
     arity = len(src0.fields)
+    gate = handoff_of(ts)
 
     def emit_default(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
                      anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
                      need_task_ids: bool = False) -> list[int] | None:
         if (stream != "default" or direct_task is not None or need_task_ids or held
-                or _kw is not KEYWORDS):
+                or _kw is not KEYWORDS or checked and get_ident() != gate.ident):
             return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
         if values.__class__ is not tuple:
-            values = tuple(values)
+            values = tuple(values) if values.__class__ is list else \
+                values_of(ts, stream, values)
         if len(values) != arity:
             raise arity_error(ts, stream, src0.fields, len(values))
         ts.emitted += 1
@@ -605,10 +637,11 @@ def plain_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[[tu
 
 def anchored_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[[tuple], int],
                      src0: Source, targets0: list[int], key: int | None,
-                     held: list[Any]) -> Emit:
+                     held: list[Any], checked: bool) -> Emit:
     """A bolt in a topology with ackers whose default stream has one single-target
     subscriber: an emit anchored to one tuple (the one in process, or ``anchors=[tup]``) on
-    that stream skips the general emit's per-stream lookups and checks."""
+    that stream skips the general emit's per-stream lookups and checks. ``checked``: as
+    :func:`plain_one`."""
     queues_get = w.queues.get
     remote_tracked = w.outbox.send_tracked
     src_task = ts.task
@@ -619,12 +652,13 @@ def anchored_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[
     keyed: dict[str, Any] = {}      # as plain_default's: str key -> queue or task id
     keyed_get = keyed.get
     arity = len(src0.fields)
+    gate = handoff_of(ts)
 
     def emit_anchored(values: Sequence[Any], stream: str = "default", _kw: object = KEYWORDS,
                       anchors: Any = None, tup_id: Any = None, direct_task: int | None = None,
                       need_task_ids: bool = False) -> list[int] | None:
         if (stream != "default" or direct_task is not None or need_task_ids or held
-                or _kw is not KEYWORDS):
+                or _kw is not KEYWORDS or checked and get_ident() != gate.ident):
             return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
         if anchors is None:
             anchor = ts.current
@@ -635,7 +669,8 @@ def anchored_default(ts: TaskState, w: Wiring, general: Emit, choose0: Callable[
         if anchor is None or not anchor.roots:
             return general(values, stream, _kw, anchors, tup_id, direct_task, need_task_ids)
         if values.__class__ is not tuple:
-            values = tuple(values)
+            values = tuple(values) if values.__class__ is list else \
+                values_of(ts, stream, values)
         if len(values) != arity:
             raise arity_error(ts, stream, src0.fields, len(values))
         ts.emitted += 1

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from squall.api.tuple import Source, Tuple
@@ -74,6 +75,13 @@ def _fail_tree(ts: TaskState, w: Wiring, root: int, tup_id: Any, xor: int) -> No
     w.acks.init_tree(ts, acker, root, xor)
 
 
+def fail_new_tree(ts: TaskState, w: Wiring, tup_id: Any) -> None:
+    """A spout's tracked emit that delivered nothing (values :mod:`.round_trip` refused): a
+    tree of its own that fails at once, so the spout gets ``fail(tup_id)``."""
+    bits, mul, home = ts.root_plan
+    _fail_tree(ts, w, fast_random(bits) * mul + home, tup_id, 0)
+
+
 def grouping_failed(ts: TaskState, w: Wiring, stream: str, exc: Exception,
                     spout_tree: tuple[int, Any] | None = None) -> NoReturn:
     """What the fast paths (:mod:`.fast`, streams with one subscriber) do when its grouping
@@ -119,6 +127,39 @@ def arity_error(ts: TaskState, stream: str, fields: Sequence[str], n: int) -> To
     """The error for an emit of ``n`` values on a stream that declares ``fields``."""
     return TopologyError(f"component {ts.component_id!r} emitted {n} value(s) on stream "
                          f"{stream!r}, which declares {len(fields)} field(s) {list(fields)}")
+
+
+#: what an emit's values may not be: one value whose items are not the values meant (a str
+#: split into its characters, bytes into ints: ``emit(word)`` for ``emit([word])``), a
+#: mapping (its keys) or a set (no order)
+NOT_VALUES = (str, bytes, bytearray, memoryview, Mapping, AbstractSet)
+
+
+def values_of(ts: TaskState, stream: str, values: Any) -> tuple:
+    """The values of an emit given neither as a tuple nor as a list, as a tuple: any other
+    sequence or iterable, in its order. Raises TopologyError for a str, bytes, a mapping, a
+    set (:data:`NOT_VALUES`) or something not iterable. Off the emit paths: each takes a
+    tuple as it is and turns a list into one inline, and calls this for anything else."""
+    if not isinstance(values, NOT_VALUES):
+        try:
+            it = iter(values)
+        except TypeError:
+            pass
+        else:
+            return tuple(it)
+    raise TopologyError(f"component {ts.component_id!r} emitted a {type(values).__name__} "
+                        f"on stream {stream!r} ({values!r:.60}): emit takes a list or tuple "
+                        "of values, one per declared field, e.g. emit([value])")
+
+
+def as_values(ts: TaskState, stream: str, values: Any) -> tuple:
+    """``values`` as the tuple an emit sends (a list copied), or the error of
+    :func:`values_of`: for emits checked in one thread and made in another."""
+    if values.__class__ is tuple:
+        return values
+    if values.__class__ is list:
+        return tuple(values)
+    return values_of(ts, stream, values)
 
 
 def check_arity(ts: TaskState, stream: str, values: Sequence[Any]) -> None:
@@ -178,7 +219,7 @@ def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, a
         stream = "default"
     routes = routes_of(ts, stream, direct_task)
     if values.__class__ is not tuple:
-        values = tuple(values)
+        values = tuple(values) if values.__class__ is list else values_of(ts, stream, values)
     src = ts.sources[stream]
     if len(values) != len(src.fields):
         raise arity_error(ts, stream, src.fields, len(values))

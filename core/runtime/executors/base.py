@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from squall.runtime.executors.handoff import Handoff
 from squall.runtime.task import TaskState
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ class Executor:
     kind = "bolt"
     #: whether the component runs on a thread of its own (executors.threaded)
     threaded = False
+    #: whether its components may call ``emit`` and ``emit_many`` from threads of their own
+    #: on the loop (spouts, bolts that ack themselves): their emits check the calling
+    #: thread and hand another's call to the loop (.handoff); ``ack`` and ``fail`` always do
+    checks_threads = False
 
     def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
         self.services = services
@@ -73,6 +78,8 @@ class Executor:
         #: windowed stats and the counters at the last fold (squall.runtime.stats)
         self.windows: WindowedStats | None = None
         self.last_fold: dict[str, Any] = {}
+        #: how its components' calls from threads of their own reach the loop (.handoff)
+        self.handoff = Handoff(services.loop, services.report_error, services.acks.fail_tuple)
         for ts in tasks:
             ts.executor = self
 
@@ -111,8 +118,9 @@ class Executor:
         task's instance, after ``emit`` and ``emit_many``."""
 
     def queued(self) -> int:
-        """Tuples and calls this executor holds outside its tasks' queues."""
-        return 0
+        """Tuples and calls this executor holds outside its tasks' queues: calls its
+        components' own threads handed to the loop (.handoff)."""
+        return self.handoff.queued()
 
     def stop(self) -> None:
         """Call the components' cleanup/close; errors are logged, never raised."""

@@ -8,6 +8,7 @@ import logging
 from collections import deque
 from itertools import repeat as _repeat
 from itertools import starmap as _starmap
+from threading import get_ident
 from typing import Any
 
 from squall.api.tuple import Tuple, TupleBatch, TupleRun
@@ -41,6 +42,9 @@ class BoltExecutor(Executor):
         #: process_batch takes a TupleBatch; its queues may hold TupleRun entries
         self.lazy = self.takes_runs(cls)
         self.auto_ack = bool(getattr(cls, "auto_ack", True))
+        #: a bolt that acks itself may emit and ack from threads of its own (an async
+        #: client's callbacks); one that acks automatically emits from its callbacks
+        self.checks_threads = not self.auto_ack
         self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
         self.auto_fail = bool(getattr(cls, "auto_fail", True))
         self.tick_src = services.sources.tick
@@ -147,13 +151,21 @@ class BoltExecutor(Executor):
         so acking or failing it again (a second ``ack``, or ``auto_ack`` after an ``ack`` in
         ``process``, as streamparse bolts may do) changes nothing and counts nothing; a second
         explicit ack is logged once per task. (XORed twice, its edge would cancel out and its
-        tree would wait for its timeout.)"""
+        tree would wait for its timeout.)
+
+        From a thread other than the loop's it is handed to the loop (.handoff)."""
         ack_tuple = self.acks.ack_tuple
         samples = ts.samples
         warned = False
+        gate = self.handoff
 
         def ack(tup: Tuple) -> None:
             nonlocal warned
+            if get_ident() != gate.ident and not gate.here():
+                if not isinstance(tup, Tuple):      # raised here, not on the loop thread
+                    raise not_a_tuple(ts, "ack", tup)
+                gate.put(ts, ack, (tup,))
+                return
             if samples:
                 sample = samples.pop(id(tup), None)   # the entry holds tup: its id is unique
                 if sample is not None:
@@ -179,8 +191,14 @@ class BoltExecutor(Executor):
         inst = ts.instance
         inst.ack = self.ack_function(ts)
         fail_tuple = self.acks.fail_tuple
+        gate = self.handoff
 
         def fail(tup: Tuple) -> None:
+            if get_ident() != gate.ident and not gate.here():
+                if not isinstance(tup, Tuple):
+                    raise not_a_tuple(ts, "fail", tup)
+                gate.put(ts, fail, (tup,))
+                return
             try:
                 fail_tuple(ts, tup)
             except AttributeError:

@@ -28,6 +28,7 @@ FAILS_KEPT = 100_000
 
 class SpoutExecutor(Executor):
     kind = "spout"
+    checks_threads = True       # a poller thread of the spout's own may emit
     #: whether the spouts may emit (activated)
     active: bool
 

@@ -37,7 +37,7 @@ from squall.runtime import osthread
 from squall.api.tuple import Tuple, TupleBatch
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.emit.fast import KEYWORDS, positional_options
-from squall.runtime.emit.general import check_anchors, check_arity, check_emit
+from squall.runtime.emit.general import as_values, check_anchors, check_arity, check_emit
 from squall.runtime.executors.base import Executor, Services, _perf
 from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor, not_a_tuple
 from squall.runtime.executors.spout import SpoutExecutor
@@ -287,7 +287,7 @@ class ComponentThread:
             if stream is None:
                 stream = "default"
             check(stream, direct_task, anchors)
-            values = tuple(values)
+            values = as_values(ts, stream, values)
             check_arity(ts, stream, values)
             anchors = anchored(anchors)
             if spout:
@@ -314,7 +314,7 @@ class ComponentThread:
             if stream is None:
                 stream = "default"
             check(stream, None, anchors)
-            vals = [tuple(v) for v in values_list]
+            vals = [as_values(ts, stream, v) for v in values_list]
             for v in vals:
                 check_arity(ts, stream, v)
             if not vals:
@@ -390,6 +390,7 @@ class ThreadedBolt(BoltExecutor):
 
     def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
         super().__init__(services, component_id, tasks)
+        self.checks_threads = False     # its proxies hand every call over (install)
         self.thread = ComponentThread(services, component_id, tasks, self._serve)
         #: a lazy_batch class gets a TupleBatch of Tuples: its queue takes no runs
         self.lazy_class: bool = bool(getattr(type(tasks[0].instance), "lazy_batch", False)) \
@@ -595,6 +596,7 @@ class ThreadedSpout(SpoutExecutor):
 
     active: bool
     threaded = True
+    checks_threads = False      # its proxies hand every call over (install)
 
     def __init__(self, services: Services, component_id: str, tasks: list[TaskState]) -> None:
         super().__init__(services, component_id, tasks)
