@@ -22,7 +22,7 @@ from squall.api.topology import ACKER, Topology
 from squall.api.tuple import Source, Tuple
 from squall.runtime import errors as error_log
 from squall.runtime.acks import AckLedger
-from squall.runtime.emit import Clock, Wiring, build_routes, make_emit, round_trip
+from squall.runtime.emit import Clock, Wiring, build_routes, make_emit
 from squall.runtime.event_log import EventSampler, settings_of
 from squall.runtime.executors import executor_class
 from squall.runtime.executors.base import Executor, Services
@@ -219,9 +219,6 @@ class Worker:
         if ex.kind == "acker":
             return
         inst.emit, inst.emit_many = make_emit(ts, self.wiring, spout=ex.kind == "spout")
-        if self.conf.get(round_trip.KEY):
-            inst.emit, inst.emit_many = round_trip.round_trip(
-                inst.emit, inst.emit_many, self.serializer, ts.component_id)
         inst.report_error = lambda e, _ts=ts: self.report_error(_ts, e, user=True)
         ex.install(ts)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from squall.runtime.emit import Wiring
     from squall.runtime.task import TaskState
 
-__all__ = ["KEY", "checked", "round_trip"]
+__all__ = ["KEY", "checked"]
 
 KEY = "topology.testing.always.try.serialize"
 
@@ -118,11 +118,3 @@ def checked(ts: TaskState, w: Wiring, emit: Emit, emit_many: EmitMany,
             fail(anchors, None, error)
 
     return checked_emit, checked_emit_many
-
-
-def round_trip(emit: Emit, emit_many: EmitMany, serializer: Any,
-               component: str) -> tuple[Emit, EmitMany]:
-    """``emit`` and ``emit_many`` as they are: :func:`squall.runtime.emit.make_emit` wraps
-    them already when the key is set (:func:`checked`, which fails a refused tuple's trees
-    and needs the task for it). Kept for the worker, which called this after make_emit."""
-    return emit, emit_many
