@@ -8,63 +8,21 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, Spout, TopologyBuilder, drivers
-from squall.daemon import packaging
-from squall.daemon.nimbus_code import CodeStore
-from squall.daemon.nimbus_schedule import Scheduling
 from squall.daemon.nimbus_slot_clashes import Clash, SlotClashes, clash_note
-from squall.daemon.nimbus_topologies import TopologyLifecycle
 from squall.scheduling.cluster import SupervisorDetails, WorkerSlot
-from squall.state.cluster_state import ClusterState
+
+from leader_parts import ROOMY, LeaderParts
 
 TID = "sc-1-1000"
-ROOMY = {"cpu": 16, "memory": 32, "net": 16, "disk": 0}
 PORTS = [27701, 27702]
 
 
-class Src(Spout):
-    outputs = ["line"]
-
-    def next_tuple(self) -> None:
-        pass
-
-
-class Work(Bolt):
-    outputs = ["word"]
-
-    def process(self, tup: Any) -> None:
-        pass
-
-
-class Harness:
+class Harness(LeaderParts):
     """The leader's scheduling parts on the memory store, one topology asking for 4 workers."""
 
     def __init__(self, scheduler: str, tmp_path: Any) -> None:
-        conf = {"squall.scheduler": scheduler, "squall.state": "memory",
-                "storm.local.dir": str(tmp_path), "topology.message.timeout.secs": 0}
-        self.store = drivers.driver("state", conf)
-        self.store.start()
-        self.state = ClusterState(self.store, conf)
-        self.state.setup()
-        code = CodeStore(tmp_path / "nimbus", conf)
-        code.prepare()
-        directory = code.directory(TID)
-        directory.mkdir(parents=True)
-        b = TopologyBuilder()
-        b.set_spout("spout", Src, parallelism=4)
-        b.set_bolt("count", Work, parallelism=4).shuffle_grouping("spout")
-        topology = b.create_topology()
-        packaging.write_json(directory / packaging.CONF_FILE, {})
-        packaging.write_json(directory / packaging.TOPOLOGY_FILE, topology.to_json())
-        (directory / packaging.CODE_FILE).write_bytes(b"")
-        topology = code.topology_of(TID)[1]
-        scheduling = Scheduling(conf, self.state, drivers.driver("scheduler", conf), code)
-        self.lifecycle = TopologyLifecycle(conf, self.state, code, scheduling,
-                                           require_leader=lambda: None, wake=lambda: None)
-        self.state.set_storm(TID, {
-            "name": "sc", "launch_time": 1000, "status": "active", "status_reason": "",
-            "num_workers": 4, "component_executors": {c: s.parallelism
-                                                      for c, s in topology.components.items()}})
+        super().__init__(tmp_path, {"squall.scheduler": scheduler}, tid=TID, name="sc",
+                         parallelism=4)
 
     def register(self, sid: str, host: str, ports: list[int], started: int) -> None:
         self.state.register_supervisor(sid, {"hostname": host, "ports": ports,
@@ -75,9 +33,6 @@ class Harness:
         got = self.state.get_assignment(TID) or {}
         return {WorkerSlot(str(n), int(p))
                 for n, p in (got.get("executor_node_port") or {}).values()}
-
-    def reason(self) -> str:
-        return str((self.state.get_storm(TID) or {}).get("status_reason") or "")
 
 
 def _clash_lines(caplog: Any) -> list[str]:

@@ -8,64 +8,22 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, Spout, TopologyBuilder, drivers
-from squall.daemon import packaging
-from squall.daemon.nimbus_code import CodeStore
-from squall.daemon.nimbus_schedule import Scheduling
-from squall.daemon.nimbus_topologies import TopologyLifecycle
 from squall.daemon.nimbus_worker_defaults import FIELD, advertised, find_clashes
-from squall.state.cluster_state import ClusterState
+
+from leader_parts import ROOMY, LeaderParts
 
 TID = "wd-1-1000"
-ROOMY = {"cpu": 16, "memory": 32, "net": 16, "disk": 0}
 
 
-class Src(Spout):
-    outputs = ["line"]
-
-    def next_tuple(self) -> None:
-        pass
-
-
-class Work(Bolt):
-    outputs = ["word"]
-
-    def process(self, tup: Any) -> None:
-        pass
-
-
-class Harness:
+class Harness(LeaderParts):
     """The leader's scheduling parts on the memory store, one topology asking for 2 workers
     whose own conf is ``tconf``."""
 
     def __init__(self, tmp_path: Any, tconf: dict[str, Any]) -> None:
         # nimbus's own conf names a transport: the topology's own conf alone decides
-        conf = {"squall.scheduler": "even", "squall.state": "memory",
-                "storm.local.dir": str(tmp_path), "topology.message.timeout.secs": 0,
-                "squall.transport": "zmq", "squall.serializer": "msgpack"}
-        self.store = drivers.driver("state", conf)
-        self.store.start()
-        self.state = ClusterState(self.store, conf)
-        self.state.setup()
-        code = CodeStore(tmp_path / "nimbus", conf)
-        code.prepare()
-        directory = code.directory(TID)
-        directory.mkdir(parents=True)
-        b = TopologyBuilder()
-        b.set_spout("spout", Src, parallelism=2)
-        b.set_bolt("count", Work, parallelism=2).shuffle_grouping("spout")
-        topology = b.create_topology()
-        packaging.write_json(directory / packaging.CONF_FILE, tconf)
-        packaging.write_json(directory / packaging.TOPOLOGY_FILE, topology.to_json())
-        (directory / packaging.CODE_FILE).write_bytes(b"")
-        topology = code.topology_of(TID)[1]
-        scheduling = Scheduling(conf, self.state, drivers.driver("scheduler", conf), code)
-        self.lifecycle = TopologyLifecycle(conf, self.state, code, scheduling,
-                                           require_leader=lambda: None, wake=lambda: None)
-        self.state.set_storm(TID, {
-            "name": "wd", "launch_time": 1000, "status": "active", "status_reason": "",
-            "num_workers": 2, "component_executors": {c: s.parallelism
-                                                      for c, s in topology.components.items()}})
+        super().__init__(tmp_path, {"squall.scheduler": "even", "squall.transport": "zmq",
+                                    "squall.serializer": "msgpack"},
+                         tid=TID, name="wd", parallelism=2, tconf=tconf)
 
     def register(self, sid: str, port: int, **sup_conf: Any) -> None:
         conf = {k.replace("_", "."): v for k, v in sup_conf.items()}
@@ -76,9 +34,6 @@ class Harness:
     def nodes(self) -> set[str]:
         got = self.state.get_assignment(TID) or {}
         return {str(n) for n, _ in (got.get("executor_node_port") or {}).values()}
-
-    def reason(self) -> str:
-        return str((self.state.get_storm(TID) or {}).get("status_reason") or "")
 
 
 def _lines(caplog: Any) -> list[str]:
