@@ -112,6 +112,9 @@ HEARTBEATS = (
 #: checked when AT_LEAST_ONE or POSITIVE names it; a plugin checks its own in
 #: ``squall_validate_config``)
 _COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.", "drpc.")
+#: keys outside those namespaces that are never negative, 0 included (0 retries: an operation
+#: waits for a lost ZooKeeper connection only its connection timeout)
+NOT_NEGATIVE = frozenset(("storm.zookeeper.retry.times", "storm.zookeeper.retry.interval"))
 #: keys where -1 means "no limit", as in Storm
 MINUS_ONE_UNLIMITED = frozenset(("topology.max.replication.wait.time.sec",))
 
@@ -536,12 +539,13 @@ def _check_ports(conf: Mapping[str, Any]) -> None:
 
 def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
                   nullable: Mapping[str, tuple[type, ...]]) -> None:
-    """Storm's numeric keys (counts, sizes, durations) are never negative; those in
-    :data:`AT_LEAST_ONE` are at least 1, those in :data:`POSITIVE` above 0. ConfigError
-    naming the first key that is not."""
+    """Storm's numeric keys (counts, sizes, durations) and :data:`NOT_NEGATIVE` are never
+    negative; those in :data:`AT_LEAST_ONE` are at least 1, those in :data:`POSITIVE` above
+    0. ConfigError naming the first key that is not."""
     for key, value in conf.items():
         if key not in known or key in PORT_KEYS or \
-                not (key.startswith(_COUNTED) or key in AT_LEAST_ONE or key in POSITIVE) or \
+                not (key.startswith(_COUNTED) or key in AT_LEAST_ONE or key in POSITIVE
+                     or key in NOT_NEGATIVE) or \
                 not isinstance(value, (int, float)) or isinstance(value, bool):
             continue            # (a port's range has its own check and message)
         rule = _expected(key, known[key], nullable)

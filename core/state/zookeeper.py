@@ -35,6 +35,10 @@ from squall.state._zk_watches import Watch, WatchRegistry
 log = logging.getLogger(__name__)
 
 
+def _unless_none(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
 class ZooKeeperStateStore(StateStore):
     """A ZooKeeper client with the :class:`~squall.spi.state.StateStore` contract. Thread-safe."""
 
@@ -57,8 +61,10 @@ class ZooKeeperStateStore(StateStore):
                               "(not /): squall closes its root node to everyone else")
         self._session_timeout = float(c.get("storm.zookeeper.session.timeout") or 20000) / 1000
         self._connect_timeout = float(c.get("storm.zookeeper.connection.timeout") or 15000) / 1000
-        retry_times = int(c.get("storm.zookeeper.retry.times") or 5)
-        self._retry_interval = float(c.get("storm.zookeeper.retry.interval") or 1000) / 1000
+        # 0 is a value here (no retry beyond the connection timeout), not "the default"
+        retry_times = int(_unless_none(c.get("storm.zookeeper.retry.times"), 5))
+        self._retry_interval = float(_unless_none(c.get("storm.zookeeper.retry.interval"),
+                                                  1000)) / 1000
         self._op_deadline = max(self._connect_timeout, retry_times * self._retry_interval)
         self._client: Any = None
         self._closed = False

@@ -150,6 +150,22 @@ def test_an_unreachable_server_is_a_clear_error_without_hanging() -> None:
     store.close()
 
 
+def test_no_retries_wait_only_the_connection_timeout(tmp_path: Path) -> None:
+    # storm.zookeeper.retry.times 0 was read as the default 5 (5 x 1 s against 1 s)
+    with DevZooKeeper(tmp_path / "zk") as server:
+        conf = {**server.conf("/no-retry"), "storm.zookeeper.connection.timeout": 1000,
+                "storm.zookeeper.retry.times": 0, "storm.zookeeper.retry.interval": 1000}
+        store = ZooKeeperStateStore(conf)
+        store.start()
+        try:
+            store.put("/x", b"1")
+            server.kill()
+            with pytest.raises(StateError, match=r"unavailable for 1s "):
+                store.get("/x")
+        finally:
+            store.close()
+
+
 def test_operations_fail_within_the_deadline_when_the_server_is_gone(tmp_path: Path) -> None:
     with DevZooKeeper(tmp_path / "zk") as server:
         conf = {**server.conf("/gone"), "storm.zookeeper.connection.timeout": 1000,

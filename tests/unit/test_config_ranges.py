@@ -15,7 +15,8 @@ from squall.errors import ConfigError
     ("topology.executor.receive.buffer.size", 0, 1),
     # 0 became 60 (the default) without a word
     ("topology.builtin.metrics.bucket.size.secs", 0, 1),
-    ("topology.builtin.metrics.bucket.size.secs", -10, 1)])
+    ("topology.builtin.metrics.bucket.size.secs", -10, 1),
+    ("storm.zookeeper.retry.times", -1, 0), ("storm.zookeeper.retry.interval", -100, 0)])
 def test_a_value_below_its_keys_range_is_one_clear_error(key: str, value: int,
                                                          least: int) -> None:
     with pytest.raises(ConfigError, match=rf"{key!r} must be at least {least}.*got {value}"):
@@ -25,7 +26,8 @@ def test_a_value_below_its_keys_range_is_one_clear_error(key: str, value: int,
 @pytest.mark.parametrize("key,value", [("topology.max.spout.pending", 1),
                                        ("topology.max.spout.pending", None),
                                        ("topology.acker.executors", 0),
-                                       ("topology.tick.tuple.freq.secs", 0.5)])
+                                       ("topology.tick.tuple.freq.secs", 0.5),
+                                       ("storm.zookeeper.retry.times", 0)])
 def test_values_in_range_pass(key: str, value: object) -> None:
     config.validate({**config.defaults(), key: value}, warn=False)
 
