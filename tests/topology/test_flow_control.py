@@ -145,9 +145,12 @@ def test_at_the_default_queue_size_a_saturated_spout_keeps_to_its_bolts_pace(
             assert min(windows) > 0, windows
             assert min(windows) >= statistics.median(windows) / 3, windows
         else:
-            # it moves in steps of up to FEED_AHEAD (1024) calls, which a busy host may let
-            # straddle one window (it sat still for 11 windows of 16)
-            assert sum(1 for w in windows if w == 0) <= 1, windows
+            # it moves in steps (2,048 calls seen, twice FEED_AHEAD), which a busy host's
+            # bolt may take longer than a window to work through: a still window
+            # between steps is pacing, two in a row a stall (it sat still for 11 windows of
+            # 16, most of them in a row)
+            still = "".join("0" if w == 0 else "1" for w in windows)
+            assert "00" not in still, windows
             assert statistics.median(windows) > 0, windows
         peak = _executor(cluster, "paced", "slow")["queued_peak"]
     assert peak <= 2 * cap, f"the bolt's queue and what waited for it held {peak} tuples"
