@@ -2,8 +2,10 @@
 
 A batch's rows travel as plain Python tuples; an operation receives a :class:`TridentTuple`,
 a read-only view of one row restricted to the operation's input fields (``tup["word"]``,
-``tup[0]``, ``tup.values``). Collectors gather what an operation emits for the rest of the
-chain. Everything here runs on the worker's loop thread, one batch at a time.
+``tup[0]``, ``tup.values``); with one input field, any name reads it (logged once per name),
+so one operation serves streams whose field is named differently. Collectors gather what an
+operation emits for the rest of the chain. Everything here runs on the worker's loop thread,
+one batch at a time.
 """
 from __future__ import annotations
 
@@ -25,6 +27,20 @@ def frozen(value: Any) -> Any:
     return value
 
 
+#: (name read, field given) pairs already logged: one line each per process
+_RENAMED: set[tuple[str, str]] = set()
+
+
+def _say_renamed(read: str, given: str) -> None:
+    if (read, given) in _RENAMED or len(_RENAMED) >= 1000:
+        return
+    _RENAMED.add((read, given))
+    import logging
+    logging.getLogger("squall.trident.operation").warning(
+        "an operation read field %r of an input whose one field is %r: it gets %r's value "
+        "(name the field it reads in the stream, or read tup[0])", read, given, given)
+
+
 class TridentTuple:
     """One row as an operation sees it: the values of its input fields, by name or position."""
 
@@ -44,6 +60,12 @@ class TridentTuple:
         try:
             return self.values[self.index[key]]
         except KeyError:
+            if len(self.values) == 1 and isinstance(key, str):
+                # one input field: an operation written for one stream's field name (a
+                # Split reading "sentence") also serves another's ("args" of a DRPC
+                # stream), as the function of ``each(["args"], Split(), ...)`` it is
+                _say_renamed(key, self.fields[0])
+                return self.values[0]
             raise KeyError(f"no field {key!r} in this operation's input; fields: "
                            f"{self.fields}") from None
 

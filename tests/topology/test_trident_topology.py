@@ -520,3 +520,43 @@ def test_a_failure_after_a_state_replays_once_and_the_chained_state_commits(
     wait_until(lambda: _counts(f"second-{tag}") == changed, timeout=30,
                message=lambda: f"second state {_counts(f'second-{tag}')}")
     assert tag not in ARMED
+
+
+class SplitSentence(Function):
+    """API.md's Split, as written there: it reads ``tup["sentence"]``."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        for w in tup["sentence"].split():
+            collector.emit([w])
+
+
+def test_the_contracts_example_serves_drpc_with_one_split_for_both_streams(
+        cluster: LocalCluster, caplog: pytest.LogCaptureFixture) -> None:
+    # the same Split reads "sentence" on the spout's stream and "args" on the DRPC stream:
+    # every request failed its batch with KeyError ("no field 'sentence' ... ['args']")
+    tag = uuid.uuid4().hex
+    with LocalDRPC({"drpc.request.timeout.secs": 60}) as drpc:
+        t = TridentTopology()
+        counts = (t.new_stream("sentences", _spout(tag))
+                  .each(["sentence"], SplitSentence(), ["word"])
+                  .group_by(["word"])
+                  .persistent_aggregate(MemoryMapState(f"api-{tag}"), Count(), ["count"]))
+        t.new_drpc_stream("count", drpc).each(["args"], SplitSentence(), ["word"]) \
+            .group_by(["word"]) \
+            .state_query(counts, ["word"], MapGet(), ["count"]).aggregate(["count"], Sum(), ["sum"])
+        cluster.submit_topology("api-example", CONF, t.build())
+        expected = _expected()
+        wait_until(lambda: _counts(f"api-{tag}") == expected, timeout=60)
+        assert json.loads(drpc.execute("count", "the cow")) == [
+            [expected["the"] + expected["cow"]]]
+    said = [r.getMessage() for r in caplog.records if "whose one field is 'args'" in
+            r.getMessage()]
+    assert len(said) == 1, said
+
+
+def test_a_field_an_input_of_several_fields_lacks_is_still_a_key_error() -> None:
+    from squall.trident.tuple import TridentTuple
+    tup = TridentTuple(("a", 1), {"word": 0, "n": 1})
+    with pytest.raises(KeyError, match="no field 'sentence'.*fields: \\['word', 'n'\\]"):
+        tup["sentence"]
+    assert TridentTuple(("a b",), {"args": 0})["sentence"] == "a b"
