@@ -479,8 +479,9 @@ def _check_types(conf: Mapping[str, Any], known: Mapping[str, Any],
 
 #: what squall itself writes into a component's config for it to read (``set_num_tasks``:
 #: its tasks, as Storm does; ``complete_topology``: which fixed rows a spout it stands in for
-#: emits), not settings
-COMPONENT_FACTS = frozenset({"topology.tasks", "squall.testing.run", "squall.testing.source"})
+#: emits; a streamparse conversion: the mode it converted the component in), not settings
+COMPONENT_FACTS = frozenset({"topology.tasks", "squall.testing.run", "squall.testing.source",
+                             "squall.streamparse.converted"})
 
 
 def validate_component(component: str, config: Mapping[str, Any], *,

@@ -31,6 +31,10 @@ from squall.multilang.protocol import HEARTBEAT_STREAM, HEARTBEAT_TASK, tuple_me
 log = logging.getLogger(__name__)
 #: the most seconds between two heartbeat tuples
 HEARTBEAT_SECS = 1.0
+#: the ids of the tick tuples a subprocess gets begin with this (a tuple's id is a number):
+#: an emit anchored to one (pystorm anchors what ``process_tick`` emits to the tick) is
+#: anchored to nothing, as a tick is tracked by no spout
+TICK_ID_PREFIX = "tick-"
 
 
 class ShellBolt(Bolt):
@@ -69,6 +73,7 @@ class ShellBolt(Bolt):
         self._lock = threading.Lock()
         self._inflight: dict[str, Tuple] = {}
         self._ids = itertools.count(1)
+        self._tick_ids = itertools.count(1)
         self._stopping = threading.Event()
         self._link = ShellLink(conf, context, command=self.shell_command(conf),
                                cwd=self.shell_cwd(conf), metric_names=self.shell_metrics,
@@ -116,12 +121,14 @@ class ShellBolt(Bolt):
         proc.wait_room()
 
     def process_tick(self, tup: Tuple) -> None:
-        """Tick tuples go to the subprocess too (it acks them; nothing tracks them)."""
+        """Tick tuples go to the subprocess too, with ids of their own (``tick-N``: it acks
+        them and may anchor emits to them; nothing tracks them)."""
         link = self._link
         proc = link.host.ensure() if link is not None else None
         if proc is not None:
             proc.send(proc.codec.encode(tuple_message(
-                str(next(self._ids)), tup.component, tup.stream, tup.task, tup.values)))
+                f"{TICK_ID_PREFIX}{next(self._tick_ids)}", tup.component, tup.stream,
+                tup.task, tup.values)))
 
     def cleanup(self) -> None:
         self._stopping.set()
@@ -183,8 +190,11 @@ class ShellBolt(Bolt):
         """One error line for an emit anchored to ids no tuple in flight has (acked or
         failed already, or never sent): the emit goes on without them, so a failure
         downstream cannot replay through them (as squall's in-process pystorm bolts report
-        it; the worker's error limit per interval applies)."""
-        unknown = ", ".join(repr(a) for a in map(str, given) if a not in self._inflight)
+        it; the worker's error limit per interval applies). Tick ids are dropped silently."""
+        unknown = ", ".join(repr(a) for a in map(str, given)
+                            if a not in self._inflight and not a.startswith(TICK_ID_PREFIX))
+        if not unknown:
+            return
         self.report_error(f"MultilangError: an emit anchored to tuple id {unknown:.200}, which "
                           "names no tuple this bolt sent its subprocess and it has not acked "
                           "or failed yet; ignored")

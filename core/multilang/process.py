@@ -303,6 +303,11 @@ class ShellProcess:
             except MultilangError as exc:
                 reason = f"broke the protocol: {exc}"
                 break
+            except Exception as exc:    # a decoder's error the codec let through: the same
+                log.debug("decoding the output of %s (pid %d) failed", self.argv, self.pid,
+                          exc_info=True)
+                reason = f"broke the protocol: {exc.__class__.__name__}: {exc}"
+                break
             if not messages:
                 continue
             # heard from: a whole message (bytes without an end are no heartbeat)

@@ -52,7 +52,8 @@ class Codec(Protocol):
 
     def feed(self, data: bytes) -> list[Any]:
         """The messages completed by ``data`` (the next bytes read); MultilangError for bytes
-        that are not a message."""
+        that are not a message (its decoder's own errors included), or a message longer
+        than ``MAX_MESSAGE_BYTES``."""
 
     def pending(self) -> int:
         """How many bytes of a message not complete yet it holds (for a timeout's reason)."""
@@ -65,6 +66,9 @@ class Codec(Protocol):
 #: the longest message a subprocess may send (a longer one is a broken protocol: the
 #: subprocess is killed and restarted), so a stream without terminators cannot grow without end
 MAX_MESSAGE_BYTES = 256 << 20
+#: what json.loads raises for bytes that are no JSON value (a list nested past the
+#: interpreter's recursion limit: RecursionError)
+_JSON_ERRORS = (ValueError, TypeError, RecursionError)
 
 
 class JsonCodec:
@@ -79,6 +83,9 @@ class JsonCodec:
         self._parts: list[bytes] = []
         self._parts_len = 0
         self._dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+        #: for a message holding a lone surrogate (a string a subprocess sent as "\ud800"),
+        #: which UTF-8 cannot hold and JSON's \u escapes can
+        self._ascii_dumps = json.JSONEncoder(separators=(",", ":")).encode
         self._loads = json.loads
         self._heads: dict[tuple[str, str], str] = {}
         #: the subprocess ends its lines with \r\n (seen in a read that completed no
@@ -87,7 +94,10 @@ class JsonCodec:
         self._cr = False
 
     def encode(self, message: Any) -> bytes:
-        return self._dumps(message).encode() + _END
+        try:
+            return self._dumps(message).encode() + _END
+        except UnicodeEncodeError:      # a lone surrogate: as an escape
+            return self._ascii_dumps(message).encode() + _END
 
     def pending(self) -> int:
         if self._parts:
@@ -121,7 +131,7 @@ class JsonCodec:
             return [] if self._crlf or b"\r" not in data else self._to_crlf()
         try:        # one decode for the whole read (a list of the messages)
             out: list[Any] = self._loads(b"[" + b",".join(parts) + b"]")
-        except ValueError:
+        except _JSON_ERRORS:
             out = self._each([p for p in parts if p.strip()])
         else:
             if len(out) != len(parts):  # a part holding two values, or a blank one
@@ -162,8 +172,9 @@ class JsonCodec:
         for part in parts:
             try:
                 out.append(self._loads(part))
-            except ValueError as exc:
-                raise MultilangError(f"not a JSON message: {part[:200]!r} ({exc})") from exc
+            except _JSON_ERRORS as exc:
+                raise MultilangError(f"not a JSON message: {part[:200]!r} "
+                                     f"({exc.__class__.__name__}: {exc})") from exc
         return out
 
     def encode_tuple(self, tup_id: str, component: str, stream: str, task: int,
@@ -174,8 +185,11 @@ class JsonCodec:
             dumps = self._dumps
             head = self._heads[(component, stream)] = \
                 f'","comp":{dumps(component)},"stream":{dumps(stream)},"task":'
-        return f'{{"id":"{tup_id}{head}{task},"tuple":{self._dumps(list(values))}}}'\
-            .encode() + _END
+        try:
+            return f'{{"id":"{tup_id}{head}{task},"tuple":{self._dumps(list(values))}}}'\
+                .encode() + _END
+        except UnicodeEncodeError:      # a lone surrogate: as an escape
+            return self.encode(tuple_message(tup_id, component, stream, task, values))
 
 
 class MsgpackCodec:
@@ -187,9 +201,15 @@ class MsgpackCodec:
         import msgpack
 
         self._packb = msgpack.Packer(use_bin_type=True).pack
-        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+        # the buffer's limit is the message's (msgpack's default is 100 MiB): a longer
+        # message is BufferFull as the read that passes the limit is fed
+        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
+                                          max_buffer_size=MAX_MESSAGE_BYTES)
+        self._full = msgpack.BufferFull
+        # a map with a list for a key is a TypeError (unhashable), deep nesting a
+        # RecursionError or StackError
         self._errors = (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
-                        ValueError)
+                        ValueError, TypeError, RecursionError)
         self._fed = 0
 
     def encode(self, message: Any) -> bytes:
@@ -205,11 +225,14 @@ class MsgpackCodec:
         return self._fed
 
     def feed(self, data: bytes) -> list[Any]:
-        self._unpacker.feed(data)
         try:
+            self._unpacker.feed(data)
             out = list(self._unpacker)
+        except self._full as exc:
+            raise MultilangError(f"a message longer than {MAX_MESSAGE_BYTES} bytes") from exc
         except self._errors as exc:
-            raise MultilangError(f"not a msgpack message ({exc})") from exc
+            raise MultilangError(f"not a msgpack message ({exc.__class__.__name__}: "
+                                 f"{exc})") from exc
         self._fed = 0 if out else self._fed + len(data)
         return out
 

@@ -4,7 +4,7 @@ and replay, also when a subprocess dies or hangs (one error, tuples in flight fa
 replayed, the subprocess restarted); msgpack; logs, stderr and errors where a user looks; no
 subprocess outlives the cluster. A spout subprocess busy longer than the timeout in one
 ``next`` while it emits is not killed; \r\n line ends; an emit anchored to a tuple already
-acked is reported."""
+acked is reported, one anchored to a tick tuple (pystorm's emits in process_tick) is not."""
 from __future__ import annotations
 
 import importlib.util
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from squall import LocalCluster, ShellBolt, ShellSpout, TopologyBuilder
+from squall import Bolt, LocalCluster, ShellBolt, ShellSpout, Spout, TopologyBuilder
 from squall.multilang.process import running_pids
 from squall.testing import wait_until
 
@@ -410,3 +410,77 @@ def test_an_emit_anchored_to_a_tuple_already_acked_is_reported(
     assert error.startswith("MultilangError: an emit anchored to tuple id '") and \
         "which names no tuple this bolt sent its subprocess and it has not acked or failed " \
         "yet; ignored" in error and "\n" not in error.strip(), error
+
+
+# counts the words it gets and emits the counts on each tick: pystorm anchors what
+# process_tick emits to the tick tuple, as it does every emit of a bolt
+TICK_COUNTER = """
+import collections
+from pystorm import Bolt
+
+class TickCount(Bolt):
+    def initialize(self, conf, ctx):
+        self.counts = collections.Counter()
+
+    def process(self, tup):
+        self.counts[tup.values[0]] += 1
+
+    def process_tick(self, tup):
+        for word, n in self.counts.items():
+            self.emit([word, n])
+        self.counts.clear()
+
+TickCount().run()
+"""
+TICKED: list[tuple[str, int]] = []
+TICK_ACKS: list[int] = []
+
+
+class Words(Spout):
+    outputs = ["word"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(range(30))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit(["abc"[i % 3]], tup_id=i)
+
+    def ack(self, tup_id: Any) -> None:
+        TICK_ACKS.append(tup_id)
+
+
+class Ticked(Bolt):
+    outputs: list[str] = []
+
+    def process(self, tup: Any) -> None:
+        TICKED.append(tuple(tup.values))
+
+
+def test_a_pystorm_bolt_emitting_on_ticks_is_not_reported(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    # the emits' anchor is the tick's id: dropped silently (a tick is in no tuple tree),
+    # not an error line per emit
+    (tmp_path / "tick_count.py").write_text(TICK_COUNTER)
+
+    class TickCount(ShellBolt):
+        command = [sys.executable, str(tmp_path / "tick_count.py")]
+        outputs = ["word", "count"]
+
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("count", TickCount, config={"topology.tick.tuple.freq.secs": 1}) \
+        .fields_grouping("words", ["word"])
+    b.set_bolt("sink", Ticked).shuffle_grouping("count")
+    cluster.submit_topology("ticks", {}, b.create_topology())
+    wait_until(lambda: sum(n for _, n in TICKED) == 30, 60,
+               message=lambda: f"counted {TICKED}; errors "
+                               f"{cluster.get_topology_info('ticks')['errors']}")
+    totals: dict[str, int] = {}
+    for word, n in TICKED:
+        totals[word] = totals.get(word, 0) + n
+    assert totals == {"a": 10, "b": 10, "c": 10}
+    wait_until(lambda: sorted(TICK_ACKS) == list(range(30)), 30,
+               message=lambda: f"acked {sorted(TICK_ACKS)}")
+    assert cluster.get_topology_info("ticks")["errors"] == {}

@@ -196,3 +196,74 @@ def test_a_handshake_answer_without_its_end_line_says_so(tmp_path, ending: bytes
                                           f"{held} bytes but no line 'end' after them")
     finally:
         proc.kill("test over")
+
+
+def test_what_a_decoder_raises_is_one_protocol_error() -> None:
+    # a map with a list for a key (unhashable: TypeError), a list nested past Python's
+    # recursion limit (RecursionError)
+    with pytest.raises(MultilangError, match="TypeError"):
+        MsgpackCodec().feed(msgpack.packb({"command": "log", (1, 2): 3}))
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(MultilangError, match="not a JSON message"):
+        JsonCodec().feed(deep + b"\nend\n")
+    with pytest.raises(MultilangError, match="not a JSON message"):
+        JsonCodec().feed(b'{"command": "sync"}\nend\n' + deep + b"\nend\n")
+
+
+def test_a_msgpack_message_past_the_limit_is_a_protocol_error(monkeypatch) -> None:
+    # the protocol's limit, not msgpack's own (100 MiB, BufferFull from its feed)
+    import squall.multilang.protocol as protocol
+    monkeypatch.setattr(protocol, "MAX_MESSAGE_BYTES", 1 << 20)
+    message = msgpack.packb({"command": "emit", "tuple": ["x" * (1 << 19)]})
+    codec = MsgpackCodec()
+    assert codec.feed(message) == [msgpack.unpackb(message)]
+    with pytest.raises(MultilangError, match=f"a message longer than {1 << 20} bytes"):
+        codec.feed(msgpack.packb({"command": "emit", "tuple": ["x" * (3 << 19)]}))
+    monkeypatch.undo()
+    big = msgpack.packb({"command": "emit", "tuple": ["x" * (110 << 20)]})
+    assert len(MsgpackCodec().feed(big)[0]["tuple"][0]) == 110 << 20
+
+
+def test_a_lone_surrogate_is_sent_as_an_escape() -> None:
+    # a string a subprocess sent as "\ud800" (JSON.stringify writes it), on to the next
+    codec = JsonCodec()
+    data = codec.encode_tuple("7", "split", "default", 3, ["a\ud800b", 1])
+    assert data.endswith(b"\nend\n")
+    assert json.loads(data[:-5]) == tuple_message("7", "split", "default", 3, ["a\ud800b", 1])
+    assert json.loads(codec.encode({"x": "\udc80"})[:-5]) == {"x": "\udc80"}
+    # the others keep their characters as they are
+    assert codec.encode_tuple("8", "split", "default", 3, ["é"]) == \
+        '{"id":"8","comp":"split","stream":"default","task":3,"tuple":["é"]}\nend\n'.encode()
+
+
+class _Raising(JsonCodec):
+    """A codec whose decoder raises what no codec should let through."""
+
+    def feed(self, data: bytes) -> list:
+        raise KeyError("decoder bug")
+
+
+def test_a_reader_whose_decoder_raises_kills_and_reports_the_subprocess(tmp_path) -> None:
+    import logging
+    import threading
+
+    from squall.multilang.process import ShellProcess
+    script = tmp_path / "talker.py"
+    script.write_text("import sys\nsys.stdin.readline()\nsys.stdout.write('hello')\n"
+                      "sys.stdout.flush()\nsys.stdin.read()\n")
+    reasons: list[str] = []
+    exited = threading.Event()
+
+    def on_exit(proc: ShellProcess, reason: str) -> None:
+        reasons.append(reason)
+        exited.set()
+
+    proc = ShellProcess([sys.executable, str(script)], str(tmp_path), _Raising(),
+                        logging.getLogger("talker"), lambda p, m: None, on_exit)
+    try:
+        proc.send(b"go\n")
+        assert exited.wait(10), "the reader died without a word"
+        assert reasons == ["broke the protocol: KeyError: 'decoder bug'"]
+        assert not proc.alive and proc.proc.poll() is not None
+    finally:
+        proc.kill("test over")

@@ -179,3 +179,14 @@ def test_a_mode_given_only_to_submit_topology_is_refused_not_ignored() -> None:
     check_mode(from_streamparse(ShellPlain), {"squall.streamparse.mode": "shell"})
     check_mode(from_streamparse(Plain), {"squall.streamparse.mode": "in-process"})
     check_mode(from_streamparse(Plain), {})
+
+
+@pytest.mark.parametrize("target", [Plain, ShellPlain])
+def test_the_keys_a_conversion_sets_raise_no_unknown_key_warning(target: Any) -> None:
+    """Every component of every streamparse topology warned of its
+    ``squall.streamparse.converted``, a key squall sets itself."""
+    from squall.config import validate_component
+
+    for cid, spec in from_streamparse(target).components.items():
+        assert spec.config.get("squall.streamparse.converted")
+        assert validate_component(cid, spec.config, warn=False) == []
