@@ -15,6 +15,7 @@ running the bolt          :mod:`.executor`                   ``WindowedBoltExecu
 processing-time windows   :mod:`.processing`                 ``ProcessingWindows.add``,
                                                              ``on_time``
 event-time windows        :mod:`.event_time`                 ``EventWindows.add``, ``advance``
+event-time count windows  :mod:`.event_count`                ``EventCountWindows.advance``
 failed event-time window  :mod:`.replays`                    ``FailedWindows.take``, ``ready``
 what process_window gets  :mod:`.window`                     ``Window``
 ========================  =================================  ===============================

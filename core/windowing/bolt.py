@@ -26,13 +26,18 @@ class WindowedBolt(Bolt):
     a count window the last ``window`` tuples (``start``: the oldest one's arrival time). A
     window holding no tuple is not evaluated; the tuples that left meanwhile are in the
     ``expired`` of the next window evaluated. See :mod:`squall.windowing.processing`.
-    Event time (``timestamp_field``, int ms since the epoch, with a Duration window and
-    slide): windows are aligned to multiples of the slide and evaluated in order, each
-    once (but for a failed one, below), when the watermark (the least over every input
-    task of its latest timestamp, minus ``max_lag``, computed every ``watermark_interval``)
-    passes their end; tuples behind the watermark go to ``late_stream`` (declared
-    automatically with the input's fields), or are acked and dropped when there is none.
-    See :mod:`squall.windowing.event_time` for how a quiet input task is treated.
+    Event time (``timestamp_field``, int ms since the epoch): duration windows are aligned
+    to multiples of the slide and evaluated in order, each once (but for a failed one,
+    below), when the watermark (the least over every input task of its latest timestamp,
+    minus ``max_lag``, computed every ``watermark_interval``) passes their end; tuples
+    behind the watermark go to ``late_stream`` (declared automatically with the input's
+    fields), or are acked and dropped when there is none. See
+    :mod:`squall.windowing.event_time` for how a quiet input task is treated. Count windows
+    and slides on event time take the tuples the watermark covers (timestamp at or behind
+    it) in timestamp order, as processing time takes them in arrival order: a count slide
+    evaluates every ``slide`` of them (``end``: the last one's timestamp), a count window
+    holds the last ``window`` of them (``start``: the oldest one's timestamp); see
+    :mod:`squall.windowing.event_count`.
 
     Acking: an input tuple is acked when it leaves the last window that holds it; emits in
     ``process_window`` (without ``anchors=``) are anchored to every tuple of the window.

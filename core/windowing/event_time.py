@@ -34,6 +34,11 @@ moving head, so the common case (timestamps nearly in order) appends; the lists 
 replaced by their live part once the head is long. A tuple that is not late sorts after
 every evaluated window's tuples, so a window is a view of the list (``Window.view``) that
 later insertions leave as it is. Single-threaded (the worker's loop thread).
+
+:class:`EventWindows` decides the windows of a Duration window and slide;
+:class:`squall.windowing.event_count.EventCountWindows` keeps its watermark, holding, late
+tuples and replays and decides the windows of a Count window or slide instead (it overrides
+:meth:`EventWindows.advance` and :meth:`EventWindows.quiet_mark`).
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ from typing import Any
 
 from squall.windowing.processing import Evaluate, Expire
 from squall.windowing.replays import FailedWindow, FailedWindows
-from squall.windowing.spec import Duration, WindowSpec
+from squall.windowing.spec import Count, WindowSpec
 from squall.windowing.window import Window
 
 #: held entries before the head is cut off the lists
@@ -51,7 +56,9 @@ COMPACT_AT = 1024
 
 
 class EventWindows:
-    """One task's event-time windows and watermark (see the module docstring).
+    """One task's event-time windows and watermark (see the module docstring): a Duration
+    window and slide (``length`` and ``slide`` in ms; in tuples where a subclass takes a
+    Count).
 
     ``inputs`` are the task ids the watermark waits for (a task not listed that sends is
     added). ``late(tup)`` gets every tuple behind the watermark that no failed window takes
@@ -66,9 +73,8 @@ class EventWindows:
     def __init__(self, spec: WindowSpec, inputs: Iterable[int], idle_ms: int,
                  evaluate: Evaluate, expire: Expire, late: Callable[[Any], None], *,
                  replays: bool = True) -> None:
-        assert isinstance(spec.length, Duration) and isinstance(spec.slide, Duration)
-        self.length = spec.length.ms
-        self.slide = spec.slide.ms
+        self.length = spec.length.n if isinstance(spec.length, Count) else spec.length.ms
+        self.slide = spec.slide.n if isinstance(spec.slide, Count) else spec.slide.ms
         self.lag = spec.max_lag_ms
         self.watermark_ms = spec.watermark_ms
         self.idle_ms = idle_ms
@@ -170,9 +176,14 @@ class EventWindows:
             return least - self.lag
         if quiet_most is None:
             return None
+        return self.quiet_mark(quiet_most)
+
+    def quiet_mark(self, latest: int) -> int:
+        """The watermark once every input task is quiet, ``latest`` being the greatest
+        timestamp heard: one that evaluates every window holding a tuple heard."""
         # windows end at multiples of the slide; the last one holding T ends at or before
         # T + length (the latest timestamp itself would leave that window unevaluated)
-        return (quiet_most + self.length) // self.slide * self.slide
+        return (latest + self.length) // self.slide * self.slide
 
     def advance(self, mark: int, now_ms: int) -> None:
         """Evaluate, in order, every window ending at or before ``mark`` (at ``now_ms``,
@@ -219,7 +230,7 @@ class EventWindows:
             self.expired.extend(w.tuples)
             self.expire(w.tuples)
         elif self.failed is not None:
-            self.failed.record(w.start, w.end, w.stamps[0], len(w.tuples), now_ms)
+            self.failed.record(w.start, w.end, w.stamps[0], len(w.tuples), now_ms, w.until)
 
     def _evict_below(self, cutoff: int) -> None:
         """Tuples with a timestamp before ``cutoff`` leave (no later window holds them)."""

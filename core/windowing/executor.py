@@ -2,12 +2,14 @@
 of ``process``, and whose windows are evaluated on its own (the worker's loop) thread, by
 count as tuples arrive and by time from the executor's timer (``on_timer``).
 
-Per task it holds one :class:`~squall.windowing.processing.ProcessingWindows` or
-:class:`~squall.windowing.event_time.EventWindows` and acts on what they decide: it acks a
-tuple when it leaves its last window, evaluates ``process_window`` with the window's tuples
-as the anchors of every emit made without ``anchors=``, fails a window's tuples when
-``process_window`` raises (an event-time window is evaluated again with the replays of its
-tuples: :mod:`squall.windowing.replays`), and sends late tuples to the late stream.
+Per task it holds one :class:`~squall.windowing.processing.ProcessingWindows`,
+:class:`~squall.windowing.event_time.EventWindows` (a duration window and slide on event
+time) or :class:`~squall.windowing.event_count.EventCountWindows` (a count window or slide on
+event time) and acts on what they decide: it acks a tuple when it leaves its last window,
+evaluates ``process_window`` with the window's tuples as the anchors of every emit made
+without ``anchors=``, fails a window's tuples when ``process_window`` raises (an event-time
+window is evaluated again with the replays of its tuples: :mod:`squall.windowing.replays`),
+and sends late tuples to the late stream.
 Topologies without windowed bolts never build one (``executor_class``), so the plain bolt's
 path is unchanged.
 """
@@ -25,9 +27,10 @@ from squall.errors import TopologyError
 from squall.runtime.executors.base import Services
 from squall.runtime.executors.bolt import BoltExecutor
 from squall.runtime.task import TaskState
+from squall.windowing.event_count import EventCountWindows
 from squall.windowing.event_time import EventWindows
 from squall.windowing.processing import ProcessingWindows
-from squall.windowing.spec import WindowSpec
+from squall.windowing.spec import Count, WindowSpec
 from squall.windowing.window import Window
 
 log = logging.getLogger(__name__)
@@ -172,9 +175,11 @@ class WindowedBoltExecutor(BoltExecutor):
         if ctx is not None:
             for component, _ in ctx.this_sources():
                 inputs.extend(ctx.component_tasks(component))
+        spec = self.spec
+        kind = EventCountWindows if isinstance(spec.length, Count) or isinstance(
+            spec.slide, Count) else EventWindows
         # without ackers a failed window's tuples are not replayed: none is waited for
-        return EventWindows(self.spec, inputs, self.idle_ms, evaluate, expire, late,
-                            replays=acks.acking)
+        return kind(spec, inputs, self.idle_ms, evaluate, expire, late, replays=acks.acking)
 
     # -- running ------------------------------------------------------------------------------
     def _run_tuples(self, ts: TaskState, q: Any, n: int) -> None:

@@ -6,9 +6,10 @@ failed window for a while and takes the tuples that come back into it, where the
 otherwise be late; :class:`~squall.windowing.event_time.EventWindows` evaluates the window
 again, with the same start and end, when :meth:`FailedWindows.ready` says so. The rule:
 
-- a tuple behind the watermark whose timestamp is in ``[first, end)`` of a remembered
-  window (``first``: the earliest timestamp it held when it failed) is held for it (the
-  oldest failure first, if two could take it);
+- a tuple behind the watermark whose timestamp is in ``[first, until)`` of a remembered
+  window (``first``: the earliest timestamp it held when it failed; ``until``: its end, or
+  for a count window one past the latest timestamp it held) is held for it (the oldest
+  failure first, if two could take it);
 - the window is ready once it holds as many tuples as it held when it failed (its replays
   are back), or ``gather_ms`` (half ``topology.message.timeout.secs``) after the first of
   them arrived, so that the replays held are acked before they time out;
@@ -28,13 +29,16 @@ class FailedWindow:
     """One failed window: its bounds, and the tuples back for it, sorted by timestamp."""
 
     __slots__ = ("back_at", "end", "expect", "failed_at", "first", "stamps", "start",
-                 "tuples")
+                 "tuples", "until")
 
-    def __init__(self, start: int, end: int, first: int, expect: int, now_ms: int) -> None:
+    def __init__(self, start: int, end: int, first: int, expect: int, now_ms: int,
+                 until: int) -> None:
         self.start = start
         self.end = end
-        #: the earliest timestamp the window held, and how many tuples, when it failed
+        #: the timestamps it takes back, ``[first, until)``, and how many tuples it held
+        #: when it failed
         self.first = first
+        self.until = until
         self.expect = expect
         self.failed_at = now_ms
         #: when the first tuple came back (None: none yet)
@@ -64,18 +68,20 @@ class FailedWindows:
     def __len__(self) -> int:
         return len(self.windows)
 
-    def record(self, start: int, end: int, first: int, count: int, now_ms: int) -> None:
-        """The window ``[start, end)`` failed at ``now_ms`` holding ``count`` tuples, the
-        earliest with timestamp ``first``."""
+    def record(self, start: int, end: int, first: int, count: int, now_ms: int,
+               until: int | None = None) -> None:
+        """The window from ``start`` to ``end`` failed at ``now_ms`` holding ``count``
+        tuples with timestamps from ``first`` to before ``until`` (None: ``end``)."""
         at = now_ms + self.wait_ms
         self.due = min(self.due, at) if self.windows else at
-        self.windows.append(FailedWindow(start, end, first, count, now_ms))
+        self.windows.append(FailedWindow(start, end, first, count, now_ms,
+                                         end if until is None else until))
 
     def take(self, tup: Any, stamp: int, now_ms: int) -> bool:
         """Hold ``tup`` (behind the watermark) for the failed window its timestamp falls
         in; False when there is none (it is late)."""
         for w in self.windows:
-            if w.first <= stamp < w.end:
+            if w.first <= stamp < w.until:
                 if w.back_at is None:
                     w.back_at = now_ms
                     self.due = min(self.due, now_ms + self.gather_ms)

@@ -181,9 +181,6 @@ class WindowSpec:
                 raise TopologyError(f"{where}: a late stream needs event time (set "
                                     f"timestamp_field or {TIMESTAMP_FIELD})")
         else:
-            if not (isinstance(length, Duration) and isinstance(slide, Duration)):
-                raise TopologyError(f"{where}: event time (timestamp_field {field!r}) needs a "
-                                    f"Duration window and slide, got {length!r} and {slide!r}")
             if lag < 0:
                 raise TopologyError(f"{where}: max_lag must not be negative, got {lag} ms")
             if interval < 1:

@@ -243,6 +243,36 @@ def test_event_time_windows_in_order_and_late_tuples_to_the_late_stream(cluster)
     assert {e[1] for e in events("ack")} == {1, 2, 3, 4, 5, 6, 7, 9}
 
 
+class EventTimeCount(EventTimeLagging):
+    window = Count(4)
+    slide = Count(2)
+
+
+def test_event_time_count_windows_in_event_order_and_acks_as_tuples_leave(cluster):
+    # the watermark (latest - 500) covers the tuples in event order, two by two; 7 comes
+    # behind it, 8 (ts 9000) lets 5 and 6 in and waits itself
+    rows = [(1, 1500), (2, 1200), (3, 2100), (4, 1999), (5, 3000), (6, 3600), ("pause",),
+            (7, 1100), (8, 9000)]
+    run(cluster, EventTimeCount, {0: rows}, late_sink=LateSink)
+    wait_until(lambda: len(WINDOWS) >= 2, timeout=20, message=lambda: repr(EVENTS))
+    GATES[0].set()
+    wait_until(lambda: len(WINDOWS) >= 3 and len(events("ack")) == 5, timeout=20,
+               message=lambda: repr(EVENTS))
+    with LOCK:
+        assert [(w["start"], w["end"], w["tuples"], w["new"], w["expired"])
+                for w in WINDOWS] == [
+            (1200, 1500, [2, 1], [2, 1], []),
+            (1200, 2100, [2, 1, 4, 3], [4, 3], []),
+            (1999, 3600, [4, 3, 5, 6], [5, 6], [2, 1])]
+        assert LATE == [(7, 1100)]
+        log_now = list(EVENTS)
+    # 2 and 1 leave after the second window, 4 and 3 after the third; 5, 6 and 8 are held
+    position = {e[:2]: k for k, e in enumerate(log_now)}
+    for n, last in ((1, 2), (2, 2), (3, 3), (4, 3)):
+        assert position[("ack", n)] > position[("window", last)], log_now
+    assert {e[1] for e in events("ack")} == {1, 2, 3, 4, 7} and not events("fail")
+
+
 def test_event_time_windows_of_what_arrived_are_evaluated_once_the_input_is_quiet(cluster):
     # nothing comes after ts 2100: once the spout is quiet for half the message timeout the
     # window holding it is evaluated and its tuple acked, instead of timing out (and, with

@@ -79,7 +79,6 @@ def test_storm_component_keys_override_the_class_attributes():
     (Sums, {"topology.bolts.window.length.count": 5,
             "topology.bolts.window.length.duration.ms": 5}, "not both"),
     (Sums, {"topology.bolts.late.tuple.stream": "late"}, "late stream needs event time"),
-    (Late, {"topology.bolts.window.length.count": 5}, "needs a Duration window and slide"),
 ])
 def test_bad_settings_are_one_topology_error(cls: type, config: dict[str, Any],
                                              message: str) -> None:
@@ -153,6 +152,26 @@ def test_create_topology_refuses_a_window_counting_more_than_max_spout_pending(
           component=component)
     # duration windows and slides wait for time, not tuples
     build(Sums, {"topology.max.spout.pending": 1})
+
+
+@pytest.mark.parametrize("component,length,slide", [
+    ({"topology.bolts.window.length.count": 5}, Count(5), Duration(ms=5000)),
+    ({"topology.bolts.sliding.interval.count": 2}, Duration(seconds=10), Count(2)),
+    ({"topology.bolts.window.length.count": 5,
+      "topology.bolts.sliding.interval.count": 2}, Count(5), Count(2)),
+])
+def test_event_time_takes_count_windows_and_slides(component: dict[str, Any],
+                                                   length: Count | Duration,
+                                                   slide: Count | Duration) -> None:
+    ws = WindowSpec.of("w", Late, component)
+    assert (ws.length, ws.slide, ws.timestamp_field) == (length, slide, "ts")
+    build(Late, component=component)
+    # and the count is held to max spout pending as on processing time
+    count = sum(v.n for v in (length, slide) if isinstance(v, Count))
+    with pytest.raises(TopologyError, match=rf"window plus slide \({count} tuples\) is more "
+                                            r"than topology.max.spout.pending"):
+        build(Late, {"topology.max.spout.pending": count - 1}, component=component)
+    build(Late, {"topology.max.spout.pending": count}, component=component)
 
 
 def test_the_late_stream_is_declared_with_the_input_fields():
