@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -220,6 +221,9 @@ class TopologyBuilder:
                     raise TopologyError(f"bolt {spec.id!r} subscribes to {inp.component}:"
                                         f"{inp.stream} twice")
                 seen.add(key)
+        if "squall.multilang" in sys.modules:    # imported by any shell component's class
+            from squall.multilang.link import check_commands
+            check_commands(specs.values())
         # stateful bolts (API.md section 11): the __checkpoint spout and the checkpoint path
         from squall.stateful.wiring import wire
         wire(specs, conf)

@@ -1,15 +1,16 @@
-"""Multi-lang's hooks: a topology naming an unknown multi-lang serializer is refused at submit,
-and a worker that shuts down stops the subprocesses its shell components run once its loop
-has stopped, before their threads are waited for (a call waiting on a subprocess, or on its
-handshake, ends then, and the components' cleanup runs); its stop is the backstop for a
-worker whose stopping was never told."""
+"""Multi-lang's hooks: a topology naming an unknown multi-lang serializer, or with a shell
+component whose ``command`` is not an argv list, is refused at submit, and a worker that
+shuts down stops the subprocesses its shell components run once its loop has stopped, before
+their threads are waited for (a call waiting on a subprocess, or on its handshake, ends then,
+and the components' cleanup runs); its stop is the backstop for a worker whose stopping was
+never told."""
 from __future__ import annotations
 
 from typing import Any
 
 from squall.errors import ConfigError, TopologyError
 from squall.hookspecs import hookimpl
-from squall.multilang.link import SERIALIZER_KEY
+from squall.multilang.link import SERIALIZER_KEY, check_commands
 from squall.multilang.process import stop_worker
 from squall.multilang.protocol import codec_class
 
@@ -24,6 +25,7 @@ def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
                 codec_class(c[SERIALIZER_KEY])
             except ConfigError as exc:
                 raise TopologyError(f"{where}: {exc}") from exc
+    check_commands(topology.components.values())
 
 
 @hookimpl

@@ -14,20 +14,51 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from squall.api.context import TopologyContext
 from squall.api.tuple import Tuple
-from squall.errors import MultilangError, SquallError
+from squall.errors import MultilangError, SquallError, TopologyError
 from squall.multilang.process import ShellHost, ShellProcess, stop_grace
 from squall.multilang.protocol import LOG_LEVELS, codec_class, handshake_context
 
 SERIALIZER_KEY = "topology.multilang.serializer"
 TIMEOUT_KEY = "topology.subprocess.timeout.secs"
+#: how many undeclared metric names a link remembers having logged (the rest are not logged)
+UNDECLARED_NAMES = 100
 #: what an emit the runtime refuses raises: reported by :meth:`ShellLink.emit_failed`
 EMIT_ERRORS = (SquallError, TypeError, ValueError, RuntimeError)
+
+
+def check_command(where: str, command: Any) -> None:
+    """MultilangError unless ``command`` is an argv: a non-empty list (or tuple) of strings
+    (a string is refused: it would be run as one program named by all of it)."""
+    if not isinstance(command, (list, tuple)) or not command or \
+            not all(isinstance(a, str) for a in command):
+        raise MultilangError(f"{where}: command must be a non-empty list of strings (an "
+                             f"argv, as [\"python3\", \"split.py\"]), got {command!r}")
+
+
+def check_commands(specs: Iterable[Any]) -> None:
+    """TopologyError naming the first shell component (a ShellBolt or ShellSpout class that
+    runs its ``command``, not a ``shell_command`` of its own) whose ``command`` is not an
+    argv. Called by ``create_topology()`` and at submit (``specs``: component specs, with
+    ``id`` and ``cls``)."""
+    from squall.multilang.bolt import ShellBolt
+    from squall.multilang.spout import ShellSpout
+    for spec in specs:
+        cls = spec.cls
+        if not isinstance(cls, type) or not issubclass(cls, (ShellBolt, ShellSpout)):
+            continue
+        shell: type[ShellBolt] | type[ShellSpout] = cls
+        base = ShellBolt if issubclass(shell, ShellBolt) else ShellSpout
+        if shell.shell_command is base.shell_command:
+            try:
+                check_command(f"component {spec.id!r}", shell.command)
+            except MultilangError as exc:
+                raise TopologyError(str(exc)) from None
 
 
 def code_root(cls: type) -> str:
@@ -104,6 +135,8 @@ class ShellLink:
         self.metric_names = list(metric_names)
         self.metrics: dict[str, ShellMetric] = {
             name: context.register_metric(name, ShellMetric()) for name in self.metric_names}
+        #: the undeclared metric names the subprocess updated (each logged once), as repr
+        self.undeclared: set[str] = set()
         where = f"component {context.component_id!r}"
         try:
             codec = codec_class(conf.get(SERIALIZER_KEY, "json"))
@@ -113,9 +146,7 @@ class ShellLink:
         if timeout <= 0:
             raise MultilangError(f"{where}: {TIMEOUT_KEY} must be positive, got {timeout}")
         self.timeout = timeout
-        if isinstance(command, str) or not command:
-            raise MultilangError(f"{where}: command must be a non-empty argv list, got "
-                                 f"{command!r}")
+        check_command(where, command)
         self.host = ShellHost(
             argv=command, cwd=cwd, codec=codec, conf=dict(conf),
             context=handshake_context(context), timeout=timeout, logger=self.logger,
@@ -135,9 +166,14 @@ class ShellLink:
             name = message.get("name")
             metric = self.metrics.get(name) if isinstance(name, str) else None
             if metric is None:
-                self.logger.error("the subprocess updated metric %r, which the component "
-                                  "does not declare in shell_metrics (%s)", name,
-                                  ", ".join(self.metric_names) or "none")
+                key = repr(name)
+                # one line a name, not one a message (of at most UNDECLARED_NAMES names)
+                if key not in self.undeclared and len(self.undeclared) < UNDECLARED_NAMES:
+                    self.undeclared.add(key)
+                    self.logger.error("the subprocess updated metric %s, which the component "
+                                      "does not declare in shell_metrics (%s); its updates "
+                                      "are dropped", key[:200],
+                                      ", ".join(self.metric_names) or "none")
                 return
             try:
                 metric.update(message.get("params"))

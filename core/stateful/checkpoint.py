@@ -92,7 +92,7 @@ class CheckpointSpout(Spout):
         """The first ``recover`` goes out at once: activation comes before the first
         ``next_tuple`` of any spout of this worker, so the stateful tasks downstream usually
         have their state before the first data tuple reaches them (one that comes earlier is
-        failed, and replayed by its spout)."""
+        failed at that recover, and replayed by its spout)."""
         self.next_tuple()
 
     def next_tuple(self) -> None:

@@ -5,8 +5,9 @@ tuples of its input tasks (:mod:`squall.stateful.barrier`). When a checkpoint is
 stateful task acts on it (:class:`~squall.stateful.keeper.StateKeeper`: recover, prepare or
 commit) and any task forwards it on its own ``__checkpoint`` stream, anchored to the
 checkpoint tuples it got, and acks those (or fails them when the action failed). A stateful
-task holds the ack of every input it processed until the checkpoint covering it committed,
-and fails its inputs while it is not recovered. Chosen when the worker is built
+task holds the ack of every input it processed until the checkpoint covering it committed;
+while it is not recovered it keeps its inputs unprocessed and fails them once at the next
+``recover`` (:meth:`StateKeeper.defer`). Chosen when the worker is built
 (:func:`squall.runtime.executors.executor_class`), so topologies without stateful bolts run
 the plain bolt executor untouched. Everything runs on the worker's loop thread.
 """
@@ -22,6 +23,7 @@ from operator import attrgetter
 from squall import drivers
 from squall.api.tuple import Source, Tuple, TupleBatch
 from squall.errors import StateProviderError
+from squall.runtime import flow
 from squall.runtime.executors.base import Services, _perf
 from squall.runtime.executors.base import pass_cap
 from squall.runtime.executors.bolt import PASS_SECONDS, BoltExecutor
@@ -75,7 +77,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             self.value_dumps, self.value_loads = value_codec(self.serializer)
 
     def recovered(self) -> bool:
-        """Whether every stateful task here has its state (else it fails its inputs); True
+        """Whether every stateful task here has its state (else it defers its inputs); True
         for a bolt that keeps none. Read from any thread."""
         return all(keeper.ready for keeper in list(self.keepers.values()))
 
@@ -111,7 +113,8 @@ class CheckpointedBoltExecutor(BoltExecutor):
             dumps=self.serializer.dumps, loads=self.serializer.loads,
             value_dumps=self.value_dumps, value_loads=self.value_loads,
             init_state=inst.init_state, ack=ack,
-            fail=lambda roots, n: acks.fail_roots(ts, roots, n))
+            fail=lambda roots, n: acks.fail_roots(ts, roots, n),
+            defer_limit=flow.capacity(ts.conf))
         self.keepers[ts.task] = keeper
         inst.ack = keeper.hold        # an explicit ack waits for the commit too
         fail = inst.fail
@@ -309,7 +312,9 @@ class CheckpointedBoltExecutor(BoltExecutor):
             self._tick(ts, tup)
             return
         if not keeper.ready:
-            self.acks.fail_tuple(ts, tup)     # replayed once the state is recovered
+            # kept, failed once at the recover; past the keeper's bound failed now
+            if not keeper.defer(tup):
+                self.acks.fail_tuple(ts, tup)
             return
         if self.auto_anchor:
             ts.current = tup

@@ -41,23 +41,26 @@ class StateKeeper:
     """The checkpoints of one stateful task (namespace ``namespace`` of ``provider``).
 
     ``ready`` is False until a recovery succeeded, and again after any provider failure:
-    meanwhile the task fails its inputs (the spouts replay them) and every checkpoint it is
-    asked for (:class:`NotRecovered`). ``pending`` (root -> XOR) and ``pending_n`` are public
-    so the executor folds an input's ack inline (see :meth:`hold` for what it does).
+    meanwhile the task keeps its inputs unprocessed (:meth:`defer`; they fail once at the
+    next ``recover``) and fails every checkpoint it is asked for (:class:`NotRecovered`).
+    ``pending`` (root -> XOR) and ``pending_n`` are public so the executor folds an input's
+    ack inline (see :meth:`hold` for what it does).
     Provider errors (:class:`~squall.errors.StateProviderError`) are raised to the caller
     (the executor fails the checkpoint tuple and logs); the keeper stays consistent. Loop
     thread only."""
 
-    __slots__ = ("ack", "carried", "dumps", "fail", "init_state", "legacy", "loads",
-                 "namespace", "pending", "pending_n", "prepared", "prepared_n", "prepared_txid",
-                 "provider", "ready", "spoiled", "state", "value_dumps", "value_loads")
+    __slots__ = ("ack", "carried", "defer_limit", "deferred", "deferred_n", "dumps", "fail",
+                 "init_state", "legacy", "loads", "namespace", "pending", "pending_n",
+                 "prepared", "prepared_n", "prepared_txid", "provider", "ready", "spoiled",
+                 "state", "value_dumps", "value_loads")
 
     def __init__(self, *, provider: StateProvider, namespace: str,
                  dumps: Callable[[Any], bytes], loads: Callable[[bytes], Any],
                  init_state: Callable[[KeyValueState], None], ack: AckFold,
                  fail: FailRoots, legacy: str | None = None,
                  value_dumps: Callable[[Any], bytes] | None = None,
-                 value_loads: Callable[[bytes], Any] | None = None) -> None:
+                 value_loads: Callable[[bytes], Any] | None = None,
+                 defer_limit: int = 32768) -> None:
         self.provider = provider
         self.namespace = namespace
         #: the namespace this task's state was kept under before ``namespace`` (None: none)
@@ -84,6 +87,11 @@ class StateKeeper:
         self.prepared_txid: int | None = None
         #: an input failed after it may have changed the state (see :meth:`spoil`)
         self.spoiled = False
+        #: the roots of the inputs that came while not ready, and how many (see :meth:`defer`)
+        self.deferred: set[int] = set()
+        self.deferred_n = 0
+        #: how many inputs :meth:`defer` keeps at most
+        self.defer_limit = defer_limit
 
     def spoil(self) -> None:
         """An input failed (``process`` raised, or the bolt failed it) after it may have
@@ -112,6 +120,27 @@ class StateKeeper:
         for r in roots:
             fold[r] = fold.get(r, 0) ^ v
 
+    def defer(self, tup: Any) -> bool:
+        """An input that came while the task is not ready: it is not processed, and its trees
+        fail once at the next :meth:`recover` (the spouts replay them after it), whether that
+        succeeds or not. Not processed then either: it came before the ``recover`` checkpoint,
+        and what came before it is rolled back (its tree may be failed and replayed by
+        another task's rollback, and counted twice). Only its roots are kept. False (nothing
+        kept) when ``defer_limit`` inputs wait already: the caller fails it now."""
+        if self.deferred_n >= self.defer_limit:
+            return False
+        self.deferred_n += 1
+        roots = tup.roots
+        if roots:
+            self.deferred.update(roots)
+        return True
+
+    def _fail_deferred(self) -> None:
+        deferred, n = self.deferred, self.deferred_n
+        self.deferred, self.deferred_n = set(), 0
+        if n:
+            self.fail(deferred, n)
+
     def _lose_pending(self) -> None:
         """Forget the uncommitted changes: fail their inputs; recovery must reload."""
         self.ready = False
@@ -130,10 +159,12 @@ class StateKeeper:
                 self.fail(prepared, n)
 
     def recover(self, txid: int) -> None:
-        """Commit the prepared checkpoint if it is ``txid`` (decided by the spout), discard
-        any other, reload the committed state and hand it to ``init_state``."""
+        """Fail the inputs processed since the last prepare and those deferred, commit the
+        prepared checkpoint if it is ``txid`` (decided by the spout), discard any other,
+        reload the committed state and hand it to ``init_state``."""
         self.spoiled = False
         self._lose_pending()
+        self._fail_deferred()
         committed, prepared = self.provider.txids(self.namespace)
         if prepared == txid and committed != txid:
             self.provider.commit(self.namespace, txid)

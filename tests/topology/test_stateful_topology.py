@@ -26,6 +26,8 @@ _LOCK = threading.Lock()
 ACKED: dict[str, list[int]] = collections.defaultdict(list)
 FAILED_ONCE: dict[str, set[Any]] = collections.defaultdict(set)
 FAILS: dict[str, int] = collections.defaultdict(int)
+#: per test key: tup_id -> how many times the spout was told it failed
+FAILS_BY_ID: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
 #: ids emitted and neither acked nor failed yet
 IN_FLIGHT: dict[str, set[int]] = collections.defaultdict(set)
 #: per test key: what was in flight when the spout was deactivated
@@ -70,6 +72,7 @@ class ReplayingWords(Spout):
     def fail(self, tup_id):
         with _LOCK:
             FAILS[self.key] += 1
+            FAILS_BY_ID[self.key][tup_id] += 1
             IN_FLIGHT[self.key].discard(tup_id)
         self.todo.append(tup_id)
 
@@ -104,6 +107,8 @@ class WordCounter(StatefulBolt):
         #: fails some inputs once: "before" changing the state (raising), "after" (raising),
         #: or by calling fail after changing it ("fail")
         self.fail_own = conf.get("test.counter.fails") or ""
+        #: the inputs it fails are those with i % every == 5
+        self.every = int(conf.get("test.counter.fails.every") or 11)
 
     def init_state(self, state):
         self.counts = state
@@ -111,7 +116,7 @@ class WordCounter(StatefulBolt):
     def process(self, tup):
         word, i = tup.values
         first = False
-        if self.fail_own and i % 11 == 5:
+        if self.fail_own and i % self.every == 5:
             with _LOCK:
                 first = ("count", i) not in FAILED_ONCE[self.key]
                 FAILED_ONCE[self.key].add(("count", i))
@@ -166,6 +171,35 @@ def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers
     assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
     assert any(i % 7 == 3 for _, i in FAILED_ONCE[key]), "nothing was failed"
     counts = committed_counts(key, "swc", topology.tasks("count"))
+    assert counts == expected(total)
+
+
+def test_a_counter_waiting_for_its_recovery_fails_each_input_once_not_in_a_loop(cluster):
+    # the counter fails one input after changing its state: the inputs it processed since
+    # the last prepare fail, and until the next checkpoint's recover its task keeps what
+    # comes (failed once then), where it used to fail each at once and the spout replayed
+    # it straight back, thousands of times a word
+    key = uuid.uuid4().hex
+    total = 400
+    b = TopologyBuilder()
+    b.set_spout("words", ReplayingWords)
+    b.set_bolt("count", WordCounter, parallelism=2).fields_grouping("words", ["word"])
+    topology = b.create_topology()
+    conf = {"test.key": key, "test.total": total, "test.counter.fails": "after",
+            "test.counter.fails.every": total,     # input 5 alone
+            "topology.state.provider.config": {"key_prefix": key},
+            "topology.state.checkpoint.interval.ms": 300}
+    cluster.submit_topology("defer", conf, topology)
+    wait_until(lambda: len(set(ACKED[key])) == total, timeout=60,
+               message="not every word was acked")
+    assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
+    with _LOCK:
+        fails = FAILS_BY_ID[key]
+        assert fails, "nothing failed"
+        # at most: at the first recover (had it come before it), at the failure, and at the
+        # recover after the failure (had its replay come before that)
+        assert max(fails.values()) <= 3, f"an input failed {max(fails.values())} times"
+    counts = committed_counts(key, "defer", topology.tasks("count"))
     assert counts == expected(total)
 
 

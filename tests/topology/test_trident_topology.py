@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import uuid
 from collections import Counter
@@ -291,6 +292,41 @@ def test_an_operation_giving_the_wrong_values_fails_its_batch_with_a_clear_error
                and any("OneOfTwo gave 1 values for the 2 output fields ['a', 'b']" in e
                        for e in errors()), timeout=30, message=lambda: f"errors {errors()}")
     assert all(e.startswith("ValueError: ") for e in errors())
+
+
+TRIES: Counter[str] = Counter()
+
+
+class Poison(Function):
+    """Fails every batch, counting the tries under its ``tag``."""
+
+    tag = ""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        with _LOCK:
+            TRIES[self.tag] += 1
+        raise RuntimeError("poison")
+
+
+def test_a_batch_failing_every_try_logs_a_few_warnings_not_two_a_retry(
+        cluster: LocalCluster, caplog: pytest.LogCaptureFixture) -> None:
+    # replayed for ever (as it should be), it logged two warnings a retry: the bolt's "batch
+    # txid 1 failed" and the coordinator's "restarting it"
+    caplog.set_level(logging.WARNING, logger="squall.trident")
+    tag = uuid.uuid4().hex
+    poison = Poison()
+    poison.tag = tag
+    t = TridentTopology()
+    t.new_stream("poison", _spout(tag)).each(["sentence"], poison, ["x"])
+    cluster.submit_topology("trident-poison", {**CONF, "topology.max.spout.pending": 1,
+                                               "topology.error.throttle.interval.secs": 600},
+                            t.build())
+    wait_until(lambda: TRIES[tag] >= 30, timeout=30, message=lambda: f"tries {TRIES[tag]}")
+    warned = [r.getMessage() for r in caplog.records if r.name.startswith("squall.trident")]
+    failed = [m for m in warned if "batch txid 1 failed (it will be replayed)" in m]
+    restarted = [m for m in warned if "batch of txid 1 failed; restarting it" in m]
+    assert 1 <= len(failed) <= 3 and 1 <= len(restarted) <= 3, warned
+    assert "more like it: counted, one line every 600 s" in failed[-1], failed
 
 
 def test_drpc_request_nobody_serves_times_out() -> None:

@@ -8,6 +8,7 @@ one bolt of the plan    :mod:`.bolt`               ``TridentBolt.process``: piec
 a batch in a bolt       :mod:`.batch`              ``BatchTracker``: attempts, completeness
 operations on rows      :mod:`.evaluate`           ``Evaluator.run``: one call per node
 batch sources           :mod:`.sources`            ``SpoutSource``, ``DRPCSource``
+failed batches' lines   :mod:`.repeats`            ``RepeatedWarning.warning``
 ======================  =========================  =========================================
 """
 from __future__ import annotations

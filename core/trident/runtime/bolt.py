@@ -23,6 +23,7 @@ from squall.api.component import Bolt
 from squall.api.groupings import fields_hash
 from squall.api.tuple import Stream, Tuple
 from squall.trident.runtime.evaluate import Evaluator, Rows, projector
+from squall.trident.runtime.repeats import RepeatedWarning
 from squall.trident.runtime.sources import deliver, make_source
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,9 @@ class TridentBolt(Bolt):
                         for o in plan["outputs"]]
         self.evaluator.prepare(conf, context)
         self.batches: dict[int, _Batch] = {}
+        #: the warnings of failed batches and commits (a batch failing every try repeats them)
+        self.retries = RepeatedWarning(
+            log, float(conf.get("topology.error.throttle.interval.secs") or 10))
 
     def cleanup(self) -> None:
         self.evaluator.cleanup()
@@ -218,8 +222,8 @@ class TridentBolt(Bolt):
             self._commit(txid, b, b.commit_tup)
 
     def _failed(self, txid: int, b: _Batch, exc: Exception) -> None:
-        log.warning("trident %s: batch txid %d failed (it will be replayed): %r",
-                    self.context.component_id, txid, exc)
+        self.retries.warning("trident %s: batch txid %d failed (it will be replayed): %r",
+                             self.context.component_id, txid, exc)
         self.report_error(exc)
         b.failed = True
         self._drop(b)
@@ -239,8 +243,8 @@ class TridentBolt(Bolt):
             for source in self.sources.values():
                 source.committed(txid)
         except Exception as exc:    # e.g. the state store is unreachable: replay the txid
-            log.warning("trident %s: recording the commit of txid %d failed: %r",
-                        self.context.component_id, txid, exc)
+            self.retries.warning("trident %s: recording the commit of txid %d failed: %r",
+                                 self.context.component_id, txid, exc)
             self.report_error(exc)
             self.fail(tup)
             return
@@ -279,8 +283,8 @@ class TridentBolt(Bolt):
             self.evaluator.commit(b.rows, b.prepared, txid, b.meta)
             self._emit(txid, b, True, [tup])
         except Exception as exc:
-            log.warning("trident %s: commit of txid %d failed (it will be replayed): %r",
-                        self.context.component_id, txid, exc)
+            self.retries.warning("trident %s: commit of txid %d failed (it will be "
+                                 "replayed): %r", self.context.component_id, txid, exc)
             self.report_error(exc)
             self.fail(tup)
             return

@@ -36,6 +36,7 @@ from squall.api.component import Spout
 from squall.api.tuple import Stream
 from squall.trident import plan
 from squall.trident.runtime.meta import MetaStore
+from squall.trident.runtime.repeats import RepeatedWarning
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,9 @@ class TridentCoordinator(Spout):
         self.active: dict[int, list[Any]] = {}
         self.last_attempt = 0
         self.last_emit = 0.0
+        #: the warnings of failed batches (a batch failing every try repeats them)
+        self.retries = RepeatedWarning(
+            log, float(conf.get("topology.error.throttle.interval.secs") or 10))
         log.info("trident coordinator %s: continuing after committed txid %d", self.key,
                  self.committed)
 
@@ -159,9 +163,9 @@ class TridentCoordinator(Spout):
         if self._current(tup_id) is None:
             return
         kind, txid, _ = tup_id
-        log.warning("trident: %s of txid %d failed; restarting it and the %d later batches "
-                    "in flight", "batch" if kind == "b" else "commit", txid,
-                    sum(1 for t in self.active if t > txid))
+        self.retries.warning("trident: %s of txid %d failed; restarting it and the %d later "
+                             "batches in flight", "batch" if kind == "b" else "commit", txid,
+                             sum(1 for t in self.active if t > txid))
         for t in [t for t in self.active if t >= txid]:
             del self.active[t]
 

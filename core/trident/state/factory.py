@@ -1,8 +1,9 @@
 """What a topology names a state by: a kind and a backend with its options.
 
 ``MemoryMapState()`` / ``MemoryMapState.transactional()`` / ``.opaque()`` /
-``.non_transactional()`` and ``RedisMapState.transactional(host=, port=, db=, key_prefix=)``
-and likewise return a :class:`MapStateFactory`; it travels to the workers as JSON and
+``.non_transactional()`` and ``RedisMapState(host=, port=, db=, key_prefix=)`` /
+``RedisMapState.transactional(...)`` and likewise return a :class:`MapStateFactory` (the
+class called itself is the transactional kind); it travels to the workers as JSON and
 ``make_state()`` builds the task's :class:`~squall.trident.state.map_state.MapState` there.
 """
 from __future__ import annotations
@@ -77,7 +78,14 @@ class MemoryMapState:
 
 
 class RedisMapState:
-    """A map state in Redis: one string per key, ``key_prefix`` + the key's JSON."""
+    """A map state in Redis: one string per key, ``key_prefix`` + the key's JSON.
+
+    ``RedisMapState(...)`` is transactional, with the keywords of :meth:`transactional`."""
+
+    def __new__(cls, host: str = "127.0.0.1", port: int = 6379,  # type: ignore[misc]
+                db: int = 0, key_prefix: str = "trident:", password: str | None = None
+                ) -> MapStateFactory:
+        return cls.transactional(host, port, db, key_prefix, password)
 
     @staticmethod
     def _make(kind: str, host: str, port: int, db: int, key_prefix: str,

@@ -157,6 +157,26 @@ def test_a_provider_failure_leaves_the_checkpoint_uncommitted_and_fails_inputs(p
     assert provider.load("t/count/1") == (0, {})
 
 
+def test_inputs_deferred_while_not_ready_fail_once_at_each_recover_within_a_bound(provider):
+    rec = Recorder()
+    k = StateKeeper(provider=provider, namespace="t/count/1", dumps=SER.dumps,
+                    loads=SER.loads, init_state=rec.states.append, ack=rec.ack,
+                    fail=rec.fail, defer_limit=3)
+    assert k.defer(Input(1, 1)) and k.defer(Input(1, 2)) and k.defer(Input(2, 1))
+    assert not k.defer(Input(3, 1))           # past the bound: the caller fails it now
+    assert rec.failed == []                   # kept, not failed while waiting
+    provider.down = True
+    with pytest.raises(StateProviderError):
+        k.recover(0)                          # a failed recovery fails them too, once
+    assert sorted(rec.failed) == [1, 2] and rec.failed_n == 3 and not k.ready
+    assert k.defer(Input(4, 1))
+    provider.down = False
+    k.recover(0)
+    assert sorted(rec.failed) == [1, 2, 4] and rec.failed_n == 4 and k.ready
+    k.recover(0)                              # nothing deferred since: nothing failed again
+    assert rec.failed_n == 4 and rec.states and dict(rec.states[-1].items()) == {}
+
+
 def test_a_failed_commit_keeps_the_acks_until_recovery_decides(provider):
     rec = Recorder()
     k = keeper_for(provider, rec)

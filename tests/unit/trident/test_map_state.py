@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from squall.trident import MemoryMapState
+from squall.trident import MemoryMapState, RedisMapState
 from squall.trident.state import memory
 
 
@@ -20,6 +20,15 @@ def _state(kind: str):
 
 def test_default_memory_map_state_is_transactional() -> None:
     assert MemoryMapState().kind == "transactional"
+
+
+def test_redis_map_state_called_with_its_options_is_the_transactional_one() -> None:
+    factory = RedisMapState(host="127.0.0.1", port=6390, db=2, key_prefix="p:")
+    assert factory.to_json() == RedisMapState.transactional(
+        host="127.0.0.1", port=6390, db=2, key_prefix="p:").to_json()
+    assert factory.to_json() == {"backend": "redis", "kind": "transactional", "options": {
+        "host": "127.0.0.1", "port": 6390, "db": 2, "key_prefix": "p:", "password": None}}
+    assert RedisMapState().options["port"] == 6379
 
 
 def test_transactional_skips_a_replayed_txid() -> None:
