@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 __all__ = ["byte_count", "port_number", "positive_seconds", "seconds"]
 
@@ -12,7 +13,7 @@ def _number(text: str, what: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-    if value != value:          # NaN
+    if not math.isfinite(value):     # NaN, or an infinite wait that never ends
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
 

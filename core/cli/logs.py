@@ -121,15 +121,38 @@ def auth_headers(conf: Mapping[str, Any]) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+@dataclass(frozen=True)
+class LogPart:
+    """What a logviewer answered: bytes of a file, the file's size then and its identity
+    (``X-Log-Id``; None from a logviewer that sends none)."""
+
+    data: bytes
+    size: int
+    identity: str | None
+
+
+@dataclass(frozen=True)
+class Position:
+    """How far a worker's log was printed: ``offset`` bytes of the file ``identity`` names
+    (None: not known yet)."""
+
+    offset: int = 0
+    identity: str | None = None
+
+
 def fetch(url: str, start: int | None = None, timeout: float = 10.0,
-          headers: Mapping[str, str] | None = None) -> tuple[bytes, int]:
-    """``(bytes, file size)`` of a log from ``start`` (None: all; negative: from the end)."""
+          headers: Mapping[str, str] | None = None, rotated: bool = False) -> LogPart:
+    """A log from ``start`` (None: all; negative: from the end); ``rotated``: its newest
+    rotated backup instead. Raises urllib's errors (HTTPError 404: no such file)."""
     if start is not None:
         url += f"&start={start}"
+    if rotated:
+        url += "&rotated=1"
     request = urllib.request.Request(url, headers=dict(headers or {}))
     with urllib.request.urlopen(request, timeout=timeout) as reply:
         data = reply.read()
-        return data, int(reply.headers.get("X-Log-Size") or len(data))
+        return LogPart(data, int(reply.headers.get("X-Log-Size") or len(data)),
+                       reply.headers.get("X-Log-Id"))
 
 
 def cmd_logs(args: argparse.Namespace, conf: dict[str, Any]) -> int:
@@ -147,51 +170,129 @@ def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
         workers = worker_logs(client.topology_info(name), file)
         if not workers:
             print(f"topology {name!r} has no workers yet", file=sys.stderr)
-        offsets: dict[WorkerLog, int] = {}
+        positions: dict[WorkerLog, Position] = {}
         failed = False
         for w in workers:
             print(f"==> {w.label} <==", flush=True)
             if tail == 0:           # from the end: nothing yet
-                offsets[w], ok = _print_from(w, headers, -1, None, show=False)
+                positions[w], ok = _print_from(w, headers, -1, show=False)
             else:
-                offsets[w], ok = _print_from(w, headers, None if tail is None else -tail, None)
+                positions[w], ok = _print_from(w, headers, None if tail is None else -tail)
             failed |= not ok
         if not follow:
             return 1 if failed else 0
-        return _follow(lambda: worker_logs(client.topology_info(name), file), offsets, headers)
+        return _follow(lambda: worker_logs(client.topology_info(name), file),
+                       Follower(headers, positions))
     finally:
         client.close()
 
 
 def _print_from(w: WorkerLog, headers: Mapping[str, str], start: int | None,
-                prefix: str | None, show: bool = True) -> tuple[int, bool]:
-    """Print ``w``'s log from ``start`` (negative: that many bytes before its end; nothing
-    with ``show`` false); returns (the offset printed up to, whether it could be read).
-    Problems are one line on stderr."""
+                show: bool = True) -> tuple[Position, bool]:
+    """Print ``w``'s log from ``start`` (None: all of it; negative: that many bytes before
+    its end; nothing with ``show`` false); returns where that left it and whether it could
+    be read. Problems are one line on stderr."""
     if w.url is None:
         print(f"squall: {w.label}: its supervisor serves no logs (logviewer not running)",
               file=sys.stderr)
-        return 0, False
+        return Position(), False
     try:
-        data, size = fetch(w.url, start, headers=headers)
-        if start is not None and start > size:   # rotated since: the new file from its start
-            start = 0
-            data, size = fetch(w.url, start, headers=headers)
+        part = fetch(w.url, start, headers=headers)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:   # no log written yet
-            return 0, True
+            return Position(), True
+        _report(w, exc)
+        return Position(), False
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        _report(w, exc)
+        return Position(), False
+    if show:
+        _write(part.data, None)
+    return Position(part.size, part.identity), True
+
+
+class Follower:
+    """Prints what the workers' logs get past their :class:`Position` (``squall logs
+    --follow``), each line prefixed with ``[host:port]`` when there are several; called
+    from the command's thread, blocks on the logviewers (10 s at most each)."""
+
+    def __init__(self, headers: Mapping[str, str],
+                 positions: Mapping[WorkerLog, Position]) -> None:
+        from squall.daemon.logviewer import same_log_file   # the X-Log-Id contract
+        self._same_file = same_log_file
+        self._headers = dict(headers)
+        self.positions = dict(positions)
+
+    def workers(self, current: list[WorkerLog]) -> None:
+        """Follow ``current`` from now on: new workers' logs from their start, gone ones
+        no longer."""
+        for w in current:
+            self.positions.setdefault(w, Position())
+        for w in [w for w in self.positions if w not in current]:
+            del self.positions[w]
+
+    def poll(self) -> None:
+        """Print what every followed log got since the last poll."""
+        several = len(self.positions) > 1
+        for w in sorted(self.positions):
+            if w.url is not None:
+                self.positions[w] = self._print_more(w, self.positions[w],
+                                                     f"[{w.label}] " if several else None)
+
+    def _print_more(self, w: WorkerLog, pos: Position, prefix: str | None) -> Position:
+        """Print ``w``'s log past ``pos`` and return the new position. When the file is
+        another than at ``pos`` (it rotated: ``X-Log-Id`` changed), the rest of the old
+        one comes first, from the rotated backup, then the new file from its start; a file
+        that shrank under the same (or an unknown) identity is read again from 0.
+        Problems are one line on stderr and leave ``pos`` for the next poll."""
+        assert w.url is not None
+        try:
+            part = fetch(w.url, pos.offset, headers=self._headers)
+            moved = (pos.identity is not None and part.identity is not None
+                     and not self._same_file(pos.identity, part.identity))
+            if moved or part.size < pos.offset:
+                if moved:
+                    self._print_rotated_rest(w, pos, prefix)
+                pos = Position(0, part.identity)
+                part = fetch(w.url, 0, headers=self._headers)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:   # 404: no log written yet
+                _report(w, exc)
+            return pos
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            _report(w, exc)
+            return pos
+        _write(part.data, prefix)
+        return Position(pos.offset + len(part.data), part.identity)
+
+    def _print_rotated_rest(self, w: WorkerLog, pos: Position, prefix: str | None) -> None:
+        """Print the rotated file at ``pos`` from its offset, if it is still the newest
+        backup; say so in one line otherwise (it rotated again since: lines were lost)."""
+        assert w.url is not None and pos.identity is not None
+        try:
+            old: LogPart | None = fetch(w.url, pos.offset, headers=self._headers,
+                                        rotated=True)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+            old = None
+        if old is not None and old.identity is not None \
+                and self._same_file(pos.identity, old.identity):
+            _write(old.data, prefix)
+        else:
+            print(f"squall: {w.label}: the log rotated more than once since the last read; "
+                  "lines between were not printed", file=sys.stderr)
+
+
+def _report(w: WorkerLog, exc: Exception) -> None:
+    """One line on stderr for a log that could not be read."""
+    if isinstance(exc, urllib.error.HTTPError):
         why = _first_line(exc)
         print(f"squall: {w.label}: logviewer answered {exc.code}{': ' + why if why else ''}",
               file=sys.stderr)
-        return 0, False
-    except (OSError, ValueError, http.client.HTTPException) as exc:
+    else:
         print(f"squall: {w.label}: cannot read its log from its logviewer: {exc!r}",
               file=sys.stderr)
-        return 0, False
-    if show:
-        _write(data, prefix)
-    offset = size if start is None or start < 0 else start + len(data)
-    return offset, True
 
 
 def _first_line(exc: urllib.error.HTTPError) -> str:
@@ -211,8 +312,7 @@ def _write(data: bytes, prefix: str | None) -> None:
     sys.stdout.flush()
 
 
-def _follow(find: Callable[[], list[WorkerLog]], offsets: dict[WorkerLog, int],
-            headers: Mapping[str, str]) -> int:
+def _follow(find: Callable[[], list[WorkerLog]], follower: Follower) -> int:
     polls = 0
     try:
         while True:
@@ -220,19 +320,11 @@ def _follow(find: Callable[[], list[WorkerLog]], offsets: dict[WorkerLog, int],
             polls += 1
             if polls % REFRESH_POLLS == 0:
                 try:
-                    current = find()
+                    follower.workers(find())
                 except NotAliveError:
                     print("squall: the topology is gone", file=sys.stderr)
                     return 0
-                for w in current:
-                    offsets.setdefault(w, 0)
-                for w in [w for w in offsets if w not in current]:
-                    del offsets[w]
-            several = len(offsets) > 1
-            for w in sorted(offsets):
-                if w.url is not None:
-                    offsets[w], _ = _print_from(w, headers, offsets[w],
-                                                f"[{w.label}] " if several else None)
+            follower.poll()
     except KeyboardInterrupt:
         return 0
 
@@ -269,4 +361,5 @@ def cmd_debug(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     return 0
 
 
-__all__ = ["WorkerLog", "auth_headers", "register", "worker_logs"]
+__all__ = ["Follower", "LogPart", "Position", "WorkerLog", "auth_headers", "register",
+           "worker_logs"]

@@ -9,7 +9,8 @@ spouts, the tuples pending (in flight, not yet acked or failed); a component non
 executors has reported yet (after a submit or a rebalance) shows its planned executors and
 tasks with dashes; then the newest error of each
 component that reported one. On a terminal each frame replaces the last; ``--once`` prints a
-single frame, once every worker reported twice, and exits.
+single frame, once every worker reported twice, and exits. When the topology is killed the
+view ends with "the topology is gone" (exit status 0).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.cli.argtypes import positive_seconds
+from squall.errors import NotAliveError
 
 RATES = ("emitted", "executed", "acked", "failed")
 
@@ -88,15 +90,25 @@ class Rates:
 
 def watch(read: Callable[[], dict[str, Any]], interval: float, once: bool,
           clear: bool, patience: float = 30.0) -> int:
-    """Print frames of ``read()`` until Ctrl-C. With ``once``, one frame, as soon as every
-    worker reported twice (or after ``patience`` seconds, with what is known)."""
+    """Print frames of ``read()`` until Ctrl-C or the topology is gone (killed: ``read``
+    raises NotAliveError after the first frame; "the topology is gone" on stderr, 0, as
+    ``squall logs --follow``). With ``once``, one frame, as soon as every worker reported
+    twice (or after ``patience`` seconds, with what is known). A NotAliveError before any
+    frame is the command's error."""
     rates = Rates()
     rates.update(read(), time.monotonic())
     started = time.monotonic()
+    shown = False
     try:
         while True:
             time.sleep(min(interval, 1.0) if once else interval)   # the sampling period
-            now = read()
+            try:
+                now = read()
+            except NotAliveError:
+                if not shown:
+                    raise
+                print("squall: the topology is gone", file=sys.stderr)
+                return 0
             by_component, complete = rates.update(now, time.monotonic())
             if once and not complete and time.monotonic() - started < patience:
                 continue
@@ -104,6 +116,7 @@ def watch(read: Callable[[], dict[str, Any]], interval: float, once: bool,
             sys.stdout.write(("\x1b[H\x1b[2J" if clear else "") + text
                              + ("" if clear or once else "\n"))
             sys.stdout.flush()
+            shown = True
             if once:
                 return 0
     except KeyboardInterrupt:

@@ -9,15 +9,21 @@ published as ``logviewer_port`` in ``/supervisors/<id>``. Plain text, read-only,
   ``&file=out`` its raw stdout/stderr, ``&file=metrics`` its metrics log, ``&file=events`` its
   events log (``topology.debug``);
 - ``GET /daemonlog?name=supervisor`` a daemon's log (``nimbus``, ``supervisor``, ``ui``);
-- ``&start=B`` (a byte offset; negative: from the end) and ``&length=N`` select a part.
+- ``&start=B`` (a byte offset; negative: from the end) and ``&length=N`` select a part;
+- ``&rotated=1`` the file's newest rotated backup (``<file>.1``) instead of the file itself,
+  under the same access rules (older backups are not served).
 
 With ``nimbus.authentication`` on, a worker's logs are for its topology's owner and admins,
 daemon logs for admins (:mod:`squall.daemon.logviewer_access`): a request without
 ``Authorization: Bearer <token>`` (or a link the UI signed) is 401, another user's is 403,
 both before the file is looked up, so neither learns which logs exist.
 
-Every answer carries ``X-Log-Size`` (the file's size now), so a client following a log asks for
-``start=<what it has>`` next and starts over from 0 when the size shrank (the file rotated).
+Every answer carries ``X-Log-Size`` (the file's size now) and ``X-Log-Id``, the identity of the
+file it was read from (device, inode and a digest of its first line: a file renamed by a
+rotation keeps it, a new file gets another, :func:`same_log_file` compares two). A client
+following a log asks for ``start=<what it has>`` next; when the identity changed, the file
+rotated: the rest of the old one is in ``&rotated=1`` from the same offset, then the new one
+from 0.
 A request naming no known file is 404; malformed parameters are 400; 503 while the owner
 of a topology cannot be read. Requests are served on threads of their own; nothing here is
 called per tuple.
@@ -28,6 +34,7 @@ import logging
 import os
 import re
 import threading
+import zlib
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,19 +56,49 @@ class BadRequest(Exception):
     """A malformed request (answered 400 with the message)."""
 
 
-def worker_file(logs: Path, topology: str, port: str, kind: str = "log") -> Path | None:
-    """The file a ``/log`` request names, or None when the parameters cannot name one."""
+#: how much of a file's start :func:`file_identity` reads for the digest of its first line
+_FIRST_LINE_MAX = 4096
+
+
+def worker_file(logs: Path, topology: str, port: str, kind: str = "log",
+                rotated: bool = False) -> Path | None:
+    """The file a ``/log`` request names (``rotated``: its ``.1`` backup), or None when the
+    parameters cannot name one."""
     if not _NAME.match(topology) or ".." in topology or not port.isdigit():
         return None
     suffix = _SUFFIXES.get(kind)
     if suffix is None:
         return None
     name = worker_log_name(topology, int(port))[:-len(".log")] + suffix
-    return _inside(logs, logs / name)
+    return _inside(logs, logs / (name + ".1" if rotated else name))
 
 
-def daemon_file(logs: Path, name: str) -> Path | None:
-    return _inside(logs, logs / f"{name}.log") if name in _DAEMONS else None
+def daemon_file(logs: Path, name: str, rotated: bool = False) -> Path | None:
+    if name not in _DAEMONS:
+        return None
+    return _inside(logs, logs / (f"{name}.log.1" if rotated else f"{name}.log"))
+
+
+def file_identity(fd: int) -> str:
+    """``X-Log-Id`` of the open file ``fd``: ``<device>:<inode>:<crc32 of its first line>``
+    (the last part empty while the file has no whole first line yet). A rotation renames a
+    file, which keeps its identity; the new file gets another even where the file system
+    reuses the inode of a deleted backup."""
+    st = os.fstat(fd)
+    head = os.pread(fd, _FIRST_LINE_MAX, 0)
+    end = head.find(b"\n")
+    if end < 0 and len(head) == _FIRST_LINE_MAX:
+        end = _FIRST_LINE_MAX - 1          # a first line longer than that: its start
+    marker = f"{zlib.crc32(head[:end + 1]):08x}" if end >= 0 else ""
+    return f"{st.st_dev:x}:{st.st_ino:x}:{marker}"
+
+
+def same_log_file(a: str, b: str) -> bool:
+    """Whether two ``X-Log-Id`` values name the same file: the same device and inode, and
+    the same first line where both had one."""
+    dev_ino_a, _, marker_a = a.rpartition(":")
+    dev_ino_b, _, marker_b = b.rpartition(":")
+    return dev_ino_a == dev_ino_b and (marker_a == marker_b or not marker_a or not marker_b)
 
 
 def _inside(logs: Path, path: Path) -> Path | None:
@@ -97,15 +134,16 @@ class _Handler(BaseHTTPRequestHandler):
         logs = self.server.logs
         access = self.server.access
         authorization = self.headers.get("Authorization")
+        rotated = query.get("rotated", "0")
         try:
             if url.path == "/log":
                 topology = query.get("topology", "")
                 path = worker_file(logs, topology, query.get("port", ""),
-                                   query.get("file", "log"))
+                                   query.get("file", "log"), rotated == "1")
                 if path is not None and access is not None:
                     access.check_worker_log(authorization, query, topology)
             elif url.path == "/daemonlog":
-                path = daemon_file(logs, query.get("name", ""))
+                path = daemon_file(logs, query.get("name", ""), rotated == "1")
                 if access is not None:
                     access.check_daemon_log(authorization)
             else:
@@ -121,17 +159,22 @@ class _Handler(BaseHTTPRequestHandler):
             log.warning("logviewer: cannot check who may read %s: %s", url.path, exc)
             self._fail(HTTPStatus.SERVICE_UNAVAILABLE, "cannot check access now; try again")
             return
+        if rotated not in ("0", "1"):
+            self._fail(HTTPStatus.BAD_REQUEST, f"rotated={rotated!r}: expected 0 or 1")
+            return
         if path is None or not path.is_file():
             self._fail(HTTPStatus.NOT_FOUND, "no such log file")
             return
         try:
             with path.open("rb") as f:
                 size = os.fstat(f.fileno()).st_size   # of this file, even if it rotates now
+                identity = file_identity(f.fileno())
                 begin, count = byte_range(size, query.get("start"), query.get("length"))
                 self.send_response(HTTPStatus.OK)
                 self.send_header("Content-Type", "text/plain; charset=utf-8")
                 self.send_header("Content-Length", str(count))
                 self.send_header("X-Log-Size", str(size))
+                self.send_header("X-Log-Id", identity)
                 self.end_headers()
                 f.seek(begin)
                 while count > 0:

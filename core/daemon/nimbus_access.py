@@ -17,7 +17,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from squall.errors import AuthorizationError, NotAliveError
+from squall.daemon.nimbus_info import not_running
+from squall.errors import AuthorizationError
 from squall.security.settings import admins, authentication_mode
 from squall.state.cluster_state import ClusterState
 
@@ -84,7 +85,5 @@ class TopologyAccess:
                                      f"{topology_id!r}")
 
     def _not_running(self, user: str | None, name: str) -> None:
-        mine = sorted(b.get("name", "?") for b in self._state.storms().values()
-                      if b.get("status") != "killed" and self.may_see(user, b))
-        raise NotAliveError(f"no topology named {name!r} is running; running: "
-                            f"{', '.join(mine) or 'none'}")
+        raise not_running(name, [b for b in self._state.storms().values()
+                                 if self.may_see(user, b)])

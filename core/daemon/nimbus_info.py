@@ -10,7 +10,7 @@ state store and the file system.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +58,20 @@ def live_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:
         if base is not None:
             raise BeingKilledError(f"{being_killed(name, base)}; only kill acts on it now "
                                 "(kill --wait 0 ends the wait)")
-        running = sorted(b.get("name", "?") for b in state.storms().values()
-                         if b.get("status") != "killed")
-        raise NotAliveError(f"no topology named {name!r} is running; running: "
-                            f"{', '.join(running) or 'none'}")
+        raise not_running(name, state.storms().values())
     return tid, base
+
+
+def not_running(name: str, bases: Iterable[Mapping[str, Any]]) -> NotAliveError:
+    """The NotAliveError for a name none of the topologies ``bases`` (``/storms`` records)
+    has: it lists the running ones, and those in their kill wait apart (they run no more,
+    yet hold their name and their slots until it ends)."""
+    named = sorted((str(b.get("name", "?")), b.get("status") == "killed") for b in bases)
+    running = [n for n, killed in named if not killed]
+    dying = [n for n, killed in named if killed]
+    return NotAliveError(f"no topology named {name!r} is running; running: "
+                         f"{', '.join(running) or 'none'}"
+                         + (f"; being killed: {', '.join(dying)}" if dying else ""))
 
 
 def killable_topology(state: ClusterState, name: str) -> tuple[str, dict[str, Any]]:

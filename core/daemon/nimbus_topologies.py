@@ -14,6 +14,7 @@ AlreadyAliveError, TopologyError or ConfigError for a request nimbus refuses.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import time
@@ -63,6 +64,22 @@ def machine_keys(conf: Mapping[str, Any]) -> list[str]:
     those a client uses, ``nimbus.*`` and ``storm.*``, are left out)."""
     return sorted(k for k in conf if k.startswith(("worker.", "supervisor.", "ui.",
                                                    "squall.state")))
+
+
+def checked_wait(what: str, wait_secs: float | None) -> float | None:
+    """``wait_secs`` of a kill or a rebalance (``what``) as a float, None as None; ConfigError
+    for anything but a finite number of seconds, 0 or more (an infinite wait would leave the
+    topology in its transition for ever, NaN would be taken for 0)."""
+    if wait_secs is None:
+        return None
+    try:
+        wait = float(wait_secs)
+    except (TypeError, ValueError):
+        wait = math.nan
+    if not math.isfinite(wait) or wait < 0:
+        raise ConfigError(f"the {what} wait must be a finite number of seconds, 0 or more; "
+                          f"got {wait_secs!r}")
+    return wait
 
 
 class TopologyLifecycle:
@@ -163,8 +180,10 @@ class TopologyLifecycle:
     def kill(self, name: str, wait_secs: float | None = None) -> None:
         """Deactivate now; remove everything after ``wait_secs`` (default: the topology's
         ``topology.message.timeout.secs``). A topology already in its kill wait gets this
-        wait instead, counted from now (Storm's kill in the killed state)."""
+        wait instead, counted from now (Storm's kill in the killed state). ConfigError for a
+        wait that is not a finite number of seconds, 0 or more."""
         self._require_leader()
+        wait_secs = checked_wait("kill", wait_secs)
         with self._lock:
             tid, base = killable_topology(self._state, name)
             if wait_secs is None:
@@ -172,7 +191,7 @@ class TopologyLifecycle:
                 conf = loaded[0] if loaded else self._conf
                 wait_secs = float(conf.get("topology.message.timeout.secs") or 30)
             self._state.update_storm(tid, status="killed",
-                                     kill_time=time.time() + max(0.0, float(wait_secs)))
+                                     kill_time=time.time() + max(0.0, wait_secs))
         log.info("killing topology %s in %.0f s", tid, wait_secs)
         self._wake()
 
@@ -242,8 +261,10 @@ class TopologyLifecycle:
 
         The scheduler keeps the surviving placement and moves as few executors as it can. A
         rebalance of a running topology that would not fit on the cluster as it is now is
-        refused with a TopologyError naming the shortfall (the topology keeps running)."""
+        refused with a TopologyError naming the shortfall (the topology keeps running); a
+        wait that is not a finite number of seconds, 0 or more, with a ConfigError."""
         self._require_leader()
+        wait_secs = checked_wait("rebalance", wait_secs)
         with self._lock:
             tid, base = live_topology(self._state, name)
             if base.get("status") == "rebalancing":
@@ -268,7 +289,7 @@ class TopologyLifecycle:
                 raise TopologyError(f"rebalance of {name!r} does not fit: {short}; the topology "
                                     "keeps running as it is")
             self._state.update_storm(tid, status="rebalancing", rebalance={
-                "due": time.time() + max(0.0, float(wait_secs)),
+                "due": time.time() + max(0.0, wait_secs),
                 "previous": previous, "num_workers": shape["num_workers"],
                 "component_executors": shape["component_executors"]})
         self._wake()

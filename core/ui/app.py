@@ -38,6 +38,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -106,6 +107,8 @@ def _wait(raw: str | None) -> float | None:
         wait = float(raw)
     except ValueError:
         raise _HttpError(400, f"wait time {raw!r} is not a number") from None
+    if not math.isfinite(wait):      # NaN, or a transition that would never end
+        raise _HttpError(400, f"wait time {raw!r} is not a finite number of seconds")
     if wait < 0:
         raise _HttpError(400, f"wait time {raw!r} is negative")
     return wait

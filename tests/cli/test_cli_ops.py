@@ -111,6 +111,28 @@ def test_rebalance_caps_are_explained() -> None:
         "5 workers asked, at most 3 can run: the cluster has 1 free slot and the topology "
         "holds 2"]
     assert cluster.rebalance_caps(info, state, 3, {"split": 4}) == []
+    # right after another rebalance no executor has reported yet and a worker has not beaten:
+    # the tasks come from the graph, the slots held from the assignment (the note was missed)
+    moving = {"components": {}, "workers": [{"worker": "s1:6700"}],
+              "assigned_workers": [{"worker": "s1:6700"}, {"worker": "s2:6700"}],
+              "graph": [{"id": "split", "tasks": 4}, {"id": "count", "tasks": 8}]}
+    assert cluster.rebalance_caps(moving, state, 5, {"split": 6, "count": 8}) == notes
+
+
+@pytest.mark.parametrize("text", ["inf", "1e309", "Infinity", "nan"])
+def test_a_wait_or_interval_that_never_ends_is_refused(text: str, capsys) -> None:
+    # `kill -w inf` / `rebalance -w inf` left the topology in its transition for ever
+    parser = build_parser()
+    for args, option in ((["kill", "wc", "-w", text], "-w/--wait"),
+                         (["rebalance", "wc", "--wait", text], "-w/--wait"),
+                         (["monitor", "wc", "--interval", text], "--interval"),
+                         (["set-log-level", "wc", "x=DEBUG", "--timeout", text], "--timeout")):
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(args)
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"argument {option}: expected a number of seconds, " \
+            f"got {text!r}" in err, (args, err)
 
 
 def test_uptime_text() -> None:
@@ -187,6 +209,27 @@ def test_flow_order_and_the_monitor_frame() -> None:
                                           ["split", "bolt", "3", "4"],
                                           ["count", "bolt", "2", "4"]]
     assert rows[4][4:] == ["-"] * 8
+
+
+def test_the_monitor_ends_quietly_when_its_topology_is_killed(capsys) -> None:
+    # it ended with "error: no topology named 'm' is running" and status 2
+    from squall.cli.monitor import watch
+    from squall.errors import NotAliveError
+    info = {"name": "m", "id": "m-1-1", "status": "active", "components": {}, "executors": [],
+            "workers": [], "flow": [], "graph": []}
+    reads = [info, info, info]
+
+    def read() -> dict[str, Any]:
+        if not reads:
+            raise NotAliveError("no topology named 'm' is running; running: none")
+        return reads.pop()
+    assert watch(read, 0.001, once=False, clear=False) == 0
+    out, err = capsys.readouterr()
+    assert out.count("m (m-1-1)  active") == 2 and err == "squall: the topology is gone\n"
+    # gone before it showed anything: the command's one-line error, as for a wrong name
+    reads[:] = [info]
+    with pytest.raises(NotAliveError, match="no topology named 'm'"):
+        watch(read, 0.001, once=True, clear=False)
 
 
 def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None:

@@ -66,6 +66,41 @@ def test_unknown_or_outside_files_are_404(viewer: LogViewer, query: str) -> None
     assert status == 404 and "not served" not in body
 
 
+def test_a_rotated_log_keeps_its_identity_and_is_served_as_rotated(tmp_path) -> None:
+    from squall.daemon.logviewer import same_log_file
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    live = logs / "wc-1-1700000000-6700.log"
+    live.write_text("first\n")
+    v = LogViewer(logs, "127.0.0.1", 0)
+    v.start()
+    try:
+        base = "/log?topology=wc-1-1700000000&port=6700"
+        assert get(v, base + "&rotated=1")[0] == 404            # no backup yet
+        first = get(v, base)[2]["X-Log-Id"]
+        with live.open("a") as f:
+            f.write("second\n")
+        assert get(v, base + "&start=6")[2]["X-Log-Id"] == first   # grown: the same file
+        live.rename(logs / "wc-1-1700000000-6700.log.1")           # a rotation
+        live.write_text("third\n")
+        status, body, headers = get(v, base + "&rotated=1&start=6")
+        assert (status, body) == (200, "second\n") and headers["X-Log-Id"] == first
+        status, body, headers = get(v, base)
+        assert body == "third\n" and not same_log_file(first, headers["X-Log-Id"])
+        assert get(v, base + "&rotated=yes")[0] == 400
+        assert get(v, base + "&file=out&rotated=1")[0] == 404
+    finally:
+        v.stop()
+
+
+def test_log_identities() -> None:
+    from squall.daemon.logviewer import same_log_file
+    assert same_log_file("fd:10:0a1b2c3d", "fd:10:0a1b2c3d")
+    assert same_log_file("fd:10:", "fd:10:0a1b2c3d")           # no whole first line then
+    assert not same_log_file("fd:10:0a1b2c3d", "fd:10:99999999")  # a reused inode
+    assert not same_log_file("fd:10:0a1b2c3d", "fd:11:0a1b2c3d")
+
+
 def test_byte_range_rules() -> None:
     assert byte_range(10, None, None) == (0, 10)
     assert byte_range(10, "-3", None) == (7, 3)
@@ -87,6 +122,7 @@ def secure_viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LogViewe
     logs = tmp_path_factory.mktemp("secure-logviewer") / "logs"
     logs.mkdir()
     (logs / f"{TID}-6700.log").write_text("alice's worker\n")
+    (logs / f"{TID}-6700.log.1").write_text("alice's worker, before\n")
     (logs / f"{TID}-6700.events.log").write_text("sampled emits\n")
     (logs / "nimbus.log").write_text("every user's topologies\n")
     owners = {TID: "alice"}
@@ -117,6 +153,17 @@ def test_a_worker_log_is_for_its_owner_and_admins(secure_viewer: LogViewer, file
     assert status == 403 and body.count("\n") == 1 and "another user" in body
     assert get_as(secure_viewer, path, "t-alice")[0] == 200
     assert get_as(secure_viewer, path, "t-root")[0] == 200
+
+
+def test_a_rotated_log_is_for_the_same_users(secure_viewer: LogViewer) -> None:
+    path = f"/log?topology={TID}&port=6700&rotated=1"
+    status, body, _ = get_as(secure_viewer, path, None)
+    assert status == 401 and "worker" not in body
+    status, body, _ = get_as(secure_viewer, path, "t-bob")
+    assert status == 403 and "worker" not in body
+    assert get_as(secure_viewer, path + "&rotated=x", "t-bob")[0] == 403   # refused first
+    assert get_as(secure_viewer, path, "t-alice")[:2] == (200, "alice's worker, before\n")
+    assert get_as(secure_viewer, "/daemonlog?name=nimbus&rotated=1", "t-alice")[0] == 403
 
 
 def test_refusals_come_before_the_file_is_looked_up(secure_viewer: LogViewer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import threading
 import time
 import zipfile
@@ -19,7 +20,7 @@ from squall.daemon.nimbus_info import NimbusReads, live_topology
 from squall.daemon.nimbus_leader import Leadership, NotLeaderError
 from squall.daemon.nimbus_schedule import Scheduling
 from squall.daemon.nimbus_topologies import TopologyLifecycle
-from squall.errors import NotAliveError, StateError, TopologyError
+from squall.errors import ConfigError, NotAliveError, StateError, TopologyError
 from squall.spi.state import LeaderElection
 from squall.state.cluster_state import ClusterState
 
@@ -394,6 +395,55 @@ def test_a_second_kill_replaces_the_wait_and_other_commands_say_it_is_being_kill
     assert lifecycle.monitor_pass() is None and state.topology_ids() == []
     with pytest.raises(NotAliveError, match="no topology named 'wc' is running; running: none"):
         lifecycle.kill("wc", 0)
+
+
+@pytest.mark.parametrize("wait", [math.inf, float("1e309"), -math.inf, math.nan, -1.0])
+def test_a_kill_or_rebalance_wait_that_never_ends_or_is_no_number_is_refused(leader, wait):
+    # an infinite wait left the topology rebalancing (or killed, holding its slots) for
+    # ever; NaN was taken for 0, a negative wait too: nimbus answers every client the same
+    state, _, _, _, lifecycle = leader
+    tid = lifecycle.submit("wc", {}, _topology_json(), _zip())
+    refused = (r"^the (kill|rebalance) wait must be a finite number of seconds, 0 or more; "
+               r"got -?(inf|nan|1\.0)$")
+    with pytest.raises(ConfigError, match=refused.replace("(kill|rebalance)", "rebalance")):
+        lifecycle.rebalance("wc", wait_secs=wait, num_workers=1)
+    with pytest.raises(ConfigError, match=refused.replace("(kill|rebalance)", "kill")):
+        lifecycle.kill("wc", wait)
+    base = state.get_storm(tid)
+    assert base["status"] == "active" and not base.get("rebalance")
+    lifecycle.kill("wc", 0)                              # the same commands with a wait: done
+    assert lifecycle.monitor_pass() is None and state.topology_ids() == []
+
+
+def test_an_unknown_name_lists_the_topologies_being_killed_apart(leader):
+    _, _, _, reads, lifecycle = leader
+    lifecycle.submit("wc", {}, _topology_json(), _zip())
+    lifecycle.submit("other", {}, _topology_json(), _zip())
+    lifecycle.kill("wc", 60)
+    message = r"^no topology named 'nope' is running; running: other; being killed: wc$"
+    for command in (lambda: lifecycle.kill("nope", 0), lambda: reads.topology_info("nope"),
+                    lambda: lifecycle.rebalance("nope", wait_secs=0)):
+        with pytest.raises(NotAliveError, match=message):
+            command()
+    lifecycle.kill("other", 60)
+    with pytest.raises(NotAliveError, match=r"running: none; being killed: other, wc$"):
+        lifecycle.set_active("nope", True)
+
+
+def test_a_user_is_told_of_their_own_topologies_being_killed_only(parts):
+    from squall.daemon.nimbus_access import TopologyAccess
+    state = parts[0]
+    access = TopologyAccess({"nimbus.authentication": "token", "nimbus.admins": ["root"]},
+                            state)
+    for tid, name, owner, status in (("a-1-1", "a", "alice", "active"),
+                                     ("b-1-1", "b", "alice", "killed"),
+                                     ("c-1-1", "c", "bob", "killed")):
+        state.set_storm(tid, {"name": name, "status": status, "owner": owner,
+                              "launch_time": 1})
+    with pytest.raises(NotAliveError, match=r"running: a; being killed: b$"):
+        access.check("alice", "nope", "kill")
+    with pytest.raises(NotAliveError, match=r"running: none$"):
+        access.check("carol", "nope", "kill")
 
 
 def test_max_task_parallelism_caps_the_submitted_components_not_the_ackers(leader):

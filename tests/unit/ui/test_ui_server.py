@@ -96,6 +96,17 @@ def test_mistakes_are_one_clear_line_each(open_ui, nimbus):
     assert nimbus.calls == []
 
 
+def test_a_wait_that_never_ends_or_is_no_number_is_refused(open_ui, nimbus):
+    # 1e309 is an infinite float: the topology stayed rebalancing for ever; nan was taken for 0
+    _, http = open_ui
+    for action in ("rebalance", "kill"):
+        for wait in ("inf", "1e309", "-inf", "nan"):
+            status, err = http.call(f"/api/v1/topology/wc/{action}/{wait}", "POST")
+            assert (status, err) == (400, {"error": f"wait time {wait!r} is not a finite "
+                                                    "number of seconds"}), (action, wait)
+    assert nimbus.calls == []
+
+
 def test_actions_answer_as_storms_and_reach_nimbus(open_ui, nimbus):
     _, http = open_ui
     assert http.call("/api/v1/topology/wc-1-1700000000/deactivate", "POST") == (200, {
