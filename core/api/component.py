@@ -61,7 +61,12 @@ class Component:
                            "topology")
 
     def log(self, msg: str, level: str = "info") -> None:
-        logging.getLogger(f"squall.component.{type(self).__name__}").log(
+        """Log ``msg`` at ``level`` under ``squall.component.<component id>``, the logger of
+        multi-lang and streamparse components too (``squall set-log-level`` names it);
+        under ``squall.component.<class name>`` before the component runs in a topology."""
+        context = getattr(self, "context", None)
+        name = context.component_id if context is not None else type(self).__name__
+        logging.getLogger(f"squall.component.{name}").log(
             _LEVELS.get(level, logging.INFO), "%s", msg)
 
     def report_error(self, exc_or_msg: BaseException | str) -> None:

@@ -140,8 +140,13 @@ class LocalCluster:
         self.shutdown()
 
     def shutdown(self, timeout: float | None = None) -> None:
-        """Kill every topology and stop; a second call does nothing. ``timeout`` bounds it as
-        :meth:`kill_topology`'s bounds a kill, for every topology together."""
+        """Kill every topology and stop; a second call does nothing (leaving the ``with``
+        block calls it). ``timeout`` (None: :data:`EXIT_SECS`) bounds it as
+        :meth:`kill_topology`'s bounds a kill, for every topology together: a component
+        still in a call then is left running in its thread and its cleanup is skipped (a
+        warning names it). Give more to wait longer for such calls."""
+        if timeout is None:
+            timeout = EXIT_SECS
         deadline = _deadline(timeout)
         if self._stop.is_set():
             return
@@ -387,6 +392,7 @@ class LocalCluster:
                 self._launch(fresh)
             except Exception:
                 log.exception("restarting worker %d of %s failed", w.port, run.name)
+                self._halt(fresh)   # the components whose initialize returned are cleaned up
                 continue
             run.workers[i] = fresh
             run.restarts += 1
@@ -443,6 +449,11 @@ class LocalCluster:
 
 #: the least time a bounded stop gives each worker (one not held in a call stops well within it)
 MIN_STOP_SECS = 0.5
+#: how long :meth:`LocalCluster.shutdown` (leaving the ``with`` block) waits, every topology
+#: together, for what is still in a call: a worker's loop takes its deactivation and ends its
+#: pass, and components on threads of their own leave their calls, within milliseconds unless
+#: held in one (a loop held in a call made leaving take 11 s)
+EXIT_SECS = 2.0
 
 
 def _deadline(timeout: float | None) -> float | None:

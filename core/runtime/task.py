@@ -27,7 +27,8 @@ class TaskState:
         "acked", "applied_tracked", "complete_hist", "complete_ms", "complete_n",
         "component_id", "conf", "context", "current", "deferred", "deferred_fails", "emitted", "exec_hist",
         "exec_ms", "exec_n", "executed",
-        "executor", "failed", "idle_until", "instance", "metrics", "pass_cap", "pending_new",
+        "executor", "failed", "idle_until", "initialized", "instance", "metrics", "pass_cap",
+        "pending_new",
         "pending_old", "proc_ms", "proc_n", "put_tracked", "queue", "queue_peak", "root_plan",
         "routes",
         "run_extra", "samples", "sources", "task", "thread_current", "thread_emits",
@@ -50,6 +51,9 @@ class TaskState:
         self.sources: dict[str, Source] = {}
         self.executor: Executor | None = None
         self.context: TopologyContext | None = None
+        #: set once the instance's ``initialize`` returned: only then is its ``cleanup`` /
+        #: ``close`` called at the stop (the worker's start may fail before or inside it)
+        self.initialized = False
         #: user metrics (squall.metrics.registry), made at the first registration
         self.metrics: MetricRegistry | None = None
         #: the tuple in process: an emit without ``anchors`` is anchored to it

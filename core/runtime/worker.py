@@ -187,6 +187,7 @@ class Worker:
             if ex.kind != "acker":
                 for ts in ex.tasks:
                     ts.instance.initialize(ts.conf, ts.context)
+                    ts.initialized = True
         # load-aware groupings start from their nearest targets, evenly
         self.load = LoadTracker(topology=topo, conf=self.conf, tasks=self.local,
                                 outbox=self.outbox, flow=self.flow, host=self.host)

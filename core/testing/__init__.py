@@ -20,7 +20,8 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from squall.api.component import Spout
@@ -115,6 +116,28 @@ class CompletedTopology:
         return [v for k in keys for v in emitted[k]]
 
 
+#: what neither a source nor one of its tuples may be: a str or bytes (iterated, it gives
+#: characters or ints: ``"abc"`` for ``[["abc"]]``), a mapping (its keys) or a set (no order)
+_NOT_ROWS = (str, bytes, bytearray, memoryview, Mapping, AbstractSet)
+
+
+def _rows(name: str, rows: Any) -> list[tuple[Any, ...]]:
+    """The tuples of source ``name`` as a list of value tuples; TopologyError for a source,
+    or a tuple of it, that is a str, bytes, a mapping, a set or not iterable."""
+    if isinstance(rows, _NOT_ROWS) or not isinstance(rows, Iterable):
+        raise TopologyError(f"complete_topology: the source for {name!r} is a "
+                            f"{type(rows).__name__} ({rows!r:.60}); give a list of tuples, "
+                            f"each a list of values, e.g. [['a b'], ['c']]")
+    out = []
+    for i, row in enumerate(rows):
+        if isinstance(row, _NOT_ROWS) or not isinstance(row, Iterable):
+            raise TopologyError(f"complete_topology: tuple {i} of the source for {name!r} is "
+                                f"a {type(row).__name__} ({row!r:.60}); each tuple is a list "
+                                f"of values, one per field, e.g. [{row!r:.40}]")
+        out.append(tuple(row))
+    return out
+
+
 def _fixed(spec: ComponentSpec, run_id: str, rows: list[tuple[Any, ...]]) -> ComponentSpec:
     streams = spec.streams
     if "default" not in streams:
@@ -194,7 +217,7 @@ def complete_topology(topology: Topology, sources: dict[str, Sequence[Sequence[A
             raise TopologyError(f"complete_topology: {name!r} is not a spout of the topology; "
                                 f"spouts: {', '.join(topology.spouts)}")
     run_id = f"run-{next(_ids)}"
-    run = _Run({k: [tuple(r) for r in v] for k, v in sources.items()})
+    run = _Run({k: _rows(k, v) for k, v in sources.items()})
     comps = [(_fixed(s, run_id, run.sources[cid]) if cid in run.sources else s)
              for cid, s in topology.components.items()]
     patched = Topology(comps, topology.conf)

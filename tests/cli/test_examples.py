@@ -142,11 +142,11 @@ def test_rolling_top_words_ranks_a_sliding_window_on_ticks(monkeypatch, caplog):
     FEED.clear()
     monkeypatch.setattr(rolling, "RandomWords", FeedWords)
     topology = rolling.build(window_ms=1500, slide_ms=250, rank_secs=0.25)
-    caplog.set_level(logging.INFO, logger="squall.component.Report")
+    caplog.set_level(logging.INFO, logger="squall.component.report")
 
     def reports(since: int = 0) -> list[str]:
         return [r.getMessage() for r in list(caplog.records)[since:]
-                if r.name == "squall.component.Report"]
+                if r.name == "squall.component.report"]
 
     def seen(expected: str, since: int) -> Any:
         return lambda: expected in reports(since)

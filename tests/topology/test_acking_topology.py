@@ -11,7 +11,7 @@ import pytest
 from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder, TopologyError
 from squall.testing import complete_topology, wait_until
 
-from tests.topology.conftest import install_driver
+from tests.topology.conftest import info_errors, install_driver
 
 LOCK = threading.Lock()
 COUNTS: Counter[str] = Counter()
@@ -718,3 +718,95 @@ def test_ack_or_fail_given_no_tuple_is_one_clear_error(cluster: LocalCluster,
     assert any(t.startswith("component 'a': ack takes a Tuple this bolt received, got int")
                for t in texts)
     assert any(t.startswith("component 'a': fail takes a Tuple") for t in texts)
+
+
+class Late(Bolt):
+    """Acks (or, ``squall.test.late`` "fail", fails) each tuple itself, then emits anchored
+    to it all the same, by the way ``squall.test.late`` names (one emit path each)."""
+
+    outputs = [Stream(["n"]), Stream(["n"], name="side")]
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.how = conf["squall.test.late"]
+        self.held: Any = None
+
+    def process(self, tup: Any) -> None:
+        how, n = self.how, tup["n"]
+        if how == "several":            # a join: the held tuple acked, then both anchored
+            if self.held is None:
+                self.held = tup
+                return
+            held, self.held = self.held, None
+            self.ack(held)
+            self.emit([n], anchors=[held, tup])     # held left out, tup kept
+            self.ack(tup)
+            return
+        (self.fail if how == "fail" else self.ack)(tup)
+        if how in ("implicit", "general"):       # anchored to the tuple in process
+            self.emit([n])
+        elif how in ("explicit", "fail"):
+            self.emit([n], anchors=[tup])
+        elif how == "side":
+            self.emit([n], "side", anchors=[tup])
+        elif how in ("many", "many-general"):
+            self.emit_many([[n], [n]])
+        elif how == "many-several":
+            self.emit_many([[n], [n]], anchors=[tup, tup])
+
+
+class Implicit(Late):
+    auto_ack = True     # with auto_anchor: the emit is anchored to the tuple in process
+
+
+class Delivered(Bolt):
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            COUNTS[tup.stream] += 1
+
+
+@pytest.mark.parametrize("how, delivered, errors", [
+    ("implicit", 4, 4),             # a bolt's default stream, one subscriber (fast paths)
+    ("explicit", 4, 4),
+    ("side", 4, 4),                 # another stream, one subscriber
+    ("general", 8, 4),              # two subscribers: the general path
+    ("several", 2, 2),              # several anchors, one of them acked already
+    ("many", 8, 4),                 # emit_many: one error a call, not one a value
+    ("many-general", 16, 4),
+    ("many-several", 8, 4),         # one error for both anchors
+    ("fail", 4, 4),
+])
+@pytest.mark.parametrize("dedicated", [False, True], ids=["loop", "own-thread"])
+def test_an_emit_anchored_to_a_tuple_acked_or_failed_already_goes_out_without_it(
+        cluster: LocalCluster, how: str, delivered: int, errors: int, dedicated: bool) -> None:
+    # the emit XORed its edge into a settled tuple, which nothing sends on: its tree timed
+    # out (topology.message.timeout.secs) and the spout replayed what had been processed
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": 4})
+    b.set_bolt("late", Implicit if how == "implicit" else Late,
+               config={"squall.test.late": how,
+                       "topology.executor.dedicated.thread": dedicated}
+               ).shuffle_grouping("spout")
+    b.set_bolt("sink", Delivered).shuffle_grouping("late").shuffle_grouping("late", "side")
+    if how.endswith("general"):
+        b.set_bolt("sink2", Delivered).shuffle_grouping("late")
+    submit(cluster, "late", b, {"topology.message.timeout.secs": 60,
+                                "topology.max.error.report.per.interval": 100})
+    wait_until(lambda: len(ACKED) + len(FAILED) == 4, timeout=15,
+               message=lambda: f"acked {ACKED}, failed {FAILED}: trees waited")
+    if how == "fail":
+        assert ACKED == [] and {i for i, _ in FAILED} == set(range(4))
+    else:
+        assert sorted(ACKED) == list(range(4)) and FAILED == []
+    wait_until(lambda: sum(COUNTS.values()) == delivered, timeout=10,
+               message=lambda: f"delivered {dict(COUNTS)}, not {delivered}")
+
+    def late() -> list[str]:
+        return [e["error"] for e in info_errors(cluster, "late", "late")
+                if "acked or failed already" in e["error"]]
+    wait_until(lambda: len(late()) >= errors, timeout=10,
+               message=lambda: f"{len(late())} errors, not {errors}: {late()[:2]}")
+    assert len(late()) == errors, late()        # one a call
+    assert late()[0].startswith("component 'late' emitted on stream "), late()[0]
+    assert late()[0].endswith(("the emit goes out without that anchor",
+                               "the emit goes out without those anchors")), late()[0]

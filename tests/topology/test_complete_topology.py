@@ -189,3 +189,19 @@ def test_a_bad_timeout_is_one_clear_error(timeout: Any) -> None:
 def test_a_topology_that_is_not_one_is_one_clear_error() -> None:
     with pytest.raises(TopologyError, match="needs a Topology .*load_target"):
         complete_topology(SPWords, sources={"sentences": [["x"]]})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source, said", [
+    ("abc", "the source for 's' is a str"),     # would have been three tuples, a b c
+    (b"ab", "the source for 's' is a bytes"),
+    ({"a": 1}, "the source for 's' is a dict"),
+    (["a b", "c"], "tuple 0 of the source for 's' is a str"),   # [["a b"], ["c"]] meant
+    ([["x"], b"y"], "tuple 1 of the source for 's' is a bytes"),
+    ([["x"], 3], "tuple 1 of the source for 's' is a int"),
+])
+def test_a_str_or_bytes_source_or_tuple_is_one_clear_error(source: Any, said: str) -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", Lines)
+    b.set_bolt("split", Split).shuffle_grouping("s")
+    with pytest.raises(TopologyError, match=f"complete_topology: {said} .*list of"):
+        complete_topology(b.create_topology(), sources={"s": source}, timeout=10)

@@ -185,6 +185,49 @@ def check_anchors(ts: TaskState, anchors: Sequence[Any]) -> None:
                                 f"received by this bolt, got {type(a).__name__}")
 
 
+def settled(ts: TaskState, w: Wiring, anchor: Tuple, stream: str) -> bool:
+    """Whether ``anchor``, a tracked Tuple, was acked or failed already: both zero its ``id``
+    and ``ackval`` (BoltExecutor.ack_function, AckLedger.fail_tuple), and its tree no longer
+    waits for anything XORed into it. If so, one error of the component (:func:`_report`):
+    the emit goes out without that anchor, as a multi-lang or streamparse bolt's emit
+    anchored to an id not in flight. The fast paths call it only for an anchor whose ``id``
+    is 0 (one load and one test on theirs); an ``id`` 0 alone is a live tuple's (one edge in
+    2**64)."""
+    if anchor.id or anchor.ackval:
+        return False
+    _report(ts, w, stream, [anchor])
+    return True
+
+
+def _is_settled(a: Any) -> bool:
+    return isinstance(a, Tuple) and bool(a.roots) and not (a.id or a.ackval)
+
+
+def without_settled(ts: TaskState, w: Wiring, anchors: Any, stream: str) -> Any:
+    """``anchors`` of one emit (``None``: the tuple in process) without those acked or
+    failed already (:func:`settled`), reported in one error line: for the general path, and
+    for ``emit_many`` calls that emit item by item, so that each item does not report them
+    again. ``None`` stays ``None`` unless the tuple in process is settled (then ``()``);
+    what is not a tracked Tuple is kept, for :func:`check_anchors`."""
+    if anchors is None:
+        cur = ts.current
+        return () if cur is not None and settled(ts, w, cur, stream) else None
+    gone = [a for a in anchors if _is_settled(a)]
+    if not gone:
+        return anchors
+    _report(ts, w, stream, gone)
+    return [a for a in anchors if not _is_settled(a)]
+
+
+def _report(ts: TaskState, w: Wiring, stream: str, gone: list[Tuple]) -> None:
+    first = gone[0]
+    what = "a tuple" if len(gone) == 1 else f"{len(gone)} tuples"
+    w.report(ts, f"component {ts.component_id!r} emitted on stream {stream!r} anchored to "
+                 f"{what} it acked or failed already ({first.src.component}:"
+                 f"{first.src.stream} {tuple(first.values)!r:.80}); the emit goes out "
+                 f"without {'that anchor' if len(gone) == 1 else 'those anchors'}")
+
+
 def _several_anchors(w: Wiring, values: tuple, task: int, src: Source, anchors: list[Tuple],
                      edge: int) -> Tuple:
     """A tuple anchored to several tracked tuples: one edge, XORed into every anchor, and
@@ -287,6 +330,10 @@ def _emit_anchored(ts: TaskState, w: Wiring, values: tuple, stream: str, src: So
                    sent: list[int] | None, rand: Callable[[int], int]) -> list[int] | None:
     check_anchors(ts, anchors)
     tracked = [a for a in anchors if a.roots]
+    for a in tracked:
+        if not (a.id or a.ackval):      # acked or failed already: left out, reported
+            tracked = without_settled(ts, w, tracked, stream)
+            break
     n = 0
     try:
         for route in routes:

@@ -451,7 +451,10 @@ class BoltExecutor(Executor):
         self.system_secs += _perf() - t0
 
     def stop(self) -> None:
+        """Call ``cleanup`` of each task whose ``initialize`` returned (only those)."""
         for ts in self.tasks:
+            if not ts.initialized:
+                continue
             try:
                 ts.instance.cleanup()
             except Exception:

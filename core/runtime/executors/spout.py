@@ -281,7 +281,10 @@ class SpoutExecutor(Executor):
             self._call(ts, ts.instance.activate if active else ts.instance.deactivate)
 
     def stop(self) -> None:
+        """Call ``close`` of each task whose ``initialize`` returned (only those)."""
         for ts in self.tasks:
+            if not ts.initialized:
+                continue
             try:
                 ts.instance.close()
             except Exception:
