@@ -37,9 +37,10 @@ from squall.errors import ConfigError, PluginLoadError, SquallError
 from squall.security import REDACTED, is_secret_key, redact
 
 __all__ = [
-    "HEARTBEATS", "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY", "check_heartbeats",
-    "check_range", "component_conf", "defaults", "dump", "load_config", "nullable_types",
-    "parse_override", "read_yaml_file", "sample", "validate",
+    "HEARTBEATS", "MAX_DURATION_SECS", "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY",
+    "check_heartbeats", "check_host", "check_range", "component_conf", "defaults", "dump",
+    "duration_unit", "load_config", "nullable_types", "parse_override", "period_secs",
+    "read_yaml_file", "sample", "validate",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["topology.acker.executors", "topology.max.spout.pending",
                      "topology.max.task.parallelism", "topology.max.replays"], (int,)),
     "topology.tick.tuple.freq.secs": _NUM,
+    # whole milliseconds, as Storm's key (null: chosen per host, see defaults.yaml)
+    "topology.batch.flush.interval.millis": (int,),
     # whole slots only, as the supervisor reads them (checked again by validate)
     **dict.fromkeys(["supervisor.cpu.slots", "supervisor.memory.slots", "supervisor.net.slots",
                      "supervisor.disk.slots"], (int,)),
@@ -89,7 +92,11 @@ AT_LEAST_ONE = frozenset(("topology.workers", "topology.max.spout.pending",
                           # 0 would send every task's data points in a busy loop
                           "topology.builtin.metrics.bucket.size.secs",
                           # 0 would be a buffer no batch fits in
-                          "squall.transport.send.buffer.messages"))
+                          "squall.transport.send.buffer.messages",
+                          # 0 would hide every error of a component
+                          "topology.max.error.report.per.interval",
+                          # 0: /metrics on the worker's own port, which its transport holds
+                          "worker.metrics.port.offset"))
 #: durations that must be above 0 (0 would mean a busy loop, nothing ever answered, or, where
 #: a daemon reads ``value or default``, the default without a word)
 POSITIVE = frozenset(("topology.subprocess.timeout.secs", "nimbus.monitor.freq.secs",
@@ -98,7 +105,21 @@ POSITIVE = frozenset(("topology.subprocess.timeout.secs", "nimbus.monitor.freq.s
                       "supervisor.worker.timeout.secs", "supervisor.worker.start.timeout.secs",
                       "worker.heartbeat.frequency.secs", "task.heartbeat.frequency.secs",
                       "supervisor.heartbeat.frequency.secs",
-                      "storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout"))
+                      "storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout",
+                      # 0 would sample nimbus in a busy loop (the UI's charts, /metrics)
+                      "ui.sample.secs",
+                      # the DRPC server's: 0 would take every request back at once, or
+                      # carry no message
+                      "drpc.fetch.lease.secs", "drpc.max.message.bytes",
+                      # 0: no ticks at all (Storm requires a positive frequency too)
+                      "topology.tick.tuple.freq.secs",
+                      "topology.error.throttle.interval.secs",
+                      # 0 would report every moment a spout waits on backpressure
+                      "topology.backpressure.stall.report.secs",
+                      # the interpreter takes no 0 interval (null leaves it alone)
+                      "topology.worker.thread.switch.interval.ms"))
+#: keys whose default is not null that take null too (what null means: defaults.yaml)
+NULL_ACCEPTED = frozenset(("topology.worker.thread.switch.interval.ms",))
 #: ``(heartbeat, the timeout that watches it, what a beat not below it does)``: checked
 #: together (:func:`check_heartbeats`). A supervisor's own beat has no such pair: its
 #: registration lives as long as its ZooKeeper session, the beat only refreshes what it says.
@@ -117,6 +138,15 @@ _COUNTED = ("topology.", "nimbus.", "supervisor.", "worker.", "task.", "drpc.")
 NOT_NEGATIVE = frozenset(("storm.zookeeper.retry.times", "storm.zookeeper.retry.interval"))
 #: keys where -1 means "no limit", as in Storm
 MINUS_ONE_UNLIMITED = frozenset(("topology.max.replication.wait.time.sec",))
+#: keys whose least value is above 1 (the UI's charts make a rate of two samples)
+AT_LEAST = {"ui.history.size": 2}
+#: the longest duration a key may give, one year: daemons and workers wait on them, and a wait
+#: above ``threading.TIMEOUT_MAX`` (about 292 years) raises in the thread that waits, which
+#: then dies while its process runs on
+MAX_DURATION_SECS = 365 * 24 * 3600
+#: durations in milliseconds whose names do not say so (Storm's ZooKeeper keys)
+_MS_DURATIONS = frozenset(("storm.zookeeper.session.timeout",
+                           "storm.zookeeper.connection.timeout", "storm.zookeeper.retry.interval"))
 
 
 class _Loader(yaml.SafeLoader):
@@ -386,7 +416,7 @@ def _expected(key: str, default: Any, nullable: Mapping[str, tuple[type, ...]]
     if isinstance(default, bool):
         return (bool,), False
     if isinstance(default, (int, float)):
-        return ((int, float) if isinstance(default, float) else (int,)), False
+        return ((int, float) if isinstance(default, float) else (int,)), key in NULL_ACCEPTED
     for t in (str, list, dict):
         if isinstance(default, t):
             return (t,), False
@@ -417,7 +447,9 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     under the first part of a known key's name (a plugin's ``spark.``), is a warning with a
     did-you-mean; other keys are the user's own. ``supervisor.<dim>.slots`` must be null or a
     non-negative int, as the supervisor requires. Each heartbeat must be below the timeout
-    that watches it (:func:`check_heartbeats`). The ``squall_validate_config`` hooks check
+    that watches it (:func:`check_heartbeats`); no duration is above a year
+    (:data:`MAX_DURATION_SECS`); the cluster's addresses are usable (no empty host list, an
+    absolute ZooKeeper root, ``drpc.servers`` ports). The ``squall_validate_config`` hooks check
     the plugins' keys' values. Then every driver name is checked (no driver is imported).
     Raises ConfigError (PluginNotFoundError for an unknown driver) on the first problem.
     """
@@ -432,11 +464,17 @@ def validate(conf: Mapping[str, Any], *, warn: bool = True,
     thresholds(conf)
     from squall.runtime.load import bounds
     bounds(conf)
+    from squall.runtime.flow import check_watermarks
+    check_watermarks(conf)
+    from squall.daemon.log_levels import check_worker_level
+    check_worker_level(conf)          # what the worker sets its root logger to
+    _check_str_lists(conf)
     from squall.security.settings import check as check_security
     check_security(conf)
     _check_ranges(conf, known, nullable)
     check_heartbeats(conf)
     _check_ports(conf)
+    _check_addresses(conf)
     from squall.plugin_manager import validate_config
     validate_config(conf)             # the plugins' own keys' values
     drivers.validate_conf(dict(conf))
@@ -518,6 +556,35 @@ def validate_components(components: Iterable[Any]) -> None:
             validate_component(spec.id, spec.config)
 
 
+#: lists of the hosts a process reaches the cluster through: an empty one meant localhost
+#: without a word
+HOST_LISTS = ("storm.zookeeper.servers", "nimbus.seeds")
+
+
+def _check_addresses(conf: Mapping[str, Any]) -> None:
+    """ConfigError for an empty :data:`HOST_LISTS` list, a ``storm.zookeeper.root`` that is
+    not an absolute path, or a ``drpc.servers`` entry that is not ``host`` or ``host:port``
+    with a port from 1 to 65535."""
+    for key in HOST_LISTS:
+        if conf.get(key) == []:
+            raise ConfigError(f"config key {key!r} must list at least one host, got []")
+    root = conf.get("storm.zookeeper.root")
+    if isinstance(root, str) and not root.startswith("/"):
+        raise ConfigError(f"config key 'storm.zookeeper.root' must be an absolute path "
+                          f"(such as '/squall'), got {root!r}")
+    servers = conf.get("drpc.servers")
+    for entry in servers if isinstance(servers, list) else ():
+        text = entry.strip() if isinstance(entry, str) else ""
+        host, colon, port = text.rpartition(":")
+        if colon:
+            good = bool(host) and port.isdigit() and 1 <= int(port) <= 65535
+        else:
+            good = bool(text)
+        if not good:
+            raise ConfigError(f"config key 'drpc.servers' must list 'host' or 'host:port' "
+                              f"entries with a port from 1 to 65535, got {entry!r}")
+
+
 #: keys naming a port a daemon listens on or reaches: 0 (any free one, where a daemon takes
 #: that) to 65535
 PORT_KEYS = ("storm.zookeeper.port", "nimbus.port", "ui.port", "drpc.port", "drpc.http.port",
@@ -536,17 +603,40 @@ def _check_ports(conf: Mapping[str, Any]) -> None:
         if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
             raise ConfigError(f"config key 'supervisor.slots.ports' must list port numbers "
                               f"from 1 to 65535, got {port!r}")
+    offset = conf.get("worker.metrics.port.offset")    # a worker's /metrics: its port + offset
+    if isinstance(offset, int) and not isinstance(offset, bool):
+        top = max(conf.get("supervisor.slots.ports") or (), default=0)
+        if offset + top > 65535:
+            beside = f" plus the highest 'supervisor.slots.ports' ({top})" if top else ""
+            raise ConfigError(f"config key 'worker.metrics.port.offset'{beside} must be at "
+                              f"most 65535, got {offset}")
+
+
+#: keys whose value is a list of strings (host names)
+STR_LISTS = ("topology.isolated.hosts",)
+
+
+def _check_str_lists(conf: Mapping[str, Any]) -> None:
+    """ConfigError for an item of a :data:`STR_LISTS` key that is not a string."""
+    for key in STR_LISTS:
+        value = conf.get(key)
+        for item in value if isinstance(value, list) else ():
+            if not isinstance(item, str):
+                raise ConfigError(f"config key {key!r} must list strings, got "
+                                  f"{type(item).__name__} {item!r}")
 
 
 def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
                   nullable: Mapping[str, tuple[type, ...]]) -> None:
     """Storm's numeric keys (counts, sizes, durations) and :data:`NOT_NEGATIVE` are never
-    negative; those in :data:`AT_LEAST_ONE` are at least 1, those in :data:`POSITIVE` above
-    0. ConfigError naming the first key that is not."""
+    negative; those in :data:`AT_LEAST_ONE` are at least 1, those of :data:`AT_LEAST` at
+    least what it says, those in :data:`POSITIVE` above 0; no known key's duration is above
+    :data:`MAX_DURATION_SECS`. ConfigError naming the first key that is not."""
+    _check_durations(conf, known)
     for key, value in conf.items():
         if key not in known or key in PORT_KEYS or \
                 not (key.startswith(_COUNTED) or key in AT_LEAST_ONE or key in POSITIVE
-                     or key in NOT_NEGATIVE) or \
+                     or key in NOT_NEGATIVE or key in AT_LEAST) or \
                 not isinstance(value, (int, float)) or isinstance(value, bool):
             continue            # (a port's range has its own check and message)
         rule = _expected(key, known[key], nullable)
@@ -555,10 +645,53 @@ def _check_ranges(conf: Mapping[str, Any], known: Mapping[str, Any],
         if key in POSITIVE and value <= 0:
             raise ConfigError(f"config key {key!r} must be above 0"
                               f"{' (or null)' if rule[1] else ''}, got {value!r}")
-        least = 1 if key in AT_LEAST_ONE else 0
+        least = AT_LEAST.get(key, 1 if key in AT_LEAST_ONE else 0)
         if value < least and not (value == -1 and key in MINUS_ONE_UNLIMITED):
             raise ConfigError(f"config key {key!r} must be at least {least}"
                               f"{' (or null)' if rule[1] else ''}, got {value!r}")
+
+
+def duration_unit(key: str) -> float | None:
+    """Seconds per unit of the duration ``key`` gives, by its name: 1 for ``*.secs`` and
+    ``*.sec``, 0.001 for ``*.ms``, ``*.millis`` and Storm's ZooKeeper timeouts; None for a key
+    that gives no duration.
+
+    >>> duration_unit("nimbus.monitor.freq.secs"), duration_unit("topology.workers")
+    (1.0, None)
+    """
+    if key.endswith((".secs", ".sec")):
+        return 1.0
+    if key.endswith((".ms", ".millis")) or key in _MS_DURATIONS:
+        return 0.001
+    return None
+
+
+def _check_durations(conf: Mapping[str, Any], known: Mapping[str, Any]) -> None:
+    """ConfigError naming the first known key (squall's or a plugin's) whose duration is
+    above :data:`MAX_DURATION_SECS` (see :func:`duration_unit`)."""
+    for key, value in conf.items():
+        unit = duration_unit(key) if key in known else None
+        if unit is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        most = round(MAX_DURATION_SECS / unit)
+        if value > most:
+            raise ConfigError(f"config key {key!r} must be at most {most} (a year), "
+                              f"got {value!r}")
+
+
+def period_secs(conf: Mapping[str, Any], key: str) -> float:
+    """The period of a daemon's loop, ``conf[key]`` in seconds (its default when missing or
+    null): ConfigError unless a number above 0 and at most :data:`MAX_DURATION_SECS`, so a
+    conf that never went through :func:`validate` cannot make the loop's wait busy or kill
+    its thread. Called when the daemon is built, from the caller's thread."""
+    value = conf.get(key)
+    if value is None:
+        value = _base_defaults()[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not 0 < value <= MAX_DURATION_SECS:
+        raise ConfigError(f"config key {key!r} must be a number of seconds above 0 and at "
+                          f"most {MAX_DURATION_SECS} (a year), got {value!r}")
+    return float(value)
 
 
 def check_heartbeats(conf: Mapping[str, Any]) -> None:
@@ -593,6 +726,17 @@ def check_range(conf: Mapping[str, Any], key: str, least: float, most: float | N
     allowed = f"at least {least}" if most is None else f"from {least} to {most}"
     raise ConfigError(f"config key {key!r} must be {allowed}{' (or null)' if nullable else ''}, "
                       f"got {value!r}")
+
+
+def check_host(conf: Mapping[str, Any], key: str) -> None:
+    """ConfigError when ``conf[key]``, an address to bind, is an empty (or blank) string: say
+    ``0.0.0.0`` for every interface. A missing or null key passes, and so does a value that
+    is not a string (its type is checked elsewhere): for a plugin's
+    ``squall_validate_config``."""
+    value = conf.get(key)
+    if isinstance(value, str) and not value.strip():
+        raise ConfigError(f"config key {key!r} must be a host name or address to bind "
+                          f"('0.0.0.0': every interface), got {value!r}")
 
 
 def _yaml_value(value: Any) -> str:

@@ -164,23 +164,31 @@ def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
 
 def cmd_nimbus(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.nimbus import Nimbus
+    from squall.daemon.validate import check_state_store
     from squall.plugin_manager import configure
+    check_state_store(conf, "nimbus")
     return _run_daemon(Nimbus(configure(conf)), conf, "nimbus")
 
 
 def cmd_supervisor(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.supervisor import Supervisor
+    from squall.daemon.validate import check_state_store
     from squall.plugin_manager import configure
+    check_state_store(conf, "supervisor")
     return _run_daemon(Supervisor(configure(conf)), conf, "supervisor")
 
 
 def cmd_ui(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.daemon.validate import check_state_store
     from squall.ui import UiServer
+    check_state_store(conf, "ui")
     return _run_daemon(UiServer(conf, host=args.host, port=args.port), conf, "ui")
 
 
 def cmd_drpc(args: argparse.Namespace, conf: dict[str, Any]) -> int:
+    from squall.daemon.validate import check_state_store
     from squall.drpc.server import DRPCServer
+    check_state_store(conf, "drpc")
     return _run_daemon(DRPCServer(conf), conf, "drpc")
 
 
@@ -222,9 +230,9 @@ def cmd_submit(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.nimbus_topologies import machine_keys
     given = machine_keys({**sub.topology.conf, **(conf.get(config.OVERRIDES_KEY) or {})})
     if given:
-        print(f"squall: warning: {', '.join(given)}: the machines' keys, set in the "
-              "supervisors' config (a worker's log level: squall set-log-level); the "
-              "topology's workers do not take them from a submit", file=sys.stderr)
+        print(f"squall: warning: {', '.join(given)}: the machines' keys, read from each "
+              "daemon's own config (nimbus, supervisor, ui, drpc; a worker's log level: "
+              "squall set-log-level); a submit drops them from the topology", file=sys.stderr)
     _warn_of_memory_state(sub.topology, submitted_conf(conf, sub.topology.conf))
     # an empty --name is refused by nimbus with the rule a name follows, not replaced
     name = sub.default_name if args.name is None else args.name

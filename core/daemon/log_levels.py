@@ -38,6 +38,16 @@ def parse_assignment(item: str) -> tuple[str, str]:
     return name.strip(), level
 
 
+def check_worker_level(conf: Mapping[str, Any]) -> None:
+    """ConfigError unless ``worker.log.level`` is one of :data:`LEVELS` (any case; ``WARN``
+    for WARNING), as the worker reads it: ``config.validate`` calls it, so a daemon refuses
+    a level its workers would crash on."""
+    level = conf.get("worker.log.level")
+    if isinstance(level, str) and level.upper() not in (*LEVELS, "WARN"):
+        raise ConfigError(f"config key 'worker.log.level' must be one of {', '.join(LEVELS)}, "
+                          f"got {level!r}")
+
+
 def merge_request(current: Mapping[str, Any] | None, levels: Mapping[str, str],
                   timeout_secs: float, now: float | None = None) -> dict[str, Any]:
     """The ``/logconfigs`` record after a request: ``levels`` (logger -> level or RESET) set

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from squall import drivers
+from squall import config, drivers
 from squall.daemon.nimbus_access import TopologyAccess
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import NimbusReads
@@ -51,7 +51,10 @@ class Nimbus:
     ``request_stop()`` from a signal handler."""
 
     def __init__(self, conf: dict[str, Any]) -> None:
+        """ConfigError for a monitor period no loop can wait (see ``config.period_secs``)."""
         self.conf = dict(conf)
+        #: nimbus.monitor.freq.secs: the monitor thread's period
+        self._monitor_secs = config.period_secs(self.conf, "nimbus.monitor.freq.secs")
         local = Path(str(conf.get("storm.local.dir") or "squall-local")).resolve()
         self.local_dir = local / "nimbus"
         self._code = CodeStore(self.local_dir, self.conf)
@@ -185,7 +188,7 @@ class Nimbus:
     # -- periodic work (monitor thread) -------------------------------------------------------
     def _monitor_loop(self, state: ClusterState, leadership: Leadership,
                       topologies: TopologyLifecycle, replication: Replication) -> None:
-        freq = float(self.conf.get("nimbus.monitor.freq.secs") or 10)
+        freq = self._monitor_secs
         due: float | None = None      # when the next kill / rebalance wait ends
         while not self._stop.is_set():
             # a kill or rebalance --wait S ends after S seconds, not at the next periodic pass

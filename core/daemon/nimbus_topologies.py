@@ -40,9 +40,23 @@ MAX_NAME = 128
 #: cluster's TLS), not even among the recorded command-line overrides
 SECURITY_PREFIXES = ("squall.auth.", "squall.tls.", "squall.transport.tls",
                      "storm.zookeeper.auth.", "nimbus.auth.")
-#: conf keys a submitted topology may not set (they belong to the machines running it)
-DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "squall.state",
-                   *SECURITY_PREFIXES)
+#: conf keys a submitted topology may not set (they belong to the machines running it: each
+#: daemon reads them from its own config, and a worker from its supervisor's)
+DAEMON_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "ui.", "logviewer.",
+                   "squall.state", "squall.scheduler", *SECURITY_PREFIXES)
+#: the DRPC server's own keys (``squall drpc``); a topology's workers read ``drpc.servers``,
+#: ``drpc.port`` and ``drpc.request.timeout.secs``, never these
+DRPC_SERVER_KEYS = frozenset(("drpc.host", "drpc.http.port", "drpc.worker.threads",
+                              "drpc.invocations.threads", "drpc.fetch.lease.secs",
+                              "drpc.max.message.bytes"))
+#: machines' keys that a client reads too, to reach the cluster (``squall submit`` itself):
+#: dropped from a topology like the others, but given to a submit for good reason
+CLIENT_PREFIXES = ("nimbus.seeds", "nimbus.port", "storm.zookeeper.", "nimbus.authentication",
+                   "nimbus.admins")
+
+
+def _daemon_key(key: str) -> bool:
+    return key.startswith(DAEMON_PREFIXES) or key in DRPC_SERVER_KEYS
 
 
 def topology_conf(submitted: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,20 +64,21 @@ def topology_conf(submitted: Mapping[str, Any]) -> dict[str, Any]:
     recorded command-line overrides too (they would reach the components' confs while the
     workers, which take them from their supervisor, go without: ``squall submit`` says so)."""
     from squall.config import OVERRIDES_KEY
-    out = {k: v for k, v in submitted.items() if not k.startswith(DAEMON_PREFIXES)}
+    out = {k: v for k, v in submitted.items() if not _daemon_key(k)}
     overrides = out.get(OVERRIDES_KEY)
     if isinstance(overrides, Mapping):
-        out[OVERRIDES_KEY] = {k: v for k, v in overrides.items()
-                              if not str(k).startswith(DAEMON_PREFIXES)}
+        out[OVERRIDES_KEY] = {k: v for k, v in overrides.items() if not _daemon_key(str(k))}
     return out
 
 
 def machine_keys(conf: Mapping[str, Any]) -> list[str]:
-    """The keys of ``conf`` a topology cannot set for its workers (``worker.*``,
-    ``supervisor.*``, ``ui.*``, ``squall.state``): they are the machines' (security keys and
-    those a client uses, ``nimbus.*`` and ``storm.*``, are left out)."""
-    return sorted(k for k in conf if k.startswith(("worker.", "supervisor.", "ui.",
-                                                   "squall.state")))
+    """The keys of ``conf`` that a submit drops (:func:`topology_conf`) and only the machines
+    read: ``worker.*``, ``supervisor.*``, ``ui.*``, ``logviewer.*``, ``squall.state``,
+    ``squall.scheduler``, the DRPC server's (:data:`DRPC_SERVER_KEYS`), ``nimbus.*`` and
+    ``storm.*``, but for those a client reads as well (:data:`CLIENT_PREFIXES`) and the
+    security keys (what ``squall submit`` warns of)."""
+    return sorted(k for k in conf if _daemon_key(k)
+                  and not k.startswith(CLIENT_PREFIXES + SECURITY_PREFIXES))
 
 
 def checked_wait(what: str, wait_secs: float | None) -> float | None:

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from squall import drivers
+from squall import config, drivers
 from squall.daemon import log_files, nimbus_worker_defaults, packaging
 from squall.daemon.logviewer import LogViewer
 from squall.daemon.logviewer_access import LogAccess
@@ -70,7 +70,12 @@ class Supervisor:
     """See the module docstring. ``start()``, then ``stop()``."""
 
     def __init__(self, conf: dict[str, Any]) -> None:
+        """ConfigError for a period no loop can wait (see ``config.period_secs``),
+        SquallError for a local dir it cannot use."""
         self.conf = dict(conf)
+        #: the monitor and heartbeat threads' periods
+        self._monitor_secs = config.period_secs(self.conf, "supervisor.monitor.frequency.secs")
+        self._beat_secs = config.period_secs(self.conf, "supervisor.heartbeat.frequency.secs")
         self.local_dir = Path(str(conf.get("storm.local.dir") or "squall-local")).resolve()
         self.ports = sorted({int(p) for p in conf.get("supervisor.slots.ports") or ()})
         self.hostname = str(conf.get("storm.local.hostname") or socket.gethostname())
@@ -234,16 +239,16 @@ class Supervisor:
         self._wake.set()
 
     def _heartbeat_loop(self) -> None:
-        freq = float(self.conf.get("supervisor.heartbeat.frequency.secs") or 5)
-        while not self._stop.wait(freq):
+        while not self._stop.wait(self._beat_secs):
             try:
                 self.register()
             except SquallError as exc:
                 log.warning("supervisor heartbeat failed: %s", exc)
+            except Exception:  # keep beating whatever happened
+                log.exception("supervisor heartbeat failed")
 
     # -- syncing (monitor thread) -------------------------------------------------------------
     def _monitor_loop(self) -> None:
-        freq = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
         while not self._stop.is_set():
             try:
                 self.sync()
@@ -253,7 +258,7 @@ class Supervisor:
                 log.error("supervisor sync failed: %s", exc)
             except Exception:  # keep supervising whatever happened
                 log.exception("supervisor sync failed")
-            self._wake.wait(freq)
+            self._wake.wait(self._monitor_secs)
             self._wake.clear()
 
     def _watch(self, _path: str) -> None:

@@ -8,7 +8,8 @@ component of the right kind, checks each component's resources (``set_resources`
 the ``topology.component.*`` defaults), runs the ``squall_validate_topology`` hooks, and exits 0. On a
 problem it prints one line ``squall-validate: <message>`` on stderr and exits 1. A user's bad code
 (missing module, syntax error, a module raising at import) can therefore never affect nimbus.
-Nimbus's side is :func:`check_in_subprocess`.
+Nimbus's side is :func:`check_in_subprocess`. The daemons' side of the same rule for the state
+store is :func:`check_state_store`, which they run when they start.
 """
 from __future__ import annotations
 
@@ -84,6 +85,27 @@ def check_transport(conf: Any) -> None:
         f"cluster runs each worker in a process of its own, so nothing would be processed: "
         f"choose a transport between processes ({config.defaults()['squall.transport']!r} "
         f"is the default), or run the topology with LocalCluster (squall local)")
+
+
+def check_state_store(conf: Any, daemon: str) -> None:
+    """Raise ConfigError when ``conf`` chooses a state store whose tree never leaves one
+    process (its class's ``in_process``, as the memory one's): ``squall <daemon>`` runs in a
+    process of its own, so nimbus, the supervisors and their workers would each keep a tree
+    of their own and never see each other (a topology pending for ever). The store's own
+    attribute decides, so a third-party in-process store is refused the same way. Called by
+    ``squall nimbus``, ``supervisor``, ``ui`` and ``drpc`` when they start; imports the
+    store's class, not its client library."""
+    from squall import config, drivers
+    from squall.errors import ConfigError
+    name = conf.get("squall.state")
+    if name is None or not drivers.driver_class("state", conf).in_process:
+        return
+    raise ConfigError(
+        f"squall.state {name!r} keeps the cluster's state inside one process and `squall "
+        f"{daemon}` runs in a process of its own, so the cluster's daemons and workers would "
+        f"never see each other: choose a store shared between processes "
+        f"({config.defaults()['squall.state']!r} is the default), or run topologies with "
+        f"LocalCluster (squall local)")
 
 
 def check_resources(conf: Any, topology: Any) -> None:

@@ -203,7 +203,9 @@ class WorkerProcess:
         endpoint = MetricsEndpoint(host, 0 if offset is None else self.port + int(offset))
         try:
             endpoint.start()
-        except OSError as exc:   # the worker runs on without it
+        # the worker runs on without it (OverflowError: its port + an offset past 65535,
+        # in a conf that escaped validation)
+        except (OSError, OverflowError, ValueError) as exc:
             log.error("worker %s:%d: the /metrics endpoint cannot listen on %s:%d: %s",
                       self.tid, self.port, host, endpoint.requested_port, exc)
             return

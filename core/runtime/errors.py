@@ -33,8 +33,9 @@ class ErrorLog:
     ``recent`` may be called from any thread."""
 
     def __init__(self, conf: dict[str, Any]) -> None:
-        self.max_per_interval = int(conf.get("topology.max.error.report.per.interval") or 5)
-        self.interval = float(conf.get("topology.error.throttle.interval.secs") or 10)
+        # as given: config.validate refuses 0 for both
+        self.max_per_interval = int(conf.get("topology.max.error.report.per.interval", 5))
+        self.interval = float(conf.get("topology.error.throttle.interval.secs", 10))
         self._recent: dict[str, deque[dict[str, Any]]] = defaultdict(
             lambda: deque(maxlen=KEEP_PER_COMPONENT))
         self._new: deque[dict[str, Any]] = deque(maxlen=1000)

@@ -39,9 +39,10 @@ renewals and expiry run with the loop's timers (:meth:`Backpressure.tick`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from squall.errors import ConfigError
 from squall.runtime.task import LocalTasks
 from squall.runtime.wire.inbox import INBOX_BYTES
 
@@ -58,12 +59,32 @@ def capacity(conf: dict[str, Any]) -> int:
     return max(1, int(conf.get("topology.executor.receive.buffer.size") or 32768))
 
 
+HIGH_KEY = "topology.backpressure.high.watermark"
+LOW_KEY = "topology.backpressure.low.watermark"
+
+
+def check_watermarks(conf: Mapping[str, Any]) -> None:
+    """ConfigError unless 0 < high <= 1 and 0 <= low <= high (``config.validate`` calls it).
+    Both are shares of ``topology.executor.receive.buffer.size``: a high one above 1 would
+    keep queues past the size they are given (a larger buffer size does that). A value that
+    is not a number is left to the type check."""
+    high, low = conf.get(HIGH_KEY, 0.9), conf.get(LOW_KEY, 0.9)
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (high, low)):
+        return
+    if not 0 < high <= 1:
+        raise ConfigError(f"config key {HIGH_KEY!r} must be above 0 and at most 1 (a share of "
+                          f"topology.executor.receive.buffer.size), got {high!r}")
+    if not 0 <= low <= high:
+        raise ConfigError(f"config key {LOW_KEY!r} ({low!r}) must be from 0 to "
+                          f"{HIGH_KEY!r} ({high!r})")
+
+
 def watermarks(conf: dict[str, Any]) -> tuple[int, int]:
     """(high, low): the occupancy a task is kept at by its feeders, and the one a full task
     must be down to before its feeders go on (at most ``high``)."""
     cap = capacity(conf)
-    high = int(cap * float(conf.get("topology.backpressure.high.watermark", 0.9)))
-    low = int(cap * float(conf.get("topology.backpressure.low.watermark", 0.9)))
+    high = int(cap * float(conf.get(HIGH_KEY, 0.9)))
+    low = int(cap * float(conf.get(LOW_KEY, 0.9)))
     return max(1, high), max(0, min(high, low))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from squall import drivers
 from squall.api.topology import ACKER, ComponentSpec, Topology
+from squall.config import component_conf
 from squall.runtime.streams import METRICS_PREFIX as METRICS_PREFIX  # re-exported
 
 log = logging.getLogger(__name__)
@@ -24,8 +25,9 @@ MAX_TASK_PARALLELISM = "topology.max.task.parallelism"
 
 def cap_parallelism(topology: Topology, conf: dict[str, Any]) -> Topology:
     """``topology`` with every component's tasks and executors capped at its
-    ``topology.max.task.parallelism`` (the component's own config, else ``conf``'s; null or
-    absent: no cap), as Storm's nimbus does when it normalizes a submitted topology.
+    ``topology.max.task.parallelism`` (as the component reads it: ``-c`` overrides, else its
+    own config, else ``conf``'s; null or absent: no cap), as Storm's nimbus does when it
+    normalizes a submitted topology.
 
     Like Storm, only the components of the submitted topology are capped: the ackers and
     metrics consumers :func:`add_system_components` adds keep their own counts (Storm adds
@@ -33,7 +35,7 @@ def cap_parallelism(topology: Topology, conf: dict[str, Any]) -> Topology:
     """
     specs, capped = [], []
     for cid, spec in sorted(topology.components.items()):
-        cap = spec.config.get(MAX_TASK_PARALLELISM, conf.get(MAX_TASK_PARALLELISM))
+        cap = component_conf(conf, spec.config).get(MAX_TASK_PARALLELISM)   # -c wins
         if cap is None or cid == ACKER or cid.startswith(METRICS_PREFIX) or \
                 spec.num_tasks <= int(cap) and spec.parallelism <= int(cap):
             specs.append(spec)

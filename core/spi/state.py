@@ -67,6 +67,10 @@ class LeaderElection(ABC):
 
 class StateStore(ABC):
     name: str = ""
+    #: True when the tree lives in this process (clients in other processes never see it):
+    #: LocalCluster's kind. A cluster's daemons, each a process of its own, refuse such a store
+    #: when they start (:func:`squall.daemon.validate.check_state_store`)
+    in_process: bool = False
 
     def __init__(self, conf: Mapping[str, Any] | None = None) -> None:
         self.conf: dict[str, Any] = dict(conf or {})

@@ -252,6 +252,7 @@ class MemoryStateStore(StateStore):
     """One client of a :class:`MemoryServer`; see the module docstring. Thread-safe."""
 
     name = "memory"
+    in_process = True
 
     def __init__(self, conf: Mapping[str, Any] | None = None, *,
                  server: MemoryServer | None = None) -> None:

@@ -29,10 +29,13 @@ def _component_sample(stats: Mapping[str, Any]) -> dict[str, float]:
 
 
 class History:
-    """``size`` samples per topology id; see the module docstring."""
+    """``size`` samples per topology id, at least 2 (a rate takes two; ValueError otherwise);
+    see the module docstring."""
 
     def __init__(self, size: int, idle_secs: float = 15.0) -> None:
-        self._size = max(2, int(size))
+        if size < 2:
+            raise ValueError(f"a history keeps at least 2 samples per topology, not {size}")
+        self._size = int(size)
         self._idle_secs = idle_secs
         self._samples: dict[str, deque[tuple[float, dict[str, dict[str, float]]]]] = {}
         self._lock = threading.Lock()

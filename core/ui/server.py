@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from squall.config import AT_LEAST, check_range, defaults, period_secs
 from squall.errors import ConfigError, SquallError
 from squall.ui.access import Access, Clients
 from squall.ui.cluster_view import ClusterView
@@ -30,7 +31,8 @@ def _nimbus_client(conf: Mapping[str, Any]) -> Any:
 
 class UiServer:
     """The UI daemon (see the module docstring). ``make_client(conf)`` builds a nimbus client
-    (tests pass a fake one); ``host`` / ``port`` override ``ui.host`` / ``ui.port``."""
+    (tests pass a fake one); ``host`` / ``port`` override ``ui.host`` / ``ui.port``. A port,
+    ``ui.sample.secs`` or ``ui.history.size`` it cannot use is a ConfigError here."""
 
     def __init__(self, conf: Mapping[str, Any], host: str | None = None,
                  port: int | None = None,
@@ -42,9 +44,11 @@ class UiServer:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"ui.port must be a port number from 0 (any free one) to 65535, "
                               f"got {self.port}")
-        self._sample_secs = float(conf.get("ui.sample.secs") or 5)
+        self._sample_secs = period_secs(conf, "ui.sample.secs")
         self._clients = Clients(self.conf, make_client or _nimbus_client)
-        history = History(int(conf.get("ui.history.size") or 120),
+        size = conf.get("ui.history.size")
+        check_range(conf, "ui.history.size", AT_LEAST["ui.history.size"])
+        history = History(defaults()["ui.history.size"] if size is None else size,
                           idle_secs=3 * self._sample_secs)
         self.view = ClusterView(self._clients, history)
         self._access = Access(self.conf)

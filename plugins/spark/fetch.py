@@ -47,9 +47,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from squall.errors import TopologyError
+from squall.errors import ConfigError, TopologyError
 
 from squall.plugins.spark.session import first_line, quiet_spark_errors
+from squall.plugins.spark.settings import RETRY_KEYS, check_retry
 
 __all__ = ["RETRY_KEYS", "Chunk", "Fetch", "PartitionReader", "Recover", "RetryPolicy", "plan",
            "retry_policy"]
@@ -196,36 +197,17 @@ class RetryPolicy:
         return min(self.max_secs, self.min_secs * 2.0 ** min(failures - 1, 60))
 
 
-#: component config keys of the retry policy -> RetryPolicy field
-RETRY_KEYS = {"spark.source.retry.backoff.min.secs": "min_secs",
-              "spark.source.retry.backoff.max.secs": "max_secs",
-              "spark.source.retry.report.after": "report_after"}
-
-
 def retry_policy(conf: Mapping[str, Any], component: str = "spark spout") -> RetryPolicy:
     """The :class:`RetryPolicy` of ``conf``'s ``spark.source.retry.*`` keys (defaults for the
-    missing ones); raises TopologyError naming a bad key."""
-    values: dict[str, Any] = {}
-    for key, attr in RETRY_KEYS.items():
-        value = conf.get(key)
-        if value is None:
-            continue
-        if attr == "report_after":
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-            want = "a positive integer"
-        else:
-            ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
-                  and 0 <= value < float("inf"))
-            want = "a number of seconds >= 0"
-        if not ok:
-            raise TopologyError(f"{component}: {key} must be {want}, got {value!r}")
-        values[attr] = value
-    policy = RetryPolicy(**values)
-    if policy.min_secs > policy.max_secs:
-        raise TopologyError(f"{component}: spark.source.retry.backoff.min.secs "
-                            f"({policy.min_secs}) is above spark.source.retry.backoff.max.secs "
-                            f"({policy.max_secs})")
-    return policy
+    missing ones); raises TopologyError naming a bad key (the rules:
+    :func:`squall.plugins.spark.settings.check_retry`)."""
+    filled = {key: getattr(RetryPolicy, attr) for key, attr in RETRY_KEYS.items()}
+    filled.update({key: conf[key] for key in RETRY_KEYS if conf.get(key) is not None})
+    try:
+        values = check_retry(filled)
+    except ConfigError as exc:
+        raise TopologyError(f"{component}: {exc}") from None
+    return RetryPolicy(**values)
 
 
 class PartitionReader:

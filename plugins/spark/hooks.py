@@ -1,7 +1,8 @@
 """The Spark plugin's hooks (entry point ``spark`` in ``squall.plugins``).
 
 Adds its config keys (``spark.master``, the SparkSpout's ``spark.source.*`` and
-``spark.spout.*`` keys and ``spark.conf``, with their defaults and types) and ``squall
+``spark.spout.*`` keys and ``spark.conf``, with their defaults and types), checks their values
+where squall validates a conf (:mod:`squall.plugins.spark.settings`), and ``squall
 metrics report DIR [--bucket SIZE] [--format F] [--html FILE] [--engine arrow|spark]``.
 Importing this module imports neither pyarrow nor pyspark; the command imports what it uses
 when it runs.
@@ -9,13 +10,15 @@ when it runs.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from squall.errors import SquallError
 from squall.hookspecs import hookimpl
 
-__all__ = ["squall_add_commands", "squall_add_config_types", "squall_add_defaults"]
+__all__ = ["squall_add_commands", "squall_add_config_types", "squall_add_defaults",
+           "squall_validate_config"]
 
 #: the keys this plugin owns. SparkSpout: a failed partition read is retried from its first row
 #: not yet emitted, waiting ``min.secs`` doubling up to ``max.secs``; from ``report.after``
@@ -64,6 +67,14 @@ def squall_add_defaults() -> dict[str, Any]:
 @hookimpl
 def squall_add_config_types() -> dict[str, type | tuple[type, ...]]:
     return TYPES
+
+
+@hookimpl
+def squall_validate_config(conf: Mapping[str, Any]) -> None:
+    """A SparkSpout setting it cannot use is refused at submit (the conf and each component's
+    config), not by every task in ``initialize`` after Spark started."""
+    from squall.plugins.spark.settings import check
+    check(conf)
 
 
 @hookimpl

@@ -20,17 +20,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from squall.errors import TopologyError
+from squall.errors import ConfigError, TopologyError
 
 from squall.plugins.spark.fetch import Fetch
+from squall.plugins.spark.settings import FETCH_METHODS, fetch_method
 from squall.plugins.spark.source import SourceSpec, fingerprint, load_dataframe
 
 __all__ = ["FETCH_METHODS", "SourcePlan"]
 
 log = logging.getLogger(__name__)
-
-#: ``spark.spout.fetch`` values
-FETCH_METHODS = ("auto", "filter")
 
 
 class SourcePlan:
@@ -42,11 +40,10 @@ class SourcePlan:
 
     def __init__(self, conf: Mapping[str, Any], spec: SourceSpec, *, name: str, app_name: str,
                  fields: Sequence[str] | None) -> None:
-        how = conf.get("spark.spout.fetch", "auto")
-        if how not in FETCH_METHODS:
-            raise TopologyError(f"{name}: spark.spout.fetch must be 'auto' or 'filter', "
-                                f"got {how!r}")
-        self.how = how
+        try:
+            self.how = fetch_method(conf)
+        except ConfigError as exc:
+            raise TopologyError(f"{name}: {exc}") from None
         self.spec = spec
         self.name = name
         self.app_name = app_name

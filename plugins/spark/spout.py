@@ -82,8 +82,9 @@ from typing import Any
 from squall.api.component import Spout
 from squall.api.context import TopologyContext
 from squall.api.tuple import Stream
-from squall.errors import TopologyError
+from squall.errors import ConfigError, TopologyError
 
+from squall.plugins.spark import settings
 from squall.plugins.spark.progress import Progress, ProgressStore
 from squall.plugins.spark.source import SourceSpec, load_dataframe, parse_source
 
@@ -118,6 +119,13 @@ class SparkSpout(Spout):
         name = f"spout {context.component_id!r}"
         spec: SourceSpec = parse_source(conf, name)
         retry = retry_policy(conf, name)
+        try:                               # what validation checked, before Spark starts
+            self.emit_batch = settings.emit_batch(conf)
+            keep_progress = settings.progress_enabled(conf)
+            save_every = settings.progress_interval(conf)
+            progress_id = settings.progress_id(conf)
+        except ConfigError as exc:
+            raise TopologyError(f"{name}: {exc}") from None
         source = SourcePlan(conf, spec, name=name, app_name=f"squall-{context.topology_name}",
                             fields=_declared_fields(context))
         fetch = source.plan()
@@ -126,22 +134,19 @@ class SparkSpout(Spout):
         tasks = context.component_tasks(context.component_id)
         n, me = len(tasks), context.task_index
         mine = [p for p in range(count) if p % n == me]
-        batch = conf.get("spark.spout.emit.batch", 500)
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-            raise TopologyError(f"{name}: spark.spout.emit.batch must be a positive integer, "
-                                f"got {batch!r}")
-        self.emit_batch = batch
         self.max_pending = int(conf.get("topology.max.spout.pending") or 0)
         self.tracking = conf.get("topology.acker.executors", None) != 0
         self.progress: Progress | None = None
         self.progress_store: ProgressStore | None = None
         start: dict[int, int] = {}
-        if self.tracking and _flag(conf, "spark.spout.progress", name):
-            self.progress_store = _open_progress(conf, context, count, source.fingerprint, name)
+        if self.tracking and keep_progress:
+            self.progress_store = _open_progress(
+                conf, progress_id or f"{context.topology_name}/{context.component_id}",
+                count, source.fingerprint)
             self.progress = self.progress_store.load(mine)
             start = self.progress.committed
             mine = [p for p in mine if p not in self.progress.complete]
-            self.save_every = _interval(conf, name)
+            self.save_every = save_every
             self.next_save = time.monotonic() + self.save_every
         self.reader = PartitionReader(self.spark, fetch, mine, retry=retry,
                                       name=context.component_id,
@@ -248,31 +253,11 @@ def _key(tup_id: Any) -> tuple[int, int]:
     return tup_id if tup_id.__class__ is tuple else (int(tup_id[0]), int(tup_id[1]))
 
 
-def _flag(conf: Mapping[str, Any], key: str, name: str) -> bool:
-    value = conf.get(key, True)
-    if not isinstance(value, bool):
-        raise TopologyError(f"{name}: {key} must be true or false, got {value!r}")
-    return value
-
-
-def _interval(conf: Mapping[str, Any], name: str) -> float:
-    value = conf.get("spark.spout.progress.interval.secs", 1.0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise TopologyError(f"{name}: spark.spout.progress.interval.secs must be a positive "
-                            f"number, got {value!r}")
-    return float(value)
-
-
-def _open_progress(conf: Mapping[str, Any], context: TopologyContext, partitions: int,
-                   source: str, name: str) -> ProgressStore:
-    """The progress of this source in the cluster's state store (see
-    :mod:`squall.plugins.spark.progress`)."""
+def _open_progress(conf: Mapping[str, Any], progress_id: str, partitions: int,
+                   source: str) -> ProgressStore:
+    """The progress of this source, kept under ``progress_id`` in the cluster's state store
+    (see :mod:`squall.plugins.spark.progress`)."""
     from squall import drivers
-    progress_id = conf.get("spark.spout.progress.id") or \
-        f"{context.topology_name}/{context.component_id}"
-    if not isinstance(progress_id, str):
-        raise TopologyError(f"{name}: spark.spout.progress.id must be a string, "
-                            f"got {progress_id!r}")
     from squall.security.credentials import for_runtime
     store = drivers.driver("state", for_runtime(conf))   # the worker's ZooKeeper identity
     store.start()

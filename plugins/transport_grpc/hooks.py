@@ -58,7 +58,8 @@ def max_message_bytes(conf: Mapping[str, Any]) -> int:
 def check_options(conf: Mapping[str, Any]) -> None:
     """ConfigError naming the first key of ``conf`` under ``squall.transport.grpc.`` whose
     value the transport cannot use (missing keys pass: their defaults are good)."""
-    from squall.config import check_range
+    from squall.config import check_host, check_range
+    check_host(conf, PREFIX + "bind.host")
     check_range(conf, PREFIX + "linger.ms", 0)
     if conf.get(PREFIX + "max.message.mb") is not None:
         max_message_bytes(conf)

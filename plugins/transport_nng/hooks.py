@@ -47,7 +47,8 @@ def squall_add_config_types() -> dict[str, type]:
 def check_options(conf: Mapping[str, Any]) -> None:
     """ConfigError naming the first key of ``conf`` under ``squall.transport.nng.`` whose
     value the transport cannot use (missing keys pass: their defaults are good)."""
-    from squall.config import check_range
+    from squall.config import check_host, check_range
+    check_host(conf, PREFIX + "bind.host")
     check_range(conf, PREFIX + "linger.ms", 0)
     check_range(conf, PREFIX + "send.buffer", 1, MAX_SEND_BUFFER, nullable=True)
 

@@ -49,7 +49,8 @@ _INT_MAX = 2**31 - 1
 def check_options(conf: Mapping[str, Any]) -> None:
     """ConfigError naming the first key of ``conf`` under ``squall.transport.zmq.`` whose
     value zmq refuses (missing keys pass: their defaults are good)."""
-    from squall.config import check_range
+    from squall.config import check_host, check_range
+    check_host(conf, PREFIX + "bind.host")
     check_range(conf, PREFIX + "linger.ms", 0, _INT_MAX)
     check_range(conf, PREFIX + "hwm", 0, _INT_MAX, nullable=True)
 

@@ -153,3 +153,94 @@ def test_nimbus_refuses_a_topology_whose_task_heartbeat_is_not_below_its_task_ti
     with pytest.raises(ConfigError, match=r"'task.heartbeat.frequency.secs' \(6\) must be "
                                           r"below 'nimbus.task.timeout.secs' \(6\)"):
         lifecycle.submit("t", {"task.heartbeat.frequency.secs": 6}, {}, b"")
+
+
+# topology.*, worker.* and task.* keys that were accepted and then did something else: each
+# is one ConfigError naming the key, at submit (or when a daemon starts)
+@pytest.mark.parametrize("key,value,message", [
+    # every worker crashed setting its root logger to it
+    ("worker.log.level", "FOO", r"'worker.log.level' must be one of DEBUG, INFO, WARNING, "
+                                r"ERROR, CRITICAL, got 'FOO'"),
+    # every worker crashed binding its /metrics port (OverflowError)
+    ("worker.metrics.port.offset", 70000, r"'worker.metrics.port.offset' plus the highest "
+                                          r"'supervisor.slots.ports' \(6703\) must be at "
+                                          r"most 65535, got 70000"),
+    # the worker's own port, which its transport listens on: never bound
+    ("worker.metrics.port.offset", 0, r"must be at least 1 \(or null\), got 0"),
+    # the worker failed building its outbox ("x"), or -1 meant 0
+    ("topology.batch.flush.interval.millis", "x", r"must be int or null, got str 'x'"),
+    ("topology.batch.flush.interval.millis", [5], r"must be int or null, got list \[5\]"),
+    ("topology.batch.flush.interval.millis", -1, r"must be at least 0 \(or null\), got -1"),
+    # read as `value or default`: 0 became 5, 10 and 60
+    ("topology.max.error.report.per.interval", 0, r"must be at least 1, got 0"),
+    ("topology.error.throttle.interval.secs", 0, r"must be above 0, got 0"),
+    ("topology.backpressure.stall.report.secs", 0, r"must be above 0, got 0"),
+    # 0 left the interpreter alone, undocumented (null says so now)
+    ("topology.worker.thread.switch.interval.ms", 0, r"must be above 0 \(or null\), got 0"),
+    # no ticks at all
+    ("topology.tick.tuple.freq.secs", 0, r"must be above 0 \(or null\), got 0"),
+    ("topology.isolated.hosts", [1, 2], r"'topology.isolated.hosts' must list strings, got "
+                                        r"int 1"),
+])
+def test_a_topology_or_worker_key_that_would_not_do_what_it_says_is_refused(
+        key: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config.validate({**config.defaults(), key: value}, warn=False)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("worker.log.level", "debug"), ("worker.log.level", "WARN"),
+    ("worker.metrics.port.offset", 100), ("topology.batch.flush.interval.millis", 0),
+    ("topology.batch.flush.interval.millis", None),
+    ("topology.worker.thread.switch.interval.ms", None),   # defaults.yaml: leave it alone
+    ("topology.tick.tuple.freq.secs", None), ("topology.isolated.hosts", ["host-1"])])
+def test_those_keys_take_what_they_document(key: str, value: object) -> None:
+    config.validate({**config.defaults(), key: value}, warn=False)
+
+
+def test_a_metrics_port_offset_is_checked_against_the_highest_slot_port() -> None:
+    conf = {**config.defaults(), "supervisor.slots.ports": [6700, 60000, 6701]}
+    with pytest.raises(ConfigError, match=r"'worker.metrics.port.offset' plus the highest "
+                                          r"'supervisor.slots.ports' \(60000\) must be at "
+                                          r"most 65535, got 6000$"):
+        config.validate({**conf, "worker.metrics.port.offset": 6000}, warn=False)
+    config.validate({**conf, "worker.metrics.port.offset": 5535}, warn=False)
+
+
+@pytest.mark.parametrize("high,low,message", [
+    (0.9, 2.0, r"'topology.backpressure.low.watermark' \(2.0\) must be from 0 to "
+               r"'topology.backpressure.high.watermark' \(0.9\)"),
+    (0.0, 0.0, r"'topology.backpressure.high.watermark' must be above 0 and at most 1 "),
+    (50.0, 0.9, r"'topology.backpressure.high.watermark' must be above 0 and at most 1 .*"
+                r"got 50.0"),
+    (0.9, -0.5, r"'topology.backpressure.low.watermark' \(-0.5\) must be from 0"),
+])
+def test_backpressure_watermarks_are_shares_of_the_queue_low_not_above_high(
+        high: float, low: float, message: str) -> None:
+    conf = {**config.defaults(), "topology.backpressure.high.watermark": high,
+            "topology.backpressure.low.watermark": low}
+    with pytest.raises(ConfigError, match=message):
+        config.validate(conf, warn=False)
+
+
+@pytest.mark.parametrize("high,low", [(0.9, 0.9), (1, 0), (0.5, 0.25)])
+def test_backpressure_watermarks_in_range_pass(high: float, low: float) -> None:
+    config.validate({**config.defaults(), "topology.backpressure.high.watermark": high,
+                     "topology.backpressure.low.watermark": low}, warn=False)
+
+
+def test_submit_refuses_a_tick_frequency_of_0_in_a_components_config() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", Idle, config={"topology.tick.tuple.freq.secs": 0})
+    with LocalCluster() as cluster:
+        with pytest.raises(ConfigError, match=r"component 's': config key "
+                                              r"'topology.tick.tuple.freq.secs' must be above 0"):
+            cluster.submit_topology("ticks", {}, b.create_topology())
+        assert cluster.topologies() == []
+
+
+def test_a_metrics_port_offset_alone_is_at_most_65535() -> None:
+    conf = {k: v for k, v in config.defaults().items() if k != "supervisor.slots.ports"}
+    with pytest.raises(ConfigError, match=r"^config key 'worker.metrics.port.offset' must be "
+                                          r"at most 65535, got 65536$"):
+        config.validate({**conf, "worker.metrics.port.offset": 65536}, warn=False)

@@ -57,7 +57,7 @@ class SpoutExecutor(Executor):
         #: (0: it does not), and whether that spell was logged (past ``stall_secs``)
         self.held_since = 0.0
         self.held_logged = False
-        self.stall_secs = float(conf.get("topology.backpressure.stall.report.secs") or 60)
+        self.stall_secs = float(conf.get("topology.backpressure.stall.report.secs", 60))
         #: ``topology.max.replays``: failures of one tuple id before it is reported as a
         #: poison tuple (0: not counted); the counts, and the newest poison tuples reported
         self.max_replays = int(conf.get("topology.max.replays") or 0)

@@ -118,7 +118,7 @@ class TridentBolt(Bolt):
         self.batches: dict[int, _Batch] = {}
         #: the warnings of failed batches and commits (a batch failing every try repeats them)
         self.retries = RepeatedWarning(
-            log, float(conf.get("topology.error.throttle.interval.secs") or 10))
+            log, float(conf.get("topology.error.throttle.interval.secs", 10)))
 
     def cleanup(self) -> None:
         self.evaluator.cleanup()

@@ -71,7 +71,7 @@ class TridentCoordinator(Spout):
         self.last_emit = 0.0
         #: the warnings of failed batches (a batch failing every try repeats them)
         self.retries = RepeatedWarning(
-            log, float(conf.get("topology.error.throttle.interval.secs") or 10))
+            log, float(conf.get("topology.error.throttle.interval.secs", 10)))
         log.info("trident coordinator %s: continuing after committed txid %d", self.key,
                  self.committed)
 

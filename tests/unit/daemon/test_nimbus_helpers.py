@@ -9,7 +9,7 @@ from squall.cli.cluster import submitted_conf
 from squall.daemon.nimbus_client import parse_executors, seed_addresses
 from squall.daemon.nimbus_schedule import BeatTracker, alive_assignment
 from squall.daemon.nimbus_slot_failures import NEVER_STARTED, Outage
-from squall.daemon.nimbus_topologies import topology_conf
+from squall.daemon.nimbus_topologies import machine_keys, topology_conf
 from squall.errors import ConfigError
 from squall.scheduling.cluster import WorkerSlot
 
@@ -35,6 +35,24 @@ def test_submitted_conf_layers_and_daemon_keys_dropped_by_nimbus():
     # nor do they reach the components through the recorded -c overrides
     kept = topology_conf({config.OVERRIDES_KEY: {"worker.log.level": "DEBUG", "k": 1}})
     assert kept[config.OVERRIDES_KEY] == {"k": 1}
+
+
+def test_a_submit_warns_of_and_drops_every_machines_key_but_what_a_client_reads():
+    # squall.scheduler, logviewer.*, storm.local.*, nimbus.* and the DRPC server's keys were
+    # dropped or ignored without a word
+    machines = ["squall.scheduler", "logviewer.port", "storm.local.hostname", "storm.local.dir",
+                "nimbus.task.timeout.secs", "nimbus.supervisor.timeout.secs", "nimbus.host",
+                "drpc.worker.threads", "drpc.http.port", "drpc.host", "drpc.invocations.threads",
+                "drpc.fetch.lease.secs", "drpc.max.message.bytes", "worker.log.level",
+                "supervisor.slots.ports", "ui.port", "squall.state"]
+    clients = ["nimbus.seeds", "nimbus.port", "storm.zookeeper.servers", "storm.zookeeper.root",
+               "nimbus.authentication", "nimbus.admins", "squall.auth.token"]
+    # what a topology's workers and components read, from its conf
+    topology = ["drpc.servers", "drpc.port", "drpc.request.timeout.secs", "topology.workers",
+                "squall.transport", "topology.isolated.hosts", "my.own.key"]
+    sent = dict.fromkeys(machines + clients + topology, 1)
+    assert machine_keys(sent) == sorted(machines)
+    assert set(topology_conf(sent)) == set(topology)
 
 
 def test_parse_executors():
