@@ -6,8 +6,10 @@ consumers, hook modules; :data:`GROUPS`) are looked up by the short names users 
 Map of the module:
 
 - **what is installed**: :func:`names`, :func:`entries`, :func:`check` and
-  :func:`validate_conf` read squall's index of each group (``importlib.metadata``, first entry
-  point per name, kept until :func:`refresh`). They never import a plugin.
+  :func:`validate_conf` read squall's index of each group (``importlib.metadata``, kept until
+  :func:`refresh`). They never import a plugin. When several distributions provide one name,
+  squall's own distribution wins, else the first by distribution name; one warning names both
+  (once per process) and :func:`shadowed` lists the losers.
 - **one by name**: :func:`load` (and :func:`driver_class` / :func:`driver` on top of it) has a
   stevedore ``DriverManager`` import exactly that entry point, never invoking it
   (``invoke_on_load=False``: squall constructs drivers itself, with the conf), so an unused
@@ -38,6 +40,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import logging
 from importlib import metadata
 from typing import Any, NoReturn
 
@@ -45,9 +48,12 @@ from stevedore import DriverManager, ExtensionManager
 
 from squall.errors import PluginLoadError, PluginNotFoundError
 
+log = logging.getLogger(__name__)
+
 __all__ = [
-    "EXTRAS", "GROUPS", "ROLES", "check", "did_you_mean", "driver", "driver_class", "entries",
-    "load", "load_all", "names", "refresh", "validate_conf",
+    "EXTRAS", "GROUPS", "OWN_DISTRIBUTION", "ROLES", "check", "did_you_mean", "driver",
+    "driver_class", "entries", "entry_point", "load", "load_all", "names", "refresh",
+    "shadowed", "validate_conf",
 ]
 
 #: role -> (entry-point group, config key choosing the driver)
@@ -70,13 +76,46 @@ EXTRAS = {"zmq": "zmq", "pynng": "nng", "grpc": "grpc", "google": "grpc", "kazoo
 
 
 # -- what is installed -------------------------------------------------------------------------
+#: the distribution whose entry point wins a name several distributions provide
+OWN_DISTRIBUTION = "squall"
+#: ``(group, name, winner, shadowed)`` clashes warned of already (once per process)
+_warned: set[tuple[str, str, str, str]] = set()
+
+
+def _dist_name(ep: metadata.EntryPoint) -> str:
+    return ep.dist.name if ep.dist is not None else "?"
+
+
+def _precedence(ep: metadata.EntryPoint) -> tuple[bool, str]:
+    """Sort key of the providers of one name: squall's own distribution first, then the others
+    by distribution name (never importlib.metadata's arbitrary order)."""
+    dist = _dist_name(ep)
+    return (dist.lower() != OWN_DISTRIBUTION, dist.lower())
+
+
 @functools.cache
-def _index(group: str) -> dict[str, metadata.EntryPoint]:
-    """``name -> entry point`` of ``group``, sorted by name; the first one found wins a name."""
-    found: dict[str, metadata.EntryPoint] = {}
+def _providers(group: str) -> dict[str, list[metadata.EntryPoint]]:
+    """``name -> every entry point of that name in ``group``, the winner first``, sorted by
+    name. A name several distributions provide is warned of (one line, once per process)."""
+    found: dict[str, list[metadata.EntryPoint]] = {}
     for ep in metadata.entry_points(group=group):
-        found.setdefault(ep.name, ep)
+        found.setdefault(ep.name, []).append(ep)
+    for name, eps in found.items():
+        eps.sort(key=_precedence)
+        for other in eps[1:]:
+            clash = (group, name, _dist_name(eps[0]), _dist_name(other))
+            if clash not in _warned:
+                _warned.add(clash)
+                log.warning("%s %r is provided by both %s and %s: %s's is used, %s's is "
+                            "ignored (shadowed)", group, name, clash[2], clash[3], clash[2],
+                            clash[3])
     return dict(sorted(found.items()))
+
+
+def _index(group: str) -> dict[str, metadata.EntryPoint]:
+    """``name -> entry point`` of ``group``, sorted by name: the winner of each name
+    (:func:`_precedence`)."""
+    return {name: eps[0] for name, eps in _providers(group).items()}
 
 
 def refresh() -> None:
@@ -86,7 +125,7 @@ def refresh() -> None:
     again (``importlib``'s path and metadata caches are invalidated too).
     """
     importlib.invalidate_caches()
-    _index.cache_clear()
+    _providers.cache_clear()
     _load.cache_clear()
 
 
@@ -97,11 +136,24 @@ def names(group: str) -> list[str]:
 
 def entries(group: str) -> list[tuple[str, str]]:
     """``(name, "distribution version")`` for every entry point of ``group``, sorted by name."""
-    out = []
-    for name, ep in _index(group).items():
-        dist = ep.dist
-        out.append((name, f"{dist.name} {dist.version}" if dist is not None else "?"))
-    return out
+    return [(name, _describe(ep)) for name, ep in _index(group).items()]
+
+
+def _describe(ep: metadata.EntryPoint) -> str:
+    dist = ep.dist
+    return f"{dist.name} {dist.version}" if dist is not None else "?"
+
+
+def shadowed(group: str) -> list[tuple[str, str, str]]:
+    """``(name, "distribution version", winner's distribution)`` for every entry point of
+    ``group`` another distribution's entry point of the same name overrides, sorted by name."""
+    return [(name, _describe(ep), _dist_name(eps[0]))
+            for name, eps in _providers(group).items() for ep in eps[1:]]
+
+
+def entry_point(group: str, name: str) -> metadata.EntryPoint | None:
+    """The entry point ``name`` of ``group`` squall uses (None: not installed); no import."""
+    return _index(group).get(name)
 
 
 def did_you_mean(name: str, candidates: list[str]) -> str | None:

@@ -37,8 +37,9 @@ def build_plugin_manager() -> pluggy.PluginManager:
             pm.register(module, name=name)
             pm.check_pending()
         except (pluggy.PluginValidationError, ValueError) as exc:
+            why = " ".join(str(exc).split())   # pluggy's message spans lines: one line
             raise PluginLoadError(f"{GROUP} {name!r} does not match squall's hookspecs: "
-                                  f"{exc}") from exc
+                                  f"{why}") from exc
     return pm
 
 

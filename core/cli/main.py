@@ -59,7 +59,10 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 class _Parser(argparse.ArgumentParser):
     """argparse with usage errors as one line (``squall local: error: ...``), exit status 2;
-    an unknown subcommand gets a did-you-mean."""
+    an unknown subcommand gets a did-you-mean, or the reason plugin commands are missing."""
+
+    #: why the plugins' commands could not be added (None: they were)
+    plugin_error: str | None = None
 
     def error(self, message: str) -> Any:
         found = _INVALID_CHOICE.search(message)
@@ -72,6 +75,8 @@ class _Parser(argparse.ArgumentParser):
                            f"{', '.join(choices)}")
             else:
                 message = f"unknown command {found.group(1)!r}"
+                if self.plugin_error:
+                    message += f" (plugin commands did not load: {self.plugin_error})"
             message += f" (did you mean {hint!r}?)" if hint else ""
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
@@ -130,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         notify("squall_add_commands", subparsers=sub)   # a broken one: one line
     except SquallError as exc:   # no plugin module loads: squall's own commands still work
         log.error("no plugin commands: %s", exc)
+        parser.plugin_error = str(exc)
     return parser
 
 
@@ -157,9 +163,14 @@ def _cmd_plugins(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     width = max((len(name) for found in listed.values() for name, _ in found), default=0)
     for group, found in listed.items():
         print(group)
+        shadowed: dict[str, list[tuple[str, str]]] = {}
+        for name, dist, winner in drivers.shadowed(group):
+            shadowed.setdefault(name, []).append((dist, winner))
         for name, dist in found:
             reason = unavailable_reason(group, name)
             print(f"  {name:<{width}}  {dist}" + (f"  UNAVAILABLE: {reason}" if reason else ""))
+            for other, winner in shadowed.get(name, ()):
+                print(f"  {name:<{width}}  {other}  SHADOWED by {winner}'s (not used)")
         if not found:
             print("  (none)")
     return 0

@@ -8,7 +8,6 @@ importing them).
 from __future__ import annotations
 
 import importlib.util
-from importlib import metadata
 
 from squall import drivers
 
@@ -26,11 +25,11 @@ def missing_extra(exc: ModuleNotFoundError) -> str | None:
 def unavailable_reason(group: str, name: str) -> str | None:
     """Why the entry point ``name`` of ``group`` cannot be used, or None when it loads.
     Imports the entry point's module (not a missing library)."""
-    eps = [ep for ep in metadata.entry_points(group=group) if ep.name == name]
-    if not eps:
+    ep = drivers.entry_point(group, name)
+    if ep is None:
         return "not installed"
     try:
-        obj = eps[0].load()
+        obj = ep.load()
     except ImportError as exc:
         return _needs(exc.name or "")
     except Exception as exc:  # a broken plugin: say so, the listing goes on

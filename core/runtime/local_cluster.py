@@ -33,6 +33,22 @@ from squall.state.memory import NAMESPACE_KEY
 log = logging.getLogger(__name__)
 _ids = itertools.count(1)
 LOCAL_DEFAULTS = {"squall.transport": "local", "squall.state": "memory"}
+#: driver keys a LocalCluster does not follow: it places executors with :func:`assign_even`
+#: and keeps its state in the in-process ``memory`` store, whatever they name
+IGNORED_KEYS = {"squall.scheduler": "even", "squall.state": "memory"}
+
+
+def warn_ignored_keys(conf: dict[str, Any]) -> None:
+    """One warning per key of :data:`IGNORED_KEYS` that ``conf`` sets to another value than
+    the local one and the shipped default (every conf read from files holds the default:
+    ``squall.state: zookeeper``, said quietly, as for the transport)."""
+    from squall import config
+    shipped = config.defaults()
+    for key, local in IGNORED_KEYS.items():
+        value = conf.get(key)
+        if value is not None and value != local and value != shipped.get(key):
+            log.warning("LocalCluster ignores %s=%r: it always uses %r (the setting applies "
+                        "on a cluster)", key, value, local)
 
 
 def base_conf(conf: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -119,6 +135,7 @@ class LocalCluster:
             self.conf[NAMESPACE_KEY] = f"local-cluster-{next(_ids)}-{os.getpid()}"
         self._on_worker_start = on_worker_start
         drivers.validate_conf(self.conf)
+        warn_ignored_keys(self.conf)
         gc_tuning.thresholds(self.conf)             # a bad value fails here, before anything runs
         self._topologies: dict[str, _Running] = {}
         self._lock = threading.RLock()

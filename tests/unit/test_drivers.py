@@ -157,3 +157,48 @@ def test_load_all_raises_on_a_broken_module(tmp_path: Path):
                            {"fake_hooks_ok": "", "fake_hooks_bad": "import pyspark_not_here\n"}):
         with pytest.raises(PluginLoadError, match="'bad' could not be loaded"):
             drivers.load_all("squall.test_hooks")
+
+
+def test_squalls_own_entry_point_wins_a_name_another_distribution_also_provides(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]):
+    """A clash never depends on importlib.metadata's order: squall's own distribution wins,
+    one warning names both distributions, once per process; ``squall plugins`` shows both."""
+    from squall.cli import main as cli_main
+    caplog.set_level("WARNING", logger="squall.drivers")
+    eps = {GROUP: {"local": "fake_shadow:Other"}}
+    with fake_distribution(tmp_path, "squall-shadow-test", eps,
+                           {"fake_shadow": "class Other:\n    pass\n"}):
+        assert drivers.load(GROUP, "local") is LocalTransport
+        assert dict(drivers.entries(GROUP))["local"].startswith("squall ")
+        assert ("local", "squall-shadow-test 0.1", "squall") in drivers.shadowed(GROUP)
+        clashes = [r.getMessage() for r in caplog.records if "squall-shadow-test" in
+                   r.getMessage()]
+        assert clashes == ["squall.transports 'local' is provided by both squall and "
+                           "squall-shadow-test: squall's is used, squall-shadow-test's is "
+                           "ignored (shadowed)"]
+        drivers.refresh()
+        drivers.names(GROUP)
+        assert len([r for r in caplog.records if "squall-shadow-test" in r.getMessage()]) == 1
+        assert cli_main.main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    local = [line.split() for line in out.splitlines() if line.split()[:1] == ["local"]]
+    assert [line[1] for line in local] == ["squall", "squall-shadow-test"]
+    assert "SHADOWED" not in local[0] and "SHADOWED" in local[1]
+
+
+def test_between_two_other_distributions_the_first_by_name_wins(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    caplog.set_level("WARNING", logger="squall.drivers")
+    group = "squall.test_clash"
+    modules = {"fake_clash_a": "WHO = 'a'\n", "fake_clash_b": "WHO = 'b'\n"}
+    # b is put on sys.path after a, so importlib.metadata finds b first
+    with fake_distribution(tmp_path / "a", "squall-clash-a", {group: {"dup": "fake_clash_a"}},
+                           modules), \
+            fake_distribution(tmp_path / "b", "squall-clash-b", {group: {"dup": "fake_clash_b"}},
+                              modules):
+        assert drivers.load(group, "dup").WHO == "a"
+        assert [(name, module.WHO) for name, module in drivers.load_all(group)] == [("dup", "a")]
+        assert drivers.shadowed(group) == [("dup", "squall-clash-b 0.1", "squall-clash-a")]
+    assert [r.getMessage() for r in caplog.records if "squall-clash" in r.getMessage()] == [
+        "squall.test_clash 'dup' is provided by both squall-clash-a and squall-clash-b: "
+        "squall-clash-a's is used, squall-clash-b's is ignored (shadowed)"]

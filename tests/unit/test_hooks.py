@@ -181,6 +181,31 @@ def test_local_cluster_calls_configure_validate_submitted_worker_and_killed(plug
     assert len(calls(plugin, "configure")) == 1
 
 
+def test_a_hookimpl_with_an_argument_no_spec_has_is_one_line_and_explains_missing_commands(
+        plugin: ModuleType, tmp_path: Path, capsys: Any) -> None:
+    eps = {"squall.plugins": {"badarg": "squall_hooks_badarg"}}
+    source = ("from squall import hookimpl\n\n\n@hookimpl\n"
+              "def squall_validate_topology(topology, conf, extra):\n    pass\n")
+    with fake_distribution(tmp_path / "bad", "squall-badarg", eps,
+                           {"squall_hooks_badarg": source}):
+        get_plugin_manager.cache_clear()
+        try:
+            with pytest.raises(PluginLoadError) as info:
+                get_plugin_manager()
+            why = str(info.value)
+            assert "\n" not in why and why.startswith(
+                "squall.plugins 'badarg' does not match squall's hookspecs: ") and "extra" in why
+            # the healthy plugin's command is missing: the error says why
+            with pytest.raises(SystemExit) as exited:
+                cli_main.main(["hooks-test"])
+            assert exited.value.code == 2
+            err = capsys.readouterr().err.strip().splitlines()[-1]
+            assert err == (f"squall: error: unknown command 'hooks-test' (plugin commands did "
+                           f"not load: {why}) (see 'squall --help')")
+        finally:
+            get_plugin_manager.cache_clear()
+
+
 def test_cli_commands_come_from_the_hook(plugin: ModuleType) -> None:
     assert cli_main.main(["hooks-test", "-c", "topology.workers=4"]) == 0
     assert calls(plugin, "add_commands") and calls(plugin, "command") == [("command", 4)]

@@ -174,12 +174,17 @@ class SchedulerContract:
         first = make_topology("first-1", {"a": 2, "b": 2}, 2, launch_time=1)
         later = make_topology("later-2", {"c": 2}, 2, launch_time=2)
         small = self.run(make_supervisors(1, ports=2), [first, later])
-        assert _fully_placed(small, first)
-        assert small.get_assignment(later.id) is None
+        assert _fully_placed(small, first), (
+            f"{first.id} (2 workers) must get both free slots: {placements(small)}")
+        assert small.get_assignment(later.id) is None, (
+            f"{later.id} wants min(workers, executors) = 2 slots and no slot is free: it must "
+            f"stay unassigned (pending), not be placed partly: {placements(small)}")
         status = small.get_status(later.id)
-        assert status is not None and status.status == "pending" and status.reason
+        assert status is not None and status.status == "pending" and status.reason, (
+            f"{later.id} must have status 'pending' with a reason, got {status}")
         grown = self.run(make_supervisors(2, ports=2), [first, later], small.assignments())
-        assert _fully_placed(grown, later)
+        assert _fully_placed(grown, later), (
+            f"{later.id} must be placed once a supervisor joins: {placements(grown)}")
         assert placements(grown)[first.id] == placements(small)[first.id]
 
     def test_supervisor_leaving_moves_only_its_executors(self) -> None:

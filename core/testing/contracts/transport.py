@@ -25,7 +25,8 @@ The checks only use the public :class:`~squall.Transport` / :class:`~squall.Conn
   never reads, ``send`` returns quickly or raises TransportError, and memory stays bounded
   (the sends run on a thread of their own: one still running after 2 s fails the check
   rather than hanging it); with a buffer of 4 and a peer that reads, batches keep flowing
-  (never refused for good);
+  (never refused for good, and a send that blocks waiting for room fails the check after
+  2 s too: every send of the suite is bounded so, a 64 MiB payload's by 30 s);
 * close is idempotent, ``recv`` after close returns ``[]`` promptly (and a blocked ``recv``
   wakes up; one still blocked after 2 s fails the check), ``send`` after close raises
   TransportError;
@@ -148,7 +149,7 @@ class TransportContract:
         sender = transport.connect(TOPOLOGY, self.host, receiver.port)
         sent = [(i % 7, _seq(0, i)) for i in range(2000)]
         for start in range(0, len(sent), 10):
-            sender.send(sent[start:start + 10])
+            _send(sender, sent[start:start + 10])
         assert collect(receiver, len(sent)) == sent
         assert receiver.recv(0.05) == []
 
@@ -160,7 +161,7 @@ class TransportContract:
         batches = [[(1, b"")], [(2, b"x"), (3, b"")], [(4, os.urandom(65537))],
                    [(5, os.urandom(MiB)), (6, b"\x00" * 10)], [(2**31 - 1, big)]]
         for batch in batches:
-            sender.send(batch)
+            _send(sender, batch, limit=30.0)
         got = collect(receiver, sum(map(len, batches)), timeout=30)
         assert [t for t, _ in got] == [t for b in batches for t, _ in b]
         for (_, want), (_, have) in zip([m for b in batches for m in b], got, strict=True):
@@ -180,7 +181,8 @@ class TransportContract:
             except BaseException as exc:  # reported to the main thread
                 errors.append(exc)
 
-        threads = [threading.Thread(target=run, args=(n,)) for n in range(senders)]
+        threads = [threading.Thread(target=run, args=(n,), daemon=True)   # one may block
+                   for n in range(senders)]
         for t in threads:
             t.start()
         got = collect(receiver, senders * per, timeout=20)
@@ -201,7 +203,7 @@ class TransportContract:
         port = first.port
         sender = make().connect(TOPOLOGY, self.host, port)
         before = [(1, _seq(1, i)) for i in range(50)]
-        sender.send(before)
+        _send(sender, before)
         assert collect(first, len(before)) == before
         first.close()
 
@@ -211,7 +213,7 @@ class TransportContract:
         def send(i: int) -> None:
             msg = (1, _seq(2, i))
             try:
-                sender.send([msg])
+                _send(sender, [msg])
                 sent.append(msg)
             except TransportError:
                 reported.append(msg)
@@ -291,17 +293,36 @@ class TransportContract:
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         sent = [(1, _seq(1, i)) for i in range(200)]
+        # the sends run on a thread of their own, watched from here: a send that blocks on the
+        # full buffer (a lost wakeup) fails the check instead of hanging it
+        progress: dict[str, Any] = {"done": 0, "raised": 0, "slowest": 0.0, "since": None}
+        failed: list[BaseException] = []
+
+        def send_all() -> None:
+            try:
+                for i, msg in enumerate(sent):
+                    deadline = time.monotonic() + 10
+                    while True:
+                        progress["since"] = time.monotonic()
+                        try:
+                            sender.send([msg])
+                            break
+                        except TransportError:
+                            progress["raised"] += 1
+                            assert time.monotonic() < deadline, (
+                                f"send still refused after 10 s with {len(got)} of 200 "
+                                "received")
+                            threading.Event().wait(0.001)
+                        finally:
+                            progress["since"] = None
+                    progress["done"] = i + 1
+            except BaseException as exc:     # reported by the test thread
+                failed.append(exc)
+
         try:
-            for msg in sent:
-                deadline = time.monotonic() + 10
-                while True:
-                    try:
-                        sender.send([msg])
-                        break
-                    except TransportError:
-                        assert time.monotonic() < deadline, (
-                            f"send still refused after 10 s with {len(got)} of 200 received")
-                        threading.Event().wait(0.001)
+            _watch_sends(send_all, progress, len(sent))
+            if failed:
+                raise failed[0]
             wait_until(lambda: len(got) >= 200)
         finally:
             stop.set()
@@ -314,7 +335,7 @@ class TransportContract:
         transport = make()
         receiver = transport.bind(TOPOLOGY, 0)
         sender = transport.connect(TOPOLOGY, self.host, receiver.port)
-        sender.send([(1, b"a")])
+        _send(sender, [(1, b"a")])
         assert collect(receiver, 1) == [(1, b"a")]
 
         woke: list[list[Message]] = []
@@ -335,7 +356,7 @@ class TransportContract:
         sender.close()
         sender.close()
         with pytest.raises(TransportError):
-            sender.send([(1, b"b")])
+            _send(sender, [(1, b"b")])
         transport.close()
         transport.close()
 
@@ -345,12 +366,12 @@ class TransportContract:
         transport = make()
         receiver = transport.bind(TOPOLOGY, 0)
         sender = transport.connect(TOPOLOGY, self.host, receiver.port)
-        sender.send([(0, b"first")])
+        _send(sender, [(0, b"first")])
         assert collect(receiver, 1) == [(0, b"first")]      # connected
         accepted = []
         for i in range(1, 501):
             try:
-                sender.send([(i, b"x" * 200)])
+                _send(sender, [(i, b"x" * 200)])
             except TransportError:          # a full buffer may refuse: nothing is promised
                 break
             accepted.append((i, b"x" * 200))
@@ -376,7 +397,7 @@ class TransportContract:
         bad = make().connect(TOPOLOGY, self.host, receiver.port)
         for batch in ([(1, "text, not bytes")], [("task", b"x")], [(1, None)]):
             with pytest.raises(TransportError):
-                bad.send(batch)  # type: ignore[list-item]
+                _send(bad, batch)  # type: ignore[arg-type]
         if network_transport:
             for junk in (os.urandom(4096), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\xff" * 64):
                 with socket.create_connection((self.host, receiver.port), timeout=5) as raw:
@@ -386,7 +407,7 @@ class TransportContract:
                         pass        # the receiver may hang up on us first: that is fine
         assert receiver.recv(0.2) == []
         sender = make().connect(TOPOLOGY, self.host, receiver.port)
-        sender.send([(7, b"after the junk")])
+        _send(sender, [(7, b"after the junk")])
         assert collect(receiver, 1) == [(7, b"after the junk")]
 
 
@@ -411,6 +432,15 @@ def _watch_sends(send_all: Callable[[], None], progress: dict[str, Any], sends: 
         if thread.is_alive() and now - started >= LOOP_LIMIT:
             raise AssertionError(f"{sends} sends took over {LOOP_LIMIT:.0f} s ({progress['done']} "
                                  "done): each must return or raise TransportError at once")
+
+
+def _send(sender: Connection, batch: list[Message], limit: float = SEND_LIMIT) -> None:
+    """``sender.send(batch)`` bounded by :func:`_within`: a send still running after ``limit``
+    seconds fails the check (it must return, or raise TransportError for a full buffer)."""
+    __tracebackhide__ = True
+    _within(limit, lambda: sender.send(batch),
+            "send blocked for {:.1f} s: it must return, or raise TransportError when its "
+            "buffer is full")
 
 
 def _within(limit: float, call: Callable[[], Any], message: str) -> Any:

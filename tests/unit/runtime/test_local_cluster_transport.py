@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from squall import ConfigError, LocalCluster, Spout, TopologyBuilder
+from squall.runtime.local_cluster import warn_ignored_keys
 from squall.testing import wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -85,3 +86,23 @@ def test_a_cluster_transport_of_a_shared_config_gives_way_to_local(
 def test_the_submit_conf_chooses_as_it_is() -> None:
     with LocalCluster() as cluster, pytest.raises(ConfigError, match="in-process transport"):
         cluster.submit_topology("t", {"squall.transport": "zmq"}, _topology())
+
+
+def test_a_scheduler_or_state_store_set_in_its_conf_is_said_to_be_ignored(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="squall.runtime.local_cluster")
+    with LocalCluster({}):
+        pass
+    assert not [r for r in caplog.records if "ignores" in r.getMessage()]
+    # the shipped default (squall.state: zookeeper, in every conf read from files) is quiet
+    with LocalCluster({"squall.scheduler": "multidim", "squall.state": "zookeeper"}):
+        pass
+    said = [r.getMessage() for r in caplog.records if "ignores" in r.getMessage()]
+    assert said == [
+        "LocalCluster ignores squall.scheduler='multidim': it always uses 'even' (the setting "
+        "applies on a cluster)"]
+    caplog.clear()
+    warn_ignored_keys({"squall.scheduler": "even", "squall.state": "acmemem"})
+    assert [r.getMessage() for r in caplog.records] == [
+        "LocalCluster ignores squall.state='acmemem': it always uses 'memory' (the setting "
+        "applies on a cluster)"]

@@ -94,3 +94,37 @@ def test_the_local_transport_passes_both_checks(make: Any, peer: str) -> None:
     TransportContract().test_send_is_bounded_when_peer_slow_or_gone(
         make(LocalTransport), peer, False)
     TransportContract().test_close_semantics(make(LocalTransport))
+
+
+class LostWakeupSender(LocalSender):
+    """Waits for room once four batches are out, for a wakeup the receiver never gives (the
+    lost-wakeup bug): blocks BLOCK seconds, then refuses."""
+
+    sent = 0
+
+    def send(self, messages: list[Message]) -> None:
+        if self.sent >= 4:
+            threading.Event().wait(BLOCK)
+            raise TransportError("gave up waiting for room")
+        super().send(messages)
+        self.sent += 1
+
+
+class LostWakeupTransport(LocalTransport):
+    def connect(self, topology_id: str, host: str, port: int) -> Connection:
+        return LostWakeupSender((topology_id, int(port)), self.limit)
+
+
+def test_a_send_waiting_for_a_lost_wakeup_fails_the_small_buffer_check_within_its_limit(
+        make: Any) -> None:
+    t0 = time.monotonic()
+    with pytest.raises(AssertionError, match=r"send blocked for 2\.\d s \(send 5 of 200, "
+                                             r"after 0 TransportErrors\)"):
+        TransportContract().test_small_buffer_keeps_flowing_while_the_receiver_reads(
+            make(LostWakeupTransport))
+    assert time.monotonic() - t0 < BLOCK, "the check waited for the blocked send to return"
+
+
+def test_the_local_transport_passes_the_small_buffer_check(make: Any) -> None:
+    TransportContract().test_small_buffer_keeps_flowing_while_the_receiver_reads(
+        make(LocalTransport))
