@@ -69,13 +69,21 @@ class Daemon:
             self.proc.wait(10)
 
     def terminate(self) -> None:
+        self.send_sigterm()
+        self.wait_exit()
+
+    def send_sigterm(self) -> None:
+        """SIGTERM, if it runs (:meth:`wait_exit` waits for it to go)."""
         if self.alive():
             self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+
+    def wait_exit(self) -> None:
+        """Wait up to 15 s for the process to exit, then SIGKILL it."""
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -243,8 +251,17 @@ class ClusterHarness:
             client.close()
 
     def close(self) -> None:
-        for d in self.daemons:
+        # the nimbuses first (so that none moves executors while the others leave), then the
+        # others all at once: each supervisor stops its own workers, which takes a few tenths
+        # of a second and needs none of the others
+        nimbuses = [d for d in self.daemons if d.kind == "nimbus"]
+        others = [d for d in self.daemons if d.kind != "nimbus"]
+        for d in nimbuses:
             d.terminate()
+        for d in others:
+            d.send_sigterm()
+        for d in others:
+            d.wait_exit()
         for d in self.daemons:
             for pid in d.worker_pids():
                 for sig in (signal.SIGTERM, signal.SIGKILL):

@@ -101,7 +101,7 @@ def test_waits_end_on_time_a_second_kill_replaces_the_wait_and_tasks_are_capped(
     assert row[0] == "mtp" and row[4] == "4"                        # TASKS
 
     started = time.monotonic()
-    c.squall("rebalance", "mtp", "--wait", "3", "--executors", "split=2")
+    c.squall("rebalance", "mtp", "--wait", "2", "--executors", "split=2")
     assert status() == "rebalancing"
     c.wait(lambda: status() == "pending", 15, "the rebalance did not end after its wait")
     assert time.monotonic() - started < 20
@@ -122,7 +122,7 @@ def test_waits_end_on_time_a_second_kill_replaces_the_wait_and_tasks_are_capped(
     finally:
         client.close()
     started = time.monotonic()
-    c.squall("kill", "mtp", "--wait", "3")                          # replaces the 600 s
+    c.squall("kill", "mtp", "--wait", "2")                          # replaces the 600 s
     c.wait(lambda: c.state.get_storm(tid) is None, 15, "the second kill did not end it")
     assert time.monotonic() - started < 20
-    assert re.search(rf"killing topology {tid} in 3 s", nimbus.log_text())
+    assert re.search(rf"killing topology {tid} in 2 s", nimbus.log_text())

@@ -22,6 +22,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 TOPOLOGY = Path(__file__).resolve().parent.parent / "topologies" / "drpc_echo.py"
 TIMEOUT = 40
+#: each request's work on the worker's loop (seconds): the restarted worker answers them one
+#: after another, so the test lasts about five of these after the kill
+CALL = "sleep:1"
 
 
 def test_a_killed_worker_loses_no_request_it_had_not_started(squall_cluster: Any) -> None:
@@ -46,7 +49,7 @@ def test_a_killed_worker_loses_no_request_it_had_not_started(squall_cluster: Any
 
     def call(i: int) -> None:
         try:
-            out[i] = client.execute("echo", "sleep:2")
+            out[i] = client.execute("echo", CALL)
         except DRPCError as exc:
             out[i] = f"DRPCError: {exc}"
     callers = [threading.Thread(target=call, args=(i,), daemon=True) for i in range(6)]
@@ -64,8 +67,8 @@ def test_a_killed_worker_loses_no_request_it_had_not_started(squall_cluster: Any
     for t in callers:
         t.join(TIMEOUT + 10)
     assert not any(t.is_alive() for t in callers), out
-    answered = [r for r in out.values() if r == '[["sleep:2"]]']
-    failed = [r for r in out.values() if r != '[["sleep:2"]]']
+    answered = [r for r in out.values() if r == f'[["{CALL}"]]']
+    failed = [r for r in out.values() if r != f'[["{CALL}"]]']
     # the one it had started may fail (its batch may have run part of the way), at once
     assert len(answered) >= 5 and all(
         "failed: the topology that started it stopped answering" in r for r in failed), out

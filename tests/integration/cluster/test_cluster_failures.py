@@ -32,7 +32,8 @@ def test_worker_killed_mid_run_is_restarted_and_nothing_is_lost(squall_cluster, 
     c.start_nimbus()
     sup = c.start_supervisor("sup1")
     c.wait_ready(supervisors=1)
-    submit(c)
+    # the trees the killed worker held are replayed once they time out: after 2 to 4 s
+    submit(c, "wc", TOTAL, 40, "-c", "topology.message.timeout.secs=2")
     c.wait(lambda: len(sup.worker_pids()) == 2, 30, "workers did not start")
     c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > 40, 30, "no acks")
     victim = sup.worker_pids()[0]
@@ -108,9 +109,10 @@ def test_supervisor_session_expiry_recovers(squall_cluster, wordcount, expire_se
     try:
         c.wait(lambda: c.state.supervisor_ids() == [sup.id] and c.state.nimbuses(), 20,
                "supervisor or nimbus not registered")
-        submit(c)
+        submit(c, rate=80)            # 400 sentences in 2.5 s, the expiry some 0.2 s in
         c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > 20, 30, "no acks")
         expire_session(sup.store)
+        assert len(set(wordcount.read_acks(c.out_dir))) < TOTAL, "the stream ended before"
         c.wait(lambda: c.state.supervisor_ids() == [sup.id] and
                sup.store.client_id is not None, 30, "the supervisor did not re-register")
         c.wait(all_acked(c, wordcount), 90, "some sentences were never acked")

@@ -16,7 +16,7 @@ from squall import config, drivers
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 TOPOLOGY = Path(__file__).resolve().parent.parent / "topologies" / "saturated.py"
-TOTAL = 4000
+TOTAL = 3000         # ids: the bolt takes 2 ms each, the kill comes after some 500 of them
 
 
 def _module() -> Any:
@@ -59,7 +59,9 @@ def test_killing_a_saturated_bolts_worker_does_not_stop_the_spout_for_good(squal
     c.squall("submit", f"{TOPOLOGY}:topology", "--name", "sat", "-c", "topology.workers=2",
              "-c", f"test.sentences={TOTAL}", "-c", "test.work.ms=2",
              "-c", "topology.executor.receive.buffer.size=100",
-             "-c", "topology.backpressure.stall.report.secs=1")
+             "-c", "topology.backpressure.stall.report.secs=1",
+             # the ids the killed worker held are replayed once they time out
+             "-c", "topology.message.timeout.secs=3")
     tid = c.wait(lambda: c.state.find_topology_id("sat"), 20, "no topology")
     client = c.client()
 

@@ -72,9 +72,9 @@ def test_multidim_rebalance_mid_stream_loses_nothing(squall_cluster, wordcount):
         c.start_supervisor(name, overrides={"supervisor.memory.slots": 8,
                                             "supervisor.cpu.slots": 8, "supervisor.net.slots": 8})
     c.wait_ready(supervisors=2)
-    total = 300
+    total = 300                    # in about 2 s (80 a second per spout task)
     c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
-             "-c", f"test.sentences={total}", "-c", "test.emit.per.sec=40")
+             "-c", f"test.sentences={total}", "-c", "test.emit.per.sec=80")
     wait_until(lambda: len(wordcount.read_acks(c.out_dir)) > 20, 30,
                message=lambda: "no acks\n" + c.logs_tail())
     assert len(set(wordcount.read_acks(c.out_dir))) < total     # still emitting

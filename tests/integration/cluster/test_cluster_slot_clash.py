@@ -18,7 +18,7 @@ def test_a_host_port_two_supervisors_offer_is_used_once(squall_cluster, wordcoun
     c.start_supervisor("supB", ports=ports)
     c.wait_ready(supervisors=2)
     c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=4",
-             "-c", "test.sentences=200", "-c", "test.emit.per.sec=40")
+             "-c", "test.sentences=200", "-c", "test.emit.per.sec=100")
     c.wait(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(200)), 45,
            "some sentences were never acked")
     slots = c.worker_slots("wc")

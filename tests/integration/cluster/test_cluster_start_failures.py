@@ -60,7 +60,10 @@ def test_executors_of_a_worker_whose_port_is_taken_move_to_a_free_slot(squall_cl
                                                                        wordcount):
     # REPRO finding 1: the port of one assigned slot is held by another process, so the
     # worker there can never start; once its executors time out (nimbus.task.launch.secs)
-    # they move to the free slot, said once, and every sentence gets acked
+    # they move to the free slot, said once, and every sentence gets acked. The launch
+    # timeout is 6 s (a worker that can start beats a second or two after its assignment);
+    # the trees the dead slot swallowed are replayed after a 2 s message timeout, and the
+    # spout that starts on the free slot emits its 100 sentences in a second
     c = squall_cluster
     ports = sorted(free_port() for _ in range(3))
     taken = ports[0]             # the even scheduler gives a 2-worker topology the lowest two
@@ -68,11 +71,12 @@ def test_executors_of_a_worker_whose_port_is_taken_move_to_a_free_slot(squall_cl
     holder.bind(("127.0.0.1", taken))
     holder.listen()
     try:
-        nimbus = c.start_nimbus(overrides={"nimbus.task.launch.secs": 10})
+        nimbus = c.start_nimbus(overrides={"nimbus.task.launch.secs": 6})
         c.start_supervisor("sup1", ports=tuple(ports))
         c.wait_ready(supervisors=1)
         c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
-                 "-c", "test.sentences=200", "-c", "test.emit.per.sec=40")
+                 "-c", "test.sentences=200", "-c", "test.emit.per.sec=100",
+                 "-c", "topology.message.timeout.secs=2")
         c.wait(lambda: {p for _, p in c.worker_slots("wc")} == set(ports[:2]), 20,
                "not assigned to the two lowest ports")
         c.wait(lambda: {p for _, p in c.worker_slots("wc")} == set(ports[1:]), 30,
@@ -93,8 +97,11 @@ def test_a_supervisor_that_cannot_write_its_dir_leaves_and_its_work_moves(squall
     s1 = c.start_supervisor("sup1")
     s2 = c.start_supervisor("sup2")
     c.wait_ready(supervisors=2)
+    # 400 sentences in 2.5 s, the fault some 0.3 s in; the trees the moved worker held are
+    # replayed after a 2 s message timeout
     c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
-             "-c", "test.sentences=400", "-c", "test.emit.per.sec=40")
+             "-c", "test.sentences=400", "-c", "test.emit.per.sec=80",
+             "-c", "topology.message.timeout.secs=2")
     c.wait(lambda: len({n for n, _ in c.worker_slots("wc")}) == 2, 30, "not on 2 supervisors")
     c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > 40, 30, "no acks")
     workers_dir = s1.local_dir / "workers"
@@ -102,6 +109,7 @@ def test_a_supervisor_that_cannot_write_its_dir_leaves_and_its_work_moves(squall
                 if (c.state.get_supervisor(sid) or {}).get("ports") == sorted(s1.ports)]
     _immutable(workers_dir, True)
     try:
+        assert len(set(wordcount.read_acks(c.out_dir))) < 400, "the stream ended before the fault"
         c.wait(lambda: s1_id not in c.state.supervisor_ids(), 30,
                "the supervisor stayed registered")
         c.wait(lambda: s1_id not in {n for n, _ in c.worker_slots("wc")}, 30,

@@ -15,6 +15,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 TOPOLOGY = Path(__file__).resolve().parent.parent / "topologies" / "hanging_bolt.py"
 TOTAL = 300
+#: ids per second: the restarted worker's spout emits every id again (its ids are not durable),
+#: so the stream after the restart lasts TOTAL / RATE; fast enough that it is short, slow enough
+#: that the hang (after the first 20 acks) comes well before the stream's end
+RATE = 100
+#: supervisor.worker.timeout.secs for the supervisor and the worker (the harness's is 5 s)
+WORKER_TIMEOUT = 3
 
 
 def _module():
@@ -29,10 +35,12 @@ def test_a_worker_whose_loop_is_stuck_in_a_bolt_is_restarted_and_nothing_is_lost
     topo = _module()
     c = squall_cluster
     c.start_nimbus()
-    sup = c.start_supervisor("sup1")
+    sup = c.start_supervisor("sup1",
+                             overrides={"supervisor.worker.timeout.secs": WORKER_TIMEOUT})
     c.wait_ready(supervisors=1)
     c.squall("submit", f"{TOPOLOGY}:topology", "--name", "stuck", "-c", "topology.workers=1",
-             "-c", f"test.ids={TOTAL}", "-c", "test.emit.per.sec=40")
+             "-c", f"test.ids={TOTAL}", "-c", f"test.emit.per.sec={RATE}",
+             "-c", f"supervisor.worker.timeout.secs={WORKER_TIMEOUT}")
     tid = c.wait(lambda: c.state.find_topology_id("stuck"), 10, "no topology")
     c.wait(lambda: len(topo.read_acks(c.out_dir)) > 20, 60, "no acks")
     (hung_pid,) = sup.worker_pids()
@@ -40,13 +48,14 @@ def test_a_worker_whose_loop_is_stuck_in_a_bolt_is_restarted_and_nothing_is_lost
     (c.out_dir / "hang").write_text("")
     c.wait(lambda: (c.out_dir / f"hung-{hung_pid}").exists(), 30, "the bolt did not hang")
     hung_at = time.monotonic()
-    # supervisor.worker.timeout.secs is 5: stuck for 5 s, found within the 1 s heartbeat,
-    # the supervisor's next round (1 s), and the new worker's start
+    # supervisor.worker.timeout.secs is WORKER_TIMEOUT: stuck that long, found within the 1 s
+    # heartbeat, the supervisor's next round (1 s), and the new worker's start
     c.wait(lambda: sup.worker_pids() and hung_pid not in sup.worker_pids(), 25,
            "the stuck worker was not restarted")
     restarted_after = time.monotonic() - hung_at
-    assert restarted_after >= 4.5, f"restarted {restarted_after:.1f} s after the hang"
-    assert "no heartbeat for 5 s" in sup.log_text()
+    assert restarted_after >= WORKER_TIMEOUT - 0.5, \
+        f"restarted {restarted_after:.1f} s after the hang"
+    assert f"no heartbeat for {WORKER_TIMEOUT} s" in sup.log_text()
 
     errors = c.wait(lambda: c.state.errors(tid).get("hang"), 20, "no error for the bolt")
     text = errors[-1]["error"]

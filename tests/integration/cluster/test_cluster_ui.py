@@ -95,7 +95,8 @@ class UiProcess:
 @pytest.fixture(scope="module")
 def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory,
             wordcount: Any) -> Iterator[Any]:
-    """Nimbus, one supervisor and the word count topology ``wc`` at 50 sentences/s."""
+    """Nimbus, one supervisor and the word count topology ``wc`` at 150 sentences/s per spout
+    task (two): the browser test waits for 1,000 emitted, out before its first page loads."""
     if not zookeeper.is_running():
         zookeeper.start()
     root = f"/squall-tests/ui-{uuid.uuid4().hex[:8]}"
@@ -108,7 +109,7 @@ def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory,
         c.start_supervisor("sup1")
         c.wait_ready(supervisors=1)
         c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=1",
-                 "-c", "test.sentences=1000000", "-c", "test.emit.per.sec=50")
+                 "-c", "test.sentences=1000000", "-c", "test.emit.per.sec=150")
         yield c
     finally:
         c.close()

@@ -18,8 +18,9 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 TOTAL = 240          # sentences (ids 0..TOTAL-1)
-RATE = 15            # sentences per second per spout task (two spout tasks)
-WAIT = 4             # rebalance --wait: far longer than a sentence takes to be acked
+RATE = 30            # sentences per second per spout task (two spout tasks): the stream
+                     # lasts 4 s, the rebalance comes about 1 s into it
+WAIT = 3             # rebalance --wait: far longer than a sentence takes to be acked
 ROOM = {"supervisor.cpu.slots": 16, "supervisor.memory.slots": 16, "supervisor.net.slots": 16}
 
 

@@ -298,18 +298,18 @@ def test_a_clients_own_timeout_bounds_its_call_and_frees_the_servers_thread() ->
     s = DRPCServer({"drpc.host": "127.0.0.1", "drpc.port": 0, "drpc.http.port": 0,
                     "drpc.request.timeout.secs": 60, "drpc.worker.threads": 2}).start()
     short = DRPCClient({"drpc.servers": [f"127.0.0.1:{s.port}"],
-                        "drpc.request.timeout.secs": 2})
+                        "drpc.request.timeout.secs": 1})
     try:
         for _ in range(3):
             started = time.monotonic()
             with pytest.raises(DRPCError, match=r"^DRPC request nobody\('x'\) timed out after "
-                                                r"2 s \(drpc.request.timeout.secs\)$"):
+                                                r"1 s \(drpc.request.timeout.secs\)$"):
                 short.execute("nobody", "x")
             assert time.monotonic() - started < 10
         wait_until(lambda: s.functions()[0]["waiting"] == 0, timeout=30,
                    message=lambda: f"the abandoned requests dropped: {s.functions()}")
         got = _concurrently([lambda: short.execute("nobody", "y")] * 2, within=15)
-        assert all("timed out after 2 s" in g for g in got), got      # not "busy"
+        assert all("timed out after 1 s" in g for g in got), got      # not "busy"
     finally:
         s.stop()
 

@@ -31,6 +31,8 @@ spout.initialize({
     "spark.source.retry.backoff.min.secs": 0.01, "spark.source.retry.backoff.max.secs": 0.1,
     "spark.conf": {"spark.ui.enabled": False, "spark.sql.files.maxPartitionBytes": "4k",
                    "spark.sql.files.openCostInBytes": "1k",
+                   # the driver JVM's options (both of them): conftest's JVM_OPTIONS
+                   "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
                    "spark.sql.execution.arrow.maxRecordsPerBatch": 100}},
     TopologyContext(topology_id="t-1", topology_name="t", component_id="rows", task_id=1,
                     task_to_component={1: "rows"}, this_worker_port=None,

@@ -235,7 +235,8 @@ def test_a_topology_s_points_all_reach_the_dataset_in_few_files(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the default flush (once per 1 s bucket), the consumer writes a file per bucket, not
     per task and bucket, and the points still buffered when the topology is killed are written
-    by cleanup: the dataset holds every point the consumer was handed."""
+    by cleanup: the dataset holds every point the consumer was handed. Six tasks (the spout and
+    five count tasks) hand it their points each second: 30 handle calls take about 5 s."""
     handled: list[int] = []
     cleaned = threading.Event()
     real_handle, real_cleanup = SparkMetricsConsumer.handle, SparkMetricsConsumer.cleanup
@@ -252,7 +253,7 @@ def test_a_topology_s_points_all_reach_the_dataset_in_few_files(
     monkeypatch.setattr(SparkMetricsConsumer, "cleanup", cleanup)
     b = TopologyBuilder()
     b.set_spout("words", Words)
-    b.set_bolt("count", Count, parallelism=2).shuffle_grouping("words")
+    b.set_bolt("count", Count, parallelism=5).shuffle_grouping("words")
     conf = {"topology.builtin.metrics.bucket.size.secs": 1,
             "topology.metrics.consumer.register": [{"class": "spark",
                                                     "argument": {"path": str(tmp_path)}}]}

@@ -19,8 +19,10 @@ from pyspark import SparkContext
 from squall.plugins.spark import SparkSpout
 
 def source(master):
+    # the driver JVM's options: conftest's JVM_OPTIONS
     return {"spark.master": master, "spark.source.format": "json", "spark.source.path": sys.argv[1],
-            "spark.conf": {"spark.ui.enabled": False}}
+            "spark.conf": {"spark.ui.enabled": False,
+                           "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}}
 
 print("FIELDS", SparkSpout.declare_outputs(source("local[1]")), flush=True)
 print("MASTER", SparkContext._active_spark_context.master, flush=True)
