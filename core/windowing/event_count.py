@@ -118,15 +118,6 @@ class EventCountWindows(EventWindows):
             self.failed.record(start, end, stamps[lo], hi - lo, now_ms, stamps[hi - 1] + 1)
         self.lo = hi
 
-    def _evict_to(self, hi: int) -> None:
-        """The held tuples before index ``hi`` leave (no later window holds them)."""
-        lo = self.lo
-        if hi > lo:
-            gone = self.tuples[lo:hi]
-            self.lo = hi
-            self.expired.extend(gone)
-            self.expire(gone)
-
     def _compact(self) -> None:
         lo = self.lo
         super()._compact()

@@ -234,9 +234,11 @@ class EventWindows:
 
     def _evict_below(self, cutoff: int) -> None:
         """Tuples with a timestamp before ``cutoff`` leave (no later window holds them)."""
-        stamps = self.stamps
+        self._evict_to(bisect_left(self.stamps, cutoff, self.lo))
+
+    def _evict_to(self, hi: int) -> None:
+        """The held tuples before index ``hi`` leave (no later window holds them)."""
         lo = self.lo
-        hi = bisect_left(stamps, cutoff, lo)
         if hi > lo:
             gone = self.tuples[lo:hi]
             self.lo = hi
