@@ -7,25 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from squall import Count, Duration
-from squall.windowing import Window, WindowSpec
+from squall.windowing import WindowSpec
 from squall.windowing.event_count import EventCountWindows
 
+from windowing_recorder import Recorder
+
 IDLE = 10_000
-
-
-class Recorder:
-    def __init__(self, fail_at: set[int] | None = None) -> None:
-        self.windows: list[Window] = []
-        self.gone: list[Any] = []
-        self.late: list[Any] = []
-        self.fail_at = fail_at or set()
-
-    def evaluate(self, window: Window) -> bool:
-        self.windows.append(window)
-        return len(self.windows) not in self.fail_at
-
-    def spans(self) -> list[tuple[int, int, list[Any]]]:
-        return [(w.start, w.end, stamps(w.tuples)) for w in self.windows]
 
 
 def stamps(tuples: list[Any]) -> list[int]:

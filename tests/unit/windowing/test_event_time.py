@@ -3,28 +3,14 @@ once and in order as the watermark passes their end, late tuples, the least-of-a
 watermark and how a quiet input task stops holding it back."""
 from __future__ import annotations
 
-from typing import Any
 
 from squall import Duration
-from squall.windowing import Window, WindowSpec
+from squall.windowing import WindowSpec
 from squall.windowing.event_time import EventWindows
 
+from windowing_recorder import Recorder
+
 IDLE = 10_000
-
-
-class Recorder:
-    def __init__(self, fail_at: set[int] | None = None) -> None:
-        self.windows: list[Window] = []
-        self.gone: list[Any] = []
-        self.late: list[Any] = []
-        self.fail_at = fail_at or set()
-
-    def evaluate(self, window: Window) -> bool:
-        self.windows.append(window)
-        return len(self.windows) not in self.fail_at
-
-    def spans(self) -> list[tuple[int, int, list[Any]]]:
-        return [(w.start, w.end, [t for t, _ in w.tuples]) for w in self.windows]
 
 
 def make(length_ms: int, slide_ms: int | None = None, lag: int = 0, inputs: tuple = (1,),
