@@ -233,8 +233,9 @@ class TopologyLifecycle:
         if bad or not levels:
             raise ConfigError(f"bad log levels {bad or 'none given'}: use LOGGER=LEVEL with "
                               f"LEVEL one of {', '.join(LEVELS)} or {RESET}")
-        if timeout_secs < 0:
-            raise ConfigError(f"the timeout must be 0 (none) or more seconds, got {timeout_secs}")
+        if not math.isfinite(timeout_secs) or timeout_secs < 0:     # inf/NaN: never reverts
+            raise ConfigError(f"the timeout must be 0 (none) or a finite number of seconds "
+                              f"more, got {timeout_secs}")
         with self._lock:
             tid, _ = live_topology(self._state, name)
             record = merge_request(self._state.get_log_config(tid), levels, timeout_secs)

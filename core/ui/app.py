@@ -165,8 +165,10 @@ def _log_levels(body: bytes) -> dict[float, dict[str, str]]:
             raise _HttpError(400, f"logger {logger!r}: expected {{\"target_level\": LEVEL, "
                                   f"\"timeout\": SECONDS}}")
         timeout = spec.get("timeout") or 0
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-            raise _HttpError(400, f"logger {logger!r}: timeout must be a number of seconds")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                or not math.isfinite(timeout) or timeout < 0:
+            raise _HttpError(400, f"logger {logger!r}: timeout must be a finite number "
+                                  f"of seconds, 0 or more")
         out.setdefault(float(timeout), {})[str(logger)] = spec["target_level"].upper()
     return out
 

@@ -515,3 +515,16 @@ def test_the_leader_says_it_holds_a_package_before_storms_names_its_topology(tmp
     finally:
         store.close()
     assert replication.published and replication.published[0] == ([tid], [])
+
+
+@pytest.mark.parametrize("timeout", [math.inf, math.nan, -1.0])
+def test_a_log_level_timeout_that_never_ends_or_is_no_number_is_refused(leader, timeout):
+    # an infinite timeout was kept as a revert that never comes, NaN as one that never
+    # compares due: every client (CLI, UI, a script's NimbusClient) gets the same refusal
+    state, _, _, _, lifecycle = leader
+    tid = lifecycle.submit("wc", {}, _topology_json(), _zip())
+    with pytest.raises(ConfigError, match=r"^the timeout must be 0 \(none\) or a finite number"):
+        lifecycle.set_log_levels("wc", {"ROOT": "DEBUG"}, timeout)
+    assert not (state.get_log_config(tid) or {}).get("loggers")
+    lifecycle.set_log_levels("wc", {"ROOT": "DEBUG"}, 30)
+    assert state.get_log_config(tid)["loggers"]

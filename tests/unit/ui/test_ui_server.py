@@ -147,7 +147,13 @@ def test_debug_and_log_levels_take_storms_paths_and_reach_nimbus(open_ui, nimbus
             ("/api/v1/topology/wc/logconfig", b"{}", 400, "namedLoggerLevels"),
             ("/api/v1/topology/wc/logconfig",
              b'{"namedLoggerLevels": {"x": {"target_level": "INFO", "timeout": -1}}}', 400,
-             "timeout")):
+             "timeout"),
+            ("/api/v1/topology/wc/logconfig",      # JSON Infinity: a level never reverting
+             b'{"namedLoggerLevels": {"x": {"target_level": "INFO", "timeout": Infinity}}}',
+             400, "timeout must be a finite number"),
+            ("/api/v1/topology/wc/logconfig",
+             b'{"namedLoggerLevels": {"x": {"target_level": "INFO", "timeout": NaN}}}',
+             400, "timeout must be a finite number")):
         got_status, got = http.call(path, "POST", body)
         assert got_status == status and words in got["error"], (path, got)
     assert nimbus.calls == []
