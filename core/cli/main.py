@@ -134,8 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     try:
         notify("squall_add_commands", subparsers=sub)   # a broken one: one line
     except SquallError as exc:   # no plugin module loads: squall's own commands still work
-        log.error("no plugin commands: %s", exc)
+        # said once: by the command (reading the conf loads the plugins again and fails),
+        # by an unknown command's error, or at the foot of --help
+        log.debug("no plugin commands: %s", exc)
         parser.plugin_error = str(exc)
+        parser.epilog = f"plugin commands did not load: {exc}"
     return parser
 
 

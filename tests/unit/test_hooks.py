@@ -182,7 +182,7 @@ def test_local_cluster_calls_configure_validate_submitted_worker_and_killed(plug
 
 
 def test_a_hookimpl_with_an_argument_no_spec_has_is_one_line_and_explains_missing_commands(
-        plugin: ModuleType, tmp_path: Path, capsys: Any) -> None:
+        plugin: ModuleType, tmp_path: Path, capsys: Any, caplog: Any) -> None:
     eps = {"squall.plugins": {"badarg": "squall_hooks_badarg"}}
     source = ("from squall import hookimpl\n\n\n@hookimpl\n"
               "def squall_validate_topology(topology, conf, extra):\n    pass\n")
@@ -202,6 +202,17 @@ def test_a_hookimpl_with_an_argument_no_spec_has_is_one_line_and_explains_missin
             err = capsys.readouterr().err.strip().splitlines()[-1]
             assert err == (f"squall: error: unknown command 'hooks-test' (plugin commands did "
                            f"not load: {why}) (see 'squall --help')")
+            # `squall plugins` lists what loads and says why once (not a log line as well)
+            caplog.clear()
+            assert cli_main.main(["plugins"]) == 2
+            out, err = capsys.readouterr()
+            assert err.splitlines() == [f"squall: error: {why}"] and "squall_hooks" not in out
+            assert "squall.transports" in out
+            assert not [r for r in caplog.records if why in r.getMessage()]
+            with pytest.raises(SystemExit):         # --help says why its list lacks them
+                cli_main.main(["--help"])
+            assert f"plugin commands did not load: {why}" in " ".join(
+                capsys.readouterr().out.split())
         finally:
             get_plugin_manager.cache_clear()
 
