@@ -177,22 +177,34 @@ def separate_metrics_log(log_file: Path, max_bytes: int, backups: int) -> None:
 
 def remove_dead_worker_logs(logs: Path, keep: set[str], grace_secs: float,
                             now: float) -> list[str]:
-    """Delete the worker log files of topologies not in ``keep`` that were not written for
-    ``grace_secs`` (a killed topology's logs stay readable that long). Returns the names
-    deleted; a file that cannot be deleted is left (logged at DEBUG)."""
-    removed: list[str] = []
+    """Delete the worker log files of topologies not in ``keep`` once none of a topology's
+    files was written for ``grace_secs``: a killed topology's files (every worker's log, its
+    rotated backups, ``.out``, ``.metrics.log``, ``.events.log``) go together, when the newest
+    of them is that old, so they all stay readable for the grace. Returns the names deleted; a
+    file that cannot be deleted is left (logged at DEBUG)."""
     try:
         files = list(logs.iterdir())
     except FileNotFoundError:
-        return removed
+        return []
+    by_topology: dict[str, list[tuple[Path, float]]] = {}
     for path in files:
         topology = worker_file_topology(path.name)
         if topology is None or topology in keep:
             continue
         try:
-            if now - path.stat().st_mtime >= grace_secs:
+            mtime = path.stat().st_mtime
+        except OSError as exc:
+            log.debug("cannot stat %s: %s", path, exc)
+            continue
+        by_topology.setdefault(topology, []).append((path, mtime))
+    removed: list[str] = []
+    for topology_files in by_topology.values():
+        if now - max(mtime for _, mtime in topology_files) < grace_secs:
+            continue
+        for path, _ in topology_files:
+            try:
                 path.unlink()
                 removed.append(path.name)
-        except OSError as exc:
-            log.debug("cannot remove %s: %s", path, exc)
+            except OSError as exc:
+                log.debug("cannot remove %s: %s", path, exc)
     return sorted(removed)

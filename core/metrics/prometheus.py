@@ -11,6 +11,13 @@ value becomes one gauge per numeric key (``__receive`` -> ``squall_receive_popul
 values that are not numbers are left out. Run it with one task (the default): each task binds
 its own port.
 
+Each task has one series per metric: when a rebalance moves a task, its buckets from the new
+worker relabel its series (``host``, ``port``) rather than add a second one, and a bucket that
+arrives late from where the task ran before (older than the newest one held) is dropped. A
+series not refreshed for :data:`EXPIRY_BUCKETS` (3) of its buckets (measured on this consumer's
+clock from when its newest bucket arrived) is dropped: a task that is gone, or a metric a task
+no longer reports, leaves the endpoint after three buckets.
+
 Each worker also serves its executors' built-in counters itself (``worker.metrics.endpoint``);
 this consumer adds user metrics and per-task buckets in one place.
 """
@@ -18,7 +25,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from squall.errors import ConfigError
@@ -29,14 +37,41 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 9400
 #: the host a LocalCluster gives its workers (squall.runtime.local_cluster): no interface
 LOCAL_CLUSTER_HOST = "local"
+#: a series not refreshed for this many of its buckets is dropped (its task is gone or no
+#: longer reports that metric)
+EXPIRY_BUCKETS = 3
+#: the shortest bucket the expiry counts with (a bucket of 0 s would expire at once)
+MIN_BUCKET_SECS = 1.0
+#: how often ``handle`` drops expired series when nobody scrapes (a scrape drops them too)
+PRUNE_EVERY_SECS = 1.0
+#: (topology, component, task)
+TaskKey = tuple[str, str, int]
+#: a series' labels, in the order they render
+Labels = tuple[tuple[str, Any], ...]
+
+
+class _TaskSeries:
+    """One task's newest values and where they came from (used with the consumer's lock held)."""
+
+    __slots__ = ("host", "port", "timestamp", "values")
+
+    def __init__(self, host: str, port: int, timestamp: float) -> None:
+        self.host = host
+        self.port = port
+        #: the end of the newest bucket taken, by the reporting worker's clock
+        self.timestamp = timestamp
+        #: series name -> (value, when it expires on the consumer's clock)
+        self.values: dict[str, tuple[float, float]] = {}
 
 
 class PrometheusMetricsConsumer(MetricsConsumer):
     """See the module docstring. ``handle`` runs on the consumer task's executor thread; the
-    endpoint's threads read a rendered copy."""
+    endpoint's threads read a rendered copy. ``clock`` (monotonic seconds) times the expiry."""
 
-    def __init__(self) -> None:
-        self._values: dict[str, dict[tuple[tuple[str, Any], ...], float]] = {}
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._tasks: dict[TaskKey, _TaskSeries] = {}
+        self._clock = clock
+        self._pruned_at = clock()
         #: series name -> the metric that has it; metric -> its series (None: left out)
         self._owners: dict[str, str] = {}
         self._by_source: dict[str, str | None] = {}
@@ -65,16 +100,38 @@ class PrometheusMetricsConsumer(MetricsConsumer):
                  self.endpoint.port)
 
     def handle(self, task_info: TaskInfo, data_points: list[DataPoint]) -> None:
-        labels = (("component", task_info.component), ("host", task_info.worker_host),
-                  ("port", task_info.worker_port), ("task", task_info.task),
-                  ("topology", task_info.topology))
+        key = (task_info.topology, task_info.component, task_info.task)
+        host, port = task_info.worker_host, task_info.worker_port
+        now = self._clock()
+        expires = now + EXPIRY_BUCKETS * max(float(task_info.interval_secs or 0),
+                                             MIN_BUCKET_SECS)
         with self._lock:
+            task = self._tasks.get(key)
+            if task is None:
+                task = self._tasks[key] = _TaskSeries(host, port, task_info.timestamp)
+            elif (task.host, task.port) != (host, port):
+                if task_info.timestamp < task.timestamp:
+                    return          # a late bucket from the worker the task has left
+                task.host, task.port = host, port
+            task.timestamp = max(task.timestamp, task_info.timestamp)
             for point in data_points:
                 series = self._series(point.name)
                 if series is None:
                     continue
                 for name, value in _numbers(series, point.value):
-                    self._values.setdefault(name, {})[labels] = value
+                    task.values[name] = (value, expires)
+            if now - self._pruned_at >= PRUNE_EVERY_SECS:
+                self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        """Drop the series that expired by ``now``, and tasks left with none (lock held)."""
+        self._pruned_at = now
+        for key, task in list(self._tasks.items()):
+            for name, (_, expires) in list(task.values.items()):
+                if expires <= now:
+                    del task.values[name]
+            if not task.values:
+                del self._tasks[key]
 
     def _series(self, source: str) -> str | None:
         """The series name of metric ``source`` (called with the lock held). squall's own
@@ -89,7 +146,8 @@ class PrometheusMetricsConsumer(MetricsConsumer):
         own = source.startswith("__")
         if owner is not None and own and not owner.startswith("__"):
             # squall's metric takes its name back from a user metric, which moves aside
-            self._values.pop(name, None)
+            for task in self._tasks.values():
+                task.values.pop(name, None)
             del self._by_source[owner]
             self._owners[name] = source
             self._by_source[source] = name
@@ -110,12 +168,19 @@ class PrometheusMetricsConsumer(MetricsConsumer):
         """The endpoint's text, made at each scrape (not at each ``handle``: a bucket
         brings one ``handle`` per task)."""
         with self._lock:
-            families = []
-            for name in sorted(self._values):
-                fam = Family(f"squall_{name}", "gauge", f"newest bucket's value of {name}")
-                for labels, value in sorted(self._values[name].items(), key=lambda kv: kv[0]):
-                    fam.add(dict(labels), value)
-                families.append(fam)
+            self._prune(self._clock())
+            rows: dict[str, list[tuple[Labels, float]]] = {}
+            for (topology, component, task_id), task in self._tasks.items():
+                labels: Labels = (("component", component), ("host", task.host),
+                                  ("port", task.port), ("task", task_id), ("topology", topology))
+                for name, (value, _) in task.values.items():
+                    rows.setdefault(name, []).append((labels, value))
+        families = []
+        for name in sorted(rows):
+            fam = Family(f"squall_{name}", "gauge", f"newest bucket's value of {name}")
+            for row_labels, value in sorted(rows[name], key=lambda kv: kv[0]):
+                fam.add(dict(row_labels), value)
+            families.append(fam)
         return render(families)
 
     def cleanup(self) -> None:

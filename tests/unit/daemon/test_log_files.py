@@ -34,6 +34,23 @@ def test_dead_topologies_logs_go_after_the_grace(tmp_path: Path) -> None:
         "live-3-3-6701.log", "recent-2-2-6700.log", "supervisor.log"]
 
 
+def test_a_killed_topologys_logs_stay_together_until_the_newest_is_past_the_grace(
+        tmp_path: Path) -> None:
+    """Its old backups and the .out (written at the worker's start) stay as long as its
+    newest file, then all of them go at once."""
+    now = 200_000.0
+    ages = {"wc-1-100-6700.log": 10, "wc-1-100-6700.log.1": 1800, "wc-1-100-6700.log.2": 7200,
+            "wc-1-100-6700.out": 2 * 86400, "wc-1-100-6700.metrics.log.1": 5000,
+            "wc-1-100-6701.log": 90_000, "wc-1-100-6701.out": 2 * 86400}
+    for name, age in ages.items():
+        (tmp_path / name).write_text("x")
+        os.utime(tmp_path / name, (now - age, now - age))
+    assert log_files.remove_dead_worker_logs(tmp_path, set(), 3600, now=now) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(ages)
+    removed = log_files.remove_dead_worker_logs(tmp_path, set(), 3600, now=now + 3600)
+    assert removed == sorted(ages) and not list(tmp_path.iterdir())
+
+
 @pytest.fixture
 def clean_logging() -> Iterator[None]:
     root = logging.getLogger()

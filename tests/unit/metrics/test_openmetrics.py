@@ -149,6 +149,68 @@ def test_prometheus_renders_at_each_scrape_not_at_each_handle() -> None:
         consumer.cleanup()
 
 
+class _Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _series_of(text: str, name: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(name + "{")]
+
+
+def test_prometheus_keeps_one_series_per_task_when_a_rebalance_moves_it() -> None:
+    clock = _Clock()
+    consumer = PrometheusMetricsConsumer(clock)
+    consumer.prepare({}, {"port": 0, "host": "127.0.0.1"}, None)
+    try:
+        for task, port in ((1, 6700), (2, 6701)):
+            consumer.handle(TaskInfo("wc-1-1", "src", task, "h1", port, 100.0, 10.0),
+                            [DataPoint("__emit-count", 5)])
+        clock.now += 10
+        # task 2 moved to h2:6702; task 1 stayed
+        consumer.handle(TaskInfo("wc-1-1", "src", 2, "h2", 6702, 110.0, 10.0),
+                        [DataPoint("__emit-count", 923)])
+        consumer.handle(TaskInfo("wc-1-1", "src", 1, "h1", 6700, 110.0, 10.0),
+                        [DataPoint("__emit-count", 7)])
+        # a bucket the old worker sent before it stopped, arriving late, changes nothing
+        consumer.handle(TaskInfo("wc-1-1", "src", 2, "h1", 6701, 100.0, 10.0),
+                        [DataPoint("__emit-count", 0)])
+        rows = _series_of(_scrape(consumer), "squall_emit_count")
+    finally:
+        consumer.cleanup()
+    assert rows == [
+        'squall_emit_count{component="src",host="h1",port="6700",task="1",topology="wc-1-1"} 7',
+        'squall_emit_count{component="src",host="h2",port="6702",task="2",topology="wc-1-1"} 923']
+
+
+def test_prometheus_drops_the_series_of_a_task_that_stopped_reporting() -> None:
+    clock = _Clock()
+    consumer = PrometheusMetricsConsumer(clock)
+    consumer.prepare({}, {"port": 0, "host": "127.0.0.1"}, None)
+    try:
+        for task in (1, 2):
+            consumer.handle(TaskInfo("wc-1-1", "b", task, "h", 6700, 100.0, 10.0),
+                            [DataPoint("__execute-count", task), DataPoint("gone", 1)])
+        for bucket in range(1, 4):      # task 1 keeps reporting (not "gone"); task 2 stops
+            clock.now += 10
+            consumer.handle(TaskInfo("wc-1-1", "b", 1, "h", 6700, 100.0 + 10 * bucket, 10.0),
+                            [DataPoint("__execute-count", 1)])
+            text = _scrape(consumer)
+            if bucket < 3:              # two buckets missed: still served
+                assert len(_series_of(text, "squall_execute_count")) == 2
+        assert _series_of(text, "squall_execute_count") == [
+            'squall_execute_count{component="b",host="h",port="6700",task="1",'
+            'topology="wc-1-1"} 1']
+        assert "squall_gone" not in text
+    finally:
+        consumer.cleanup()
+
+
 @pytest.mark.parametrize("argument", [{"port": "x"}, {"port": 70000}, {"nope": 1}, [1]])
 def test_prometheus_consumer_rejects_bad_arguments(argument: object) -> None:
     with pytest.raises(ConfigError, match="prometheus"):
