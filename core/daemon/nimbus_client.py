@@ -4,7 +4,9 @@ It tries every address of ``nimbus.seeds`` (``host`` entries get ``nimbus.port``
 entries keep theirs), starting with the last one that answered. A standby nimbus refuses writes
 with ``FAILED_PRECONDITION`` naming the leader, and the client goes there next. Errors nimbus
 raised come back as the same squall exception class with nimbus's message; when no nimbus
-answers at all the client raises :class:`NimbusUnavailableError` naming the addresses tried.
+answers at all the client raises :class:`NimbusUnavailableError` naming the addresses tried;
+when a change (a submit, a kill, ...) got no answer in time, or a submit's connection dropped
+after it was all sent, it says the change may have gone through and asks no other seed.
 While the nimbuses it reaches say none of them leads (an election under way), a call asks them
 again for up to the client's ``election_wait``.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -144,10 +147,12 @@ class NimbusClient:
         return pb_grpc.NimbusStub(channel)
 
     def _call(self, invoke: Callable[[pb_grpc.NimbusStub, float | None], Any],
-              timeout: float | None | _Default = _DEFAULT, change: str = "") -> Any:
+              timeout: float | None | _Default = _DEFAULT, change: str = "",
+              sent: Callable[[], bool] | None = None) -> Any:
         """Call the leader (``timeout`` s; the client's by default, None: no limit).
         ``change`` names what a call that changes state does ("the submit"): when the leader
-        does not answer in time it may have done it, so no other seed is tried and the error
+        does not answer in time, or its connection drops once ``sent()`` says the whole
+        request went out, it may have done it, so no other seed is tried and the error
         says so. While nimbuses answer that they are not the leader and none can name one
         that answers (an election under way: a nimbus just started, or a leader was just
         lost), the seeds are asked again, for up to ``election_wait`` seconds; a refusal
@@ -156,7 +161,7 @@ class NimbusClient:
         deadline = time.monotonic() + self.election_wait
         pause = ELECTION_PAUSE_SECS
         while True:
-            answered, result, problems, electing = self._round(invoke, wait, change)
+            answered, result, problems, electing = self._round(invoke, wait, change, sent)
             if answered:
                 return result
             if not electing or time.monotonic() + pause > deadline:
@@ -173,7 +178,8 @@ class NimbusClient:
                                      + "); " + hint)
 
     def _round(self, invoke: Callable[[pb_grpc.NimbusStub, float | None], Any],
-               wait: float | None, change: str) -> tuple[bool, Any, list[str], bool]:
+               wait: float | None, change: str, sent: Callable[[], bool] | None
+               ) -> tuple[bool, Any, list[str], bool]:
         """Ask the seeds in turn (the last one that answered first, then any leader a
         standby names) until one answers: (True, its result, [], False), or (False, None,
         what each said, whether any said it is not the leader)."""
@@ -197,6 +203,10 @@ class NimbusClient:
                     raise NimbusUnavailableError(
                         f"nimbus at {address} did not answer within {wait:g} s; {change} may "
                         f"have gone through: see `squall list`") from None
+                if code == grpc.StatusCode.UNAVAILABLE and change and sent is not None and sent():
+                    raise NimbusUnavailableError(
+                        f"the connection to nimbus at {address} dropped after the request was "
+                        f"sent; {change} may have gone through: see `squall list`") from None
                 if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     problems.append(f"{address}: {code.name.lower()}{_tls_hint(exc, self._tls)}")
                     continue
@@ -220,13 +230,19 @@ class NimbusClient:
         header = pb.SubmitHeader(name=name, conf_json=json.dumps(dict(conf)),
                                  topology_json=json.dumps(dict(topology_json)))
 
+        sent = threading.Event()        # the current attempt's last chunk went out
+
         def chunks() -> Iterator[pb.SubmitChunk]:
             yield pb.SubmitChunk(header=header)
             for i in range(0, len(code_zip), CHUNK_BYTES):
                 yield pb.SubmitChunk(data=code_zip[i:i + CHUNK_BYTES])
+            sent.set()
 
-        reply = self._call(lambda s, t: s.SubmitTopology(chunks(), timeout=t),
-                           self._submit_timeout(conf), "the submit")
+        def upload(stub: pb_grpc.NimbusStub, timeout: float | None) -> Any:
+            sent.clear()
+            return stub.SubmitTopology(chunks(), timeout=timeout)
+
+        reply = self._call(upload, self._submit_timeout(conf), "the submit", sent.is_set)
         return str(reply.topology_id)
 
     def _submit_timeout(self, conf: Mapping[str, Any]) -> float | None:

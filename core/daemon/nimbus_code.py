@@ -9,7 +9,9 @@ change) until :meth:`CodeStore.forget`.
 
 Called from gRPC handler threads and the monitor thread; callers serialize writes of one
 topology (nimbus's lock, or a standby's monitor thread). Blocks on the file system only; raises
-:class:`~squall.errors.TopologyError` for an unreadable package or a bad file name.
+:class:`~squall.errors.TopologyError` for an unreadable package or a bad file name, and a
+:class:`~squall.errors.SquallError` naming the directory (logged as one line) when a submit's
+package or the counter cannot be written (the disk full, read-only).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Any
 
 from squall.api.topology import Topology
 from squall.daemon import packaging
-from squall.errors import TopologyError
+from squall.errors import SquallError, TopologyError
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +79,27 @@ class CodeStore:
                code: bytes) -> Iterator[Path]:
         """A new inbox directory holding a submitted package with its code extracted (for
         validation); removed on exit unless :meth:`install` moved it. TopologyError when the
-        code is not a valid zip."""
+        code is not a valid zip, SquallError naming the inbox when it cannot be written."""
         inbox = self._inbox / uuid.uuid4().hex
-        inbox.mkdir(parents=True)
         try:
-            (inbox / packaging.CODE_FILE).write_bytes(code)
-            packaging.write_json(inbox / packaging.CONF_FILE, dict(tconf))
-            packaging.write_json(inbox / packaging.TOPOLOGY_FILE, dict(topology_json))
-            packaging.extract_code(inbox / packaging.CODE_FILE, inbox / packaging.CODE_DIR)
+            try:
+                inbox.mkdir(parents=True)
+                (inbox / packaging.CODE_FILE).write_bytes(code)
+                packaging.write_json(inbox / packaging.CONF_FILE, dict(tconf))
+                packaging.write_json(inbox / packaging.TOPOLOGY_FILE, dict(topology_json))
+                packaging.extract_code(inbox / packaging.CODE_FILE, inbox / packaging.CODE_DIR)
+            except OSError as exc:
+                raise self._cannot_write(self._inbox, exc) from None
             yield inbox
         finally:
             shutil.rmtree(inbox, ignore_errors=True)
+
+    def _cannot_write(self, directory: Path, exc: OSError) -> SquallError:
+        """The error (logged once here) for a write to ``directory`` that failed: the disk
+        full, read-only, the permissions wrong."""
+        reason = exc.strerror or str(exc)
+        log.error("nimbus cannot write its storm.local.dir (%s): %s", directory, reason)
+        return SquallError(f"nimbus cannot write its storm.local.dir ({directory}): {reason}")
 
     def install(self, staged: Path, topology_id: str) -> None:
         """Move a :meth:`staged` package into place as ``topology_id``'s."""
@@ -108,7 +120,10 @@ class CodeStore:
             if len(parts) == 3 and parts[1].isdigit():
                 counter = max(counter, int(parts[1]))
         counter += 1
-        path.write_text(str(counter))
+        try:
+            path.write_text(str(counter))
+        except OSError as exc:
+            raise self._cannot_write(self.local_dir, exc) from None
         return counter
 
     def forget(self, topology_id: str) -> None:

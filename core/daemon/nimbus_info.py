@@ -10,7 +10,7 @@ state store and the file system.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,12 @@ FAILURE_RECENT_SECS = 150
 
 
 def start_failure_reason(errors: dict[str, list[dict[str, Any]]],
-                         beats: dict[str, dict[str, Any]], now: float) -> str:
+                         beats: dict[str, dict[str, Any]], now: float,
+                         assigned: Collection[tuple[str, int]]) -> str:
     """Why the topology does not run (``""`` if it does): its newest worker start failure
-    when that is recent and the worker has not beaten since."""
+    on one of the ``assigned`` slots (``(supervisor id, port)`` of its assignment now) when
+    that is recent and the worker has not beaten since. A failure on a slot nimbus moved the
+    executors away from says nothing about where they run now."""
     from squall.runtime.errors import WORKER_COMPONENT
     for entry in reversed(errors.get(WORKER_COMPONENT) or []):
         if not entry.get("start_failure"):
@@ -38,7 +41,10 @@ def start_failure_reason(errors: dict[str, list[dict[str, Any]]],
         at = float(entry.get("time_secs") or 0)
         if now - at > FAILURE_RECENT_SECS:
             return ""
-        beat = beats.get(beat_key(str(entry.get("node")), int(entry.get("port") or 0))) or {}
+        slot = (str(entry.get("node")), int(entry.get("port") or 0))
+        if slot not in assigned:
+            continue
+        beat = beats.get(beat_key(*slot)) or {}
         if float(beat.get("time_secs") or 0) >= at:
             continue
         lines = str(entry.get("error") or "").strip().splitlines()
@@ -183,7 +189,7 @@ class NimbusReads:
             enp = (assignments.get(tid) or {}).get("executor_node_port") or {}
             loaded = self._code.topology_of(tid)
             reason = base.get("status_reason") or start_failure_reason(
-                self._state.errors(tid), self._state.worker_beats(tid), now)
+                self._state.errors(tid), self._state.worker_beats(tid), now, _slots(enp))
             out.append({"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
                         "status_reason": reason,
                         "num_workers": len({tuple(v) for v in enp.values()}),
@@ -211,7 +217,7 @@ class NimbusReads:
         workers = []
         assigned = []     # every assigned slot, beating or not (its log says why it is not)
         logviewers = logviewer_ports(state.supervisors())
-        for node, port in sorted({(str(n), int(p)) for n, p in enp.values()}):
+        for node, port in sorted(_slots(enp)):
             assigned.append({"worker": f"{node}:{port}", "supervisor_id": node, "port": port,
                              "host": (assignment.get("node_host") or {}).get(node, ""),
                              "logviewer_port": logviewers.get(node)})
@@ -252,7 +258,8 @@ class NimbusReads:
         launch = float(base.get("launch_time") or time.time())
         from squall.runtime.stats import stall_reason
         errors = state.errors(tid)
-        reason = (base.get("status_reason") or start_failure_reason(errors, beats, time.time())
+        reason = (base.get("status_reason")
+                  or start_failure_reason(errors, beats, time.time(), _slots(enp))
                   or stall_reason(executors))
         return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
                 "status_reason": reason,
@@ -279,6 +286,11 @@ class NimbusReads:
                 raise NotLeaderError(self._leadership.leader_address())
             raise NotAliveError(f"nimbus has no package for topology {topology_id!r}")
         return path
+
+
+def _slots(executor_node_port: Mapping[str, Any]) -> set[tuple[str, int]]:
+    """``(supervisor id, port)`` of every slot an assignment's ``executor_node_port`` uses."""
+    return {(str(node), int(port)) for node, port in executor_node_port.values()}
 
 
 def _flow(topology: Any) -> list[str]:

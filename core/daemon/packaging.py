@@ -14,13 +14,16 @@ Storing and running: a topology's directory (``nimbus/stormdist/<id>/`` on nimbu
 :data:`TOPOLOGY_FILE` (``Topology.to_json()`` with its system components) and :data:`CODE_FILE`
 (the zip); :func:`extract_code` unpacks the zip into :data:`CODE_DIR` next to them and
 :func:`load_topology` puts that directory first on ``sys.path`` and resolves the component
-classes from it. Only JSON and a zip travel; nothing is unpickled.
+classes from it. Only JSON and a zip travel; nothing is unpickled. A supervisor records what it
+downloaded in :data:`DIGEST_FILE` (:func:`record_digests`) and, before it launches a worker,
+finds what changed on its disk since (:func:`damaged_files`).
 
 Everything here blocks on the file system only; raises :class:`~squall.errors.TopologyError`
 for a bad target or package.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import io
 import json
@@ -43,6 +46,9 @@ TOPOLOGY_FILE = "stormtopology.json"
 CODE_FILE = "stormcode.zip"
 CODE_DIR = "code"
 PACKAGE_FILES = (CODE_FILE, CONF_FILE, TOPOLOGY_FILE)
+#: a supervisor's record of its downloaded package: relative path -> sha256 of every package
+#: file and of every file unpacked into :data:`CODE_DIR`
+DIGEST_FILE = "digests.json"
 SKIP_DIRS = {"__pycache__", ".venv", "venv", "node_modules"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
 #: refuse to build packages larger than this (a venv or data set in the code dir, usually)
@@ -204,6 +210,52 @@ def read_json(path: str | os.PathLike[str]) -> Any:
 
 def has_package(directory: str | os.PathLike[str]) -> bool:
     return all((Path(directory) / f).is_file() for f in PACKAGE_FILES)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _recorded_files(directory: Path) -> list[str]:
+    """The package files and every file under :data:`CODE_DIR`, relative to ``directory``."""
+    code = directory / CODE_DIR
+    return [*PACKAGE_FILES, *sorted(p.relative_to(directory).as_posix()
+                                    for p in code.rglob("*") if p.is_file())]
+
+
+def record_digests(directory: str | os.PathLike[str]) -> None:
+    """Write :data:`DIGEST_FILE` in a package ``directory`` whose code is unpacked (right
+    after a download). OSError when it cannot be read or written."""
+    directory = Path(directory)
+    write_json(directory / DIGEST_FILE,
+               {name: _sha256(directory / name) for name in _recorded_files(directory)})
+
+
+def damaged_files(directory: str | os.PathLike[str]) -> list[str]:
+    """The files of a package ``directory`` that changed or went since
+    :func:`record_digests` (relative paths, sorted; files added since do not count, such as
+    ``__pycache__``); ``[DIGEST_FILE]`` when that record is missing or unreadable. Reads every
+    recorded file: call it when it matters (before a worker starts), not on every pass."""
+    directory = Path(directory)
+    try:
+        recorded = json.loads((directory / DIGEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [DIGEST_FILE]
+    if not isinstance(recorded, dict):
+        return [DIGEST_FILE]
+    damaged = []
+    for name, digest in sorted(recorded.items()):
+        try:
+            same = _sha256(directory / name) == digest
+        except OSError:
+            same = False
+        if not same:
+            damaged.append(name)
+    return damaged
 
 
 def load_topology(directory: str | os.PathLike[str]) -> tuple[dict[str, Any], Any]:

@@ -11,6 +11,8 @@
   ``supervisor.worker.start.timeout.secs``) or are no longer assigned (SIGTERM, then SIGKILL
   after ``supervisor.worker.shutdown.sleep.secs``), and launches one worker process per assigned
   slot that has none. Never two workers on one port: the old one is dead before a new one starts.
+- Before it launches a worker it checks the package against the digests recorded at download
+  and downloads it again when a file changed on its disk since (:meth:`Supervisor.code_intact`).
 - Serves its workers' log files over HTTP (:mod:`squall.daemon.logviewer`, port published as
   ``logviewer_port``; with authentication on, to their topology's owner and admins) and
   deletes the logs of topologies it no longer runs once they were not written for
@@ -332,18 +334,24 @@ class Supervisor:
                                 "row (see its log and /errors); next launch in %.0f s",
                                 rec.topology_id, rec.port, self.backoff.count(rec.port), wait)
         busy = {r.port for r in self.workers.values()}
+        intact: dict[str, bool] = {}      # each package checked once a round, to launch only
         for port, (tid, execs) in sorted(wanted.items()):
-            if port not in busy and self.backoff.ready(port):
-                try:
-                    rec = launch_worker(self.local_dir, self.id, tid, port, execs,
-                                        self._install_credentials, self.log_rotation)
-                except (OSError, SquallError) as exc:
-                    # one topology's launch that cannot happen (its files, its credentials)
-                    # must not keep the round from the other slots, registering and cleaning
-                    self._launch_failed(tid, port, exc)
-                    continue
-                self.workers[rec.worker_id] = rec
-                self.local.save()
+            if port in busy or not self.backoff.ready(port):
+                continue
+            if tid not in intact:
+                intact[tid] = self.code_intact(tid)
+            if not intact[tid]:
+                continue
+            try:
+                rec = launch_worker(self.local_dir, self.id, tid, port, execs,
+                                    self._install_credentials, self.log_rotation)
+            except (OSError, SquallError) as exc:
+                # one topology's launch that cannot happen (its files, its credentials)
+                # must not keep the round from the other slots, registering and cleaning
+                self._launch_failed(tid, port, exc)
+                continue
+            self.workers[rec.worker_id] = rec
+            self.local.save()
         self.register()
         running = ({tid for tid, _ in wanted.values()} |
                    {r.topology_id for r in self.workers.values()})
@@ -391,10 +399,13 @@ class Supervisor:
         return ""
 
     def ensure_code(self, tid: str) -> bool:
-        """Download ``tid``'s package unless present; False (logged) when nimbus cannot
-        provide it now."""
+        """Download ``tid``'s package unless present (its files, its code unpacked and the
+        digests of both recorded: :func:`~squall.daemon.packaging.record_digests`); False
+        (logged) when nimbus cannot provide it now."""
         dist = self.local_dir / "supervisor" / "stormdist"
-        if packaging.has_package(dist / tid) and (dist / tid / packaging.CODE_DIR).is_dir():
+        package = dist / tid
+        if (packaging.has_package(package) and (package / packaging.CODE_DIR).is_dir()
+                and (package / packaging.DIGEST_FILE).is_file()):
             return True
         from squall.daemon.nimbus_client import NimbusClient
         tmp = dist / f"{tid}.tmp"
@@ -405,6 +416,7 @@ class Supervisor:
             for file in packaging.PACKAGE_FILES:
                 (tmp / file).write_bytes(client.download(tid, file))
             packaging.extract_code(tmp / packaging.CODE_FILE, tmp / packaging.CODE_DIR)
+            packaging.record_digests(tmp)
         except (AuthenticationError, AuthorizationError) as exc:
             self._refused_download(tid, exc)
             shutil.rmtree(tmp, ignore_errors=True)
@@ -420,6 +432,24 @@ class Supervisor:
         tmp.rename(dist / tid)
         log.info("downloaded topology %s", tid)
         return True
+
+    def code_intact(self, tid: str) -> bool:
+        """Before a worker of ``tid`` is launched: True when its package is as downloaded.
+        A package changed on this disk since (a file truncated, edited or gone) would fail
+        every worker started from it: one ERROR line names the files, and the package is
+        downloaded again (False when nimbus cannot provide it now; the next sync retries).
+        Reads the whole package: called only for a launch (once a round), not on every
+        pass."""
+        package = self.local_dir / "supervisor" / "stormdist" / tid
+        damaged = packaging.damaged_files(package)
+        if not damaged:
+            return True
+        shown = ", ".join(damaged[:3]) + (f" and {len(damaged) - 3} more"
+                                          if len(damaged) > 3 else "")
+        log.error("the package of topology %s in %s changed since it was downloaded (%s); "
+                  "downloading it again", tid, package, shown)
+        (package / packaging.DIGEST_FILE).unlink(missing_ok=True)    # incomplete until then
+        return self.ensure_code(tid)
 
     def _refused_download(self, tid: str, exc: SquallError) -> None:
         """Nimbus refused this supervisor's credentials: one ERROR naming what to fix (per kind

@@ -103,3 +103,36 @@ def test_a_call_gives_up_when_no_leader_is_elected_within_its_wait() -> None:
     with pytest.raises(NimbusUnavailableError, match="not the leader"):
         once._call(standby)
     assert asked == ["x"]           # a daemon's client does not wait: it retries on its own
+
+
+class DroppingStub:
+    """A nimbus stub whose connection drops during a submit: after reading the whole request
+    (``read_all``; nimbus may have stored the topology) or before reading any."""
+
+    def __init__(self, read_all: bool, asked: list[str]) -> None:
+        self.read_all, self.asked = read_all, asked
+
+    def SubmitTopology(self, chunks: Any, timeout: Any) -> Any:
+        self.asked.append("submit")
+        if self.read_all:
+            list(chunks)
+        raise Late(grpc.StatusCode.UNAVAILABLE)
+
+
+@pytest.mark.parametrize("read_all", [True, False])
+def test_a_submit_whose_connection_dropped_after_it_was_sent_may_have_gone_through(
+        monkeypatch: pytest.MonkeyPatch, read_all: bool) -> None:
+    client = NimbusClient({"nimbus.seeds": ["127.0.0.1:1", "127.0.0.1:2"]}, timeout=5,
+                          election_wait=0)
+    asked: list[str] = []
+    monkeypatch.setattr(client, "_stub", lambda address: DroppingStub(read_all, asked))
+    with pytest.raises(NimbusUnavailableError) as info:
+        client.submit_topology("wc", {}, {"components": {}}, b"zip" * 1000)
+    if read_all:
+        assert str(info.value) == (
+            "the connection to nimbus at 127.0.0.1:1 dropped after the request was sent; "
+            "the submit may have gone through: see `squall list`")
+        assert asked == ["submit"]          # no other seed is asked to store it again
+    else:       # nothing reached nimbus: the other seeds are tried
+        assert "no nimbus leader answered" in str(info.value)
+        assert asked == ["submit", "submit"]

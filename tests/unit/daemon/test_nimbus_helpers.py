@@ -101,3 +101,21 @@ def test_a_beat_that_stops_changing_times_out():
     assert tracker.age("t", "s-1") >= 10
     tracker.observe("t", {"s-1": {"time_secs": 2}})       # changed: fresh
     assert tracker.age("t", "s-1") < 1
+
+
+def test_a_start_failure_is_the_reason_only_on_a_slot_the_topology_still_has():
+    from squall.daemon.nimbus_info import start_failure_reason
+    from squall.runtime.errors import WORKER_COMPONENT
+    now = time.time()
+    errors = {WORKER_COMPONENT: [{"start_failure": True, "time_secs": now - 5, "node": "supA",
+                                  "host": "10.0.0.1", "port": 6700,
+                                  "error": "Traceback ...\nTopologyError: cannot read it"}]}
+    beats = {"supB-6701": {"time_secs": now - 1}}
+    assert start_failure_reason(errors, {}, now, {("supA", 6700)}) == (
+        "workers fail to start (10.0.0.1:6700): TopologyError: cannot read it")
+    # nimbus moved the executors to supB, where their worker beats: the old slot's failure
+    # is no reason any more
+    assert start_failure_reason(errors, beats, now, {("supB", 6701)}) == ""
+    # a worker of that slot that beat since it failed runs
+    assert start_failure_reason(errors, {"supA-6700": {"time_secs": now - 1}}, now,
+                                {("supA", 6700)}) == ""

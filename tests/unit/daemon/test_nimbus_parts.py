@@ -334,6 +334,33 @@ def test_a_name_in_its_kill_wait_cannot_be_submitted_again(parts, monkeypatch):
     assert len(state.topology_ids()) == 1
 
 
+def test_a_full_disk_at_submit_is_one_error_line_naming_the_local_dir(parts, monkeypatch,
+                                                                       caplog):
+    from pathlib import Path
+
+    from squall.daemon import validate
+    from squall.errors import SquallError
+    monkeypatch.setattr(validate, "check_in_subprocess", lambda directory: None)
+    state, code, election, _, lifecycle = parts
+    election.leading = True
+
+    def full(self: Path, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    caplog.set_level("ERROR", logger="squall")
+    inbox = code.local_dir / "inbox"
+    with pytest.raises(SquallError) as refused:
+        lifecycle.submit("wc", {}, _topology_json(), _zip())
+    assert str(refused.value) == (f"nimbus cannot write its storm.local.dir ({inbox}): "
+                                  "No space left on device")
+    assert [r.getMessage() for r in caplog.records] == [str(refused.value)]
+    assert not caplog.records[0].exc_info
+    # nothing half-submitted
+    assert state.topology_ids() == [] and not list(inbox.iterdir())
+    assert not list(code.stormdist.iterdir())
+
+
 # -- kill and rebalance waits, topology.max.task.parallelism, the graph after a rebalance ---------
 class Sink(Bolt):
     def process(self, tup: Any) -> None:

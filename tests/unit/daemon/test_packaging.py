@@ -147,3 +147,28 @@ def test_extract_refuses_bad_zips_and_escaping_entries(tmp_path):
     with pytest.raises(TopologyError, match="escapes"):
         packaging.extract_code(evil, tmp_path / "out")
     assert not (tmp_path / "escape.py").exists()
+
+
+def test_the_digests_recorded_at_download_find_what_changed_since(tmp_path):
+    dist = tmp_path / "t-1-1"
+    dist.mkdir()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("topo.py", "x = 1\n")
+        zf.writestr("lib/util.py", "y = 2\n")
+    (dist / packaging.CODE_FILE).write_bytes(buf.getvalue())
+    packaging.write_json(dist / packaging.CONF_FILE, {"k": 1})
+    packaging.write_json(dist / packaging.TOPOLOGY_FILE, {"components": {}})
+    assert packaging.damaged_files(dist) == [packaging.DIGEST_FILE]     # none recorded
+    packaging.extract_code(dist / packaging.CODE_FILE, dist / packaging.CODE_DIR)
+    packaging.record_digests(dist)
+    assert packaging.damaged_files(dist) == []
+    # what the running workers add (their bytecode) is no damage
+    write(dist / packaging.CODE_DIR / "__pycache__" / "topo.cpython-311.pyc", "x")
+    assert packaging.damaged_files(dist) == []
+    conf = dist / packaging.CONF_FILE
+    conf.write_text(conf.read_text()[:4])
+    (dist / packaging.CODE_DIR / "lib" / "util.py").unlink()
+    assert packaging.damaged_files(dist) == ["code/lib/util.py", packaging.CONF_FILE]
+    (dist / packaging.DIGEST_FILE).write_text("{trunc")
+    assert packaging.damaged_files(dist) == [packaging.DIGEST_FILE]

@@ -179,6 +179,7 @@ def test_a_launch_that_cannot_happen_does_not_stop_the_other_slots(supervisor, m
                                               "executor_node_port": {"[1, 1]": [supervisor.id,
                                                                                 port]}})
     monkeypatch.setattr(supervisor, "ensure_code", lambda tid: True)
+    monkeypatch.setattr(supervisor, "code_intact", lambda tid: True)
     monkeypatch.setattr(supervisor, "resources", {}, raising=False)   # set by start()
     launched = []
 
