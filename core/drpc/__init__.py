@@ -12,6 +12,8 @@ in one process      :mod:`.local`       ``LocalDRPC``: queues per function, wait
 the server          :mod:`.server`      ``DRPCServer.handle``: every call, in one place
 its book            :mod:`.requests`    ``RequestBook``: waiting, leased, answered requests
 its wire fronts     :mod:`.fronts`      gRPC servicer, HTTP handler (``GET /drpc/f/args``)
+HTTP hang-ups       :mod:`.hangups`     watches waiting HTTP callers' connections: one that
+                                        closes frees its request
 why not answered    :mod:`.failures`    ``DRPCError`` kinds, each one status on both fronts
 clients             :mod:`.client`      ``DRPCClient`` (callers), ``Invocations`` (topologies:
                                         fetch, renew, give back)

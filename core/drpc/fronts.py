@@ -4,7 +4,9 @@ the squall exception's class name in the ``squall-error`` trailing metadata) or 
 codes with one line of text.
 
 HTTP: ``GET /drpc/<function>/<args>`` and ``POST /drpc/<function>`` (args: the body) answer
-the result (``application/json``); ``GET /drpc`` lists the functions (JSON).
+the result (``application/json``); ``GET /drpc`` lists the functions (JSON). While an HTTP
+caller waits, its connection is watched (:mod:`.hangups`): one that closes it (or its sending
+side) frees its request and its caller slot at once, as a gRPC caller that gives up does.
 
 Statuses, by the :mod:`.failures` class of the error (never by its words, which quote the
 caller's args and the topology's error):
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -33,14 +36,19 @@ import grpc
 from squall.drpc._proto import drpc_pb2 as pb
 from squall.drpc._proto import drpc_pb2_grpc as pb_grpc
 from squall.drpc.failures import BadCall, Busy, RequestFailed, ShuttingDown, TimedOut
+from squall.drpc.hangups import HangupWatch, Watch
 from squall.errors import AuthenticationError, AuthorizationError, DRPCError
 
 if TYPE_CHECKING:
-    from squall.drpc.server import DRPCServer
+    from squall.drpc.server import Caller, DRPCServer
 
 log = logging.getLogger(__name__)
 ERROR_KEY = "squall-error"
 MAX_BODY = 1 << 20
+#: the answer to an HTTP caller that closed its connection, or its sending side, while it
+#: waited (a half-closing client still reads it)
+HUNG_UP = ("the DRPC caller closed its connection (or its sending side) before its answer, "
+           "so its request was dropped: keep the connection open until the answer")
 
 
 #: each failure's gRPC code and HTTP status (the module's table)
@@ -157,8 +165,7 @@ def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer
                 if function is None:
                     out = json.dumps(server.handle(Call("functions"), caller))
                 else:
-                    out = server.handle(Call("execute", function=function, args=args or ""),
-                                        caller)
+                    out = self._execute(function, args or "", caller)
             except AuthenticationError as exc:
                 self._reply(401, f"{exc}\n")
                 return
@@ -173,6 +180,31 @@ def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer
                 self._reply(500, f"{type(exc).__name__}: {exc}\n")
                 return
             self._reply(200, out, "application/json")
+
+        def _execute(self, function: str, args: str, caller: Caller) -> str:
+            """The result of ``function(args)``; the caller's connection is watched while it
+            waits, and a caller that hangs up frees its request (the book's ``on_end``)."""
+            from squall.drpc.server import Call
+            watches: list[Watch] = []
+
+            def on_end(callback: Callable[[], None]) -> bool:
+                watch = hangups.watch(self.connection, callback)
+                if watch is not None:       # None: the server stops (and fails the request)
+                    watches.append(watch)
+                return True
+            try:
+                return str(server.handle(Call("execute", function=function, args=args,
+                                              on_end=on_end), caller))
+            except DRPCError as exc:
+                if watches and watches[0].hung_up:
+                    self.close_connection = True
+                    log.debug("DRPC http %s hung up while waiting for %s", caller.peer,
+                              function)
+                    raise BadCall(HUNG_UP) from exc
+                raise
+            finally:
+                for watch in watches:
+                    hangups.unwatch(watch)
 
         def _path(self) -> list[str] | None:
             parts = self.path.split("?", 1)[0].split("/")
@@ -208,6 +240,21 @@ def http_server(server: DRPCServer, host: str, port: int) -> ThreadingHTTPServer
             body = self.rfile.read(length).decode("utf-8", "replace")
             self._serve(unquote(parts[0]), body)
 
-    httpd = ThreadingHTTPServer((host, port), Handler)
-    httpd.daemon_threads = True
-    return httpd
+    hangups = HangupWatch("squall-drpc-http-hangups")
+    return _HTTPServer((host, port), Handler, hangups)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """The HTTP front: a thread per connection; ``server_close`` also ends the watch of its
+    waiting callers' connections."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
+                 hangups: HangupWatch) -> None:
+        super().__init__(address, handler)
+        self.hangups = hangups
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.hangups.close()

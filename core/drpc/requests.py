@@ -10,6 +10,11 @@ or lost this server) is ended by ``expire``: a request not started yet is queued
 started fails with that reason (its batch may have run part of the way: another try is the
 caller's call). A caller that gives up (``abandon``) frees its request at once.
 
+Nothing stays once a request is answered, fails, times out or is abandoned: a function's queue
+goes with its last request, so names callers make up (any HTTP client can) cost nothing
+afterwards. Beyond its requests the book keeps when a topology last fetched each function: for
+:data:`FETCH_MEMORY_SECS`, and for the :data:`MAX_FETCHED_FUNCTIONS` names fetched last.
+
 Thread-safe: callers block in :meth:`RequestBook.execute` on their own threads (one per gRPC or
 HTTP request), topologies fetch and answer from others, the server's lease thread calls
 :meth:`RequestBook.expire`.
@@ -20,7 +25,7 @@ import itertools
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -33,6 +38,10 @@ _FRAMING = 64
 #: a caller's deadline bounds its wait with this much to spare: the end of its call (which
 #: frees the request at once) comes first, and the caller's own error says it timed out
 CALLER_GRACE = 1.0
+#: how long the book remembers a topology's last fetch of a function
+FETCH_MEMORY_SECS = 3600.0
+#: the most functions whose last fetch the book remembers (the least recently fetched go first)
+MAX_FETCHED_FUNCTIONS = 1024
 
 
 class _Request:
@@ -65,9 +74,11 @@ class RequestBook:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
+        #: per function, its requests not fetched yet (no entry: none)
         self._waiting: dict[str, deque[_Request]] = {}
         self._pending: dict[str, _Request] = {}
-        self._last_fetch: dict[str, float] = {}
+        #: when a topology last fetched each function, least recent first (``_fetched``)
+        self._last_fetch: OrderedDict[str, float] = OrderedDict()
         self._closed = False
 
     def execute(self, function: str, args: str, timeout: float | None = None,
@@ -95,7 +106,8 @@ class RequestBook:
         if not answered:
             with self._lock:
                 self._forget(request)
-            served = "" if function in self._last_fetch else (
+                fetched = function in self._last_fetch
+            served = "" if fetched else (
                 f"; no topology has fetched {function!r} requests from this server")
             why = ("drpc.request.timeout.secs" if wait >= self.timeout
                    else "the caller's deadline")
@@ -114,12 +126,12 @@ class RequestBook:
         one; ``holder`` has them under a lease from now."""
         deadline = time.monotonic() + max(0.0, wait)
         with self._lock:
-            self._last_fetch[function] = time.monotonic()
-            queue = self._waiting.setdefault(function, deque())
-            while not queue and not self._closed:
+            self._fetched(function)
+            while function not in self._waiting and not self._closed:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._arrived.wait(left):
                     break
+            queue = self._waiting.get(function, deque())
             out: list[tuple[str, str]] = []
             budget = max_bytes
             lease = time.monotonic() + self.lease
@@ -133,6 +145,8 @@ class RequestBook:
                 if budget is not None:
                     budget -= request.size + _FRAMING
                 out.append((request.id, request.args))
+            if not queue:
+                self._waiting.pop(function, None)
             return out
 
     def result(self, request_id: str, result: str) -> bool:
@@ -219,27 +233,49 @@ class RequestBook:
             self._arrived.notify_all()
 
     def _forget(self, request: _Request) -> None:
-        """(lock held) Drop ``request``: not pending any more, not queued."""
+        """(lock held) Drop ``request``: not pending any more, not queued (its function's
+        queue goes with its last request)."""
         self._pending.pop(request.id, None)
         if not request.fetched:
             queue = self._waiting.get(request.function)
             if queue is not None and request in queue:
                 queue.remove(request)
+                if not queue:
+                    del self._waiting[request.function]
+
+    def _fetched(self, function: str) -> None:
+        """(lock held) A topology fetches ``function`` now: remember when, last in order."""
+        now = time.monotonic()
+        self._last_fetch[function] = now
+        self._last_fetch.move_to_end(function)
+        self._prune_fetches(now)
+
+    def _prune_fetches(self, now: float) -> None:
+        """(lock held) Forget fetches older than :data:`FETCH_MEMORY_SECS` and beyond the
+        :data:`MAX_FETCHED_FUNCTIONS` last: the least recent, at the front of the map."""
+        fetches = self._last_fetch
+        while fetches and (len(fetches) > MAX_FETCHED_FUNCTIONS
+                           or now - next(iter(fetches.values())) > FETCH_MEMORY_SECS):
+            fetches.popitem(last=False)
 
     def functions(self) -> list[dict[str, object]]:
-        """Every function a caller or topology has named: ``function``, ``waiting`` (not
-        fetched yet), ``in_flight`` (fetched, no result yet), ``last_fetch_secs_ago`` (-1:
-        no topology fetched it yet), sorted by name."""
+        """The functions with requests waiting or in flight, and those a topology fetched
+        lately (within :data:`FETCH_MEMORY_SECS`; the :data:`MAX_FETCHED_FUNCTIONS` last):
+        ``function``, ``waiting`` (not fetched yet), ``in_flight`` (fetched, no result
+        yet), ``last_fetch_secs_ago`` (-1: no topology fetched it lately), sorted by name."""
         now = time.monotonic()
         with self._lock:
-            names = set(self._waiting) | set(self._last_fetch)
+            self._prune_fetches(now)
+            in_flight: dict[str, int] = {}
+            for request in self._pending.values():
+                if request.fetched:
+                    in_flight[request.function] = in_flight.get(request.function, 0) + 1
+            names = set(self._waiting) | set(in_flight) | set(self._last_fetch)
             out: list[dict[str, object]] = []
             for name in sorted(names):
-                in_flight = sum(1 for r in self._pending.values()
-                                if r.function == name and r.fetched)
                 last = self._last_fetch.get(name)
                 out.append({"function": name, "waiting": len(self._waiting.get(name, ())),
-                            "in_flight": in_flight,
+                            "in_flight": in_flight.get(name, 0),
                             "last_fetch_secs_ago": -1.0 if last is None else now - last})
             return out
 

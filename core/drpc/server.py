@@ -8,8 +8,9 @@ authentication is checked there. A call not answered raises a
 :class:`~squall.errors.DRPCError` of :mod:`.failures` saying why (a bad call, busy, timed out,
 failed by its topology, shutting down; the fronts answer each with its status and one error
 line) and the server keeps serving. ``functions()`` lists the
-functions callers and topologies have named (also ``GET /drpc`` and the gRPC ``Functions``
-call).
+functions with requests waiting or in flight and those topologies fetched lately (also
+``GET /drpc`` and the gRPC ``Functions`` call); nothing of a request stays once it is answered,
+failed, timed out or given up.
 
 Requests a topology fetched are held under a lease (``drpc.fetch.lease.secs``, 10 s) that its
 workers renew while they hold them; they give back (``requeue``) those they will not start (the
@@ -32,10 +33,10 @@ log line per peer and reason.
 
 Threads: a caller's ``execute`` waits on a thread of its front until its result, its
 timeout (the shorter of ``drpc.request.timeout.secs`` and the gRPC caller's deadline), or the
-gRPC caller giving up (its call cancelled: the request is dropped and the thread freed). At
-most ``drpc.worker.threads`` callers (gRPC and HTTP together) wait at once; one more is
-refused at once as busy (RESOURCE_EXHAUSTED over gRPC, 503 over HTTP) rather than queued. The
-gRPC pool has ``drpc.invocations.threads`` threads more than that, so the topologies' calls
+caller giving up (a gRPC call cancelled, an HTTP connection closed: the request is dropped and
+the thread freed). At most ``drpc.worker.threads`` callers (gRPC and HTTP together) wait at
+once; one more is refused at once as busy (RESOURCE_EXHAUSTED over gRPC, 503 over HTTP) rather
+than queued. The gRPC pool has ``drpc.invocations.threads`` threads more than that, so the topologies' calls
 (quick, or bounded by ``MAX_FETCH_WAIT``)
 always find one: with callers holding every thread of a shared pool, no request would be
 fetched or answered, and every caller would wait out its timeout. A thread of its own ends

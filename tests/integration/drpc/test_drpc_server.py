@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -49,7 +50,6 @@ def server() -> Iterator[DRPCServer]:
 
 def test_a_drpc_server_listens_on_loopback_by_default() -> None:
     """Like nimbus and the UI: 0.0.0.0 only when drpc.host says so."""
-    import socket
     s = DRPCServer({"drpc.port": 0, "drpc.http.port": 0}).start()
     try:
         for port in (s.port, s.http_port):
@@ -306,12 +306,82 @@ def test_a_clients_own_timeout_bounds_its_call_and_frees_the_servers_thread() ->
                                                 r"1 s \(drpc.request.timeout.secs\)$"):
                 short.execute("nobody", "x")
             assert time.monotonic() - started < 10
-        wait_until(lambda: s.functions()[0]["waiting"] == 0, timeout=30,
+        wait_until(lambda: s.functions() == [], timeout=30,
                    message=lambda: f"the abandoned requests dropped: {s.functions()}")
         got = _concurrently([lambda: short.execute("nobody", "y")] * 2, within=15)
         assert all("timed out after 1 s" in g for g in got), got      # not "busy"
     finally:
         s.stop()
+
+
+def _http_caller(port: int, path: str) -> socket.socket:
+    """A raw HTTP caller's connection, its ``GET path`` sent (it reads its answer itself)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    return sock
+
+
+def _answer(sock: socket.socket) -> bytes:
+    """The HTTP answer read from ``sock``: its head and its Content-Length of body."""
+    reply = b""
+    while b"\r\n\r\n" not in reply or len(reply.partition(b"\r\n\r\n")[2]) < int(
+            re.search(rb"Content-Length: (\d+)", reply).group(1)):   # type: ignore[union-attr]
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        reply += chunk
+    return reply
+
+
+def _waiting(s: DRPCServer) -> dict[str, int]:
+    return {str(f["function"]): int(str(f["waiting"])) for f in s.functions()}
+
+
+def test_http_callers_that_hang_up_free_their_requests_and_slots_at_once() -> None:
+    """drpc.worker.threads 2, drpc.request.timeout.secs 600: two HTTP callers that give up
+    (curl -m, a client's timeout: they close the connection) no longer make every later caller
+    "busy" for 10 minutes; a caller still connected, however quiet, keeps its request."""
+    s = DRPCServer({"drpc.host": "127.0.0.1", "drpc.port": 0, "drpc.http.port": 0,
+                    "drpc.request.timeout.secs": 600, "drpc.worker.threads": 2}).start()
+    try:
+        impatient = [_http_caller(s.http_port, f"/drpc/slow/x{i}") for i in range(2)]
+        wait_until(lambda: _waiting(s) == {"slow": 2}, timeout=30,
+                   message=lambda: f"{_waiting(s)}")
+        assert _get(s.http_port, "/drpc/other/y")[0] == 503       # busy
+        for sock in impatient:
+            sock.close()
+        left = time.monotonic()
+        wait_until(lambda: _waiting(s) == {}, timeout=30,
+                   message=lambda: f"the abandoned requests dropped: {_waiting(s)}")
+        assert time.monotonic() - left < 5
+        # a quiet caller stays; one beside it that hangs up goes
+        quiet = _http_caller(s.http_port, "/drpc/slow/quiet")
+        gone = _http_caller(s.http_port, "/drpc/slow/gone")
+        wait_until(lambda: _waiting(s) == {"slow": 2}, timeout=30,
+                   message=lambda: f"{_waiting(s)}")
+        gone.close()
+        wait_until(lambda: _waiting(s) == {"slow": 1}, timeout=30,
+                   message=lambda: f"{_waiting(s)}")
+        (request_id, args), = s.book.fetch("slow", 10, 0, "h")
+        assert args == "quiet" and s.book.result(request_id, "[[1]]")
+        reply = _answer(quiet)
+        assert reply.startswith(b"HTTP/1.1 200") and reply.endswith(b"[[1]]"), reply
+        quiet.close()
+    finally:
+        s.stop()
+
+
+def test_an_http_caller_that_shuts_its_sending_side_is_told_its_request_was_dropped(
+        server: DRPCServer) -> None:
+    """A client that half-closes after its request looks as gone as one that closed: its
+    request is dropped at once, and it reads one line saying why."""
+    sock = _http_caller(server.http_port, "/drpc/slow/x")
+    sock.shutdown(socket.SHUT_WR)
+    reply = _answer(sock)
+    sock.close()
+    assert reply.startswith(b"HTTP/1.1 400") and b"closed its connection (or its sending " \
+        b"side) before its answer" in reply, reply
+    assert server.functions() == []
 
 
 def _times_out(client: DRPCClient) -> bool:
@@ -325,7 +395,6 @@ def _times_out(client: DRPCClient) -> bool:
 
 @pytest.mark.parametrize("length", [b"abc", b"-1", b"99999999"])
 def test_a_post_with_a_bad_content_length_is_one_400(server: DRPCServer, length: bytes) -> None:
-    import socket
     with socket.create_connection(("127.0.0.1", server.http_port), timeout=30) as sock:
         sock.sendall(b"POST /drpc/count HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
                      length + b"\r\n\r\n")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from squall.drpc import Call, Caller, DRPCServer
+from squall.drpc import requests
 from squall.drpc.requests import RequestBook
 from squall.errors import ConfigError, DRPCError
 from squall.testing.waiting import wait_until
@@ -64,13 +65,14 @@ def test_bad_function_names_are_refused(function: str) -> None:
 
 
 # -- leases: a topology holds what it fetched only while it says so --------------------------
-def _caller(book: RequestBook, function: str, args: str) -> tuple[threading.Thread, list[str]]:
+def _caller(book: RequestBook, function: str, args: str, on_end: Any = None
+            ) -> tuple[threading.Thread, list[str]]:
     """A caller of ``book.execute`` on a thread of its own: its result, or its error's text."""
     out: list[str] = []
 
     def call() -> None:
         try:
-            out.append(book.execute(function, args))
+            out.append(book.execute(function, args, on_end=on_end))
         except DRPCError as exc:
             out.append(f"DRPCError: {exc}")
     t = threading.Thread(target=call, daemon=True)
@@ -157,7 +159,7 @@ def test_a_caller_deadline_shorter_than_the_servers_bounds_the_wait() -> None:
     with pytest.raises(DRPCError, match=r"timed out after 1.2 s \(the caller's deadline\)"):
         book.execute("nobody", "x", timeout=0.2)
     assert time.monotonic() - started < 30
-    assert book.functions()[0]["waiting"] == 0
+    assert book.functions() == []               # nothing of it stays
 
 
 def test_a_caller_that_gives_up_frees_its_request_and_its_server_slot() -> None:
@@ -181,7 +183,7 @@ def test_a_caller_that_gives_up_frees_its_request_and_its_server_slot() -> None:
     ended[0]()                      # the caller's call ended: gRPC runs the callback
     t.join(30)
     assert not t.is_alive() and "its caller gave up" in str(errors[0])
-    assert server.functions()[0]["waiting"] == 0
+    assert server.functions() == []
     got: list[str] = []
     t = threading.Thread(target=lambda: got.append(server.handle(
         Call("execute", function="f", args="z"), CALLER)), daemon=True)
@@ -213,3 +215,48 @@ def test_the_topologys_reason_reaches_the_caller_on_one_line(reason: str, said: 
 def test_a_bad_limit_is_one_clear_error(key: str, value: object) -> None:
     with pytest.raises(ConfigError, match=rf"{key} must be a number above 0, got"):
         DRPCServer({key: value})
+
+
+# -- nothing of a request stays after it ---------------------------------------------------------
+def test_names_callers_made_up_leave_nothing_once_their_requests_end() -> None:
+    """Any HTTP client can name functions: once their requests time out, are answered,
+    failed or given up, the server lists (and keeps) none of them."""
+    book = RequestBook(timeout=0.01)
+    for i in range(200):
+        with pytest.raises(DRPCError, match="timed out"):
+            book.execute(f"made-up-{i}", "x")
+    assert book.functions() == []
+    book.timeout = 30
+    ended: list[Any] = []
+    callers = [_caller(book, "abandoned", "x", on_end=ended.append)]
+    callers += [_caller(book, name, "x") for name in ("answered", "failed")]
+    wait_until(lambda: ended and len(book.functions()) == 3, timeout=30,
+               message=lambda: f"{book.functions()}")
+    ended[0]()                                  # its caller gave up before any fetch
+    (answered, _), = _fetch(book, "answered", 1, "h")
+    (failed, _), = _fetch(book, "failed", 1, "h")
+    assert book.result(answered, "[]") and book.fail(failed, "no")
+    for t, _ in callers:
+        t.join(30)
+    assert [out for _, out in callers] == [
+        ["DRPCError: DRPC request abandoned('x') failed: its caller gave up"], ["[]"],
+        ["DRPCError: DRPC request failed('x') failed: no"]]
+    # what stays is when a topology fetched, and only that
+    assert [(f["function"], f["waiting"], f["in_flight"]) for f in book.functions()] == [
+        ("answered", 0, 0), ("failed", 0, 0)]
+
+
+def test_the_functions_topologies_fetched_are_remembered_a_while_and_a_bounded_number(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an operator sees of functions with no request: those a topology fetched lately,
+    at most MAX_FETCHED_FUNCTIONS (the least recently fetched go first)."""
+    book = RequestBook(timeout=30)
+    for i in range(requests.MAX_FETCHED_FUNCTIONS + 10):
+        book.fetch(f"f{i:05}", 1, 0, "h")
+    book.fetch("f00000", 1, 0, "h")         # fetched again: the most recent now
+    names = [f["function"] for f in book.functions()]
+    assert len(names) == requests.MAX_FETCHED_FUNCTIONS
+    assert "f00000" in names and "f00001" not in names and "f00011" in names
+    assert all(0 <= f["last_fetch_secs_ago"] < 60 for f in book.functions())
+    monkeypatch.setattr(requests, "FETCH_MEMORY_SECS", 0.05)
+    wait_until(lambda: book.functions() == [], timeout=30, message="old fetches forgotten")

@@ -333,7 +333,7 @@ def test_binds_loopback_by_default(nimbus):
 
 
 def test_the_drpc_functions_the_cluster_serves_are_listed(nimbus):
-    from squall.drpc import DRPCServer
+    from squall.drpc import Call, Caller, DRPCServer
     from squall.errors import DRPCError
     from ui_fakes import serve
 
@@ -343,13 +343,19 @@ def test_the_drpc_functions_the_cluster_serves_are_listed(nimbus):
         from squall import DRPCClient
         conf = {"drpc.servers": [f"127.0.0.1:{drpc.port}"]}
         with pytest.raises(DRPCError, match="timed out"):       # asked, served by nobody
-            DRPCClient({**conf, "drpc.request.timeout.secs": 0.2}).execute("count", "a b")
+            DRPCClient({**conf, "drpc.request.timeout.secs": 0.2}).execute("nosuch", "a b")
+        # a topology serving count fetches it (no request waits)
+        assert drpc.handle(Call("fetch", function="count"), Caller("grpc", "ipv4:127.0.0.1:1")) \
+            == []
         for _, http in serve(conf, nimbus):
             status, body = http.call("/api/v1/drpc/summary")
             assert status == 200
-            assert body["functions"] == [{
-                "server": f"127.0.0.1:{drpc.port}", "function": "count", "waiting": 0,
-                "inFlight": 0, "lastFetchSecsAgo": -1.0}]
+            functions = body["functions"]
+            assert [{k: v for k, v in f.items() if k != "lastFetchSecsAgo"}
+                    for f in functions] == [{
+                        "server": f"127.0.0.1:{drpc.port}", "function": "count", "waiting": 0,
+                        "inFlight": 0}]
+            assert 0 <= functions[0]["lastFetchSecsAgo"] < 60
     finally:
         drpc.stop()
     for _, http in serve({}, nimbus):                              # no DRPC servers: none
