@@ -86,10 +86,10 @@ def trident_once(n: int) -> float:
     with LocalCluster() as cluster:
         t0 = time.perf_counter()
         cluster.submit_topology("bench-trident", conf, t.build())
-        while sum(v[1] for v in memory.stored(state_id).values()) < target:
+        stores = cluster.workers("bench-trident")[0].memory_stores
+        while sum(v[1] for v in memory.stored(stores, state_id).values()) < target:
             time.sleep(0.002)
         elapsed = time.perf_counter() - t0
-    memory.clear(state_id)
     return elapsed
 
 

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from squall.runtime.memory_stores import MemoryStores
 
 
 class TopologyContext:
@@ -16,7 +19,8 @@ class TopologyContext:
                  outputs: Mapping[str, tuple[str, ...]] | None = None,
                  host: str = "127.0.0.1", register_metric: Any = None,
                  worker_tasks: Sequence[int] = (),
-                 inputs: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None) -> None:
+                 inputs: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None,
+                 memory_stores: MemoryStores | None = None) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
         self.component_id = component_id
@@ -29,6 +33,13 @@ class TopologyContext:
         #: the task ids this task's worker runs (``local_or_shuffle`` prefers them)
         self.worker_tasks = list(worker_tasks)
         self._inputs = {c: dict(s) for c, s in (inputs or {}).items()}
+        if memory_stores is None:
+            from squall.runtime.memory_stores import MemoryStores
+            memory_stores = MemoryStores()
+        #: where the ``memory`` state provider and ``MemoryMapState`` keep this task's state:
+        #: its worker's (see :mod:`squall.runtime.memory_stores`); stores of its own when the
+        #: context is built without a worker
+        self.memory_stores = memory_stores
 
     def component_tasks(self, component_id: str) -> list[int]:
         """Sorted task ids of a component (``[]`` if unknown)."""

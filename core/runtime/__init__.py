@@ -31,6 +31,7 @@ errors of components    :mod:`.errors`                   ``ErrorLog.record``
 sampled emits (debug)   :mod:`.event_log`                ``EventSampler.apply``
 garbage collector       :mod:`.gc_tuning`                ``apply``
 in one process          :mod:`.local_cluster`            ``LocalCluster``
+memory-backed state     :mod:`.memory_stores`            ``MemoryStores``
 ======================  ===============================  ======================================
 
 A tuple's path: a spout's ``next_tuple`` (``SpoutExecutor.run_once``) calls ``emit``, which

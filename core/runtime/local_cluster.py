@@ -6,7 +6,9 @@ in a cluster while module-level state stays shared with the caller. Cluster stat
 embedded ``memory`` state store with the layout of a real cluster (``cluster.state``:
 ``/storms``, ``/assignments``, ``/workerbeats``, ``/errors``); a monitor thread writes worker
 beats and errors there every ``task.heartbeat.frequency.secs`` and restarts a worker whose loop
-died (``topology.worker.die.on.error``), as a supervisor would.
+died (``topology.worker.die.on.error``), as a supervisor would. Each topology's memory state
+(:mod:`squall.runtime.memory_stores`) is its own, kept across such restarts and rebalances
+and dropped when it is killed.
 
 >>> from squall import LocalCluster
 >>> with LocalCluster() as cluster:
@@ -25,6 +27,7 @@ from squall import drivers
 from squall.api.topology import Topology
 from squall.errors import AlreadyAliveError, ConfigError, NotAliveError, TopologyError
 from squall.runtime import gc_tuning
+from squall.runtime.memory_stores import MemoryStores
 from squall.runtime.stats import executor_stats, stall_reason
 from squall.runtime.system import add_system_components, cap_parallelism
 from squall.runtime.worker import LAST_METRICS_SECS, Worker
@@ -105,6 +108,9 @@ class _Running:
         self.launch_time = time.time()
         self.errors: dict[str, list[dict[str, Any]]] = {}
         self.restarts = 0
+        #: what its memory state backends keep: shared by its workers, kept across their
+        #: restarts and rebalances, cleared when it is killed
+        self.memory_stores = MemoryStores()
 
 
 def assign_even(topology: Topology, num_workers: int) -> list[list[tuple[int, int]]]:
@@ -222,7 +228,8 @@ class LocalCluster:
             for port, execs in zip(ports, layout):
                 w = Worker(conf=run.conf, topology=run.topology, topology_id=run.id, port=port,
                            executors=execs, task_to_worker=task_to_worker,
-                           transport=run.transport, host="local")
+                           transport=run.transport, host="local",
+                           memory_stores=run.memory_stores)
                 try:
                     self._launch(w)
                 except BaseException:
@@ -292,6 +299,7 @@ class LocalCluster:
                 w.send_last_metrics(LAST_METRICS_SECS if left is None
                                     else min(LAST_METRICS_SECS, left / 4))
         self._stop_workers(run, None if deadline is None else deadline + max(0.0, wait or 0))
+        run.memory_stores.clear()       # its memory state goes with its workers
         del self._topologies[name]
         self.state.remove_topology(run.id)
         from squall.plugin_manager import notify
@@ -404,7 +412,8 @@ class LocalCluster:
             fresh = Worker(conf=run.conf, topology=run.topology, topology_id=run.id,
                            port=w.port, executors=w.executor_ranges,
                            task_to_worker=w.outbox.task_to_worker,
-                           transport=run.transport, host="local")
+                           transport=run.transport, host="local",
+                           memory_stores=run.memory_stores)
             try:
                 self._launch(fresh)
             except Exception:

@@ -32,6 +32,7 @@ from squall.runtime.flow import Backpressure, watermarks
 from squall.runtime.flow import capacity as queue_capacity
 from squall.runtime.load import LoadTracker
 from squall.runtime.loop import Loop
+from squall.runtime.memory_stores import MemoryStores
 from squall.runtime.stats import executor_stats
 from squall.runtime.streams import Sources, accepts, input_fields
 from squall.runtime.system import METRICS_PREFIX, instantiate
@@ -82,6 +83,9 @@ class Worker:
       task_to_worker: every task id of the topology -> ``(host, port)`` of its worker.
       transport: a :class:`squall.Transport`, or ``None`` when every task is in this worker.
       host: the host name this worker is reached at.
+      memory_stores: where the memory state backends keep its tasks' state (its owner's, which
+        decides how long that lives: a LocalCluster's for the topology); ``None``: stores of
+        its own, which go with it (a worker process).
 
     :meth:`build` makes every part and initializes every component (each gets its conf
     without the cluster's credentials, :mod:`squall.security.credentials`); :meth:`start`
@@ -89,7 +93,8 @@ class Worker:
 
     def __init__(self, *, conf: dict[str, Any], topology: Topology, topology_id: str, port: int,
                  executors: list[tuple[int, int]], task_to_worker: dict[int, tuple[str, int]],
-                 transport: Any = None, host: str = "127.0.0.1") -> None:
+                 transport: Any = None, host: str = "127.0.0.1",
+                 memory_stores: MemoryStores | None = None) -> None:
         self.conf = conf
         self.topology = topology
         self.topology_id = topology_id
@@ -97,6 +102,7 @@ class Worker:
         self.host = host
         self.executor_ranges = [(int(s), int(e)) for s, e in executors]
         self.transport = transport
+        self.memory_stores = memory_stores if memory_stores is not None else MemoryStores()
         self.serializer = drivers.driver("serializer", conf)
         self.batch_size = max(1, int(conf.get("topology.transfer.batch.size") or 100))
         self.acker_tasks = topology.tasks(ACKER)
@@ -213,7 +219,7 @@ class Worker:
             host=self.host, worker_tasks=self.local_task_ids,
             outputs={n: s.fields for n, s in topo.components[ts.component_id].streams.items()},
             inputs=input_fields(topo, ts.component_id),
-            register_metric=self._metric_registrar(ts))
+            register_metric=self._metric_registrar(ts), memory_stores=self.memory_stores)
         build_routes(ts, topo, self.sources, ts.context)
         inst = ts.instance
         inst.context = ts.context

@@ -32,6 +32,8 @@ from squall.api.component import Spout
 from squall.api.context import TopologyContext
 from squall.api.tuple import Stream
 from squall.errors import StateProviderError
+from squall.runtime.memory_stores import MemoryStores
+from squall.stateful.memory import MemoryStateProvider
 from squall.stateful.provider import StateProvider, task_id_namespace
 
 __all__ = ["CHECKPOINT", "COMMIT", "FIELDS", "PREPARE", "RECOVER", "CheckpointSpout",
@@ -51,10 +53,14 @@ def checkpoint_namespace(topology_name: str) -> str:
     return f"{topology_name}/{CHECKPOINT}"
 
 
-def make_provider(conf: dict[str, Any]) -> StateProvider:
-    """The configured provider (``topology.state.provider``) built with its options."""
+def make_provider(conf: dict[str, Any], stores: MemoryStores) -> StateProvider:
+    """The configured provider (``topology.state.provider``) built with its options; the
+    ``memory`` provider (or a subclass of it) keeps its checkpoints in ``stores``, its
+    worker's (``context.memory_stores``)."""
     cls = drivers.driver_class("state_provider", conf)
     options = conf.get("topology.state.provider.config") or {}
+    if isinstance(cls, type) and issubclass(cls, MemoryStateProvider):
+        return cls(options, stores)
     provider: StateProvider = cls(options)
     return provider
 
@@ -69,7 +75,7 @@ class CheckpointSpout(Spout):
 
     def initialize(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.interval = float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000
-        self.provider = make_provider(conf)
+        self.provider = make_provider(conf, context.memory_stores)
         self.namespace = checkpoint_namespace(context.topology_name)
         #: where the decisions were kept before (read once, see :meth:`_read_committed`)
         self.legacy = task_id_namespace(context.topology_name, CHECKPOINT, context.task_id)

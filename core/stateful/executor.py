@@ -72,7 +72,6 @@ class CheckpointedBoltExecutor(BoltExecutor):
                         "worker's loop, not on a thread of its own", component_id)
         if self.stateful:
             conf = tasks[0].conf
-            self.provider = make_provider(conf)
             self.serializer = drivers.driver("serializer", conf)
             self.value_dumps, self.value_loads = value_codec(self.serializer)
 
@@ -89,7 +88,10 @@ class CheckpointedBoltExecutor(BoltExecutor):
         super().install(ts)
         if not self.stateful:
             return
-        assert self.provider is not None and ts.context is not None
+        assert ts.context is not None
+        if self.provider is None:       # the worker's stores come with the first context
+            self.provider = make_provider(ts.conf, ts.context.memory_stores)
+        provider = self.provider
         inst = ts.instance
         acks = self.acks
 
@@ -106,7 +108,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             folded.update(fold)
 
         keeper = StateKeeper(
-            provider=self.provider,
+            provider=provider,
             namespace=namespace(ts.context.topology_name, ts.component_id,
                                 ts.context.task_index),
             legacy=task_id_namespace(ts.context.topology_name, ts.component_id, ts.task),

@@ -198,12 +198,13 @@ def test_trident_wordcount_counts_exactly_and_answers_drpc():
     from squall import LocalDRPC
     from squall.trident.state import memory
     expected = collections.Counter(w for (s,) in trident_wc.SENTENCES for w in s.split())
-    memory.clear("trident-wordcount")
     with LocalCluster() as cluster, LocalDRPC({"drpc.request.timeout.secs": 60}) as drpc:
         cluster.submit_topology("trident-wc", {"topology.trident.batch.emit.interval.millis": 5},
                                 trident_wc.topology(drpc, cycle=False))
-        wait_until(lambda: {k[0]: v[1] for k, v in memory.stored("trident-wordcount").items()}
-                   == expected, timeout=60, message="exact Trident word counts")
+        stores = cluster.workers("trident-wc")[0].memory_stores
+        wait_until(lambda: {k[0]: v[1] for k, v in memory.stored(stores, "trident-wordcount")
+                            .items()} == expected, timeout=60,
+                   message="exact Trident word counts")
         total = expected["the"] + expected["cow"] + expected["to"]
         assert drpc.execute("words", "the cow to nosuchword") == f"[[{total}]]"
 
@@ -241,12 +242,14 @@ def test_stateful_wordcount_commits_exact_counts():
         cluster.submit_topology("stateful-example", conf, topology)
         wait_until(lambda: len(STATEFUL_ACKED[key]) == total, timeout=60,
                    message="not every sentence was acked")
-    ser = MsgpackSerializer({})
-    provider = MemoryStateProvider({"key_prefix": key})
-    counts: collections.Counter[str] = collections.Counter()
-    for index in range(len(topology.tasks("count"))):
-        _, data = provider.load(namespace("stateful-example", "count", index))
-        counts.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
+        # the state lives as long as the topology: read it while it runs
+        stores = cluster.workers("stateful-example")[0].memory_stores
+        ser = MsgpackSerializer({})
+        provider = MemoryStateProvider({"key_prefix": key}, stores)
+        counts: collections.Counter[str] = collections.Counter()
+        for index in range(len(topology.tasks("count"))):
+            _, data = provider.load(namespace("stateful-example", "count", index))
+            counts.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
     assert counts == collections.Counter(
         w for i in range(total) for w in stateful.LINES[i % len(stateful.LINES)].split())
 

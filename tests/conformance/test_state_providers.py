@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from squall.runtime.memory_stores import MemoryStores
 from squall.stateful.memory import MemoryStateProvider
 from squall.stateful.provider import StateProvider
 from squall.testing.contracts.state_provider import StateProviderContract
@@ -32,8 +33,10 @@ def _factory(make_one: Factory) -> Iterator[Factory]:
 class TestMemoryStateProvider(StateProviderContract):
     @pytest.fixture
     def provider_factory(self) -> Iterator[Factory]:
+        stores = MemoryStores()           # one worker's: its providers share them
         prefix = f"contract-{uuid.uuid4().hex}:"
-        yield from _factory(lambda conf: MemoryStateProvider({"key_prefix": prefix, **conf}))
+        yield from _factory(lambda conf: MemoryStateProvider({"key_prefix": prefix, **conf},
+                                                             stores))
 
 
 @pytest.mark.integration

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, Spout, StatefulBolt, TopologyBuilder
+from squall import Bolt, LocalCluster, Spout, StatefulBolt, TopologyBuilder
 from squall.errors import StateProviderError
 from squall.serializers.msgpack import MsgpackSerializer
 from squall.stateful.memory import MemoryStateProvider
-from squall.stateful.provider import namespace
+from squall.runtime.memory_stores import MemoryStores
+from squall.stateful.provider import StateProvider, namespace
 from squall.testing.waiting import wait_until
 from tests.topology.conftest import install_driver
 
@@ -140,15 +141,23 @@ def wordcount(counters: int = 2) -> Any:
     return b
 
 
-def committed_counts(prefix: str, name: str, tasks: list[int]) -> dict[str, int]:
-    """Word -> count summed over the count tasks' committed state (memory provider)."""
-    provider = MemoryStateProvider({"key_prefix": prefix})
+def counts_in(provider: StateProvider, name: str, tasks: list[int]) -> dict[str, int]:
+    """Word -> count summed over the committed state of topology ``name``'s count tasks in
+    ``provider``."""
     ser = MsgpackSerializer({})
     out: collections.Counter[str] = collections.Counter()
     for index in range(len(tasks)):
         _, data = provider.load(namespace(name, "count", index))
         out.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
     return dict(out)
+
+
+def committed_counts(cluster: LocalCluster, prefix: str, name: str,
+                     tasks: list[int]) -> dict[str, int]:
+    """:func:`counts_in` the memory provider of the running topology ``name`` (its workers'
+    stores)."""
+    stores = cluster.workers(name)[0].memory_stores
+    return counts_in(MemoryStateProvider({"key_prefix": prefix}, stores), name, tasks)
 
 
 @pytest.mark.parametrize("workers, counter_fails", [
@@ -170,7 +179,7 @@ def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers
                message="not every word was acked")
     assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
     assert any(i % 7 == 3 for _, i in FAILED_ONCE[key]), "nothing was failed"
-    counts = committed_counts(key, "swc", topology.tasks("count"))
+    counts = committed_counts(cluster, key, "swc", topology.tasks("count"))
     assert counts == expected(total)
 
 
@@ -199,7 +208,7 @@ def test_a_counter_waiting_for_its_recovery_fails_each_input_once_not_in_a_loop(
         # at most: at the first recover (had it come before it), at the failure, and at the
         # recover after the failure (had its replay come before that)
         assert max(fails.values()) <= 3, f"an input failed {max(fails.values())} times"
-    counts = committed_counts(key, "defer", topology.tasks("count"))
+    counts = committed_counts(cluster, key, "defer", topology.tasks("count"))
     assert counts == expected(total)
 
 
@@ -240,7 +249,7 @@ def test_runs_of_one_tree_and_tick_tuples_keep_counts_exact(cluster):
                message="not every word was acked")
     assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
     assert TICKS[key] > 0, "the counter got no tick tuple"
-    counts = committed_counts(key, "runs", topology.tasks("count"))
+    counts = committed_counts(cluster, key, "runs", topology.tasks("count"))
     assert counts == {w: 3 * n for w, n in expected(total).items()}
 
 
@@ -258,7 +267,7 @@ def test_rebalance_moving_stateful_tasks_keeps_counts_exact(cluster):
     wait_until(lambda: len(set(ACKED[key])) == total, timeout=90,
                message="not every word was acked after the rebalance")
     assert sorted(ACKED[key]) == list(range(total)), "a word was acked twice"
-    assert committed_counts(key, "moved", topology.tasks("count")) == expected(total)
+    assert committed_counts(cluster, key, "moved", topology.tasks("count")) == expected(total)
 
 
 class Sink(Bolt):
@@ -275,13 +284,24 @@ def run_to_end(cluster: Any, name: str, conf: dict[str, Any], topology: Any) -> 
     cluster.kill_topology(name)
 
 
-@pytest.mark.parametrize("backend", ["memory", pytest.param("redis", marks=pytest.mark.integration)])
+#: the stores of the "kept" provider: the memory provider over stores that outlive the
+#: topologies, as a redis server does (the memory provider's state goes with its topology)
+KEPT = MemoryStores()
+
+
+class KeptProvider(MemoryStateProvider):
+    def __init__(self, conf: dict[str, Any], stores: MemoryStores | None = None) -> None:
+        super().__init__(conf, KEPT)
+
+
+@pytest.mark.parametrize("backend", ["kept", pytest.param("redis", marks=pytest.mark.integration)])
 def test_a_resubmit_with_a_component_added_before_the_stateful_one_resumes_its_state(
-        cluster, tmp_path, backend):
+        cluster, tmp_path, monkeypatch, backend):
     # "alerts" sorts before "count": version 2 moves the counters' task ids, not their indexes
     prefix = uuid.uuid4().hex
     server = None
     provider_conf: dict[str, Any] = {"key_prefix": prefix}
+    install_driver(monkeypatch, "squall.state_providers", "kept", KeptProvider)
     if backend == "redis":
         from squall.testing.redis_fixtures import RedisServer
         server = RedisServer(tmp_path / "redis")
@@ -301,13 +321,83 @@ def test_a_resubmit_with_a_component_added_before_the_stateful_one_resumes_its_s
                     "topology.state.checkpoint.interval.ms": 100}
             run_to_end(cluster, "resumed", conf, version)
         if server is None:
-            counts = committed_counts(prefix, "resumed", v2.tasks("count"))
+            counts = counts_in(KeptProvider(provider_conf), "resumed", v2.tasks("count"))
         else:
             counts = redis_counts(provider_conf, "resumed", v2.tasks("count"))
         assert counts == {w: 2 * n for w, n in expected(total).items()}
     finally:
         if server is not None:
             server.stop()
+
+
+def test_memory_state_goes_with_its_topology_and_its_local_cluster():
+    """The memory provider's state lives as long as its topology in its LocalCluster: a
+    topology submitted again after its kill, and the same one in a second LocalCluster of
+    the process, start from nothing (the process kept it: the second run went on from the
+    first one's counts), and a kill drops it (kept, N killed topologies were N leaks)."""
+    total = 200
+    topology = wordcount().create_topology()
+    tasks = topology.tasks("count")
+    for _ in range(2):
+        with LocalCluster() as cluster:
+            for _ in range(2):
+                key = uuid.uuid4().hex
+                conf = {"test.key": key, "test.total": total,
+                        "topology.state.checkpoint.interval.ms": 50}
+                cluster.submit_topology("again", conf, topology)
+                wait_until(lambda key=key: len(set(ACKED[key])) == total, timeout=60,
+                           message="not every word was acked")
+                assert committed_counts(cluster, "", "again", tasks) == expected(total)
+                stores = cluster.workers("again")[0].memory_stores
+                cluster.kill_topology("again")
+                assert counts_in(MemoryStateProvider({}, stores), "again", tasks) == {}
+
+
+#: test key -> whether the DiesOnce counter had died, and the state its init_state got, per call
+DIED: dict[str, list[tuple[bool, dict[Any, Any]]]] = collections.defaultdict(list)
+
+
+class DiesOnce(WordCounter):
+    """A counter that raises once some words were acked: with ``die.on.error`` that ends its
+    worker, which its LocalCluster restarts."""
+
+    def init_state(self, state):
+        with _LOCK:
+            DIED[self.key].append((("died",) in FAILED_ONCE[self.key], dict(state.items())))
+        super().init_state(state)
+
+    def process(self, tup):
+        with _LOCK:
+            die = len(ACKED[self.key]) >= 50 and ("died",) not in FAILED_ONCE[self.key]
+            if die:
+                FAILED_ONCE[self.key].add(("died",))
+        if die:
+            raise RuntimeError("the counter ends its worker")
+        super().process(tup)
+
+
+def test_a_worker_its_local_cluster_restarts_resumes_the_memory_state(cluster):
+    """Inside a LocalCluster a restarted worker finds what its topology committed (the
+    memory state is the topology's, not one worker's)."""
+    key = uuid.uuid4().hex
+    total = 400
+    b = TopologyBuilder()
+    b.set_spout("words", ReplayingWords)
+    b.set_bolt("count", DiesOnce).fields_grouping("words", ["word"])
+    conf = {"test.key": key, "test.total": total, "test.rate": 1000,
+            "topology.worker.die.on.error": True,
+            "topology.state.checkpoint.interval.ms": 50}
+    cluster.submit_topology("restarted", conf, b.create_topology())
+    first = cluster.workers("restarted")[0]
+    wait_until(lambda: cluster.workers("restarted")[0] is not first, timeout=30,
+               message="the worker was not restarted")
+    wait_until(lambda: len(set(ACKED[key])) == total, timeout=60,
+               message="not every word was acked after the restart")
+    with _LOCK:
+        after = [state for died, state in DIED[key] if died]
+    assert after, "the restarted counter got no state"
+    # at least the 50 words acked before the death were committed
+    assert sum(after[0].values()) >= 50, after[0]
 
 
 #: test key -> the state each init_state of TupleKeeper got
@@ -385,7 +475,7 @@ def test_a_deactivated_topology_still_commits_and_acks_what_is_in_flight(cluster
         assert not IN_FLIGHT[key] and FAILS[key] == fails
     acked = ACKED[key]
     assert len(set(acked)) == len(acked)
-    counts = committed_counts(key, "deactivated", topology.tasks("count"))
+    counts = committed_counts(cluster, key, "deactivated", topology.tasks("count"))
     assert counts == dict(collections.Counter(WORDS[i % len(WORDS)] for i in acked))
 
 
@@ -466,22 +556,17 @@ def test_a_backend_outage_is_one_error_line_per_task_and_one_when_it_ends(
                timeout=30, message=lambda: repr(lines(logging.INFO, "")))
     assert len(lines(logging.ERROR, "of checkpoint")) == len(tasks)
     assert sorted(ACKED[key]) == list(range(total))
-    assert committed_counts(key, "flaky", tasks) == expected(total)
+    assert committed_counts(cluster, key, "flaky", tasks) == expected(total)
 
 
 def redis_counts(conf: dict[str, Any], name: str, tasks: list[int]) -> dict[str, int]:
     """Word -> count summed over the count tasks' committed state in Redis."""
     from squall.stateful.redis import RedisStateProvider
     provider = RedisStateProvider(conf)
-    ser = MsgpackSerializer({})
-    out: collections.Counter[str] = collections.Counter()
     try:
-        for index in range(len(tasks)):
-            _, data = provider.load(namespace(name, "count", index))
-            out.update({ser.loads(k): ser.loads(v) for k, v in data.items()})
+        return counts_in(provider, name, tasks)
     finally:
         provider.close()
-    return dict(out)
 
 
 @pytest.mark.integration

@@ -81,8 +81,13 @@ def _expected() -> Counter[str]:
     return Counter(w for (s,) in SENTENCES for w in s.split())
 
 
-def _counts(state_id: str) -> dict[str, int]:
-    return {k[0]: v[1] for k, v in memory.stored(state_id).items()}
+def _stored(cluster: LocalCluster, name: str, state_id: str) -> dict[Any, Any]:
+    """What the memory state ``state_id`` of topology ``name`` holds (its workers' stores)."""
+    return memory.stored(cluster.workers(name)[0].memory_stores, state_id)
+
+
+def _counts(cluster: LocalCluster, name: str, state_id: str) -> dict[str, int]:
+    return {k[0]: v[1] for k, v in _stored(cluster, name, state_id).items()}
 
 
 @pytest.fixture
@@ -105,7 +110,7 @@ def test_word_count_exact_with_a_failed_batch_replayed(cluster: LocalCluster) ->
         MemoryMapState(), ["sentence"], updater)
     cluster.submit_topology("trident-wc", CONF, t.build())
     expected = _expected()
-    wait_until(lambda: _counts(f"wc-{tag}") == expected, timeout=60,
+    wait_until(lambda: _counts(cluster, "trident-wc", f"wc-{tag}") == expected, timeout=60,
                message="exact word counts")
     # the failing batch (txid 3 holds "boom") was replayed with the same txid and rows
     with _LOCK:
@@ -114,7 +119,7 @@ def test_word_count_exact_with_a_failed_batch_replayed(cluster: LocalCluster) ->
     assert len(third) >= 2 and all(rows == third[0] for rows in third)
     assert third[0] == SENTENCES[4:6]
     # every key stores the txid of the batch that last changed it (transactional layout)
-    stored = memory.stored(f"wc-{tag}")
+    stored = _stored(cluster, "trident-wc", f"wc-{tag}")
     assert stored[("boom",)] == [3, 1]
     assert stored[("cow",)] == [1, 1]
     # commits of the other stream: in txid order with no gap, while batches overlapped
@@ -204,9 +209,9 @@ def test_grouping_on_a_tuple_value_counts_alike_in_one_worker_and_across_two() -
         with LocalCluster() as cluster:
             cluster.submit_topology("trident-pairs", {**CONF, "topology.workers": workers},
                                     t.build())
-            wait_until(lambda: {k[0]: v[1] for k, v in memory.stored(f"pairs-{tag}").items()}
-                       == want, timeout=60,
-                       message=lambda: f"{workers} workers: {memory.stored(f'pairs-{tag}')}")
+            wait_until(lambda: _counts(cluster, "trident-pairs", f"pairs-{tag}") == want,
+                       timeout=60, message=lambda: f"{workers} workers: "
+                       f"{_stored(cluster, 'trident-pairs', f'pairs-{tag}')}")
             assert not any(cluster.get_topology_info("trident-pairs")["errors"].values())
 
 
@@ -235,7 +240,7 @@ def test_drpc_query_reads_the_counts(cluster: LocalCluster) -> None:
          .project(["word", "count"]))
         cluster.submit_topology("trident-drpc", CONF, t.build())
         expected = _expected()
-        wait_until(lambda: _counts(f"q-{tag}") == expected, timeout=60)
+        wait_until(lambda: _counts(cluster, "trident-drpc", f"q-{tag}") == expected, timeout=60)
         total = expected["the"] + expected["to"] + expected["cow"]
         assert json.loads(drpc.execute("words", "the to cow nosuchword")) == [[total]]
         assert json.loads(drpc.execute("each", "cow nosuchword")) == [
@@ -346,7 +351,7 @@ def test_word_count_exact_across_two_workers(cluster: LocalCluster) -> None:
      .parallelism_hint(2))
     cluster.submit_topology("trident-2w", {**CONF, "topology.workers": 2,
                                            "topology.acker.executors": 2}, t.build())
-    wait_until(lambda: _counts(f"w2-{tag}") == _expected(), timeout=60,
+    wait_until(lambda: _counts(cluster, "trident-2w", f"w2-{tag}") == _expected(), timeout=60,
                message="exact word counts across two workers")
     assert tag not in ARMED
 
@@ -413,7 +418,8 @@ def test_transactional_partitioned_spout_replays_the_same_partition_batches(
      .group_by(["word"])
      .persistent_aggregate(MemoryMapState(f"tp-{tag}"), Count(), ["count"]))
     cluster.submit_topology("trident-partitioned", CONF, t.build())
-    wait_until(lambda: _counts(f"tp-{tag}") == _expected(), timeout=60,
+    wait_until(lambda: _counts(cluster, "trident-partitioned", f"tp-{tag}") == _expected(),
+               timeout=60,
                message="exact counts from a partitioned spout in two tasks")
     assert tag not in ARMED
     # "boom" is in p1's second batch: that txid was replayed from its kept metadata
@@ -503,7 +509,7 @@ def test_an_opaque_spout_counts_once_while_its_partitions_move_between_tasks(
             done = MOVED_DONE.get(tag, {})
             return len(done) == 2 and MOVED_SUCCEEDED.get(tag, 0) >= max(done.values())
     wait_until(finished, timeout=60, message=lambda: f"read to the end: {MOVED_DONE.get(tag)}")
-    counts = {k[0]: v[2] for k, v in memory.stored(f"mv-{tag}").items()}
+    counts = {k[0]: v[2] for k, v in _stored(cluster, "trident-moving", f"mv-{tag}").items()}
     assert counts == {"p1": MOVING_ROWS, "p2": MOVING_ROWS}
 
 
@@ -548,13 +554,14 @@ def test_a_failure_after_a_state_replays_once_and_the_chained_state_commits(
     cluster.submit_topology(f"chained-{pending}", {**CONF, "topology.max.spout.pending":
                                                    pending}, t.build())
     expected = Counter(w for (w,) in words)
-    wait_until(lambda: _counts(f"first-{tag}") == expected, timeout=60,
-               message=lambda: f"first state {_counts(f'first-{tag}')}")
+    name = f"chained-{pending}"
+    wait_until(lambda: _counts(cluster, name, f"first-{tag}") == expected, timeout=60,
+               message=lambda: f"first state {_counts(cluster, name, f'first-{tag}')}")
     # the second counts the batches that changed each word's count, the failed one once
     changed = Counter(w for i in range(0, len(words), 4) for (w,) in
                       {tuple(r) for r in words[i:i + 4]})
-    wait_until(lambda: _counts(f"second-{tag}") == changed, timeout=30,
-               message=lambda: f"second state {_counts(f'second-{tag}')}")
+    wait_until(lambda: _counts(cluster, name, f"second-{tag}") == changed, timeout=30,
+               message=lambda: f"second state {_counts(cluster, name, f'second-{tag}')}")
     assert tag not in ARMED
 
 
@@ -582,7 +589,7 @@ def test_the_contracts_example_serves_drpc_with_one_split_for_both_streams(
             .state_query(counts, ["word"], MapGet(), ["count"]).aggregate(["count"], Sum(), ["sum"])
         cluster.submit_topology("api-example", CONF, t.build())
         expected = _expected()
-        wait_until(lambda: _counts(f"api-{tag}") == expected, timeout=60)
+        wait_until(lambda: _counts(cluster, "api-example", f"api-{tag}") == expected, timeout=60)
         assert json.loads(drpc.execute("count", "the cow")) == [
             [expected["the"] + expected["cow"]]]
     said = [r.getMessage() for r in caplog.records if "whose one field is 'args'" in
@@ -596,3 +603,43 @@ def test_a_field_an_input_of_several_fields_lacks_is_still_a_key_error() -> None
     with pytest.raises(KeyError, match="no field 'sentence'.*fields: \\['word', 'n'\\]"):
         tup["sentence"]
     assert TridentTuple(("a b",), {"args": 0})["sentence"] == "a b"
+
+
+#: tag -> the txids an AckedSpout was told every state wrote
+ACKED_TXIDS: dict[str, set[int]] = {}
+
+
+class AckedSpout(FixedBatchSpout):
+    tag = ""
+
+    def ack(self, txid: int) -> None:
+        with _LOCK:
+            ACKED_TXIDS.setdefault(self.tag, set()).add(txid)
+
+
+def test_a_memory_state_goes_with_its_topology_and_its_local_cluster() -> None:
+    """A MemoryMapState lives as long as its topology in its LocalCluster: in another
+    topology after its kill, and in a second LocalCluster of the process, the same state id
+    starts from nothing (the process kept it: the counts doubled), and a kill drops it. (A
+    topology submitted again under its name goes on from its last txid, kept by the
+    cluster.)"""
+    state_id = f"again-{uuid.uuid4().hex}"
+    batches = set(range(1, (len(SENTENCES) + 1) // 2 + 1))
+    for _ in range(2):
+        with LocalCluster() as cluster:
+            for name in ("again-1", "again-2"):
+                tag = uuid.uuid4().hex
+                spout = AckedSpout(["sentence"], 2, SENTENCES)
+                spout.tag = tag
+                t = TridentTopology()
+                (t.new_stream("sentences", spout)
+                 .each(["sentence"], SplitSentence(), ["word"])
+                 .group_by(["word"])
+                 .persistent_aggregate(MemoryMapState(state_id), Count(), ["count"]))
+                cluster.submit_topology(name, CONF, t.build())
+                wait_until(lambda tag=tag: batches <= ACKED_TXIDS.get(tag, set()), timeout=60,
+                           message="not every batch committed")
+                assert _counts(cluster, name, state_id) == _expected()
+                stores = cluster.workers(name)[0].memory_stores
+                cluster.kill_topology(name)
+                assert memory.stored(stores, state_id) == {}

@@ -99,7 +99,7 @@ class Evaluator:
             if n.op is not None and hasattr(n.op, "prepare"):
                 n.op.prepare(conf, context)
             if n.factory is not None:
-                n.state = n.factory.make_state()
+                n.state = n.factory.make_state(context.memory_stores)
 
     def cleanup(self) -> None:
         for n in self.nodes:

@@ -4,13 +4,15 @@
 ``.non_transactional()`` and ``RedisMapState(host=, port=, db=, key_prefix=)`` /
 ``RedisMapState.transactional(...)`` and likewise return a :class:`MapStateFactory` (the
 class called itself is the transactional kind); it travels to the workers as JSON and
-``make_state()`` builds the task's :class:`~squall.trident.state.map_state.MapState` there.
+``make_state(context.memory_stores)`` builds the task's
+:class:`~squall.trident.state.map_state.MapState` there.
 """
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
+from squall.runtime.memory_stores import MemoryStores
 from squall.trident.state.map_state import KINDS, BackingMap, MapState
 
 
@@ -31,13 +33,16 @@ class MapStateFactory:
     def from_json(cls, d: dict[str, Any]) -> MapStateFactory:
         return cls(d["backend"], d["kind"], dict(d["options"]))
 
-    def make_state(self) -> MapState:
-        return KINDS[self.kind](self._backing())
+    def make_state(self, stores: MemoryStores | None = None) -> MapState:
+        """The task's state; a memory one keeps its map in ``stores``, its worker's
+        (``context.memory_stores``; None: stores of its own)."""
+        return KINDS[self.kind](self._backing(stores))
 
-    def _backing(self) -> BackingMap:
+    def _backing(self, stores: MemoryStores | None) -> BackingMap:
         if self.backend == "memory":
             from squall.trident.state.memory import MemoryBackingMap
-            return MemoryBackingMap(self.options["id"])
+            return MemoryBackingMap(self.options["id"],
+                                    stores if stores is not None else MemoryStores())
         if self.backend == "redis":
             from squall.trident.state.redis import RedisBackingMap
             return RedisBackingMap(**self.options)
@@ -53,7 +58,8 @@ class MapStateFactory:
 
 
 class MemoryMapState:
-    """A map state in this process's memory (LocalCluster, tests, one-worker topologies).
+    """A map state in its workers' memory (LocalCluster, tests, one-worker topologies; see
+    :mod:`squall.trident.state.memory`).
 
     ``MemoryMapState()`` is transactional; ``state_id`` names it (one is made up otherwise)."""
 

@@ -1,7 +1,7 @@
-"""The memory backing map: a dict per state, shared by every task of this process.
-
-Lives as long as the process (LocalCluster, tests); on a cluster each worker process has its
-own, so use it there only with one worker. ``clear(state_id)`` forgets one.
+"""The memory backing map: a dict per state id, in the stores of the task's worker
+(``context.memory_stores``, see :mod:`squall.runtime.memory_stores`), shared by every task
+of that owner: a worker process on a cluster (so use it there only with one worker), the
+topology in a LocalCluster (its workers share it; it is dropped when the topology is killed).
 """
 from __future__ import annotations
 
@@ -9,11 +9,25 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from squall.runtime.memory_stores import MemoryStores
 from squall.trident.state.map_state import BackingMap, Key
 from squall.trident.tuple import frozen
 
-_STORES: dict[str, dict[Any, Any]] = {}
-_LOCK = threading.Lock()
+__all__ = ["MemoryBackingMap", "stored"]
+
+
+class _Maps:
+    """This backend's part of one owner's stores: state id -> {key: stored value}."""
+
+    __slots__ = ("lock", "maps")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.maps: dict[str, dict[Any, Any]] = {}
+
+
+def _maps(stores: MemoryStores) -> _Maps:
+    return stores.part("squall.trident.memory", _Maps)
 
 
 def _hashable(key: Key) -> Any:
@@ -25,9 +39,12 @@ def _hashable(key: Key) -> Any:
 
 
 class MemoryBackingMap(BackingMap):
-    def __init__(self, state_id: str) -> None:
-        with _LOCK:
-            self.data = _STORES.setdefault(state_id, {})
+    """The map of ``state_id`` in ``stores``."""
+
+    def __init__(self, state_id: str, stores: MemoryStores) -> None:
+        part = _maps(stores)
+        with part.lock:
+            self.data = part.maps.setdefault(state_id, {})
 
     def multi_get(self, keys: Sequence[Key]) -> list[Any]:
         get = self.data.get
@@ -39,12 +56,9 @@ class MemoryBackingMap(BackingMap):
             data[_hashable(k)] = v
 
 
-def stored(state_id: str) -> dict[Any, Any]:
-    """A copy of what a memory state holds: ``{key tuple: stored value}`` (for tests)."""
-    with _LOCK:
-        return dict(_STORES.get(state_id, {}))
-
-
-def clear(state_id: str) -> None:
-    with _LOCK:
-        _STORES.pop(state_id, None)
+def stored(stores: MemoryStores, state_id: str) -> dict[Any, Any]:
+    """A copy of what the memory state ``state_id`` holds in ``stores`` (a worker's
+    ``memory_stores``): ``{key tuple: stored value}`` (for tests)."""
+    part = _maps(stores)
+    with part.lock:
+        return dict(part.maps.get(state_id, {}))

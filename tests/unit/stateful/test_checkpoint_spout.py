@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from squall.api.context import TopologyContext
+from squall.runtime.memory_stores import MemoryStores
 from squall.stateful.checkpoint import CHECKPOINT, COMMIT, PREPARE, RECOVER, CheckpointSpout
 from squall.stateful.memory import MemoryStateProvider
 
@@ -23,6 +24,10 @@ class Clock:
         return self.t
 
 
+#: the stores of the worker the spouts of these tests run in
+STORES = MemoryStores()
+
+
 def spout_for(prefix: str, clock: Clock) -> tuple[CheckpointSpout, list[tuple[Any, ...]]]:
     emitted: list[tuple[Any, ...]] = []
     spout = CheckpointSpout()
@@ -30,7 +35,7 @@ def spout_for(prefix: str, clock: Clock) -> tuple[CheckpointSpout, list[tuple[An
         (tuple(values), stream, tup_id))
     context = TopologyContext(topology_id="t-1", topology_name="t", component_id=CHECKPOINT,
                               task_id=9, task_to_component={9: CHECKPOINT},
-                              this_worker_port=None)
+                              this_worker_port=None, memory_stores=STORES)
     spout.context = context
     spout.initialize({"topology.state.checkpoint.interval.ms": 1000,
                       "topology.state.provider": "memory",
@@ -63,7 +68,7 @@ def test_recover_first_then_prepare_and_commit_every_interval(prefix):
     assert actions(emitted)[-1] == (1, PREPARE)
     spout.ack(emitted[-1][2])
     # every task prepared: the decision is kept before commit goes out
-    provider = MemoryStateProvider({"key_prefix": prefix})
+    provider = MemoryStateProvider({"key_prefix": prefix}, STORES)
     assert provider.txids(spout.namespace) == (1, None)
     spout.next_tuple()
     assert actions(emitted)[-1] == (1, COMMIT)
@@ -255,7 +260,7 @@ def test_memory_options_are_checked_by_name_and_type() -> None:
 
 def test_the_decision_kept_under_the_spouts_task_id_is_carried_over(prefix):
     # squall kept the spout's decisions under its task id (9 here) before
-    provider = MemoryStateProvider({"key_prefix": prefix})
+    provider = MemoryStateProvider({"key_prefix": prefix}, STORES)
     provider.prepare(f"t/{CHECKPOINT}/9", 6, {})
     provider.commit(f"t/{CHECKPOINT}/9", 6)
     spout, emitted = spout_for(prefix, Clock())

@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from squall.runtime.memory_stores import MemoryStores
 from squall.trident import MemoryMapState, RedisMapState
 from squall.trident.state import memory
 
@@ -13,9 +14,13 @@ def add(n: int):
     return lambda old: (old or 0) + n
 
 
+#: the stores of the worker these states are made in
+STORES = MemoryStores()
+
+
 def _state(kind: str):
     factory = getattr(MemoryMapState, kind)(f"u-{uuid.uuid4().hex}")
-    return factory, factory.make_state()
+    return factory, factory.make_state(STORES)
 
 
 def test_default_memory_map_state_is_transactional() -> None:
@@ -42,7 +47,7 @@ def test_transactional_skips_a_replayed_txid() -> None:
     s.begin_commit(2)                       # txid 2 again: already applied
     assert s.multi_update([("a",), ("c",)], [add(3), add(1)]) == [5, 1]
     s.commit(2)
-    assert memory.stored(factory.state_id) == {("a",): [2, 5], ("b",): [1, 5], ("c",): [2, 1]}
+    assert memory.stored(STORES, factory.state_id) == {("a",): [2, 5], ("b",): [1, 5], ("c",): [2, 1]}
     assert s.multi_get([("a",), ("zz",)]) == [5, None]
 
 
@@ -54,11 +59,11 @@ def test_opaque_reapplies_a_replayed_txid_to_the_previous_value() -> None:
     s.begin_commit(2)
     assert s.multi_update([("a",)], [add(3)]) == [5]
     s.commit(2)
-    assert memory.stored(factory.state_id)[("a",)] == [2, 2, 5]
+    assert memory.stored(STORES, factory.state_id)[("a",)] == [2, 2, 5]
     s.begin_commit(2)                       # txid 2 replayed with other rows
     assert s.multi_update([("a",)], [add(10)]) == [12]
     s.commit(2)
-    assert memory.stored(factory.state_id)[("a",)] == [2, 2, 12]
+    assert memory.stored(STORES, factory.state_id)[("a",)] == [2, 2, 12]
     assert s.multi_get([("a",)]) == [12]
 
 
@@ -68,7 +73,7 @@ def test_non_transactional_applies_every_time() -> None:
         s.begin_commit(1)
         s.multi_update([("a",)], [add(2)])
         s.commit(1)
-    assert memory.stored(factory.state_id) == {("a",): 4}
+    assert memory.stored(STORES, factory.state_id) == {("a",): 4}
 
 
 def test_writes_outside_a_commit_are_refused() -> None:
@@ -84,4 +89,4 @@ def test_a_key_holding_a_list_is_the_key_holding_that_tuple() -> None:
     s.multi_update([((1, 2), "a")], [add(2)])
     s.commit(1)
     assert s.multi_get([([1, 2], "a"), ((1, 2), "a")]) == [2, 2]
-    assert memory.stored(factory.state_id) == {((1, 2), "a"): [1, 2]}
+    assert memory.stored(STORES, factory.state_id) == {((1, 2), "a"): [1, 2]}
