@@ -3,7 +3,7 @@
 A histogram is a list of :data:`SIZE` counts; :func:`index` maps a latency in milliseconds to
 its bucket in O(1) (``math.frexp``): four buckets per power of two, from about 15 ns to about
 4.6 hours (latencies outside land in the first or last bucket), so a percentile read from the
-buckets is within about 12 % of the true value. The executors add to their tasks' lists (a
+buckets is within about 12 % of that of the samples. The executors add to their tasks' lists (a
 bolt's pass that crosses a 16th tuple, weighted by its tuples; a spout's 16th completion: a
 sample, as Storm samples its stats); the stats timer takes the lists (a fresh one in their
 place) into :class:`~squall.metrics.stats.WindowedStats`; snapshots carry them as sparse

@@ -11,6 +11,9 @@ heartbeat reads), so a WindowedStats may be shared between those two threads.
 Latencies fed with a histogram (:mod:`squall.metrics.histogram`) also report their 50th and
 99th percentiles, ``<name>_latency_p50_ms`` and ``<name>_latency_p99_ms``, and the sparse
 histogram itself, ``<name>_latency_hist``, so that :func:`aggregate` adds executors up exactly.
+The histogram's sample count is fed as the count ``<name>_latency_samples`` (a bolt's pass is
+one sample, weighted by its tuples): the 99th percentile is left out of a window with fewer
+than :data:`P99_MIN_SAMPLES` samples, where it would be little more than the largest one.
 """
 from __future__ import annotations
 
@@ -21,8 +24,8 @@ from typing import Any
 
 from squall.metrics import histogram
 
-__all__ = ["ALL_TIME", "BUCKETS", "COUNTS", "LATENCIES", "PERCENTILES", "WINDOWS", "WindowedStats",
-           "aggregate"]
+__all__ = ["ALL_TIME", "BUCKETS", "COUNTS", "LATENCIES", "P99_MIN_SAMPLES", "PERCENTILES",
+           "SAMPLES", "WINDOWS", "WindowedStats", "aggregate"]
 
 #: window names as in Storm's UI and heartbeats; the numbers are seconds
 WINDOWS = ("600", "10800", "86400")
@@ -36,6 +39,10 @@ LATENCIES = ("execute", "process", "complete")
 _WEIGHT = {"execute": "executed", "process": "executed", "complete": "acked"}
 #: the percentiles reported for latencies fed with a histogram
 PERCENTILES = (("p50", 0.5), ("p99", 0.99))
+#: the fewest samples a window's histogram holds for its 99th percentile to be reported
+P99_MIN_SAMPLES = 100
+#: ``<name>`` + SAMPLES: the count of samples fed to that latency's histogram
+SAMPLES = "_latency_samples"
 _HIST = "_latency_hist"
 
 _Latency = Sequence[float]   # (total milliseconds, number of samples)
@@ -113,11 +120,16 @@ class _Window:
 
 
 def _report_percentiles(out: dict[str, Any], hists: Mapping[str, list[int]]) -> None:
+    """The percentiles of each non-empty histogram into ``out`` (which holds the counts, its
+    ``<name>_latency_samples`` among them), the 99th only from P99_MIN_SAMPLES samples."""
     for name, hist in hists.items():
         if any(hist):
+            samples = int(out.get(name + SAMPLES) or 0)
+            out[name + SAMPLES] = samples
             values = histogram.percentiles(hist, [q for _, q in PERCENTILES])
             for (label, _), value in zip(PERCENTILES, values):
-                out[f"{name}_latency_{label}_ms"] = value
+                if label != "p99" or samples >= P99_MIN_SAMPLES:
+                    out[f"{name}_latency_{label}_ms"] = value
             out[f"{name}{_HIST}"] = histogram.to_sparse(hist)
 
 

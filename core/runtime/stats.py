@@ -13,14 +13,15 @@ from squall.runtime.executors.spout import SpoutExecutor
 BUILTIN_METRICS = {"emitted": "__emit-count", "transferred": "__transfer-count",
                    "acked": "__ack-count", "failed": "__fail-count",
                    "executed": "__execute-count"}
-#: latency name -> the TaskState histogram that feeds its percentiles
-_HISTOGRAMS = {"execute": "exec_hist", "complete": "complete_hist"}
+#: latency name -> the TaskState histogram that feeds its percentiles, and its sample count
+_HISTOGRAMS = {"execute": ("exec_hist", "exec_samples"),
+               "complete": ("complete_hist", "complete_samples")}
 
 
 def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
     """Fold each executor's counters since the last fold into its windowed stats, and drop
     the process-latency samples of bolts older than ``max_age`` seconds (never acked)."""
-    from squall.metrics.stats import WindowedStats
+    from squall.metrics.stats import SAMPLES, WindowedStats
     from squall.runtime.executors.bolt import BoltExecutor
     stamp = time.time()
     for ex in executors:
@@ -29,13 +30,15 @@ def fold_stats(executors: Iterable[Executor], max_age: float) -> None:
         cur = executor_stats(ex, windows=False)
         prev = ex.last_fold
         counts = {k: cur[k] - prev.get(k, 0) for k in BUILTIN_METRICS}
+        for name in _HISTOGRAMS:
+            counts[name + SAMPLES] = cur[f"_{name}_samples"] - prev.get(f"_{name}_samples", 0)
         lat = {}
         for name in ("execute", "process", "complete"):
             total, n = cur[f"_{name}_total"], cur[f"_{name}_n"]
             ptotal, pn = prev.get(f"_{name}_total", 0.0), prev.get(f"_{name}_n", 0)
             if n - pn:
                 lat[name] = (total - ptotal, n - pn)
-        hists = {name: _drain(ex, attr) for name, attr in _HISTOGRAMS.items()}
+        hists = {name: _drain(ex, attr) for name, (attr, _) in _HISTOGRAMS.items()}
         ex.windows.add(counts, lat, stamp, hists)
         ex.last_fold = cur
         if isinstance(ex, BoltExecutor):
@@ -75,6 +78,9 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
         total[f"{name}_latency_ms"] = ms / n if n else 0.0
         if not windows:
             total[f"_{name}_total"], total[f"_{name}_n"] = ms, n
+    if not windows:
+        for name, (_, samples) in _HISTOGRAMS.items():
+            total[f"_{name}_samples"] = sum(getattr(ts, samples) for ts in ex.tasks)
     if windows and ex.windows is not None:
         total["windows"] = ex.windows.snapshot(time.time())
     total["queued"] = sum(ts.queued() for ts in ex.tasks)
@@ -82,6 +88,8 @@ def executor_stats(ex: Executor, windows: bool = True) -> dict[str, Any]:
     #: passes backpressure paused it
     total["queued_peak"] = max(ts.queue_peak for ts in ex.tasks)
     total["paused"] = ex.paused
+    #: on a thread of its own: its busy time is not its worker's loop's (see the UI's capacity)
+    total["threaded"] = ex.threaded
     if isinstance(ex, SpoutExecutor):
         now = ex.clock.now
         total["held_secs"] = round(ex.held_secs(now), 1)

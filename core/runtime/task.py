@@ -25,8 +25,8 @@ class TaskState:
 
     __slots__ = (
         "acked", "applied_tracked", "complete_hist", "complete_ms", "complete_n",
-        "component_id", "conf", "context", "current", "deferred", "deferred_fails", "emitted", "exec_hist",
-        "exec_ms", "exec_n", "executed",
+        "complete_samples", "component_id", "conf", "context", "current", "deferred",
+        "deferred_fails", "emitted", "exec_hist", "exec_ms", "exec_n", "exec_samples", "executed",
         "executor", "failed", "idle_until", "initialized", "instance", "metrics", "pass_cap",
         "pending_new",
         "pending_old", "proc_ms", "proc_n", "put_tracked", "queue", "queue_peak", "root_plan",
@@ -76,6 +76,10 @@ class TaskState:
         #: stats fold: a bolt's pass that crosses a 16th tuple, a spout's 16th completion
         self.exec_hist = histogram.new()
         self.complete_hist = histogram.new()
+        #: the samples added to each histogram so far (a bolt's pass is one sample, however
+        #: many tuples it weighs): the percentiles' sample count (squall.metrics.stats)
+        self.exec_samples = 0
+        self.complete_samples = 0
         #: process latency: (ms, samples); see BoltExecutor.run_once and ack_function
         self.proc_ms = 0.0
         self.proc_n = 0

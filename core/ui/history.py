@@ -15,16 +15,19 @@ from typing import Any
 __all__ = ["History"]
 
 _COUNTS = ("emitted", "transferred", "acked", "failed", "executed")
-_LATENCIES = ("execute_latency_ms", "process_latency_ms", "complete_latency_ms",
-              "execute_latency_p99_ms", "complete_latency_p99_ms")
+_MEANS = ("execute_latency_ms", "process_latency_ms", "complete_latency_ms")
+#: None where the window has too few samples for one (squall.metrics.stats.P99_MIN_SAMPLES)
+_P99S = ("execute_latency_p99_ms", "complete_latency_p99_ms")
+_LATENCIES = _MEANS + _P99S
 
 
-def _component_sample(stats: Mapping[str, Any]) -> dict[str, float]:
+def _component_sample(stats: Mapping[str, Any]) -> dict[str, float | None]:
     windows = stats.get("windows") or {}
     counts = windows.get(":all-time") or stats
     recent = windows.get("600") or stats
-    out = {k: float(counts.get(k, 0) or 0) for k in _COUNTS}
-    out.update({k: float(recent.get(k, 0.0) or 0.0) for k in _LATENCIES})
+    out: dict[str, float | None] = {k: float(counts.get(k, 0) or 0) for k in _COUNTS}
+    out.update({k: float(recent.get(k, 0.0) or 0.0) for k in _MEANS})
+    out.update({k: None if recent.get(k) is None else float(recent[k]) for k in _P99S})
     return out
 
 
@@ -37,7 +40,7 @@ class History:
             raise ValueError(f"a history keeps at least 2 samples per topology, not {size}")
         self._size = int(size)
         self._idle_secs = idle_secs
-        self._samples: dict[str, deque[tuple[float, dict[str, dict[str, float]]]]] = {}
+        self._samples: dict[str, deque[tuple[float, dict[str, dict[str, float | None]]]]] = {}
         self._lock = threading.Lock()
 
     def record(self, topology_id: str, now: float, info: Mapping[str, Any]) -> None:
@@ -66,40 +69,41 @@ class History:
         """Chart data: ``{"topology": [point...], "components": {comp: [point...]}}`` (system
         components too; the topology's points count the user's components only); a point
         is ``{"time", "emitted", "acked", "failed", "executed"}`` (per second since the sample
-        before) plus the component's latencies (ms, 10-minute means and 99th percentiles). The
-        topology's ``acked`` / ``failed`` / ``completeLatency`` (mean) / ``completeLatencyP99``
-        (the highest of its spouts') come from its spouts (``kinds``: component -> kind)."""
+        before) plus the component's latencies (ms, 10-minute means and 99th percentiles, a
+        percentile None where the window had too few samples for one). The topology's
+        ``acked`` / ``failed`` / ``completeLatency`` (mean) / ``completeLatencyP99`` (the
+        highest of its spouts', None without any) come from its spouts (``kinds``: component
+        -> kind)."""
         with self._lock:
             samples = list(self._samples.get(topology_id) or ())
-        topology: list[dict[str, float]] = []
-        components: dict[str, list[dict[str, float]]] = {}
+        topology: list[dict[str, float | None]] = []
+        components: dict[str, list[dict[str, float | None]]] = {}
         for (t0, before), (t1, after) in zip(samples, samples[1:]):
             span = t1 - t0
             if span <= 0:
                 continue
-            total = {"time": t1, "emitted": 0.0, "acked": 0.0, "failed": 0.0,
-                     "completeLatency": 0.0, "completeLatencyP99": 0.0}
-            weight = 0.0
+            emitted = acked = failed = latency = weight = 0.0
+            p99s: list[float] = []
             for comp, now in after.items():
                 prev = before.get(comp)
                 if prev is None:
                     continue
-                point: dict[str, float] = {"time": t1}
-                for k in _COUNTS:
-                    point[k] = max(0.0, now[k] - prev[k]) / span
-                for k in _LATENCIES:
-                    point[k] = now[k]
-                components.setdefault(comp, []).append(point)
+                rates = {k: max(0.0, (now[k] or 0.0) - (prev[k] or 0.0)) / span
+                         for k in _COUNTS}
+                components.setdefault(comp, []).append(
+                    {"time": t1, **rates, **{k: now[k] for k in _LATENCIES}})
                 if comp.startswith("__"):       # system components: their own charts only
                     continue
-                total["emitted"] += point["emitted"]
+                emitted += rates["emitted"]
                 if kinds.get(comp) == "spout":
-                    total["acked"] += point["acked"]
-                    total["failed"] += point["failed"]
-                    total["completeLatency"] += now["complete_latency_ms"] * point["acked"]
-                    total["completeLatencyP99"] = max(total["completeLatencyP99"],
-                                                      now["complete_latency_p99_ms"])
-                    weight += point["acked"]
-            total["completeLatency"] = total["completeLatency"] / weight if weight else 0.0
-            topology.append(total)
+                    acked += rates["acked"]
+                    failed += rates["failed"]
+                    latency += (now["complete_latency_ms"] or 0.0) * rates["acked"]
+                    weight += rates["acked"]
+                    p99 = now["complete_latency_p99_ms"]
+                    if p99 is not None:
+                        p99s.append(p99)
+            topology.append({"time": t1, "emitted": emitted, "acked": acked, "failed": failed,
+                             "completeLatency": latency / weight if weight else 0.0,
+                             "completeLatencyP99": max(p99s) if p99s else None})
         return {"topology": topology, "components": components}

@@ -92,7 +92,7 @@ def render(cluster: Any, topologies: Iterable[Mapping[str, Any]]) -> str:
                [(labels, int(total.get(counter) or 0)) for labels, total in counts])
     family("squall_component_latency_ms", "gauge",
            "Latency over the last 10 minutes in milliseconds: the mean, and the 50th and 99th "
-           "percentiles where the workers measure them.",
+           "percentiles where the workers measure them (the 99th from 100 samples up).",
            [({**labels, "latency": name, "stat": stat}, float(recent[key] or 0.0))
             for labels, recent in rows for name in _LATENCIES
             for stat, key in (("mean", f"{name}_latency_ms"), ("p50", f"{name}_latency_p50_ms"),

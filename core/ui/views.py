@@ -131,10 +131,42 @@ def _window_stats(stats: Mapping[str, Any], window: str) -> dict[str, Any]:
     return {}
 
 
-def _capacity(executed: int, execute_ms: float, window: str, uptime: float) -> float:
-    """Storm's capacity: the share of the window the executor spent executing."""
-    span = uptime if window == ":all-time" else min(float(window), uptime)
-    return executed * execute_ms / (span * 1000.0) if span > 0 else 0.0
+def _busy_ms(x: Mapping[str, Any], window: str) -> float:
+    """The milliseconds executor ``x`` spent executing tuples in ``window``."""
+    w = _window_stats(x, window)
+    return int(w.get("executed", 0)) * float(w.get("execute_latency_ms", 0.0))
+
+
+def _loop_busy(info: Mapping[str, Any], window: str) -> dict[str, float]:
+    """Worker -> the milliseconds its loop spent executing tuples in ``window``: the busy
+    time of its executors, system ones too, but those on threads of their own."""
+    out: dict[str, float] = {}
+    for x in info.get("executors") or ():
+        if not x.get("threaded"):
+            key = str(x.get("worker"))
+            out[key] = out.get(key, 0.0) + _busy_ms(x, window)
+    return out
+
+
+def _executor_capacity(x: Mapping[str, Any], window: str, loop_busy: Mapping[str, float]
+                       ) -> float:
+    """The executor's busy time over the time it could have had in ``window``: 1 when it
+    executed whenever it could, so its component holds the topology back. One on its
+    worker's loop could have had what the loop did not spend on the worker's other
+    executors (``loop_busy``: see :func:`_loop_busy`), so its capacity stays at most 1 and
+    reaches it when it is saturated though it shares the loop (a share of the window would
+    keep two saturated executors of one worker under 0.5 each). One on its own thread
+    (``threaded``) could have had the whole window."""
+    uptime = float(x.get("uptime_secs") or 0)
+    span = (uptime if window == ":all-time" else min(float(window), uptime)) * 1000.0
+    if span <= 0:
+        return 0.0
+    busy = _busy_ms(x, window)
+    if x.get("threaded"):
+        return busy / span
+    others = loop_busy.get(str(x.get("worker")), busy) - busy
+    room = max(span - others, busy)
+    return busy / room if room > 0 else 0.0
 
 
 def _worker_links(info: Mapping[str, Any], log_query: str) -> dict[str, str]:
@@ -166,7 +198,8 @@ def _errors(info: Mapping[str, Any], component: str, now: float,
 
 
 def _component_row(comp: str, stats: Mapping[str, Any], execs: list[Mapping[str, Any]],
-                   window: str, errors: list[dict[str, Any]]) -> dict[str, Any]:
+                   window: str, errors: list[dict[str, Any]],
+                   loop_busy: Mapping[str, float]) -> dict[str, Any]:
     w = _window_stats(stats, window)
     kind = str(stats.get("kind", ""))
     row: dict[str, Any] = {"executors": int(stats.get("executors", 0)),
@@ -184,25 +217,27 @@ def _component_row(comp: str, stats: Mapping[str, Any], execs: list[Mapping[str,
         row["boltId"] = comp
         row["executeLatency"] = _ms(w.get("execute_latency_ms"))
         row["processLatency"] = _ms(w.get("process_latency_ms"))
-        row["capacity"] = f"{max((_executor_capacity(x, window) for x in execs), default=0):.3f}"
+        row["capacity"] = \
+            f"{max((_executor_capacity(x, window, loop_busy) for x in execs), default=0):.3f}"
     _add_percentiles(row, w)
     return row
 
 
 def _add_percentiles(row: dict[str, Any], w: Mapping[str, Any]) -> None:
     """``executeLatencyP50`` ... ``completeLatencyP99`` (strings, ms) where the window has
-    them (workers fold a latency histogram per executor); left out otherwise."""
+    them (workers fold a latency histogram per executor), and the samples they come from
+    (``executeLatencySamples``, ``completeLatencySamples``) where workers count them; the
+    p99 is null where the window has a p50 but too few samples for a p99
+    (``squall.metrics.stats.P99_MIN_SAMPLES``). Left out where the window has no histogram."""
     for key in ("execute", "complete"):
-        for pct in ("p50", "p99"):
-            name = f"{key}_latency_{pct}_ms"
-            if name in w:
-                row[f"{key}Latency{pct.upper()}"] = _ms(w[name])
-
-
-def _executor_capacity(x: Mapping[str, Any], window: str) -> float:
-    w = _window_stats(x, window)
-    return _capacity(int(w.get("executed", 0)), float(w.get("execute_latency_ms", 0.0)), window,
-                     float(x.get("uptime_secs") or 0))
+        if f"{key}_latency_p50_ms" not in w:
+            continue
+        row[f"{key}LatencyP50"] = _ms(w[f"{key}_latency_p50_ms"])
+        p99 = w.get(f"{key}_latency_p99_ms")
+        row[f"{key}LatencyP99"] = None if p99 is None else _ms(p99)
+        samples = w.get(f"{key}_latency_samples")
+        if samples is not None:
+            row[f"{key}LatencySamples"] = int(samples)
 
 
 def _executors_of(info: Mapping[str, Any], comp: str) -> list[Mapping[str, Any]]:
@@ -271,9 +306,11 @@ def topology_page(info: Mapping[str, Any], window: str, now: float,
     spouts: list[dict[str, Any]] = []
     bolts: list[dict[str, Any]] = []
     errors: dict[str, list[dict[str, Any]]] = {}
+    loop_busy = _loop_busy(info, window)
     for comp, stats in sorted(_user_components(info).items()):
         errors[comp] = _errors(info, comp, now, log_query)
-        row = _component_row(comp, stats, _executors_of(info, comp), window, errors[comp])
+        row = _component_row(comp, stats, _executors_of(info, comp), window, errors[comp],
+                             loop_busy)
         (spouts if stats.get("kind") == "spout" else bolts).append(row)
     for comp in sorted(info.get("errors") or {}):
         if comp not in errors and str(comp).startswith("__"):
@@ -326,11 +363,12 @@ def component_page(info: Mapping[str, Any], component: str, window: str,
     errors = _errors(info, component, now, log_query)
     per_window = []
     for name in WINDOWS:
-        row = _component_row(component, stats, execs, name, errors)
+        row = _component_row(component, stats, execs, name, errors, _loop_busy(info, name))
         per_window.append({"window": name, "windowPretty": window_hint(name),
                            **{k: v for k, v in row.items()
                               if not k.startswith(("error", "lastError"))}})
     links = _worker_links(info, log_query)
+    loop_busy = _loop_busy(info, window)
     executor_stats = []
     for x in execs:
         w = _window_stats(x, window)
@@ -347,7 +385,7 @@ def component_page(info: Mapping[str, Any], component: str, window: str,
         else:
             row["executeLatency"] = _ms(w.get("execute_latency_ms"))
             row["processLatency"] = _ms(w.get("process_latency_ms"))
-            row["capacity"] = f"{_executor_capacity(x, window):.3f}"
+            row["capacity"] = f"{_executor_capacity(x, window, loop_busy):.3f}"
         _add_percentiles(row, w)
         executor_stats.append(row)
     return {"id": component, "encodedId": quote(component, safe=""),
@@ -388,6 +426,7 @@ def visualization(info: Mapping[str, Any], window: str) -> dict[str, Any]:
     comps = _user_components(info)
     uptime = float(info.get("uptime_secs") or 0)
     span = uptime if window == ":all-time" else min(float(window), uptime)
+    loop_busy = _loop_busy(info, window)
     out: dict[str, Any] = {}
     for node in info.get("graph") or ():
         cid = str(node.get("id"))
@@ -397,7 +436,8 @@ def visualization(info: Mapping[str, Any], window: str) -> dict[str, Any]:
         latency = w.get("complete_latency_ms" if kind == "spout" else "execute_latency_ms", 0.0)
         execs = _executors_of(info, cid)
         out[cid] = {":type": kind, ":executors": int(node.get("executors", 0)),
-                    ":capacity": max((_executor_capacity(x, window) for x in execs), default=0.0),
+                    ":capacity": max((_executor_capacity(x, window, loop_busy) for x in execs),
+                                     default=0.0),
                     ":latency": float(latency or 0.0),
                     ":emitted": int(w.get("emitted", 0)),
                     ":rate": int(w.get("emitted", 0)) / span if span > 0 else 0.0,

@@ -56,7 +56,12 @@ def test_pystorm_and_node_word_count_is_exact(cluster: LocalCluster, tmp_path: P
                                               caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="squall.component")
     _run(cluster, tmp_path, ml.build())
-    assert cluster.get_topology_info("ml")["errors"] == {}
+    info = cluster.get_topology_info("ml")
+    assert info["errors"] == {}
+    # a multi-lang bolt's process latency: from handing each tuple to it to its ack
+    for x in info["executors"]:
+        if x["component"] in ("split", "count") and x["acked"]:
+            assert x["process_latency_ms"] > 0, x
     # the Node bolt's log command at level 3, and pystorm's logger, under the component
     assert any(r.name == "squall.component.count" and r.levelno == logging.WARNING
                and "count task" in r.getMessage() for r in caplog.records)

@@ -106,6 +106,7 @@ class BoltExecutor(Executor):
             ts.exec_n = after = before + n
             if (before ^ after) >> 4:   # a pass that crosses a 16th tuple feeds the percentiles
                 ts.exec_hist[_bucket(spent * 1000.0 / n)] += n
+                ts.exec_samples += 1
             ts.executed += n
             if auto_ack:
                 # the pass's acks reach the acker when it ends: each tuple acked in it was

@@ -218,6 +218,7 @@ class SpoutExecutor(Executor):
             ts.complete_ms += latency
             if not ts.complete_n & 15:     # one completion in 16 feeds the percentiles
                 ts.complete_hist[_bucket(latency)] += 1
+                ts.complete_samples += 1
             ts.complete_n += 1
             self._call(ts, ts.instance.ack, entry[0])
         else:

@@ -16,7 +16,13 @@ function esc(value) {
 }
 function num(value) { return NUM.format(Number(value || 0)); }
 function ms(value) { return NUM.format(Number(Number(value || 0).toFixed(3))); }
-function pct(value) { return value === undefined ? "" : ms(value); }
+// a latency percentile; null where its window has too few samples for one (a p99 under 100)
+function pct(value) {
+  if (value === undefined) return "";
+  return value === null ? `<span class="muted" title="too few samples">n<100</span>` : ms(value);
+}
+// the samples a component's percentiles come from (blank where none are counted)
+function samples(value) { return value === undefined ? "" : num(value); }
 function when(secs) { return secs ? new Date(secs * 1000).toLocaleString() : ""; }
 function link(href, text) {
   return href ? `<a href="${esc(href)}">${esc(text)}</a>` : esc(text);
@@ -125,7 +131,8 @@ function statsRows(rows) {
 function spoutStatsRows(rows) {
   return rows.map(s => [esc(s.windowPretty), num(s.emitted), num(s.transferred),
                         ms(s.completeLatency), pct(s.completeLatencyP50),
-                        pct(s.completeLatencyP99), num(s.acked), num(s.failed)]);
+                        pct(s.completeLatencyP99), samples(s.completeLatencySamples),
+                        num(s.acked), num(s.failed)]);
 }
 
 async function topologyPage(main, id) {
@@ -183,21 +190,24 @@ async function topologyPage(main, id) {
      ["failed"]], statsRows(t.topologyStats));
   main.querySelector("#spouts").innerHTML = table(
     [["id", "l"], ["executors"], ["tasks"], ["emitted"], ["transferred"],
-     ["complete latency ms"], ["p50"], ["p99"], ["acked"], ["failed"], ["last error", "l"]],
+     ["complete latency ms"], ["p50"], ["p99"], ["samples"], ["acked"], ["failed"],
+     ["last error", "l"]],
     t.spouts.map(s => [link(`${topo}/component/${encodeURIComponent(s.spoutId)}`, s.spoutId),
                        num(s.executors), num(s.tasks), num(s.emitted), num(s.transferred),
                        ms(s.completeLatency), pct(s.completeLatencyP50),
-                       pct(s.completeLatencyP99), num(s.acked), num(s.failed),
+                       pct(s.completeLatencyP99), samples(s.completeLatencySamples),
+                       num(s.acked), num(s.failed),
                        esc((s.lastError || "").split("\n").pop())]), "spouts-table");
   main.querySelector("#bolts").innerHTML = table(
     [["id", "l"], ["executors"], ["tasks"], ["emitted"], ["transferred"], ["capacity"],
-     ["execute latency ms"], ["p50"], ["p99"], ["executed"], ["process latency ms"], ["acked"],
-     ["failed"], ["last error", "l"]],
+     ["execute latency ms"], ["p50"], ["p99"], ["samples"], ["executed"],
+     ["process latency ms"], ["acked"], ["failed"], ["last error", "l"]],
     t.bolts.map(b => [link(`${topo}/component/${encodeURIComponent(b.boltId)}`, b.boltId),
                       num(b.executors), num(b.tasks), num(b.emitted), num(b.transferred),
                       `<span class="${Number(b.capacity) > 0.8 ? "hot" : ""}">` +
                       `${esc(b.capacity)}</span>`, ms(b.executeLatency),
-                      pct(b.executeLatencyP50), pct(b.executeLatencyP99), num(b.executed),
+                      pct(b.executeLatencyP50), pct(b.executeLatencyP99),
+                      samples(b.executeLatencySamples), num(b.executed),
                       ms(b.processLatency), num(b.acked), num(b.failed),
                       esc((b.lastError || "").split("\n").pop())]), "bolts-table");
   main.querySelector("#workers").innerHTML = table(
@@ -250,25 +260,29 @@ async function componentPage(main, id, component) {
   const perWindow = spout ? c.spoutSummary : c.boltStats;
   main.querySelector("#stats").innerHTML = spout ? table(
     [["window", "l"], ["emitted"], ["transferred"], ["complete latency ms"], ["p50"], ["p99"],
-     ["acked"], ["failed"]], spoutStatsRows(perWindow)) : table(
+     ["samples"], ["acked"], ["failed"]], spoutStatsRows(perWindow)) : table(
     [["window", "l"], ["emitted"], ["transferred"], ["capacity"], ["execute latency ms"],
-     ["p50"], ["p99"], ["executed"], ["process latency ms"], ["acked"], ["failed"]],
+     ["p50"], ["p99"], ["samples"], ["executed"], ["process latency ms"], ["acked"],
+     ["failed"]],
     perWindow.map(s => [esc(s.windowPretty), num(s.emitted), num(s.transferred),
                         esc(s.capacity), ms(s.executeLatency), pct(s.executeLatencyP50),
-                        pct(s.executeLatencyP99), num(s.executed),
+                        pct(s.executeLatencyP99), samples(s.executeLatencySamples),
+                        num(s.executed),
                         ms(s.processLatency), num(s.acked), num(s.failed)]));
   main.querySelector("#executors").innerHTML = table(
     [["executor", "l"], ["host", "l"], ["port"], ["uptime"], ["emitted"], ["transferred"],
-     ...(spout ? [["complete latency ms"], ["p99"]]
-              : [["capacity"], ["execute latency ms"], ["p99"], ["executed"],
+     ...(spout ? [["complete latency ms"], ["p99"], ["samples"]]
+              : [["capacity"], ["execute latency ms"], ["p99"], ["samples"], ["executed"],
                  ["process latency ms"]]),
      ["acked"], ["failed"], ["log", "l"]],
     c.executorStats.map(x => [esc(x.id), esc(x.host), esc(x.port), esc(x.uptime),
                               num(x.emitted), num(x.transferred),
                               ...(spout ? [ms(x.completeLatency),
-                                           pct(x.completeLatencyP99)]
+                                           pct(x.completeLatencyP99),
+                                           samples(x.completeLatencySamples)]
                                         : [esc(x.capacity), ms(x.executeLatency),
-                                           pct(x.executeLatencyP99), num(x.executed),
+                                           pct(x.executeLatencyP99),
+                                           samples(x.executeLatencySamples), num(x.executed),
                                            ms(x.processLatency)]),
                               num(x.acked), num(x.failed), logLink(x.workerLogLink)]),
     "executors-table");
@@ -343,7 +357,8 @@ function drawCharts(points, rates, latencies) {
   const colors = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd"];
   for (const [name, series] of [["throughput", rates], ["latency", latencies]]) {
     const datasets = series.map(([key, label], i) => ({
-      label, data: points.map(p => p[key] || 0), borderColor: colors[i],
+      // a null percentile (too few samples) is a gap, not a zero
+      label, data: points.map(p => p[key] === null ? null : p[key] || 0), borderColor: colors[i],
       backgroundColor: colors[i], pointRadius: 0, tension: 0.2 }));
     const chart = state.charts[name];
     if (chart) {

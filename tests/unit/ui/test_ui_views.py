@@ -223,3 +223,77 @@ def test_history_charts_system_components_apart_from_the_topology():
     series = history.series("wc-1", {"words": "spout", "count": "bolt", "__acker": "acker"})
     assert series["components"]["__acker"][0]["executed"] == 50.0       # its own chart
     assert series["topology"][0]["emitted"] == 100.0                   # the user's only
+
+
+def _shared_loop_info() -> dict[str, Any]:
+    """Worker sup1:6700 runs the spout, both executors of ``count`` on its loop (each busy
+    49.5 s of the 100 s it ran) and ``slow`` on a thread of its own (busy 30 s); worker
+    sup1:6701 runs a third ``count`` executor busy 10 s."""
+    info = topology_info("wc", "alice")
+    slow = windows(0, 1500, 1500, 20.0)
+    info["components"]["slow"] = {"kind": "bolt", "executors": 1, "tasks": 1, "windows": slow}
+
+    def bolt(executor: str, comp: str, worker: str, executed: int, ms: float,
+             **extra: Any) -> dict[str, Any]:
+        return {"executor": executor, "component": comp, "kind": "bolt", "tasks": [1],
+                "worker": worker, "host": "h1", "uptime_secs": 100,
+                "windows": windows(0, executed, executed, ms), **extra}
+    info["executors"][1:] = [bolt("2-2", "count", "sup1:6700", 2475, 20.0),
+                             bolt("3-3", "count", "sup1:6700", 2475, 20.0),
+                             bolt("4-4", "count", "sup1:6701", 500, 20.0),
+                             bolt("5-5", "slow", "sup1:6700", 1500, 20.0, threaded=True)]
+    info["graph"].append({"id": "slow", "kind": "bolt", "executors": 1, "tasks": 1,
+                          "inputs": []})
+    return info
+
+
+def test_capacity_shows_a_saturated_bolt_whose_executors_share_their_workers_loop():
+    """The loop takes turns between a worker's executors: each of the two ``count``
+    executors on sup1:6700 could have had the 100 s less the other's 49.5 s, and used all
+    but 2 % of it (as a share of the window, 0.495 each: never the bottleneck it is). An
+    executor on a thread of its own keeps its share of the window and takes no loop time."""
+    info = _shared_loop_info()
+    for window in ("600", ":all-time"):
+        page = views.component_page(info, "count", window, now=0)
+        assert page is not None
+        assert [x["capacity"] for x in page["executorStats"]] == ["0.980", "0.980", "0.100"]
+        assert [s["capacity"] for s in page["boltStats"]] == ["0.980"] * 4
+        bolts = {b["boltId"]: b for b in views.topology_page(info, window, now=0)["bolts"]}
+        assert (bolts["count"]["capacity"], bolts["slow"]["capacity"]) == ("0.980", "0.300")
+        viz = views.visualization(info, window)
+        assert round(viz["count"][":capacity"], 3) == 0.98
+    # busier than the window leaves it (measured apart, on different clocks): at most 1
+    info["executors"][2]["windows"] = windows(0, 3000, 3000, 20.0)
+    page = views.component_page(info, "count", "600", now=0)
+    assert page is not None and page["executorStats"][1]["capacity"] == "1.000"
+
+
+def test_percentiles_come_with_their_samples_and_a_p99_needs_enough_of_them():
+    info = topology_info("wc", "alice")
+    for stats in (info["components"]["count"], info["executors"][1]):
+        for w in stats["windows"].values():
+            w["execute_latency_samples"] = 37
+            del w["execute_latency_p99_ms"]             # too few samples: left out
+    [bolt] = views.topology_page(info, "600", now=0)["bolts"]
+    assert bolt["executeLatencyP50"] == "0.400" and bolt["executeLatencyP99"] is None
+    assert bolt["executeLatencySamples"] == 37
+    page = views.component_page(info, "count", "600", now=0)
+    assert page is not None
+    assert [(x["executeLatencyP99"], x.get("executeLatencySamples"))
+            for x in page["executorStats"]] == [(None, 37), ("2.000", None)]
+
+
+def test_history_charts_no_p99_where_the_window_has_too_few_samples():
+    kinds = {"words": "spout", "count": "bolt"}
+    history = History(size=3)
+    for i, t in enumerate((100.0, 110.0)):
+        info = topology_info("wc", "alice", scale=i + 1)
+        for comp in ("words", "count"):
+            for w in info["components"][comp]["windows"].values():
+                w.pop("execute_latency_p99_ms")
+                w.pop("complete_latency_p99_ms")
+        history.record("wc-1", t, info)
+    series = history.series("wc-1", kinds)
+    assert series["topology"][0]["completeLatencyP99"] is None      # a gap, not a zero
+    assert series["components"]["count"][0]["execute_latency_p99_ms"] is None
+    assert series["components"]["count"][0]["execute_latency_ms"] == 0.5
