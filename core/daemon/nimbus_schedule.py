@@ -45,6 +45,7 @@ from squall.daemon.nimbus_slot_failures import (
     SlotFailures,
 )
 from squall.daemon.nimbus_worker_defaults import WorkerDefaults
+from squall.errors import StateError
 from squall.scheduling.cluster import (
     Cluster,
     ExecutorDetails,
@@ -55,8 +56,9 @@ from squall.scheduling.cluster import (
     details_from_topology,
 )
 from squall.scheduling.resources import Resources
+from squall.spi import state as state_spi
 from squall.spi.scheduler import Scheduler
-from squall.state.cluster_state import ClusterState, beat_key
+from squall.state.cluster_state import ClusterState, beat_key, encode
 
 log = logging.getLogger(__name__)
 SCHEDULABLE = ("active", "inactive", "pending")
@@ -262,6 +264,8 @@ class Scheduling:
         self._waited_for: frozenset[str] = frozenset()
         #: supervisors seen registered since the grace began (one that leaves again is gone)
         self._seen: set[str] = set()
+        #: topology id -> (placement, why) of an assignment too big for the state store
+        self._unstored: dict[str, tuple[Mapping[str, Any], str]] = {}
 
     def start_grace(self, session_lost: bool = False) -> None:
         """Supervisors get ``nimbus.supervisor.timeout.secs`` to register before their
@@ -319,6 +323,7 @@ class Scheduling:
         self._failures.forget(topology_id)
         self._defaults.forget(topology_id)
         self._fresh.pop(topology_id, None)
+        self._unstored.pop(topology_id, None)
 
     def _read(self, rebalanced: set[str], shapes: Mapping[str, Mapping[str, Any]] | None = None,
               hold: frozenset[str] = frozenset()) -> PassInput:
@@ -484,7 +489,11 @@ class Scheduling:
             if tid in waiting:
                 continue        # its supervisors may yet come back: placement unchanged
             rebalanced = fresh.pop(tid, None) is not None
-            self._write_assignment(tid, cluster, stored.get(tid))
+            unstored = self._write_assignment(tid, cluster, stored.get(tid))
+            if unstored is not None:    # the others are still scheduled; the status says why
+                if storms[tid].get("status_reason") != unstored:
+                    self._state.update_storm(tid, status_reason=unstored)
+                continue
             mismatch = self._defaults.check(
                 tid, str(storms[tid].get("name") or tid),
                 {slot.node_id for slot in _placement(cluster, tid).values()}, read.registrations)
@@ -497,12 +506,19 @@ class Scheduling:
                                       homeless, why_stay)
 
     def _write_assignment(self, tid: str, cluster: Cluster,
-                          old: Mapping[str, Any] | None) -> None:
+                          old: Mapping[str, Any] | None) -> str | None:
+        """Write ``tid``'s assignment in ``cluster`` when it changed. Returns None, or why
+        it could not be written: it is too big for the state store (said once, and not tried
+        again while the placement stays the same). Raises StateError when the store fails."""
         new = cluster.assignment_state(tid)
         old_enp = (old or {}).get("executor_node_port") or {}
         if old is not None and old_enp == new["executor_node_port"] and \
                 old.get("node_host") == new["node_host"]:
-            return
+            self._unstored.pop(tid, None)
+            return None
+        tried = self._unstored.get(tid)
+        if tried is not None and tried[0] == new["executor_node_port"]:
+            return tried[1]
         old_starts = (old or {}).get("executor_start_time_secs") or {}
         now = int(time.time())
         # a worker whose executor set changes is restarted by its supervisor: its executors
@@ -515,10 +531,24 @@ class Scheduling:
             starts[key] = old_starts[key] if same else now
         record = {"code_dir": str(self._code.directory(tid)), **new,
                   "executor_start_time_secs": starts}
-        self._state.set_assignment(tid, record)
-        log.info("topology %s assigned: %d executors on %d workers", tid,
-                 len(new["executor_node_port"]),
-                 len({tuple(v) for v in new["executor_node_port"].values()}))
+        executors = len(new["executor_node_port"])
+        workers = len({tuple(v) for v in new["executor_node_port"].values()})
+        try:
+            self._state.set_assignment(tid, record)
+        except StateError:
+            size, limit = len(encode(record)), state_spi.MAX_VALUE_BYTES
+            if size <= limit:
+                raise           # the store failed: the pass fails and is made again
+            why = (f"not scheduled: its assignment of {executors} executors is {size} bytes, "
+                   f"over the state store's {limit}-byte limit; give it fewer executors "
+                   f"(smaller parallelism hints or topology.max.task.parallelism)")
+            if tid not in self._unstored:
+                log.error("topology %s %s", tid, why)
+            self._unstored[tid] = (new["executor_node_port"], why)
+            return why
+        self._unstored.pop(tid, None)
+        log.info("topology %s assigned: %d executors on %d workers", tid, executors, workers)
+        return None
 
     def _write_status(self, tid: str, cluster: Cluster, base: Mapping[str, Any],
                       topology: Any, rebalanced: bool = False, note: str = "") -> None:

@@ -108,6 +108,8 @@ class _Running:
         self.launch_time = time.time()
         self.errors: dict[str, list[dict[str, Any]]] = {}
         self.restarts = 0
+        #: what of its state the monitor cannot write -> why (said once, not at each check)
+        self.unwritten: dict[str, str] = {}
         #: what its memory state backends keep: shared by its workers, kept across their
         #: restarts and rebalances, cleared when it is killed
         self.memory_stores = MemoryStores()
@@ -395,15 +397,35 @@ class LocalCluster:
         while not self._stop.wait(min(freq, 0.5)):
             with self._lock:
                 for run in list(self._topologies.values()):
-                    self._check(run)
+                    try:
+                        self._check(run)
+                    except Exception as exc:  # one topology must not stop the monitor
+                        _unwritten(run, "check", f"monitoring topology {run.name} failed: "
+                                   f"{exc}")
 
     def _check(self, run: _Running) -> None:
+        """Record each worker's errors and beat (each on its own: one that cannot be
+        written is said once and keeps nothing else from happening), restart dead ones."""
         for i, w in enumerate(run.workers):
             w.loop_stuck()      # reported once as an error; no supervisor here to restart it
             for err in w.drain_errors():
-                self.state.report_error(run.id, err["component"], err)
+                what = f"errors of component {err.get('component')}"
+                try:
+                    self.state.report_error(run.id, err["component"], err)
+                except Exception as exc:
+                    _unwritten(run, what, f"cannot record the {what} of topology "
+                               f"{run.name}: {exc}")
+                else:
+                    run.unwritten.pop(what, None)
             if w.is_alive():
-                self.state.write_worker_beat(run.id, "local", w.port, w.stats())
+                what = f"beat of worker {w.port}"
+                try:
+                    self.state.write_worker_beat(run.id, "local", w.port, w.stats())
+                except Exception as exc:
+                    _unwritten(run, what, f"cannot record the {what} of topology {run.name}: "
+                               f"{exc}")
+                else:
+                    run.unwritten.pop(what, None)
                 continue
             log.warning("worker %s:%d of %s died; restarting it", w.host, w.port, run.name)
             self._halt(w)
@@ -480,6 +502,14 @@ MIN_STOP_SECS = 0.5
 #: pass, and components on threads of their own leave their calls, within milliseconds unless
 #: held in one (a loop held in a call made leaving take 11 s)
 EXIT_SECS = 2.0
+
+
+def _unwritten(run: _Running, what: str, message: str) -> None:
+    """Log ``message`` (why the monitor could not write ``what`` of ``run``) unless ``what``
+    has failed since it was last written (a beat's size changes with every try)."""
+    if what not in run.unwritten:
+        log.warning("%s", message)
+    run.unwritten[what] = message
 
 
 def _deadline(timeout: float | None) -> float | None:

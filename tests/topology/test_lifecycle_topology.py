@@ -222,6 +222,32 @@ def test_die_on_error_stops_the_worker(cluster: LocalCluster) -> None:
     assert cluster.workers("die")[0].executor_ranges == worker.executor_ranges
 
 
+def test_a_beat_the_state_store_refuses_is_said_once_and_monitoring_goes_on(
+        cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    # a state store taking values of 12 kB: a worker of 40 bolt executors beats more than that
+    monkeypatch.setattr("squall.state._paths.MAX_VALUE_BYTES", 12_000)
+    caplog.set_level("WARNING", logger="squall.runtime.local_cluster")
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 20})
+    b.set_bolt("picky", Picky, parallelism=40).shuffle_grouping("numbers")
+    wide = cluster.submit_topology("wide", {}, b.create_topology())
+    wait_until(lambda: cluster.state.errors(wide).get("picky"), timeout=10)
+    # another topology's dead worker is still replaced, its errors still recorded
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 20})
+    b.set_bolt("picky", Picky).shuffle_grouping("numbers")
+    die = cluster.submit_topology("die", {"topology.worker.die.on.error": True},
+                                  b.create_topology())
+    worker = cluster.workers("die")[0]
+    wait_until(lambda: cluster.workers("die")[0] is not worker, timeout=10)
+    wait_until(lambda: cluster.state.errors(die).get("picky"), timeout=10)
+    assert not cluster.state.worker_beats(wide)
+    lines = [r.getMessage() for r in caplog.records if "cannot record" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("cannot record the beat of worker ") and \
+        "of topology wide: " in lines[0], lines
+
+
 def test_cluster_state_in_the_embedded_store(cluster: LocalCluster) -> None:
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers, config={"app.n": 20})

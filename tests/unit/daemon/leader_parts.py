@@ -46,7 +46,16 @@ class LeaderParts:
         self.state.setup()
         code = CodeStore(tmp_path / "nimbus", conf)
         code.prepare()
-        directory = code.directory(tid)
+        self.code = code
+        scheduling = Scheduling(conf, self.state, drivers.driver("scheduler", conf), code)
+        self.lifecycle = TopologyLifecycle(conf, self.state, code, scheduling,
+                                           require_leader=lambda: None, wake=lambda: None)
+        self.add(tid, name, parallelism, tconf)
+
+    def add(self, tid: str, name: str, parallelism: int, tconf: dict[str, Any] | None = None,
+            launch_time: int = 1000) -> None:
+        """Submit topology ``tid`` (as the constructor's) to the code store and the state."""
+        directory = self.code.directory(tid)
         directory.mkdir(parents=True)
         b = TopologyBuilder()
         b.set_spout("spout", Src, parallelism=parallelism)
@@ -55,12 +64,9 @@ class LeaderParts:
         packaging.write_json(directory / packaging.TOPOLOGY_FILE,
                              b.create_topology().to_json())
         (directory / packaging.CODE_FILE).write_bytes(b"")
-        topology = code.topology_of(tid)[1]
-        scheduling = Scheduling(conf, self.state, drivers.driver("scheduler", conf), code)
-        self.lifecycle = TopologyLifecycle(conf, self.state, code, scheduling,
-                                           require_leader=lambda: None, wake=lambda: None)
+        topology = self.code.topology_of(tid)[1]
         self.state.set_storm(tid, {
-            "name": name, "launch_time": 1000, "status": "active", "status_reason": "",
+            "name": name, "launch_time": launch_time, "status": "active", "status_reason": "",
             "num_workers": parallelism, "component_executors": {
                 c: s.parallelism for c, s in topology.components.items()}})
 
