@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -32,6 +31,7 @@ from bench import host
 from bench.tree import tree_env
 from squall.daemon.dev_zookeeper import DevZooKeeper
 from squall.daemon.ports import free_port
+from squall.state.cluster_state import decode_beat
 
 HERE = Path(__file__).resolve().parent
 TARGET = str(HERE / "topologies" / "dwc.py")
@@ -146,9 +146,10 @@ class Beats:
 
     def _watcher(self, name: str) -> Any:
         def beat(data: bytes | None, _stat: Any) -> None:
-            if data:
+            value = decode_beat(data) if data else None    # JSON, or compressed when large
+            if value is not None:
                 with self.cond:
-                    self.latest[name] = (time.monotonic(), json.loads(data))
+                    self.latest[name] = (time.monotonic(), value)
                     self.cond.notify_all()
         return beat
 

@@ -26,6 +26,7 @@ from squall.api.tuple import Stream
 from squall.errors import ConfigError, PluginNotFoundError, TopologyError
 from squall.scheduling.resources import check_request
 from squall.spi.grouping import Grouping
+from squall.spi.state import node_name_problem
 from squall.windowing.topology import complete_windowed
 
 #: the configuration a topology is being loaded for (``squall local`` and ``squall submit`` set
@@ -159,6 +160,10 @@ class TopologyBuilder:
             raise TopologyError(f"component id must be a non-empty string, got {id!r}")
         if id.startswith("__"):
             raise TopologyError(f"component id {id!r}: ids starting with '__' are reserved")
+        problem = node_name_problem(id)
+        if problem is not None:    # the id names its /errors node on a cluster
+            raise TopologyError(f"component id {id!r} {problem}; a component id must be "
+                                "usable as one segment of a cluster state path")
         if id in self._specs:
             raise TopologyError(f"component id {id!r} is declared twice")
         if not isinstance(cls, type):

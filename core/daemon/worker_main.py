@@ -53,9 +53,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from squall.errors import StateError
 from squall.runtime.errors import WORKER_COMPONENT
 
 log = logging.getLogger("squall.worker")
+
+#: a beat the store keeps refusing for the same reason is logged again after this many seconds
+BEAT_FAILURE_LOG_SECS = 300.0
 KEEP_HEARTBEATS = 5
 
 
@@ -114,6 +118,8 @@ class WorkerProcess:
         self.metrics_endpoint: Any = None
         self.debug: dict[str, float] = {}
         self.seq = 0
+        #: the last reason a beat was not written and when it was logged (None: written)
+        self._beat_failure: tuple[str, float] | None = None
         self.active: bool | None = None
         self.log_file: Path | None = Path(args.log_file) if args.log_file else None
         self.log_rotation = (int(args.log_max_bytes), int(args.log_backups))
@@ -246,7 +252,6 @@ class WorkerProcess:
                             exc)
 
     def _loop(self) -> int:
-        from squall.errors import StateError
         zk_every = float(self.conf.get("task.heartbeat.frequency.secs") or 3)
         sync_every = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
         next_zk = next_sync = 0.0
@@ -280,6 +285,14 @@ class WorkerProcess:
             "executors": [list(e) for e in self.executors], "pid": os.getpid()})
 
     def heartbeat_zk(self) -> None:
+        """Send the errors recorded since the last beat to ``/errors``, then write this
+        worker's beat to ``/workerbeats``. Called on the main loop's thread.
+
+        The errors go first and each on its own, so neither a beat that cannot be written nor
+        one entry that cannot be stored loses the others. A beat the store refuses is logged
+        as one line, repeated only when the reason changes or every
+        :data:`BEAT_FAILURE_LOG_SECS`."""
+        self._send_errors()
         self.seq += 1
         stats = self.worker.stats()
         extra: dict[str, Any] = {"spout_pending": self.worker.spout_pending()}
@@ -288,12 +301,39 @@ class WorkerProcess:
             self.metrics_endpoint.update(render(worker_families(
                 stats, self.tid, self.worker.host, self.port)))
             extra["metrics_port"] = self.metrics_endpoint.port
-        self.state.write_worker_beat(self.tid, self.node, self.port, {
-            **stats, **extra, "seq": self.seq, "topology_id": self.tid, "node": self.node,
-            "port": self.port, "host": self.worker.host})
+        try:
+            self.state.write_worker_beat(self.tid, self.node, self.port, {
+                **stats, **extra, "seq": self.seq, "topology_id": self.tid, "node": self.node,
+                "port": self.port, "host": self.worker.host})
+        except StateError as exc:
+            self._beat_failed(str(exc))
+            return
+        if self._beat_failure is not None:
+            log.info("worker %s:%d: its beat is written again", self.tid, self.port)
+            self._beat_failure = None
+
+    def _send_errors(self) -> None:
+        """Write the drained errors one by one; an entry the store refuses is logged (one line
+        for all of this beat's) and the others are still written."""
+        failed: list[str] = []
         for entry in self.worker.drain_errors():
             component = str(entry.get("component") or "unknown")
-            self.state.report_error(self.tid, component, entry)
+            try:
+                self.state.report_error(self.tid, component, entry)
+            except StateError as exc:
+                failed.append(f"{component!r}: {exc}")
+        if failed:
+            log.warning("worker %s:%d: %d error report(s) could not be written to /errors "
+                        "(%s)", self.tid, self.port, len(failed), "; ".join(failed[:3]))
+
+    def _beat_failed(self, reason: str) -> None:
+        now = time.monotonic()
+        if self._beat_failure is not None and self._beat_failure[0] == reason \
+                and now - self._beat_failure[1] < BEAT_FAILURE_LOG_SECS:
+            return
+        self._beat_failure = (reason, now)
+        log.error("worker %s:%d: its beat was not written (nimbus and the UI see no stats "
+                  "from it): %s", self.tid, self.port, reason)
 
     def sync(self) -> bool:
         """Follow the assignment and status; False when this worker must exit."""

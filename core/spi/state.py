@@ -19,6 +19,7 @@ is not bytes is a ``TypeError``.
 """
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,6 +28,36 @@ WatchCallback = Callable[[str], None]
 
 #: Largest value a node may hold (ZooKeeper's packet limit is about 1 MiB).
 MAX_VALUE_BYTES = 1_000_000
+
+# characters ZooKeeper refuses in a path: controls, surrogates and private use, the
+# U+FFF0-U+FFFF specials, and everything outside the Basic Multilingual Plane (surrogate pairs
+# in ZooKeeper's UTF-16 strings)
+_REFUSED_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\U0010ffff]")
+
+
+def node_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be one segment of a node path (``None`` when it can): empty, ``.``
+    or ``..``, a ``/``, or a character ZooKeeper refuses (a control character, a surrogate or
+    private-use character, U+FFF0-U+FFFF, or one outside the Basic Multilingual Plane such as
+    an emoji). Letters of any script in the Basic Multilingual Plane are fine.
+
+    >>> node_name_problem("compteur-données") is None
+    True
+    >>> node_name_problem("a/b")
+    "contains '/'"
+    """
+    if not name:
+        return "is empty"
+    if name in (".", ".."):
+        return f"is {name!r}"
+    if "/" in name:
+        return "contains '/'"
+    bad = _REFUSED_CHARS.search(name)
+    if bad is not None:
+        return (f"contains {bad.group()!r} (U+{ord(bad.group()):04X}), which the cluster state "
+                "store cannot hold in a path: no control, private-use or surrogate characters, "
+                "none past U+FFEF (such as emoji)")
+    return None
 
 
 class LeaderElection(ABC):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from squall.errors import StateError
-from squall.spi.state import MAX_VALUE_BYTES
+from squall.spi.state import MAX_VALUE_BYTES, node_name_problem
 
 SEQUENCE_DIGITS = 10
 
@@ -10,8 +10,9 @@ SEQUENCE_DIGITS = 10
 def check_path(path: str, *, sequence: bool = False) -> str:
     """Return ``path`` if it is a valid absolute node path, else raise StateError.
 
-    Valid: starts with ``/``, no empty, ``.`` or ``..`` components, no NUL, no trailing ``/``
-    (except ``/`` itself, and a sequential create's prefix such as ``/q/``).
+    Valid: starts with ``/``, no empty, ``.`` or ``..`` components, no NUL or other character
+    ZooKeeper refuses (:func:`~squall.spi.state.node_name_problem`), no trailing ``/`` (except
+    ``/`` itself, and a sequential create's prefix such as ``/q/``).
     """
     if not isinstance(path, str):
         raise StateError(f"state path must be a str, not {type(path).__name__}")
@@ -23,8 +24,9 @@ def check_path(path: str, *, sequence: bool = False) -> str:
         return path
     body = path[1:-1] if (sequence and path.endswith("/")) else path[1:]
     for part in body.split("/"):
-        if part in ("", ".", ".."):
-            raise StateError(f"state path {path!r} has an empty, '.' or '..' component")
+        problem = node_name_problem(part)
+        if problem is not None:
+            raise StateError(f"state path {path!r}: a component {problem}")
     return path
 
 

@@ -6,14 +6,16 @@ The store is already chrooted at ``storm.zookeeper.root``, so paths here start a
 ``/storms/<topology-id>``                          topology base: name, launch_time, status, ...
 ``/assignments/<topology-id>``                     code_dir, node_host, executor_node_port, ...
 ``/supervisors/<supervisor-id>``                   ephemeral: hostname, ports, resources, ...
-``/workerbeats/<topology-id>/<node>-<port>``       a worker's executor stats, uptime, time
+``/workerbeats/<topology-id>/<node>-<port>``       a worker's executor stats, uptime, time (*)
 ``/errors/<topology-id>/<component>/e<seq>``       error text, time, host, port (newest 10)
 ``/nimbuses/<host:port>``                          ephemeral nimbus registration
 ``/leader-lock``                                   the nimbus leader election
 ``/logconfigs/<topology-id>``                      log levels set at run time (``loggers``)
 =================================================  ===========================================
 
-Values are UTF-8 JSON objects. Every method may be called from any thread and raises
+Values are UTF-8 JSON objects; (*) a worker beat over
+:data:`~squall.spi.state.MAX_VALUE_BYTES` is stored zlib-compressed (:func:`encode_beat`,
+:func:`decode_beat`). Every method may be called from any thread and raises
 :class:`~squall.errors.StateError` when the store fails; a node holding something that is not a
 JSON object reads as ``None`` (logged), so one corrupt node never stops a daemon.
 """
@@ -21,11 +23,18 @@ from __future__ import annotations
 
 import json
 import logging
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
 from squall.errors import StateError
-from squall.spi.state import LeaderElection, StateStore, WatchCallback
+from squall.spi.state import (
+    MAX_VALUE_BYTES,
+    LeaderElection,
+    StateStore,
+    WatchCallback,
+    node_name_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,35 @@ def decode(data: bytes | None, path: str = "?") -> dict[str, Any] | None:
     return value
 
 
+def encode_beat(beat: Mapping[str, Any]) -> bytes:
+    """A worker beat's node value: its JSON, or the zlib compression of that JSON when the
+    JSON is over :data:`MAX_VALUE_BYTES` (:func:`decode_beat` reads both). StateError when
+    the compressed beat is still too large."""
+    data = encode(beat)
+    if len(data) <= MAX_VALUE_BYTES:
+        return data
+    packed = zlib.compress(data, 6)
+    if len(packed) > MAX_VALUE_BYTES:
+        executors = beat.get("executors")
+        count = len(executors) if isinstance(executors, Mapping) else "?"
+        raise StateError(
+            f"worker beat of {count} executors is {len(data)} bytes ({len(packed)} compressed), "
+            f"over the {MAX_VALUE_BYTES}-byte state value limit: run the topology on more "
+            "workers (topology.workers) or with fewer executors per worker")
+    return packed
+
+
+def decode_beat(data: bytes | None, path: str = "?") -> dict[str, Any] | None:
+    """A worker beat written by :func:`encode_beat` (JSON or zlib-compressed JSON)."""
+    if data and not data.startswith(b"{"):
+        try:
+            data = zlib.decompress(data)
+        except zlib.error:
+            log.warning("state node %s holds neither JSON nor a compressed beat; ignored", path)
+            return None
+    return decode(data, path)
+
+
 def beat_key(node: str, port: int) -> str:
     """``/workerbeats`` child name of a worker: ``<node>-<port>``."""
     return f"{node}-{int(port)}"
@@ -75,8 +113,9 @@ def parse_beat_key(key: str) -> tuple[str, int]:
 
 
 def _safe(name: str, what: str) -> str:
-    if not name or "/" in name or name in (".", ".."):
-        raise StateError(f"invalid {what} {name!r} for a state path")
+    problem = node_name_problem(name)
+    if problem is not None:
+        raise StateError(f"invalid {what} {name!r} for a state path: it {problem}")
     return name
 
 
@@ -193,15 +232,23 @@ class ClusterState:
     # -- /workerbeats -------------------------------------------------------------------------
     def write_worker_beat(self, topology_id: str, node: str, port: int,
                           beat: Mapping[str, Any]) -> None:
-        self._write(f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}/"
-                    f"{_safe(beat_key(node, port), 'worker')}", beat)
+        """Write a worker's beat: UTF-8 JSON, or its zlib compression when the JSON is over
+        :data:`MAX_VALUE_BYTES` (a worker of about a thousand executors or more).
+
+        Raises :class:`~squall.errors.StateError` when even the compressed beat is too large
+        (the message names its size and executor count) or the store fails."""
+        path = (f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}/"
+                f"{_safe(beat_key(node, port), 'worker')}")
+        self.store.put(path, encode_beat(beat))
 
     def worker_beats(self, topology_id: str) -> dict[str, dict[str, Any]]:
-        """``"<node>-<port>"`` -> the worker's last beat."""
+        """``"<node>-<port>"`` -> the worker's last beat (compressed beats read back as
+        JSON ones)."""
         base = f"{WORKERBEATS}/{_safe(topology_id, 'topology id')}"
         out = {}
         for key in self.store.children(base):
-            beat = self._read(f"{base}/{key}")
+            path = f"{base}/{key}"
+            beat = decode_beat(self.store.get(path), path)
             if beat is not None:
                 out[key] = beat
         return out

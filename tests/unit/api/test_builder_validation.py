@@ -139,6 +139,23 @@ def test_bad_ids(cid: Any) -> None:
     fails(lambda: TopologyBuilder().set_spout(cid, Words), repr(cid))
 
 
+@pytest.mark.parametrize(("cid", "rule"), [
+    ("a/b", "'/'"), ("..", "'..'"), (".", "'.'"), ("rocket-\U0001f680", "U+1F680"),
+    ("tab\there", "U+0009"), ("del\x7f", "U+007F"), ("private\ue000", "U+E000"),
+    ("special\ufff9", "U+FFF9")])
+def test_ids_that_cannot_name_a_state_node(cid: str, rule: str) -> None:
+    # on a cluster a component's errors are kept under /errors/<topology>/<component id>
+    fails(lambda: TopologyBuilder().set_spout(cid, Words), repr(cid), rule, "state path")
+    fails(lambda: builder().set_bolt(cid, Sink), repr(cid), rule, "state path")
+
+
+@pytest.mark.parametrize("cid", ["компонент-数据", "a.b", "...", "c" * 400, "⚡-bolt"])
+def test_ids_of_any_bmp_letters_are_fine(cid: str) -> None:
+    b = builder()
+    b.set_bolt(cid, Sink).shuffle_grouping("words")
+    assert cid in b.create_topology().components
+
+
 def test_reserved_stream_names() -> None:
     class Sneaky(Spout):
         outputs = [Stream(["a"], name="__ack_ack")]

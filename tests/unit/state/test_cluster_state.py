@@ -84,6 +84,50 @@ def test_worker_beats_keyed_by_node_dash_port(state):
     assert state.worker_beats("t-1-1") == {}
 
 
+def wide_beat(executors: int) -> dict:
+    """A beat shaped like a worker's: about 1 KB of stats per executor."""
+    windows = ("600", "10800", "86400", ":all-time")
+
+    def window(i: int, w: str) -> dict:
+        k = i * 7 + len(w)
+        return {"emitted": {"default": k * 13}, "transferred": {"default": k * 13},
+                "acked": {"spout:default": k * 11}, "failed": {"spout:default": k % 5},
+                "executed": {"spout:default": k * 11},
+                "process_latency_ms": {"spout:default": round(k / 977, 3)},
+                "execute_latency_ms": {"spout:default": round(k / 811, 3)}}
+    return {"executors": {f"[{i}, {i}]": {"component": "wide", "type": "bolt",
+                                          **{w: window(i, w) for w in windows}}
+                          for i in range(1, executors + 1)},
+            "uptime_secs": 60, "time_secs": 1_800_000_000}
+
+
+def test_a_beat_of_thousands_of_executors_is_written_and_read_back(state):
+    beat = wide_beat(3000)      # about 3.2 MB of JSON, over the store's value limit
+    state.write_worker_beat("t-1-1", "s1", 6700, beat)
+    assert state.worker_beats("t-1-1") == {"s1-6700": beat}
+
+
+def test_a_small_beat_stays_plain_json(state):
+    beat = wide_beat(10)
+    state.write_worker_beat("t-1-1", "s1", 6700, beat)
+    assert json.loads(state.store.get("/workerbeats/t-1-1/s1-6700")) == beat
+
+
+def test_a_beat_too_large_even_compressed_names_its_size_and_executors(state):
+    import random
+    beat = {"executors": {"[1, 1]": {"noise": random.Random(0).randbytes(1_200_000).hex()},
+                          "[2, 2]": {}}}
+    with pytest.raises(StateError, match=r"worker beat of 2 executors is \d+ bytes .*"
+                                         r"topology.workers"):
+        state.write_worker_beat("t-1-1", "s1", 6700, beat)
+
+
+def test_a_beat_node_holding_garbage_reads_as_no_beat(state):
+    state.store.create("/workerbeats/t-1-1", b"")
+    state.store.create("/workerbeats/t-1-1/s1-6700", b"\x78garbage")
+    assert state.worker_beats("t-1-1") == {}
+
+
 def test_errors_are_sequential_and_only_the_newest_ten_are_kept(state):
     for i in range(ERRORS_KEPT + 5):
         state.report_error("t-1-1", "count", {"error": f"e{i}", "time_secs": i})

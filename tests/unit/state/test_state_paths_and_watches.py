@@ -16,7 +16,9 @@ def test_valid_paths(path: str) -> None:
     assert check_path(path) == path
 
 
-@pytest.mark.parametrize("path", ["", "a", "/a/", "//a", "/a//b", "/.", "/a/..", "/a\x00b"])
+@pytest.mark.parametrize("path", ["", "a", "/a/", "//a", "/a//b", "/.", "/a/..", "/a\x00b",
+                                  "/a/\U0001f680", "/a\x01", "/a\x9f", "/\ud800", "/\uf8ff",
+                                  "/\ufff0"])
 def test_invalid_paths(path: str) -> None:
     with pytest.raises(StateError):
         check_path(path)
