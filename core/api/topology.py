@@ -13,12 +13,33 @@ An executor runs a contiguous range ``(start, end)`` of one component's tasks.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from squall.api.tuple import Stream
 from squall.errors import TopologyError
+
+#: a topology name: it is part of its id, which names nodes of the cluster state and files on
+#: every machine (ASCII letters and digits, so every file system and shell takes it)
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: a topology's id (``<name>-<n>-<time>``) names its files on every machine (the package
+#: folder, ``<id>-<port>.metrics.log``): a longer name passes none of them under the 255
+#: bytes a file name may have
+MAX_NAME = 128
+
+
+def check_topology_name(name: object) -> str:
+    """``name`` if a cluster takes it as a topology's name (a LocalCluster checks the same, so
+    a name tested locally is a name that submits); TopologyError saying the rule if not."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise TopologyError(f"invalid topology name {name!r}: use ASCII letters, digits, "
+                            "'_', '.' and '-' (not '.' or '-' first)")
+    if len(name) > MAX_NAME:
+        raise TopologyError(f"invalid topology name {name[:20]}... ({len(name)} "
+                            f"characters): at most {MAX_NAME}")
+    return name
 
 ACKER = "__acker"
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,11 +30,6 @@ from squall.errors import AlreadyAliveError, ConfigError, TopologyError
 from squall.state.cluster_state import ClusterState, beat_key, parse_beat_key
 
 log = logging.getLogger(__name__)
-NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-#: a topology's id (``<name>-<n>-<time>``) names its files on every machine (the package
-#: folder, ``<id>-<port>.metrics.log``): a longer name passes none of them under the 255
-#: bytes a file name may have
-MAX_NAME = 128
 #: security keys, which must not travel with a topology at all (a submitter's token, the
 #: cluster's TLS), not even among the recorded command-line overrides
 SECURITY_PREFIXES = ("squall.auth.", "squall.tls.", "squall.transport.tls",
@@ -126,14 +120,10 @@ class TopologyLifecycle:
         """Validate and store a topology owned by ``owner``; returns its id.
         AlreadyAliveError, TopologyError."""
         from squall import config
+        from squall.api.topology import check_topology_name
         from squall.runtime.system import add_system_components, cap_parallelism
         self._require_leader()
-        if not isinstance(name, str) or not NAME_RE.match(name):
-            raise TopologyError(f"invalid topology name {name!r}: use letters, digits, "
-                                "'_', '.' and '-'")
-        if len(name) > MAX_NAME:
-            raise TopologyError(f"invalid topology name {name[:20]}... ({len(name)} "
-                                f"characters): at most {MAX_NAME}")
+        check_topology_name(name)
         tconf = {**topology_conf(conf), "topology.name": name}
         merged = {**self._conf, **tconf}
         config.validate(merged, warn=False)

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from squall import drivers
-from squall.api.topology import Topology
+from squall.api.topology import Topology, check_topology_name
 from squall.errors import AlreadyAliveError, ConfigError, NotAliveError, TopologyError
 from squall.runtime import gc_tuning
 from squall.runtime.memory_stores import MemoryStores
@@ -190,8 +190,7 @@ class LocalCluster:
         if not isinstance(topology, Topology):
             raise TopologyError(f"submit_topology needs a Topology (from create_topology()), "
                                 f"got {type(topology).__name__}")
-        if not isinstance(name, str) or not name or "/" in name:
-            raise TopologyError(f"invalid topology name {name!r}")
+        check_topology_name(name)        # as a cluster would: a name tested here submits
         with self._lock:
             if self._stop.is_set():
                 raise TopologyError(f"cannot submit {name!r}: this LocalCluster is shut down")

@@ -771,3 +771,15 @@ def test_a_slow_bolts_pass_keeps_to_its_measured_share_at_the_default_batch(
     assert inside and max(between) <= 20, (
         f"the slow bolt processed up to {max(between, default=len(slow))} tuples between two "
         f"turns of the probe")
+
+
+@pytest.mark.parametrize("name", ["名前-topo", "with space", "-dash-first", "a/b", "", "x" * 129])
+def test_a_local_cluster_refuses_the_topology_names_a_cluster_refuses(
+        cluster: LocalCluster, name: str) -> None:
+    # a name tested locally must be a name that submits: LocalCluster took any name without
+    # a '/', nimbus only ASCII letters, digits, '_', '.' and '-' (128 at most)
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 1})
+    with pytest.raises(TopologyError, match="^invalid topology name "):
+        cluster.submit_topology(name, {}, b.create_topology())
+    cluster.submit_topology("ok_name.v2-1", {}, b.create_topology())
