@@ -21,6 +21,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from squall import drivers
@@ -108,11 +109,28 @@ class _Running:
         self.launch_time = time.time()
         self.errors: dict[str, list[dict[str, Any]]] = {}
         self.restarts = 0
-        #: what of its state the monitor cannot write -> why (said once, not at each check)
-        self.unwritten: dict[str, str] = {}
+        #: what of its state the monitor could not write at its last try (said once, not at
+        #: each check)
+        self.unwritten: set[str] = set()
         #: what its memory state backends keep: shared by its workers, kept across their
         #: restarts and rebalances, cleared when it is killed
         self.memory_stores = MemoryStores()
+
+    def record(self, what: str, write: Callable[[], None]) -> None:
+        """Call ``write``, the monitor's write of ``what`` to the state store; a failure is
+        logged once until ``what`` is written again (a beat's size changes with every try)."""
+        try:
+            write()
+        except Exception as exc:
+            self.cannot(what, f"cannot record the {what} of topology {self.name}: {exc}")
+        else:
+            self.unwritten.discard(what)
+
+    def cannot(self, what: str, message: str) -> None:
+        """Log ``message`` (why the monitor could not do ``what``) unless it failed already."""
+        if what not in self.unwritten:
+            log.warning("%s", message)
+            self.unwritten.add(what)
 
 
 def assign_even(topology: Topology, num_workers: int) -> list[list[tuple[int, int]]]:
@@ -399,8 +417,7 @@ class LocalCluster:
                     try:
                         self._check(run)
                     except Exception as exc:  # one topology must not stop the monitor
-                        _unwritten(run, "check", f"monitoring topology {run.name} failed: "
-                                   f"{exc}")
+                        run.cannot("check", f"monitoring topology {run.name} failed: {exc}")
 
     def _check(self, run: _Running) -> None:
         """Record each worker's errors and beat (each on its own: one that cannot be
@@ -408,23 +425,11 @@ class LocalCluster:
         for i, w in enumerate(run.workers):
             w.loop_stuck()      # reported once as an error; no supervisor here to restart it
             for err in w.drain_errors():
-                what = f"errors of component {err.get('component')}"
-                try:
-                    self.state.report_error(run.id, err["component"], err)
-                except Exception as exc:
-                    _unwritten(run, what, f"cannot record the {what} of topology "
-                               f"{run.name}: {exc}")
-                else:
-                    run.unwritten.pop(what, None)
+                run.record(f"errors of component {err.get('component')}",
+                           lambda err=err: self.state.report_error(run.id, err["component"], err))
             if w.is_alive():
-                what = f"beat of worker {w.port}"
-                try:
-                    self.state.write_worker_beat(run.id, "local", w.port, w.stats())
-                except Exception as exc:
-                    _unwritten(run, what, f"cannot record the {what} of topology {run.name}: "
-                               f"{exc}")
-                else:
-                    run.unwritten.pop(what, None)
+                run.record(f"beat of worker {w.port}", lambda w=w: self.state.write_worker_beat(
+                    run.id, "local", w.port, w.stats()))
                 continue
             log.warning("worker %s:%d of %s died; restarting it", w.host, w.port, run.name)
             self._halt(w)
@@ -501,14 +506,6 @@ MIN_STOP_SECS = 0.5
 #: pass, and components on threads of their own leave their calls, within milliseconds unless
 #: held in one (a loop held in a call made leaving take 11 s)
 EXIT_SECS = 2.0
-
-
-def _unwritten(run: _Running, what: str, message: str) -> None:
-    """Log ``message`` (why the monitor could not write ``what`` of ``run``) unless ``what``
-    has failed since it was last written (a beat's size changes with every try)."""
-    if what not in run.unwritten:
-        log.warning("%s", message)
-    run.unwritten[what] = message
 
 
 def _deadline(timeout: float | None) -> float | None:
