@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -103,20 +104,29 @@ def _topology() -> Any:
     return builder.create_topology()
 
 
+@contextmanager
+def hook_plugin(root: Path, name: str, entry_points: dict[str, dict[str, str]],
+                modules: dict[str, str]) -> Iterator[None]:
+    """A plugin distribution installed (``fake_distribution``) with the plugin manager built
+    again around it, on entry and on exit."""
+    with fake_distribution(root, name, entry_points, modules):
+        get_plugin_manager.cache_clear()
+        try:
+            yield
+        finally:
+            get_plugin_manager.cache_clear()
+
+
 @pytest.fixture
 def plugin(tmp_path: Path) -> Iterator[ModuleType]:
     """The test plugin, installed as a distribution; the plugin manager is rebuilt with it."""
     eps = {"squall.plugins": {"hooks_test": "squall_hooks_test_plugin"}}
-    with fake_distribution(tmp_path / "site", "squall-hooks-test", eps,
-                           {"squall_hooks_test_plugin": PLUGIN}):
-        get_plugin_manager.cache_clear()
-        try:
-            assert "hooks_test" in dict(get_plugin_manager().list_name_plugin())
-            module = sys.modules["squall_hooks_test_plugin"]
-            module.CALLS.clear()
-            yield module
-        finally:
-            get_plugin_manager.cache_clear()
+    with hook_plugin(tmp_path / "site", "squall-hooks-test", eps,
+                     {"squall_hooks_test_plugin": PLUGIN}):
+        assert "hooks_test" in dict(get_plugin_manager().list_name_plugin())
+        module = sys.modules["squall_hooks_test_plugin"]
+        module.CALLS.clear()
+        yield module
 
 
 def calls(plugin: ModuleType, kind: str) -> list[tuple[Any, ...]]:
@@ -186,35 +196,30 @@ def test_a_hookimpl_with_an_argument_no_spec_has_is_one_line_and_explains_missin
     eps = {"squall.plugins": {"badarg": "squall_hooks_badarg"}}
     source = ("from squall import hookimpl\n\n\n@hookimpl\n"
               "def squall_validate_topology(topology, conf, extra):\n    pass\n")
-    with fake_distribution(tmp_path / "bad", "squall-badarg", eps,
-                           {"squall_hooks_badarg": source}):
-        get_plugin_manager.cache_clear()
-        try:
-            with pytest.raises(PluginLoadError) as info:
-                get_plugin_manager()
-            why = str(info.value)
-            assert "\n" not in why and why.startswith(
-                "squall.plugins 'badarg' does not match squall's hookspecs: ") and "extra" in why
-            # the healthy plugin's command is missing: the error says why
-            with pytest.raises(SystemExit) as exited:
-                cli_main.main(["hooks-test"])
-            assert exited.value.code == 2
-            err = capsys.readouterr().err.strip().splitlines()[-1]
-            assert err == (f"squall: error: unknown command 'hooks-test' (plugin commands did "
-                           f"not load: {why}) (see 'squall --help')")
-            # `squall plugins` lists what loads and says why once (not a log line as well)
-            caplog.clear()
-            assert cli_main.main(["plugins"]) == 2
-            out, err = capsys.readouterr()
-            assert err.splitlines() == [f"squall: error: {why}"] and "squall_hooks" not in out
-            assert "squall.transports" in out
-            assert not [r for r in caplog.records if why in r.getMessage()]
-            with pytest.raises(SystemExit):         # --help says why its list lacks them
-                cli_main.main(["--help"])
-            assert f"plugin commands did not load: {why}" in " ".join(
-                capsys.readouterr().out.split())
-        finally:
-            get_plugin_manager.cache_clear()
+    with hook_plugin(tmp_path / "bad", "squall-badarg", eps, {"squall_hooks_badarg": source}):
+        with pytest.raises(PluginLoadError) as info:
+            get_plugin_manager()
+        why = str(info.value)
+        assert "\n" not in why and why.startswith(
+            "squall.plugins 'badarg' does not match squall's hookspecs: ") and "extra" in why
+        # the healthy plugin's command is missing: the error says why
+        with pytest.raises(SystemExit) as exited:
+            cli_main.main(["hooks-test"])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err == (f"squall: error: unknown command 'hooks-test' (plugin commands did "
+                       f"not load: {why}) (see 'squall --help')")
+        # `squall plugins` lists what loads and says why once (not a log line as well)
+        caplog.clear()
+        assert cli_main.main(["plugins"]) == 2
+        out, err = capsys.readouterr()
+        assert err.splitlines() == [f"squall: error: {why}"] and "squall_hooks" not in out
+        assert "squall.transports" in out
+        assert not [r for r in caplog.records if why in r.getMessage()]
+        with pytest.raises(SystemExit):         # --help says why its list lacks them
+            cli_main.main(["--help"])
+        assert f"plugin commands did not load: {why}" in " ".join(
+            capsys.readouterr().out.split())
 
 
 def test_cli_commands_come_from_the_hook(plugin: ModuleType) -> None:
@@ -288,48 +293,39 @@ def squall_add_commands(subparsers):
 def test_a_plugins_bug_in_a_hook_is_one_line_naming_it_and_stops_nothing(
         plugin: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     eps = {"squall.plugins": {"broken_test": "squall_hooks_broken_plugin"}}
-    with fake_distribution(tmp_path / "broken", "squall-hooks-broken", eps,
-                           {"squall_hooks_broken_plugin": BROKEN}):
-        get_plugin_manager.cache_clear()
-        try:
-            assert "broken_test" in dict(get_plugin_manager().list_name_plugin())
-            broken = sys.modules["squall_hooks_broken_plugin"]
-            with LocalCluster() as cluster:
-                cluster.submit_topology("stopping", {"topology.workers": 2}, _topology())
-                ports = sorted(w.port for w in cluster.workers("stopping"))
-                cluster.kill_topology("stopping")
-                assert cluster.topologies() == []
-            # the other plugin is still told, and every worker stopped
-            assert [c[1] for c in calls(plugin, "killed")] == ["stopping"]
-            assert sorted(c[2] for c in calls(plugin, "worker_stop")) == ports
-            assert "plugin 'broken_test' failed in squall_worker_stop: AttributeError: " \
-                "worker stop bug" in caplog.text
-            assert "plugin 'broken_test' failed in squall_topology_killed" in caplog.text
-            # its commands are missing; squall's and the other plugin's are there
-            parser = cli_main.build_parser()
-            assert parser.parse_args(["hooks-test"]).command == "hooks-test"
-            assert "plugin 'broken_test' failed in squall_add_commands" in caplog.text
-            broken.BROKEN["configure"] = True
-            with pytest.raises(PluginLoadError, match="plugin 'broken_test' failed in "
-                                                      "squall_configure: KeyError"):
-                LocalCluster()
-        finally:
-            get_plugin_manager.cache_clear()
+    with hook_plugin(tmp_path / "broken", "squall-hooks-broken", eps,
+                     {"squall_hooks_broken_plugin": BROKEN}):
+        assert "broken_test" in dict(get_plugin_manager().list_name_plugin())
+        broken = sys.modules["squall_hooks_broken_plugin"]
+        with LocalCluster() as cluster:
+            cluster.submit_topology("stopping", {"topology.workers": 2}, _topology())
+            ports = sorted(w.port for w in cluster.workers("stopping"))
+            cluster.kill_topology("stopping")
+            assert cluster.topologies() == []
+        # the other plugin is still told, and every worker stopped
+        assert [c[1] for c in calls(plugin, "killed")] == ["stopping"]
+        assert sorted(c[2] for c in calls(plugin, "worker_stop")) == ports
+        assert "plugin 'broken_test' failed in squall_worker_stop: AttributeError: " \
+            "worker stop bug" in caplog.text
+        assert "plugin 'broken_test' failed in squall_topology_killed" in caplog.text
+        # its commands are missing; squall's and the other plugin's are there
+        parser = cli_main.build_parser()
+        assert parser.parse_args(["hooks-test"]).command == "hooks-test"
+        assert "plugin 'broken_test' failed in squall_add_commands" in caplog.text
+        broken.BROKEN["configure"] = True
+        with pytest.raises(PluginLoadError, match="plugin 'broken_test' failed in "
+                                                  "squall_configure: KeyError"):
+            LocalCluster()
 
 
 def test_a_hook_module_not_matching_the_specs_fails_when_it_registers(tmp_path: Path) -> None:
     eps = {"squall.plugins": {"misspelt": "squall_hooks_misspelt"}}
     source = ("from squall import hookimpl\n\n\n@hookimpl\n"
               "def squall_configur(conf):\n    pass\n")
-    with fake_distribution(tmp_path / "site", "squall-misspelt", eps,
-                           {"squall_hooks_misspelt": source}):
-        get_plugin_manager.cache_clear()
-        try:
-            with pytest.raises((PluginLoadError, pluggy.PluginValidationError),
-                               match="squall_configur"):
-                get_plugin_manager()
-        finally:
-            get_plugin_manager.cache_clear()
+    with hook_plugin(tmp_path / "site", "squall-misspelt", eps, {"squall_hooks_misspelt": source}):
+        with pytest.raises((PluginLoadError, pluggy.PluginValidationError),
+                           match="squall_configur"):
+            get_plugin_manager()
 
 
 def test_every_hookspec_has_a_caller_in_squall() -> None:
@@ -380,53 +376,49 @@ def test_a_misbehaving_plugin_is_one_line_naming_it(plugin: ModuleType, tmp_path
                                                     module: str, capsys: Any,
                                                     caplog: pytest.LogCaptureFixture) -> None:
     eps = {"squall.plugins": {module: f"squall_misbehaving_{module}"}}
-    with fake_distribution(tmp_path / module, f"squall-misbehaving-{module}", eps,
-                           {f"squall_misbehaving_{module}": MISBEHAVING[module]}):
-        get_plugin_manager.cache_clear()
-        try:
-            if module == "import_fails":
-                # squall plugins says which cannot load (after the error line, which every
-                # command gives); squall's own commands still parse
-                assert cli_main.main(["plugins"]) == 2
-                out = capsys.readouterr().out
-                assert f"{module}" in out and "UNAVAILABLE: fails to load: RuntimeError(" \
-                    "'exploded at import')" in out
-                assert cli_main.build_parser().parse_args(["config"]).command == "config"
-            elif module == "clashing_default":     # the test plugin gives the key an int
-                with pytest.raises(ConfigError, match="both define 'squall.test.hooks.level', "
-                                   "with different defaults"):
-                    config.defaults()
-            elif module == "path_default":
-                with pytest.raises(ConfigError, match="plugin 'path_default': "
-                                   "squall_add_defaults gives 'odd.dir' a PosixPath"):
-                    config.defaults()
-            elif module == "command_clash":
-                parser = cli_main.build_parser()
-                assert parser.parse_args(["plugins"]).command == "plugins"
-                said = [r.getMessage() for r in caplog.records if "command_clash" in
-                        r.getMessage()]
-                assert said == ["plugin 'command_clash' failed in squall_add_commands: "
-                                "ValueError: a command 'plugins' exists already"]
-            elif module == "config_check_bug":
-                with pytest.raises(PluginLoadError, match="plugin 'config_check_bug' failed "
-                                   "in squall_validate_config: KeyError"):
-                    config.validate({})
-                with pytest.raises(PluginLoadError, match="component 'count': plugin "
-                                   "'config_check_bug' failed in squall_validate_config"):
-                    config.validate_component("count", {})
-            elif module == "worker_start_bug":
-                # it was a bare RuntimeError, and the built worker's components were never
-                # cleaned up
-                CLOSED.clear()
-                builder = TopologyBuilder()
-                builder.set_spout("idle", Closing)
-                with pytest.raises(PluginLoadError, match="plugin 'worker_start_bug' failed "
-                                   "in squall_worker_start: RuntimeError"), LocalCluster() as c:
-                    c.submit_topology("started", {}, builder.create_topology())
-                assert len(CLOSED) == 1
-            else:
-                with pytest.raises(PluginLoadError, match="plugin 'validator_bug' failed in "
-                                   "squall_validate_topology: ValueError"), LocalCluster() as c:
-                    c.submit_topology("checked", {}, _topology())
-        finally:
-            get_plugin_manager.cache_clear()
+    with hook_plugin(tmp_path / module, f"squall-misbehaving-{module}", eps,
+                     {f"squall_misbehaving_{module}": MISBEHAVING[module]}):
+        if module == "import_fails":
+            # squall plugins says which cannot load (after the error line, which every
+            # command gives); squall's own commands still parse
+            assert cli_main.main(["plugins"]) == 2
+            out = capsys.readouterr().out
+            assert f"{module}" in out and "UNAVAILABLE: fails to load: RuntimeError(" \
+                "'exploded at import')" in out
+            assert cli_main.build_parser().parse_args(["config"]).command == "config"
+        elif module == "clashing_default":     # the test plugin gives the key an int
+            with pytest.raises(ConfigError, match="both define 'squall.test.hooks.level', "
+                               "with different defaults"):
+                config.defaults()
+        elif module == "path_default":
+            with pytest.raises(ConfigError, match="plugin 'path_default': "
+                               "squall_add_defaults gives 'odd.dir' a PosixPath"):
+                config.defaults()
+        elif module == "command_clash":
+            parser = cli_main.build_parser()
+            assert parser.parse_args(["plugins"]).command == "plugins"
+            said = [r.getMessage() for r in caplog.records if "command_clash" in
+                    r.getMessage()]
+            assert said == ["plugin 'command_clash' failed in squall_add_commands: "
+                            "ValueError: a command 'plugins' exists already"]
+        elif module == "config_check_bug":
+            with pytest.raises(PluginLoadError, match="plugin 'config_check_bug' failed "
+                               "in squall_validate_config: KeyError"):
+                config.validate({})
+            with pytest.raises(PluginLoadError, match="component 'count': plugin "
+                               "'config_check_bug' failed in squall_validate_config"):
+                config.validate_component("count", {})
+        elif module == "worker_start_bug":
+            # it was a bare RuntimeError, and the built worker's components were never
+            # cleaned up
+            CLOSED.clear()
+            builder = TopologyBuilder()
+            builder.set_spout("idle", Closing)
+            with pytest.raises(PluginLoadError, match="plugin 'worker_start_bug' failed "
+                               "in squall_worker_start: RuntimeError"), LocalCluster() as c:
+                c.submit_topology("started", {}, builder.create_topology())
+            assert len(CLOSED) == 1
+        else:
+            with pytest.raises(PluginLoadError, match="plugin 'validator_bug' failed in "
+                               "squall_validate_topology: ValueError"), LocalCluster() as c:
+                c.submit_topology("checked", {}, _topology())
