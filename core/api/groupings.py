@@ -9,6 +9,16 @@ list of its ``[key, value]`` pairs sorted the same way), the encodings are joine
 byte, and the CRC-32 of the result modulo the number of target tasks indexes the sorted target
 task ids.
 
+A value is encoded as the value it becomes on the wire, so it is routed alike before and
+after it crosses workers: a subclass of ``str``, ``bytes``, ``int`` or ``float`` (a
+``StrEnum``, an ``IntEnum``, ``numpy.str_``) as that base type; a date, time, ``Decimal`` or
+``UUID`` by the ``repr`` of the value the serializer gives back; a type registered with
+``topology.serializer.register`` (given the topology's table,
+:class:`squall.serializers.types.ValueTypes`, as the fields groupings are) as its tag and
+the value its encoder gives; any other object by its ``repr``, and
+:class:`~squall.errors.TopologyError` naming its type where that ``repr`` is the default one
+(it holds a memory address, which differs in every process).
+
 >>> fields_hash(["cow"]) == fields_hash(("cow",))
 True
 >>> fields_hash(["cow"])
@@ -16,15 +26,20 @@ True
 """
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 import operator
 import random
+import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from squall.errors import TopologyError
+from squall.serializers.types import REGISTER_KEY, ValueTypes
 from squall.spi.grouping import (
     Grouping, GroupingDeclaration, LoadAwareGrouping, SingleTargetGrouping,
 )
@@ -33,7 +48,10 @@ _crc32 = zlib.crc32
 CACHE_SIZE = 65536      # per fields grouping of one emitting task
 
 
-def encode_value(value: Any) -> bytes:
+def encode_value(value: Any, types: ValueTypes | None = None) -> bytes:
+    """The bytes :func:`fields_hash` hashes for one value (see the module docstring);
+    ``types``: the topology's serializer table, for its registered types. TopologyError for
+    an object that has no stable encoding."""
     t = type(value)
     if t is str:
         return value.encode()
@@ -47,36 +65,90 @@ def encode_value(value: Any) -> bytes:
         return repr(value).encode()
     if value is None:
         return b"null"
+    # subclasses travel as their base type (bool has none): encode the value that arrives
+    if isinstance(value, str):
+        return str.encode(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, int):
+        return int.__repr__(value).encode()
+    if isinstance(value, float):
+        return float.__repr__(value).encode()
+    default = partial(_json_default, types)
     try:
-        return json.dumps(value, sort_keys=True, default=_json_default).encode()
+        return json.dumps(value, sort_keys=True, default=default).encode()
     except TypeError:       # a dict whose keys do not sort together (1 and "b", say)
-        return json.dumps(_pairs(value), sort_keys=True, default=_json_default).encode()
+        return json.dumps(_pairs(value, types), sort_keys=True, default=default).encode()
 
 
-def _json_default(value: Any) -> Any:
+#: the values both serializers carry beyond JSON's (sets aside): hashed by the ``repr`` of
+#: the value the serializer gives back (:data:`_CARRIED`)
+_BUILTIN_KINDS = (dt.datetime, dt.date, dt.time, dt.timedelta, Decimal, uuid.UUID)
+_CARRIED = ValueTypes()
+
+
+def _json_default(types: ValueTypes | None, value: Any) -> Any:
     """What JSON has no type for: a set as its values in the order of their encodings (its
-    own order follows Python's salted hash), anything else as its ``repr``."""
+    own order follows Python's salted hash); a date, time, Decimal or UUID as the ``repr``
+    of the value that arrives (an aware datetime arrives with a fixed UTC offset, a subclass
+    as its base type); a registered type (in ``types``) as ``[tag, encoded value]``; any other
+    object as its ``repr``, unless that is the default one (holding a memory address)."""
     if isinstance(value, (set, frozenset)):
-        return sorted(value, key=encode_value)
+        return sorted(value, key=partial(_order, types))
+    if isinstance(value, _BUILTIN_KINDS):
+        if value.__class__ not in _BUILTIN_KINDS or getattr(value, "tzinfo", None) is not None:
+            value = _CARRIED.decode(*_CARRIED.encode(value))
+        return repr(value)
+    if types is not None:
+        try:
+            return list(types.encode(value))
+        except TypeError:       # not a registered type
+            pass
+    if type(value).__repr__ is object.__repr__:
+        kind = type(value)
+        raise TopologyError(
+            f"a fields grouping cannot hash a value of type {kind.__module__}."
+            f"{kind.__qualname__}: its repr holds its memory address, which differs in every "
+            f"process; register the type with {REGISTER_KEY} or give it a __repr__ that shows "
+            f"its value")
     return repr(value)
 
 
-def _pairs(value: Any) -> Any:
+def _order(types: ValueTypes | None, value: Any) -> tuple[bytes, str]:
+    """The sort key of a set's item or a dict's key: its encoding, then (for values that
+    encode alike, 1 and "1" say) the kind it travels as."""
+    return encode_value(value, types), _kind(value)
+
+
+def _kind(value: Any) -> str:
+    for kind in (bool, int, float, str, bytes, dict):
+        if isinstance(value, kind):
+            return kind.__name__
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, (set, frozenset)):
+        return "set"
+    return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def _pairs(value: Any, types: ValueTypes | None) -> Any:
     """``value`` with every dict as its ``[key, value]`` pairs, sorted by the keys'
     encodings."""
     if isinstance(value, dict):
-        return sorted(([_pairs(k), _pairs(v)] for k, v in value.items()),
-                      key=lambda kv: encode_value(kv[0]))
+        order = partial(_order, types)
+        return sorted(([_pairs(k, types), _pairs(v, types)] for k, v in value.items()),
+                      key=lambda kv: order(kv[0]))
     if isinstance(value, (list, tuple)):
-        return [_pairs(v) for v in value]
+        return [_pairs(v, types) for v in value]
     return value
 
 
-def fields_hash(selected: Sequence[Any]) -> int:
-    """The stable hash of the selected field values (see the module docstring)."""
+def fields_hash(selected: Sequence[Any], types: ValueTypes | None = None) -> int:
+    """The stable hash of the selected field values (see the module docstring); ``types``:
+    the topology's serializer table (:class:`ValueTypes`), for its registered types."""
     if len(selected) == 1:
-        return _crc32(encode_value(selected[0]))
-    return _crc32(b"\x00".join(encode_value(v) for v in selected))
+        return _crc32(encode_value(selected[0], types))
+    return _crc32(b"\x00".join(encode_value(v, types) for v in selected))
 
 
 class ShuffleGrouping(SingleTargetGrouping):
@@ -244,8 +316,13 @@ class FieldsGrouping(SingleTargetGrouping):
     Built from its entry point, it learns its fields in :meth:`configure`; built directly, from
     its arguments (the selected fields, and the stream's fields they are found in). With one
     field it declares that field's index as ``key_index`` (a subclass whose choice depends on
-    more than that value must set ``key_index`` back to None).
+    more than that value must set ``key_index`` back to None). The types the topology
+    registers with ``topology.serializer.register`` (read from the conf :meth:`configure`
+    is given) hash as the serializer carries them.
     """
+
+    #: the topology's conf, as :meth:`configure` was given it (its registered types)
+    _conf: Mapping[str, Any] = {}
 
     def __init__(self, fields: Sequence[str] = (), source_fields: Sequence[str] = ()) -> None:
         self._select(fields, source_fields)
@@ -254,6 +331,7 @@ class FieldsGrouping(SingleTargetGrouping):
         """The declared fields, found in the stream's fields (without declared fields, as for
         an instance given to ``custom_grouping``, those given to the constructor stay);
         TopologyError if there are none or one is not a field of the stream."""
+        self._conf = declaration.conf
         if not declaration.fields:
             if self.fields:
                 return
@@ -272,6 +350,7 @@ class FieldsGrouping(SingleTargetGrouping):
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         self.target_tasks = targets = sorted(target_tasks)
+        self._types = types = ValueTypes(self._conf)   # imported by the worker's serializer
         n = len(targets)
         indexes = self.indexes
         if len(indexes) == 1:
@@ -288,7 +367,7 @@ class FieldsGrouping(SingleTargetGrouping):
                             cache.clear()
                         t = cache[v] = targets[_crc32(v.encode()) % n]
                     return t
-                return targets[_crc32(encode_value(v)) % n]
+                return targets[_crc32(encode_value(v, types)) % n]
 
             field = operator.itemgetter(i)
 
@@ -304,7 +383,7 @@ class FieldsGrouping(SingleTargetGrouping):
                 return chosen  # type: ignore[return-value]
         else:
             def choose_one(values: Sequence[Any]) -> int:
-                return targets[fields_hash([values[i] for i in indexes]) % n]
+                return targets[fields_hash([values[i] for i in indexes], types) % n]
 
             def choose_many(values_list: Sequence[Sequence[Any]]) -> list[int]:
                 if n == 1:
@@ -314,7 +393,7 @@ class FieldsGrouping(SingleTargetGrouping):
         self.choose_many = choose_many  # type: ignore[method-assign]
 
     def choose_one(self, values: Sequence[Any]) -> int:
-        return self.target_tasks[fields_hash([values[i] for i in self.indexes])
+        return self.target_tasks[fields_hash([values[i] for i in self.indexes], self._types)
                                  % len(self.target_tasks)]
 
     def choose_many(self, values_list: Sequence[Sequence[Any]]) -> list[int]:
@@ -334,12 +413,13 @@ class PartialKeyGrouping(FieldsGrouping):
 
     def prepare(self, context: Any, stream: tuple[str, str], target_tasks: Sequence[int]) -> None:
         self.target_tasks = sorted(target_tasks)
+        self._types = ValueTypes(self._conf)
         self.load = {t: 0 for t in self.target_tasks}
 
     def choose_one(self, values: Sequence[Any]) -> int:
         targets = self.target_tasks
         key = [values[i] for i in self.indexes]
-        h1 = fields_hash(key)
+        h1 = fields_hash(key, self._types)
         h2 = _crc32(b"\x01squall", h1)
         a, b = targets[h1 % len(targets)], targets[h2 % len(targets)]
         chosen = a if self.load[a] <= self.load[b] else b

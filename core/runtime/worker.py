@@ -244,13 +244,20 @@ class Worker:
         """Tuples the outbox could not deliver: their trees fail, so the spouts replay."""
         self.acks.fail_lost(roots)
 
-    def _unencodable(self, src: Source, exc: SerializationError) -> None:
-        """Tuples of ``src`` that the serializer refused on their way to another worker:
-        reported as an error of the emitting component (their trees fail)."""
+    def _unencodable(self, src: Source, exc: SerializationError, count: int,
+                     field: str | int | None) -> None:
+        """``count`` tuples of ``src`` that the serializer refused on their way to another
+        worker, in one batch, for one cause (``exc``; ``field`` holds the value refused in
+        the first of them, when known): reported as an error of the emitting component
+        (their trees fail), throttled as its other errors are."""
         mine = [t for t in self.topology.tasks(src.component) if t in self.tasks]
         ts = self.tasks.get(mine[0]) if mine else None
-        text = (f"tuples of {src.component} on stream {src.stream!r} cannot be sent to "
-                f"another worker and fail: {exc}")
+        one = count == 1
+        which = "" if field is None else \
+            f" (the value of field {field!r}{'' if one else ' in the first'})"
+        text = (f"{count} tuple{'' if one else 's'} of {src.component} on stream "
+                f"{src.stream!r} cannot be sent to another worker and fail{'s' if one else ''}"
+                f"{which}: {exc}")
         if ts is None:
             log.error("%s", text)
         else:

@@ -33,9 +33,10 @@ _SCALAR_KEY = re.compile(r':"(?:[-+.eE0-9]+|llun|eurt|eslaf|NaN|ytinifnI-?)"[{,]
 
 
 class JsonSerializer(Serializer):
-    """UTF-8 JSON (readable, slower). ``bytes`` travel as ``{"__bytes__": "<base64>"}`` and
-    the values of :mod:`squall.serializers.types` as ``{"__squall__": [tag, value]}``; tuples
-    decode as lists.
+    """UTF-8 JSON (readable, slower). ``bytes`` and ``bytearray`` travel as
+    ``{"__bytes__": "<base64>"}`` (both decode as bytes, as with msgpack) and the values of
+    :mod:`squall.serializers.types` as ``{"__squall__": [tag, value]}``; tuples decode as
+    lists.
 
     ``dumps`` refuses (:class:`~squall.errors.SerializationError`) what ``loads`` would not
     give back as it was: a dict key that is not a str (JSON would make ``1`` the string
@@ -77,7 +78,7 @@ class JsonSerializer(Serializer):
 
     def _default(self, made: list[int], obj: Any) -> Any:
         made[0] += 1
-        if isinstance(obj, bytes):
+        if isinstance(obj, (bytes, bytearray)):     # a bytearray arrives as bytes
             return {"__bytes__": base64.b64encode(obj).decode("ascii")}
         tag, value = self.types.encode(obj)
         if value.__class__ is not str:      # a registered type's value may hold dicts

@@ -16,6 +16,7 @@ partitioned spouts      :mod:`.partitioned`         ``TransactionalSpout``,
                                                     ``OpaquePartitionedSpout``
 a Redis stream spout    :mod:`.redis_stream`        ``RedisStreamSpout``
 states                  :mod:`.state`               ``MemoryMapState``, ``RedisMapState``
+group and state keys    :mod:`.keys`                ``canonical``, ``GroupKey``
 the recorded graph      :mod:`.graph`               ``Node`` kinds
 graph -> topology       :mod:`.compile`             ``compile_graph``
 how objects travel      :mod:`.plan`                ``to_json`` / ``from_json``

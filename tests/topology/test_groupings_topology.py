@@ -1,6 +1,7 @@
 """Every stream grouping, end to end through complete_topology and LocalCluster."""
 from __future__ import annotations
 
+import enum
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from squall import (
 )
 from squall.api.groupings import fields_hash
 from squall.testing import complete_topology, wait_until
+from squall.testing.contracts.serializer import Point
 
 #: (component, receiving task, values) of every tuple a Record bolt saw
 SEEN: list[tuple[str, int, tuple[Any, ...]]] = []
@@ -368,3 +370,49 @@ def test_fields_grouping_from_a_bolt_follows_the_stable_hash_for_every_key_type(
             seen_types.add((type(key), key))
             assert task == sink[fields_hash([key]) % len(sink)], (key, task)
     assert {t for t, _ in seen_types} == {str, int, bool, float, bytes, type(None)}
+
+
+class Animal(enum.StrEnum):
+    COW = "cow"
+    PIG = "pig"
+    HEN = "hen"
+    DOG = "dog"
+    CAT = "cat"
+    OWL = "owl"
+
+
+class Forward(Bolt):
+    """Re-emits the value it got: as emitted in the spout's worker, as decoded in the
+    other."""
+
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        self.emit([tup["word"]])
+
+
+POINT_CONF = {"topology.serializer.register": {
+    "squall.testing.contracts.serializer:Point": [
+        "squall.testing.contracts.serializer:point_to_list",
+        "squall.testing.contracts.serializer:point_from_list"]}}
+
+
+@pytest.mark.parametrize("keys", [list(Animal), [Point(i, -i) for i in range(6)]],
+                         ids=["str-enum", "registered-type"])
+def test_a_key_reaches_one_task_whether_or_not_it_crossed_workers(keys: list[Any]) -> None:
+    """A StrEnum arrives from another worker as a plain str, a registered type as an equal
+    new object: each key still reaches one task."""
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("relay", Forward, 2).all_grouping("words")      # one relay task a worker
+    b.set_bolt("sink", Record, 4).fields_grouping("relay", ["word"])
+    result = complete_topology(b.create_topology(),
+                               {"words": [[k, i] for i, k in enumerate(keys * 3)]},
+                               conf={"topology.workers": 2, **POINT_CONF})
+    assert result.acked == set(range(len(keys) * 3)) and not result.failed
+    owner: dict[str, set[int]] = defaultdict(set)
+    for task, values in received("sink").items():
+        for (key,) in values:
+            owner[str((key.x, key.y)) if isinstance(key, Point) else str(key)].add(task)
+    assert len(owner) == len(keys)
+    assert all(len(tasks) == 1 for tasks in owner.values()), dict(owner)

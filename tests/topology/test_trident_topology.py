@@ -215,6 +215,58 @@ def test_grouping_on_a_tuple_value_counts_alike_in_one_worker_and_across_two() -
             assert not any(cluster.get_topology_info("trident-pairs")["errors"].values())
 
 
+#: group keys Python finds equal (1, 1.0, True), which the fields grouping routes apart, and
+#: a NaN, a new object (never equal to another) each time it crosses the serializer
+ODD_KEYS: list[Any] = [float("nan"), 1, 1.0, True, "x"]
+#: the last count each key's new value said, and the tasks that counted it, by (type name,
+#: repr)
+ODD_COUNTS: dict[str, dict[tuple[str, str], int]] = {}
+ODD_TASKS: dict[str, dict[tuple[str, str], set[int]]] = {}
+
+
+class OddKey(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([ODD_KEYS[tup["sentence"]]])
+
+
+class RecordCount(Function):
+    tag = ""
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.task = context.task_id
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        key = (type(tup["k"]).__name__, repr(tup["k"]))
+        with _LOCK:
+            ODD_COUNTS.setdefault(self.tag, {})[key] = tup["count"]
+            ODD_TASKS.setdefault(self.tag, {}).setdefault(key, set()).add(self.task)
+
+
+def test_keys_count_as_the_fields_grouping_routes_them_when_rows_cross_the_serializer(
+        ) -> None:
+    tag = uuid.uuid4().hex
+    record = RecordCount()
+    record.tag = tag
+    t = TridentTopology()
+    spout = FixedBatchSpout(["sentence"], 2, [[i] for i in range(len(ODD_KEYS))] * 3)
+    t.new_stream(f"odd-{tag}", spout).each(["sentence"], OddKey(), ["k"]).group_by(["k"]) \
+        .persistent_aggregate(MemoryMapState.transactional(f"odd-{tag}"), Count(), ["count"]) \
+        .parallelism_hint(3).new_values_stream().each(["k", "count"], record, [])
+    want = {(type(k).__name__, repr(k)): 3 for k in ODD_KEYS}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("trident-odd", {
+            **CONF, "topology.testing.always.try.serialize": True}, t.build())
+
+        def counts() -> dict[tuple[str, str], int]:
+            with _LOCK:
+                return dict(ODD_COUNTS.get(tag, {}))
+        wait_until(lambda: counts() == want, timeout=30, message=lambda: f"{counts()}")
+        assert not any(cluster.get_topology_info("trident-odd")["errors"].values())
+    # each key on one partition, however a batch mixed them (1, 1.0 and True go to 3 tasks)
+    with _LOCK:
+        assert all(len(tasks) == 1 for tasks in ODD_TASKS[tag].values()), ODD_TASKS[tag]
+
+
 class CountArgs(Function):
     def execute(self, tup: Any, collector: Any) -> None:
         for w in tup["args"].split():

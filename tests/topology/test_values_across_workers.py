@@ -303,6 +303,29 @@ def test_json_refuses_what_would_cross_changed_and_the_rest_of_the_batch_goes_th
     assert all(values[0] == BATCH[values[1]] for values in arrived)     # the local copies
 
 
+def test_each_cause_of_a_batchs_refusals_is_reported_with_its_count_and_field() -> None:
+    """Only the first refusal of a batch was reported (the int): the object and the lone
+    surrogate failed their trees without a word in the topology's errors or the log."""
+    BATCH[:] = [2**70, object(), "\udcff", -2**70, "fine"]
+    with LocalCluster() as cluster:
+        _one_batch_to_two_workers(cluster, "causes", {})
+        assert sorted(FAILED) == [0, 1, 2, 3] and ACKED == [4]
+
+        def reported() -> list[str]:
+            return [e["error"] for e in
+                    cluster.get_topology_info("causes")["errors"].get("batch", [])]
+        wait_until(lambda: len(reported()) >= 3, timeout=30, message=reported)
+        texts = sorted(reported())
+    assert len(texts) == 3
+    assert texts[0].startswith("1 tuple of batch on stream 'default' cannot be sent to "
+                               "another worker and fails (the value of field 'a'): ")
+    assert "cannot serialize an object of type object" in texts[0]
+    assert "surrogates not allowed" in texts[1]
+    assert texts[2].startswith("2 tuples of batch on stream 'default' cannot be sent to "
+                               "another worker and fail (the value of field 'a' in the first)")
+    assert "beyond the 64 bits" in texts[2]
+
+
 class Fragile:
     """A registered type whose decoder fails: what a worker writes and cannot read."""
 

@@ -30,6 +30,7 @@ from squall.runtime.wire import codec
 from squall.runtime.wire.codec import OpenRun
 from squall.runtime.wire.credits import Windows
 from squall.runtime.wire.peers import LimitedLog
+from squall.runtime.wire.refusals import Refusals, Report
 from squall.transports.closing import close_all
 from squall.transports.framing import HEADER
 
@@ -80,17 +81,17 @@ class Outbox:
     ``lost(roots)`` is called with the root ids of tracked tuples that could not be
     delivered (the worker fails their trees); ``unassigned(task, src_task, source)`` for a
     tuple sent to a task no worker runs, before it is failed back (a grouping may have
-    chosen a task that is none of its targets); ``unencodable(source, error)`` once per
-    source of a batch whose values the serializer refused or the transport cannot carry
-    (those runs are failed, the rest of the batch is sent); ``windows`` keeps what each
-    remote task's worker granted (unlimited if None)."""
+    chosen a task that is none of its targets); ``unencodable(source, error, count, field)``
+    once per source and cause of a batch's tuples whose values the serializer refused or
+    the transport cannot carry (:data:`.refusals.Report`; those runs are failed, the rest of
+    the batch is sent); ``windows`` keeps what each remote task's worker granted (unlimited
+    if None)."""
 
     def __init__(self, *, transport: Any, serializer: Any, topology_id: str,
                  local_tasks: list[int], batch_size: int, flush_interval: float,
                  lost: Callable[[set[int]], None], capacity: int = 1 << 30,
                  windows: Windows | None = None,
-                 unencodable: Callable[[Source, SerializationError], None] =
-                 lambda src, exc: None,
+                 unencodable: Report = lambda src, exc, count, field: None,
                  unassigned: Callable[[int, int, Source], None] =
                  lambda task, src_task, src: None) -> None:
         self.transport = transport
@@ -371,10 +372,11 @@ class Outbox:
 
     def _encodable(self, batch: list[Item]) -> list[Item]:
         """The runs of ``batch`` the serializer accepts. The others' trees fail (their
-        spouts decide on replay) and each of their sources is reported once."""
+        spouts decide on replay) and each cause of their refusal is reported once per
+        source (:class:`.refusals.Refusals`: how many tuples, which field)."""
         good: list[Item] = []
         refused: list[Item] = []
-        reported: set[Source] = set()
+        causes = Refusals(self.dumps, find_fields=True)
         dumps, entry = self.dumps, codec.entry
         for task, run in batch:
             try:
@@ -388,13 +390,10 @@ class Outbox:
                     dumps([entry(piece)])
                 except Exception as exc:
                     refused.append((task, piece))
-                    if piece.src not in reported:
-                        reported.add(piece.src)
-                        self.unencodable(piece.src, exc if isinstance(
-                            exc, SerializationError) else SerializationError(
-                            f"the serializer raised {exc!r}"))
+                    causes.add(piece, exc)
                 else:
                     good.append((task, piece))
+        causes.report(self.unencodable)
         self.undeliverable(refused, "values the serializer cannot encode", quiet=True)
         return good
 
@@ -405,8 +404,9 @@ class Outbox:
         one is cut between its runs, a run that alone does not fit into the pieces of
         :func:`.codec.pieces` (a tuple; an anchored run, whose one edge cannot be cut), and
         the pieces are joined again into messages that fit. A piece that alone does not fit
-        fails, and its source is reported once (``unencodable``). Returns what was handed to
-        the transport (a rare path: the values are encoded again, run by run)."""
+        fails, reported once per source and cause (``unencodable``, with how many tuples).
+        Returns what was handed to the transport (a rare path: the values are encoded again,
+        run by run)."""
         room = limit - HEADER.size - MESSAGE_ROOM       # the most one payload may hold
         dumps, entry = self.dumps, codec.entry
         items_of: dict[int, list[Item]] = {}
@@ -414,7 +414,7 @@ class Outbox:
             items_of.setdefault(item[0], []).append(item)
         parts: list[tuple[int, bytes, list[Item]]] = []     # messages that fit, in order
         refused: list[Item] = []
-        reported: set[Source] = set()
+        causes = Refusals(dumps, find_fields=False)     # the tuple as a whole is too large
         for task, payload in messages:
             if len(payload) <= room:
                 parts.append((task, payload, items_of[task]))
@@ -431,14 +431,13 @@ class Outbox:
                         units.append(((task, piece), data))
                         continue
                     refused.append((task, piece))
-                    if piece.src not in reported:
-                        reported.add(piece.src)
-                        self.unencodable(piece.src, SerializationError(
-                            f"{_tuples(piece)} serialized to {len(data)} bytes, more than "
-                            f"transport {getattr(self.transport, 'name', '?')!r} carries in "
-                            f"one batch ({limit} bytes)"))
+                    causes.add(piece, SerializationError(
+                        f"{_tuples(piece)} serialized to {len(data)} bytes, more than "
+                        f"transport {getattr(self.transport, 'name', '?')!r} carries in "
+                        f"one batch ({limit} bytes)"))
             parts.extend(self._joined(task, units, room))
         if refused:
+            causes.report(self.unencodable)
             self.undeliverable(refused, "values the transport cannot carry", quiet=True)
         frame: codec.Messages = []
         items: list[Item] = []

@@ -22,6 +22,8 @@ from typing import Any
 from squall.api.component import Bolt
 from squall.api.groupings import fields_hash
 from squall.api.tuple import Stream, Tuple
+from squall.serializers.types import ValueTypes
+from squall.trident.keys import equal_as_routed
 from squall.trident.runtime.evaluate import Evaluator, Rows, projector
 from squall.trident.runtime.repeats import RepeatedWarning
 from squall.trident.runtime.sources import deliver, make_source
@@ -51,15 +53,17 @@ class _Batch:
 
 
 class _Output:
-    __slots__ = ("how", "key", "node", "post", "stream", "targets")
+    __slots__ = ("how", "key", "node", "post", "stream", "targets", "types")
 
-    def __init__(self, d: Mapping[str, Any], targets: list[int], post: bool) -> None:
+    def __init__(self, d: Mapping[str, Any], targets: list[int], post: bool,
+                 types: ValueTypes) -> None:
         self.stream: str = d["stream"]
         self.node: int = d["node"]
         self.how: str = d["how"]
         self.key = projector(d["index"])
         self.targets = targets
         self.post = post
+        self.types = types          # the topology's registered types hash as they travel
 
     def split(self, rows: Rows, txid: int) -> list[Rows]:
         """The rows for each target task, in ``targets`` order."""
@@ -72,17 +76,19 @@ class _Output:
             return [rows if i == txid % n else [] for i in range(n)]
         if self.how == "fields":
             parts: list[Rows] = [[] for _ in range(n)]
-            key = self.key
-            target: dict[Any, Rows] = {}      # keys repeat within a batch: hash each once
-            for r in rows:
-                k = key(r)
-                try:
-                    part = target[k]
-                except KeyError:
-                    part = target[k] = parts[fields_hash(k) % n]
-                except TypeError:                   # an unhashable value: not cached
-                    part = parts[fields_hash(k) % n]
-                part.append(r)
+            types = self.types
+            keys = list(map(self.key, rows))
+            if equal_as_routed(keys):         # (not 1 and True, or NaNs, say)
+                target: dict[Any, Rows] = {}  # keys repeat within a batch: hash each once
+                for k, r in zip(keys, rows):
+                    try:
+                        part = target[k]
+                    except KeyError:
+                        part = target[k] = parts[fields_hash(k, types) % n]
+                    part.append(r)
+            else:
+                for k, r in zip(keys, rows):
+                    parts[fields_hash(k, types) % n].append(r)
             return parts
         return [rows[i::n] for i in range(n)]
 
@@ -112,8 +118,9 @@ class TridentBolt(Bolt):
         self.committer: bool = plan["committer"]
         self.evaluator = Evaluator(plan["nodes"], deliver)
         post = {n.id for n in self.evaluator.post}
-        self.outputs = [_Output(o, context.component_tasks(o["component"]), o["node"] in post)
-                        for o in plan["outputs"]]
+        types = ValueTypes(conf)
+        self.outputs = [_Output(o, context.component_tasks(o["component"]), o["node"] in post,
+                                types) for o in plan["outputs"]]
         self.evaluator.prepare(conf, context)
         self.batches: dict[int, _Batch] = {}
         #: the warnings of failed batches and commits (a batch failing every try repeats them)

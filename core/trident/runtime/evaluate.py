@@ -18,6 +18,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
+from squall import drivers
 from squall.trident import plan
 from squall.trident.aggregators import (
     Aggregator, CombinerAggregator, Count, ReducerAggregator, Sum,
@@ -25,7 +26,8 @@ from squall.trident.aggregators import (
 from squall.trident.operations import Filter
 from squall.trident.state.factory import MapStateFactory
 from squall.trident.state.map_state import MapState
-from squall.trident.tuple import TridentCollector, TridentTuple, frozen
+from squall.trident.keys import GroupKey, equal_as_routed
+from squall.trident.tuple import TridentCollector, TridentTuple
 
 Row = tuple[Any, ...]
 Rows = list[Row]
@@ -42,15 +44,16 @@ def projector(index: list[int]) -> Callable[[Row], Row]:
 
 
 def group_keys(group: Callable[[Row], Row], src: Rows) -> list[Row]:
-    """The group key of each row of ``src``. Keys holding a list (a tuple value turns into
-    one when its row crosses workers) or another unhashable value are made hashable, the
-    same way wherever the row is, so equal values group together."""
+    """The group key of each row of ``src``: keys group as the fields grouping routes them,
+    wherever the row is. They are plain tuples where Python's equality is the routing's
+    (:func:`~squall.trident.keys.equal_as_routed`: str, int, bytes, None); with other values
+    (a list, which a tuple turns into when its row crosses workers, a NaN, which is a new
+    one after crossing, 1.0 or True beside 1) they are :class:`~squall.trident.keys.GroupKey`
+    s, compared by their canonical form."""
     keys = list(map(group, src))
-    try:
-        hash(tuple(keys))
-    except TypeError:
-        keys = [frozen(k) for k in keys]
-    return keys
+    if equal_as_routed(keys):
+        return keys
+    return list(map(GroupKey, keys))
 
 
 class NodeRun:
@@ -95,11 +98,14 @@ class Evaluator:
         self._deliver = deliver
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        serializer = None       # the topology's: a Redis state stores its values with it
         for n in self.nodes:
             if n.op is not None and hasattr(n.op, "prepare"):
                 n.op.prepare(conf, context)
             if n.factory is not None:
-                n.state = n.factory.make_state(context.memory_stores)
+                if serializer is None:
+                    serializer = drivers.driver("serializer", conf)
+                n.state = n.factory.make_state(context.memory_stores, serializer)
 
     def cleanup(self) -> None:
         for n in self.nodes:

@@ -4,8 +4,9 @@
 ``.non_transactional()`` and ``RedisMapState(host=, port=, db=, key_prefix=)`` /
 ``RedisMapState.transactional(...)`` and likewise return a :class:`MapStateFactory` (the
 class called itself is the transactional kind); it travels to the workers as JSON and
-``make_state(context.memory_stores)`` builds the task's
-:class:`~squall.trident.state.map_state.MapState` there.
+``make_state(context.memory_stores, serializer)`` builds the task's
+:class:`~squall.trident.state.map_state.MapState` there (a Redis one stores its values with
+the topology's ``serializer``).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import uuid
 from typing import Any
 
 from squall.runtime.memory_stores import MemoryStores
+from squall.spi.serializer import Serializer
 from squall.trident.state.map_state import KINDS, BackingMap, MapState
 
 
@@ -33,19 +35,22 @@ class MapStateFactory:
     def from_json(cls, d: dict[str, Any]) -> MapStateFactory:
         return cls(d["backend"], d["kind"], dict(d["options"]))
 
-    def make_state(self, stores: MemoryStores | None = None) -> MapState:
+    def make_state(self, stores: MemoryStores | None = None,
+                   serializer: Serializer | None = None) -> MapState:
         """The task's state; a memory one keeps its map in ``stores``, its worker's
-        (``context.memory_stores``; None: stores of its own)."""
-        return KINDS[self.kind](self._backing(stores))
+        (``context.memory_stores``; None: stores of its own); a Redis one encodes keys and
+        values with ``serializer``, the topology's (None: the default ``msgpack``)."""
+        return KINDS[self.kind](self._backing(stores, serializer))
 
-    def _backing(self, stores: MemoryStores | None) -> BackingMap:
+    def _backing(self, stores: MemoryStores | None,
+                 serializer: Serializer | None) -> BackingMap:
         if self.backend == "memory":
             from squall.trident.state.memory import MemoryBackingMap
             return MemoryBackingMap(self.options["id"],
                                     stores if stores is not None else MemoryStores())
         if self.backend == "redis":
             from squall.trident.state.redis import RedisBackingMap
-            return RedisBackingMap(**self.options)
+            return RedisBackingMap(**self.options, serializer=serializer)
         raise ValueError(f"unknown map state backend {self.backend!r}")
 
     @property
@@ -84,7 +89,9 @@ class MemoryMapState:
 
 
 class RedisMapState:
-    """A map state in Redis: one string per key, ``key_prefix`` + the key's JSON.
+    """A map state in Redis: one string per key, named ``key_prefix`` + the key's JSON,
+    holding the value as the topology's serializer writes it (see
+    :mod:`squall.trident.state.redis`).
 
     ``RedisMapState(...)`` is transactional, with the keywords of :meth:`transactional`."""
 

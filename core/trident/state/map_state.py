@@ -1,6 +1,6 @@
 """Map states in Storm's three kinds, over a :class:`BackingMap`.
 
-What each kind stores per key (Storm's layouts, as JSON-able lists):
+What each kind stores per key (Storm's layouts, as lists):
 
 - transactional: ``[txid, value]``. A batch whose txid equals the stored one was already
   applied (a transactional spout replays the same rows under the same txid), so it is skipped.

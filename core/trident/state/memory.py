@@ -2,6 +2,10 @@
 (``context.memory_stores``, see :mod:`squall.runtime.memory_stores`), shared by every task
 of that owner: a worker process on a cluster (so use it there only with one worker), the
 topology in a LocalCluster (its workers share it; it is dropped when the topology is killed).
+
+Keys are compared by their canonical form (:func:`squall.trident.keys.canonical`), as the
+fields grouping routes them: a NaN key is found again after crossing workers, and ``1``,
+``1.0`` and ``True`` are three keys, as they are in a Redis state.
 """
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from squall.runtime.memory_stores import MemoryStores
+from squall.trident.keys import canonical
 from squall.trident.state.map_state import BackingMap, Key
 from squall.trident.tuple import frozen
 
@@ -17,7 +22,8 @@ __all__ = ["MemoryBackingMap", "stored"]
 
 
 class _Maps:
-    """This backend's part of one owner's stores: state id -> {key: stored value}."""
+    """This backend's part of one owner's stores: state id -> {canonical key: (key, stored
+    value)}."""
 
     __slots__ = ("lock", "maps")
 
@@ -30,14 +36,6 @@ def _maps(stores: MemoryStores) -> _Maps:
     return stores.part("squall.trident.memory", _Maps)
 
 
-def _hashable(key: Key) -> Any:
-    try:
-        hash(key)
-    except TypeError:
-        return frozen(key)
-    return key
-
-
 class MemoryBackingMap(BackingMap):
     """The map of ``state_id`` in ``stores``."""
 
@@ -48,17 +46,18 @@ class MemoryBackingMap(BackingMap):
 
     def multi_get(self, keys: Sequence[Key]) -> list[Any]:
         get = self.data.get
-        return [get(_hashable(k)) for k in keys]
+        return [None if (kv := get(canonical(k))) is None else kv[1] for k in keys]
 
     def multi_put(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         data = self.data
         for k, v in zip(keys, values):
-            data[_hashable(k)] = v
+            data[canonical(k)] = (k, v)
 
 
 def stored(stores: MemoryStores, state_id: str) -> dict[Any, Any]:
     """A copy of what the memory state ``state_id`` holds in ``stores`` (a worker's
-    ``memory_stores``): ``{key tuple: stored value}`` (for tests)."""
+    ``memory_stores``): ``{key tuple: stored value}``, each key as last written, its lists
+    as tuples (for tests)."""
     part = _maps(stores)
     with part.lock:
-        return dict(part.maps.get(state_id, {}))
+        return {frozen(tuple(k)): v for k, v in part.maps.get(state_id, {}).values()}

@@ -1,50 +1,147 @@
-"""The Redis backing map: one Redis string per key, ``key_prefix`` + the key's JSON, holding
-the stored value's JSON. Reads are one ``MGET`` and writes one ``MSET`` per batch and task.
+"""The Redis backing map: one Redis string per key, holding the stored value. Reads are one
+``MGET`` and writes one ``MSET`` per batch and task.
 
-Needs the ``redis`` extra. Connection errors surface as :class:`squall.errors.StateError`
-(raised from the operation, so the batch fails and is replayed).
+Values (the kind's layout, e.g. ``[txid, value]``) are encoded by the topology's serializer
+as a stateful bolt's are (:func:`squall.stateful.values.value_codec`: with ``msgpack`` a
+tuple stays a tuple, a dict keeps its int keys), so any value the topology carries is stored
+and read back as it was. They start with :data:`FORMAT`; a value without it is JSON text,
+the format written before, and is read as JSON (a dict's int keys came back str from it).
+
+A key is named ``key_prefix`` + the JSON of its values when they are str, numbers, bools,
+None, and lists or tuples of them (the names such keys always had); any other key (holding a
+``Decimal``, a date, bytes, a set, a dict, a registered type) is named ``key_prefix`` + ``~``
++ the serializer's bytes of it, its sets and dicts in a fixed order, so every process names
+it alike.
+
+Needs the ``redis`` extra. A Redis error (down, refused, timed out), a value or key the
+serializer refuses and a stored value it cannot read surface as
+:class:`squall.errors.StateError` naming the state (its ``key_prefix``), raised from the
+operation: the batch fails, is reported as the component's error and is replayed.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from squall.errors import StateError
+from squall.spi.serializer import Serializer
 from squall.trident.state.map_state import BackingMap, Key
+
+__all__ = ["FORMAT", "RedisBackingMap"]
+
+#: the first byte of a value the serializer wrote: JSON text (ASCII) never starts with it,
+#: and msgpack never uses it
+FORMAT = b"\xc1"
+#: after ``key_prefix``, what names a key JSON does not write (a JSON name starts with ``[``)
+TYPED_KEY = b"~"
 
 
 class RedisBackingMap(BackingMap):
+    """The map in Redis (see the module docstring). ``serializer``: the topology's (the
+    default ``msgpack`` one when None). Called from the worker's loop thread; each call
+    blocks on one Redis round trip."""
+
     def __init__(self, *, host: str, port: int, db: int, key_prefix: str,
-                 password: str | None = None) -> None:
+                 password: str | None = None, serializer: Serializer | None = None) -> None:
         try:
             import redis
         except ImportError as exc:
             raise StateError("RedisMapState needs the redis client: pip install "
                              "'squall[redis]'") from exc
+        from squall.stateful.values import value_codec
+        if serializer is None:
+            from squall.serializers.msgpack import MsgpackSerializer
+            serializer = MsgpackSerializer()
         self._errors = redis.RedisError
         self.prefix = key_prefix
+        self._name_prefix = key_prefix.encode()
+        self._typed_prefix = self._name_prefix + TYPED_KEY
+        self._key_dumps = serializer.dumps
+        self._dumps, self._loads = value_codec(serializer)
         self.client = redis.Redis(host=host, port=port, db=db, password=password)
 
-    def _name(self, key: Key) -> str:
-        return self.prefix + json.dumps(list(key), separators=(",", ":"))
+    def _fail(self, what: str) -> StateError:
+        return StateError(f"redis map state {self.prefix!r}: {what}")
+
+    def key_name(self, key: Key) -> bytes:
+        """The Redis key that holds ``key``'s value (the same in every process)."""
+        if _json_named(key):
+            return self._name_prefix + json.dumps(list(key), separators=(",", ":")).encode()
+        try:
+            return self._typed_prefix + self._key_dumps(_canonical(key, self._key_dumps))
+        except Exception as exc:
+            raise self._fail(f"cannot name the key {key!r:.80}: {exc}") from exc
+
+    def encode(self, key: Key, value: Any) -> bytes:
+        """What Redis holds for ``value`` (stored under ``key``)."""
+        try:
+            return FORMAT + self._dumps(value)
+        except Exception as exc:
+            raise self._fail(f"cannot store the value of key {key!r:.80}: {exc}") from exc
+
+    def decode(self, key: Key, raw: bytes) -> Any:
+        """The value Redis holds as ``raw`` (under ``key``)."""
+        try:
+            if raw[:1] == FORMAT:
+                return self._loads(raw[1:])
+            return json.loads(raw)          # written before values were serialized
+        except Exception as exc:
+            raise self._fail(f"cannot read the value of key {key!r:.80} ({len(raw)} bytes; "
+                             f"written with another serializer?): {exc}") from exc
 
     def multi_get(self, keys: Sequence[Key]) -> list[Any]:
         if not keys:
             return []
+        names = [self.key_name(k) for k in keys]
         try:
-            raw = self.client.mget([self._name(k) for k in keys])
+            # bytes: the client is made without decode_responses
+            raw: list[bytes | None] = self.client.mget(names)  # type: ignore[assignment]
         except self._errors as exc:
-            raise StateError(f"redis map state: {exc}") from exc
-        return [None if r is None else json.loads(r) for r in raw]
+            raise self._fail(str(exc)) from exc
+        return [None if r is None else self.decode(k, r) for k, r in zip(keys, raw)]
 
     def multi_put(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         if not keys:
             return
+        # every value is encoded before the write: one the serializer refuses writes none
+        entries = {self.key_name(k): self.encode(k, v) for k, v in zip(keys, values)}
         try:
-            self.client.mset({self._name(k): json.dumps(v) for k, v in zip(keys, values)})
+            self.client.mset(entries)
         except self._errors as exc:
-            raise StateError(f"redis map state: {exc}") from exc
+            raise self._fail(str(exc)) from exc
 
     def close(self) -> None:
         self.client.close()
+
+
+def _json_named(values: Any) -> bool:
+    """Whether a key is named by its JSON, as keys always were: its values are str, numbers,
+    bools, None, and lists or tuples of them (JSON writes each kind apart, ``1``, ``1.0`` and
+    ``true`` too; a dict is not, as JSON would write its int keys as str)."""
+    for v in values:
+        cls = v.__class__
+        if cls is str or cls is int or cls is float or cls is bool or v is None:
+            continue
+        if isinstance(v, (list, tuple)):
+            if not _json_named(v):
+                return False
+        elif not isinstance(v, (str, int, float)):  # subclasses: JSON writes their base type
+            return False
+    return True
+
+
+def _canonical(value: Any, dumps: Callable[[Any], bytes]) -> Any:
+    """``value`` as the serializer names it: lists and tuples as lists (a tuple is a list
+    once its row crossed workers), a set as ``{"set": its items}`` and a dict as ``{"dict":
+    its [key, value] pairs}``, sorted by their bytes, so that its name does not depend on
+    its iteration order (a set's differs between processes). Only these tagged dicts are
+    dicts in the form, so no two keys share it."""
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v, dumps) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return {"set": sorted((_canonical(v, dumps) for v in value), key=dumps)}
+    if isinstance(value, dict):
+        return {"dict": sorted(([_canonical(k, dumps), _canonical(v, dumps)]
+                                for k, v in value.items()), key=dumps)}
+    return value

@@ -22,11 +22,26 @@ from typing import Any
 import pytest
 
 from squall import DRPCClient
+from squall.trident.state.redis import RedisBackingMap
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 TOPOLOGY = Path(__file__).resolve().parent.parent / "topologies" / "trident_wordcount.py"
 SENTENCES = 160
+
+
+def stored_counts(client: Any, redis_conf: dict[str, Any], state: str, where: int
+                  ) -> dict[str, int]:
+    """The counts a RedisMapState named ``<prefix><state>`` holds, by word (``where``: the
+    count's place in what it stores, ``[txid, v]`` or ``[txid, prev, v]``)."""
+    prefix = redis_conf["key_prefix"] + state
+    words = [json.loads(k[len(prefix):])[0] for k in client.keys(f"{prefix}*")]
+    backing = RedisBackingMap(**{**redis_conf, "key_prefix": prefix})
+    try:
+        return {w: s[where] for w, s in zip(words, backing.multi_get([(w,) for w in words]))
+                if s is not None}
+    finally:
+        backing.close()
 
 
 def _module() -> Any:
@@ -63,11 +78,7 @@ def test_trident_counts_exact_after_workers_killed(squall_cluster: Any,
     c.squall("submit", f"{TOPOLOGY}:opaque_topology", "--name", "op", *common, env_extra=env)
 
     def counts(kind: str) -> dict[str, int]:
-        keys = client.keys(f"{prefix}{kind}:*")
-        where = 1 if kind == "tx" else 2           # [txid, v] or [txid, prev, v]
-        skip = len(prefix) + len(kind) + 1
-        return {json.loads(k[skip:])[0]: json.loads(v)[where]
-                for k, v in zip(keys, client.mget(keys))}
+        return stored_counts(client, redis_conf, f"{kind}:", 1 if kind == "tx" else 2)
 
     def partial(kind: str) -> bool:
         total = sum(counts(kind).values())
@@ -112,10 +123,7 @@ def test_a_txid_replayed_after_kill_9_reads_the_partitions_it_had(
         return [json.loads(e) for e in client.lrange(f"{prefix}log", 0, -1)]
 
     def counts() -> dict[str, int]:
-        keys = client.keys(f"{prefix}tx:*")
-        skip = len(prefix) + len("tx:")
-        return {json.loads(k[skip:])[0]: json.loads(str(v))[1]
-                for k, v in zip(keys, client.mget(keys))}
+        return stored_counts(client, redis_conf, "tx:", 1)
 
     c.start_nimbus()
     sup = c.start_supervisor("sup1", slots=1)

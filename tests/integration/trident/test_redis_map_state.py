@@ -1,9 +1,18 @@
 """RedisMapState over a real Redis: exact Trident word counts with a failed batch replayed,
-Storm's stored layouts, and counts read back through DRPC."""
+Storm's stored layouts, and counts read back through DRPC; keys and values of any type the
+topology's serializer carries, values stored as JSON before, and a value it refuses."""
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
+import re
+import subprocess
+import sys
+import uuid
 from collections import Counter
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -11,8 +20,10 @@ import pytest
 from squall import LocalCluster, LocalDRPC, StateError
 from squall.testing.waiting import wait_until
 from squall.trident import (
-    Count, FixedBatchSpout, Function, MapGet, RedisMapState, Sum, TridentTopology,
+    CombinerAggregator, Count, FixedBatchSpout, Function, MapGet, RedisMapState, Sum,
+    TridentTopology,
 )
+from squall.trident.state.redis import RedisBackingMap
 
 SENTENCES = [["the cow jumped over the moon"], ["the man went to the store"],
              ["boom goes the dynamite"], ["to be or not to be"]]
@@ -63,9 +74,11 @@ def test_redis_word_count_is_exact_across_a_replay(kind: str, redis_conf: dict[s
          .aggregate(["count"], Sum(), ["sum"]))
         cluster.submit_topology(f"redis-{kind}", conf, t.build())
 
+        backing = RedisBackingMap(**redis_conf)
+
         def stored() -> dict[str, Any]:
             keys = client.keys(prefix + "*")
-            return {json.loads(k[len(prefix):])[0]: json.loads(v)
+            return {json.loads(k[len(prefix):])[0]: backing.decode(k, v)
                     for k, v in zip(keys, client.mget(keys))}
         value = 1 if kind == "transactional" else 2      # [txid, v] or [txid, prev, v]
         wait_until(lambda: {w: s[value] for w, s in stored().items()} == expected,
@@ -83,3 +96,221 @@ def test_an_unreachable_redis_fails_batches_with_a_state_error() -> None:
     state = factory.make_state()
     with pytest.raises(StateError, match="redis map state"):
         state.multi_get([("a",)])
+
+
+# -- values and keys beyond JSON -----------------------------------------------------------------
+#: values JSON would change (int dict keys, tuples) or refuse; each must come back as it was
+VALUES: list[Any] = [
+    {2: 2, 3: 1}, ("a", (1, 2)), Decimal("0.10"), dt.date(2024, 2, 29), {"x", "y"},
+    b"\x00\xff", uuid.UUID(int=7), [1, "two", None, 1.5, True], {"nested": {1: (2, 3)}},
+]
+
+
+def _client(redis_conf: dict[str, Any]) -> Any:
+    import redis
+    return redis.Redis(host=redis_conf["host"], port=redis_conf["port"], db=redis_conf["db"])
+
+
+@pytest.mark.parametrize("kind", ["transactional", "opaque", "non_transactional"])
+def test_values_come_back_as_they_were_stored(kind: str, redis_conf: dict[str, Any]) -> None:
+    factory = getattr(RedisMapState, kind)(**redis_conf)
+    state = factory.make_state()
+    keys = [(i,) for i in range(len(VALUES))]
+    state.begin_commit(1)
+    state.multi_put(keys, VALUES)
+    state.commit(1)
+    got = factory.make_state().multi_get(keys)     # read by another task
+    assert got == VALUES
+    assert [type(v) for v in got] == [type(v) for v in VALUES]
+    assert type(got[1][1]) is tuple and type(got[8]["nested"][1]) is tuple
+
+
+def test_a_combined_dict_with_int_keys_keeps_every_count(redis_conf: dict[str, Any]) -> None:
+    state = RedisMapState.transactional(**redis_conf).make_state()
+
+    def combine(new: dict[int, int]) -> Any:
+        return lambda old: {k: (old or {}).get(k, 0) + new.get(k, 0)
+                            for k in {*(old or {}), *new}}
+    for txid, lengths in enumerate([{2: 1}, {2: 1, 3: 1}, {3: 2}], start=1):
+        state.begin_commit(txid)
+        state.multi_update([("a",)], [combine(lengths)])
+        state.commit(txid)
+    assert state.multi_get([("a",)]) == [{2: 2, 3: 3}]
+
+
+@pytest.mark.parametrize("kind", ["transactional", "opaque"])
+def test_a_replayed_txid_reads_its_stored_txid_back(kind: str, redis_conf: dict[str, Any]
+                                                   ) -> None:
+    state = getattr(RedisMapState, kind)(**redis_conf).make_state()
+
+    def add(d: str) -> Any:
+        return lambda old: (old or Decimal(0)) + Decimal(d)
+    for txid, d in [(1, "0.1"), (2, "0.2"), (2, "0.2")]:     # txid 2 replayed
+        state.begin_commit(txid)
+        state.multi_update([(Decimal("1.5"),)], [add(d)])
+        state.commit(txid)
+    # transactional: the replay is skipped; opaque: applied again to the previous value
+    assert state.multi_get([(Decimal("1.5"),)]) == [Decimal("0.3")]
+
+
+#: keys not named by their JSON, and how a query may give each of them (a tuple crossed
+#: workers as a list; a set or dict in another order)
+KEYS: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = [
+    ((Decimal("0.10"),), (Decimal("0.10"),)),
+    ((dt.date(2024, 1, 1), "a"), (dt.date(2024, 1, 1), "a")),
+    ((b"\x00",), (b"\x00",)),
+    ((frozenset({"x", "y", "z"}),), ({"z", "y", "x"},)),
+    ((uuid.UUID(int=1),), (uuid.UUID(int=1),)),
+    ((("a", Decimal(1)),), (["a", Decimal(1)],)),
+    (({"b": 1, 2: ("x",)},), ({2: ["x"], "b": 1},)),
+    (({"1": "x"},), ({"1": "x"},)),     # another key than {1: "x"}
+]
+
+
+def test_keys_of_any_type_the_serializer_carries(redis_conf: dict[str, Any]) -> None:
+    factory = RedisMapState.transactional(**redis_conf)
+    state = factory.make_state()
+    state.begin_commit(1)
+    plain = [("a", 1), ("a", 1.0), ("a", True), ("b", [1, ("c", None)])]
+    state.multi_put([k for k, _ in KEYS] + plain, list(range(len(KEYS) + len(plain))))
+    state.commit(1)
+    assert factory.make_state().multi_get([q for _, q in KEYS]) == list(range(len(KEYS)))
+    # keys of str, numbers, bools, None, lists keep the names they always had
+    client, prefix = _client(redis_conf), redis_conf["key_prefix"]
+    names = ['["a",1]', '["a",1.0]', '["a",true]', '["b",[1,["c",null]]]']
+    assert client.mget([prefix + n for n in names]) == [
+        RedisBackingMap(**redis_conf).encode(k, [1, i])
+        for i, k in enumerate(plain, start=len(KEYS))]
+
+
+def test_a_set_key_has_the_same_name_in_every_process(redis_conf: dict[str, Any]) -> None:
+    code = ("import sys; from squall.trident.state.redis import RedisBackingMap; "
+            "m = RedisBackingMap(host='127.0.0.1', port=1, db=0, key_prefix='p:'); "
+            "sys.stdout.write(m.key_name((frozenset('abcdefghijklmnop'), 'k')).hex())")
+    names = {subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                            text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+             for seed in ("1", "2", "3")}
+    assert len(names) == 1 and names != {""}
+
+
+def test_values_stored_as_json_before_are_read_and_updated(redis_conf: dict[str, Any]
+                                                          ) -> None:
+    client, prefix = _client(redis_conf), redis_conf["key_prefix"]
+    client.set(prefix + '["old"]', json.dumps([4, {"n": 3}]))     # as values were written
+    client.set(prefix + '["opaque"]', json.dumps([4, 1, 2]))
+    state = RedisMapState.transactional(**redis_conf).make_state()
+    assert state.multi_get([("old",), ("new",)]) == [{"n": 3}, None]
+    state.begin_commit(5)
+    assert state.multi_update([("old",)], [lambda old: {**old, 7: (1, 2)}]) == [
+        {"n": 3, 7: (1, 2)}]
+    state.commit(5)
+    assert state.multi_get([("old",)]) == [{"n": 3, 7: (1, 2)}]
+    assert RedisMapState.opaque(**redis_conf).make_state().multi_get([("opaque",)]) == [2]
+
+
+class Unregistered:
+    """A type no serializer was told about."""
+
+
+def test_a_value_the_serializer_refuses_is_one_state_error_and_writes_nothing(
+        redis_conf: dict[str, Any]) -> None:
+    prefix = redis_conf["key_prefix"]
+    state = RedisMapState.transactional(**redis_conf).make_state()
+    state.begin_commit(1)
+    with pytest.raises(StateError, match=rf"redis map state '{re.escape(prefix)}': cannot "
+                                         rf"store the value of key \('b',\).*Unregistered"):
+        state.multi_put([("a",), ("b",)], [1, Unregistered()])
+    state.commit(1)
+    assert _client(redis_conf).keys(prefix + "*") == []
+
+
+# -- in a topology: its serializer, and the error a state reports -------------------------------
+ROWS = [["a", "xx", "0.10"], ["a", "yyy", "0.20"], ["b", "z", "0.10"]] * 2
+
+
+class Lengths(CombinerAggregator):
+    """Per key: {length of a word: how many} (a dict with int keys)."""
+
+    def init(self, tup: Any) -> dict[int, int]:
+        return {len(tup["w"]): 1}
+
+    def combine(self, a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
+        return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
+
+    def zero(self) -> dict[int, int]:
+        return {}
+
+
+class Boxed(CombinerAggregator):
+    """A value of a type the serializer refuses."""
+
+    def init(self, tup: Any) -> Unregistered:
+        return Unregistered()
+
+    def combine(self, a: Unregistered, b: Unregistered) -> Unregistered:
+        return a
+
+    def zero(self) -> Unregistered:
+        return Unregistered()
+
+
+class Typed(Function):
+    """price as a Decimal, and a third of it as a Fraction (a type the topology registers)."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        price = Decimal(tup["price"])
+        collector.emit([price, Fraction(price) / 3])
+
+
+class Arg(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([Decimal(tup["args"]) if tup["args"][0].isdigit() else tup["args"]])
+
+
+class Repr(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([repr(tup["v"])])
+
+
+def test_a_topology_stores_what_its_serializer_carries(redis_conf: dict[str, Any]) -> None:
+    state = RedisMapState.transactional(**redis_conf)
+    conf = {"topology.trident.batch.emit.interval.millis": 5,
+            "topology.serializer.register": {
+                "fractions:Fraction": ["builtins:str", "fractions:Fraction"]}}
+    with LocalCluster() as cluster, LocalDRPC({"drpc.request.timeout.secs": 30}) as drpc:
+        t = TridentTopology()
+        s = (t.new_stream("s", FixedBatchSpout(["k", "w", "price"], 2, ROWS))
+             .each(["price"], Typed(), ["dprice", "third"]))
+        lengths = s.group_by(["k"]).persistent_aggregate(state, ["w"], Lengths(), ["h"])
+        thirds = s.group_by(["dprice"]).persistent_aggregate(
+            RedisMapState.transactional(**{**redis_conf,
+                                           "key_prefix": redis_conf["key_prefix"] + "t:"}),
+            ["third"], Sum(), ["total"])
+        for name, queried in [("lengths", lengths), ("thirds", thirds)]:
+            (t.new_drpc_stream(name, drpc).each(["args"], Arg(), ["key"]).group_by(["key"])
+             .state_query(queried, ["key"], MapGet(), ["v"]).each(["v"], Repr(), ["repr"])
+             .project(["repr"]))
+        cluster.submit_topology("redis-typed", conf, t.build())
+        wait_until(lambda: json.loads(drpc.execute("lengths", "b")) == [["{1: 2}"]],
+                   timeout=30, message="every batch committed")
+        assert json.loads(drpc.execute("lengths", "a")) == [["{2: 2, 3: 2}"]]
+        assert json.loads(drpc.execute("thirds", "0.10")) == [["Fraction(2, 15)"]]
+
+
+def test_a_value_the_serializer_refuses_is_the_components_error(redis_conf: dict[str, Any]
+                                                                ) -> None:
+    prefix = redis_conf["key_prefix"]
+    with LocalCluster() as cluster:
+        t = TridentTopology()
+        (t.new_stream("s", FixedBatchSpout(["k", "w", "price"], 2, ROWS))
+         .group_by(["k"]).persistent_aggregate(RedisMapState.transactional(**redis_conf),
+                                               ["w"], Boxed(), ["b"]))
+        cluster.submit_topology("redis-refused",
+                                {"topology.trident.batch.emit.interval.millis": 5}, t.build())
+
+        def reported() -> list[str]:
+            errors = cluster.get_topology_info("redis-refused")["errors"]
+            return [e["error"] for errs in errors.values() for e in errs
+                    if f"redis map state {prefix!r}" in e["error"]]
+        error = wait_until(reported, timeout=30, message="the state's error reported")[0]
+        assert "cannot serialize an object of type Unregistered" in error

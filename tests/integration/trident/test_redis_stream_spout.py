@@ -49,10 +49,11 @@ def test_opaque_stream_spout_counts_exactly(redis_conf: dict[str, Any]) -> None:
      .each(["line"], split, ["word"])
      .group_by(["word"]).persistent_aggregate(state, Count(), ["count"]))
 
+    stored = state.make_state()
+
     def counts() -> dict[str, int]:
-        keys = client.keys(f"{prefix}count:*")
-        return {json.loads(k[len(prefix) + 6:])[0]: json.loads(v)[2]
-                for k, v in zip(keys, client.mget(keys))}
+        words = [json.loads(k[len(prefix) + 6:])[0] for k in client.keys(f"{prefix}count:*")]
+        return dict(zip(words, stored.multi_get([(w,) for w in words])))
     with LocalCluster() as cluster:
         cluster.submit_topology("redis-stream", {
             "topology.trident.batch.emit.interval.millis": 5,

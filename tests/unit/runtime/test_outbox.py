@@ -280,7 +280,7 @@ def bounded() -> tuple[Outbox, Bounded, list[set[int]], list[tuple[Source, str]]
     refused: list[tuple[Source, str]] = []
     out = Outbox(transport=transport, serializer=MsgpackSerializer(), topology_id="t",
                  local_tasks=[1], batch_size=100, flush_interval=0.0, lost=lost.append,
-                 unencodable=lambda src, exc: refused.append((src, str(exc))))
+                 unencodable=lambda src, exc, count, field: refused.append((src, str(exc))))
     out.set_address(*HERE)
     out.set_assignment({1: HERE, 5: THERE, 6: THERE, 7: ELSEWHERE})
     return out, transport, lost, refused
@@ -334,6 +334,35 @@ def test_a_tuple_over_the_limit_alone_fails_and_is_reported_and_the_rest_arrives
     assert "a tuple serialized to 50" in refused[0][1] and "(4096 bytes)" in refused[0][1]
     assert "a run of 2 tuples anchored together" in refused[1][1]
     assert not out.send_failures        # reported as the components' errors, not logged
+
+
+def test_each_cause_of_a_batchs_refused_values_is_reported_with_its_count_and_field() -> None:
+    # only the first refusal of a source was reported: the object and the lone surrogate
+    # failed their trees without a word anywhere
+    reports: list[tuple[Source, str, int, Any]] = []
+    lost: list[set[int]] = []
+    out = Outbox(transport=Transport(), serializer=MsgpackSerializer(), topology_id="t",
+                 local_tasks=[1], batch_size=100, flush_interval=0.0, lost=lost.append,
+                 unencodable=lambda src, exc, n, field: reports.append((src, str(exc), n, field)))
+    out.set_address(*HERE)
+    out.set_assignment({1: HERE, 5: THERE, 6: THERE})
+    pair = Source("pairs", "default", ("key", "value"))
+    out.send_tracked(5, ("k", 2**70), 1, pair, 11, (1,))
+    out.send_tracked(5, ("fine", "fine"), 1, pair, 12, (2,))
+    out.send_tracked(5, (object(), 1), 1, pair, 13, (3,))
+    out.send_tracked(5, ("k", -2**66), 1, pair, 14, (4,))     # another int too large
+    out.send_values(6, ("\udcff",), 1, SRC)
+    out.send_values(6, ("\udc80",), 1, SRC)
+    out.send_values(6, ("ok",), 1, SRC)
+    out.flush_all()
+    assert [(src, n, field) for src, _, n, field in reports] == [
+        (pair, 2, "value"), (pair, 1, "key"), (SRC, 2, "word")]
+    assert "the int 1180591620717411303424 is beyond the 64 bits" in reports[0][1]
+    assert "cannot serialize an object of type object" in reports[1][1]
+    assert "surrogates not allowed" in reports[2][1]
+    assert lost == [{1, 3, 4}]
+    # the rest of the batch goes (the first field of each)
+    assert arrived(out.transport.conns[THERE].batches) == {5: [("fine", 12, [2])], 6: ["ok"]}
 
 
 def test_send_failures_are_logged_once_a_minute_per_reason(caplog: Any) -> None:

@@ -59,3 +59,14 @@ def test_errors_name_the_problem() -> None:
 def test_a_bad_registration_is_one_config_error(register) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match="topology.serializer.register"):
         MsgpackSerializer({"topology.serializer.register": register})
+
+
+@pytest.mark.parametrize("serializer", [MsgpackSerializer, JsonSerializer])
+def test_a_bytearray_travels_as_bytes_do(serializer) -> None:  # type: ignore[no-untyped-def]
+    # json refused it ("cannot serialize an object of type bytearray") where msgpack sent it
+    ser = serializer()
+    raw = [bytearray(b"\x00\xffab"), {"k": bytearray()}, [bytearray(b"z")]]
+    same = [b"\x00\xffab", {"k": b""}, [b"z"]]
+    assert ser.dumps(raw) == ser.dumps(same)
+    back = ser.loads(ser.dumps(raw))
+    assert back == same and type(back[0]) is bytes

@@ -1,7 +1,9 @@
 """Map state kinds: what each stores, and how a replayed txid is applied."""
 from __future__ import annotations
 
+import enum
 import uuid
+from decimal import Decimal
 
 import pytest
 
@@ -90,3 +92,39 @@ def test_a_key_holding_a_list_is_the_key_holding_that_tuple() -> None:
     s.commit(1)
     assert s.multi_get([([1, 2], "a"), ((1, 2), "a")]) == [2, 2]
     assert memory.stored(STORES, factory.state_id) == {((1, 2), "a"): [1, 2]}
+
+
+def test_a_nan_key_is_found_again_as_another_nan_object() -> None:
+    # a NaN that crossed workers is a new object, and NaN != NaN
+    factory, s = _state("transactional")
+    for txid in (1, 2, 3):
+        s.begin_commit(txid)
+        s.multi_update([(float("nan"), "a")], [add(1)])
+        s.commit(txid)
+    assert s.multi_get([(float("nan"), "a")]) == [3]
+    assert len(memory.stored(STORES, factory.state_id)) == 1
+
+
+def test_keys_are_apart_or_alike_as_the_fields_grouping_routes_them() -> None:
+    class Kind(enum.StrEnum):
+        COW = "cow"
+
+    _, s = _state("non_transactional")
+    s.begin_commit(1)
+    # 1, 1.0 and True go to different tasks; a StrEnum arrives as its str, a tuple as a list
+    s.multi_update([(1,), (1.0,), (True,), (0.0,), (-0.0,), (Kind.COW,), (("t", 1),)],
+                   [add(1), add(2), add(3), add(4), add(5), add(6), add(7)])
+    s.multi_update([("cow",), (["t", 1],)], [add(10), add(10)])
+    s.commit(1)
+    assert s.multi_get([(1,), (1.0,), (True,), (0.0,), (-0.0,), ("cow",), (["t", 1],)]) == [
+        1, 2, 3, 4, 5, 16, 17]
+    assert s.multi_get([(Decimal("1"),), (b"1",), ("1",)]) == [None, None, None]
+
+
+def test_stored_gives_each_key_with_the_values_it_was_written_with() -> None:
+    factory, s = _state("non_transactional")
+    s.begin_commit(1)
+    s.multi_put([(2.5, ["l", 1])], [9])
+    s.commit(1)
+    [(key, value)] = memory.stored(STORES, factory.state_id).items()
+    assert key == (2.5, ("l", 1)) and type(key[0]) is float and value == 9
