@@ -6,7 +6,10 @@ component's) emits while the topology runs, until ``--disable``. Each recorded e
 on the ``squall.events`` logger: the time, component, task, stream, the tuple id or anchors'
 ids and the values (cut at :data:`MAX_VALUES_CHARS`). A worker process sends that logger to
 ``<topology-id>-<port>.events.log`` (rotated like its log, served by the logviewer with
-``&file=events``); in a LocalCluster it reaches the console.
+``&file=events``). In a LocalCluster the logger follows the process's logging configuration
+(``squall local`` shows INFO on stderr); where nothing configured would show its records (a
+plain script that configures no logging), :func:`show_events` writes them to stderr itself,
+and yields as soon as a handler of the program's would show them.
 
 What it costs: a task being sampled has its ``emit`` and ``emit_many`` wrapped (one Python call
 and a random draw per emit); every other task keeps the runtime's own functions, untouched, so
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -56,6 +60,54 @@ def settings_of(conf: Mapping[str, Any], component_debug: Mapping[str, Any] | No
     return out
 
 
+def _shown(logger: logging.Logger, level: int, besides: logging.Handler | None) -> bool:
+    """Whether a record of ``level`` that ``logger`` passes reaches a handler (other than
+    ``besides``, or a NullHandler) that outputs it, on it or on the ancestors it propagates
+    to."""
+    node: logging.Logger | None = logger
+    while node is not None:
+        for h in node.handlers:
+            if h is not besides and level >= h.level and not isinstance(h, logging.NullHandler):
+                return True
+        if not node.propagate:
+            return False
+        node = node.parent
+    return False
+
+
+class _StderrFallback(logging.StreamHandler):
+    """Writes the events to the current ``sys.stderr`` while no other handler would output
+    them; once the program configures logging that does, it writes nothing (no event twice).
+    Costs one walk up the logger's ancestors per event, only while debugging is on."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        logging.Handler.__init__(self, logging.INFO)
+        self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        self._logger = logger
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not _shown(self._logger, record.levelno, self):
+            super().emit(record)
+
+
+def show_events(logger: logging.Logger = events_log) -> None:
+    """Make sure sampled emits are seen: unless a handler of ``logger`` or of the ancestors
+    it propagates to outputs INFO records (the program configured logging: then they follow
+    that configuration, levels included), add a stderr fallback to it once (and set it to
+    INFO unless its own level was set). Called where sampling starts, on the worker's loop
+    thread; a worker process has the events log's handler by then, so it adds nothing."""
+    if any(isinstance(h, _StderrFallback) for h in logger.handlers) \
+            or _shown(logger, logging.INFO, None):
+        return
+    logger.addHandler(_StderrFallback(logger))
+    if logger.level == logging.NOTSET and logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+
+
 def _line(ts: TaskState, stream: Any, ident: Any, values: Any) -> str:
     text = repr(values)
     if len(text) > MAX_VALUES_CHARS:
@@ -81,7 +133,9 @@ def _sampled_emit(ts: TaskState, original: Callable[..., Any], rate: float
 
     def emit(*args: Any, **kw: Any) -> Any:
         if rate >= 1.0 or draw() < rate:
-            stream = args[1] if len(args) > 1 else kw.get("stream", "default")
+            stream = args[1] if len(args) > 1 else kw.get("stream")
+            if stream is None:          # the default stream, as emit takes it
+                stream = "default"
             events_log.info("%s", _line(ts, stream, _ident(kw), args[0] if args else None))
         return original(*args, **kw)
     emit.squall_event_original = original  # type: ignore[attr-defined]
@@ -94,7 +148,9 @@ def _sampled_many(ts: TaskState, original: Callable[..., Any], rate: float
 
     def emit_many(*args: Any, **kw: Any) -> Any:
         if args and (rate >= 1.0 or draw() < rate):
-            stream = args[1] if len(args) > 1 else kw.get("stream", "default")
+            stream = args[1] if len(args) > 1 else kw.get("stream")
+            if stream is None:
+                stream = "default"
             for values in args[0]:
                 events_log.info("%s", _line(ts, stream, _ident(kw), values))
         return original(*args, **kw)
@@ -122,6 +178,7 @@ class EventSampler:
                 continue
             self._restore(task, inst)
             if rate > 0.0:
+                show_events()
                 inst.emit = _sampled_emit(ts, inst.emit, rate)
                 inst.emit_many = _sampled_many(ts, inst.emit_many, rate)
                 self._rates[task] = rate

@@ -261,6 +261,75 @@ def test_direct_task_on_a_stream_not_declared_direct_is_the_emits_own_error(
                               "which is not declared direct=True")
 
 
+class DirectMisuse(Spout):
+    """Tracked emits on its direct stream ``d``: id 0 without direct_task, id 1 to a task
+    that does not subscribe, id 2 right; then id 3 on ``default`` (to a bolt that misuses
+    its own direct stream the same way). Keeps what its emits raised."""
+    outputs = [Stream(["v"], name="d", direct=True), Stream(["v"])]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.sink = context.component_tasks("sink")
+        self.done = False
+
+    def next_tuple(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        for i, kw in enumerate(({}, {"direct_task": 999}, {"direct_task": self.sink[-1]})):
+            try:
+                self.emit([i], "d", tup_id=i, **kw)
+            except TopologyError as exc:
+                RAISED.append(exc)
+        self.emit([3], tup_id=3)
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class DirectRelay(Bolt):
+    """Emits on its direct stream without direct_task (keeps the error), then rightly."""
+    outputs = [Stream(["v"], direct=True)]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.sink = context.component_tasks("sink")
+
+    def process(self, tup: Any) -> None:
+        try:
+            self.emit(list(tup.values))
+        except TopologyError as exc:
+            RAISED.append(exc)
+        self.emit(list(tup.values), direct_task=self.sink[0])
+
+
+@pytest.mark.parametrize("ackers", [1, 0], ids=["acking", "no-ackers"])
+def test_a_direct_emit_without_direct_task_only_raises(cluster: LocalCluster,
+                                                       ackers: int) -> None:
+    """As the emit's other misuses: the error alone, before any tree starts, so the spout
+    does not also get fail(tup_id) (a spout that re-queues what its emit refused would
+    replay it twice); a bolt that catches it has its input acked as usual."""
+    b = TopologyBuilder()
+    b.set_spout("src", DirectMisuse)
+    b.set_bolt("relay", DirectRelay).shuffle_grouping("src")
+    b.set_bolt("sink", Take, 2).direct_grouping("src", "d").direct_grouping("relay")
+    cluster.submit_topology("directmisuse", {"topology.acker.executors": ackers},
+                            b.create_topology())
+    wait_until(lambda: sorted(ACKED) == [2, 3] and len(GOT) == 2, timeout=20,
+               message=lambda: f"acked {ACKED} failed {FAILED} got {GOT}")
+    # one acker: a fail sent for 0 or 1 would have reached the spout before 3's ack
+    assert FAILED == []
+    assert sorted(GOT) == [("sink", 2), ("sink", 3)]
+    assert [str(e).split(" (")[0] for e in RAISED] == [
+        "component 'src': stream 'd' is direct; emit with direct_task=",
+        "component 'src': direct_task 999 is not a task of a component subscribed to stream "
+        "'d'",
+        "component 'relay': stream 'default' is direct; emit with direct_task="]
+
+
 def test_stream_none_in_a_grouping_means_the_default_stream() -> None:
     b = TopologyBuilder()
     b.set_spout("src", Numbers)

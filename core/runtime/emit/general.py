@@ -35,24 +35,15 @@ def fast_edges(n: int) -> list[int]:
     return array("Q", _fast_bytes(n << 3)).tolist()
 
 
-def _targets_check(route: Route, direct_task: int | None, stream: str, owner: str) -> None:
-    if route.direct:
-        if direct_task is None:
-            raise TopologyError(f"component {owner!r}: stream {stream!r} is direct; emit with "
-                                "direct_task=")
-    elif direct_task is not None:
-        raise TopologyError(f"component {owner!r}: direct_task given on stream {stream!r}, "
-                            "which is not declared direct=True")
-
-
 def _route_failed(ts: TaskState, w: Wiring, stream: str, route: Route,
                   exc: Exception) -> NoReturn:
-    """Raise what routing one emit to ``route`` raised: a user error of the emit itself (a
-    direct stream's) as it is; anything a grouping raised (or a choice that is no list of
-    task ids) as a TopologyError naming the emitting component, the stream and the grouping's
-    class, recorded now as the component's error (it may catch what its emit raises) and
-    once only (see :class:`squall.runtime.errors.ErrorLog`). Off the emit paths: called
-    from their ``except`` clauses, which cost nothing while nothing raises."""
+    """Raise what routing one emit to ``route`` raised: on a direct route (no grouping; its
+    misuses were refused by :func:`routes_of` before) as it is; anything a grouping raised
+    (or a choice that is no list of task ids) as a TopologyError naming the emitting
+    component, the stream and the grouping's class, recorded now as the component's error
+    (it may catch what its emit raises) and once only (see
+    :class:`squall.runtime.errors.ErrorLog`). Off the emit paths: called from their
+    ``except`` clauses, which cost nothing while nothing raises."""
     if route.grouping is None:
         raise exc
     g = type(route.grouping)
@@ -92,12 +83,11 @@ def grouping_failed(ts: TaskState, w: Wiring, stream: str, exc: Exception,
     _route_failed(ts, w, stream, ts.routes[stream][0], exc)
 
 
-def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None,
-             stream: str, owner: str) -> Sequence[int]:
-    if route.direct or direct_task is not None:
-        _targets_check(route, direct_task, stream, owner)
+def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None
+             ) -> Sequence[int]:
+    if route.direct:
         # several components may subscribe to one direct stream: only the one owning
-        # direct_task gets the tuple (routes_of checks that one does)
+        # direct_task gets the tuple (routes_of checks that one does, and that it is given)
         return (direct_task,) if direct_task is not None and direct_task in route.targets \
             else ()
     if route.one is not None:
@@ -107,19 +97,28 @@ def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None
 
 
 def routes_of(ts: TaskState, stream: str, direct_task: int | None) -> list[Route]:
-    """The routes of ``stream``; raises for an undeclared stream or a direct task that no
-    subscriber of a direct stream has."""
+    """The routes of ``stream``; raises for an undeclared stream, a direct stream's emit
+    without ``direct_task`` or with a task that none of its subscribers has, and
+    ``direct_task`` on a stream not direct. Every emit path calls it before it sends anything
+    or starts a spout's tree, so an emit refused here is not failed: the caller gets the
+    error alone. Every route of a direct stream is direct (the builder refuses other
+    groupings on it); an emit without ``direct_task`` pays one test of the first route."""
     routes = ts.routes.get(stream)
     if routes is None:
         raise TopologyError(f"component {ts.component_id!r} emitted on undeclared stream "
                             f"{stream!r}; declared: {', '.join(sorted(ts.routes)) or 'none'}")
-    if direct_task is not None and routes and not routes[0].direct:
-        _targets_check(routes[0], direct_task, stream, ts.component_id)   # raises: not direct
-    if direct_task is not None and routes and routes[0].direct and not any(
-            direct_task in r.targets for r in routes):
-        raise TopologyError(f"component {ts.component_id!r}: direct_task {direct_task} is not "
-                            f"a task of a component subscribed to stream {stream!r} ("
-                            + ", ".join(f"{r.component}: {r.targets}" for r in routes) + ")")
+    if direct_task is not None:
+        if routes and not routes[0].direct:
+            raise TopologyError(f"component {ts.component_id!r}: direct_task given on stream "
+                                f"{stream!r}, which is not declared direct=True")
+        if routes and not any(direct_task in r.targets for r in routes):
+            raise TopologyError(f"component {ts.component_id!r}: direct_task {direct_task} is "
+                                f"not a task of a component subscribed to stream {stream!r} ("
+                                + ", ".join(f"{r.component}: {r.targets}" for r in routes)
+                                + ")")
+    elif routes and routes[0].direct:
+        raise TopologyError(f"component {ts.component_id!r}: stream {stream!r} is direct; "
+                            "emit with direct_task=")
     return routes
 
 
@@ -173,8 +172,7 @@ def check_arity(ts: TaskState, stream: str, values: Sequence[Any]) -> None:
 def check_emit(ts: TaskState, stream: str, direct_task: int | None) -> None:
     """Raise what an emit on ``stream`` with ``direct_task`` would raise, without emitting:
     for emits checked in one thread and made in another (squall.runtime.executors.threaded)."""
-    for route in routes_of(ts, stream, direct_task):
-        _targets_check(route, direct_task, stream, ts.component_id)
+    routes_of(ts, stream, direct_task)
 
 
 def check_anchors(ts: TaskState, anchors: Sequence[Any]) -> None:
@@ -282,7 +280,7 @@ def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, a
     n = 0
     try:
         for route in routes:
-            for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            for t in _targets(route, ts.task, values, direct_task):
                 deliver(w, t, Tuple(values, ts.task, src))
                 n += 1
                 if sent is not None:
@@ -308,7 +306,7 @@ def _emit_spout_tracked(ts: TaskState, w: Wiring, values: tuple, stream: str, sr
     n = 0
     try:
         for route in routes:
-            for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            for t in _targets(route, ts.task, values, direct_task):
                 edge = rand(64)
                 xor ^= edge
                 deliver(w, t, Tuple(values, ts.task, src, edge, (root,)))
@@ -337,7 +335,7 @@ def _emit_anchored(ts: TaskState, w: Wiring, values: tuple, stream: str, src: So
     n = 0
     try:
         for route in routes:
-            for t in _targets(route, ts.task, values, direct_task, stream, ts.component_id):
+            for t in _targets(route, ts.task, values, direct_task):
                 n += 1
                 if not tracked:
                     tup = Tuple(values, ts.task, src)

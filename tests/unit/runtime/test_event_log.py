@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import random
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 from squall import Bolt, Spout, TopologyBuilder
-from squall.runtime.event_log import EventSampler, settings_of
+from squall.runtime.event_log import EventSampler, settings_of, show_events
 from squall.runtime.task import TaskState
 from squall.testing import complete_topology
 
@@ -75,6 +78,99 @@ def test_a_share_is_sampled(caplog: pytest.LogCaptureFixture) -> None:
         ts[1].instance.emit([i])
     assert 120 < len(events(caplog)) < 280
     assert len(ts[1].instance.sent) == 2000
+
+
+def test_stream_none_is_recorded_as_the_default_stream(
+        caplog: pytest.LogCaptureFixture) -> None:
+    ts = tasks()
+    caplog.set_level(logging.INFO, logger="squall.events")
+    EventSampler(ts).apply({"split": 100.0})
+    ts[1].instance.emit(["a"], stream=None)
+    ts[1].instance.emit(["b"], None)
+    ts[1].instance.emit_many([["c"]], stream=None)
+    ts[1].instance.emit_many([["d"]], None)
+    assert [(e[3], e[5]) for e in events(caplog)] == [
+        ("default", "['a']"), ("default", "['b']"), ("default", "['c']"), ("default", "['d']")]
+
+
+def hierarchy() -> tuple[logging.Logger, logging.Logger]:
+    """A logging tree of its own, as a program starts it (root at WARNING, no handlers):
+    its root and its ``squall.events``."""
+    root = logging.RootLogger(logging.WARNING)
+    return root, logging.Manager(root).getLogger("squall.events")
+
+
+class Kept(logging.Handler):
+    def __init__(self, level: int = logging.NOTSET) -> None:
+        super().__init__(level)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_events_reach_stderr_where_no_logging_is_configured_and_once_only_after(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root, events_logger = hierarchy()
+    show_events(events_logger)
+    show_events(events_logger)                    # once
+    assert len(events_logger.handlers) == 1
+    events_logger.info("%s", "first")
+    assert capsys.readouterr().err == "squall.events: first\n"
+    mine = Kept()                                 # the program configures logging later
+    root.addHandler(mine)
+    events_logger.info("%s", "second")
+    assert capsys.readouterr().err == "" and mine.lines == ["second"]
+
+
+def test_a_configured_logging_is_left_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    root, events_logger = hierarchy()
+    mine = Kept()
+    root.addHandler(mine)                         # basicConfig() at WARNING: not shown
+    show_events(events_logger)
+    assert events_logger.handlers == [] and events_logger.level == logging.NOTSET
+    events_logger.info("%s", "hidden")
+    assert mine.lines == [] and capsys.readouterr().err == ""
+    root2, events2 = hierarchy()
+    root2.addHandler(Kept(logging.WARNING))       # a handler that would not show INFO
+    show_events(events2)
+    events2.info("%s", "shown")
+    assert capsys.readouterr().err == "squall.events: shown\n"
+
+
+def test_topology_debug_in_a_script_without_logging_prints_the_emits() -> None:
+    """A plain script (no logging configured, no pytest handlers): the lines reach stderr."""
+    script = textwrap.dedent("""
+        import time
+        from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+        got = []
+        class S(Spout):
+            outputs = ["n"]
+            def initialize(self, conf, ctx):
+                self.i = 0
+            def next_tuple(self):
+                if self.i < 2:
+                    self.emit([self.i], tup_id=self.i)
+                    self.i += 1
+        class B(Bolt):
+            def process(self, tup):
+                got.append(tup.values)
+        b = TopologyBuilder()
+        b.set_spout("s", S)
+        b.set_bolt("b", B).shuffle_grouping("s")
+        with LocalCluster() as c:
+            c.submit_topology("dbg", {"topology.debug": True}, b.create_topology())
+            deadline = time.monotonic() + 30
+            while len(got) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = [ln.split("\t") for ln in out.stderr.splitlines()
+             if ln.startswith("squall.events: ")]
+    assert sorted((e[1], e[3], e[4], e[5]) for e in lines) == [
+        ("s", "default", "0", "[0]"), ("s", "default", "1", "[1]")]
 
 
 def test_settings_from_conf_and_component_debug() -> None:
