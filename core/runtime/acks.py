@@ -70,10 +70,12 @@ class AckLedger:
 
     # -- acks ------------------------------------------------------------------------------
     def ack_tuple(self, ts: TaskState, tup: Tuple) -> None:
-        """Ack ``tup``: its XOR contribution joins this pass's fold. A tracked tuple the bolt
-        acked or failed itself already (both zero its ``id`` and ``ackval``: see
-        BoltExecutor.ack_function and :meth:`fail_tuple`) is left as it is, and not counted
-        again (auto_ack after an ``ack`` or ``fail`` in ``process``)."""
+        """Ack ``tup``: its XOR contribution joins this pass's fold, and a tracked tuple is
+        marked settled (its ``id`` and ``ackval`` zeroed, as :meth:`fail_tuple` marks one),
+        so that acking or failing it again (the bolt's ``ack`` or ``fail`` after auto_ack
+        acked it here) changes nothing and counts nothing. A tracked tuple settled already
+        (acked or failed by the bolt itself) is left as it is, and not counted again
+        (auto_ack after an ``ack`` or ``fail`` in ``process``)."""
         roots = tup.roots
         if not roots:
             ts.acked += 1
@@ -81,6 +83,7 @@ class AckLedger:
         v = tup.id ^ tup.ackval  # type: ignore[operator]
         if not v:
             return
+        tup.id = tup.ackval = 0
         ts.acked += 1
         acks = self.folded
         for r in roots:

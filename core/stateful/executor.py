@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import islice
+from itertools import repeat as _repeat
+from itertools import starmap as _starmap
 from operator import attrgetter
 
 from squall import drivers
@@ -122,8 +124,13 @@ class CheckpointedBoltExecutor(BoltExecutor):
         fail = inst.fail
 
         def fail_spoiling(tup: Tuple) -> None:
+            # a tuple acked or failed already (its ack held: keeper.hold) is not failed, so
+            # the state is kept
+            settled = tup.__class__ is Tuple and bool(tup.roots) \
+                and not (tup.id or tup.ackval)
             fail(tup)
-            keeper.spoil()            # what it changed is dropped with the pass's changes
+            if not settled:
+                keeper.spoil()        # what it changed is dropped with the pass's changes
         inst.fail = fail_spoiling
 
     # -- the loop's turn ---------------------------------------------------------------------
@@ -265,16 +272,18 @@ class CheckpointedBoltExecutor(BoltExecutor):
           their sentence's) are XORed in a local and folded once per run: a stateful task's
           fold holds a checkpoint interval of trees, a dict too big to stay in cache, so one
           touch per tree instead of one per tuple (the word count's 10 words per sentence).
+
+        Each tuple folded is marked settled as an explicit ack marks it (``id`` and
+        ``ackval`` zeroed), so an ``ack`` or ``fail`` the bolt makes of it later changes
+        nothing and counts nothing; one it acked or failed itself is not folded again.
         """
-        popleft = q.popleft
         process = ts.instance.process
         get = fold.get
         folded = 0
         run: tuple[int, ...] | None = None        # the roots of the run being XORed in acc
         acc = 0
         try:
-            for i in range(n):
-                tup = popleft()
+            for i, tup in enumerate(_starmap(q.popleft, _repeat((), n))):
                 if tup.src is barrier:
                     return i + 1, tup, folded
                 roots = tup.roots
@@ -289,14 +298,18 @@ class CheckpointedBoltExecutor(BoltExecutor):
                         if keeper is not None:
                             keeper.spoil()   # the pass's end drops the state's changes
                         continue
+                    v = tup.id ^ tup.ackval
+                    if not v:       # the bolt acked or failed it itself: counted then
+                        continue
+                    tup.id = tup.ackval = 0
                     if roots is run:
-                        acc ^= tup.id ^ tup.ackval
+                        acc ^= v
                     else:
                         if run is not None:
                             for r in run:
                                 fold[r] = get(r, 0) ^ acc
                         run = roots
-                        acc = tup.id ^ tup.ackval
+                        acc = v
                     folded += 1
                 else:               # a tick, an untracked tuple
                     ts.current = None

@@ -110,13 +110,21 @@ class StateKeeper:
             self._lose_pending()
 
     def hold(self, tup: Any) -> None:
-        """An input processed (or acked by the bolt): its ack waits for the commit."""
-        self.pending_n += 1
+        """An input processed (or acked by the bolt): its ack waits for the commit. A tracked
+        input is marked settled as the bolt's ``ack`` marks one (``id`` and ``ackval``
+        zeroed): held again (a second ``ack``, auto_ack after the bolt's own, an ``ack`` of a
+        tuple auto_ack held already) or failed by the bolt, it changes nothing and counts
+        nothing (XORed twice, its ack would cancel out and its tree would time out)."""
         roots = tup.roots
         if not roots:
+            self.pending_n += 1
             return
-        fold = self.pending
         v = tup.id ^ tup.ackval
+        if not v:
+            return
+        tup.id = tup.ackval = 0
+        self.pending_n += 1
+        fold = self.pending
         for r in roots:
             fold[r] = fold.get(r, 0) ^ v
 

@@ -424,6 +424,75 @@ def test_a_tuple_the_bolt_acked_is_not_failed_by_auto_fail(cluster: LocalCluster
     assert [i for i, _ in FAILED] == [39] and sorted(ACKED) == list(range(39))
 
 
+class LateAck(Bolt):
+    """auto_ack on: forwards each tuple anchored to it, keeps it, and acks it (or, with
+    ``squall.test.late`` "fail", fails it) on its next call, after auto_ack acked it."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.late = self.fail if conf["squall.test.late"] == "fail" else self.ack
+        self.kept: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        for t in self.kept:
+            self.late(t)
+        self.emit([tup["n"]], anchors=[tup])
+        self.kept = [tup]
+
+
+class LateAckUnanchored(LateAck):
+    auto_anchor = False         # the pass that acks each tuple by AckLedger.ack_tuple
+
+
+class LateAckBatch(LateAck):
+    """process_batch: acks (or fails) the previous batch's tuples."""
+
+    def process_batch(self, tuples: list[Any]) -> None:
+        for t in self.kept:
+            self.late(t)
+        for t in tuples:
+            self.emit([t["n"]], anchors=[t])
+        self.kept = list(tuples)
+
+
+class LateAckLazy(LateAckBatch):
+    lazy_batch = True
+
+
+@pytest.mark.parametrize("late", ["ack", "fail"])
+@pytest.mark.parametrize("bolt, dedicated", [
+    (LateAck, False), (LateAck, True), (LateAckUnanchored, False), (LateAckBatch, False),
+    (LateAckBatch, True), (LateAckLazy, False)],
+    ids=lambda x: getattr(x, "__name__", "own-thread" if x else "loop"))
+def test_an_ack_or_fail_after_auto_ack_acked_the_tuple_changes_nothing(
+        cluster: LocalCluster, caplog: pytest.LogCaptureFixture, bolt: type[Bolt],
+        dedicated: bool, late: str) -> None:
+    # auto_ack did not mark the tuple settled: a second ack XORed its edge into its tree
+    # again (the tree waited for its timeout and failed), a fail failed the tree acked, and
+    # the bolt counted an ack or a fail more
+    b = TopologyBuilder()
+    b.set_spout("spout", Recorder, config={"squall.test.n": 20})
+    b.set_bolt("late", type(bolt.__name__, (bolt,), {"dedicated_thread": dedicated}),
+               config={"squall.test.late": late}).shuffle_grouping("spout")
+    b.set_bolt("hold", Batcher).shuffle_grouping("late").all_grouping("spout", "control")
+    with caplog.at_level("WARNING", logger="squall.runtime.executors"):
+        submit(cluster, "late-ack", b, {"topology.message.timeout.secs": 10})
+        wait_until(lambda: len(HELD) == 20, timeout=20)     # every tree waits for "hold"
+        RELEASE.set()
+        wait_until(lambda: len(ACKED) + len(FAILED) == 20, timeout=40,
+                   message=lambda: f"acked {ACKED}, failed {FAILED}")
+    assert FAILED == [] and sorted(ACKED) == list(range(20))
+    want = {"executed": 20, "acked": 20, "failed": 0}
+
+    def counts() -> dict[str, int]:
+        comp = cluster.get_topology_info("late-ack")["components"]["late"]
+        return {k: comp[k] for k in want}
+    wait_until(lambda: counts() == want, timeout=10, message=lambda: f"{counts()} != {want}")
+    said = f"{late}ed a tuple it had acked or failed already"
+    assert caplog.text.count(said) == 1, caplog.text
+
+
 class Never(Bolt):
     auto_ack = False
 
@@ -759,6 +828,17 @@ class Implicit(Late):
     auto_ack = True     # with auto_anchor: the emit is anchored to the tuple in process
 
 
+class Kept(Late):
+    """auto_ack on: emits anchored to the tuple before, which auto_ack acked."""
+
+    auto_ack = True
+
+    def process(self, tup: Any) -> None:
+        if self.held is not None:
+            self.emit([tup["n"]], anchors=[self.held])
+        self.held = tup
+
+
 class Delivered(Bolt):
     def process(self, tup: Any) -> None:
         with LOCK:
@@ -775,6 +855,7 @@ class Delivered(Bolt):
     ("many-general", 16, 4),
     ("many-several", 8, 4),         # one error for both anchors
     ("fail", 4, 4),
+    ("kept", 3, 3),                 # anchored to a tuple auto_ack acked
 ])
 @pytest.mark.parametrize("dedicated", [False, True], ids=["loop", "own-thread"])
 def test_an_emit_anchored_to_a_tuple_acked_or_failed_already_goes_out_without_it(
@@ -783,7 +864,7 @@ def test_an_emit_anchored_to_a_tuple_acked_or_failed_already_goes_out_without_it
     # out (topology.message.timeout.secs) and the spout replayed what had been processed
     b = TopologyBuilder()
     b.set_spout("spout", Recorder, config={"squall.test.n": 4})
-    b.set_bolt("late", Implicit if how == "implicit" else Late,
+    b.set_bolt("late", {"implicit": Implicit, "kept": Kept}.get(how, Late),
                config={"squall.test.late": how,
                        "topology.executor.dedicated.thread": dedicated}
                ).shuffle_grouping("spout")

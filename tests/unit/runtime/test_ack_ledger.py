@@ -84,6 +84,22 @@ def test_a_failed_tuple_fails_each_of_its_trees_once() -> None:
     assert sorted(tasks.spout_queues[SPOUT]) == [(1, False), (2, False)]
 
 
+def test_a_tuple_acked_is_settled_and_a_later_ack_or_fail_changes_nothing() -> None:
+    # auto_ack's ack (process_batch, a bolt on its own thread) left the tuple as it was: a
+    # later ack XORed its edge again (its tree waited for its timeout), a fail failed it
+    acks, tasks, _ = ledger([ACKER_HERE])
+    spout, bolt = tasks.states[SPOUT], tasks.states[BOLT]
+    acks.init_tree(spout, ACKER_HERE, 100, 0b0110)
+    tup = Tuple(("a",), SPOUT, None, 0b0110, (100,))      # type: ignore[arg-type]
+    acks.ack_tuple(bolt, tup)
+    assert (tup.id, tup.ackval) == (0, 0)
+    acks.ack_tuple(bolt, tup)
+    acks.fail_tuple(bolt, tup)
+    assert acks.folded == {100: 0b0110} and (bolt.acked, bolt.failed) == (1, 0)
+    acks.flush()
+    assert list(tasks.spout_queues[SPOUT]) == [(100, True)]
+
+
 def test_lost_tuples_fail_their_trees_where_the_acker_is_reachable() -> None:
     acks, tasks, out = ledger([ACKER_HERE, ACKER_THERE])
     acks.init_tree(tasks.states[SPOUT], ACKER_HERE, 6, 1)     # 6 % 2 == 0: the acker here

@@ -89,6 +89,20 @@ def test_inputs_are_acked_only_when_their_checkpoint_commits(provider):
     assert rec.acked == {100: 0b0110, 200: 7} and rec.acked_n == 3 and rec.failed == []
 
 
+def test_an_input_held_again_changes_nothing_and_counts_nothing(provider):
+    # a second ack, auto_ack after the bolt's own, or an ack of an input auto_ack held
+    # already: held twice, its XOR cancelled out and its tree timed out after the commit
+    rec = Recorder()
+    k = keeper_for(provider, rec)
+    k.recover(0)
+    tup = Input(100, 0b0011)
+    k.hold(tup)
+    k.hold(tup)
+    k.prepare(1)
+    k.commit(1)
+    assert rec.acked == {100: 0b0011} and rec.acked_n == 1
+
+
 def test_recovery_rolls_back_uncommitted_changes_and_fails_their_inputs(provider):
     rec = Recorder()
     k = keeper_for(provider, rec)
