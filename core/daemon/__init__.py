@@ -48,6 +48,8 @@ Logs
 
 Shared and tools
     ``packaging``          code packages: what ``squall submit`` ships, stores, extracts, loads.
+    ``package_imports``    what squall imports before a package goes on ``sys.path``, and the
+                           package modules named like squall's libraries.
     ``topology_flow``      components in the order tuples flow through them (``squall monitor``).
     ``dev_zookeeper``      a single-node ZooKeeper for development and tests.
     ``_proto``             the generated gRPC messages and stubs.

@@ -7,18 +7,23 @@ dotted module the directory of its top-level package (stored under the package's
 directory holding a top-level single-file module; for a file in a streamparse project's
 ``topologies/``, the project's ``src/`` too, at the package's root beside it (so ``bolts`` and
 ``spouts`` import in the worker as they did where it was submitted). Left out: ``__pycache__``, ``.venv`` /
-``venv``, hidden files and directories, ``*.pyc`` / ``*.pyo``.
+``venv`` (and any directory holding a ``pyvenv.cfg``), hidden files and directories, ``*.pyc`` /
+``*.pyo``, and with a warning line each what a zip cannot hold (see :func:`iter_code_files`).
+Links are followed; each file keeps its permission bits. A module at the package's root
+named like a standard-library module is refused
+(:func:`~squall.api.target.check_no_stdlib_shadow`).
 
 Storing and running: a topology's directory (``nimbus/stormdist/<id>/`` on nimbus,
 ``supervisor/stormdist/<id>/`` on a supervisor) holds :data:`CONF_FILE` (the topology conf),
 :data:`TOPOLOGY_FILE` (``Topology.to_json()`` with its system components) and :data:`CODE_FILE`
 (the zip); :func:`extract_code` unpacks the zip into :data:`CODE_DIR` next to them and
-:func:`load_topology` puts that directory first on ``sys.path`` and resolves the component
-classes from it. Only JSON and a zip travel; nothing is unpickled. A supervisor records what it
-downloaded in :data:`DIGEST_FILE` (:func:`record_digests`) and, before it launches a worker,
-finds what changed on its disk since (:func:`damaged_files`).
+:func:`load_topology` imports squall's plugins and drivers, then puts that directory first on
+``sys.path`` and resolves the component classes from it. Only JSON and a zip travel; nothing
+is unpickled. A supervisor records what it downloaded in :data:`DIGEST_FILE`
+(:func:`record_digests`) and, before it launches a worker, finds what changed on its disk
+since (:func:`damaged_files`).
 
-Everything here blocks on the file system only; raises :class:`~squall.errors.TopologyError`
+Everything here blocks on the file system (and imports) only; raises :class:`~squall.errors.TopologyError`
 for a bad target or package.
 """
 from __future__ import annotations
@@ -30,14 +35,22 @@ import json
 import logging
 import os
 import shutil
+import stat
 import sys
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from squall.api.target import is_file_path, load_target, project_dirs, split_target
+from squall.api.target import (
+    check_no_stdlib_shadow,
+    is_file_path,
+    load_target,
+    project_dirs,
+    split_target,
+)
+from squall.daemon.package_imports import import_squall_first, warn_of_library_shadows
 from squall.errors import SquallError, TopologyError
 
 log = logging.getLogger(__name__)
@@ -49,7 +62,9 @@ PACKAGE_FILES = (CODE_FILE, CONF_FILE, TOPOLOGY_FILE)
 #: a supervisor's record of its downloaded package: relative path -> sha256 of every package
 #: file and of every file unpacked into :data:`CODE_DIR`
 DIGEST_FILE = "digests.json"
-SKIP_DIRS = {"__pycache__", ".venv", "venv", "node_modules"}
+#: left out wherever they are (with every hidden file and directory, and any directory
+#: holding a ``pyvenv.cfg``): bytecode caches and virtual environments, rebuilt where they run
+SKIP_DIRS = {"__pycache__", ".venv", "venv"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
 #: refuse to build packages larger than this (a venv or data set in the code dir, usually)
 MAX_PACKAGE_BYTES = 512 * 1024 * 1024
@@ -105,35 +120,95 @@ def _skipped(name: str) -> bool:
     return name.startswith(".") or name in SKIP_DIRS
 
 
-def iter_code_files(code_dir: Path) -> list[Path]:
-    """Files of ``code_dir`` that go into the package, sorted."""
-    out = []
-    for root, dirs, files in os.walk(code_dir):
-        dirs[:] = sorted(d for d in dirs if not _skipped(d)
-                         and not os.path.exists(os.path.join(root, d, "pyvenv.cfg")))
-        for name in sorted(files):
-            if _skipped(name) or name.endswith(SKIP_SUFFIXES):
-                continue
-            path = Path(root) / name
-            if not path.exists():       # a link to nothing: there is nothing to ship
+def _shown(path: Path | str) -> str:
+    """``path`` as a log line can print it (a name that is not valid UTF-8 escaped)."""
+    text = str(path)
+    return text if text.isprintable() and _encodable(text) else ascii(text)
+
+
+def _encodable(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def iter_code_files(code_dir: Path) -> Iterator[Path]:
+    """Files of ``code_dir`` that go into the package, directory by directory in name order.
+
+    Links are followed, to files and to directories alike (a directory reached again inside
+    itself, a link loop, is left out with a warning). Left out with one warning line each:
+    a link to nothing, anything that is not a regular file once links are followed (a
+    socket, a FIFO, a device), a name that is not valid UTF-8 (a zip cannot hold it) and a
+    directory that cannot be read. Blocks on the file system only."""
+    yield from _walk(Path(code_dir), frozenset({os.path.realpath(code_dir)}))
+
+
+def _walk(directory: Path, ancestors: frozenset[str]) -> Iterator[Path]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        log.warning("not packaging %s: it cannot be read (%s)", _shown(directory),
+                    exc.strerror or exc)
+        return
+    subdirs = []
+    for entry in entries:
+        path = Path(entry.path)
+        if _skipped(entry.name):
+            continue
+        if not _encodable(entry.name):
+            log.warning("not packaging %s: its name is not valid UTF-8; rename it if the "
+                        "topology needs it", _shown(path))
+            continue
+        try:
+            st = path.stat()                        # follows links
+        except OSError as exc:
+            if path.is_symlink():                   # a link to nothing: nothing to ship
                 log.warning("not packaging %s: it is a link to %s, which does not exist",
-                            path, os.readlink(path) if path.is_symlink() else "nothing")
-                continue
-            out.append(path)
-    return out
+                            _shown(path), _shown(os.readlink(path)))
+            else:
+                log.warning("not packaging %s: %s", _shown(path), exc.strerror or exc)
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            subdirs.append(path)
+        elif stat.S_ISREG(st.st_mode):
+            if not entry.name.endswith(SKIP_SUFFIXES):
+                yield path
+        else:
+            log.warning("not packaging %s: it is not a regular file (a socket, FIFO or "
+                        "device)", _shown(path))
+    for sub in subdirs:
+        if (sub / "pyvenv.cfg").exists():           # a virtual environment by another name
+            continue
+        real = os.path.realpath(sub)
+        if real in ancestors:
+            log.warning("not packaging %s: it leads back to %s, a folder it is in (a loop "
+                        "of links)", _shown(sub), _shown(real))
+            continue
+        yield from _walk(sub, ancestors | {real})
 
 
 def zip_code_dir(code_dir: str | os.PathLike[str], prefix: str = "",
                  extra_dirs: tuple[Path, ...] = ()) -> bytes:
     """The zip of ``code_dir`` (entries under ``prefix/`` when given) and of each of
     ``extra_dirs`` at the root (where a name is taken already, the first one stays and the
-    other is logged)."""
+    other is logged). Each file's permission bits go with it (an executable stays one).
+    TopologyError when a module at the package's root is named like a standard-library one
+    (:func:`~squall.api.target.check_no_stdlib_shadow`), when a file cannot be read, or past
+    :data:`MAX_PACKAGE_BYTES`; a warning line for one named like a library squall uses
+    (:func:`~squall.daemon.package_imports.warn_of_library_shadows`)."""
     code_dir = Path(code_dir)
+    roots = ((code_dir, prefix), *((Path(d), "") for d in extra_dirs))
+    for base, under in roots:
+        if not under:
+            check_no_stdlib_shadow(base)
+            warn_of_library_shadows(base)
     buf = io.BytesIO()
     total = 0
     names: set[str] = set()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for base, under in ((code_dir, prefix), *((Path(d), "") for d in extra_dirs)):
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, strict_timestamps=False) as zf:
+        for base, under in roots:
             for file in iter_code_files(base):
                 rel = file.relative_to(base).as_posix()
                 name = f"{under}/{rel}" if under else rel
@@ -141,12 +216,16 @@ def zip_code_dir(code_dir: str | os.PathLike[str], prefix: str = "",
                     log.warning("not packaging %s: the package has a %s already", file, name)
                     continue
                 names.add(name)
-                total += file.stat().st_size
-                if total > MAX_PACKAGE_BYTES:
-                    raise TopologyError(f"the code directory {base} holds more than "
-                                        f"{MAX_PACKAGE_BYTES // 2**20} MiB; move data out of "
-                                        f"it")
-                zf.write(file, name)
+                try:
+                    total += file.stat().st_size
+                    if total > MAX_PACKAGE_BYTES:
+                        raise TopologyError(f"the code directory {base} holds more than "
+                                            f"{MAX_PACKAGE_BYTES // 2**20} MiB; move data out "
+                                            f"of it")
+                    zf.write(file, name)    # the mode goes in external_attr (extract_code)
+                except OSError as exc:
+                    raise TopologyError(f"cannot package {file}: "
+                                        f"{exc.strerror or exc}") from exc
     return buf.getvalue()
 
 
@@ -163,7 +242,11 @@ def extract_code(zip_path: str | os.PathLike[str], dest: str | os.PathLike[str])
                 if not str(target).startswith(str(tmp.resolve()) + os.sep):
                     raise TopologyError(f"code package entry {info.filename!r} escapes its "
                                         "directory")
-            zf.extractall(tmp)
+            for info in zf.infolist():
+                path = zf.extract(info, tmp)
+                mode = _permissions(info)
+                if mode is not None:
+                    os.chmod(path, mode)
     except zipfile.BadZipFile as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise TopologyError(f"the code package is not a valid zip file: {exc}") from exc
@@ -173,6 +256,18 @@ def extract_code(zip_path: str | os.PathLike[str], dest: str | os.PathLike[str])
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(tmp, dest)
     return dest
+
+
+def _permissions(info: zipfile.ZipInfo) -> int | None:
+    """The permission bits to give a file unpacked from ``info``: those it was packed with
+    (an executable stays one) without group or other write, always readable and writable by
+    its owner, never setuid, setgid or sticky; None for a directory or an entry packed
+    without Unix modes (left as created)."""
+    mode = info.external_attr >> 16
+    if (info.is_dir() or info.create_system != 3 or not mode & 0o777
+            or stat.S_IFMT(mode) not in (0, stat.S_IFREG)):
+        return None
+    return (mode & 0o755) | 0o600
 
 
 def remove_partial(directory: str | os.PathLike[str]) -> None:
@@ -260,16 +355,25 @@ def damaged_files(directory: str | os.PathLike[str]) -> list[str]:
 
 def load_topology(directory: str | os.PathLike[str]) -> tuple[dict[str, Any], Any]:
     """``(conf, Topology)`` from a stormdist directory, the code dir first on ``sys.path``
-    (extracting the code if needed); TopologyError when a class cannot be loaded."""
+    (extracting the code if needed); TopologyError when a class cannot be loaded or a module
+    at the package's root is named like a standard-library one.
+
+    Before the code dir goes on ``sys.path``, squall imports what it runs the topology with
+    (:func:`~squall.daemon.package_imports.import_squall_first`), so that a module of the
+    package named like one of squall's libraries never stands in for it. Nimbus's check at
+    submit (:mod:`squall.daemon.validate`) and each worker load a package through here
+    alike."""
     from squall.api.topology import Topology
 
     directory = Path(directory)
     code = directory / CODE_DIR
     if not code.is_dir():
         extract_code(directory / CODE_FILE, code)
+    conf = read_json(directory / CONF_FILE)
+    check_no_stdlib_shadow(code, "the code package")
+    import_squall_first(conf, code)
     if str(code) not in sys.path:
         sys.path.insert(0, str(code))
     importlib.invalidate_caches()
-    conf = read_json(directory / CONF_FILE)
     topology = Topology.from_json(read_json(directory / TOPOLOGY_FILE))
     return conf, topology

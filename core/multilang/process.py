@@ -6,7 +6,8 @@ to the component's ``on_messages``; on end of file it calls ``on_exit`` once), a
 (writes what :meth:`ShellProcess.send` queued, so no caller ever blocks on a full pipe, and
 a reader answering task ids cannot deadlock against a writer blocked on a subprocess that is
 itself blocked writing) and a *stderr* thread (each line to the component's logger at INFO;
-the last few are kept, and an exit nobody asked for quotes them in its reason).
+the last few are kept, with the first line that names an error, and an exit nobody asked for
+quotes them in its reason).
 
 Every :class:`ShellHost` of a worker is registered under ``(topology id, worker port)``;
 :func:`stop_worker` (the ``squall_worker_stopping`` hook, and ``squall_worker_stop`` after it)
@@ -28,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import signal
 import shutil
 import subprocess
@@ -58,6 +60,12 @@ BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
 #: traceback's last lines say why, and a user at WARNING sees only the reason, not the
 #: INFO lines the stderr thread logs)
 STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 5, 1000
+#: a stderr line that names an error (``Error: Cannot find module 'x'`` from node,
+#: ``KeyError: 'x'``, ``... (LoadError)``): the first one is quoted too when the tail lacks
+#: it (node ends a crash with its stack and version, a chained traceback with the last error)
+ERROR_LINE = re.compile(r"\b\w*(?:Error|Exception)\b")
+#: how much of that first error line is quoted
+STDERR_FIRST_ERROR_CHARS = 300
 #: how long an exit's reason waits for the rest of the stderr of a subprocess that exited
 #: (the pipe ends when the last of its process group is gone, which SIGKILL sees to)
 STDERR_WAIT = 1.0
@@ -174,6 +182,7 @@ class ShellProcess:
         self._cond = threading.Condition()
         self._kill_reason: str | None = None
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_first_error: str | None = None
         self._stderr_ended = threading.Event()
         self.alive = True
         self.pid = 0
@@ -339,6 +348,8 @@ class ShellProcess:
                 if text:
                     logger.info("%s", text)
                     tail.append(text[-STDERR_TAIL_CHARS:])
+                    if self._stderr_first_error is None and ERROR_LINE.search(text):
+                        self._stderr_first_error = text.strip()[:STDERR_FIRST_ERROR_CHARS]
         finally:
             stderr.close()
             self._stderr_ended.set()
@@ -353,6 +364,9 @@ class ShellProcess:
             return reason
         if len(text) > STDERR_TAIL_CHARS:
             text = "..." + text[3 - STDERR_TAIL_CHARS:]
+        first = self._stderr_first_error
+        if first is not None and first not in text:
+            return f"{reason}; its first error on stderr: {first}; its stderr ended with: {text}"
         return f"{reason}; its stderr ended with: {text}"
 
     # -- ending ----------------------------------------------------------------------------------

@@ -191,6 +191,47 @@ def test_a_subprocess_that_exits_before_its_handshake_is_reported_with_its_stder
         host.stop()
 
 
+# dies as node does on a missing dependency: the error first, then its stack and version
+DIES_AS_NODE_DOES = """
+import sys
+sys.stderr.write('''node:internal/modules/cjs/loader:1228
+  throw err;
+  ^
+
+Error: Cannot find module 'shout'
+Require stack:
+- /code/shout_bolt.js
+    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)
+    at Module._load (node:internal/modules/cjs/loader:1051:27)
+    at node:internal/main/run_main_module:28:49 {
+  code: 'MODULE_NOT_FOUND',
+  requireStack: [ '/code/shout_bolt.js' ]
+}
+
+Node.js v20.20.2
+''')
+sys.exit(1)
+"""
+
+
+def test_an_exit_report_quotes_the_first_error_line_the_tail_lacks(tmp_path: Path) -> None:
+    reports: list[str] = []
+    path = tmp_path / "script.py"
+    path.write_text(DIES_AS_NODE_DOES)
+    host = ShellHost(argv=[sys.executable, str(path)], cwd=str(tmp_path), codec=JsonCodec,
+                     conf={}, context={}, timeout=60, logger=logging.getLogger("test.shell"),
+                     report=reports.append, on_messages=lambda proc, messages: None,
+                     on_exit=lambda proc, reason: None, key=("test", id(reports)))
+    try:
+        assert host.ensure() is None
+        assert len(reports) == 1
+        assert "exited with code 1; its first error on stderr: Error: Cannot find module " \
+               "'shout'; its stderr ended with: " in reports[0]
+        assert "Node.js v20.20.2" in reports[0] and "\n" not in reports[0]
+    finally:
+        host.stop()
+
+
 def test_a_subprocess_stops_within_its_workers_shutdown_grace(tmp_path: Path) -> None:
     # the stop's two waits (stdin's end, SIGTERM) take half of the time the supervisor gives
     # a worker between SIGTERM and SIGKILL, not 2 s each (4 s of a default 3)
