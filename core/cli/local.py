@@ -15,18 +15,48 @@ from squall.errors import SquallError, TopologyError
 log = logging.getLogger(__name__)
 
 
-def _submit(cluster: Any, name: str, topology: Any) -> None:
+def _submit(cluster: Any, name: str, topology: Any, ctrl_c: threading.Event | None) -> None:
     """Submit, turning an exception from the user's components (an ``initialize`` that raises,
-    say) into one TopologyError naming where it was raised; ``-v`` logs the traceback."""
+    say) into one TopologyError naming where it was raised; ``-v`` logs the traceback. A
+    KeyboardInterrupt is the user's Ctrl-C, and stops, when ``ctrl_c`` is set (a SIGINT came)
+    or None (this process cannot tell); else a component raised it."""
     try:
         cluster.submit_topology(name, {}, topology)
     except SquallError:
         raise
+    except KeyboardInterrupt as exc:
+        if ctrl_c is None or ctrl_c.is_set():
+            raise
+        raise _failed(name, exc) from exc
     except Exception as exc:
-        log.debug("starting topology %r failed", name, exc_info=True)
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
-        raise TopologyError(f"topology {name!r} failed to start: {type(exc).__name__}: {exc} "
-                            f"({frame.filename}, line {frame.lineno})") from exc
+        raise _failed(name, exc) from exc
+
+
+def _failed(name: str, exc: BaseException) -> TopologyError:
+    log.debug("starting topology %r failed", name, exc_info=exc)
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return TopologyError(f"topology {name!r} failed to start: {what} ({frame.filename}, "
+                         f"line {frame.lineno})")
+
+
+def _watch_ctrl_c() -> tuple[threading.Event | None, Any]:
+    """Note the user's Ctrl-C before it raises KeyboardInterrupt, as Python's own handler
+    does, so a KeyboardInterrupt a component raises is told from it: ``(set on SIGINT, the
+    handler to restore)``. Over a handler of someone else's, None: a KeyboardInterrupt is
+    taken as a Ctrl-C; where SIGINT is ignored, a KeyboardInterrupt is never one."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        return threading.Event(), previous
+    if previous is not signal.default_int_handler:
+        return None, previous
+    pressed = threading.Event()
+
+    def interrupted(signum: int, frame: Any) -> None:
+        pressed.set()
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, interrupted)
+    return pressed, previous
 
 
 def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
@@ -36,9 +66,10 @@ def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
     name = name or split_target(target)[1]
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    ctrl_c, previous_int = _watch_ctrl_c()
     try:
         with LocalCluster(conf) as cluster:
-            _submit(cluster, name, topology)
+            _submit(cluster, name, topology, ctrl_c)
             print(f"running {name!r} locally" + (f" for {duration:g} s" if duration else
                                                   " (Ctrl-C to stop)"), file=sys.stderr)
             deadline = None if duration is None else time.monotonic() + duration
@@ -62,3 +93,5 @@ def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:    # None: not set from Python, left alone
+            signal.signal(signal.SIGINT, previous_int)

@@ -18,6 +18,7 @@ from squall.api.topology import Topology
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_leader import Leadership, NotLeaderError
 from squall.errors import BeingKilledError, NotAliveError
+from squall.runtime.errors import death_reason
 from squall.security import redact
 from squall.state.cluster_state import ClusterState, beat_key
 
@@ -188,8 +189,10 @@ class NimbusReads:
                 continue
             enp = (assignments.get(tid) or {}).get("executor_node_port") or {}
             loaded = self._code.topology_of(tid)
-            reason = base.get("status_reason") or start_failure_reason(
-                self._state.errors(tid), self._state.worker_beats(tid), now, _slots(enp))
+            errors = self._state.errors(tid)
+            reason = (base.get("status_reason") or start_failure_reason(
+                errors, self._state.worker_beats(tid), now, _slots(enp))
+                or death_reason(errors, now))
             out.append({"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
                         "status_reason": reason,
                         "num_workers": len({tuple(v) for v in enp.values()}),
@@ -260,6 +263,7 @@ class NimbusReads:
         errors = state.errors(tid)
         reason = (base.get("status_reason")
                   or start_failure_reason(errors, beats, time.time(), _slots(enp))
+                  or death_reason(errors, time.time())
                   or stall_reason(executors))
         return {"name": base.get("name", ""), "id": tid, "status": base.get("status", ""),
                 "status_reason": reason,

@@ -35,7 +35,7 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 
 Exit codes: 0 after an orderly shutdown or a lost assignment, 1 when it cannot start or its
 executors died. A worker that cannot start (its code does not import, a component raises in
-``initialize``...) first reports why, with the traceback, to
+``initialize``, ``sys.exit()`` there too...) first reports why, with the traceback, to
 ``/errors/<topology-id>/__worker`` (``start_failure: true``, its ``node`` and ``port``):
 nimbus's topology info and ``squall list`` show it as the topology's ``status_reason``. Its
 pid file is ``workers/<worker-id>/pids/<pid>``.
@@ -469,7 +469,10 @@ def main(argv: list[str] | None = None) -> int:
         log.error("worker %s:%d cannot run: %s", args.topology_id, args.port, exc)
         proc.report_start_failure(exc)
         return 1
-    except Exception as exc:  # the supervisor restarts us; say why first
+    # the supervisor restarts us; say why first. A BaseException too: sys.exit() or a
+    # KeyboardInterrupt raised by a component's initialize (SIGTERM and SIGINT only set
+    # ``proc.stop``: they raise nothing here)
+    except BaseException as exc:
         log.exception("worker %s:%d failed", args.topology_id, args.port)
         proc.report_start_failure(exc)
         return 1

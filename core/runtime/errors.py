@@ -1,6 +1,7 @@
 """Errors reported by components: kept for ``get_topology_info`` / ZooKeeper and logged, at
 most ``topology.max.error.report.per.interval`` per component per interval (Storm's
-throttle)."""
+throttle); which task a thread's frames were in (:func:`task_in`), and the status reason a
+worker's recent death gives a topology (:func:`death_reason`)."""
 from __future__ import annotations
 
 import logging
@@ -8,7 +9,13 @@ import threading
 import time
 import traceback
 from collections import defaultdict, deque
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from squall.runtime.executors.base import Executor
+    from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.errors")
 KEEP_PER_COMPONENT = 10
@@ -18,6 +25,10 @@ WORKER_COMPONENT = "__worker"
 #: set on an exception once it is recorded: an emit's error is recorded where it is raised
 #: (the component may catch it), and again by its executor if it escapes ``process``
 _RECORDED = "__squall_recorded__"
+#: a worker's death this recent is its topology's status reason (:func:`death_reason`), as
+#: long as nimbus shows a recent start failure (a failing slot is relaunched at least every
+#: minute)
+DEATH_RECENT_SECS = 150
 
 
 class ErrorLog:
@@ -49,7 +60,10 @@ class ErrorLog:
         self._scrub = scrubber(conf)    # an exception's text may quote a password of the conf
 
     def record(self, component: str, task: int, exc: BaseException | str, host: str,
-               port: int) -> None:
+               port: int, fatal: bool = False) -> None:
+        """Record (and log) ``exc`` as an error of ``component``'s ``task``, unless the
+        throttle suppresses it. A ``fatal`` error (one that ended the worker: at most one per
+        worker) is recorded even past the throttle, its entry marked ``"fatal": True``."""
         if isinstance(exc, BaseException):
             if getattr(exc, _RECORDED, False):
                 return
@@ -66,7 +80,7 @@ class ErrorLog:
                     self._close(component, window)
                 window = self._window[component] = [now, 0]
             window[1] += 1
-            if window[1] > self.max_per_interval:
+            if window[1] > self.max_per_interval and not fatal:
                 self.suppressed += 1
                 if window[1] == self.max_per_interval + 1:
                     log.error("component %s: more than %d errors in %.0f s; the next ones "
@@ -81,6 +95,8 @@ class ErrorLog:
         text, line = self._scrub(text), self._scrub(line)
         entry = {"component": component, "task": task, "error": text, "time_secs": int(time.time()),
                  "host": host, "port": port}
+        if fatal:
+            entry["fatal"] = True
         self._recent[component].append(entry)
         self._new.append(entry)
         log.error("component %s task %d: %s", component, task, text.rstrip() or line)
@@ -110,3 +126,84 @@ class ErrorLog:
 
     def recent(self) -> dict[str, list[dict[str, Any]]]:
         return {c: list(d) for c, d in self._recent.items()}
+
+
+def outward(frame: FrameType | None) -> Iterator[FrameType]:
+    """A live thread's frames from ``frame`` outward (innermost first)."""
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def raised_in(tb: TracebackType | None) -> list[FrameType]:
+    """The frames a traceback went through, from where it was raised outward (innermost
+    first)."""
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    frames.reverse()
+    return frames
+
+
+def task_in(frames: Iterable[FrameType], tasks: Iterable[TaskState],
+            executors: Iterable[Executor] = ()) -> TaskState | None:
+    """The task of ``tasks`` whose call ``frames`` (innermost first: :func:`outward` or
+    :func:`raised_in`) are in: the innermost frame of a method of its component instance;
+    else the innermost frame that runs for one (a local ``ts`` that is one of ``tasks``, or
+    one of ``executors`` as ``self``: its first task); None when no frame does."""
+    tasks = list(tasks)
+    instances = {id(ts.instance): ts for ts in tasks}
+    known = {id(ts) for ts in tasks}
+    runs = {id(ex): ex for ex in executors}
+    fallback: TaskState | None = None
+    for frame in frames:
+        try:
+            local = frame.f_locals
+        except Exception:   # a frame that cannot say: the next one may
+            continue
+        me = local.get("self")
+        ts = instances.get(id(me))
+        if ts is not None and ts.instance is me:
+            return ts
+        if fallback is None:
+            cand = local.get("ts")
+            ex = runs.get(id(me))     # ``me`` lives: an id is its own meanwhile
+            if id(cand) in known:
+                fallback = cand
+            elif ex is not None:
+                fallback = ex.tasks[0]
+    return fallback
+
+
+def death_text(exc: BaseException, ts: TaskState | None, own_thread: bool) -> str:
+    """What a worker's death of ``exc`` is recorded as (``Loop.died``): the traceback, then
+    one line naming the task whose call raised it (None: the worker's own code), said last as
+    what ``squall local``, ``squall list`` and the status reason show of an error."""
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    where = "the worker's loop" if ts is None else \
+        f"component {ts.component_id!r} (task {ts.task}{', on its own thread' if own_thread else ''})"
+    why = "" if isinstance(exc, Exception) else \
+        " (not an Exception: sys.exit(), KeyboardInterrupt and the like stop the worker)"
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return f"{trace}worker stopped: {where} raised {what}{why}; it restarts"
+
+
+def death_reason(errors: Mapping[str, Sequence[Mapping[str, Any]]], now: float) -> str:
+    """The status reason of a topology whose worker died within :data:`DEATH_RECENT_SECS`
+    of ``now`` (``time.time()``): its newest fatal error among ``errors`` (component ->
+    entries); ``""`` when there is none that recent."""
+    newest: Mapping[str, Any] | None = None
+    for entries in errors.values():
+        for entry in entries:
+            if entry.get("fatal") and (newest is None or float(entry.get("time_secs") or 0)
+                                       > float(newest.get("time_secs") or 0)):
+                newest = entry
+    if newest is None:
+        return ""
+    age = now - float(newest.get("time_secs") or 0)
+    if age > DEATH_RECENT_SECS:
+        return ""
+    lines = str(newest.get("error") or "").strip().splitlines()
+    return (f"a worker died {max(0, int(age))} s ago ({newest.get('host')}:"
+            f"{newest.get('port')}): {lines[-1] if lines else 'unknown error'}")

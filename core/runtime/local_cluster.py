@@ -21,6 +21,7 @@ import logging
 import os
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from squall import drivers
 from squall.api.topology import Topology, check_topology_name
 from squall.errors import AlreadyAliveError, ConfigError, NotAliveError, TopologyError
 from squall.runtime import gc_tuning
+from squall.runtime.errors import death_reason, raised_in, task_in
 from squall.runtime.memory_stores import MemoryStores
 from squall.runtime.stats import executor_stats, stall_reason
 from squall.runtime.system import add_system_components, cap_parallelism
@@ -204,7 +206,10 @@ class LocalCluster:
         self._restore_gc()
 
     def submit_topology(self, name: str, conf: dict[str, Any] | None, topology: Topology) -> str:
-        """Start ``topology`` under ``name``; returns the topology id."""
+        """Start ``topology`` under ``name``; returns the topology id. What a component's
+        ``initialize`` raises ends the submit: an Exception as it is, a ``sys.exit()`` (any
+        BaseException but a KeyboardInterrupt on the main thread) as a TopologyError naming
+        the component."""
         if not isinstance(topology, Topology):
             raise TopologyError(f"submit_topology needs a Topology (from create_topology()), "
                                 f"got {type(topology).__name__}")
@@ -251,9 +256,13 @@ class LocalCluster:
                            memory_stores=run.memory_stores)
                 try:
                     self._launch(w)
-                except BaseException:
+                except BaseException as exc:
                     self._halt(w)       # built (initialized) though not started: cleaned up
-                    raise
+                    if isinstance(exc, Exception) or (
+                            isinstance(exc, KeyboardInterrupt)
+                            and threading.current_thread() is threading.main_thread()):
+                        raise   # a KeyboardInterrupt on the main thread may be a Ctrl-C
+                    raise start_error(run.name, w, exc) from exc
                 started.append(w)
                 if self._on_worker_start is not None:
                     w.call_on_loop(lambda w=w: self._on_worker_start(w))
@@ -416,7 +425,9 @@ class LocalCluster:
                 for run in list(self._topologies.values()):
                     try:
                         self._check(run)
-                    except Exception as exc:  # one topology must not stop the monitor
+                    # one topology must not stop the monitor (a component's sys.exit() in
+                    # its cleanup neither)
+                    except BaseException as exc:
                         run.cannot("check", f"monitoring topology {run.name} failed: {exc}")
 
     def _check(self, run: _Running) -> None:
@@ -424,15 +435,14 @@ class LocalCluster:
         written is said once and keeps nothing else from happening), restart dead ones."""
         for i, w in enumerate(run.workers):
             w.loop_stuck()      # reported once as an error; no supervisor here to restart it
-            for err in w.drain_errors():
-                run.record(f"errors of component {err.get('component')}",
-                           lambda err=err: self.state.report_error(run.id, err["component"], err))
+            self._record_errors(run, w)
             if w.is_alive():
                 run.record(f"beat of worker {w.port}", lambda w=w: self.state.write_worker_beat(
                     run.id, "local", w.port, w.stats()))
                 continue
             log.warning("worker %s:%d of %s died; restarting it", w.host, w.port, run.name)
             self._halt(w)
+            self._record_errors(run, w)     # what it recorded as it died: why it did
             for comp, errs in w.errors.recent().items():
                 run.errors[comp] = (run.errors.get(comp, []) + errs)[-10:]
             fresh = Worker(conf=run.conf, topology=run.topology, topology_id=run.id,
@@ -442,7 +452,7 @@ class LocalCluster:
                            memory_stores=run.memory_stores)
             try:
                 self._launch(fresh)
-            except Exception:
+            except BaseException:   # sys.exit() in an initialize too: the monitor goes on
                 log.exception("restarting worker %d of %s failed", w.port, run.name)
                 self._halt(fresh)   # the components whose initialize returned are cleaned up
                 continue
@@ -450,6 +460,12 @@ class LocalCluster:
             run.restarts += 1
             if run.status == "active":
                 fresh.activate()
+
+    def _record_errors(self, run: _Running, w: Worker) -> None:
+        """Write the errors ``w`` recorded since the last call to the state store."""
+        for err in w.drain_errors():
+            run.record(f"errors of component {err.get('component')}",
+                       lambda err=err: self.state.report_error(run.id, err["component"], err))
 
     # -- observation ---------------------------------------------------------------------------
     def get_topology(self, name: str) -> Topology:
@@ -482,7 +498,7 @@ class LocalCluster:
         for comp_id, snaps in windows.items():
             components[comp_id]["windows"] = aggregate(snaps)
         return {"name": run.name, "id": run.id, "status": run.status,
-                "status_reason": stall_reason(executors),
+                "status_reason": death_reason(errors, time.time()) or stall_reason(executors),
                 "uptime_secs": int(time.time() - run.launch_time),
                 "num_workers": len(run.workers), "num_executors": len(executors),
                 "num_tasks": len(run.topology.all_tasks()), "components": components,
@@ -506,6 +522,20 @@ MIN_STOP_SECS = 0.5
 #: pass, and components on threads of their own leave their calls, within milliseconds unless
 #: held in one (a loop held in a call made leaving take 11 s)
 EXIT_SECS = 2.0
+
+
+def start_error(name: str, worker: Worker, exc: BaseException) -> TopologyError:
+    """The error a topology's start ends with when a component raised ``exc``, a
+    BaseException that is no Exception (``sys.exit()`` in an ``initialize``; a
+    KeyboardInterrupt only off the main thread, where it is no Ctrl-C): one TopologyError
+    naming the component and where, not the end of the caller's program."""
+    ts = task_in(raised_in(exc.__traceback__), [t for ex in worker.executors for t in ex.tasks],
+                 worker.executors)
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    where = "" if ts is None else f"component {ts.component_id!r} (task {ts.task}) raised "
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+    return TopologyError(f"topology {name!r} failed to start: {where}{what}{at}")
 
 
 def _deadline(timeout: float | None) -> float | None:

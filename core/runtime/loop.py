@@ -12,6 +12,11 @@ spout may emit, else until the next timer.
 ``clock.now``, set as each pass begins, is also when the current pass began: another thread
 reads it (:meth:`Loop.pass_began`) to tell a loop stuck in a component's call from a busy one
 (``Worker.loop_stuck``), with nothing added to the pass.
+
+An exception that ends the loop's thread or a component's own thread (one a component's call
+raised past the executor's ``except Exception``: ``sys.exit()``, ``KeyboardInterrupt``; or a
+bug) ends the worker: :meth:`Loop.died` reports it first, as an error of the task whose call
+raised it. The per-call ``try`` of the executors stays as it is: nothing is added per tuple.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from squall.runtime import osthread
+from squall.runtime.errors import death_text, raised_in, task_in
 
 if TYPE_CHECKING:
     from squall.runtime.acks import AckLedger
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
     from squall.runtime.executors.base import Executor
     from squall.runtime.executors.threaded import ComponentThread
     from squall.runtime.flow import Backpressure
+    from squall.runtime.task import TaskState
     from squall.runtime.wire.inbox import Inbox
     from squall.runtime.wire.outbox import Outbox
 
@@ -46,11 +53,16 @@ class Loop:
     ``running``: the loop should go on (cleared to stop it); ``looping``: it runs (from
     :meth:`start` until it has sent its last), so components on threads of their own hand
     their calls to it meanwhile; ``alive``: nothing killed the worker (a loop or component
-    thread that died, or ``topology.worker.die.on.error``)."""
+    thread that died, or ``topology.worker.die.on.error``).
+
+    ``report_death(ts, text)`` records the death of the loop's thread or of a component's
+    own (:meth:`died`) as an error of task ``ts`` (None: of the worker itself); it is called
+    on the thread that died."""
 
     def __init__(self, *, name: str, clock: Clock, inbox: Inbox, outbox: Outbox,
                  acks: AckLedger, flow: Backpressure, holding: list[Callable[[], None]],
-                 timers: Callable[[float], None], wakeup: threading.Event) -> None:
+                 timers: Callable[[float], None], wakeup: threading.Event,
+                 report_death: Callable[[TaskState | None, str], None]) -> None:
         self.name = name
         self.clock = clock
         self.inbox = inbox
@@ -59,6 +71,7 @@ class Loop:
         self.flow = flow
         self.holding = holding
         self.timers = timers
+        self.report_death = report_death
         self.executors: list[Executor] = []
         self.threads: list[ComponentThread] = []
         self.commands: deque[Callable[[], Any]] = deque()
@@ -145,6 +158,24 @@ class Loop:
     def mark_dead(self) -> None:
         """The worker cannot go on (its supervisor, or LocalCluster, restarts it)."""
         self.alive = False
+
+    def died(self, exc: BaseException, tasks: list[TaskState] | None = None) -> None:
+        """The loop's thread (``tasks`` None), or the own thread of a component's ``tasks``,
+        ends with ``exc``: report it, as an error of the task whose call raised it (else
+        that thread's first task, or the worker itself), and mark the worker dead, so its
+        supervisor (or LocalCluster) restarts it. Called on the thread that dies."""
+        try:
+            if tasks is None:
+                ts = task_in(raised_in(exc.__traceback__),
+                             [t for ex in self.executors for t in ex.tasks], self.executors)
+            else:
+                ts = task_in(raised_in(exc.__traceback__), tasks) or tasks[0]
+            self.report_death(ts, death_text(exc, ts, own_thread=tasks is not None))
+        except Exception:   # the report must not hide the death
+            log.exception("worker %s: reporting the death of a thread failed", self.name)
+            log.error("worker %s: a thread died", self.name, exc_info=exc)
+        finally:
+            self.alive = False
 
     def halt(self) -> None:
         """Stop the loop from within and mark the worker dead (``die.on.error``)."""
@@ -233,10 +264,10 @@ class Loop:
                     else:
                         wake.wait(max(IDLE_SECS, next_timer - monotonic()))
                     wake.clear()
-        except BaseException:
-            log.exception("worker %s: loop died", self.name)
+        except BaseException as exc:
             # no loop runs calls any more: they run on their caller's thread, not wait
-            self.running = self.alive = False
+            self.running = False
+            self.died(exc)
         finally:
             self.in_passes = False
             for thread in self.threads:     # what the components' threads handed over by now

@@ -177,7 +177,8 @@ class Worker:
                                  runs=self._runs)
         self.loop = Loop(name=f"squall-worker-{self.topology_id}-{self.port}", clock=self.clock,
                          inbox=self.inbox, outbox=self.outbox, acks=self.acks, flow=self.flow,
-                         holding=self.wiring.holding, timers=self._timers, wakeup=self._wakeup)
+                         holding=self.wiring.holding, timers=self._timers, wakeup=self._wakeup,
+                         report_death=self._report_death)
         services = Services(acks=self.acks, loop=self.loop, clock=self.clock, flow=self.flow,
                             sources=self.sources, report_error=self.report_error,
                             batch_size=self.batch_size)
@@ -395,27 +396,17 @@ class Worker:
     def _stuck_in(self, frame: FrameType | None) -> TaskState | None:
         """The task whose call the loop thread is in at ``frame``: the innermost frame of
         one of this worker's component instances, else the task an executor's frame runs."""
-        instances = {id(ts.instance): ts for ts in self.tasks.values()}
-        executors: dict[int, Executor] = {id(ex): ex for ex in self.executors}
-        fallback: TaskState | None = None
-        while frame is not None:
-            try:
-                local = frame.f_locals
-            except Exception:   # a frame that cannot say: the next one may
-                local = {}
-            me = local.get("self")
-            ts = instances.get(id(me))
-            if ts is not None and ts.instance is me:
-                return ts
-            if fallback is None:
-                cand = local.get("ts")
-                ex = executors.get(id(me))     # ``me`` lives: an id is its own meanwhile
-                if isinstance(cand, TaskState) and self.tasks.get(cand.task) is cand:
-                    fallback = cand
-                elif ex is not None:
-                    fallback = ex.tasks[0]
-            frame = frame.f_back
-        return fallback
+        return error_log.task_in(error_log.outward(frame), self.tasks.values(), self.executors)
+
+    def _report_death(self, ts: TaskState | None, text: str) -> None:
+        """The loop's thread or a component's own died (``Loop.died``): ``text`` is recorded
+        as a fatal error of ``ts``'s component (None: of the worker, ``__worker``), past the
+        throttle; ``/errors`` and LocalCluster's topology info get it before the restart."""
+        if ts is None:
+            self.errors.record(error_log.WORKER_COMPONENT, 0, text, self.host, self.port,
+                               fatal=True)
+        else:
+            self.errors.record(ts.component_id, ts.task, text, self.host, self.port, fatal=True)
 
     def drain_errors(self) -> list[dict[str, Any]]:
         return self.errors.drain()

@@ -269,6 +269,36 @@ USER_FILES = {
         "b = TopologyBuilder()\n"
         "b.set_spout('s', S)\n"
         "topology = b.create_topology()\n"),
+    "exitinit.py": (
+        "import sys\n"
+        "from squall import Spout, TopologyBuilder\n"
+        "class S(Spout):\n"
+        "    outputs = ['w']\n"
+        "    def initialize(self, conf, context):\n"
+        "        sys.exit(5)\n"
+        "b = TopologyBuilder()\n"
+        "b.set_spout('s', S)\n"
+        "topology = b.create_topology()\n"),
+    "kbiinit.py": (
+        "from squall import Spout, TopologyBuilder\n"
+        "class S(Spout):\n"
+        "    outputs = ['w']\n"
+        "    def initialize(self, conf, context):\n"
+        "        raise KeyboardInterrupt('from a component')\n"
+        "b = TopologyBuilder()\n"
+        "b.set_spout('s', S)\n"
+        "topology = b.create_topology()\n"),
+    "slowinit.py": (
+        "import sys, time\n"
+        "from squall import Spout, TopologyBuilder\n"
+        "class S(Spout):\n"
+        "    outputs = ['w']\n"
+        "    def initialize(self, conf, context):\n"
+        "        print('initializing', file=sys.stderr, flush=True)\n"
+        "        time.sleep(60)\n"
+        "b = TopologyBuilder()\n"
+        "b.set_spout('s', S)\n"
+        "topology = b.create_topology()\n"),
     "bad.yaml": "topology.workers: [1\n",
 }
 WC = str(EXAMPLES / "wordcount.py") + ":topology"
@@ -284,6 +314,12 @@ MISTAKES = [
     (["local", "raises.py:topology"], "raised RuntimeError: no luck"),
     (["local", "badinit.py:topology", "--duration", "5"],
      "failed to start: ValueError: bad init"),
+    # sys.exit() or a KeyboardInterrupt in a component's initialize: an error, not a silent
+    # exit nor a Ctrl-C
+    (["local", "exitinit.py:topology", "--duration", "5"],
+     "failed to start: component 's' (task 1) raised SystemExit: 5"),
+    (["local", "kbiinit.py:topology", "--duration", "5"],
+     "failed to start: KeyboardInterrupt: from a component"),
     (["-c", "topology.workers=abc", "config"],
      "config key 'topology.workers' must be int, got str 'abc'"),
     (["local", WC, "--duration", "5", "-c", "topology.workers=abc"],
@@ -323,6 +359,27 @@ def test_user_mistake_is_one_line_and_nonzero(env, user_dir, args, message):
     assert re.match(r"squall( \w+)?: error: ", lines[0]), lines[0]
     assert message in lines[0], lines[0]
     assert proc.stdout == "", proc.stdout
+
+
+def test_ctrl_c_while_a_component_initializes_stops_squall_local(env, user_dir):
+    """The user's Ctrl-C is told from a KeyboardInterrupt a component raises: it stops."""
+    import signal
+    import time
+    proc = subprocess.Popen([*SQUALL, "local", "slowinit.py:topology"], cwd=user_dir, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        while "initializing" not in proc.stderr.readline():
+            assert proc.poll() is None, "squall local ended before the component initialized"
+        proc.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        out, err = proc.communicate(timeout=TIMEOUT)
+        assert proc.returncode == 130 and time.monotonic() - start < 10, (proc.returncode, err)
+        assert "error" not in err and "Traceback" not in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_unknown_transport_in_squall_conf_is_reported_for_every_command(env, tmp_path):

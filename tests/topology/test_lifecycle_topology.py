@@ -1,6 +1,7 @@
 """Ticks, errors, process_batch, activation, rebalance and config precedence in LocalCluster."""
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import Counter
@@ -534,6 +535,10 @@ class InitOnce(Spout):
         self.cid = context.component_id
         if conf.get("app.raise") == self.cid:
             raise RuntimeError(f"{self.cid} cannot start")
+        if conf.get("app.exit") == self.cid:
+            sys.exit(3)
+        if conf.get("app.interrupt") == self.cid:
+            raise KeyboardInterrupt
         with LOCK:
             EVENTS.append(("initialized", self.cid))
 
@@ -574,6 +579,55 @@ def test_a_failed_submit_cleans_up_only_the_components_whose_initialize_returned
         closed = Counter(cid for what, cid in EVENTS if what == "closed")
     assert raising not in closed, EVENTS
     assert closed == initialized, EVENTS
+
+
+def _init_once_topology() -> Any:
+    b = TopologyBuilder()
+    b.set_spout("source", InitOnce, 2)
+    b.set_bolt("first", InitOnceBolt, 2).shuffle_grouping("source")
+    return b.create_topology()
+
+
+def test_sys_exit_in_initialize_fails_the_submit_with_one_error_naming_the_component() -> None:
+    """Not the end of the caller's program: a TopologyError naming the component, its task and
+    the line; the cluster runs on."""
+    with LocalCluster() as cluster:
+        with pytest.raises(TopologyError, match=(
+                r"^topology 'exits' failed to start: component 'first' \(task \d+\) raised "
+                r"SystemExit: 3 \(.*test_lifecycle_topology.py, line \d+\)$")):
+            cluster.submit_topology("exits", {"app.exit": "first"}, _init_once_topology())
+        assert cluster.topologies() == []
+        cluster.submit_topology("fine", {}, _init_once_topology())
+        assert cluster.topologies() == ["fine"]
+    with LOCK:
+        initialized = Counter(cid for what, cid in EVENTS if what == "initialized")
+        closed = Counter(cid for what, cid in EVENTS if what == "closed")
+    assert closed == initialized, EVENTS      # what started of "exits" was cleaned up
+
+
+def test_a_keyboard_interrupt_from_initialize_is_a_ctrl_c_only_on_the_main_thread() -> None:
+    """On the main thread it may be the user's Ctrl-C: it goes on up. On another thread it
+    can be no signal: the component raised it, and the submit fails with a TopologyError."""
+    with LocalCluster() as cluster:
+        with pytest.raises(KeyboardInterrupt):
+            cluster.submit_topology("main", {"app.interrupt": "source"},
+                                    _init_once_topology())
+        raised: list[BaseException] = []
+
+        def submit() -> None:
+            try:
+                cluster.submit_topology("off", {"app.interrupt": "source"},
+                                        _init_once_topology())
+            except BaseException as exc:
+                raised.append(exc)
+        t = threading.Thread(target=submit)
+        t.start()
+        t.join(30)
+        (exc,) = raised
+        assert isinstance(exc, TopologyError), repr(exc)
+        assert "failed to start: component 'source' (task " in str(exc) and \
+            ") raised KeyboardInterrupt (" in str(exc), str(exc)
+        assert cluster.topologies() == []
 
 
 def test_a_shut_down_local_cluster_refuses_a_submit_and_shuts_down_once() -> None:

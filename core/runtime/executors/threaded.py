@@ -154,10 +154,8 @@ class ComponentThread:
         osthread.set_name(f"sq-{self.component_id}")
         try:
             self.serve()
-        except BaseException:
-            log.exception("the thread of %s tasks %s died", self.component_id,
-                          [ts.task for ts in self.tasks])
-            self.loop.mark_dead()
+        except BaseException as exc:   # reported as the error of the task that raised it
+            self.loop.died(exc, self.tasks)
         finally:
             self.run_control()     # a deactivate or close-time call still reaches it
 

@@ -526,6 +526,26 @@ def test_topology_info_names_every_assigned_worker_and_squall_logs_reads_them(pa
     assert logs[1].url == "http://h1:8000/log?topology=wc-1-1&port=6701&file=log"
 
 
+def test_a_worker_that_died_of_a_components_error_is_the_status_reason(parts):
+    """A worker crash loop is no healthy topology: ``squall list`` and the topology info say
+    which component ended the newest worker, and how long ago."""
+    state, _, _, reads, _ = parts
+    state.set_storm("wc-1-1", {"name": "wc", "status": "active", "launch_time": 1})
+    state.set_assignment("wc-1-1", {"executor_node_port": {"[1, 1]": ["s1", 6700]},
+                                    "node_host": {"s1": "h1"}})
+    state.write_worker_beat("wc-1-1", "s1", 6700, {"uptime_secs": 1, "executors": {}})
+    state.report_error("wc-1-1", "split", {"component": "split", "task": 1,
+                                           "error": "ValueError: x", "time_secs": time.time()})
+    assert [t["status_reason"] for t in reads.cluster_summary()["topologies"]] == [""]
+    last = "worker stopped: component 'split' (task 1) raised SystemExit: 2"
+    state.report_error("wc-1-1", "split", {
+        "component": "split", "task": 1, "error": f"Traceback ...\nSystemExit: 2\n{last}",
+        "time_secs": int(time.time()) - 3, "host": "h1", "port": 6700, "fatal": True})
+    (reason,) = [t["status_reason"] for t in reads.cluster_summary()["topologies"]]
+    assert reason.startswith("a worker died ") and reason.endswith(f"(h1:6700): {last}"), reason
+    assert reads.topology_info("wc")["status_reason"] == reason
+
+
 def test_the_leader_says_it_holds_a_package_before_storms_names_its_topology(tmp_path,
                                                                              monkeypatch):
     # a standby seeing the topology first found no nimbus holding its package: one ERROR

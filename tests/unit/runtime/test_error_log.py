@@ -122,3 +122,30 @@ def test_the_logged_line_carries_the_whole_traceback(clock: list[float],
     (line,) = lines(caplog)
     assert line.startswith("component b task 1: Traceback (most recent call last):")
     assert "in process" in line and line.endswith("KeyError: 'missing'")
+
+
+def test_a_fatal_error_is_recorded_past_the_throttle_and_marked(clock: list[float]) -> None:
+    """The error that ended a worker (one per worker) is never the one throttled away."""
+    log = ErrorLog({"topology.max.error.report.per.interval": 2,
+                    "topology.error.throttle.interval.secs": 10})
+    for i in range(4):
+        log.record("split", 4, ValueError(f"bad {i}"), "h", 1)
+    log.record("split", 4, "worker stopped: ...", "h", 1, fatal=True)
+    recent = log.recent()["split"]
+    assert [(e["error"].strip(), e.get("fatal", False)) for e in recent] == [
+        ("ValueError: bad 0", False), ("ValueError: bad 1", False),
+        ("worker stopped: ...", True)]
+
+
+def test_a_recent_death_is_the_status_reason() -> None:
+    now = 1_000_000.0
+    errors = {"split": [{"error": "ValueError: x", "time_secs": now - 2}],
+              "count": [{"error": "Traceback ...\nworker stopped: component 'count' (task 3) "
+                                  "raised SystemExit: 2", "time_secs": now - 30, "fatal": True,
+                         "host": "h1", "port": 6700},
+                        {"error": "Traceback ...\nworker stopped: the newest", "fatal": True,
+                         "time_secs": now - 12, "host": "h1", "port": 6701}]}
+    assert errors_mod.death_reason(errors, now) == \
+        "a worker died 12 s ago (h1:6701): worker stopped: the newest"
+    assert errors_mod.death_reason(errors, now + errors_mod.DEATH_RECENT_SECS + 13) == ""
+    assert errors_mod.death_reason({"split": errors["split"]}, now) == ""
