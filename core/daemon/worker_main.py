@@ -22,7 +22,10 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 - follows ``/assignments/<topology-id>`` (watch + timer): refreshes links to other workers, and
   exits when its slot no longer has exactly its executors (the supervisor starts a new worker);
 - follows ``/storms/<topology-id>``'s status: ``active`` activates the spouts, anything else
-  deactivates them;
+  deactivates them. This thread hands that (and the debug sampling below) to the worker's
+  loop and never waits for it: a loop held in a component's call applies the latest once the
+  call returns, and the ZooKeeper beats go on meanwhile. What else this thread asks of the
+  loop (a new assignment's links) is queued too; only the shutdown waits for it, bounded;
 - serves its executors' built-in metrics on ``http://<host>:<metrics_port>/metrics``
   (OpenMetrics text, refreshed with each ZooKeeper beat, which publishes ``metrics_port``)
   when ``worker.metrics.endpoint`` is true: on the worker's port + ``worker.metrics.port.offset``,
@@ -356,6 +359,10 @@ class WorkerProcess:
         return True
 
     def _apply_status(self, base: dict[str, Any]) -> None:
+        """Hand the status and debug sampling of ``/storms/<topology-id>`` to the worker.
+        Never waits for its loop (a component may hold it in a call for longer than nimbus
+        waits for this thread's ZooKeeper beats): the loop applies the latest wanted state
+        when it gets to it (``Worker.set_active``, ``Worker.set_debug``)."""
         from squall.runtime.event_log import settings_of
         debug = settings_of(self.conf, base.get("component_debug"),
                             self.worker.component_confs())
@@ -367,11 +374,9 @@ class WorkerProcess:
         active = base.get("status") == "active"
         if active != self.active:
             self.active = active
-            # not waiting for a spout on its own thread, which may be in a blocking call:
-            # this thread writes the heartbeats
-            (self.worker.activate if active else self.worker.deactivate)(settle=False)
+            self.worker.set_active(active)
             log.info("worker %s:%d %s", self.tid, self.port,
-                     "activated" if active else "deactivated")
+                     "activating" if active else "deactivating")
 
     def _shutdown(self, transport: Any) -> None:
         from squall.plugin_manager import notify

@@ -29,6 +29,7 @@ load-aware groupings    :mod:`.load`                     ``LoadTracker.tick``
 ticks, metrics, stats   :mod:`.timers`, :mod:`.stats`    ``Timers.run``, ``fold_stats``
 errors of components    :mod:`.errors`                   ``ErrorLog.record``
 sampled emits (debug)   :mod:`.event_log`                ``EventSampler.apply``
+status, debug handed    :mod:`.latest`                   ``Latest.set``: not waiting, last wins
 garbage collector       :mod:`.gc_tuning`                ``apply``
 in one process          :mod:`.local_cluster`            ``LocalCluster``
 memory-backed state     :mod:`.memory_stores`            ``MemoryStores``

@@ -31,6 +31,7 @@ from squall.runtime.executors.threaded import hold_switch_interval, release_swit
 from squall.runtime.flow import Backpressure, watermarks
 from squall.runtime.flow import capacity as queue_capacity
 from squall.runtime.load import LoadTracker
+from squall.runtime.latest import Latest
 from squall.runtime.loop import Loop
 from squall.runtime.memory_stores import MemoryStores
 from squall.runtime.stats import executor_stats
@@ -208,6 +209,9 @@ class Worker:
         debug = settings_of(self.conf, None, self.component_confs())
         if debug:
             self.events.apply(debug)
+        # what set_active / set_debug hand the loop without waiting (the latest wins)
+        self._active_setting: Latest[bool] = Latest(self.loop, self._spouts_active)
+        self._debug_setting: Latest[dict[str, float]] = Latest(self.loop, self.events.apply)
 
     def _install(self, ex: Executor, ts: TaskState) -> None:
         """The task's context and routes, and the runtime's methods on its instance."""
@@ -442,8 +446,23 @@ class Worker:
 
     def set_debug(self, settings: dict[str, float]) -> None:
         """Sample emits into the events log: component (``*``: all) -> percentage; the
-        components not named stop being sampled (see :mod:`.event_log`)."""
-        self.call_on_loop(lambda: self.events.apply(settings))
+        components not named stop being sampled (see :mod:`.event_log`). Does not wait: the
+        loop applies the latest settings at its next pass (:class:`.latest.Latest`)."""
+        self._debug_setting.set(dict(settings))
+
+    def set_active(self, active: bool) -> None:
+        """Activate or deactivate the spouts without waiting (the worker process's main
+        thread, which writes the heartbeats, calls it): the loop applies the latest state
+        at its next pass, one held in a component's call once that call returns; spouts on
+        threads of their own then run ``activate``/``deactivate`` when their thread gets to
+        it. Changes made before the loop gets to them collapse to the last
+        (:class:`.latest.Latest`). :meth:`activate` and :meth:`deactivate` wait instead."""
+        self._active_setting.set(active)
+
+    def _spouts_active(self, active: bool) -> None:
+        for ex in self.executors:
+            if isinstance(ex, SpoutExecutor):
+                ex.set_active(active)
 
     def call_on_loop(self, fn: Any, timeout: float = 10.0) -> None:
         """Run ``fn`` on the loop thread and wait for it (or here if no loop runs)."""
@@ -472,16 +491,14 @@ class Worker:
     def activate(self, settle: bool = True) -> None:
         """Activate the spouts; with ``settle``, return once spouts on threads of their own
         have run ``activate`` too (else they run it when their thread gets to it)."""
-        self.loop.call(lambda: [ex.set_active(True) for ex in self.executors
-                                if isinstance(ex, SpoutExecutor)])
+        self.loop.call(lambda: self._spouts_active(True))
         if settle:
             self._settle()
 
     def deactivate(self, settle: bool = True, timeout: float = 10.0) -> None:
         """Deactivate the spouts; ``settle`` as for :meth:`activate`. Waits up to ``timeout``
         for the loop to take it (one held in a component's call takes it when it is free)."""
-        self.loop.call(lambda: [ex.set_active(False) for ex in self.executors
-                                if isinstance(ex, SpoutExecutor)], timeout)
+        self.loop.call(lambda: self._spouts_active(False), timeout)
         if settle:
             self._settle()
 
