@@ -36,6 +36,9 @@ Supervisor (``squall supervisor``)
     ``supervisor``         :class:`Supervisor`: registration, syncing assignments, launching,
                            watching and adopting workers.
     ``supervisor_local``   its local bookkeeping: ``localstate``, worker processes, heartbeats.
+    ``supervisor_backoff`` how soon a slot whose workers keep failing is relaunched.
+    ``supervisor_endings`` how a worker it stopped or found dead ended: its log line, the
+                           ``__worker`` error that makes a crash loop the status reason.
     ``worker_main``        the worker process a supervisor launches.
     ``logviewer``          :class:`LogViewer`: serves the workers' (and daemons') log files over
                            HTTP; the port is published as ``logviewer_port``.

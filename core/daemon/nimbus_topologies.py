@@ -195,7 +195,9 @@ class TopologyLifecycle:
                 loaded = self._code.topology_of(tid)
                 conf = loaded[0] if loaded else self._conf
                 wait_secs = float(conf.get("topology.message.timeout.secs") or 30)
-            self._state.update_storm(tid, status="killed",
+            # what held it back (its status reason: pending, a rebalance not applied) says
+            # nothing about a topology being killed
+            self._state.update_storm(tid, status="killed", status_reason="",
                                      kill_time=time.time() + max(0.0, wait_secs))
         log.info("killing topology %s in %.0f s", tid, wait_secs)
         self._wake()

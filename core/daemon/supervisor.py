@@ -17,8 +17,11 @@
   ``logviewer_port``; with authentication on, to their topology's owner and admins) and
   deletes the logs of topologies it no longer runs once they were not written for
   ``worker.log.cleanup.grace.secs``.
-- A slot whose workers keep failing to start is relaunched with a growing wait
-  (:mod:`~squall.daemon.supervisor_backoff`); the workers report why to ``/errors``.
+- A slot whose workers keep failing (to start, or soon after) is relaunched with a growing
+  wait (:mod:`~squall.daemon.supervisor_backoff`). A worker that cannot start reports why to
+  ``/errors`` itself; one found dead (its exit code or signal), or killed for missing its
+  start deadline or its heartbeats, is reported there by the supervisor, under ``__worker``
+  (:mod:`~squall.daemon.supervisor_endings`), so ``squall list`` shows a crash loop.
 - A supervisor that cannot write its local dir (full, read-only) leaves ``/supervisors`` with
   one error line, so nimbus moves its executors, and registers again once it can; started on
   such a dir, it exits with one line.
@@ -47,13 +50,15 @@ from typing import Any
 
 from squall import config, drivers
 from squall.daemon import log_files, nimbus_worker_defaults, packaging
+from squall.daemon import supervisor_endings as endings
 from squall.daemon.logviewer import LogViewer
 from squall.daemon.logviewer_access import LogAccess
 from squall.daemon.ports import slot_ports_warning
-from squall.daemon.supervisor_backoff import LaunchBackoff
+from squall.daemon.supervisor_backoff import SETTLE_SECS, LaunchBackoff
 from squall.daemon.supervisor_local import (
     LocalState,
     WorkerRecord,
+    heartbeat_written,
     kill_worker,
     latest_heartbeat,
     launch_worker,
@@ -196,9 +201,10 @@ class Supervisor:
 
     def _shutdown_grace(self) -> float:
         """``supervisor.worker.shutdown.sleep.secs``: how long a worker has between SIGTERM
-        and SIGKILL (0: none; null: the default 3)."""
+        and SIGKILL (0: none; null: the default 12, the 10 s a worker gives its components'
+        calls at most, :func:`squall.runtime.worker.stop_budget`, and a margin)."""
         value = self.conf.get("supervisor.worker.shutdown.sleep.secs")
-        return 3.0 if value is None else float(value)
+        return 12.0 if value is None else float(value)
 
     def _topology_owner(self, topology_id: str) -> str | None:
         """The ``owner`` of ``/storms/<topology_id>`` (the logviewer's ownership check)."""
@@ -317,22 +323,10 @@ class Supervisor:
             if not self.ensure_code(tid):
                 del wanted[port]
         grace = self._shutdown_grace()
-        for wid, rec in list(self.workers.items()):
-            reason = self.worker_problem(rec, wanted.get(rec.port))
-            if reason:
-                log.info("stopping worker %s (%s port %d): %s", wid, rec.topology_id, rec.port,
-                         reason)
-                # a start failure: it died (or hung) before its first heartbeat
-                failed = reason in ("process died", "no heartbeat since launch") and \
-                    latest_heartbeat(self.local_dir, rec.worker_id) is None
-                kill_worker(self.local_dir, rec, grace)
-                del self.workers[wid]
-                self.local.save()
-                wait = self.backoff.stopped(rec.port, time.time() - rec.launched, failed)
-                if wait:
-                    log.warning("the workers of %s on port %d failed to start %d times in a "
-                                "row (see its log and /errors); next launch in %.0f s",
-                                rec.topology_id, rec.port, self.backoff.count(rec.port), wait)
+        for rec in list(self.workers.values()):
+            problem = self.worker_problem(rec, wanted.get(rec.port))
+            if problem:
+                self._stop_worker(rec, problem, grace)
         busy = {r.port for r in self.workers.values()}
         intact: dict[str, bool] = {}      # each package checked once a round, to launch only
         for port, (tid, execs) in sorted(wanted.items()):
@@ -362,6 +356,59 @@ class Supervisor:
                                                        live, log_grace, time.time()):
             log.info("removed %s (its topology is gone)", name)
 
+    def _stop_worker(self, rec: WorkerRecord, problem: str, grace: float) -> None:
+        """Stop ``rec`` for ``problem`` (:meth:`worker_problem`), count a failure towards its
+        slot's backoff, and say what it was (:func:`~squall.daemon.supervisor_endings.ending`):
+        in the log, and in ``/errors`` unless the worker said why itself."""
+        started = latest_heartbeat(self.local_dir, rec.worker_id) is not None
+        written = heartbeat_written(self.local_dir, rec.worker_id)
+        limit = float(self.conf.get(endings.TIMEOUT_KEY if started else
+                                    endings.START_TIMEOUT_KEY) or (30 if started else 120))
+        end = endings.ending(
+            problem, returncode=rec.proc.poll() if rec.proc is not None else None,
+            child=rec.proc is not None, started=started, limit=limit,
+            beats_written=written is not None and time.time() - written <= limit)
+        if end.text:
+            log.log(logging.WARNING if end.failed else logging.INFO, "worker %s (%s port %d) %s",
+                    rec.worker_id, rec.topology_id, rec.port, end.text)
+        else:
+            log.info("stopping worker %s (%s port %d): %s", rec.worker_id, rec.topology_id,
+                     rec.port, problem)
+        kill_worker(self.local_dir, rec, grace)
+        del self.workers[rec.worker_id]
+        self.local.save()
+        wait = self.backoff.stopped(rec.port, time.time() - rec.launched, end.failed)
+        failures = self.backoff.count(rec.port)
+        if end.start_failure is not None:
+            self._report_ending(rec, endings.report_text(rec.port, end.text, failures,
+                                                         SETTLE_SECS),
+                                end.start_failure, problem == endings.DIED)
+        if wait and end.failed:
+            what = "failed to start" if not started else "failed"
+            when = "" if not started else f"each within {SETTLE_SECS:g} s of its launch; "
+            log.warning("the workers of %s on port %d %s %d times in a row (%ssee its log and "
+                        "/errors); next launch in %.0f s", rec.topology_id, rec.port, what,
+                        failures, when, wait)
+
+    def _report_ending(self, rec: WorkerRecord, text: str, start_failure: bool,
+                       died: bool) -> None:
+        """Report how ``rec`` ended to its topology's ``/errors`` (``__worker``) unless, having
+        died, it reported why itself; a store that cannot be reached is only logged."""
+        from squall.runtime.errors import WORKER_COMPONENT
+        entry: dict[str, Any] = {
+            "component": WORKER_COMPONENT, "task": 0, "error": text, "time_secs": time.time(),
+            "host": self.hostname, "node": self.id, "port": rec.port,
+            "source": endings.SOURCE}
+        entry["start_failure" if start_failure else "fatal"] = True
+        try:
+            if died and endings.reported_itself(self.state.errors(rec.topology_id), rec.port,
+                                                rec.launched):
+                return
+            self.state.report_error(rec.topology_id, WORKER_COMPONENT, entry)
+        except SquallError as exc:
+            log.warning("cannot report the end of worker %s to the cluster state: %s",
+                        rec.worker_id, exc)
+
     def _launch_failed(self, tid: str, port: int, exc: Exception) -> None:
         """A worker of ``tid`` could not be launched on ``port``: the slot backs off as after
         a failed start, and the topology's errors say why (``squall list``, the UI)."""
@@ -385,17 +432,17 @@ class Supervisor:
                        ) -> str:
         """Why ``rec`` must stop ('' if it is fine)."""
         if wanted is None or wanted != rec.slot():
-            return "no longer assigned"
+            return endings.UNASSIGNED
         if not record_alive(rec, self.local_dir):
-            return "process died"
+            return endings.DIED
         beat = latest_heartbeat(self.local_dir, rec.worker_id)
         now = time.time()
         if beat is None:
-            limit = float(self.conf.get("supervisor.worker.start.timeout.secs") or 120)
-            return "no heartbeat since launch" if now - rec.launched > limit else ""
-        limit = float(self.conf.get("supervisor.worker.timeout.secs") or 30)
+            limit = float(self.conf.get(endings.START_TIMEOUT_KEY) or 120)
+            return endings.NO_START_BEAT if now - rec.launched > limit else ""
+        limit = float(self.conf.get(endings.TIMEOUT_KEY) or 30)
         if now - float(beat.get("time_secs") or 0) > limit:
-            return f"no heartbeat for {limit:g} s"
+            return endings.no_beat_for(limit)
         return ""
 
     def ensure_code(self, tid: str) -> bool:

@@ -1,13 +1,16 @@
 """How soon a supervisor relaunches the worker of a slot whose workers keep failing.
 
-A worker that dies (or hangs) before its first heartbeat *failed to start*: its topology's
-code does not import in the worker, a component raises in ``initialize``, its port is
-taken... Relaunching it at once, every monitor round, would make dozens of processes a
-minute that all fail the same way. The first failure is relaunched at
-once (a worker killed by accident comes back without delay); each further failure in a row
-doubles the wait, from :data:`FIRST_SECS` up to :data:`CAP_SECS`. A worker that stops
-for any other reason (killed after it started, unassigned), or that ran for
-:data:`SETTLE_SECS`, clears the slot's count.
+A worker *failed* when it died, hung before its first heartbeat (its topology's code does not
+import in the worker, a component raises in ``initialize`` or takes too long there, its port
+is taken...) or stopped heart-beating. Relaunching it at once, every monitor round, would
+make dozens of processes a minute that all fail the same way, a crash loop after the first
+beat (a C extension that segfaults on some tuple, the OOM killer) too. The first failure is
+relaunched at once (a worker killed by accident comes back without delay); each further
+failure in a row within :data:`SETTLE_SECS` of its launch doubles the wait, from
+:data:`FIRST_SECS` up to :data:`CAP_SECS`. A worker that ran for :data:`SETTLE_SECS` before
+it failed starts the count again; one stopped in order after its first beat (unassigned, or
+exited by itself) clears it; one unassigned before its first beat says nothing either way
+(nimbus moving executors off a slot whose workers never start must not reset its count).
 
 Used by the supervisor's monitor thread only.
 """
@@ -37,10 +40,13 @@ class LaunchBackoff:
         self.failures: dict[int, int] = {}
         self.not_before: dict[int, float] = {}
 
-    def stopped(self, port: int, ran_secs: float, failed: bool) -> float:
-        """A worker on ``port`` stopped after ``ran_secs``; ``failed``: it died or never
-        beat (not: unassigned, or stopped on purpose). Returns the wait before the next
-        launch on ``port``."""
+    def stopped(self, port: int, ran_secs: float, failed: bool | None) -> float:
+        """A worker on ``port`` stopped after ``ran_secs``; ``failed``: True when it died,
+        hung or never beat, False when it stopped in order after it started (unassigned,
+        exited by itself), None when that says nothing (unassigned before its first beat:
+        the count is kept). Returns the wait before the next launch on ``port``."""
+        if failed is None:
+            return max(0.0, self.not_before.get(port, 0.0) - self.clock())
         if not failed or ran_secs >= SETTLE_SECS:
             self.failures.pop(port, None)
             self.not_before.pop(port, None)

@@ -106,6 +106,18 @@ def latest_heartbeat(local_dir: Path, worker_id: str) -> dict[str, Any] | None:
     return None
 
 
+def heartbeat_written(local_dir: Path, worker_id: str) -> float | None:
+    """When (``time.time()``) the worker wrote its newest local heartbeat file (its name), None
+    if it wrote none. A worker whose loop is stuck keeps writing beats dated when the stuck
+    pass began; one that cannot run Python at all (a C call holding the GIL) writes none."""
+    try:
+        names = [int(p.name) for p in (worker_dir(local_dir, worker_id) / "heartbeats").iterdir()
+                 if p.name.isdigit()]
+    except FileNotFoundError:
+        return None
+    return max(names) / 1000.0 if names else None
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -291,7 +303,9 @@ def kill_worker(local_dir: Path, rec: WorkerRecord, grace: float) -> None:
         time.sleep(0.05)
     for pid in pids:
         if _alive(pid, rec):
-            log.warning("worker %s (pid %d) ignored SIGTERM; killing it", rec.worker_id, pid)
+            log.warning("worker %s (pid %d) did not exit within %g s of SIGTERM "
+                        "(supervisor.worker.shutdown.sleep.secs); killing it", rec.worker_id,
+                        pid, grace)
             _signal_group(pid, signal.SIGKILL)
     if rec.proc is not None:
         try:

@@ -51,6 +51,32 @@ log = logging.getLogger(__name__)
 LAST_METRICS_SECS = 1.0
 #: how many of the loop thread's innermost frames a stuck loop's report shows
 STUCK_FRAMES = 12
+#: how long a stopping worker waits at most for its components' calls (:func:`stop_budget`)
+STOP_SECS = 10.0
+#: what a cluster worker keeps, of its supervisor's SIGTERM-to-SIGKILL time, for its own
+#: steps after its components stopped (links, errors, its beat's removal)
+STOP_MARGIN_SECS = 2.0
+
+
+def stop_budget(conf: dict[str, Any]) -> float:
+    """How long :meth:`Worker.shutdown` waits for its components' calls by default:
+    :data:`STOP_SECS`, less when ``supervisor.worker.shutdown.sleep.secs`` (how long a
+    supervisor waits between its SIGTERM and its SIGKILL) leaves less: that time less
+    :data:`STOP_MARGIN_SECS`, or half of it when that is more."""
+    try:
+        grace = float(conf.get("supervisor.worker.shutdown.sleep.secs"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return STOP_SECS
+    return max(0.0, min(STOP_SECS, max(grace / 2, grace - STOP_MARGIN_SECS)))
+
+
+def _in_call(ex: Executor) -> bool:
+    """Whether the own thread of ``ex`` (a threaded executor's) still runs: in a component's
+    call, or on its way out."""
+    if not ex.threaded:
+        return False
+    thread = ex.thread.thread   # type: ignore[attr-defined]
+    return thread is not None and thread.is_alive()
 
 
 def _loop_stack(frame: FrameType) -> traceback.StackSummary:
@@ -530,10 +556,15 @@ class Worker:
                 or any(ex.queued() or any(ts.queue for ts in ex.tasks) for ex in consumers)):
             time.sleep(0.005)
 
-    def shutdown(self, timeout: float = 10.0,
+    def shutdown(self, timeout: float | None = None,
                  stopping: Callable[[], None] | None = None) -> None:
         """Stop spouts, flush and close links, stop the loop, clean up every component.
+        ``timeout`` (None: :func:`stop_budget` of the worker's conf) bounds the wait for
+        components still in a call.
 
+        Every component's thread is told to stop at once; the components that are in no
+        call are cleaned up first, then the others as their calls return, each waited for
+        until the timeout (one stuck in a call does not hold up the cleanup of the others).
         A loop that did not run an earlier call within its timeout (a component blocked in
         a call) gets 1 s more, not ``timeout``; if it is still in the call then, the
         components the loop runs are not cleaned up (a cleanup must not run beside their
@@ -544,6 +575,8 @@ class Worker:
         within a share of ``timeout``)."""
         if not self._built:
             return
+        if timeout is None:
+            timeout = stop_budget(self.conf)
         if self.loop.running:
             self.deactivate(settle=False)   # the threads' stop, below, waits for them
             if not self.loop.overdue():
@@ -560,15 +593,30 @@ class Worker:
                         ", ".join(sorted({ex.component_id for ex in self.executors
                                           if not ex.threaded
                                           and not ex.component_id.startswith("__")})))
-        for ex in self.executors:
-            if not (stuck and not ex.threaded):
-                ex.stop()
+        self._stop_executors([ex for ex in self.executors if not (stuck and not ex.threaded)])
         if self._switch_held:
             self._switch_held = False
             release_switch_interval()
         self.outbox.close()
         self.inbox.close(timeout)
         self.loop.mark_dead()
+
+    def _stop_executors(self, executors: list[Executor]) -> None:
+        """Stop (clean up) ``executors`` once the loop stopped (which told their threads to
+        stop): first each one with no thread in a call, then the others as their threads
+        leave; past the loop's stop deadline, those still in a call are stopped as they are
+        (their cleanup is skipped, with a warning)."""
+        waiting = list(executors)
+        while waiting:
+            left = [ex for ex in waiting if not _in_call(ex)]
+            for ex in left:
+                ex.stop()
+            waiting = [ex for ex in waiting if ex not in left]
+            if not waiting or time.monotonic() >= self.loop.stop_deadline:
+                break
+            waiting[0].thread.thread.join(0.05)  # type: ignore[attr-defined]
+        for ex in waiting:
+            ex.stop()
 
     # -- observation ---------------------------------------------------------------------------
     @property

@@ -161,3 +161,83 @@ def test_a_bad_stop_timeout_is_one_clear_error() -> None:
         for bad in (-1, "1", True, float("nan")):
             with pytest.raises(ValueError, match="timeout must be a number of seconds"):
                 cluster.shutdown(timeout=bad)
+
+
+CLEANED = threading.Event()
+
+
+class FreeBolt(Bolt):
+    """On a thread of its own, in no call at shutdown; its cleanup says when it ran."""
+    dedicated_thread = True
+
+    def process(self, tup: Any) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        CLEANED.set()
+
+
+def _blocked_worker(conf: dict[str, Any]) -> Any:
+    """A worker running BlockedSpout ("blocked") before FreeBolt ("free") in its executors."""
+    from squall import config
+    from squall.runtime.local_cluster import assign_even
+    from squall.runtime.system import add_system_components
+    from squall.runtime.worker import Worker
+    conf = {**config.defaults(), "squall.transport": "local", "squall.state": "memory",
+            "topology.name": "blocked", **conf}
+    b = TopologyBuilder()
+    b.set_spout("blocked", BlockedSpout)
+    b.set_bolt("free", FreeBolt).shuffle_grouping("blocked")
+    full = add_system_components(b.create_topology(), conf)
+    (execs,) = assign_even(full, 1)
+    return Worker(conf=conf, topology=full, topology_id="blocked-1-1", port=1,
+                  executors=execs, host="local",
+                  task_to_worker={t: ("local", 1) for s, e in execs for t in range(s, e + 1)})
+
+
+def test_a_stopping_worker_cleans_up_free_components_before_waiting_on_a_stuck_one() -> None:
+    # the stop waited on the blocked spout's thread first, in executor order, so the free
+    # bolt's cleanup came only after the whole wait: never, once the supervisor's SIGKILL came
+    RELEASE.clear()
+    ENTERED.clear()
+    CLEANED.clear()
+    worker = _blocked_worker({})
+    worker.build()
+    assert [ex.component_id for ex in worker.executors
+            if not ex.component_id.startswith("__")] == ["blocked", "free"]   # spout first
+    worker.start()
+    stopping = threading.Thread(target=worker.shutdown, kwargs={"timeout": 30}, daemon=True)
+    try:
+        worker.activate()
+        wait_until(ENTERED.is_set, 30)
+        stopping.start()
+        wait_until(CLEANED.is_set, 5, message="the free bolt was not cleaned up while the "
+                                               "spout was in its call")
+        assert stopping.is_alive()          # still waiting for the spout's call
+    finally:
+        RELEASE.set()
+        stopping.join(30)
+
+
+def test_a_workers_stop_fits_in_its_supervisors_shutdown_sleep() -> None:
+    from squall.runtime.worker import stop_budget
+    key = "supervisor.worker.shutdown.sleep.secs"
+    assert stop_budget({}) == 10.0 and stop_budget({key: None}) == 10.0
+    assert stop_budget({key: 12}) == 10.0 and stop_budget({key: 30}) == 10.0
+    assert stop_budget({key: 6}) == 4.0 and stop_budget({key: 3}) == 1.5
+    assert stop_budget({key: 0}) == 0.0
+    # a worker whose supervisor kills it 3 s after SIGTERM waits 1.5 s for a stuck call
+    RELEASE.clear()
+    ENTERED.clear()
+    worker = _blocked_worker({key: 3})
+    worker.build()
+    worker.start()
+    try:
+        worker.activate()
+        wait_until(ENTERED.is_set, 30)
+        start = time.monotonic()
+        worker.shutdown()
+        took = time.monotonic() - start
+        assert took < 2.9, f"the stop took {took:.1f} s"
+    finally:
+        RELEASE.set()

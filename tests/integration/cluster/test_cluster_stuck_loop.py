@@ -64,6 +64,11 @@ def test_a_worker_whose_loop_is_stuck_in_a_bolt_is_restarted_and_nothing_is_lost
     info = c.client().topology_info("stuck")
     assert any("worker loop stuck in hang" in e["error"]
                for e in info["errors"].get("hang", [])), info["errors"]
+    # the supervisor says it restarted the worker, and why (a restart loop was invisible)
+    (restart,) = c.wait(lambda: c.state.errors(tid).get("__worker"), 20, "no restart reported")
+    assert restart["fatal"] and restart["error"].startswith(
+        f"worker on port {restart['port']} was restarted: no heartbeat for {WORKER_TIMEOUT} s "
+        "(supervisor.worker.timeout.secs); its loop was stuck in one pass"), restart
 
     c.wait(lambda: topo.read_acks(c.out_dir) == set(range(1, TOTAL + 1)), 120,
            "some ids were never acked")

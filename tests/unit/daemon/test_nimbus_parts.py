@@ -424,6 +424,18 @@ def test_a_second_kill_replaces_the_wait_and_other_commands_say_it_is_being_kill
         lifecycle.kill("wc", 0)
 
 
+def test_a_pending_topology_killed_loses_its_pending_reason(leader):
+    # `squall list` showed "killed ... (needs 1 more worker slots ...)" through the kill wait
+    state, _, _, reads, lifecycle = leader
+    lifecycle.submit("wc", {}, _topology_json(), _zip())
+    (tid,) = state.topology_ids()
+    state.update_storm(tid, status="pending", status_reason="needs 1 more worker slots")
+    lifecycle.kill("wc", 30)
+    assert state.get_storm(tid)["status_reason"] == ""
+    (summary,) = reads.cluster_summary()["topologies"]
+    assert (summary["status"], summary["status_reason"]) == ("killed", "")
+
+
 @pytest.mark.parametrize("wait", [math.inf, float("1e309"), -math.inf, math.nan, -1.0])
 def test_a_kill_or_rebalance_wait_that_never_ends_or_is_no_number_is_refused(leader, wait):
     # an infinite wait left the topology rebalancing (or killed, holding its slots) for

@@ -27,3 +27,14 @@ def test_failed_starts_in_a_row_back_off_and_a_settled_worker_clears_them() -> N
     assert b.stopped(6700, 0.5, failed=True) == 2.0
     assert b.stopped(6700, SETTLE_SECS, failed=True) == 0.0 and b.count(6700) == 1
     assert b.stopped(6700, 1.0, failed=False) == 0.0 and b.count(6700) == 0
+
+
+def test_a_worker_unassigned_before_its_first_beat_keeps_the_count() -> None:
+    # nimbus moving the executors of a slot whose workers never start reset its count, so
+    # the slot never backed off
+    clock = Clock()
+    b = LaunchBackoff(clock)
+    b.stopped(6700, 20.0, failed=True)
+    assert b.stopped(6700, 5.0, failed=None) == 0.0 and b.count(6700) == 1
+    assert b.stopped(6700, 20.0, failed=True) == 1.0 and b.count(6700) == 2
+    assert b.stopped(6700, 0.5, failed=None) == 1.0 and not b.ready(6700)   # the wait stays

@@ -112,7 +112,7 @@ def test_worker_problems(supervisor, tmp_path):
         proc.wait()
 
 
-def test_kill_worker_escalates_to_sigkill(tmp_path):
+def test_kill_worker_escalates_to_sigkill(tmp_path, caplog):
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
            "print('ready', flush=True); time.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
@@ -122,6 +122,9 @@ def test_kill_worker_escalates_to_sigkill(tmp_path):
         rec = sl.WorkerRecord("w2", "t-1-1", 6700, [], proc.pid, time.time(), proc)
         sl.kill_worker(tmp_path, rec, grace=0.3)
         assert proc.poll() == -9
+        # it may have been stopping all along: the line says how long it had, not "ignored"
+        assert f"worker w2 (pid {proc.pid}) did not exit within 0.3 s of SIGTERM " \
+               "(supervisor.worker.shutdown.sleep.secs); killing it" in caplog.text
     finally:
         proc.kill()
         proc.wait()
