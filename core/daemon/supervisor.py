@@ -59,11 +59,11 @@ from squall.daemon.supervisor_local import (
     LocalState,
     WorkerRecord,
     heartbeat_written,
-    kill_worker,
     latest_heartbeat,
     launch_worker,
     record_alive,
     registered_process,
+    stop_workers,
     stray_worker_ids,
 )
 from squall.daemon.worker_main import my_executors, supervisor_conf_path
@@ -213,9 +213,8 @@ class Supervisor:
 
     def kill_workers(self) -> None:
         """Stop every worker of this supervisor (call after :meth:`stop`)."""
-        grace = self._shutdown_grace()
-        for wid in list(self.workers):
-            kill_worker(self.local_dir, self.workers.pop(wid), grace)
+        stop_workers(self.local_dir, list(self.workers.values()), self._shutdown_grace())
+        self.workers.clear()
         self.local.save()
 
     def wait(self) -> None:
@@ -322,11 +321,10 @@ class Supervisor:
         for port, (tid, _) in list(wanted.items()):
             if not self.ensure_code(tid):
                 del wanted[port]
-        grace = self._shutdown_grace()
-        for rec in list(self.workers.values()):
-            problem = self.worker_problem(rec, wanted.get(rec.port))
-            if problem:
-                self._stop_worker(rec, problem, grace)
+        stopping = [(rec, problem) for rec in list(self.workers.values())
+                    if (problem := self.worker_problem(rec, wanted.get(rec.port)))]
+        if stopping:
+            self._stop_workers(stopping, self._shutdown_grace())
         busy = {r.port for r in self.workers.values()}
         intact: dict[str, bool] = {}      # each package checked once a round, to launch only
         for port, (tid, execs) in sorted(wanted.items()):
@@ -356,10 +354,24 @@ class Supervisor:
                                                        live, log_grace, time.time()):
             log.info("removed %s (its topology is gone)", name)
 
-    def _stop_worker(self, rec: WorkerRecord, problem: str, grace: float) -> None:
-        """Stop ``rec`` for ``problem`` (:meth:`worker_problem`), count a failure towards its
-        slot's backoff, and say what it was (:func:`~squall.daemon.supervisor_endings.ending`):
-        in the log, and in ``/errors`` unless the worker said why itself."""
+    def _stop_workers(self, stopping: list[tuple[WorkerRecord, str]], grace: float) -> None:
+        """Stop each worker of ``stopping`` for its problem (:meth:`worker_problem`), side by
+        side (:func:`~squall.daemon.supervisor_local.stop_workers`: a topology's workers
+        each in a long call are waited for once, not one after another), count a failure
+        towards its slot's backoff, and say what it was
+        (:func:`~squall.daemon.supervisor_endings.ending`): in the log, and in ``/errors``
+        unless the worker said why itself."""
+        ends = [(rec, problem, self._ending(rec, problem)) for rec, problem in stopping]
+        stop_workers(self.local_dir, [rec for rec, _, _ in ends], grace)
+        for rec, _, _ in ends:
+            del self.workers[rec.worker_id]
+        self.local.save()
+        for rec, problem, (end, started) in ends:
+            self._stopped(rec, problem, end, started)
+
+    def _ending(self, rec: WorkerRecord, problem: str) -> tuple[endings.Ending, bool]:
+        """How ``rec``, about to be stopped for ``problem``, ended (logged now, while its
+        heartbeats are still there to read), and whether it had started (beat once)."""
         started = latest_heartbeat(self.local_dir, rec.worker_id) is not None
         written = heartbeat_written(self.local_dir, rec.worker_id)
         limit = float(self.conf.get(endings.TIMEOUT_KEY if started else
@@ -374,9 +386,12 @@ class Supervisor:
         else:
             log.info("stopping worker %s (%s port %d): %s", rec.worker_id, rec.topology_id,
                      rec.port, problem)
-        kill_worker(self.local_dir, rec, grace)
-        del self.workers[rec.worker_id]
-        self.local.save()
+        return end, started
+
+    def _stopped(self, rec: WorkerRecord, problem: str, end: endings.Ending,
+                 started: bool) -> None:
+        """``rec`` was stopped for ``problem``, having ended as ``end``: its slot's backoff,
+        and the report of a failure."""
         wait = self.backoff.stopped(rec.port, time.time() - rec.launched, end.failed)
         failures = self.backoff.count(rec.port)
         if end.start_failure is not None:
@@ -528,27 +543,27 @@ class Supervisor:
         """After a restart: keep the workers still running their current assignment with a
         fresh heartbeat; kill and clean everything else (recorded or stray)."""
         wanted = self.assigned_slots()
-        grace = self._shutdown_grace()
         kept_ports: set[int] = set()
+        stopping: list[WorkerRecord] = []
         for wid, rec in list(self.workers.items()):
             reason = self.worker_problem(rec, wanted.get(rec.port))
             if not reason and rec.port in kept_ports:
                 reason = "a second worker on its port"
             if reason:
                 log.info("not adopting worker %s: %s", wid, reason)
-                kill_worker(self.local_dir, rec, grace)
-                del self.workers[wid]
+                stopping.append(self.workers.pop(wid))
             else:
                 log.info("adopted worker %s (pid %d, port %d)", wid, rec.pid, rec.port)
                 kept_ports.add(rec.port)
-        for wid in stray_worker_ids(self.local_dir, set(self.workers)):
+        for wid in stray_worker_ids(self.local_dir, set(self.workers) | {
+                rec.worker_id for rec in stopping}):
             pids = _pids(self.local_dir / "workers" / wid)
             pids_dir = self.local_dir / "workers" / wid / "pids"
             live = [p for p in pids if registered_process(pids_dir, p)]
-            stray = WorkerRecord(wid, "?", -1, [], live[0] if live else 0)
             if live:
                 log.info("killing stray worker %s (pid %d)", wid, live[0])
-            kill_worker(self.local_dir, stray, grace)
+            stopping.append(WorkerRecord(wid, "?", -1, [], live[0] if live else 0))
+        stop_workers(self.local_dir, stopping, self._shutdown_grace())     # side by side
         self.local.save()
 
 

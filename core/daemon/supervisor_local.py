@@ -273,11 +273,41 @@ def _signal_only_group(pgid: int, sig: int) -> None:
 
 
 def kill_worker(local_dir: Path, rec: WorkerRecord, grace: float) -> None:
-    """SIGTERM the worker's process group and every process registered in its ``pids/``
-    dir (each checked by its start time, so a recycled pid is left alone; the group of a
-    registered process that is gone gets SIGKILL at once), SIGKILL after
-    ``grace`` seconds, reap it, and remove its directory. Blocks up to ``grace`` + a
-    moment."""
+    """:func:`stop_workers` of ``rec`` alone."""
+    stop_workers(local_dir, [rec], grace)
+
+
+def stop_workers(local_dir: Path, recs: list[WorkerRecord], grace: float) -> None:
+    """Stop the workers ``recs`` side by side: SIGTERM each one's process group and every
+    process registered in its ``pids/`` dir (each checked by its start time, so a recycled
+    pid is left alone; the group of a registered process that is gone gets SIGKILL at once),
+    SIGKILL what still runs ``grace`` seconds after, reap them, and remove their
+    directories. Blocks up to ``grace`` + a moment however many they are (one at a time,
+    workers each in a component's call that long would hold the supervisor that many
+    times)."""
+    stopping = [(rec, _terminate(local_dir, rec)) for rec in recs]
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(
+            _alive(p, rec) for rec, pids in stopping for p in pids):
+        time.sleep(0.05)
+    for rec, pids in stopping:
+        for pid in pids:
+            if _alive(pid, rec):
+                log.warning("worker %s (pid %d) did not exit within %g s of SIGTERM "
+                            "(supervisor.worker.shutdown.sleep.secs); killing it",
+                            rec.worker_id, pid, grace)
+                _signal_group(pid, signal.SIGKILL)
+    for rec, _ in stopping:
+        if rec.proc is not None:
+            try:
+                rec.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                log.error("worker %s (pid %d) did not die", rec.worker_id, rec.pid)
+        shutil.rmtree(worker_dir(local_dir, rec.worker_id), ignore_errors=True)
+
+
+def _terminate(local_dir: Path, rec: WorkerRecord) -> set[int]:
+    """SIGTERM the processes of worker ``rec`` (see :func:`stop_workers`); the pids told."""
     pids_dir = worker_dir(local_dir, rec.worker_id) / "pids"
     pids = {rec.pid}
     try:
@@ -298,21 +328,7 @@ def kill_worker(local_dir: Path, rec: WorkerRecord, grace: float) -> None:
         _signal_only_group(pgid, signal.SIGKILL)
     for pid in pids:
         _signal_group(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_alive(p, rec) for p in pids):
-        time.sleep(0.05)
-    for pid in pids:
-        if _alive(pid, rec):
-            log.warning("worker %s (pid %d) did not exit within %g s of SIGTERM "
-                        "(supervisor.worker.shutdown.sleep.secs); killing it", rec.worker_id,
-                        pid, grace)
-            _signal_group(pid, signal.SIGKILL)
-    if rec.proc is not None:
-        try:
-            rec.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            log.error("worker %s (pid %d) did not die", rec.worker_id, rec.pid)
-    shutil.rmtree(worker_dir(local_dir, rec.worker_id), ignore_errors=True)
+    return pids
 
 
 def _alive(pid: int, rec: WorkerRecord) -> bool:

@@ -112,6 +112,29 @@ def test_worker_problems(supervisor, tmp_path):
         proc.wait()
 
 
+def test_workers_stopped_together_share_one_grace(tmp_path):
+    """A topology killed while its workers are each in a long call: the supervisor waits
+    one grace for all of them, not one after another (its sync round is held meanwhile)."""
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+           "print('ready', flush=True); time.sleep(60)"
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              start_new_session=True) for _ in range(4)]
+    try:
+        for proc in procs:
+            assert proc.stdout.readline().strip() == b"ready"
+        recs = [sl.WorkerRecord(f"w{i}", "t-1-1", 6700 + i, [], proc.pid, time.time(), proc)
+                for i, proc in enumerate(procs)]
+        began = time.monotonic()
+        sl.stop_workers(tmp_path, recs, grace=1.0)
+        took = time.monotonic() - began
+        assert [proc.poll() for proc in procs] == [-9] * 4
+        assert took < 2.5, f"stopping 4 workers took {took:.1f} s with a 1 s grace"
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def test_kill_worker_escalates_to_sigkill(tmp_path, caplog):
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
            "print('ready', flush=True); time.sleep(60)"
@@ -193,7 +216,7 @@ def test_a_launch_that_cannot_happen_does_not_stop_the_other_slots(supervisor, m
         return sl.WorkerRecord("w-short", tid, port, execs, 0, time.time())
 
     monkeypatch.setattr(sup_module, "launch_worker", launch)
-    monkeypatch.setattr(sup_module, "kill_worker", lambda *a: None)
+    monkeypatch.setattr(sup_module, "stop_workers", lambda *a: None)
     supervisor.sync()
     assert launched == [(short_id, 6701)]
     [error] = supervisor.state.errors(long_id)[WORKER_COMPONENT]

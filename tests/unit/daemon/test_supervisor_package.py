@@ -90,7 +90,7 @@ def test_a_truncated_conf_is_downloaded_again_before_the_worker_is_relaunched(
         return sl.WorkerRecord(f"w{len(started)}", tid, port, execs, 0, time.time())
 
     monkeypatch.setattr(sup_module, "launch_worker", launch)
-    monkeypatch.setattr(sup_module, "kill_worker", lambda *a: None)
+    monkeypatch.setattr(sup_module, "stop_workers", lambda *a: None)
     caplog.set_level(logging.INFO, logger="squall")
     supervisor.sync()
     assert len(started) == 1 and len(FakeNimbus.sent) == 3
