@@ -73,10 +73,7 @@ def stop_budget(conf: dict[str, Any]) -> float:
 def _in_call(ex: Executor) -> bool:
     """Whether the own thread of ``ex`` (a threaded executor's) still runs: in a component's
     call, or on its way out."""
-    if not ex.threaded:
-        return False
-    thread = ex.thread.thread   # type: ignore[attr-defined]
-    return thread is not None and thread.is_alive()
+    return ex.threaded and ex.thread.running()    # type: ignore[attr-defined]
 
 
 def _loop_stack(frame: FrameType) -> traceback.StackSummary:
@@ -614,7 +611,7 @@ class Worker:
             waiting = [ex for ex in waiting if ex not in left]
             if not waiting or time.monotonic() >= self.loop.stop_deadline:
                 break
-            waiting[0].thread.thread.join(0.05)  # type: ignore[attr-defined]
+            waiting[0].thread.join(0.05)  # type: ignore[attr-defined]
         for ex in waiting:
             ex.stop()
 

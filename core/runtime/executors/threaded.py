@@ -228,6 +228,15 @@ class ComponentThread:
         self.wake_thread.set()
         self.room.set()
 
+    def running(self) -> bool:
+        """Whether the thread still runs (in a component's call, or on its way out)."""
+        return self.thread is not None and self.thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the thread to end."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+
     def stop(self) -> bool:
         """Stop the thread, waiting until the loop's stop deadline; False if it is still in
         a call then (its component's cleanup or close is then skipped)."""
