@@ -1,11 +1,16 @@
 """The Redis backing map: one Redis string per key, holding the stored value. Reads are one
 ``MGET`` and writes one ``MSET`` per batch and task.
 
-Values (the kind's layout, e.g. ``[txid, value]``) are encoded by the topology's serializer
-as a stateful bolt's are (:func:`squall.stateful.values.value_codec`: with ``msgpack`` a
-tuple stays a tuple, a dict keeps its int keys), so any value the topology carries is stored
-and read back as it was. They start with :data:`FORMAT`; a value without it is JSON text,
-the format written before, and is read as JSON (a dict's int keys came back str from it).
+A value (the kind's layout, e.g. ``[txid, value]``) that JSON gives back as it was (str,
+int, float, bool, None, lists of them and dicts of them under str keys: :func:`_json_plain`)
+is stored as its JSON text, the bytes earlier releases wrote and read, so a worker of an
+earlier release reads it during a rolling upgrade or after a rollback. Any other value (a
+dict with int keys, a ``Decimal``, a date, bytes, a set, a registered type, and a tuple
+where the serializer keeps tuples) is :data:`FORMAT` + its bytes from the topology's
+serializer as a stateful bolt's are (:func:`squall.stateful.values.value_codec`: with
+``msgpack`` a tuple stays a tuple, a dict keeps its int keys), so it is read back as it was;
+earlier releases cannot read it. A value without :data:`FORMAT` is read as JSON (JSON
+written before gave a tuple back as a list and a dict's int keys as str).
 
 A key is named ``key_prefix`` + the JSON of its values when they are str, numbers, bools,
 None, and lists or tuples of them (the names such keys always had); any other key (holding a
@@ -24,7 +29,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from squall.errors import StateError
+from squall.errors import SerializationError, StateError
 from squall.spi.serializer import Serializer
 from squall.trident.state.map_state import BackingMap, Key
 
@@ -59,6 +64,9 @@ class RedisBackingMap(BackingMap):
         self._typed_prefix = self._name_prefix + TYPED_KEY
         self._key_dumps = serializer.dumps
         self._dumps, self._loads = value_codec(serializer)
+        # a tuple is stored as a JSON list unless the serializer would give it back a tuple
+        self._plain_seqs = _PLAIN_SEQS if _keeps_tuples(self._dumps, self._loads) else (
+            _PLAIN_SEQS | {tuple})
         self.client = redis.Redis(host=host, port=port, db=db, password=password)
 
     def _fail(self, what: str) -> StateError:
@@ -74,7 +82,15 @@ class RedisBackingMap(BackingMap):
             raise self._fail(f"cannot name the key {key!r:.80}: {exc}") from exc
 
     def encode(self, key: Key, value: Any) -> bytes:
-        """What Redis holds for ``value`` (stored under ``key``)."""
+        """What Redis holds for ``value`` (stored under ``key``): its JSON text when JSON
+        gives it back as it was, else :data:`FORMAT` + the serializer's bytes of it. The
+        check walks the value's classes and encodes nothing (a ``[txid, count]``: three)."""
+        try:
+            if _json_plain(value, self._plain_seqs):
+                # as earlier releases wrote it (json.dumps' default separators, ASCII)
+                return json.dumps(value).encode()
+        except (ValueError, RecursionError):
+            pass    # an int too long for str(), or nested too deep: the serializer says
         try:
             return FORMAT + self._dumps(value)
         except Exception as exc:
@@ -113,6 +129,42 @@ class RedisBackingMap(BackingMap):
 
     def close(self) -> None:
         self.client.close()
+
+
+#: the classes JSON writes and reads back as themselves (exact classes: a subclass, or a
+#: registered one, comes back as its base class from JSON)
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
+#: the sequences JSON gives back as they were
+_PLAIN_SEQS = frozenset((list,))
+
+
+def _json_plain(value: Any, seqs: frozenset[type]) -> bool:
+    """Whether JSON gives ``value`` back equal and of the same types: it is a str, an int, a
+    float (JSON writes every float by its repr, NaN and infinities too), a bool, None, or a
+    sequence of a class in ``seqs`` or a dict with str keys holding such values."""
+    cls = value.__class__
+    if cls in _JSON_SCALARS:
+        return True
+    if cls in seqs:
+        for v in value:
+            if not _json_plain(v, seqs):
+                return False
+        return True
+    if cls is dict:
+        for k, v in value.items():
+            if k.__class__ is not str or not _json_plain(v, seqs):
+                return False
+        return True
+    return False
+
+
+def _keeps_tuples(dumps: Callable[[Any], bytes], loads: Callable[[bytes], Any]) -> bool:
+    """Whether the serializer gives a tuple back as a tuple (``msgpack``: yes; ``json``:
+    as a list). One that refuses an empty tuple is taken to keep them."""
+    try:
+        return loads(dumps(())).__class__ is tuple
+    except SerializationError:
+        return True
 
 
 def _json_named(values: Any) -> bool:

@@ -1,6 +1,7 @@
 """RedisMapState over a real Redis: exact Trident word counts with a failed batch replayed,
 Storm's stored layouts, and counts read back through DRPC; keys and values of any type the
-topology's serializer carries, values stored as JSON before, and a value it refuses."""
+topology's serializer carries, plain values stored as the JSON earlier releases read, values
+stored as JSON before, and a value it refuses."""
 from __future__ import annotations
 
 import datetime as dt
@@ -23,7 +24,8 @@ from squall.trident import (
     CombinerAggregator, Count, FixedBatchSpout, Function, MapGet, RedisMapState, Sum,
     TridentTopology,
 )
-from squall.trident.state.redis import RedisBackingMap
+from squall.serializers.json import JsonSerializer
+from squall.trident.state.redis import FORMAT, RedisBackingMap
 
 SENTENCES = [["the cow jumped over the moon"], ["the man went to the store"],
              ["boom goes the dynamite"], ["to be or not to be"]]
@@ -206,6 +208,61 @@ def test_values_stored_as_json_before_are_read_and_updated(redis_conf: dict[str,
     state.commit(5)
     assert state.multi_get([("old",)]) == [{"n": 3, 7: (1, 2)}]
     assert RedisMapState.opaque(**redis_conf).make_state().multi_get([("opaque",)]) == [2]
+
+
+#: values JSON gives back as they were, and the bytes earlier releases wrote for them as the
+#: transactional state's [txid, value] (json.dumps with its default separators)
+PLAIN: list[tuple[Any, bytes]] = [
+    (5, b"[1, 5]"), (-2.5, b"[1, -2.5]"), (float("inf"), b"[1, Infinity]"),
+    ("\u00e9t\u00e9", b'[1, "\\u00e9t\\u00e9"]'), (None, b"[1, null]"), (True, b"[1, true]"),
+    ([1, [2.0, "x"], False], b'[1, [1, [2.0, "x"], false]]'),
+    ({"n": 3, "m": [None]}, b'[1, {"n": 3, "m": [null]}]'),
+    (2 ** 70, b"[1, 1180591620717411303424]"),        # beyond msgpack's 64 bits
+]
+
+
+@pytest.mark.parametrize("kind", ["transactional", "opaque", "non_transactional"])
+def test_plain_values_are_stored_as_the_json_earlier_releases_read(
+        kind: str, redis_conf: dict[str, Any]) -> None:
+    factory = getattr(RedisMapState, kind)(**redis_conf)
+    state = factory.make_state()
+    values = [v for v, _ in PLAIN]
+    keys = [("k", i) for i in range(len(PLAIN))]
+    state.begin_commit(1)
+    state.multi_put(keys, values)
+    state.commit(1)
+    client, prefix = _client(redis_conf), redis_conf["key_prefix"]
+    raw = client.mget([f'{prefix}["k",{i}]' for i in range(len(PLAIN))])
+    expected = [{"transactional": stored, "opaque": b"[1, null, " + stored[4:],
+                 "non_transactional": stored[4:-1]}[kind] for _, stored in PLAIN]
+    assert raw == expected
+    got = factory.make_state().multi_get(keys)
+    assert got == values and [type(v) for v in got] == [type(v) for v in values]
+
+
+def test_values_json_changes_are_stored_in_the_serializers_format(
+        redis_conf: dict[str, Any]) -> None:
+    client, prefix = _client(redis_conf), redis_conf["key_prefix"]
+    factory = RedisMapState.transactional(**redis_conf)
+    state = factory.make_state()
+    keys = [("v", i) for i in range(len(VALUES))]
+    state.begin_commit(1)
+    state.multi_put(keys, VALUES)
+    state.commit(1)
+    raw = client.mget([f'{prefix}["v",{i}]' for i in range(len(VALUES))])
+    # [1, "two", None, 1.5, True] is plain JSON; every other one needs the serializer
+    assert [r[:1] == FORMAT for r in raw] == [not isinstance(v, list) for v in VALUES]
+    assert raw[VALUES.index([1, "two", None, 1.5, True])] == b'[1, [1, "two", null, 1.5, true]]'
+    assert factory.make_state().multi_get(keys) == VALUES
+
+
+def test_a_serializer_that_gives_tuples_back_as_lists_stores_them_as_json(
+        redis_conf: dict[str, Any]) -> None:
+    backing = RedisBackingMap(**redis_conf, serializer=JsonSerializer())
+    backing.multi_put([("t",), ("d",)], [[1, ("a", (2, 3))], [1, Decimal("0.5")]])
+    raw = _client(redis_conf).mget([redis_conf["key_prefix"] + n for n in ('["t"]', '["d"]')])
+    assert raw[0] == b'[1, ["a", [2, 3]]]' and raw[1][:1] == FORMAT
+    assert backing.multi_get([("t",), ("d",)]) == [[1, ["a", [2, 3]]], [1, Decimal("0.5")]]
 
 
 class Unregistered:
