@@ -365,8 +365,11 @@ def test_ctrl_c_while_a_component_initializes_stops_squall_local(env, user_dir):
     """The user's Ctrl-C is told from a KeyboardInterrupt a component raises: it stops."""
     import signal
     import time
+    # as from a terminal: a job started in the background (a CI script's) inherits SIGINT
+    # ignored, and Python leaves it so
     proc = subprocess.Popen([*SQUALL, "local", "slowinit.py:topology"], cwd=user_dir, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stderr is not None
         while "initializing" not in proc.stderr.readline():
