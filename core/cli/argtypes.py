@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["byte_count", "port_number", "positive_seconds", "seconds"]
+__all__ = ["MAX_WAIT_SECS", "byte_count", "port_number", "positive_seconds", "seconds",
+           "wait_seconds"]
+
+#: the longest wait a kill or a rebalance may be given (a day; the UI holds to it too)
+MAX_WAIT_SECS = 86400
 
 
 def _number(text: str, what: str) -> float:
@@ -31,6 +35,15 @@ def seconds(text: str) -> float:
     value = _number(text, "a number of seconds")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 seconds or more, got {text!r}")
+    return value
+
+
+def wait_seconds(text: str) -> float:
+    """The wait of a kill or a rebalance: 0 seconds up to :data:`MAX_WAIT_SECS`."""
+    value = seconds(text)
+    if value > MAX_WAIT_SECS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_WAIT_SECS} seconds (a day), "
+                                         f"got {text!r}")
     return value
 
 

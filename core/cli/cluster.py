@@ -14,7 +14,7 @@ import signal
 import sys
 from typing import Any, Protocol
 
-from squall.cli.argtypes import port_number, seconds
+from squall.cli.argtypes import port_number, wait_seconds
 from squall.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -77,8 +77,8 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("kill", help="kill a topology")
     p.add_argument("name", help="the topology's name")
-    p.add_argument("-w", "--wait", type=seconds, default=None, metavar="S",
-                   help="seconds between deactivation and shutdown "
+    p.add_argument("-w", "--wait", type=wait_seconds, default=None, metavar="S",
+                   help="seconds between deactivation and shutdown, at most 86400 "
                         "(default: topology.message.timeout.secs)")
     p.set_defaults(func=cluster_command(cmd_kill))
 
@@ -96,8 +96,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-e", "--executors", nargs="+", action="extend", default=[],
                    metavar="COMPONENT=N",
                    help="give COMPONENT N executors (at most its number of tasks); repeatable")
-    p.add_argument("-w", "--wait", type=seconds, default=None, metavar="S",
-                   help="seconds between deactivation and the move "
+    p.add_argument("-w", "--wait", type=wait_seconds, default=None, metavar="S",
+                   help="seconds between deactivation and the move, at most 86400 "
                         "(default: topology.message.timeout.secs)")
     p.set_defaults(func=cluster_command(cmd_rebalance))
 
@@ -322,10 +322,11 @@ def cmd_deactivate(args: argparse.Namespace, conf: dict[str, Any]) -> int:
 
 
 def cmd_rebalance(args: argparse.Namespace, conf: dict[str, Any]) -> int:
-    from squall.daemon.nimbus_client import parse_executors
+    from squall.daemon.nimbus_client import MAX_REBALANCE_COUNT, parse_executors
     executors = parse_executors(args.executors)
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError("--workers must be >= 1")
+    if args.workers is not None and not 1 <= args.workers <= MAX_REBALANCE_COUNT:
+        raise ConfigError(f"--workers must be from 1 to {MAX_REBALANCE_COUNT}, "
+                          f"got {args.workers}")
     client = _client(conf)
     try:
         notes = rebalance_caps(client.topology_info(args.name), client.cluster_info(),

@@ -7,7 +7,8 @@ published as ``logviewer_port`` in ``/supervisors/<id>``. Plain text, read-only,
 
 - ``GET /log?topology=T&port=P`` the log of the worker on port P of topology T;
   ``&file=out`` its raw stdout/stderr, ``&file=metrics`` its metrics log, ``&file=events`` its
-  events log (``topology.debug``);
+  events log (``topology.debug``, ``squall debug``; of a worker that has sampled nothing yet:
+  an empty log, whose whole-file answer is a one-line note, :data:`NO_EVENTS_NOTE`);
 - ``GET /daemonlog?name=supervisor`` a daemon's log (``nimbus``, ``supervisor``, ``ui``);
 - ``&start=B`` (a byte offset; negative: from the end) and ``&length=N`` select a part;
 - ``&rotated=1`` the file's newest rotated backup (``<file>.1``) instead of the file itself,
@@ -25,8 +26,10 @@ following a log asks for ``start=<what it has>`` next; when the identity changed
 rotated: the rest of the old one is in ``&rotated=1`` from the same offset, then the new one
 from 0.
 A request naming no known file is 404; malformed parameters are 400; 503 while the owner
-of a topology cannot be read. Requests are served on threads of their own; nothing here is
-called per tuple.
+of a topology cannot be read; a method other than GET and HEAD (HEAD: GET's answer without
+its body) is 405; a failure of the logviewer's own is 500 and one log line. Every error is
+one plain-text line. Requests are served on threads of their own; nothing here is called per
+tuple.
 """
 from __future__ import annotations
 
@@ -50,6 +53,9 @@ CHUNK = 1 << 16
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _SUFFIXES = {"log": ".log", "out": ".out", "metrics": ".metrics.log", "events": ".events.log"}
 _DAEMONS = ("nimbus", "supervisor", "ui")
+#: the body of a whole events log asked for before anything was sampled into it
+NO_EVENTS_NOTE = ("no tuples recorded in this worker's events log yet: turn debugging on "
+                  "with `squall debug TOPOLOGY --enable` or the UI's debug\n")
 
 
 class BadRequest(Exception):
@@ -64,7 +70,7 @@ def worker_file(logs: Path, topology: str, port: str, kind: str = "log",
                 rotated: bool = False) -> Path | None:
     """The file a ``/log`` request names (``rotated``: its ``.1`` backup), or None when the
     parameters cannot name one."""
-    if not _NAME.match(topology) or ".." in topology or not port.isdigit():
+    if not _NAME.match(topology) or ".." in topology or not (port.isascii() and port.isdigit()):
         return None
     suffix = _SUFFIXES.get(kind)
     if suffix is None:
@@ -125,10 +131,66 @@ def byte_range(size: int, start: str | None, length: str | None) -> tuple[int, i
     return begin, max(0, min(count, size - begin))
 
 
+def _events_not_written(logs: Path, topology: str, port: str, kind: str,
+                        rotated: bool) -> bool:
+    """Whether a ``/log`` request names the events log of a worker that has a log but no
+    events log yet (nothing was sampled: debugging is off, or no emit was sampled so far)."""
+    if kind != "events" or rotated:
+        return False
+    events = worker_file(logs, topology, port, "events")
+    worker_log = worker_file(logs, topology, port, "log")
+    return (events is not None and not events.is_file()
+            and worker_log is not None and worker_log.is_file())
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    #: HEAD: the answer's status and headers without its body
+    _head = False
+    #: whether this request's status line went out
+    _answered = False
 
     def do_GET(self) -> None:
+        self._serve(head=False)
+
+    def do_HEAD(self) -> None:
+        self._serve(head=True)
+
+    def _serve(self, head: bool) -> None:
+        """Serve the request; a failure of the logviewer's own is a 500 and one log line,
+        never a connection dropped without an answer."""
+        self._head, self._answered = head, False
+        try:
+            self._get()
+        except Exception as exc:
+            log.error("logviewer: %s failed: %s: %s", self.path, type(exc).__name__, exc)
+            log.debug("logviewer: the failure's traceback", exc_info=True)
+            self.close_connection = True
+            if not self._answered:
+                try:
+                    self._fail(HTTPStatus.INTERNAL_SERVER_ERROR,
+                               f"internal error: {type(exc).__name__}")
+                except OSError:
+                    pass            # the client is gone: nobody to answer
+
+    def _refuse_method(self) -> None:
+        self._answered = False
+        self._fail(HTTPStatus.METHOD_NOT_ALLOWED,
+                   f"{self.command} is not served: the logviewer answers GET and HEAD",
+                   {"Allow": "GET, HEAD"})
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """The server's own refusals (a malformed request line, an unknown method) in the
+        same plain-text form as the logviewer's other errors."""
+        self.close_connection = True
+        self._answered = False
+        status = HTTPStatus(code)
+        self._fail(status, message or status.phrase, {"Connection": "close"})
+
+    def _get(self) -> None:
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         logs = self.server.logs
@@ -163,6 +225,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(HTTPStatus.BAD_REQUEST, f"rotated={rotated!r}: expected 0 or 1")
             return
         if path is None or not path.is_file():
+            if url.path == "/log" and _events_not_written(
+                    logs, topology, query.get("port", ""), query.get("file", "log"),
+                    rotated == "1"):
+                self._no_events(query)
+                return
             self._fail(HTTPStatus.NOT_FOUND, "no such log file")
             return
         try:
@@ -176,6 +243,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("X-Log-Size", str(size))
                 self.send_header("X-Log-Id", identity)
                 self.end_headers()
+                self._answered = True
+                if self._head:
+                    return
                 f.seek(begin)
                 while count > 0:
                     data = f.read(min(CHUNK, count))
@@ -189,15 +259,36 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError as exc:
             log.debug("logviewer: %s: %s", path, exc)
 
-    def _fail(self, status: HTTPStatus, message: str) -> None:
+    def _no_events(self, query: dict[str, str]) -> None:
+        """The events log of a worker that has sampled nothing yet: an empty log (size 0,
+        no ``X-Log-Id``: no file yet), with a one-line note when the whole file was asked
+        for (a browser following the page's link; a reader asking for a byte range from an
+        offset gets nothing, and takes up the file once it appears)."""
+        ranged = query.get("start") not in (None, "") or query.get("length") not in (None, "")
+        body = b"" if ranged else NO_EVENTS_NOTE.encode()
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Log-Size", "0")
+        self.end_headers()
+        self._answered = True
+        if not self._head:
+            self.wfile.write(body)
+
+    def _fail(self, status: HTTPStatus, message: str,
+              headers: dict[str, str] | None = None) -> None:
         body = (message + "\n").encode()
         self.send_response(status)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         if status == HTTPStatus.UNAUTHORIZED:
             self.send_header("WWW-Authenticate", 'Bearer realm="squall"')
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        self._answered = True
+        if not self._head:
+            self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("logviewer %s: " + format, self.address_string(), *args)

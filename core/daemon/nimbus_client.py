@@ -67,19 +67,25 @@ def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
     return out
 
 
+#: the most workers or executors a rebalance may ask for (nimbus's API carries them as int32)
+MAX_REBALANCE_COUNT = 2**31 - 1
+
+
 def parse_executors(items: list[str]) -> dict[str, int]:
     """The ``executors`` of a rebalance request from ``COMPONENT=N`` items (the CLI's
     ``--executors``, the UI's ``executors=`` query): ``["split=4", "count=2"]`` ->
-    ``{"split": 4, "count": 2}``. Raises ConfigError naming a malformed item or an N below 1."""
-    out = {}
+    ``{"split": 4, "count": 2}``. Raises ConfigError naming a malformed item or an N below 1
+    or above :data:`MAX_REBALANCE_COUNT`."""
+    out: dict[str, int] = {}
     for item in items:
         comp, sep, value = item.partition("=")
         try:
             n = int(value)
         except ValueError:
             n = 0
-        if not sep or not comp or n < 1:
-            raise ConfigError(f"bad --executors entry {item!r}: expected COMPONENT=N with N >= 1")
+        if not sep or not comp or not 1 <= n <= MAX_REBALANCE_COUNT:
+            raise ConfigError(f"bad --executors entry {item!r}: expected COMPONENT=N with N "
+                              f"from 1 to {MAX_REBALANCE_COUNT}")
         if comp in out:
             raise ConfigError(f"--executors names {comp!r} twice ({comp}={out[comp]}, {item})")
         out[comp] = n
@@ -274,9 +280,16 @@ class NimbusClient:
 
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: Mapping[str, int] | None = None) -> None:
-        req = pb.RebalanceRequest(name=name, has_wait=wait_secs is not None,
-                                  wait_secs=float(wait_secs or 0), num_workers=num_workers or 0,
-                                  executors=dict(executors or {}))
+        """Rebalance ``name``; ConfigError for a count nimbus's API cannot carry (above
+        :data:`MAX_REBALANCE_COUNT`), before anything is sent."""
+        try:
+            req = pb.RebalanceRequest(name=name, has_wait=wait_secs is not None,
+                                      wait_secs=float(wait_secs or 0),
+                                      num_workers=num_workers or 0,
+                                      executors=dict(executors or {}))
+        except (ValueError, TypeError) as exc:      # protobuf: "Value out of range: N"
+            raise ConfigError(f"rebalance of {name!r}: workers and executor counts must be "
+                              f"whole numbers from 1 to {MAX_REBALANCE_COUNT} ({exc})") from None
         self._call(lambda s, t: s.Rebalance(req, timeout=t), change="the rebalance")
 
     def set_log_levels(self, name: str, levels: Mapping[str, str], timeout_secs: float = 0

@@ -205,7 +205,8 @@ class NimbusReads:
         """The status, owner, workers that beat (with their supervisor's ``logviewer_port``,
         None where it publishes none) and every assigned worker (``assigned_workers``: where
         each runs, beating or not), per-component counters (and stats windows), per-executor stats, newest
-        errors, components in flow order (``flow``), graph (see :func:`topology_graph`) and
+        errors, components in flow order (``flow``), graph (see :func:`topology_graph`),
+        run-time debug settings (``component_debug``, as ``squall debug`` left them) and
         redacted conf of the topology named
         ``name``, running or in its kill wait; NotAliveError if there is none."""
         # one in its kill wait too (status killed), so the operator can watch it drain
@@ -272,6 +273,8 @@ class NimbusReads:
                 "num_executors": len(enp),
                 "num_tasks": len(loaded[1].all_tasks()) if loaded else 0,
                 "owner": str(base.get("owner") or ""),
+                # squall debug's run-time sampling (see squall.runtime.event_log.settings_of)
+                "component_debug": dict(base.get("component_debug") or {}),
                 "components": components, "executors": executors, "workers": workers,
                 "assigned_workers": assigned,
                 "flow": _flow(loaded[1]) if loaded else sorted(components),

@@ -1,6 +1,7 @@
 """The UI's web application (Starlette): the pages, Storm's UI REST API, ``/metrics``.
 
-Routes (``:id`` is a topology id or name; ``:c`` a component id, ``/`` in it sent as ``%2F``;
+Routes (``:id`` is a topology id or name; ``:c`` a component id, percent-encoded as its
+``encodedId``;
 ``window`` is ``600``, ``10800``, ``86400`` or ``:all-time``, the default):
 
 ===========================================================  =====================================
@@ -17,8 +18,10 @@ Routes (``:id`` is a topology id or name; ``:c`` a component id, ``/`` in it sen
 ``POST /api/v1/topology/:id/activate``, ``deactivate``        the action
 ``POST /api/v1/topology/:id/rebalance/:wait``                 body ``{"rebalanceOptions":
                                                               {"numWorkers": N, "executors":
-                                                              {"comp": N}}}`` (optional)
-``POST /api/v1/topology/:id/kill/:wait``                      the action
+                                                              {"comp": N}}}`` (optional; N
+                                                              whole, 1 to 2**31-1)
+``POST /api/v1/topology/:id/kill/:wait``                      the action (``:wait`` 0 to
+                                                              ``MAX_WAIT_SECS``)
 ``POST /api/v1/topology/:id/debug/enable|disable/:pct``,
 ``.../component/:c/debug/enable|disable/:pct``                Storm's event logger (events logs)
 ``POST /api/v1/topology/:id/logconfig``                       body ``{"namedLoggerLevels":
@@ -27,10 +30,12 @@ Routes (``:id`` is a topology id or name; ``:c`` a component id, ``/`` in it sen
 ``GET /metrics``                                              :func:`.prometheus.render`
 ===========================================================  =====================================
 
-Actions answer Storm's ``{"topologyOperation", "topologyId", "status": "success"}``; errors
-are ``{"error": "one line"}`` with 400 (bad request or refused by nimbus), 401 (authentication
-on and no known bearer token), 403 (a POST from another origin), 404 (no such topology, path
-or component), 503 (no nimbus answers). Nimbus calls run in Starlette's thread pool. A POST acts
+Actions answer Storm's ``{"topologyOperation", "topologyId", "status": "success"}`` (a
+rebalance adds ``notes``: what it will not get, and why, as ``squall rebalance`` prints them);
+errors are ``{"error": "one line"}`` with 400 (bad request or refused by nimbus), 401
+(authentication on and no known bearer token), 403 (a POST from another origin), 404 (no such
+topology, path, component or static file), 405 (a method the path does not take), 503 (no
+nimbus answers). Nimbus calls run in Starlette's thread pool. A POST acts
 only once its whole body has arrived; a client that goes away is one log line.
 """
 from __future__ import annotations
@@ -47,11 +52,14 @@ from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from squall.cli.argtypes import MAX_WAIT_SECS
+from squall.daemon.nimbus_client import MAX_REBALANCE_COUNT
 from squall.errors import SquallError
 from squall.ui import prometheus, views
 from squall.ui.access import Access, Forbidden, Unauthorized, User
@@ -111,7 +119,21 @@ def _wait(raw: str | None) -> float | None:
         raise _HttpError(400, f"wait time {raw!r} is not a finite number of seconds")
     if wait < 0:
         raise _HttpError(400, f"wait time {raw!r} is negative")
+    if wait > MAX_WAIT_SECS:
+        raise _HttpError(400, f"wait time {raw!r} is more than {MAX_WAIT_SECS} seconds (a day)")
     return wait
+
+
+def _count(value: Any, what: str) -> int:
+    """A rebalance count: a JSON integer (or a string of digits, as a form sends it) from 1
+    to ``MAX_REBALANCE_COUNT``; anything else (1.7, true, -2) is a 400 naming ``what``."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or not 1 <= value <= MAX_REBALANCE_COUNT:
+        raise _HttpError(400, f"{what}={json.dumps(value)}: expected a whole number from 1 to "
+                              f"{MAX_REBALANCE_COUNT}")
+    return value
 
 
 def _rebalance_options(body: bytes) -> tuple[int | None, dict[str, int]]:
@@ -126,17 +148,14 @@ def _rebalance_options(body: bytes) -> tuple[int | None, dict[str, int]]:
     if not isinstance(opts, dict):
         raise _HttpError(400, 'expected {"rebalanceOptions": {"numWorkers": N, '
                               '"executors": {"component": N}}}')
-    workers = opts.get("numWorkers")
-    try:
-        workers = None if workers in (None, "") else int(workers)
-        executors = {str(c): int(n) for c, n in (opts.get("executors") or {}).items()}
-    except (TypeError, ValueError, AttributeError):
-        raise _HttpError(400, "numWorkers and every executors count must be integers") from None
-    if workers is not None and workers < 1:
-        raise _HttpError(400, f"numWorkers={workers}: expected at least 1")
-    for comp, n in executors.items():
-        if n < 1:
-            raise _HttpError(400, f"executors of {comp!r}={n}: expected at least 1")
+    raw_workers = opts.get("numWorkers")
+    workers = None if raw_workers is None or raw_workers == "" \
+        else _count(raw_workers, "numWorkers")
+    raw_executors = opts.get("executors") or {}
+    if not isinstance(raw_executors, dict):
+        raise _HttpError(400, 'executors must be an object: {"component": N}')
+    executors = {str(c): _count(n, f"executors of {str(c)!r}")
+                 for c, n in raw_executors.items()}
     return workers, executors
 
 
@@ -303,11 +322,18 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         wait = _wait(request.path_params.get("wait"))
         if name in ("activate", "deactivate") and "wait" in request.path_params:
             raise _HttpError(404, f"{name} takes no wait time")
-        workers, executors = _rebalance_options(body) if name == "rebalance" else (None, {})
-        tid = await run_in_threadpool(view.act, user, request.path_params["id"], name, wait,
-                                      workers, executors)
+        answer: dict[str, Any] = {}
+        if name == "rebalance":
+            workers, executors = _rebalance_options(body)
+            tid, notes = await run_in_threadpool(view.rebalance, user,
+                                                 request.path_params["id"], wait, workers,
+                                                 executors)
+            answer["notes"] = notes
+        else:
+            tid = await run_in_threadpool(view.act, user, request.path_params["id"], name, wait)
         log.info("squall ui: %s %s by %s", name, tid, user.name or "anonymous")
-        return reply({"topologyOperation": name, "topologyId": tid, "status": "success"})
+        return reply({"topologyOperation": name, "topologyId": tid, "status": "success",
+                      **answer})
 
     async def debug(request: Request, user: User) -> Response:
         await request.body()                 # all of it, or ClientDisconnect: nothing done
@@ -339,16 +365,34 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
 
     async def metrics(request: Request, user: User) -> Response:
         cluster, infos = view.latest(user)
-        return PlainTextResponse(prometheus.render(cluster, infos),
+        up, sampled_at = view.freshness()
+        return PlainTextResponse(prometheus.render(cluster, infos, nimbus_up=up,
+                                                   sampled_at=sampled_at),
                                  media_type=prometheus.CONTENT_TYPE, headers=_HEADERS)
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
 
     async def not_found(request: Request) -> Response:
-        if request.method not in ("GET", "HEAD"):
-            return _error(405, f"no {request.method} {request.url.path}")
         return _error(404, f"no {request.method} {request.url.path}")
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        """What Starlette's router and static files refuse (a method a route does not take,
+        a missing static file) in the API's own form."""
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        allowed = (getattr(exc, "headers", None) or {}).get("Allow") or ""
+        allow = ", ".join(sorted(m.strip() for m in allowed.split(",") if m.strip()))
+        if status == 405:
+            message = f"{request.method} is not allowed on {request.url.path}" + (
+                f"; allowed: {allow}" if allow else "")
+        elif status == 404:
+            message = f"no {request.method} {request.url.path}"
+        else:
+            message = str(getattr(exc, "detail", "") or status)
+        response = _error(status, message)
+        if allow:
+            response.headers["Allow"] = allow
+        return response
 
     api = "/api/v1"
     routes = [
@@ -379,7 +423,8 @@ def make_app(access: Access, view: ClusterView) -> Starlette:
         Route(f"{api}/topology/{{id}}/{{action}}/{{wait}}", guarded(action, post=True),
               methods=["POST"]),
         Route("/metrics", guarded(metrics)),
-        Route("/{path:path}", not_found, methods=["GET", "HEAD", "POST", "PUT", "DELETE"]),
+        # GET and HEAD of any other path; another method is a 405 (http_error)
+        Route("/{path:path}", not_found, methods=["GET", "HEAD"]),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
 

@@ -30,6 +30,8 @@ class ClusterView:
         self._owners: dict[str, str] = {}
         self._latest: dict[str, dict[str, Any]] = {}
         self._latest_cluster: Any = None
+        self._sampled_at = 0.0          # when the newest sample was taken (0: none yet)
+        self._sampling_fails = False    # whether the sampler's last try failed
         self._lock = threading.Lock()
 
     # -- reads ---------------------------------------------------------------------------------
@@ -75,11 +77,17 @@ class ClusterView:
             cluster, infos = self._latest_cluster, list(self._latest.values())
         return cluster, [i for i in infos if user.sees(i.get("owner"))]
 
+    def freshness(self) -> tuple[bool, float]:
+        """``(whether the sampler's last try got its sample from nimbus, when the newest
+        sample was taken)``: 0 before the first one. While the first is False, :meth:`latest`
+        still answers that newest sample."""
+        with self._lock:
+            return self._sampled_at > 0 and not self._sampling_fails, self._sampled_at
+
     # -- actions -------------------------------------------------------------------------------
-    def act(self, user: User, key: str, action: str, wait: float | None = None,
-            workers: int | None = None, executors: Mapping[str, int] | None = None) -> str:
-        """Run ``action`` (activate, deactivate, kill, rebalance) on the topology ``key``;
-        returns its id. Raises what nimbus raises (NotAliveError, TopologyError ...)."""
+    def act(self, user: User, key: str, action: str, wait: float | None = None) -> str:
+        """Run ``action`` (activate, deactivate, kill) on the topology ``key``; returns its
+        id. Raises what nimbus raises (NotAliveError, TopologyError ...)."""
         info = self.topology(user, key)
         name = str(info.get("name"))
         client = self._clients.for_user(user)
@@ -89,11 +97,21 @@ class ClusterView:
             client.deactivate(name)
         elif action == "kill":
             client.kill_topology(name, wait)
-        elif action == "rebalance":
-            client.rebalance(name, wait, workers, dict(executors or {}) or None)
         else:
             raise ValueError(f"unknown action {action!r}")
         return str(info.get("id"))
+
+    def rebalance(self, user: User, key: str, wait: float | None, workers: int | None,
+                  executors: Mapping[str, int]) -> tuple[str, list[str]]:
+        """Rebalance the topology ``key``; returns its id and what the request will not get,
+        and why (``squall rebalance``'s notes: executors above a component's tasks, workers
+        above the slots it may use). Raises what nimbus raises."""
+        from squall.cli.cluster import rebalance_caps
+        info = self.topology(user, key)
+        client = self._clients.for_user(user)
+        notes = rebalance_caps(info, client.cluster_info(), workers, dict(executors))
+        client.rebalance(str(info.get("name")), wait, workers, dict(executors) or None)
+        return str(info.get("id")), notes
 
     def debug(self, user: User, key: str, component: str | None, enable: bool,
               sampling_pct: float) -> str:
@@ -117,7 +135,16 @@ class ClusterView:
     # -- the sampler ---------------------------------------------------------------------------
     def sample(self) -> None:
         """Record every topology's info in the history, with the UI's own credentials (called
-        by the sampler thread every ``ui.sample.secs``; raises what nimbus raises)."""
+        by the sampler thread every ``ui.sample.secs``; raises what nimbus raises, and
+        :meth:`freshness` says so until a sample succeeds again)."""
+        try:
+            self._take_sample()
+        except Exception:
+            with self._lock:
+                self._sampling_fails = True
+            raise
+
+    def _take_sample(self) -> None:
         client = self._clients.own
         cluster = client.cluster_info()
         infos: dict[str, dict[str, Any]] = {}
@@ -133,6 +160,7 @@ class ClusterView:
         self._history.keep(infos)
         with self._lock:
             self._latest, self._latest_cluster = infos, cluster
+            self._sampled_at, self._sampling_fails = now, False
             for tid in [t for t in self._owners if t not in infos]:
                 del self._owners[tid]
 

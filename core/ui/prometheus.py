@@ -11,6 +11,11 @@ over a component's executors, one worker's restart made the component's counter 
 that worker had counted, and Prometheus, which takes any drop for a restart from 0, counted the
 other executors' totals a second time. Per executor, a drop is exactly that executor's restart;
 ``sum by (component) (rate(...))`` gives a component's rate.
+
+While nimbus does not answer the sampler, the newest sample is served still (a series that
+vanished would read as a restart, and its counters would count again once it came back), and
+two gauges say how old it is: ``squall_ui_nimbus_up`` (0 while the sampler's tries fail) and
+``squall_ui_last_sample_timestamp_seconds`` (when that sample was taken; 0 before the first).
 """
 from __future__ import annotations
 
@@ -44,9 +49,11 @@ def _executor(key: Any) -> str:
     return str(key)
 
 
-def render(cluster: Any, topologies: Iterable[Mapping[str, Any]]) -> str:
+def render(cluster: Any, topologies: Iterable[Mapping[str, Any]], *, nimbus_up: bool = False,
+           sampled_at: float = 0.0) -> str:
     """The exposition text for ``cluster`` (a ClusterInfo, or None before the first sample)
-    and the nimbus topology infos ``topologies``."""
+    and the nimbus topology infos ``topologies``, sampled at ``sampled_at`` (0: never);
+    ``nimbus_up``: whether the sampler's last try got its sample."""
     lines: list[str] = []
 
     def family(name: str, kind: str, help_text: str,
@@ -56,6 +63,12 @@ def render(cluster: Any, topologies: Iterable[Mapping[str, Any]]) -> str:
         for labels, value in samples:
             lines.append(f"{name}{_labels(labels) if labels else ''} {_number(value)}")
 
+    family("squall_ui_nimbus_up", "gauge",
+           "1 when the UI's last try to sample the cluster from nimbus succeeded, else 0 "
+           "(the other series then repeat the newest sample).", [({}, int(bool(nimbus_up)))])
+    family("squall_ui_last_sample_timestamp_seconds", "gauge",
+           "When the newest sample was taken, in seconds since the epoch (0: none yet).",
+           [({}, float(sampled_at))])
     if cluster is not None:
         slots = sum(len(s.ports) for s in cluster.supervisors)
         used = sum(len(s.used_ports) for s in cluster.supervisors)

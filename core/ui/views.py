@@ -1,5 +1,7 @@
 """The JSON of the UI's REST API, shaped as Storm's UI REST API (Storm's ``docs/STORM-UI-REST-API.md``):
-the same paths, envelopes and field names, so that tools written for Storm's UI read squall's.
+the same paths and envelopes, and Storm's field names for what squall knows, so that tools
+written for Storm's UI read squall's. Left out where squall has no such data: a nimbus's
+uptime, version and log link (``nimbus/summary`` gives ``host``, ``port``, ``status``).
 
 Pure functions from what nimbus answers (``NimbusClient.cluster_info()``, a
 ``NimbusClient.topology_info()`` dict) to plain dicts; no I/O, no clock except the ``now``
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from squall.runtime.event_log import EVERY, settings_of
 from squall.security import redact
 
 __all__ = ["WINDOWS", "cluster_summary", "component_page", "nimbus_summary", "pretty_duration",
@@ -116,7 +119,7 @@ def topology_summary(visible: Iterable[Any], owners: Mapping[str, str]) -> dict[
          "statusReason": t.status_reason, "uptime": pretty_duration(t.uptime_secs),
          "uptimeSeconds": int(t.uptime_secs), "tasksTotal": int(t.num_tasks),
          "workersTotal": int(t.num_workers), "executorsTotal": int(t.num_executors),
-         "owner": owners.get(t.id, "")}
+         "encodedId": quote(t.id, safe=""), "owner": owners.get(t.id, "")}
         for t in visible]}
 
 
@@ -293,14 +296,25 @@ def _topology_stats(info: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _sampling(info: Mapping[str, Any], component: str | None) -> float:
+    """The share (%) of ``component``'s emits (every component's when None) recorded into
+    the events logs now: the submitted ``topology.debug`` as changed at run time (squall
+    debug, the debug action: ``component_debug`` of the topology info), as workers read it."""
+    settings = settings_of(info.get("conf") or {}, info.get("component_debug"))
+    if component is not None and component in settings:
+        return settings[component]
+    return settings.get(EVERY, 0.0)
+
+
 def topology_page(info: Mapping[str, Any], window: str, now: float,
                   log_query: str = "") -> dict[str, Any]:
     """``/api/v1/topology/:id``: the topology, ``topologyStats`` (every window), ``spouts``
     and ``bolts`` (for ``window``), ``workers`` (with log links, ``log_query`` appended),
     ``configuration`` (redacted), and squall's ``errors`` (newest first: every user
     component's, and those of system components that have any, a failing metrics consumer's
-    ``__metrics_<name>`` say) and ``graph``. Counts and stats are the user's components'
-    only."""
+    ``__metrics_<name>`` say) and ``graph``; ``debug`` and ``samplingPct``: whether every
+    component's emits are sampled into the events logs now, and what share. Counts and
+    stats are the user's components' only."""
     tid = str(info.get("id", ""))
     links = _worker_links(info, log_query)
     spouts: list[dict[str, Any]] = []
@@ -342,7 +356,7 @@ def topology_page(info: Mapping[str, Any], window: str, now: float,
             "workersTotal": int(info.get("num_workers", 0)),
             "executorsTotal": int(info.get("num_executors", 0)),
             "msgTimeout": conf.get("topology.message.timeout.secs"),
-            "debug": bool(conf.get("topology.debug", False)),
+            "debug": _sampling(info, None) > 0, "samplingPct": _sampling(info, None),
             "window": window, "windowHint": window_hint(window),
             "topologyStats": _topology_stats(info), "spouts": spouts, "bolts": bolts,
             "workers": workers, "configuration": conf, "errors": errors,
@@ -352,8 +366,9 @@ def topology_page(info: Mapping[str, Any], window: str, now: float,
 def component_page(info: Mapping[str, Any], component: str, window: str,
                    now: float, log_query: str = "") -> dict[str, Any] | None:
     """``/api/v1/topology/:id/component/:component`` (log links with ``log_query`` appended),
-    a system component's too (its executors, stats and errors); None for a component the
-    topology does not have."""
+    a system component's too (its executors, stats and errors), with ``debug`` and
+    ``samplingPct`` of that component now; None for a component the topology does not
+    have."""
     stats = _user_components(info).get(component) or _system_component(info, component)
     if stats is None:
         return None
@@ -392,7 +407,9 @@ def component_page(info: Mapping[str, Any], component: str, window: str,
             "name": info.get("name", ""), "topologyId": tid,
             "encodedTopologyId": quote(tid, safe=""), "user": info.get("owner", ""),
             "topologyStatus": str(info.get("status", "")).upper(),
-            "componentType": kind, "executors": int(stats.get("executors", 0)),
+            "componentType": kind, "debug": _sampling(info, component) > 0,
+            "samplingPct": _sampling(info, component),
+            "executors": int(stats.get("executors", 0)),
             "tasks": int(stats.get("tasks", 0)), "window": window,
             "windowHint": window_hint(window),
             ("spoutSummary" if kind == "spout" else "boltStats"): per_window,

@@ -244,6 +244,9 @@ def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None
             # a negative wait was taken for "at once"; a negative tail for an offset, 0 for all
             (["kill", "wc", "--wait", "-30"], "argument -w/--wait: must be 0 seconds or more"),
             (["rebalance", "wc", "--wait", "nan"], "argument -w/--wait: expected a number"),
+            # 1e300 was taken, and nimbus's messages printed a 300-digit wait
+            (["kill", "wc", "--wait", "1e300"],
+             "argument -w/--wait: must be at most 86400 seconds (a day)"),
             (["logs", "wc", "--tail", "-100"], "argument --tail: must be 0 bytes or more"),
             (["dev-zookeeper", "--port", "99999"], "argument --port: must be a port from 0"),
             (["ui", "--port", "-1"], "argument --port: must be a port from 0"),
@@ -251,6 +254,21 @@ def test_monitor_and_set_log_level_mistakes_are_one_line(tmp_path: Path) -> None
             (["monitor", "wc", "--once"], "no nimbus leader answered")):
         done = run(*nowhere, *args, cwd=tmp_path)
         assert done.returncode == 2 and done.stdout == "", (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and message in done.stderr, (args, done.stderr)
+
+
+def test_a_rebalance_count_beyond_what_nimbus_takes_is_one_line(tmp_path: Path) -> None:
+    # 3000000000 workers was a Python traceback (protobuf's int32: Value out of range)
+    from squall.daemon.ports import free_port
+    nowhere = ["-c", f"nimbus.seeds=[127.0.0.1:{free_port()}]"]
+    for args, message in (
+            (["--workers", "3000000000"], "--workers must be from 1 to 2147483647, got "
+                                          "3000000000"),
+            (["--executors", "split=99999999999"], "bad --executors entry "
+                                                   "'split=99999999999': expected COMPONENT=N "
+                                                   "with N from 1 to 2147483647")):
+        done = run(*nowhere, "rebalance", "wc", *args, cwd=tmp_path)
+        assert done.returncode != 0 and done.stdout == "", (args, done.stderr)
         assert done.stderr.count("\n") == 1 and message in done.stderr, (args, done.stderr)
 
 

@@ -384,7 +384,8 @@ function bindActions(main, id) {
     try {
       const reply = await api(`${path}/${action}`, { method: "POST", body: body ?
         JSON.stringify(body) : "", headers: { "Content-Type": "application/json" } });
-      result.textContent = `${reply.topologyOperation}: ${reply.status}`;
+      result.textContent = [`${reply.topologyOperation}: ${reply.status}`,
+                            ...(reply.notes || []).map(note => `note: ${note}`)].join("; ");
       result.className = "";
       if (action.startsWith("kill")) location.href = "/";
       else refresh();

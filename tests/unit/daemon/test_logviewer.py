@@ -56,6 +56,8 @@ def test_byte_ranges(viewer: LogViewer) -> None:
     "/log?topology=../secret&port=1",
     "/log?topology=..&port=1",
     "/log?topology=wc-1-1700000000&port=abc",
+    "/log?topology=wc-1-1700000000&port=%C2%B2",      # "²": a digit to str.isdigit only
+    "/log?topology=wc-1-1700000000&port=%E2%91%A0",   # "①"
     "/log?topology=wc-1-1700000000&port=6700&file=../../secret",
     "/daemonlog?name=../secret",
     "/daemonlog?name=secret",
@@ -64,6 +66,88 @@ def test_byte_ranges(viewer: LogViewer) -> None:
 def test_unknown_or_outside_files_are_404(viewer: LogViewer, query: str) -> None:
     status, body, _ = get(viewer, query)
     assert status == 404 and "not served" not in body
+
+
+def send(v: LogViewer, method: str, path: str) -> tuple[int, bytes, dict[str, str]]:
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", v.port, timeout=10)
+    try:
+        conn.request(method, path)
+        reply = conn.getresponse()
+        return reply.status, reply.read(), dict(reply.headers)
+    finally:
+        conn.close()
+
+
+def test_other_methods_are_405_and_head_is_get_without_its_body(viewer: LogViewer) -> None:
+    # they were the HTTP server's own 501 HTML page
+    base = "/log?topology=wc-1-1700000000&port=6700"
+    for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS"):
+        status, body, headers = send(viewer, method, base)
+        assert (status, body) == (405, f"{method} is not served: the logviewer answers GET "
+                                       "and HEAD\n".encode()), method
+        assert headers["Content-Type"].startswith("text/plain") and \
+            headers["Allow"] == "GET, HEAD"
+    status, body, headers = send(viewer, "HEAD", base)
+    assert (status, body) == (200, b"") and headers["Content-Length"] == "18"
+    assert headers["X-Log-Size"] == "18" and headers["X-Log-Id"]
+    assert send(viewer, "HEAD", "/log?topology=nosuch&port=1")[:2] == (404, b"")
+    status, body, headers = send(viewer, "BREW", base)
+    assert status == 501 and headers["Content-Type"].startswith("text/plain")
+    assert body.count(b"\n") == 1
+
+
+def test_a_failure_of_its_own_is_a_500_and_one_log_line(viewer: LogViewer, monkeypatch,
+                                                        caplog) -> None:
+    # an exception nothing caught dropped the connection with no answer, and a traceback
+    import logging
+
+    from squall.daemon import logviewer
+
+    def broken(fd: int) -> str:
+        raise RuntimeError("disk on fire")
+    monkeypatch.setattr(logviewer, "file_identity", broken)
+    caplog.set_level(logging.DEBUG, logger="squall.daemon.logviewer")
+    status, body, _ = get(viewer, "/log?topology=wc-1-1700000000&port=6700")
+    assert (status, body) == (500, "internal error: RuntimeError\n")
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "disk on fire" in errors[0].getMessage()
+    assert not errors[0].exc_info
+    monkeypatch.undo()
+    assert get(viewer, "/log?topology=wc-1-1700000000&port=6700")[0] == 200
+
+
+def test_the_events_log_of_a_worker_that_sampled_nothing_is_empty_not_404(
+        viewer: LogViewer) -> None:
+    # the page links every worker to its events log: with debugging never on that was 404
+    from squall.daemon.logviewer import NO_EVENTS_NOTE
+    events = "/log?topology=wc-1-1700000000&port=6700&file=events"
+    status, body, headers = get(viewer, events)
+    assert (status, body) == (200, NO_EVENTS_NOTE) and headers["X-Log-Size"] == "0"
+    assert "X-Log-Id" not in headers           # no file yet: a reader takes it up later
+    assert "squall debug" in body and body.count("\n") == 1
+    # a reader following from an offset gets nothing until something is sampled
+    assert get(viewer, events + "&start=0")[:2] == (200, "")
+    assert get(viewer, events + "&start=-100")[:2] == (200, "")
+    # no such worker, or its rotated backup: still 404
+    assert get(viewer, "/log?topology=wc-1-1700000000&port=6701&file=events")[0] == 404
+    assert get(viewer, events + "&rotated=1")[0] == 404
+
+
+def test_the_empty_events_log_is_for_the_same_users(tmp_path) -> None:
+    from squall.daemon.logviewer_access import LogAccess
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / f"{TID}-6700.log").write_text("alice's worker\n")
+    v = LogViewer(logs, "127.0.0.1", 0, LogAccess(SECURE, {TID: "alice"}.get))
+    v.start()
+    try:
+        events = f"/log?topology={TID}&port=6700&file=events"
+        assert get_as(v, events, None)[0] == 401
+        assert get_as(v, events, "t-bob")[0] == 403
+        assert get_as(v, events, "t-alice")[0] == 200
+    finally:
+        v.stop()
 
 
 def test_a_rotated_log_keeps_its_identity_and_is_served_as_rotated(tmp_path) -> None:

@@ -136,3 +136,13 @@ def test_a_submit_whose_connection_dropped_after_it_was_sent_may_have_gone_throu
     else:       # nothing reached nimbus: the other seeds are tried
         assert "no nimbus leader answered" in str(info.value)
         assert asked == ["submit", "submit"]
+
+
+def test_a_rebalance_count_nimbus_cannot_carry_is_a_config_error_before_any_call() -> None:
+    # protobuf's int32 fields raised a bare ValueError ("Value out of range")
+    from squall.errors import ConfigError
+    client = NimbusClient({"nimbus.seeds": ["127.0.0.1:1"]}, timeout=5)
+    client._call = lambda *a, **k: pytest.fail("nothing may be sent")  # type: ignore[method-assign]
+    for workers, executors in ((3_000_000_000, None), (None, {"split": 99_999_999_999})):
+        with pytest.raises(ConfigError, match="whole numbers from 1 to 2147483647"):
+            client.rebalance("wc", 0, workers, executors)

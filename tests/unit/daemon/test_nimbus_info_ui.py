@@ -91,3 +91,30 @@ def test_the_checkpoint_path_is_no_edge_of_the_picture():
 def test_log_viewers_only_of_supervisors_that_publish_a_port():
     assert logviewer_ports({"a": {"hostname": "h", "logviewer_port": 8000},
                             "b": {"hostname": "h"}}) == {"a": 8000}
+
+
+def test_the_topology_info_carries_the_debug_switched_at_run_time(tmp_path):
+    # the UI's debug and samplingPct need it: it was only in /storms/<id>
+    from types import SimpleNamespace
+
+    from squall import drivers
+    from squall.daemon.nimbus_code import CodeStore
+    from squall.daemon.nimbus_info import NimbusReads
+    from squall.state.cluster_state import ClusterState
+    conf = {"squall.state": "memory", "storm.local.dir": str(tmp_path)}
+    store = drivers.driver("state", conf)
+    store.start()
+    try:
+        state = ClusterState(store, conf)
+        state.setup()
+        code = CodeStore(tmp_path / "nimbus", conf)
+        code.prepare()
+        reads = NimbusReads(state, code, SimpleNamespace(is_leader=True,
+                                                         leader_address=lambda: ""))
+        state.set_storm("wc-1-1", {"name": "wc", "status": "active", "launch_time": 1})
+        assert reads.topology_info("wc")["component_debug"] == {}
+        debug = {"split": {"enable": True, "samplingpct": 10.0}}
+        state.update_storm("wc-1-1", component_debug=debug)
+        assert reads.topology_info("wc")["component_debug"] == debug
+    finally:
+        store.close()

@@ -2,6 +2,7 @@
 control, origin checks, broken clients and ``/metrics``."""
 from __future__ import annotations
 
+import json
 import logging
 import socket
 
@@ -390,3 +391,105 @@ def test_log_links_are_plain_without_authentication(open_ui):
     assert [w["workerLogLink"] for w in page["workers"]] == [
         "http://h1:8000/log?topology=wc-1-1700000000&port=6700",
         "http://h1:8000/log?topology=wc-1-1700000000&port=6701"]
+
+
+def test_a_rebalance_count_that_is_no_whole_number_from_1_to_int32_max_is_a_400(open_ui,
+                                                                               nimbus):
+    # 3000000000 and 99999999999 were a 500 (protobuf's int32 fields), 1.7 and true taken
+    # for 1
+    _, http = open_ui
+    for options, field in (({"numWorkers": 3000000000}, "numWorkers=3000000000"),
+                           ({"executors": {"count": 99999999999}},
+                            "executors of 'count'=99999999999"),
+                           ({"numWorkers": 1.7}, "numWorkers=1.7"),
+                           ({"numWorkers": True}, "numWorkers=true"),
+                           ({"executors": {"count": False}}, "executors of 'count'=false"),
+                           ({"numWorkers": "-2"}, 'numWorkers="-2"'),
+                           ({"executors": {"count": 2.5}}, "executors of 'count'=2.5")):
+        body = json.dumps({"rebalanceOptions": options}).encode()
+        status, err = http.call("/api/v1/topology/wc/rebalance/0", "POST", body)
+        assert (status, err) == (400, {"error": f"{field}: expected a whole number from 1 to "
+                                                "2147483647"}), options
+    status, err = http.call("/api/v1/topology/wc/rebalance/0", "POST",
+                            b'{"rebalanceOptions": {"executors": [["count", 2]]}}')
+    assert status == 400 and "executors must be an object" in err["error"]
+    assert nimbus.calls == []
+    body = b'{"rebalanceOptions": {"numWorkers": 2147483647}}'
+    assert http.call("/api/v1/topology/wc/rebalance/0", "POST", body)[0] == 200
+
+
+def test_a_rebalance_answers_what_it_will_not_get_as_the_cli_notes_it(open_ui, nimbus):
+    _, http = open_ui
+    body = b'{"rebalanceOptions": {"numWorkers": 9, "executors": {"count": 50}}}'
+    status, answer = http.call("/api/v1/topology/wc/rebalance/0", "POST", body)
+    assert status == 200 and answer["status"] == "success"
+    assert answer["notes"] == [
+        "count: 50 executors asked, it gets 2: it has 2 tasks (fixed at submit; raise them "
+        "with set_num_tasks)",
+        "9 workers asked, at most 3 can run: the cluster has 1 free slot and the topology "
+        "holds 2"]
+    status, answer = http.call("/api/v1/topology/wc/rebalance/0", "POST",
+                               b'{"rebalanceOptions": {"executors": {"count": 2}}}')
+    assert status == 200 and answer["notes"] == []
+    assert [c[1] for c in nimbus.calls] == ["rebalance", "rebalance"]
+
+
+def test_a_wait_beyond_a_day_is_refused(open_ui, nimbus):
+    # kill/1e300 was taken, and nimbus's messages printed a 300-digit wait
+    _, http = open_ui
+    for action in ("kill", "rebalance"):
+        status, err = http.call(f"/api/v1/topology/wc/{action}/1e300", "POST")
+        assert (status, err) == (400, {"error": "wait time '1e300' is more than 86400 "
+                                                "seconds (a day)"})
+    assert nimbus.calls == []
+    assert http.call("/api/v1/topology/wc/kill/86400", "POST")[0] == 200
+
+
+def test_a_method_a_path_does_not_take_and_a_missing_static_file_answer_json(open_ui):
+    # they were Starlette's own text/plain "Method Not Allowed" and "Not Found"
+    _, http = open_ui
+    for method in ("PATCH", "OPTIONS", "DELETE"):
+        assert http.call("/api/v1/topology/wc", method) == (
+            405, {"error": f"{method} is not allowed on /api/v1/topology/wc; allowed: GET, "
+                           "HEAD"})
+    assert http.call("/static/nope.js") == (404, {"error": "no GET /static/nope.js"})
+    assert http.call("/static/app.js", "POST") == (
+        405, {"error": "POST is not allowed on /static/app.js; allowed: GET, HEAD"})
+
+
+def test_metrics_say_when_nimbus_stopped_answering_and_how_old_the_sample_is(open_ui, nimbus):
+    # while nimbus was down the last sample was served as current: flat counters read as a
+    # stalled topology
+    ui, http = open_ui
+
+    def scrape() -> dict[str, list]:
+        status, text = http.call("/metrics")
+        assert status == 200
+        return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+    def value(metrics: dict[str, list], name: str) -> float:
+        [sample] = metrics[name]
+        return sample.value
+
+    wait_until(lambda: value(scrape(), "squall_ui_nimbus_up") == 1, timeout=30)
+    sampled = value(scrape(), "squall_ui_last_sample_timestamp_seconds")
+    assert sampled > 1_700_000_000
+    nimbus.down = True
+    wait_until(lambda: value(scrape(), "squall_ui_nimbus_up") == 0, timeout=30)
+    stale = scrape()
+    # the newest sample is still served, with the time it was taken
+    assert value(stale, "squall_ui_last_sample_timestamp_seconds") >= sampled
+    assert {s.labels["topology"] for s in stale["squall_component_emitted"]} == {"wc", "other"}
+    frozen = value(stale, "squall_ui_last_sample_timestamp_seconds")
+    assert value(scrape(), "squall_ui_last_sample_timestamp_seconds") == frozen
+    nimbus.down = False
+    wait_until(lambda: value(scrape(), "squall_ui_nimbus_up") == 1, timeout=30)
+    assert value(scrape(), "squall_ui_last_sample_timestamp_seconds") > frozen
+
+
+def test_metrics_before_the_first_sample_say_there_is_none(nimbus):
+    from squall.ui import prometheus
+    families = {f.name: f.samples
+                for f in text_string_to_metric_families(prometheus.render(None, []))}
+    assert families["squall_ui_nimbus_up"][0].value == 0
+    assert families["squall_ui_last_sample_timestamp_seconds"][0].value == 0

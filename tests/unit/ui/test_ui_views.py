@@ -297,3 +297,35 @@ def test_history_charts_no_p99_where_the_window_has_too_few_samples():
     assert series["topology"][0]["completeLatencyP99"] is None      # a gap, not a zero
     assert series["components"]["count"][0]["execute_latency_p99_ms"] is None
     assert series["components"]["count"][0]["execute_latency_ms"] == 0.5
+
+
+def test_debug_and_sampling_follow_what_was_switched_at_run_time():
+    # the page showed only the submitted topology.debug, and no samplingPct
+    info = topology_info("wc", "alice")
+    page = views.topology_page(info, ":all-time", now=0)
+    assert (page["debug"], page["samplingPct"]) == (False, 0.0)
+    info["component_debug"] = {"*": {"enable": True, "samplingpct": 50.0},
+                               "count": {"enable": True, "samplingpct": 10.0}}
+    page = views.topology_page(info, ":all-time", now=0)
+    assert (page["debug"], page["samplingPct"]) == (True, 50.0)
+    count = views.component_page(info, "count", ":all-time", now=0)
+    words = views.component_page(info, "words", ":all-time", now=0)
+    assert count is not None and words is not None
+    assert (count["debug"], count["samplingPct"]) == (True, 10.0)
+    assert (words["debug"], words["samplingPct"]) == (True, 50.0)
+    # submitted with topology.debug, then turned off for one component, then for all
+    info["conf"]["topology.debug"] = True
+    info["component_debug"] = {"count": {"enable": False}}
+    assert views.topology_page(info, ":all-time", now=0)["samplingPct"] == 100.0
+    count = views.component_page(info, "count", ":all-time", now=0)
+    assert count is not None and (count["debug"], count["samplingPct"]) == (False, 0.0)
+    info["component_debug"] = {"*": {"enable": False}}
+    assert views.topology_page(info, ":all-time", now=0)["debug"] is False
+
+
+def test_topology_summary_gives_the_encoded_id():
+    from types import SimpleNamespace
+    top = SimpleNamespace(id="a b-1-2", name="a b", status="active", status_reason="",
+                          uptime_secs=5, num_tasks=1, num_workers=1, num_executors=1)
+    [row] = views.topology_summary([top], {})["topologies"]
+    assert row["encodedId"] == "a%20b-1-2"

@@ -70,6 +70,8 @@ class FakeNimbus:
         self.refuse_rebalance = False
         #: names in their kill wait: actions other than kill are refused, as nimbus does
         self.killing: set[str] = set()
+        #: no nimbus answers: every read raises NimbusUnavailableError
+        self.down = False
 
     def client(self, conf: Mapping[str, Any]) -> FakeClient:
         return FakeClient(self, conf.get("squall.auth.token"))
@@ -79,7 +81,13 @@ class FakeClient:
     def __init__(self, nimbus: FakeNimbus, token: Any) -> None:
         self.nimbus, self.token = nimbus, token
 
+    def _answer(self) -> None:
+        if self.nimbus.down:
+            from squall.daemon.nimbus_client import NimbusUnavailableError
+            raise NimbusUnavailableError("no nimbus leader answered (tried n1:6627)")
+
     def cluster_info(self) -> pb.ClusterInfo:
+        self._answer()
         tops = [pb.TopologySummary(name=i["name"], id=i["id"], status=i["status"],
                                    num_workers=2, num_executors=4, num_tasks=4, uptime_secs=100)
                 for i in self.nimbus.topologies.values()]
@@ -89,6 +97,7 @@ class FakeClient:
                               nimbuses=["n1:6627", "n2:6627"], leader="n1:6627")
 
     def topology_info(self, name: str) -> dict[str, Any]:
+        self._answer()
         if name not in self.nimbus.topologies:
             raise NotAliveError(f"no topology named {name!r} is running")
         return json.loads(json.dumps(self.nimbus.topologies[name]))
