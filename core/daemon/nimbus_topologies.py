@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from squall.api.topology import Topology
+from squall.cli.argtypes import MAX_WAIT_SECS
 from squall.daemon import validate
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import being_killed, killable_topology, live_topology
@@ -77,17 +78,18 @@ def machine_keys(conf: Mapping[str, Any]) -> list[str]:
 
 def checked_wait(what: str, wait_secs: float | None) -> float | None:
     """``wait_secs`` of a kill or a rebalance (``what``) as a float, None as None; ConfigError
-    for anything but a finite number of seconds, 0 or more (an infinite wait would leave the
-    topology in its transition for ever, NaN would be taken for 0)."""
+    for anything but a finite number of seconds from 0 to ``MAX_WAIT_SECS`` (a day, as the CLI
+    and the UI hold to: an infinite wait would leave the topology in its transition for ever,
+    1e300 would be as good as one, NaN would be taken for 0)."""
     if wait_secs is None:
         return None
     try:
         wait = float(wait_secs)
     except (TypeError, ValueError):
         wait = math.nan
-    if not math.isfinite(wait) or wait < 0:
-        raise ConfigError(f"the {what} wait must be a finite number of seconds, 0 or more; "
-                          f"got {wait_secs!r}")
+    if not math.isfinite(wait) or not 0 <= wait <= MAX_WAIT_SECS:
+        raise ConfigError(f"the {what} wait must be a number of seconds from 0 to "
+                          f"{MAX_WAIT_SECS} (a day); got {wait_secs!r}")
     return wait
 
 
@@ -186,7 +188,7 @@ class TopologyLifecycle:
         """Deactivate now; remove everything after ``wait_secs`` (default: the topology's
         ``topology.message.timeout.secs``). A topology already in its kill wait gets this
         wait instead, counted from now (Storm's kill in the killed state). ConfigError for a
-        wait that is not a finite number of seconds, 0 or more."""
+        wait that is not a number of seconds from 0 to a day."""
         self._require_leader()
         wait_secs = checked_wait("kill", wait_secs)
         with self._lock:
@@ -270,7 +272,7 @@ class TopologyLifecycle:
         The scheduler keeps the surviving placement and moves as few executors as it can. A
         rebalance of a running topology that would not fit on the cluster as it is now is
         refused with a TopologyError naming the shortfall (the topology keeps running); a
-        wait that is not a finite number of seconds, 0 or more, with a ConfigError."""
+        wait that is not a number of seconds from 0 to a day, with a ConfigError."""
         self._require_leader()
         wait_secs = checked_wait("rebalance", wait_secs)
         with self._lock:
