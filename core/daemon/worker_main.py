@@ -20,7 +20,10 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 - writes executor stats to ``/workerbeats/<topology-id>/<node>-<port>`` and the components'
   errors to ``/errors`` every ``task.heartbeat.frequency.secs``;
 - follows ``/assignments/<topology-id>`` (watch + timer): refreshes links to other workers, and
-  exits when its slot no longer has exactly its executors (the supervisor starts a new worker);
+  exits when its slot no longer has exactly its executors (the supervisor starts a new worker).
+  After a pause of the whole process (SIGSTOP, a frozen host; the local heartbeat thread's
+  wait ends too late, :mod:`squall.runtime.pause`) the loop runs no executor until this thread
+  has read the assignment again, at once: then they run on, or the worker exits;
 - follows ``/storms/<topology-id>``'s status: ``active`` activates the spouts, anything else
   deactivates them. This thread hands that (and the debug sampling below) to the worker's
   loop and never waits for it: a loop held in a component's call applies the latest once the
@@ -64,6 +67,9 @@ log = logging.getLogger("squall.worker")
 #: a beat the store keeps refusing for the same reason is logged again after this many seconds
 BEAT_FAILURE_LOG_SECS = 300.0
 KEEP_HEARTBEATS = 5
+#: how soon the assignment is read again while the executors are fenced after a pause and
+#: the last read failed (the store reconnecting)
+FENCED_SYNC_SECS = 0.25
 
 
 def supervisor_conf_path(local_dir: str | os.PathLike[str]) -> Path:
@@ -186,6 +192,8 @@ class WorkerProcess:
         from squall.plugin_manager import notify, worker_starting
         self.worker.build()
         worker_starting(self.tid, self.port, conf)
+        from squall.runtime.pause import pause_threshold
+        self.worker.pauses.arm(pause_threshold(conf), self.changed.set)  # see _local_beats
         self.worker.start()
         self._start_metrics_endpoint(host)
         self.started = True
@@ -228,11 +236,18 @@ class WorkerProcess:
     def _local_beats(self) -> None:
         """The local heartbeat thread: a beat every ``worker.heartbeat.frequency.secs``
         while the executors live, dated when the loop's current pass began once that pass
-        has lasted past ``supervisor.worker.timeout.secs`` (see the module docstring)."""
+        has lasted past ``supervisor.worker.timeout.secs`` (see the module docstring). It is
+        also the watcher of ``Worker.pauses``: a wait of its own that ends too late is a
+        pause of the whole process (:mod:`squall.runtime.pause`)."""
         every = float(self.conf.get("worker.heartbeat.frequency.secs") or 1)
         limit = float(self.conf.get("supervisor.worker.timeout.secs") or 30)
+        pauses = self.worker.pauses
         told = False
-        while not self.stop.wait(every):
+        while True:
+            pauses.waiting(every)
+            if self.stop.wait(every):
+                return
+            pauses.woke()       # late: the process was paused; the loop is fenced
             if not self.worker.is_alive():
                 return
             try:
@@ -275,6 +290,8 @@ class WorkerProcess:
                     self.heartbeat_zk()
             except StateError as exc:
                 log.warning("worker %s:%d: state store: %s", self.tid, self.port, exc)
+            if self.worker.pauses.fenced:   # the executors wait for the assignment
+                next_sync = min(next_sync, time.monotonic() + FENCED_SYNC_SECS)
             wait = max(0.01, min(next_zk, next_sync) - time.monotonic())
             self.changed.wait(wait)
         return 0
@@ -342,6 +359,7 @@ class WorkerProcess:
         """Follow the assignment and status; False when this worker must exit."""
         # the status first: nimbus writes a rebalanced topology's assignment before its status
         # goes back to active, so an active status read here comes with the new assignment
+        epoch = self.worker.pauses.epoch()      # a read begun before a pause proves nothing
         base = self.state.get_storm(self.tid, watch=self._on_change)
         assignment = self.state.get_assignment(self.tid, watch=self._on_change)
         if base is None or assignment is None:
@@ -350,6 +368,7 @@ class WorkerProcess:
         if my_executors(assignment, self.node, self.port) != self.executors:
             log.info("worker %s:%d: its executors were reassigned; exiting", self.tid, self.port)
             return False
+        self.worker.pauses.confirmed(epoch)     # fenced after a pause: the executors run on
         mapping = task_to_worker(assignment)
         if mapping != self.task_to_worker:
             self.task_to_worker = mapping

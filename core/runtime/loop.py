@@ -9,6 +9,12 @@ workers credits for what the tasks here took; check backpressure.
 A pass that found nothing to do sends what waits and sleeps until woken: at most 1 ms while a
 spout may emit, else until the next timer.
 
+After a pause of the whole process (:mod:`.pause`: one comparison per pass finds a pass begun
+more than ``pauses.threshold`` after the previous one) the loop runs no executor, no timer and
+no dispatch while ``pauses.fenced``: only the commands other threads queue (a shutdown's), until
+the worker process's main thread has read the assignment again. The timers then wait one
+pass more, so the acks that came meanwhile are taken before a spout's pending trees rotate.
+
 ``clock.now``, set as each pass begins, is also when the current pass began: another thread
 reads it (:meth:`Loop.pass_began`) to tell a loop stuck in a component's call from a busy one
 (``Worker.loop_stuck``), with nothing added to the pass.
@@ -31,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.runtime import osthread
 from squall.runtime.errors import death_text, raised_in, task_in
+from squall.runtime.pause import PauseWatch
 
 if TYPE_CHECKING:
     from squall.runtime.acks import AckLedger
@@ -45,6 +52,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("squall.runtime.worker")
 TIMER_SECS = 0.005
 IDLE_SECS = 0.001
+#: how often a fenced loop looks whether the fence was lifted, if nothing wakes it
+FENCE_SECS = 0.1
 
 
 class Loop:
@@ -62,7 +71,8 @@ class Loop:
     def __init__(self, *, name: str, clock: Clock, inbox: Inbox, outbox: Outbox,
                  acks: AckLedger, flow: Backpressure, holding: list[Callable[[], None]],
                  timers: Callable[[float], None], wakeup: threading.Event,
-                 report_death: Callable[[TaskState | None, str], None]) -> None:
+                 report_death: Callable[[TaskState | None, str], None],
+                 pauses: PauseWatch | None = None) -> None:
         self.name = name
         self.clock = clock
         self.inbox = inbox
@@ -72,6 +82,9 @@ class Loop:
         self.holding = holding
         self.timers = timers
         self.report_death = report_death
+        #: pauses of the whole process, and the fence after one (never armed: no fence)
+        self.pauses = pauses if pauses is not None else PauseWatch()
+        self.pauses.on_lift(wakeup.set)
         self.executors: list[Executor] = []
         self.threads: list[ComponentThread] = []
         self.commands: deque[Callable[[], Any]] = deque()
@@ -202,6 +215,23 @@ class Loop:
             self._thread.join(timeout)
         self.looping = False        # a loop that never started (or died) takes no more calls
 
+    def _fenced(self) -> None:
+        """Run no executor while ``pauses.fenced`` (see the module docstring): only the
+        commands queued meanwhile, until the fence is lifted or the loop is stopped.
+        ``clock.now`` follows, so the loop is not taken for stuck in one pass."""
+        pauses = self.pauses
+        commands = self.commands
+        wake = self._wake
+        clock = self.clock
+        while True:
+            clock.now = time.monotonic()
+            wake.clear()            # before the look: a lift sets it again
+            while commands:
+                commands.popleft()()
+            if not (self.running and pauses.fenced):
+                return
+            wake.wait(FENCE_SECS)
+
     def _run(self) -> None:
         osthread.set_name("squall-loop")
         executors = self.executors
@@ -221,11 +251,20 @@ class Loop:
         saturated = outbox.windows.saturated
         next_timer = 0.0
         monotonic = time.monotonic
-        clock.now = monotonic()     # the first pass begins: not the time the worker was built
+        pauses = self.pauses
+        gap = pauses.threshold      # armed before the loop starts (inf: never)
+        clock.now = last = monotonic()  # the first pass begins: not when the worker was built
         self.in_passes = True
         try:
             while self.running:
                 clock.now = now = monotonic()
+                if now - last > gap and pauses.paused(now):     # the process was paused
+                    self._fenced()
+                    if not self.running:
+                        break
+                    clock.now = now = monotonic()
+                    next_timer = now + TIMER_SECS   # the acks that came meanwhile first
+                last = now
                 while commands:
                     commands.popleft()()
                 busy = False

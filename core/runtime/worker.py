@@ -34,6 +34,7 @@ from squall.runtime.load import LoadTracker
 from squall.runtime.latest import Latest
 from squall.runtime.loop import Loop
 from squall.runtime.memory_stores import MemoryStores
+from squall.runtime.pause import PauseWatch
 from squall.runtime.stats import executor_stats
 from squall.runtime.streams import Sources, accepts, input_fields
 from squall.runtime.system import METRICS_PREFIX, instantiate
@@ -153,6 +154,9 @@ class Worker:
         self.gate = PeerGate(self.outbox.is_peer, self.limited_log, port)
         self._built = False
         self._switch_held = False
+        #: pauses of the whole process and the fence after one (:mod:`.pause`): armed by the
+        #: worker process before :meth:`start`; never armed, it never fences
+        self.pauses = PauseWatch()
 
     # -- building ------------------------------------------------------------------------------
     def build(self) -> None:
@@ -202,7 +206,7 @@ class Worker:
         self.loop = Loop(name=f"squall-worker-{self.topology_id}-{self.port}", clock=self.clock,
                          inbox=self.inbox, outbox=self.outbox, acks=self.acks, flow=self.flow,
                          holding=self.wiring.holding, timers=self._timers, wakeup=self._wakeup,
-                         report_death=self._report_death)
+                         report_death=self._report_death, pauses=self.pauses)
         services = Services(acks=self.acks, loop=self.loop, clock=self.clock, flow=self.flow,
                             sources=self.sources, report_error=self.report_error,
                             batch_size=self.batch_size)
@@ -381,7 +385,9 @@ class Worker:
 
         The first time a pass is found stuck it is reported, as an error of the component
         the loop is in (topology info, ``/errors``, the worker log), with the loop thread's
-        innermost frames; from then on calls handed to the loop do not wait for it. Called
+        innermost frames; from then on calls handed to the loop do not wait for it. The
+        time the whole process was paused (``pauses``: its watcher found it) is not counted:
+        a pass that began before a pause counts from when the pause ended. Called
         from a thread other than the loop's (the worker process's local heartbeat thread,
         LocalCluster's monitor); ``now`` is ``time.monotonic()`` when None."""
         if not self._built:
@@ -394,13 +400,16 @@ class Worker:
             now = time.monotonic()
         if limit is None:
             limit = float(self.conf.get("supervisor.worker.timeout.secs") or 30)
-        age = now - began
+        # a pause of the whole process (SIGSTOP, a frozen host) is no time stuck: counted
+        # from when it ended
+        since = max(began, self.pauses.resumed)
+        age = now - since
         if age <= limit:
             return None
         if loop.stuck_pass != began:
             loop.stuck_pass = began
             self._report_stuck(age)
-        return time.time() - (time.monotonic() - began)
+        return time.time() - (time.monotonic() - since)
 
     def _report_stuck(self, age: float) -> None:
         frame = self.loop.current_frame()
