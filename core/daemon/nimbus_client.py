@@ -1,14 +1,17 @@
 """The nimbus gRPC client used by the ``squall`` CLI and by supervisors.
 
 It tries every address of ``nimbus.seeds`` (``host`` entries get ``nimbus.port``; ``host:port``
-entries keep theirs), starting with the last one that answered. A standby nimbus refuses writes
-with ``FAILED_PRECONDITION`` naming the leader, and the client goes there next. Errors nimbus
-raised come back as the same squall exception class with nimbus's message; when no nimbus
-answers at all the client raises :class:`NimbusUnavailableError` naming the addresses tried;
-when a change (a submit, a kill, ...) got no answer in time, or a submit's connection dropped
-after it was all sent, it says the change may have gone through and asks no other seed.
-While the nimbuses it reaches say none of them leads (an election under way), a call asks them
-again for up to the client's ``election_wait``.
+entries keep theirs), starting with the last one that answered. A seed whose connection is not
+set up within the client's ``connect_timeout`` (a process that accepts connections but does not
+answer: stopped with SIGSTOP, or frozen) is passed over for the next one: nothing was sent to
+it. A standby nimbus refuses writes with ``FAILED_PRECONDITION`` naming the leader, and the
+client goes there next. Errors nimbus raised come back as the same squall exception class
+with nimbus's message; when no nimbus answers at all the client raises
+:class:`NimbusUnavailableError` naming the addresses tried; when a change (a submit, a
+kill, ...) got no answer in time, or a submit's connection dropped after it was all sent, it
+says the change may have gone through and asks no other seed. While the nimbuses it reaches
+say none of them leads (an election under way), a call asks them again for up to the
+client's ``election_wait``.
 
 Credentials come from the conf (:func:`squall.security.grpc_auth.client_channel`): the
 ``squall.auth.token`` is sent with every call, TLS is used when ``squall.tls.ca`` is set (with
@@ -43,6 +46,9 @@ CHUNK_BYTES = 1 << 20
 #: the first pause before the seeds are asked again while no leader is elected (it doubles,
 #: up to a second)
 ELECTION_PAUSE_SECS = 0.1
+#: how long a seed may take to set up its connection (up to nimbus's first HTTP/2 frame)
+#: before the next seed is tried: milliseconds on a network (gRPC's own limit is 20 s)
+CONNECT_SECS = 3.0
 _BY_CODE: dict[Any, type[SquallError]] = {grpc.StatusCode.NOT_FOUND: errors.NotAliveError,
             grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyAliveError,
             grpc.StatusCode.UNAUTHENTICATED: errors.AuthenticationError,
@@ -119,6 +125,10 @@ def _tls_hint(exc: grpc.RpcError, tls: bool) -> str:
     return ""
 
 
+#: what gRPC says of a connection whose server never answered its handshake
+_SILENT = "timed out before receiving SETTINGS frame"
+
+
 class _Default:
     """The type of ``_DEFAULT``: "the client's timeout" where None means no limit."""
 
@@ -131,9 +141,12 @@ class NimbusClient:
 
     def __init__(self, conf: Mapping[str, Any], *, timeout: float = 30.0,
                  addresses: list[str] | None = None,
-                 election_wait: float | None = None) -> None:
+                 election_wait: float | None = None,
+                 connect_timeout: float = CONNECT_SECS) -> None:
         self.addresses = addresses or seed_addresses(conf)
         self.timeout = timeout
+        #: how long a seed may take to set up a connection before the next one is tried
+        self.connect_timeout = connect_timeout
         #: how long a call asks again while the nimbuses it reaches say none leads (an
         #: election under way); None: the call's ``timeout``. Daemons that retry on their
         #: own schedule pass 0
@@ -148,8 +161,11 @@ class NimbusClient:
         channel = self._channels.get(address)
         if channel is None:
             from squall.security.grpc_auth import client_channel
-            channel = self._channels[address] = client_channel(
-                self._conf, address, options=[("grpc.max_receive_message_length", 64 << 20)])
+            # a connection not set up within the connect timeout fails the call as
+            # UNAVAILABLE, so the next seed is asked (gRPC's own limit is 20 s)
+            channel = self._channels[address] = client_channel(self._conf, address, options=[
+                ("grpc.max_receive_message_length", 64 << 20),
+                ("grpc.min_reconnect_backoff_ms", max(1, int(self.connect_timeout * 1000)))])
         return pb_grpc.NimbusStub(channel)
 
     def _call(self, invoke: Callable[[pb_grpc.NimbusStub, float | None], Any],
@@ -214,7 +230,8 @@ class NimbusClient:
                         f"the connection to nimbus at {address} dropped after the request was "
                         f"sent; {change} may have gone through: see `squall list`") from None
                 if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    problems.append(f"{address}: {code.name.lower()}{_tls_hint(exc, self._tls)}")
+                    problems.append(f"{address}: {code.name.lower()}"
+                                    f"{self._hint(exc)}")
                     continue
                 meta = dict(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
                 leader = meta.get(LEADER_KEY)
@@ -228,6 +245,14 @@ class NimbusClient:
             self._preferred = address
             return True, result, [], False
         return False, None, problems, electing
+
+    def _hint(self, exc: grpc.RpcError) -> str:
+        """Why a seed was unavailable, when its error says: it accepted the connection and
+        never answered (stopped, frozen), or a TLS handshake failed (:func:`_tls_hint`)."""
+        if _SILENT in str(exc.details() or ""):  # type: ignore[attr-defined]
+            return (f" (it accepted the connection but did not answer within "
+                    f"{self.connect_timeout:g} s: a nimbus stopped or frozen?)")
+        return _tls_hint(exc, self._tls)
 
     # -- the API ------------------------------------------------------------------------------
     def submit_topology(self, name: str, conf: Mapping[str, Any], topology_json: Mapping[str, Any],

@@ -379,7 +379,8 @@ class Supervisor:
         end = endings.ending(
             problem, returncode=rec.proc.poll() if rec.proc is not None else None,
             child=rec.proc is not None, started=started, limit=limit,
-            beats_written=written is not None and time.time() - written <= limit)
+            beats_written=written is not None and time.time() - written <= limit,
+            stopped=problem != endings.UNASSIGNED and endings.process_stopped(rec.pid))
         if end.text:
             log.log(logging.WARNING if end.failed else logging.INFO, "worker %s (%s port %d) %s",
                     rec.worker_id, rec.topology_id, rec.port, end.text)

@@ -16,7 +16,10 @@ reported:
   ``supervisor.worker.start.timeout.secs``: a component's ``initialize`` may be too slow;
 - one that stopped heart-beating is ``fatal: true``, naming ``supervisor.worker.timeout.secs``:
   its loop stuck in one pass (the worker's own error names the component), or, with no beat
-  written at all, a component holding the GIL in one long C call, or an overloaded machine.
+  written at all, a component holding the GIL in one long C call, or an overloaded machine;
+  a worker whose process was stopped (state ``T`` or ``t`` in ``/proc/<pid>/stat``: SIGSTOP,
+  a debugger, a frozen cgroup; :func:`process_stopped`) is said to be so instead, after
+  either heartbeat timeout.
 
 Each entry carries its slot (``node``, ``port``, ``host``) and ``source: supervisor``;
 nimbus shows the newest as the topology's status reason (``squall list``, topology info, the
@@ -29,6 +32,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 #: :meth:`Supervisor.worker_problem`'s answers (the heartbeat timeout's is :func:`no_beat_for`)
@@ -79,14 +83,33 @@ def exit_status(returncode: int | None) -> str:
     return f"was killed by {name}{why}"
 
 
+def process_stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP, a debugger, a frozen cgroup): its state
+    in ``/proc/<pid>/stat`` is ``T`` or ``t``. False where there is no ``/proc`` (not Linux)
+    or no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # "pid (comm) state ...": comm may hold spaces and parentheses
+    fields = stat.rpartition(")")[2].split()
+    return bool(fields) and fields[0] in ("T", "t")
+
+
+#: why a worker that was stopped (SIGSTOP, ...) missed its heartbeats
+_STOPPED = ("its process was stopped (SIGSTOP, a debugger, a frozen cgroup), so it wrote "
+            "no heartbeat")
+
+
 def ending(problem: str, *, returncode: int | None, child: bool, started: bool,
-           beats_written: bool, limit: float) -> Ending:
+           beats_written: bool, limit: float, stopped: bool = False) -> Ending:
     """What the end of a worker stopped for ``problem`` means.
 
     ``returncode``: its process's exit status when ``child`` (the supervisor's own child;
     None while it runs); ``started``: it wrote a heartbeat; ``beats_written``: its heartbeats
     still came within the timeout, dated in the past (its loop found stuck: it said where);
-    ``limit``: the timeout the problem is about (start or heartbeat)."""
+    ``limit``: the timeout the problem is about (start or heartbeat); ``stopped``: its
+    process was stopped (:func:`process_stopped`)."""
     if problem == UNASSIGNED:
         return Ending(failed=False if started else None)
     if problem == DIED:
@@ -98,10 +121,14 @@ def ending(problem: str, *, returncode: int | None, child: bool, started: bool,
     if problem == NO_START_BEAT:
         return Ending(failed=True, start_failure=True, text=(
             f"was restarted: no heartbeat within {limit:g} s of its launch "
-            f"({START_TIMEOUT_KEY}); a component's initialize may be too slow (raise that "
-            f"timeout), or the worker hangs before its first beat (see its log)"))
+            f"({START_TIMEOUT_KEY}); " + (_STOPPED if stopped else
+                                          "a component's initialize may be too slow (raise "
+                                          "that timeout), or the worker hangs before its "
+                                          "first beat (see its log)")))
     if problem.startswith(_NO_BEAT_PREFIX):
-        if beats_written:
+        if stopped:
+            why = _STOPPED
+        elif beats_written:
             why = ("its loop was stuck in one pass (the error of the component it was in "
                    "says where)")
         else:

@@ -13,7 +13,9 @@ of ``fields`` (the entry's values of those names, decoded as UTF-8; ``None`` whe
 
 Opaque: a replayed batch re-reads from the last committed id and may see other entries (if
 the stream was trimmed); with an opaque state the counts stay exact. Needs the ``redis``
-extra. Connection errors fail the batch (it is replayed).
+extra. Each call to Redis waits at most ``timeout`` seconds (to connect, and for each answer;
+2 by default): connection errors and a Redis that does not answer in time fail the batch (it
+is replayed) instead of holding the worker's loop.
 """
 from __future__ import annotations
 
@@ -24,17 +26,19 @@ from squall.errors import StateError
 from squall.trident.partitioned import (
     OpaqueEmitter, OpaquePartitionedSpout, PartitionCoordinator,
 )
+from squall.trident.state.redis import DEFAULT_TIMEOUT, checked_timeout, connect
 from squall.trident.tuple import TridentCollector
 
 
 def _client(options: dict[str, Any]) -> Any:
     try:
-        import redis
+        import redis  # noqa: F401
     except ImportError as exc:
         raise StateError("RedisStreamSpout needs the redis client: pip install "
                          "'squall[redis]'") from exc
-    return redis.Redis(host=options["host"], port=options["port"], db=options["db"],
-                       password=options.get("password"), decode_responses=True)
+    return connect(host=options["host"], port=options["port"], db=options["db"],
+                   password=options.get("password"),
+                   timeout=options.get("timeout", DEFAULT_TIMEOUT), decode_responses=True)
 
 
 class _Coordinator(PartitionCoordinator):
@@ -105,12 +109,14 @@ class _Emitter(OpaqueEmitter):
 
 
 class RedisStreamSpout(OpaquePartitionedSpout):
-    """Rows from Redis streams ``streams`` (see the module docstring)."""
+    """Rows from Redis streams ``streams`` (see the module docstring); ``timeout``: the
+    seconds each call to Redis may wait (ValueError unless above 0)."""
 
     def __init__(self, streams: Sequence[str] | str, fields: Sequence[str], *,
                  host: str = "127.0.0.1", port: int = 6379, db: int = 0,
                  group: str = "squall", batch_size: int = 1000,
-                 id_field: str | None = None, password: str | None = None) -> None:
+                 id_field: str | None = None, password: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
         self.streams = [streams] if isinstance(streams, str) else [str(s) for s in streams]
         if not self.streams:
             raise ValueError("RedisStreamSpout needs at least one stream key")
@@ -120,7 +126,8 @@ class RedisStreamSpout(OpaquePartitionedSpout):
         self.id_field = id_field
         self.group = group
         self.batch_size = int(batch_size)
-        self.options = {"host": host, "port": int(port), "db": int(db), "password": password}
+        self.options = {"host": host, "port": int(port), "db": int(db), "password": password,
+                        "timeout": checked_timeout("RedisStreamSpout", timeout)}
 
     def output_fields(self) -> list[str]:
         return ([self.id_field] if self.id_field else []) + list(self.fields)

@@ -1,7 +1,7 @@
 """What a topology names a state by: a kind and a backend with its options.
 
 ``MemoryMapState()`` / ``MemoryMapState.transactional()`` / ``.opaque()`` /
-``.non_transactional()`` and ``RedisMapState(host=, port=, db=, key_prefix=)`` /
+``.non_transactional()`` and ``RedisMapState(host=, port=, db=, key_prefix=, timeout=)`` /
 ``RedisMapState.transactional(...)`` and likewise return a :class:`MapStateFactory` (the
 class called itself is the transactional kind); it travels to the workers as JSON and
 ``make_state(context.memory_stores, serializer)`` builds the task's
@@ -16,6 +16,7 @@ from typing import Any
 from squall.runtime.memory_stores import MemoryStores
 from squall.spi.serializer import Serializer
 from squall.trident.state.map_state import KINDS, BackingMap, MapState
+from squall.trident.state.redis import DEFAULT_TIMEOUT
 
 
 class MapStateFactory:
@@ -93,32 +94,38 @@ class RedisMapState:
     holding the value as the topology's serializer writes it (see
     :mod:`squall.trident.state.redis`).
 
-    ``RedisMapState(...)`` is transactional, with the keywords of :meth:`transactional`."""
+    ``RedisMapState(...)`` is transactional, with the keywords of :meth:`transactional`.
+    ``timeout``: the seconds each call to Redis may wait to connect and for its answer (2);
+    a Redis that does not answer in time fails the batch, which is replayed. ValueError for
+    a timeout not above 0."""
 
     def __new__(cls, host: str = "127.0.0.1", port: int = 6379,  # type: ignore[misc]
-                db: int = 0, key_prefix: str = "trident:", password: str | None = None
-                ) -> MapStateFactory:
-        return cls.transactional(host, port, db, key_prefix, password)
+                db: int = 0, key_prefix: str = "trident:", password: str | None = None,
+                timeout: float = DEFAULT_TIMEOUT) -> MapStateFactory:
+        return cls.transactional(host, port, db, key_prefix, password, timeout)
 
     @staticmethod
     def _make(kind: str, host: str, port: int, db: int, key_prefix: str,
-              password: str | None) -> MapStateFactory:
-        return MapStateFactory("redis", kind, {"host": host, "port": int(port), "db": int(db),
-                                               "key_prefix": key_prefix, "password": password})
+              password: str | None, timeout: float) -> MapStateFactory:
+        from squall.trident.state.redis import checked_timeout
+        return MapStateFactory("redis", kind, {
+            "host": host, "port": int(port), "db": int(db), "key_prefix": key_prefix,
+            "password": password, "timeout": checked_timeout("RedisMapState", timeout)})
 
     @classmethod
     def transactional(cls, host: str = "127.0.0.1", port: int = 6379, db: int = 0,
-                      key_prefix: str = "trident:", password: str | None = None
-                      ) -> MapStateFactory:
-        return cls._make("transactional", host, port, db, key_prefix, password)
+                      key_prefix: str = "trident:", password: str | None = None,
+                      timeout: float = DEFAULT_TIMEOUT) -> MapStateFactory:
+        return cls._make("transactional", host, port, db, key_prefix, password, timeout)
 
     @classmethod
     def opaque(cls, host: str = "127.0.0.1", port: int = 6379, db: int = 0,
-               key_prefix: str = "trident:", password: str | None = None) -> MapStateFactory:
-        return cls._make("opaque", host, port, db, key_prefix, password)
+               key_prefix: str = "trident:", password: str | None = None,
+               timeout: float = DEFAULT_TIMEOUT) -> MapStateFactory:
+        return cls._make("opaque", host, port, db, key_prefix, password, timeout)
 
     @classmethod
     def non_transactional(cls, host: str = "127.0.0.1", port: int = 6379, db: int = 0,
-                          key_prefix: str = "trident:", password: str | None = None
-                          ) -> MapStateFactory:
-        return cls._make("non_transactional", host, port, db, key_prefix, password)
+                          key_prefix: str = "trident:", password: str | None = None,
+                          timeout: float = DEFAULT_TIMEOUT) -> MapStateFactory:
+        return cls._make("non_transactional", host, port, db, key_prefix, password, timeout)

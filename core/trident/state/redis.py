@@ -18,7 +18,10 @@ None, and lists or tuples of them (the names such keys always had); any other ke
 + the serializer's bytes of it, its sets and dicts in a fixed order, so every process names
 it alike.
 
-Needs the ``redis`` extra. A Redis error (down, refused, timed out), a value or key the
+Needs the ``redis`` extra. Each call to Redis waits at most ``timeout`` seconds (to connect,
+and for each answer; 2 by default, as the ``redis`` state provider), so a Redis that stopped
+answering fails the batch instead of holding the worker's loop. A Redis error (down, refused,
+timed out), a value or key the
 serializer refuses and a stored value it cannot read surface as
 :class:`squall.errors.StateError` naming the state (its ``key_prefix``), raised from the
 operation: the batch fails, is reported as the component's error and is replayed.
@@ -33,7 +36,11 @@ from squall.errors import SerializationError, StateError
 from squall.spi.serializer import Serializer
 from squall.trident.state.map_state import BackingMap, Key
 
-__all__ = ["FORMAT", "RedisBackingMap"]
+__all__ = ["DEFAULT_TIMEOUT", "FORMAT", "RedisBackingMap", "checked_timeout", "connect"]
+
+#: seconds a call to Redis may wait to connect, and for each answer (as the ``redis`` state
+#: provider's ``timeout``)
+DEFAULT_TIMEOUT = 2.0
 
 #: the first byte of a value the serializer wrote: JSON text (ASCII) never starts with it,
 #: and msgpack never uses it
@@ -45,10 +52,11 @@ TYPED_KEY = b"~"
 class RedisBackingMap(BackingMap):
     """The map in Redis (see the module docstring). ``serializer``: the topology's (the
     default ``msgpack`` one when None). Called from the worker's loop thread; each call
-    blocks on one Redis round trip."""
+    blocks on one Redis round trip, for at most ``timeout`` seconds (then StateError)."""
 
     def __init__(self, *, host: str, port: int, db: int, key_prefix: str,
-                 password: str | None = None, serializer: Serializer | None = None) -> None:
+                 password: str | None = None, serializer: Serializer | None = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
         try:
             import redis
         except ImportError as exc:
@@ -67,7 +75,8 @@ class RedisBackingMap(BackingMap):
         # a tuple is stored as a JSON list unless the serializer would give it back a tuple
         self._plain_seqs = _PLAIN_SEQS if _keeps_tuples(self._dumps, self._loads) else (
             _PLAIN_SEQS | {tuple})
-        self.client = redis.Redis(host=host, port=port, db=db, password=password)
+        self.client = connect(host=host, port=port, db=db, password=password,
+                              timeout=timeout)
 
     def _fail(self, what: str) -> StateError:
         return StateError(f"redis map state {self.prefix!r}: {what}")
@@ -129,6 +138,27 @@ class RedisBackingMap(BackingMap):
 
     def close(self) -> None:
         self.client.close()
+
+
+def checked_timeout(owner: str, timeout: Any) -> float:
+    """``timeout`` as seconds; ValueError naming ``owner`` unless it is a number above 0."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"{owner}: timeout must be a number of seconds above 0, got "
+                         f"{timeout!r}")
+    return float(timeout)
+
+
+def connect(*, host: str, port: int, db: int, password: str | None, timeout: float,
+            **options: Any) -> Any:
+    """A Redis client whose calls wait at most ``timeout`` seconds to connect and for each
+    answer, and are not retried inside the client (a failed batch is replayed). ``options``:
+    more of ``redis.Redis``'s (``decode_responses``). Needs the ``redis`` package."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+    return redis.Redis(host=host, port=port, db=db, password=password,
+                       socket_timeout=timeout, socket_connect_timeout=timeout,
+                       retry=Retry(NoBackoff(), 0), **options)
 
 
 #: the classes JSON writes and reads back as themselves (exact classes: a subclass, or a

@@ -1,17 +1,21 @@
 """RedisMapState over a real Redis: exact Trident word counts with a failed batch replayed,
 Storm's stored layouts, and counts read back through DRPC; keys and values of any type the
 topology's serializer carries, plain values stored as the JSON earlier releases read, values
-stored as JSON before, and a value it refuses."""
+stored as JSON before, and a value it refuses; a Redis that stops answering fails the call
+within the state's timeout."""
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -371,3 +375,37 @@ def test_a_value_the_serializer_refuses_is_the_components_error(redis_conf: dict
                     if f"redis map state {prefix!r}" in e["error"]]
         error = wait_until(reported, timeout=30, message="the state's error reported")[0]
         assert "cannot serialize an object of type Unregistered" in error
+
+
+@pytest.fixture()
+def unanswering() -> Iterator[int]:
+    """The port of a Redis that stopped answering (paused, or its host frozen): the kernel
+    accepts the connection and nothing ever replies."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        yield silent.getsockname()[1]
+
+
+def test_a_redis_that_stops_answering_fails_the_call_within_the_timeout(unanswering: int
+                                                                        ) -> None:
+    # the worker's loop is not held: the StateError fails the batch, which is replayed
+    options = RedisMapState.opaque(port=unanswering, key_prefix="hung:", timeout=0.5).options
+    backing = RedisBackingMap(**options)
+    try:
+        for call in (lambda: backing.multi_get([("the",)]),
+                     lambda: backing.multi_put([("the",)], [[1, None, 3]])):
+            began = time.monotonic()
+            with pytest.raises(StateError, match=r"redis map state 'hung:': .*[Tt]imeout"):
+                call()
+            assert time.monotonic() - began < 5
+    finally:
+        backing.close()
+
+
+def test_the_timeout_must_be_seconds_above_zero() -> None:
+    assert RedisMapState().options["timeout"] == 2
+    for bad in (0, -1, "2", True):
+        with pytest.raises(ValueError, match="RedisMapState: timeout must be a number of "
+                                             "seconds above 0"):
+            RedisMapState.transactional(timeout=bad)

@@ -1,16 +1,22 @@
 """RedisStreamSpout over a real Redis: an opaque spout in two tasks, two streams, a failed
-batch replayed, exact counts in an opaque RedisMapState, progress recorded in the group."""
+batch replayed, exact counts in an opaque RedisMapState, progress recorded in the group; a
+Redis that stops answering fails the batch within the spout's timeout."""
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections import Counter
 from typing import Any
 
-from squall import LocalCluster
+import pytest
+
+from squall import LocalCluster, StateError
 from squall.testing.waiting import wait_until
 from squall.trident import (
     Count, Function, RedisMapState, RedisStreamSpout, TridentTopology,
 )
+from squall.trident.tuple import TridentCollector
 
 LINES = ["the cow jumped over the moon", "the man went to the store", "boom goes the dynamite",
          "to be or not to be", "four score and seven years ago", "a b c the"]
@@ -69,3 +75,23 @@ def test_opaque_stream_spout_counts_exactly(redis_conf: dict[str, Any]) -> None:
         wait_until(lambda: {g["name"]: g["last-delivered-id"]
                             for g in client.xinfo_groups(streams[1])}["counters"] == last,
                    timeout=30)
+
+
+def test_a_redis_that_stops_answering_fails_the_batch_within_the_timeout() -> None:
+    # the kernel accepts the connection and nothing replies (a paused Redis): the batch
+    # fails (and is replayed) instead of holding the worker's loop
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        spout = RedisStreamSpout("s", ["line"], port=silent.getsockname()[1], timeout=0.5)
+        emitter = spout.get_emitter({}, None)
+        try:
+            began = time.monotonic()
+            with pytest.raises(StateError, match=r"RedisStreamSpout 's': .*[Tt]imeout"):
+                emitter.emit_partition_batch(1, TridentCollector(), "s", None)
+            assert time.monotonic() - began < 5
+        finally:
+            emitter.close()
+    with pytest.raises(ValueError, match="RedisStreamSpout: timeout must be a number of "
+                                         "seconds above 0"):
+        RedisStreamSpout("s", ["line"], timeout=0)

@@ -1,14 +1,20 @@
 """The nimbus client: how long a submit may take, what a call that changes state says when
-nimbus does not answer in time (it may have done it: no other seed is tried), and how a call
-waits out a leader election."""
+nimbus does not answer in time (it may have done it: no other seed is tried), how a call
+waits out a leader election, and how it passes over a seed that accepts connections and does
+not answer (a stopped nimbus)."""
 from __future__ import annotations
 
+import socket
 import time
+from collections.abc import Iterator
+from concurrent import futures
 from typing import Any
 
 import grpc
 import pytest
 
+from squall.daemon._proto import nimbus_pb2 as pb
+from squall.daemon._proto import nimbus_pb2_grpc as pb_grpc
 from squall.daemon.nimbus_client import LEADER_KEY, NimbusClient, NimbusUnavailableError
 from squall.daemon.validate import TIMEOUT_SECS
 
@@ -146,3 +152,81 @@ def test_a_rebalance_count_nimbus_cannot_carry_is_a_config_error_before_any_call
     for workers, executors in ((3_000_000_000, None), (None, {"split": 99_999_999_999})):
         with pytest.raises(ConfigError, match="whole numbers from 1 to 2147483647"):
             client.rebalance("wc", 0, workers, executors)
+
+
+class Leader(pb_grpc.NimbusServicer):
+    """A nimbus that leads and answers reads, deactivations and submits."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+
+    def GetClusterInfo(self, request: Any, context: Any) -> Any:
+        return pb.ClusterInfo(leader="the leader")
+
+    def Deactivate(self, request: Any, context: Any) -> Any:
+        self.done.append(f"deactivate {request.name}")
+        return pb.Empty()
+
+    def SubmitTopology(self, request_iterator: Any, context: Any) -> Any:
+        name = next(iter(request_iterator)).header.name
+        self.done.append(f"submit {name} ({sum(1 for _ in request_iterator)} chunks)")
+        return pb.SubmitReply(topology_id=f"{name}-1")
+
+
+@pytest.fixture()
+def stopped_and_leader() -> Iterator[tuple[str, str, Leader]]:
+    """The address of a stopped nimbus (the kernel accepts its connections, nothing answers
+    them) and of a leading one, and the leader's servicer."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    leader = Leader()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_NimbusServicer_to_server(leader, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{silent.getsockname()[1]}", f"127.0.0.1:{port}", leader
+    finally:
+        server.stop(None)
+        silent.close()
+
+
+def test_a_stopped_seed_is_passed_over_for_the_next_within_the_connect_timeout(
+        stopped_and_leader: tuple[str, str, Leader]) -> None:
+    # a nimbus stopped with SIGSTOP first in nimbus.seeds: gRPC alone waits 20 s for its
+    # handshake; the client asks the next seed after its connect timeout
+    stopped, leading, leader = stopped_and_leader
+    client = NimbusClient({"nimbus.seeds": [stopped, leading]}, timeout=30, connect_timeout=1)
+    try:
+        began = time.monotonic()
+        assert client.cluster_info().leader == "the leader"
+        assert time.monotonic() - began < 10
+        # changes: nothing reached the stopped seed, so the leader is asked to make them
+        fresh = NimbusClient({"nimbus.seeds": [stopped, leading]}, timeout=30,
+                             connect_timeout=1)
+        try:
+            fresh.deactivate("wc")
+            assert fresh.submit_topology("wc", {}, {"components": {}}, b"zip" * 1000) == "wc-1"
+        finally:
+            fresh.close()
+        assert leader.done == ["deactivate wc", "submit wc (1 chunks)"]
+        assert time.monotonic() - began < 20
+    finally:
+        client.close()
+
+
+def test_a_stopped_seed_alone_is_named_as_such(
+        stopped_and_leader: tuple[str, str, Leader]) -> None:
+    stopped, _, _ = stopped_and_leader
+    client = NimbusClient({"nimbus.seeds": [stopped]}, timeout=30, connect_timeout=0.5,
+                          election_wait=0)
+    try:
+        began = time.monotonic()
+        with pytest.raises(NimbusUnavailableError, match=(
+                rf"{stopped}: unavailable \(it accepted the connection but did not answer "
+                rf"within 0.5 s: a nimbus stopped or frozen\?\)")):
+            client.cluster_info()
+        assert time.monotonic() - began < 10
+    finally:
+        client.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,11 +22,12 @@ from squall.daemon import supervisor_local as sl
 from squall.daemon.nimbus_info import start_failure_reason
 from squall.daemon.supervisor import Supervisor
 from squall.daemon.supervisor_backoff import LaunchBackoff
-from squall.daemon.supervisor_endings import exit_status
+from squall.daemon.supervisor_endings import exit_status, process_stopped
 from squall.daemon.worker_main import write_local_heartbeat
 from squall.runtime.errors import WORKER_COMPONENT, death_reason
 from squall.state.cluster_state import ClusterState
 from squall.state.memory import MemoryStateStore
+from squall.testing.waiting import wait_until
 
 TID = "crashy-1-1"
 PORT = 6700
@@ -226,3 +229,25 @@ def test_a_worker_that_stopped_beating_is_reported_naming_the_timeout(
                                    "hold the GIL in one long C call"), gil["error"]
     assert gil["fatal"] and not gil.get("start_failure")
     assert stuck["error"].startswith(prefix + "its loop was stuck in one pass"), stuck["error"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_worker_whose_process_was_stopped_is_reported_as_stopped(
+        supervisor: Supervisor, launches: Launches) -> None:
+    # SIGSTOP, a debugger or a frozen cgroup: not the GIL nor an overloaded machine
+    supervisor.sync()
+    rec = launches.last()
+    beat(supervisor, rec, age=30, written_age=30)
+    os.kill(rec.pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: process_stopped(rec.pid), 10, message="the worker stopped")
+        supervisor.sync()
+    finally:
+        if rec.proc.poll() is None:
+            os.kill(rec.pid, signal.SIGCONT)
+    (entry,) = worker_errors(supervisor)
+    assert entry["error"].startswith(
+        "worker on port 6700 was restarted: no heartbeat for 5 s (supervisor.worker.timeout."
+        "secs); its process was stopped (SIGSTOP, a debugger, a frozen cgroup)"), entry["error"]
+    assert "GIL" not in entry["error"] and entry["fatal"]
+    assert not process_stopped(launches.last().pid)     # its successor runs

@@ -34,7 +34,8 @@ def test_redis_map_state_called_with_its_options_is_the_transactional_one() -> N
     assert factory.to_json() == RedisMapState.transactional(
         host="127.0.0.1", port=6390, db=2, key_prefix="p:").to_json()
     assert factory.to_json() == {"backend": "redis", "kind": "transactional", "options": {
-        "host": "127.0.0.1", "port": 6390, "db": 2, "key_prefix": "p:", "password": None}}
+        "host": "127.0.0.1", "port": 6390, "db": 2, "key_prefix": "p:", "password": None,
+        "timeout": 2.0}}
     assert RedisMapState().options["port"] == 6379
 
 
