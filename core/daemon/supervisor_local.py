@@ -328,6 +328,7 @@ def _terminate(local_dir: Path, rec: WorkerRecord) -> set[int]:
         _signal_only_group(pgid, signal.SIGKILL)
     for pid in pids:
         _signal_group(pid, signal.SIGTERM)
+        _signal_group(pid, signal.SIGCONT)     # a stopped process (SIGSTOP) takes it only so
     return pids
 
 

@@ -135,6 +135,25 @@ def test_workers_stopped_together_share_one_grace(tmp_path):
             proc.wait()
 
 
+def test_a_stopped_worker_takes_its_sigterm_at_once(tmp_path):
+    """A worker whose process is stopped (SIGSTOP, a frozen host) gets its SIGTERM handled
+    now, not SIGKILL after the whole grace."""
+    import signal
+    code = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(3)); " \
+           "print('ready', flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == b"ready"
+        os.kill(proc.pid, signal.SIGSTOP)
+        rec = sl.WorkerRecord("w3", "t-1-1", 6700, [], proc.pid, time.time(), proc)
+        sl.stop_workers(tmp_path, [rec], grace=30)
+        assert proc.poll() == 3      # its own SIGTERM handler ran: no SIGKILL after 30 s
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_kill_worker_escalates_to_sigkill(tmp_path, caplog):
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
            "print('ready', flush=True); time.sleep(60)"
