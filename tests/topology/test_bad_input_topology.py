@@ -31,7 +31,19 @@ def _clear() -> None:
         seen.clear()
 
 
-class Numbers(Spout):
+class Recorded(Spout):
+    """A spout that records the ids of its trees acked and failed (ACKED, FAILED)."""
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            ACKED.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            FAILED.append(tup_id)
+
+
+class Numbers(Recorded):
     """Emits 0..5 once each, tracked by their value; keeps what its emit raised."""
     outputs = ["v"]
 
@@ -46,14 +58,6 @@ class Numbers(Spout):
                 self.emit([i], tup_id=i)
             except Exception as exc:
                 RAISED.append(exc)
-
-    def ack(self, tup_id: Any) -> None:
-        with LOCK:
-            ACKED.append(tup_id)
-
-    def fail(self, tup_id: Any) -> None:
-        with LOCK:
-            FAILED.append(tup_id)
 
 
 class Take(Bolt):
@@ -261,7 +265,7 @@ def test_direct_task_on_a_stream_not_declared_direct_is_the_emits_own_error(
                               "which is not declared direct=True")
 
 
-class DirectMisuse(Spout):
+class DirectMisuse(Recorded):
     """Tracked emits on its direct stream ``d``: id 0 without direct_task, id 1 to a task
     that does not subscribe, id 2 right; then id 3 on ``default`` (to a bolt that misuses
     its own direct stream the same way). Keeps what its emits raised."""
@@ -281,14 +285,6 @@ class DirectMisuse(Spout):
             except TopologyError as exc:
                 RAISED.append(exc)
         self.emit([3], tup_id=3)
-
-    def ack(self, tup_id: Any) -> None:
-        with LOCK:
-            ACKED.append(tup_id)
-
-    def fail(self, tup_id: Any) -> None:
-        with LOCK:
-            FAILED.append(tup_id)
 
 
 class DirectRelay(Bolt):
