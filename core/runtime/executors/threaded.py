@@ -42,6 +42,7 @@ from squall.runtime.emit.general import as_values, check_anchors, check_arity, c
 from squall.runtime.executors.base import Executor, Services, _perf
 from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor, not_a_tuple
 from squall.runtime.executors.spout import SpoutExecutor
+from squall.runtime.loop import FENCE_SECS
 from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.runtime.threaded")
@@ -124,6 +125,8 @@ class ComponentThread:
         self.busy = 0
         self.alive = False
         self.thread: threading.Thread | None = None
+        #: when (``time.monotonic``) the thread's current round of its serve loop began
+        self.round_began = 0.0
 
     def start(self) -> None:
         self.alive = True
@@ -152,6 +155,7 @@ class ComponentThread:
 
     def _main(self) -> None:
         osthread.set_name(f"sq-{self.component_id}")
+        self.round_began = time.monotonic()
         try:
             self.serve()
         except BaseException as exc:   # reported as the error of the task that raised it
@@ -175,6 +179,23 @@ class ComponentThread:
     def idle(self, seconds: float) -> None:
         self.wake_thread.wait(seconds)
         self.wake_thread.clear()
+
+    def held_by_pause(self) -> bool:
+        """On the component thread, as each round of its serve loop begins: after a pause of
+        the whole process (:mod:`squall.runtime.pause`: this round began more than the
+        threshold after the previous one, and the process's watcher was late too) make no
+        component call until the fence is lifted or the thread is told to stop, as the loop
+        does; True when it waited. One comparison a round (a round takes up to a batch)."""
+        now = time.monotonic()
+        last, self.round_began = self.round_began, now
+        pauses = self.loop.pauses
+        if now - last <= pauses.threshold or not pauses.paused(now):
+            return False
+        while self.alive and pauses.fenced:
+            self.wake_thread.wait(FENCE_SECS)
+            self.wake_thread.clear()
+        self.round_began = time.monotonic()
+        return True
 
     # -- loop thread -------------------------------------------------------------------------
     def apply(self) -> int:
@@ -466,6 +487,8 @@ class ThreadedBolt(BoltExecutor):
         thread = self.thread
         flow = self.flow
         while thread.alive:
+            if thread.held_by_pause():
+                continue
             done = thread.run_control()
             # a task it emits to is congested, or the loop has not taken what it emitted yet
             if flow.blocks(self.downstream) or len(thread.outbox) >= FEED_AHEAD:
@@ -688,6 +711,8 @@ class ThreadedSpout(SpoutExecutor):
         outbox = thread.outbox
         downstream = self.downstream
         while thread.alive:
+            if thread.held_by_pause():
+                continue
             thread.run_control()
             if (not self.thread_active or flow.blocks(downstream)
                     or len(outbox) >= FEED_AHEAD):

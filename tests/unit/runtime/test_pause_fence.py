@@ -30,6 +30,7 @@ ACKED: set[int] = set()
 FAILED: list[int] = []
 RELEASE = threading.Event()
 ENTERED = threading.Event()
+PROCESSED: list[int] = []
 
 
 def until(cond: Callable[[], bool], secs: float = 10.0) -> None:
@@ -77,6 +78,7 @@ def _fresh() -> Any:
     FAILED.clear()
     RELEASE.clear()
     ENTERED.clear()
+    PROCESSED.clear()
     yield
     RELEASE.set()
 
@@ -89,10 +91,21 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return offset
 
 
-def worker(**conf: Any) -> Worker:
+class ThreadedIds(Ids):
+    dedicated_thread = True
+
+
+class ThreadedSink(Bolt):
+    dedicated_thread = True
+
+    def process(self, tup: Any) -> None:
+        PROCESSED.append(tup.values[0])
+
+
+def worker(spout: type = Ids, bolt: type = Slow, **conf: Any) -> Worker:
     b = TopologyBuilder()
-    b.set_spout("ids", Ids)
-    b.set_bolt("slow", Slow).shuffle_grouping("ids")
+    b.set_spout("ids", spout)
+    b.set_bolt("slow", bolt).shuffle_grouping("ids")
     full_conf = {**config.defaults(), "squall.transport": "local", "squall.state": "memory",
                  "topology.name": "paused", "topology.message.timeout.secs": 600, **conf}
     full = add_system_components(b.create_topology(), full_conf)
@@ -140,6 +153,35 @@ def test_a_paused_process_runs_no_executor_until_its_assignment_is_read_again(
         w.pauses.confirmed(w.pauses.epoch())
         until(lambda: len(ACKED) == TOTAL)
         assert len(CALLS) > calls and not FAILED
+    finally:
+        w.shutdown(2.0)
+
+
+def test_components_on_threads_of_their_own_are_fenced_too(clock: list[float]) -> None:
+    """A spout and a bolt with dedicated_thread make no call after a pause either (they
+    would run on beside their moved instances) until the fence is lifted."""
+    LIMIT[0] = 20
+    w = worker(ThreadedIds, ThreadedSink)
+    w.pauses.arm(2.0, lambda: None)
+    w.start()
+    try:
+        w.activate()
+        until(lambda: len(ACKED) == 20 and len(PROCESSED) == 20)
+        w.pauses.waiting(1.0)
+        clock[0] += 20.0                    # the whole process stops for 20 s
+        resumed = time.monotonic()
+        threads = [ex.thread for ex in w.executors if ex.threaded]
+        assert len(threads) == 2
+        # each thread's next round finds the pause (its round began after it) and waits
+        until(lambda: w.pauses.fenced and all(t.round_began >= resumed for t in threads))
+        LIMIT[0] = TOTAL
+        calls, processed = len(CALLS), len(PROCESSED)
+        for _ in range(20):
+            on_loop(w)
+        assert (len(CALLS), len(PROCESSED)) == (calls, processed)
+        w.pauses.confirmed(w.pauses.epoch())    # the assignment read again: they run on
+        until(lambda: len(ACKED) == TOTAL and len(PROCESSED) == TOTAL)
+        assert not FAILED
     finally:
         w.shutdown(2.0)
 
