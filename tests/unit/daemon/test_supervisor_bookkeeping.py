@@ -112,16 +112,25 @@ def test_worker_problems(supervisor, tmp_path):
         proc.wait()
 
 
+def _stand_in(on_sigterm: str) -> subprocess.Popen:
+    """A process standing in for a worker, in a session of its own, once it is ready:
+    ``on_sigterm`` is the source of its SIGTERM handler (``signal.SIG_IGN``: it ignores it)."""
+    code = (f"import signal, sys, time; signal.signal(signal.SIGTERM, {on_sigterm}); "
+            "print('ready', flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            start_new_session=True)
+    if proc.stdout.readline().strip() != b"ready":      # type: ignore[union-attr]
+        proc.kill()
+        proc.wait()
+        raise AssertionError("the stand-in worker did not start")
+    return proc
+
+
 def test_workers_stopped_together_share_one_grace(tmp_path):
     """A topology killed while its workers are each in a long call: the supervisor waits
     one grace for all of them, not one after another (its sync round is held meanwhile)."""
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
-           "print('ready', flush=True); time.sleep(60)"
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                              start_new_session=True) for _ in range(4)]
+    procs = [_stand_in("signal.SIG_IGN") for _ in range(4)]
     try:
-        for proc in procs:
-            assert proc.stdout.readline().strip() == b"ready"
         recs = [sl.WorkerRecord(f"w{i}", "t-1-1", 6700 + i, [], proc.pid, time.time(), proc)
                 for i, proc in enumerate(procs)]
         began = time.monotonic()
@@ -139,12 +148,8 @@ def test_a_stopped_worker_takes_its_sigterm_at_once(tmp_path):
     """A worker whose process is stopped (SIGSTOP, a frozen host) gets its SIGTERM handled
     now, not SIGKILL after the whole grace."""
     import signal
-    code = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(3)); " \
-           "print('ready', flush=True); time.sleep(60)"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            start_new_session=True)
+    proc = _stand_in("lambda *a: sys.exit(3)")
     try:
-        assert proc.stdout.readline().strip() == b"ready"
         os.kill(proc.pid, signal.SIGSTOP)
         rec = sl.WorkerRecord("w3", "t-1-1", 6700, [], proc.pid, time.time(), proc)
         sl.stop_workers(tmp_path, [rec], grace=30)
@@ -155,12 +160,8 @@ def test_a_stopped_worker_takes_its_sigterm_at_once(tmp_path):
 
 
 def test_kill_worker_escalates_to_sigkill(tmp_path, caplog):
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
-           "print('ready', flush=True); time.sleep(60)"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            start_new_session=True)
+    proc = _stand_in("signal.SIG_IGN")
     try:
-        assert proc.stdout.readline().strip() == b"ready"
         rec = sl.WorkerRecord("w2", "t-1-1", 6700, [], proc.pid, time.time(), proc)
         sl.kill_worker(tmp_path, rec, grace=0.3)
         assert proc.poll() == -9
