@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["MAX_WAIT_SECS", "byte_count", "port_number", "positive_seconds", "seconds",
-           "wait_seconds"]
+from squall.daemon.topology_requests import MAX_WAIT_SECS
 
-#: the longest wait a kill or a rebalance may be given (a day; the UI holds to it too)
-MAX_WAIT_SECS = 86400
+__all__ = ["byte_count", "port_number", "positive_seconds", "seconds", "wait_seconds"]
 
 
 def _number(text: str, what: str) -> float:

@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from squall.api.topology import Topology
-from squall.cli.argtypes import MAX_WAIT_SECS
 from squall.daemon import validate
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import being_killed, killable_topology, live_topology
 from squall.daemon.nimbus_replication import Replication
 from squall.daemon.nimbus_schedule import Scheduling
+from squall.daemon.topology_requests import MAX_WAIT_SECS
 from squall.errors import AlreadyAliveError, ConfigError, TopologyError
 from squall.state.cluster_state import ClusterState, beat_key, parse_beat_key
 

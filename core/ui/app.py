@@ -58,7 +58,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from squall.cli.argtypes import MAX_WAIT_SECS
+from squall.daemon.topology_requests import MAX_WAIT_SECS
 from squall.daemon.nimbus_client import MAX_REBALANCE_COUNT
 from squall.errors import SquallError
 from squall.ui import prometheus, views

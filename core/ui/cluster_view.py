@@ -106,7 +106,7 @@ class ClusterView:
         """Rebalance the topology ``key``; returns its id and what the request will not get,
         and why (``squall rebalance``'s notes: executors above a component's tasks, workers
         above the slots it may use). Raises what nimbus raises."""
-        from squall.cli.cluster import rebalance_caps
+        from squall.daemon.topology_requests import rebalance_caps
         info = self.topology(user, key)
         client = self._clients.for_user(user)
         notes = rebalance_caps(info, client.cluster_info(), workers, dict(executors))

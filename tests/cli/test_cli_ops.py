@@ -15,6 +15,7 @@ import pytest
 
 from squall.cli import cluster
 from squall.cli.main import build_parser
+from squall.daemon.topology_requests import rebalance_caps
 
 SQUALL = [sys.executable, "-m", "squall"]
 WORDCOUNT = str(Path(__file__).resolve().parents[2] / "examples" / "wordcount.py") + ":topology"
@@ -104,19 +105,19 @@ def test_rebalance_caps_are_explained() -> None:
     sup = types.SimpleNamespace
     state = sup(supervisors=[sup(ports=[6700, 6701], used_ports=[6700]),
                              sup(ports=[6700, 6701], used_ports=[6700, 6701])])
-    notes = cluster.rebalance_caps(info, state, 5, {"split": 6, "count": 8})
+    notes = rebalance_caps(info, state, 5, {"split": 6, "count": 8})
     assert notes == [
         "split: 6 executors asked, it gets 4: it has 4 tasks (fixed at submit; raise them "
         "with set_num_tasks)",
         "5 workers asked, at most 3 can run: the cluster has 1 free slot and the topology "
         "holds 2"]
-    assert cluster.rebalance_caps(info, state, 3, {"split": 4}) == []
+    assert rebalance_caps(info, state, 3, {"split": 4}) == []
     # right after another rebalance no executor has reported yet and a worker has not beaten:
     # the tasks come from the graph, the slots held from the assignment (the note was missed)
     moving = {"components": {}, "workers": [{"worker": "s1:6700"}],
               "assigned_workers": [{"worker": "s1:6700"}, {"worker": "s2:6700"}],
               "graph": [{"id": "split", "tasks": 4}, {"id": "count", "tasks": 8}]}
-    assert cluster.rebalance_caps(moving, state, 5, {"split": 6, "count": 8}) == notes
+    assert rebalance_caps(moving, state, 5, {"split": 6, "count": 8}) == notes
 
 
 @pytest.mark.parametrize("text", ["inf", "1e309", "Infinity", "nan"])
