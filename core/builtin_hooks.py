@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall.errors import TopologyError
+from squall.errors import PluginLoadError, TopologyError
 from squall.hookspecs import hookimpl
 
 
@@ -18,3 +18,18 @@ def squall_validate_topology(topology: Any, conf: dict[str, Any]) -> None:
     check_timeouts(topology, conf)      # windowed bolts against the submitted timeout
     from squall.runtime.routing import check_groupings
     check_groupings(topology, conf)
+    from squall.metrics.consumer_bolt import load_consumers
+    load_consumers(conf)            # one whose library is missing: refused here, not per bucket
+    _check_requirements(topology)
+
+
+def _check_requirements(topology: Any) -> None:
+    """PluginLoadError naming the first component whose class lists in ``squall_requires``
+    a module that is not installed (a SparkSpout without pyspark), with the extra to install,
+    instead of its tasks failing to start."""
+    from squall import drivers
+    for cid, spec in sorted(topology.components.items()):
+        missing = drivers.missing_requirement(spec.cls)
+        if missing is not None:
+            raise PluginLoadError(f"component {cid!r} ({spec.ref}) needs the {missing!r} "
+                                  f"module{drivers.install_hint(missing)}")

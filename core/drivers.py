@@ -21,7 +21,8 @@ Map of the module:
 Errors: an unknown name raises :class:`PluginNotFoundError` with the available names and a
 did-you-mean; an entry point whose import fails raises :class:`PluginLoadError` (stevedore's
 ``on_load_failure_callback`` raises it), naming the extra to install when a dependency is
-missing. A broken plugin never looks like a missing one.
+missing; so does a loaded class whose ``squall_requires`` (the libraries it imports lazily)
+names a module that is not installed. A broken plugin never looks like a missing one.
 
 Why squall indexes entry points itself rather than through stevedore's cache: stevedore keeps a
 group's entry points for the life of the process (``ExtensionManager.ENTRY_POINT_CACHE``) and
@@ -40,6 +41,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import importlib.util
 import logging
 from importlib import metadata
 from typing import Any, NoReturn
@@ -52,8 +54,8 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "EXTRAS", "GROUPS", "OWN_DISTRIBUTION", "ROLES", "check", "did_you_mean", "driver",
-    "driver_class", "entries", "entry_point", "load", "load_all", "names", "refresh",
-    "shadowed", "validate_conf",
+    "driver_class", "entries", "entry_point", "install_hint", "load", "load_all",
+    "missing_requirement", "names", "refresh", "shadowed", "validate_conf",
 ]
 
 #: role -> (entry-point group, config key choosing the driver)
@@ -196,12 +198,17 @@ class _Extensions(ExtensionManager[Any]):
         return list(_index(self.namespace).values())
 
 
+def install_hint(module: str) -> str:
+    """``"; install it with: pip install 'squall[EXTRA]'"`` for a missing ``module`` one of
+    squall's extras installs (:data:`EXTRAS`), else ``""``."""
+    extra = EXTRAS.get(module.split(".")[0])
+    return f"; install it with: pip install 'squall[{extra}]'" if extra else ""
+
+
 def _load_error(group: str, name: str, exc: BaseException) -> PluginLoadError:
     """The PluginLoadError for an entry point whose import raised ``exc``."""
     if isinstance(exc, ImportError):
-        missing = (exc.name or "").split(".")[0]
-        extra = EXTRAS.get(missing)
-        how = f"; install it with: pip install 'squall[{extra}]'" if extra else ""
+        how = install_hint(exc.name or "")
         return PluginLoadError(f"{group} {name!r} could not be loaded: {exc}{how}")
     # a broken plugin must not look like a missing one
     return PluginLoadError(f"{group} {name!r} failed to load: {exc!r}")
@@ -214,6 +221,19 @@ def _failed(manager: ExtensionManager[Any], ep: metadata.EntryPoint,
     raise _load_error(manager.namespace, ep.name, exc) from exc
 
 
+def missing_requirement(obj: Any) -> str | None:
+    """The first module of ``obj``'s ``squall_requires`` (the libraries a plugin class
+    imports lazily) that is not installed, or None; found without importing it."""
+    for module in getattr(obj, "squall_requires", ()) or ():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):   # a dotted name whose parent is missing
+            found = False
+        if not found:
+            return str(module)
+    return None
+
+
 @functools.cache
 def _load(group: str, name: str) -> Any:
     check(group, name)
@@ -221,6 +241,10 @@ def _load(group: str, name: str) -> Any:
         manager = _Driver(group, name, invoke_on_load=False, on_load_failure_callback=_failed)
     except AssertionError as exc:   # stevedore re-raises these instead of calling _failed
         raise _load_error(group, name, exc) from exc
+    missing = missing_requirement(manager.driver)
+    if missing is not None:     # as if its import had failed: refused when it is chosen
+        absent = ModuleNotFoundError(f"No module named {missing!r}", name=missing)
+        raise _load_error(group, name, absent) from absent
     return manager.driver
 
 
@@ -229,7 +253,7 @@ def load(group: str, name: str) -> Any:
     importing it on the first call only.
 
     Raises PluginNotFoundError (no such name in ``group``) or PluginLoadError (its import
-    failed).
+    failed, or a module its ``squall_requires`` lists is not installed).
     """
     return _load(group, name)
 

@@ -314,7 +314,8 @@ class FieldsGrouping(SingleTargetGrouping):
     """The same selected field values always reach the same task.
 
     Built from its entry point, it learns its fields in :meth:`configure`; built directly, from
-    its arguments (the selected fields, and the stream's fields they are found in). With one
+    its arguments: the selected fields, found in :meth:`configure` among the subscribed
+    stream's fields (or, given, in ``source_fields``, for use without a topology). With one
     field it declares that field's index as ``key_index`` (a subclass whose choice depends on
     more than that value must set ``key_index`` back to None). The types the topology
     registers with ``topology.serializer.register`` (read from the conf :meth:`configure`
@@ -325,23 +326,32 @@ class FieldsGrouping(SingleTargetGrouping):
     _conf: Mapping[str, Any] = {}
 
     def __init__(self, fields: Sequence[str] = (), source_fields: Sequence[str] = ()) -> None:
-        self._select(fields, source_fields)
+        self.fields = tuple(fields)
+        self.indexes: tuple[int, ...] = ()
+        self.key_index: int | None = None
+        if source_fields:
+            self._find(self.fields, source_fields)
 
     def configure(self, declaration: GroupingDeclaration) -> None:
         """The declared fields, found in the stream's fields (without declared fields, as for
-        an instance given to ``custom_grouping``, those given to the constructor stay);
+        an instance given to ``custom_grouping``, those given to the constructor);
         TopologyError if there are none or one is not a field of the stream."""
         self._conf = declaration.conf
-        if not declaration.fields:
-            if self.fields:
-                return
+        fields = declaration.fields or self.fields
+        if not fields:
             raise TopologyError(f"{type(self).__name__} needs at least one field: declare it "
                                 "with fields_grouping or partial_key_grouping")
-        missing = [f for f in declaration.fields if f not in declaration.source_fields]
+        if declaration.source_fields or not self.indexes:
+            self._find(fields, declaration.source_fields)
+
+    def _find(self, fields: Sequence[str], source_fields: Sequence[str]) -> None:
+        """:meth:`_select` ``fields`` in ``source_fields``: TopologyError naming the ones
+        that are not among them."""
+        missing = [f for f in fields if f not in source_fields]
         if missing:
             raise TopologyError(f"{type(self).__name__} on fields {missing}, which the stream "
-                                f"does not have (its fields: {list(declaration.source_fields)})")
-        self._select(declaration.fields, declaration.source_fields)
+                                f"does not have (its fields: {list(source_fields)})")
+        self._select(fields, source_fields)
 
     def _select(self, fields: Sequence[str], source_fields: Sequence[str]) -> None:
         self.fields = tuple(fields)

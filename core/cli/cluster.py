@@ -22,21 +22,24 @@ log = logging.getLogger(__name__)
 
 #: what every cluster command needs (the ``cluster`` extra): ZooKeeper and the nimbus API
 CLUSTER_MODULES = ("kazoo", "grpc")
+#: what ``squall ui`` needs besides (the ``cluster`` extra too): its web server
+UI_MODULES = (*CLUSTER_MODULES, "starlette", "uvicorn")
 
 
-def require_cluster_extra() -> None:
-    """Raise ModuleNotFoundError naming the first missing module of the ``cluster`` extra
-    (before a command does anything, so a failing command leaves nothing behind)."""
+def require_cluster_extra(modules: tuple[str, ...] = CLUSTER_MODULES) -> None:
+    """Raise ModuleNotFoundError naming the first of ``modules`` (of the ``cluster`` extra)
+    that is missing (before a command does anything, so a failing command leaves nothing
+    behind)."""
     import importlib.util
-    for module in CLUSTER_MODULES:
+    for module in modules:
         if importlib.util.find_spec(module) is None:
             raise ModuleNotFoundError(f"No module named {module!r}", name=module)
 
 
-def cluster_command(func: Any) -> Any:
-    """``func`` preceded by :func:`require_cluster_extra`."""
+def cluster_command(func: Any, modules: tuple[str, ...] = CLUSTER_MODULES) -> Any:
+    """``func`` preceded by :func:`require_cluster_extra` of ``modules``."""
     def run(args: argparse.Namespace, conf: dict[str, Any]) -> int:
-        require_cluster_extra()
+        require_cluster_extra(modules)
         return int(func(args, conf))
     run.__doc__ = func.__doc__
     return run
@@ -54,7 +57,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("ui", help="serve a web page and a JSON API about the cluster")
     p.add_argument("--host", default=None, help="address to bind (default: ui.host)")
     p.add_argument("--port", type=port_number, default=None, help="port (default: ui.port)")
-    p.set_defaults(func=cluster_command(cmd_ui))
+    p.set_defaults(func=cluster_command(cmd_ui, UI_MODULES))
 
     p = subparsers.add_parser("drpc", help="run a DRPC server (gRPC drpc.port, HTTP "
                               "drpc.http.port)")

@@ -7,19 +7,20 @@ importing them).
 """
 from __future__ import annotations
 
-import importlib.util
-
 from squall import drivers
 
-#: the extra of the cluster daemons and commands (kazoo, grpc, zmq)
-CLUSTER_MODULES = {"kazoo": "cluster", "grpc": "cluster", "google": "cluster",
-                   "zmq": "cluster"}
+#: top-level module a command needs -> the extra that installs it (pyproject.toml): the
+#: cluster daemons' and commands' (kazoo, grpc, zmq; starlette and uvicorn for ``squall ui``)
+#: and the TLS certificates' (cryptography); the plugins' are ``drivers.EXTRAS``
+COMMAND_EXTRAS = {"kazoo": "cluster", "grpc": "cluster", "google": "cluster",
+                  "zmq": "cluster", "starlette": "cluster", "uvicorn": "cluster",
+                  "cryptography": "security"}
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str | None:
     """The extra that installs the module ``exc`` names (None: not one of squall's)."""
     top = (exc.name or "").split(".")[0]
-    return CLUSTER_MODULES.get(top) or drivers.EXTRAS.get(top)
+    return COMMAND_EXTRAS.get(top) or drivers.EXTRAS.get(top)
 
 
 def unavailable_reason(group: str, name: str) -> str | None:
@@ -34,10 +35,8 @@ def unavailable_reason(group: str, name: str) -> str | None:
         return _needs(exc.name or "")
     except Exception as exc:  # a broken plugin: say so, the listing goes on
         return f"fails to load: {exc!r}"
-    for module in getattr(obj, "squall_requires", ()) or ():
-        if importlib.util.find_spec(module) is None:
-            return _needs(module)
-    return None
+    missing = drivers.missing_requirement(obj)
+    return None if missing is None else _needs(missing)
 
 
 def _needs(module: str) -> str:

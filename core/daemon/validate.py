@@ -3,8 +3,9 @@
 ``python -m squall.daemon.validate DIR`` loads ``DIR``'s conf, topology and code the way a worker
 will (code dir on ``sys.path``, every component class imported, the serializer built with its
 ``topology.serializer.register`` types), refuses a transport that works in one process only
-(:func:`check_transport`), checks each class is a
-component of the right kind, checks each component's resources (``set_resources`` values and
+(:func:`check_transport`), imports a stateful topology's state provider
+(:func:`check_state_provider`), checks each class is a component of the right kind, checks
+each component's resources (``set_resources`` values and
 the ``topology.component.*`` defaults), runs the ``squall_validate_topology`` hooks, and exits 0. On a
 problem it prints one line ``squall-validate: <message>`` on stderr and exits 1. A user's bad code
 (missing module, syntax error, a module raising at import) can therefore never affect nimbus.
@@ -49,6 +50,7 @@ def check(directory: str) -> None:
 
     conf, topology = load_topology(directory)
     check_transport(conf)
+    check_state_provider(conf, topology)
     check_resources(conf, topology)
     for cid, spec in sorted(topology.components.items()):
         if spec.kind == "acker" or cid.startswith("__"):
@@ -85,6 +87,18 @@ def check_transport(conf: Any) -> None:
         f"cluster runs each worker in a process of its own, so nothing would be processed: "
         f"choose a transport between processes ({config.defaults()['squall.transport']!r} "
         f"is the default), or run the topology with LocalCluster (squall local)")
+
+
+def check_state_provider(conf: Any, topology: Any) -> None:
+    """Import the class of the state provider ``conf`` chooses (``topology.state.provider``)
+    when the topology has stateful bolts, as its workers will, without connecting to it:
+    PluginLoadError naming the extra to install when its library is missing (``redis``
+    without ``squall[redis]``), instead of a topology shown ``active`` whose workers fail to
+    start. A conf choosing none runs on each supervisor's, not checked here."""
+    from squall import drivers
+    from squall.stateful.checkpoint import CHECKPOINT
+    if CHECKPOINT in topology.components and conf.get("topology.state.provider") is not None:
+        drivers.driver_class("state_provider", conf)
 
 
 def check_state_store(conf: Any, daemon: str) -> None:

@@ -44,7 +44,7 @@ from squall.spi.metrics import DataPoint, MetricsConsumer, TaskInfo
 __all__ = [
     "CONSUMER_KEY", "DEFAULT_RETAIN", "ENTRY_KEYS", "METRICS_COMPONENT_PREFIX", "METRICS_FIELDS",
     "METRICS_STREAM", "RETAIN_KEY", "MetricsConsumerBolt", "check_entry", "check_registrations",
-    "consumer_components", "decode_metrics", "metrics_values",
+    "consumer_components", "decode_metrics", "load_consumers", "metrics_values",
 ]
 
 log = logging.getLogger(__name__)
@@ -117,6 +117,16 @@ def check_registrations(conf: Mapping[str, Any]) -> None:
         raise ConfigError(f"{REGISTER_KEY} must be a list of entries, got {entries!r}")
     for entry in entries:
         check_entry(entry)
+
+
+def load_consumers(conf: Mapping[str, Any]) -> None:
+    """Import the class of every registered consumer, as its tasks will: PluginLoadError
+    naming the first whose import fails or whose ``squall_requires`` lists a module that is
+    not installed (with the extra to install). Called at submit (a
+    ``squall_validate_topology`` hook), so such a topology is refused there instead of its
+    consumer tasks failing on every bucket."""
+    for entry in conf.get(REGISTER_KEY) or []:
+        drivers.load("squall.metrics_consumers", check_entry(entry)["class"])
 
 
 def consumer_components(conf: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], int]]:

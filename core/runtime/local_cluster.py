@@ -27,7 +27,11 @@ from typing import Any
 
 from squall import drivers
 from squall.api.topology import Topology, check_topology_name
-from squall.errors import AlreadyAliveError, ConfigError, NotAliveError, TopologyError
+from squall.config import OVERRIDES_KEY
+from squall.errors import (
+    AlreadyAliveError, ConfigError, NotAliveError, PluginLoadError, PluginNotFoundError,
+    TopologyError,
+)
 from squall.runtime import gc_tuning
 from squall.runtime.errors import death_reason, raised_in, task_in
 from squall.runtime.memory_stores import MemoryStores
@@ -70,8 +74,10 @@ def _kept_locally(key: str, value: Any) -> bool:
     ``LocalCluster(conf)``) or the topology's, instead of its local default: an in-process
     transport is kept (a third party's, chosen in YAML); one between processes, a
     cluster's choice in a shared config file, gives way to ``local``, said in the log (the
-    shipped default, which every conf holds, quietly). The
-    submit conf and ``-c`` choose as they are (and are refused if unusable here)."""
+    shipped default, which every conf holds, quietly), and so does one that cannot be
+    loaded here (a cluster's transport whose extra this install lacks), said with why. The
+    submit conf and ``-c`` choose as they are (and are refused if unusable here): the
+    caller does not ask this of them."""
     if key != "squall.transport" or value in (None, LOCAL_DEFAULTS[key]):
         return False
     from squall import config
@@ -80,8 +86,13 @@ def _kept_locally(key: str, value: Any) -> bool:
     try:
         if drivers.driver_class("transport", {key: value}).in_process:
             return True
-    except Exception:       # an unknown name: refused by validate with its did-you-mean
+    except PluginNotFoundError:     # an unknown name: refused by validate with its did-you-mean
         return True
+    except PluginLoadError as exc:
+        # not usable here, so not this process's transport: never kept, never swallowed
+        log.info("squall.transport %r of the configuration cannot be used here (%s): this "
+                 "LocalCluster uses %r", value, exc, LOCAL_DEFAULTS[key])
+        return False
     log.info("squall.transport %r of the configuration is for clusters: this LocalCluster "
              "uses %r", value, LOCAL_DEFAULTS[key])
     return False
@@ -220,10 +231,12 @@ class LocalCluster:
             if name in self._topologies:
                 raise AlreadyAliveError(f"topology {name!r} is already running")
             merged = {**self.conf, **topology.conf, **(conf or {}), "topology.name": name}
+            overrides = merged.get(OVERRIDES_KEY) or {}
             for key, value in LOCAL_DEFAULTS.items():
-                if key not in (conf or {}) and not _kept_locally(key, merged.get(key)):
+                chosen = key in (conf or {}) or key in overrides   # as they are, see below
+                if not chosen and not _kept_locally(key, merged.get(key)):
                     merged[key] = value
-            merged.update(merged.get("squall.cli.overrides") or {})   # -c beats topology conf
+            merged.update(overrides)   # -c beats topology conf
             from squall import config
             config.validate(merged)
             _check_transport(merged)

@@ -78,7 +78,8 @@ def flatten(name: str, value: Any) -> Iterator[tuple[str, float]]:
 class SparkMetricsConsumer(MetricsConsumer):
     """Appends data points to a date-partitioned Parquet dataset (see the module docstring).
 
-    Needs pyarrow (imported when it first writes; ``squall plugins`` checks ``squall_requires``).
+    Needs pyarrow, imported when it first writes; ``squall_requires`` names it, so without it
+    the consumer is refused when loaded (at submit), naming ``squall[spark]``.
 
     ``prepare``, ``handle`` and ``cleanup`` run on the consumer task's executor thread; a
     write blocks on the local disk (or the mounted file system holding DIR). ``prepare``

@@ -102,6 +102,10 @@ class SparkSpout(Spout):
     so ``next_tuple`` only emits what is ready and never waits for Spark.
     """
 
+    #: imported when it starts reading; without them a topology using it is refused at
+    #: submit, naming ``squall[spark]``
+    squall_requires = ("pyspark", "pyarrow")
+
     @classmethod
     def declare_outputs(cls, config: Mapping[str, Any]) -> list[str | Stream]:
         spec = parse_source(config)

@@ -89,6 +89,30 @@ def test_cluster_commands_without_the_cluster_extra_name_it(command: list[str],
     assert list(tmp_path.iterdir()) == []          # no ./squall-local/ (or anything) made
 
 
+@pytest.mark.parametrize("module", ["starlette", "uvicorn"])
+def test_ui_without_its_web_server_names_the_extra(module: str, tmp_path: Path) -> None:
+    # squall[zookeeper,grpc] has kazoo and grpc but not the UI's web server: one line, not a
+    # traceback from inside the started daemon
+    code = WITHOUT_CLUSTER.replace("('grpc', 'kazoo', 'zmq', 'google')", f"({module!r},)")
+    done = run("ui", "--port", "0", cwd=tmp_path, code=code)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"squall: error: `squall ui` needs the 'cluster' extra (missing module {module!r}); "
+        "install it with: pip install 'squall[cluster]'"]
+    assert list(tmp_path.iterdir()) == []          # nothing started, no log written
+
+
+@pytest.mark.parametrize(("module", "extra"), [
+    ("starlette.routing", "cluster"), ("uvicorn", "cluster"), ("kazoo", "cluster"),
+    ("cryptography.x509", "security"), ("pynng", "nng"), ("pyarrow", "spark"),
+    ("numpy", None)])
+def test_a_missing_module_names_the_extra_that_installs_it(module: str,
+                                                           extra: str | None) -> None:
+    from squall.cli.plugins import missing_extra
+    assert missing_extra(ModuleNotFoundError(f"No module named {module!r}",
+                                             name=module)) == extra
+
+
 def test_plugins_marks_what_cannot_load(tmp_path: Path) -> None:
     done = run("plugins", code=WITHOUT_CLUSTER)
     assert done.returncode == 0, done.stderr

@@ -89,10 +89,13 @@ def plugins(tmp_path: Path):
         "fake_needs_nng": "import pynng_is_missing\n",
         "fake_needs_extra": ("raise ModuleNotFoundError(\"No module named 'pynng'\", "
                              "name='pynng')\n"),
+        # imports its library lazily, and says so
+        "fake_lazy": "class Lazy:\n    squall_requires = ('json', 'lazy_lib_is_missing')\n",
     }
     eps = {GROUP: {"good": "fake_good:Good", "broken": "fake_broken:X",
                    "asserting": "fake_asserting:X", "bare": "fake_needs_nng:X",
-                   "extra": "fake_needs_extra:X", "noattr": "fake_good:Missing"}}
+                   "extra": "fake_needs_extra:X", "noattr": "fake_good:Missing",
+                   "lazy": "fake_lazy:Lazy"}}
     with fake_distribution(tmp_path / "site", "squall-fake-plugins", eps, modules):
         yield
 
@@ -115,6 +118,7 @@ def test_a_plugin_installed_at_run_time_is_found_after_refresh_and_loads():
     ("noattr", "'noattr' failed to load: AttributeError"),
     ("bare", "'bare' could not be loaded: No module named 'pynng_is_missing'$"),
     ("extra", r"'extra' could not be loaded: .*; install it with: pip install 'squall\[nng\]'"),
+    ("lazy", "'lazy' could not be loaded: No module named 'lazy_lib_is_missing'$"),
 ])
 def test_a_broken_plugin_is_a_load_error_never_a_missing_one(name, match):
     drivers.check(GROUP, name)                         # it exists
@@ -122,6 +126,21 @@ def test_a_broken_plugin_is_a_load_error_never_a_missing_one(name, match):
         drivers.load(GROUP, name)
     assert not isinstance(info.value, PluginNotFoundError)
     assert info.value.__cause__ is not None            # the original error is kept
+
+
+def test_a_plugin_whose_lazily_imported_library_is_missing_names_its_extra(
+        monkeypatch: pytest.MonkeyPatch):
+    # the spark metrics consumer imports pyarrow when it first writes: it was loaded without
+    # the extra, then failed on every metrics batch
+    monkeypatch.setitem(sys.modules, "pyarrow", None)        # an install without squall[spark]
+    drivers.refresh()
+    try:
+        with pytest.raises(PluginLoadError, match=(
+                r"^squall.metrics_consumers 'spark' could not be loaded: No module named "
+                r"'pyarrow'; install it with: pip install 'squall\[spark\]'$")):
+            drivers.load("squall.metrics_consumers", "spark")
+    finally:
+        drivers.refresh()
 
 
 def test_refresh_forgets_entry_points_of_a_directory_already_on_sys_path(tmp_path: Path):

@@ -2,7 +2,9 @@
 
 Use it by subclassing in a pytest module and overriding the ``grouping_factory`` fixture::
 
-    from squall.testing.contracts.grouping import GroupingContract
+    from squall.testing.contracts.grouping import (
+        DeterministicGrouping, GroupingContract, SpreadingGrouping,
+    )
 
     class TestMyGrouping(DeterministicGrouping, SpreadingGrouping, GroupingContract):
         @pytest.fixture

@@ -119,6 +119,35 @@ def test_a_fields_grouping_instance_keeps_its_own_fields_under_custom_grouping()
     assert (grouping.indexes, grouping.key_index) == ((1,), 1)
 
 
+def test_a_fields_grouping_given_only_its_fields_finds_them_in_the_stream() -> None:
+    # FieldsGrouping(["word"]) raised a bare "ValueError: 'word' is not in list"
+    inp = Input("src", "default", "custom", custom=g.FieldsGrouping(["n"]))
+    grouping = make_grouping(inp, SOURCE_FIELDS)
+    assert isinstance(grouping, g.FieldsGrouping)
+    assert (grouping.fields, grouping.indexes, grouping.key_index) == (("n",), (1,), 1)
+    partial = make_grouping(Input("src", "default", "custom",
+                                  custom=g.PartialKeyGrouping(["flag", "word"])), SOURCE_FIELDS)
+    assert isinstance(partial, g.PartialKeyGrouping)
+    assert (partial.indexes, partial.key_index) == ((2, 0), None)
+    # and they agree with the entry point's, built from a declaration
+    built = make_grouping(Input("src", "default", "fields", ("n",)), SOURCE_FIELDS)
+    assert isinstance(built, g.FieldsGrouping)
+    for one in (grouping, built):
+        one.prepare(None, ("src", "default"), [7, 3, 5])
+    rows = [[f"w{i}", i, False] for i in range(50)]
+    assert grouping.choose_many(rows) == built.choose_many(rows)
+
+
+def test_a_fields_grouping_on_fields_the_stream_lacks_names_them() -> None:
+    with pytest.raises(TopologyError, match=r"on fields \['x'\], which the stream does not "
+                                            r"have \(its fields: \['a'\]\)"):
+        g.FieldsGrouping(["x"], ["a"])
+    with pytest.raises(TopologyError, match=r"^FieldsGrouping on fields \['nope'\], which "
+                                            r"the stream does not have \(its fields: "):
+        make_grouping(Input("src", "default", "custom", custom=g.FieldsGrouping(["nope"])),
+                      SOURCE_FIELDS)
+
+
 def test_fields_on_a_field_the_stream_lacks_is_a_topology_error() -> None:
     grouping = g.FieldsGrouping()
     with pytest.raises(TopologyError, match="'nope'"):

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import ClassVar
 
 import pytest
-from squall import DataPoint, MetricsConsumer, TaskInfo, config, drivers
+from squall import (
+    DataPoint, LocalCluster, MetricsConsumer, Spout, TaskInfo, TopologyBuilder, config, drivers,
+)
 from squall.api.context import TopologyContext
 from squall.api.tuple import Source, Tuple
-from squall.errors import ConfigError, PluginNotFoundError
+from squall.errors import ConfigError, PluginLoadError, PluginNotFoundError
 from squall.metrics.consumer_bolt import (
     CONSUMER_KEY,
     METRICS_FIELDS,
@@ -19,6 +22,7 @@ from squall.metrics.consumer_bolt import (
     metrics_values,
 )
 from squall.metrics.consumers import LoggingMetricsConsumer
+from squall.plugin_manager import validate_topology
 
 INFO = TaskInfo(topology="wc-1-1", component="split", task=6, worker_host="node1",
                 worker_port=6703, timestamp=1732262400.5, interval_secs=60.0)
@@ -267,3 +271,33 @@ def test_bolt_with_an_unknown_consumer_names_the_available_ones():
 def test_bolt_without_its_conf_key_is_a_config_error():
     with pytest.raises(ConfigError, match=CONSUMER_KEY):
         MetricsConsumerBolt().initialize({}, context())
+
+
+class _Idle(Spout):
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+def test_a_consumer_whose_library_is_missing_is_refused_at_submit(
+        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    # the spark consumer without squall[spark] was accepted, then failed on every bucket and
+    # wrote nothing
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    drivers.refresh()
+    b = TopologyBuilder()
+    b.set_spout("s", _Idle)
+    conf = {"topology.metrics.consumer.register": [
+        {"class": "spark", "argument": {"path": str(tmp_path / "m")}}]}
+    refused = (r"^squall.metrics_consumers 'spark' could not be loaded: No module named "
+               r"'pyarrow'; install it with: pip install 'squall\[spark\]'$")
+    try:
+        with pytest.raises(PluginLoadError, match=refused):
+            validate_topology(b.create_topology(), conf)     # as nimbus checks a submit
+        with LocalCluster() as cluster:
+            with pytest.raises(PluginLoadError, match=refused):
+                cluster.submit_topology("t", conf, b.create_topology())
+            assert cluster.topologies() == []
+    finally:
+        drivers.refresh()

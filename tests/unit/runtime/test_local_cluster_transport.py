@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from squall import ConfigError, LocalCluster, Spout, TopologyBuilder
+from squall import ConfigError, LocalCluster, Spout, TopologyBuilder, config, drivers
 from squall.runtime.local_cluster import warn_ignored_keys
 from squall.testing import wait_until
 
@@ -81,6 +81,47 @@ def test_a_cluster_transport_of_a_shared_config_gives_way_to_local(
         wait_until(lambda: len(ACKED) >= 10, timeout=20)
     assert "squall.transport 'nng' of the configuration is for clusters: this LocalCluster " \
            "uses 'local'" in caplog.text
+
+
+@pytest.fixture
+def without_pynng(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """This process as an install without squall[nng]: importing pynng fails."""
+    import squall.plugins.transport_nng as package
+    for name in [n for n in sys.modules if n.startswith(f"{package.__name__}.")
+                 and n != f"{package.__name__}.hooks"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delattr(package, "NngTransport", raising=False)
+    monkeypatch.setitem(sys.modules, "pynng", None)
+    drivers.refresh()
+    yield
+    drivers.refresh()
+
+
+def test_a_shared_configs_transport_whose_extra_is_missing_gives_way_too(
+        without_pynng: None, caplog: pytest.LogCaptureFixture) -> None:
+    # it was refused: "squall.transports 'nng' could not be loaded ...", though never used
+    ACKED.clear()
+    with caplog.at_level("INFO", logger="squall.runtime.local_cluster"), \
+            LocalCluster({"squall.transport": "nng"}) as cluster:
+        cluster.submit_topology("t", {"topology.workers": 2}, _topology())
+        wait_until(lambda: len(ACKED) >= 10, timeout=20)
+    said = [r.getMessage() for r in caplog.records if "squall.transport" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(
+        "squall.transport 'nng' of the configuration cannot be used here (squall.transports "
+        "'nng' could not be loaded: ") and said[0].endswith(
+        "; install it with: pip install 'squall[nng]'): this LocalCluster uses 'local'")
+
+
+def test_a_transport_chosen_with_dash_c_is_refused_in_one_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # `squall local -c squall.transport=nng` said the LocalCluster used 'local', then refused
+    conf = config.load_config(None, ["squall.transport=nng"], env={}, home=tmp_path)
+    with caplog.at_level("INFO", logger="squall.runtime.local_cluster"), \
+            LocalCluster(conf) as cluster, \
+            pytest.raises(ConfigError, match="needs an in-process transport .*'nng' is for "
+                                             "clusters"):
+        cluster.submit_topology("t", {}, _topology())
+    assert not [r for r in caplog.records if "this LocalCluster uses" in r.getMessage()]
 
 
 def test_the_submit_conf_chooses_as_it_is() -> None:

@@ -66,3 +66,31 @@ def test_importing_the_plugin_and_its_hooks_does_not_import_pyspark() -> None:
             "'pandas', 'py4j')]\n"
             "assert not heavy, heavy\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("module", ["pyspark", "pyarrow"])
+def test_a_spark_spout_without_the_spark_extra_is_refused_at_submit(
+        module: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # nimbus accepted it: the topology showed active while its workers failed to start
+    from squall import Bolt, LocalCluster, PluginLoadError, TopologyBuilder
+    from squall.plugin_manager import validate_topology
+
+    class Sink(Bolt):
+        def process(self, tup: object) -> None:
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("rows", SparkSpout, config={
+        "spark.source.format": "parquet", "spark.source.path": str(tmp_path),
+        "spark.source.columns": ["sentence"]})
+    b.set_bolt("sink", Sink).shuffle_grouping("rows")
+    topology = b.create_topology()
+    monkeypatch.setitem(sys.modules, module, None)        # an install without squall[spark]
+    refused = (rf"^component 'rows' \(squall.plugins.spark.spout:SparkSpout\) needs the "
+               rf"'{module}' module; install it with: pip install 'squall\[spark\]'$")
+    with pytest.raises(PluginLoadError, match=refused):
+        validate_topology(topology, {})                  # as nimbus checks a submit
+    with LocalCluster() as cluster:
+        with pytest.raises(PluginLoadError, match=refused):
+            cluster.submit_topology("t", {}, topology)
+        assert cluster.topologies() == []
