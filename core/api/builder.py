@@ -22,7 +22,7 @@ from typing import Any
 from squall import drivers
 from squall.api.component import Bolt, Spout
 from squall.api.topology import ComponentSpec, Input, Topology, class_ref, grouping_state
-from squall.api.tuple import Stream
+from squall.api.tuple import MAX_ID_CHARS, Stream
 from squall.errors import ConfigError, PluginNotFoundError, TopologyError
 from squall.scheduling.resources import check_request
 from squall.spi.grouping import Grouping
@@ -103,7 +103,12 @@ class BoltDeclarer(_Declarer):
             fields = [fields]
         if stream is None:      # the default stream, as emit(stream=None) and streamparse say
             stream = "default"
-        self._spec.inputs.append(Input(str(component), str(stream), grouping,
+        if not isinstance(stream, str):
+            raise TopologyError(f"bolt {self._spec.id!r}: {grouping} grouping on "
+                                f"{component!r}: a stream name is a str (None or left out "
+                                f"for the default stream), not {type(stream).__name__} "
+                                f"{stream!r}")
+        self._spec.inputs.append(Input(str(component), stream, grouping,
                                        tuple(fields), custom))
         return self
 
@@ -158,6 +163,9 @@ class TopologyBuilder:
                  config: dict[str, Any] | None) -> ComponentSpec:
         if not isinstance(id, str) or not id:
             raise TopologyError(f"component id must be a non-empty string, got {id!r}")
+        if len(id) > MAX_ID_CHARS:
+            raise TopologyError(f"component id {id[:40]!r}... has {len(id)} characters, more "
+                                f"than the {MAX_ID_CHARS} a component id may have")
         if id.startswith("__"):
             raise TopologyError(f"component id {id!r}: ids starting with '__' are reserved")
         problem = node_name_problem(id)

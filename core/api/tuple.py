@@ -10,24 +10,45 @@ from squall.errors import TopologyError
 
 TICK_STREAM = "__tick"
 SYSTEM_COMPONENT = "__system"
+#: the longest component or stream id: ids name cluster state nodes and travel in every
+#: heartbeat and error record, which ZooKeeper's request limit (about 1 MiB) must hold
+MAX_ID_CHARS = 1024
 _rand64 = random.Random(random.SystemRandom().getrandbits(64)).getrandbits
 
 
 class Stream:
     """A declared output stream: ``Stream(["word"])``, ``Stream(["a", "b"], name="x", direct=True)``.
 
-    TopologyError for an empty name (no emit or subscription could name it)."""
+    ``name=None`` is the default stream, as in ``emit(stream=None)``. TopologyError for a
+    name that is not a str, empty (no emit or subscription could name it) or longer than
+    :data:`MAX_ID_CHARS`, and for a field name that is not a str."""
 
     __slots__ = ("direct", "fields", "name")
 
-    def __init__(self, fields: Sequence[str], name: str = "default", direct: bool = False) -> None:
+    def __init__(self, fields: Sequence[str], name: str | None = "default",
+                 direct: bool = False) -> None:
         if isinstance(fields, str):
             fields = [fields]
+        fields = list(fields)
+        for f in fields:
+            if not isinstance(f, str):
+                raise TopologyError(f"Stream({fields!r}): field names are str, got "
+                                    f"{type(f).__name__} {f!r}")
         self.fields = tuple(str(f) for f in fields)
-        self.name = str(name)
-        if not self.name:
-            raise TopologyError(f"Stream({list(self.fields)!r}): the stream name is empty; "
+        if name is None:
+            name = "default"
+        if not isinstance(name, str):
+            raise TopologyError(f"Stream({fields!r}, name={name!r}): a stream name is a str "
+                                f"(None or left out for the default stream), not "
+                                f"{type(name).__name__}")
+        if not name:
+            raise TopologyError(f"Stream({fields!r}): the stream name is empty; "
                                 "leave it out for the default stream")
+        if len(name) > MAX_ID_CHARS:
+            raise TopologyError(f"Stream({fields!r}): the stream name {name[:40]!r}... has "
+                                f"{len(name)} characters, more than the {MAX_ID_CHARS} a "
+                                "stream name may have")
+        self.name = str(name)
         self.direct = bool(direct)
 
     def __repr__(self) -> str:

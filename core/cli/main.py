@@ -212,8 +212,23 @@ _LONG_RUNNING = frozenset({"nimbus", "supervisor", "ui", "drpc", "dev-zookeeper"
                            "demo"})
 
 
+def _escape_unencodable() -> None:
+    """Have stdout and stderr write what their encoding cannot hold as backslash escapes
+    (``\\xe9``): a component id or a log line outside an ASCII terminal's encoding
+    (``LC_ALL=C``, ``PYTHONIOENCODING=ascii``) is printed, not a traceback in the middle of
+    a command that may have acted already."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure) and getattr(stream, "errors", None) == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (OSError, ValueError):      # a stream that cannot change it: left as it is
+                pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _escape_unencodable()
     # gRPC's C core logs a failed TLS handshake itself, at INFO, before squall can say it in
     # one line; keep its own lines to errors unless the user asked for more
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")

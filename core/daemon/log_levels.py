@@ -25,8 +25,11 @@ ROOT = "ROOT"
 
 def parse_assignment(item: str) -> tuple[str, str]:
     """``"squall.worker=DEBUG"`` -> ``("squall.worker", "DEBUG")``; ConfigError naming the
-    item when it is malformed or the level unknown (``WARN`` is accepted for WARNING)."""
-    name, sep, level = item.partition("=")
+    item when it is malformed or the level unknown (``WARN`` is accepted for WARNING).
+
+    The logger is what comes before the last ``=``, as it is: a component id with ``=`` or
+    with spaces at either end is named too (``squall.component.a=b=DEBUG``)."""
+    name, sep, level = item.rpartition("=")
     level = level.strip().upper()
     level = "WARNING" if level == "WARN" else level
     if not sep or not name.strip():
@@ -35,7 +38,7 @@ def parse_assignment(item: str) -> tuple[str, str]:
     if level not in LEVELS and level != RESET:
         raise ConfigError(f"bad log level {item!r}: the level must be one of "
                           f"{', '.join(LEVELS)} or {RESET}")
-    return name.strip(), level
+    return name, level
 
 
 def check_worker_level(conf: Mapping[str, Any]) -> None:

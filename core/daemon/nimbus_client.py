@@ -80,11 +80,12 @@ MAX_REBALANCE_COUNT = 2**31 - 1
 def parse_executors(items: list[str]) -> dict[str, int]:
     """The ``executors`` of a rebalance request from ``COMPONENT=N`` items (the CLI's
     ``--executors``, the UI's ``executors=`` query): ``["split=4", "count=2"]`` ->
-    ``{"split": 4, "count": 2}``. Raises ConfigError naming a malformed item or an N below 1
-    or above :data:`MAX_REBALANCE_COUNT`."""
+    ``{"split": 4, "count": 2}``; the component is what comes before the last ``=``, so an id
+    with ``=`` is named too (``a=b=2``). Raises ConfigError naming a malformed item or an N
+    below 1 or above :data:`MAX_REBALANCE_COUNT`."""
     out: dict[str, int] = {}
     for item in items:
-        comp, sep, value = item.partition("=")
+        comp, sep, value = item.rpartition("=")
         try:
             n = int(value)
         except ValueError:

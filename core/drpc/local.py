@@ -20,6 +20,7 @@ from collections import deque
 from types import TracebackType
 from typing import Any
 
+from squall.drpc.names import RULE, function_problem, shown
 from squall.errors import DRPCError
 
 _REGISTRY: dict[str, LocalDRPC] = {}
@@ -71,10 +72,15 @@ class LocalDRPC:
             return sorted(self._queues)
 
     def execute(self, function: str, args: str) -> str:
-        """The result of ``function`` applied to ``args``: the JSON of its result rows."""
+        """The result of ``function`` applied to ``args``: the JSON of its result rows.
+        DRPCError at once for a function name a cluster's DRPC server refuses
+        (:mod:`squall.drpc.names`)."""
         if not isinstance(function, str) or not isinstance(args, str):
             raise DRPCError(f"execute takes a function name and an args string, got "
                             f"{function!r}, {args!r}")
+        problem = function_problem(function)
+        if problem is not None:     # what a cluster's DRPC server refuses
+            raise DRPCError(f"bad DRPC function name {shown(function)}: it {problem}; {RULE}")
         pending = _Pending()
         with self._lock:
             if self._closed:

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from squall.drpc.failures import BadCall, Busy
+from squall.drpc.names import RULE, function_problem, shown
 from squall.drpc.requests import DEFAULT_LEASE, RequestBook
 from squall.errors import AuthenticationError, AuthorizationError, ConfigError, SquallError
 from squall.security import user_for_token
@@ -61,7 +62,6 @@ log = logging.getLogger(__name__)
 
 #: longest wait a topology's fetch may ask for
 MAX_FETCH_WAIT = 5.0
-MAX_FUNCTION_CHARS = 256
 #: calls a topology makes to serve requests (admins only when authentication is on)
 SERVING_OPS = ("fetch", "result", "fail", "renew", "requeue")
 #: ``drpc.max.message.bytes`` when unset: the largest args or result a call carries
@@ -327,7 +327,6 @@ def _reason(reason: str) -> str:
 
 
 def _check_function(function: Any) -> None:
-    if not isinstance(function, str) or not function or len(function) > MAX_FUNCTION_CHARS \
-            or "/" in function:
-        raise BadCall(f"bad DRPC function name {function!r}: a non-empty name without '/' "
-                        f"of at most {MAX_FUNCTION_CHARS} characters")
+    problem = function_problem(function)
+    if problem is not None:
+        raise BadCall(f"bad DRPC function name {shown(function)}: it {problem}; {RULE}")

@@ -1,9 +1,10 @@
 """The cluster state store SPI (``squall.state_stores``, chosen with ``squall.state``).
 
-A small hierarchical key/value store with ZooKeeper's semantics: absolute paths like ``/a/b``,
-byte values (at most :data:`MAX_VALUE_BYTES`), ephemeral nodes bound to this client (they vanish
-when it closes or its session is lost for good), sequential nodes (a 10-digit, zero-padded,
-increasing suffix), and watches that fire once per registration. The ``memory`` driver implements
+A small hierarchical key/value store with ZooKeeper's semantics: absolute paths like ``/a/b``
+(at most :data:`MAX_PATH_BYTES`), byte values (at most :data:`MAX_VALUE_BYTES`), ephemeral
+nodes bound to this client (they vanish when it closes or its session is lost for good),
+sequential nodes (a 10-digit, zero-padded, increasing suffix), and watches that fire once per
+registration. The ``memory`` driver implements
 it in-process for local mode; the ``zookeeper`` driver on a real ensemble.
 
 Watches are one-shot and best-effort signals, not a change log: a callback receives the watched
@@ -28,6 +29,10 @@ WatchCallback = Callable[[str], None]
 
 #: Largest value a node may hold (ZooKeeper's packet limit is about 1 MiB).
 MAX_VALUE_BYTES = 1_000_000
+#: Longest node path, in UTF-8 bytes: a request carries its path and value together, and
+#: ZooKeeper drops the connection of a client whose request is over its limit (``jute.maxbuffer``,
+#: 1 MiB less a byte) instead of answering it
+MAX_PATH_BYTES = 16_384
 
 # characters ZooKeeper refuses in a path: controls, surrogates and private use, the
 # U+FFF0-U+FFFF specials, and everything outside the Basic Multilingual Plane (surrogate pairs

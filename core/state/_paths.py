@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from squall.errors import StateError
-from squall.spi.state import MAX_VALUE_BYTES, node_name_problem
+from squall.spi.state import MAX_PATH_BYTES, MAX_VALUE_BYTES, node_name_problem
 
 SEQUENCE_DIGITS = 10
 
@@ -12,10 +12,16 @@ def check_path(path: str, *, sequence: bool = False) -> str:
 
     Valid: starts with ``/``, no empty, ``.`` or ``..`` components, no NUL or other character
     ZooKeeper refuses (:func:`~squall.spi.state.node_name_problem`), no trailing ``/`` (except
-    ``/`` itself, and a sequential create's prefix such as ``/q/``).
+    ``/`` itself, and a sequential create's prefix such as ``/q/``), at most
+    :data:`~squall.spi.state.MAX_PATH_BYTES` bytes of UTF-8.
     """
     if not isinstance(path, str):
         raise StateError(f"state path must be a str, not {type(path).__name__}")
+    if len(path) * 4 > MAX_PATH_BYTES:         # UTF-8 takes at most 4 bytes a character
+        size = len(path.encode("utf-8", "surrogatepass"))
+        if size > MAX_PATH_BYTES:
+            raise StateError(f"state path {path[:60]!r}... of {size} bytes exceeds the "
+                             f"{MAX_PATH_BYTES}-byte limit of a state path")
     if not path.startswith("/"):
         raise StateError(f"state path {path!r} must be absolute (start with '/')")
     if "\x00" in path:

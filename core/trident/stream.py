@@ -55,6 +55,34 @@ def _check_op(op: Any, kind: type | tuple[type, ...], what: str) -> None:
         raise TopologyError(f"{what}: expected a {names} instance, got {op!r}")
 
 
+def _check_unshared(nodes: Sequence[Node], state: MapStateFactory, group: list[str],
+                    mode: str, what: str) -> None:
+    """TopologyError when an earlier persist node of the graph keeps its values where
+    ``state`` would, so surely by mistake: any other state in the same memory map (its
+    writes would be taken for this one's replays, or overwrite them), or a Redis
+    ``persistent_aggregate`` by the same group fields under the same key prefix (the same
+    keys). Redis states whose keys may differ (other group fields, ``partition_persist``)
+    may share a prefix."""
+    for n in nodes:
+        if n.kind != "persist" or n.state.store != state.store:
+            continue
+        earlier = "persistent_aggregate" if n.params["mode"] == "aggregate" \
+            else "partition_persist"
+        if state.backend == "memory":
+            raise TopologyError(
+                f"{what}: {state.describe()} already holds the state of an earlier {earlier} "
+                "of this topology (one would drop or overwrite the other's writes): give "
+                "each state an id of its own, or none; to read a state from another stream, "
+                "state_query the TridentState its persist returned")
+        if mode == "aggregate" and earlier == "persistent_aggregate" \
+                and n.params["group"] == group:
+            raise TopologyError(
+                f"{what}: {state.describe()} already holds the state of an earlier "
+                f"persistent_aggregate by {group} of this topology, with the same keys (one "
+                "would drop or overwrite the other's writes): give each state a key_prefix "
+                "of its own")
+
+
 class Stream:
     """A Trident stream: a node of the graph and the topology recording it."""
 
@@ -214,6 +242,7 @@ class Stream:
         if isinstance(agg, Aggregator):
             raise TopologyError(f"{what} takes a CombinerAggregator or a ReducerAggregator, "
                                 f"not the Aggregator {type(agg).__name__}")
+        _check_unshared(self._topology.graph.nodes, state, group, "aggregate", what)
         node = self._topology.graph.add(
             "persist", group + outs, [self.node], op=agg, state=state,
             params={"group": group, "in": ins, "out": outs, "mode": "aggregate"})
@@ -229,6 +258,7 @@ class Stream:
         ins = field_names(in_fields, "partition_persist")
         check_input_fields(self.node, ins, "partition_persist")
         outs = field_names(out_fields, "partition_persist")
+        _check_unshared(self._topology.graph.nodes, state, [], "updater", "partition_persist")
         node = self._topology.graph.add(
             "persist", outs, [self.node], op=updater, state=state,
             params={"group": [], "in": ins, "out": outs, "mode": "updater"})

@@ -65,8 +65,11 @@ class TridentTopology:
         ``(args,)``; what the stream's last operation outputs is the request's result (JSON
         of the rows). ``drpc``: a :class:`squall.LocalDRPC` of this process; without one the
         requests come from the cluster's DRPC servers (``drpc.servers``)."""
-        if not isinstance(function, str) or not function:
-            raise TopologyError(f"new_drpc_stream: a function name, got {function!r}")
+        from squall.drpc.names import RULE, function_problem, shown
+        problem = function_problem(function)
+        if problem is not None:     # what a cluster's DRPC servers refuse, and LocalDRPC
+            raise TopologyError(f"new_drpc_stream: the function name {shown(function)} "
+                                f"{problem}; {RULE}")
         name = self._name(f"drpc-{function}", "new_drpc_stream")
         service = None
         if drpc is not None:

@@ -121,6 +121,24 @@ def test_local_runs_both_wordcount_forms(env, attr):
     assert all(st["failed"] == 0 for st in table.values()), table
 
 
+def test_a_stdout_that_cannot_encode_a_component_id_gets_it_escaped(env, tmp_path):
+    # PYTHONIOENCODING=ascii (or LC_ALL=C): the table's non-ASCII id was a UnicodeEncodeError
+    # traceback (squall logs, monitor and debug too, debug after it had acted)
+    (tmp_path / "oddid.py").write_text(
+        "from squall import Bolt, Spout, TopologyBuilder\n"
+        "class S(Spout):\n"
+        "    outputs = ['w']\n"
+        "class B(Bolt):\n"
+        "    def process(self, tup): pass\n"
+        "b = TopologyBuilder()\n"
+        "b.set_spout('s', S)\n"
+        "b.set_bolt('compt\u00e9-\u6570', B).shuffle_grouping('s')\n"
+        "topology = b.create_topology()\n", encoding="utf-8")
+    proc = ok(env, "local", "oddid.py:topology", "--duration", "0.2", cwd=tmp_path,
+              extra_env={"PYTHONIOENCODING": "ascii"})
+    assert "compt\\xe9-\\u6570" in stats_table(proc.stdout)
+
+
 def test_local_overrides_after_the_subcommand_and_name(env, tmp_path):
     # an absolute TARGET from another directory; -c after the subcommand reaches the spout
     proc = ok(env, "local", str(EXAMPLES / "wordcount.py") + ":topology", "--name", "wc",

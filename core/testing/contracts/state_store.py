@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from squall.errors import StateError
-from squall.spi.state import MAX_VALUE_BYTES, StateStore
+from squall.spi.state import MAX_PATH_BYTES, MAX_VALUE_BYTES, StateStore
 from squall.testing.waiting import wait_until
 
 Factory = Callable[[], StateStore]
@@ -277,6 +277,22 @@ class StateStoreContract:
         with pytest.raises(StateError):
             store.put("/huge", b"x" * (MAX_VALUE_BYTES + 1))
         assert not store.exists("/huge")
+
+    def test_overlong_paths_are_refused(self, store: StateStore, other: StateStore) -> None:
+        # a request carries its path and value: the longest path with the largest value
+        # still fits ZooKeeper's request limit, while a longer path made ZooKeeper drop the
+        # connection, for ever as the client retried
+        longest = "/" + "p" * (MAX_PATH_BYTES - 1)
+        big = b"v" * MAX_VALUE_BYTES
+        store.put(longest, big)
+        assert other.get(longest) == big
+        too_long = "/" + "\u00e9" * (MAX_PATH_BYTES // 2)     # two bytes each in UTF-8
+        for call in (lambda: store.put(too_long, b"v"), lambda: store.create(too_long),
+                     lambda: store.get(too_long), lambda: store.exists(too_long)):
+            with pytest.raises(StateError, match=f"{MAX_PATH_BYTES}-byte limit"):
+                call()
+        store.put("/after", b"ok")
+        assert other.get("/after") == b"ok"
 
     @pytest.mark.parametrize("path", ["relative", "/trailing/", "//double", "/a/../b", "/a/./b"])
     def test_bad_paths_are_a_state_error(self, store: StateStore, path: str) -> None:

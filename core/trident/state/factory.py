@@ -59,6 +59,23 @@ class MapStateFactory:
         """The memory state's id (see :func:`squall.trident.state.memory.stored`)."""
         return str(self.options.get("id", ""))
 
+    @property
+    def store(self) -> tuple[Any, ...]:
+        """Where the state's values live: two states of one topology with the same ``store``
+        read and write the same keys (memory: its id; Redis: its server, db and key prefix)."""
+        if self.backend == "memory":
+            return (self.backend, self.state_id)
+        o = self.options
+        return (self.backend, o.get("host"), o.get("port"), o.get("db"), o.get("key_prefix"))
+
+    def describe(self) -> str:
+        """The state as an error line names it."""
+        if self.backend == "memory":
+            return f"MemoryMapState {self.state_id!r}"
+        o = self.options
+        return (f"RedisMapState at {o.get('host')}:{o.get('port')} db {o.get('db')} with "
+                f"key_prefix {o.get('key_prefix')!r}")
+
     def __repr__(self) -> str:
         return f"MapStateFactory({self.backend!r}, {self.kind!r})"
 

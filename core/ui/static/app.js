@@ -377,6 +377,26 @@ function drawCharts(points, rates, latencies) {
 }
 
 // -- actions ---------------------------------------------------------------------------------
+// the rebalance form's executors, "split=4, count=2" -> {split: 4, count: 2}: each item ends
+// in "=N", so a component id with "," or "=" is named too ("a,b=2, a=b=3"); Error naming what
+// is not COMPONENT=N
+function parseExecutors(text) {
+  const executors = Object.create(null);
+  const item = /[\s,]*(.+?)\s*=\s*(\d+)\s*(?:,|$)/y;
+  let at = 0;
+  while (/[^\s,]/.test(text.slice(at))) {
+    item.lastIndex = at;
+    const match = item.exec(text);
+    if (match === null)
+      throw new Error(`bad executors entry ${text.slice(at).replace(/^[\s,]+/, "")}: ` +
+                      "expected comp=N,...");
+    if (match[1] in executors) throw new Error(`executors names ${match[1]} twice`);
+    executors[match[1]] = Number(match[2]);
+    at = item.lastIndex;
+  }
+  return executors;
+}
+
 function bindActions(main, id) {
   const path = "topology/" + encodeURIComponent(id);
   const result = main.querySelector("#action-result");
@@ -399,10 +419,13 @@ function bindActions(main, id) {
   main.querySelector("#rebalance").onsubmit = event => {
     event.preventDefault();
     const form = event.target;
-    const executors = {};
-    for (const item of form.executors.value.split(",").map(s => s.trim()).filter(Boolean)) {
-      const [comp, n] = item.split("=");
-      executors[comp] = Number(n);
+    let executors;
+    try {
+      executors = parseExecutors(form.executors.value);
+    } catch (err) {
+      result.textContent = err.message;
+      result.className = "err";
+      return;
     }
     const options = { executors };
     if (form.workers.value) options.numWorkers = Number(form.workers.value);

@@ -156,6 +156,50 @@ def test_ids_of_any_bmp_letters_are_fine(cid: str) -> None:
     assert cid in b.create_topology().components
 
 
+def test_ids_and_stream_names_are_at_most_1024_characters() -> None:
+    # a far longer id built, then its workers' state writes were over ZooKeeper's request
+    # limit: the worker never ran and its connection dropped in a loop
+    b = builder()
+    b.set_bolt("b" * 1024, Sink).shuffle_grouping("words")
+    assert "b" * 1024 in b.create_topology().components
+    msg = fails(lambda: builder().set_bolt("b" * 900_000, Sink), "900000 characters", "1024")
+    assert len(msg) < 200                                   # one line, not the id itself
+    assert Stream(["a"], name="s" * 1024).name == "s" * 1024
+    fails(lambda: Stream(["a"], name="s" * 1025), "1025 characters", "1024")
+
+
+@pytest.mark.parametrize("name", [5, b"x", 1.5, ("a",)])
+def test_stream_names_are_str(name: Any) -> None:
+    # a str()-ed name built, then emit(stream=5) was refused: "undeclared stream 5; declared: 5"
+    fails(lambda: Stream(["x"], name=name), repr(name), "a stream name is a str",
+          type(name).__name__)
+    b = builder()
+    declarer = b.set_bolt("sink", Sink)
+    fails(lambda: declarer.shuffle_grouping("multi", name), "'sink'", repr(name),
+          "a stream name is a str")
+    fails(lambda: declarer.fields_grouping("words", ["word"], stream=name), "'sink'",
+          "a stream name is a str")
+
+
+def test_stream_name_none_is_the_default_stream() -> None:
+    # as emit(stream=None) and shuffle_grouping(c, None): once it was a stream named "None"
+    class NoneNamed(Spout):
+        outputs = [Stream(["w"], name=None)]
+
+    assert Stream(["w"], name=None) == Stream(["w"])
+    b = TopologyBuilder()
+    b.set_spout("src", NoneNamed)
+    b.set_bolt("sink", Sink).shuffle_grouping("src", None)
+    assert list(b.create_topology().components["src"].streams) == ["default"]
+
+
+@pytest.mark.parametrize("field", [None, 0, b"w"])
+def test_field_names_are_str(field: Any) -> None:
+    # Stream([None]) was a field named "None"
+    fails(lambda: Stream([field]), "field names are str", repr(field))
+    fails(lambda: Stream(["ok", field], name="s"), "field names are str", repr(field))
+
+
 def test_reserved_stream_names() -> None:
     class Sneaky(Spout):
         outputs = [Stream(["a"], name="__ack_ack")]

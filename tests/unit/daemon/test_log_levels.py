@@ -27,6 +27,19 @@ def test_parse_assignment() -> None:
             parse_assignment(bad)
 
 
+def test_parse_assignment_names_any_component_logger() -> None:
+    # it split at the first '=' and stripped the name: a component id with '=' or with
+    # spaces at its ends could not be named
+    assert parse_assignment("squall.component.a=b=DEBUG") == ("squall.component.a=b",
+                                                              "DEBUG")
+    assert parse_assignment("squall.component.k=v= warn") == ("squall.component.k=v",
+                                                              "WARNING")
+    assert parse_assignment("squall.component.pad =info") == ("squall.component.pad ",
+                                                              "INFO")
+    with pytest.raises(ConfigError, match="level must be"):
+        parse_assignment("squall.component.a=DEBUG=x")
+
+
 def test_merge_sets_expiry_and_reset_removes() -> None:
     rec = merge_request(None, {"a": "DEBUG", "b": "ERROR"}, 30, now=1000)
     assert rec == {"loggers": {"a": {"level": "DEBUG", "expires": 1030},

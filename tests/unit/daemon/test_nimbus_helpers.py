@@ -65,6 +65,13 @@ def test_parse_executors():
         parse_executors(["count=2", "count=3"])
 
 
+def test_parse_executors_names_component_ids_with_equals() -> None:
+    # it split at the first '=': "a=b=2" was "a bad --executors entry"
+    assert parse_executors(["a=b=2", "k=v=w=3", "x,y=4"]) == {"a=b": 2, "k=v=w": 3, "x,y": 4}
+    with pytest.raises(ConfigError, match="COMPONENT=N"):
+        parse_executors(["a=2=b"])
+
+
 def test_rebalance_takes_executors_repeated_and_storms_short_options():
     # a second --executors replaced the first: `-e split=1 -e count=3` dropped split=1
     from squall.cli.main import build_parser

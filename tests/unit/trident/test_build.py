@@ -7,8 +7,8 @@ import pytest
 
 from squall import LocalDRPC, TopologyError
 from squall.trident import (
-    Count, FixedBatchSpout, Function, MapFunction, MapGet, Max, MemoryMapState, Min, Sum,
-    TridentTopology,
+    Count, FixedBatchSpout, Function, MapFunction, MapGet, Max, MemoryMapState, Min,
+    RedisMapState, StateUpdater, Sum, TridentTopology,
 )
 from squall.trident.runtime.evaluate import Evaluator
 
@@ -55,6 +55,23 @@ def test_a_drpc_stream_ends_in_a_return_bolt() -> None:
     assert topo.components["b-4"].config["trident.plan"]["nodes"][-1]["kind"] == "return"
 
 
+def test_each_coordinator_says_whether_a_state_of_its_batch_group_outlives_the_topology(
+        ) -> None:
+    """What a batch group's coordinator keeps survives a kill only when one of the group's
+    states does (Redis), not when they all die with the topology (memory, or none)."""
+    t = TridentTopology()
+    t.new_stream("mem", _spout()).group_by(["sentence"]).persistent_aggregate(
+        MemoryMapState(), Count(), ["count"])
+    t.new_stream("both", _spout()).group_by(["sentence"]).persistent_aggregate(
+        MemoryMapState(), Count(), ["count"]).new_values_stream().global_() \
+        .persistent_aggregate(RedisMapState(key_prefix="p:"), Count(), ["n"])
+    t.new_stream("none", _spout()).each(["sentence"], Split(), ["word"])
+    coords = {c.config["trident.coordinator"]["key"]: c.config["trident.coordinator"]
+              for name, c in t.build().components.items() if name.startswith("$mastercoord")}
+    assert {k: (c["streams"], c["outlives"]) for k, c in coords.items()} == {
+        "mem": (["mem"], False), "both": (["both"], True), "none": (["none"], False)}
+
+
 class Local(Function):
     pass
 
@@ -67,7 +84,7 @@ class Local(Function):
     (lambda t: t.new_stream("s", _spout()).group_by(["sentence"]).aggregate(
         Count(), ["a", "b"]), "one output field"),
     (lambda t: t.new_drpc_stream("f", object()), "expected a LocalDRPC"),
-    (lambda t: t.new_drpc_stream(None), "a function name"),
+    (lambda t: t.new_drpc_stream(None), "DRPC function name"),
     (lambda t: t.new_stream("s", _spout()).map(Same(), ["a", "a"]), r"\['a'\] appear twice"),
     (lambda t: t.new_stream("s", _spout()).group_by(["sentence"]).persistent_aggregate(
         MemoryMapState(), Count(), ["sentence"]), r"\['sentence'\] appear twice"),
@@ -87,6 +104,63 @@ def test_bad_declarations_fail_with_a_clear_error(make: Any, message: str) -> No
     with pytest.raises(TopologyError, match=message):
         make(t)
         t.build()
+
+
+class Keep(StateUpdater):
+    def update_state(self, state: Any, tuples: Any, collector: Any) -> None:
+        pass
+
+
+def _words(t: TridentTopology) -> Any:
+    return t.new_stream("s", FixedBatchSpout(["word", "n"], 2, [["a", 1]]))
+
+
+@pytest.mark.parametrize("first, second", [
+    (MemoryMapState("stats"), MemoryMapState("stats")),
+    (MemoryMapState.opaque("stats"), MemoryMapState.non_transactional("stats")),
+])
+def test_two_states_in_one_memory_map_are_refused(first: Any, second: Any) -> None:
+    # Count and Sum with MemoryMapState("stats") shared one map: the sums read the counts
+    t = TridentTopology()
+    words = _words(t)
+    counts = words.group_by(["word"]).persistent_aggregate(first, Count(), ["count"])
+    with pytest.raises(TopologyError, match="persistent_aggregate: MemoryMapState 'stats' "
+                       "already holds the state of an earlier persistent_aggregate"):
+        words.group_by(["word"]).persistent_aggregate(second, ["n"], Sum(), ["total"])
+    with pytest.raises(TopologyError, match="partition_persist: MemoryMapState 'stats'"):
+        words.partition_persist(second, ["word"], Keep())
+    # the state itself is read from anywhere: state_query takes what persist returned
+    words.group_by(["word"]).state_query(counts, ["word"], MapGet(), ["c"])
+    t.build()
+
+
+def test_one_memory_state_factory_twice_is_two_states_in_one_map_too() -> None:
+    t = TridentTopology()
+    state = MemoryMapState()            # an id of its own, made up: both would have it
+    words = _words(t)
+    words.partition_persist(state, ["word"], Keep())
+    with pytest.raises(TopologyError, match="earlier partition_persist"):
+        words.group_by(["word"]).persistent_aggregate(state, Count(), ["count"])
+    words.group_by(["word"]).persistent_aggregate(MemoryMapState(), Count(), ["count"])
+    words.group_by(["word"]).persistent_aggregate(MemoryMapState("x"), ["n"], Sum(), ["t"])
+    t.build()
+
+
+def test_redis_states_are_refused_a_key_prefix_only_where_their_keys_are_the_same() -> None:
+    t = TridentTopology()
+    words = _words(t)
+    words.group_by(["word"]).persistent_aggregate(RedisMapState(), Count(), ["count"])
+    with pytest.raises(TopologyError, match=r"RedisMapState at 127.0.0.1:6379 db 0 with "
+                       r"key_prefix 'trident:' already holds .* by \['word'\]"):
+        words.group_by(["word"]).persistent_aggregate(RedisMapState.opaque(), ["n"], Sum(),
+                                                       ["total"])
+    # other keys ([word, n] pairs, what an updater writes), another prefix, db or server
+    words.group_by(["word", "n"]).persistent_aggregate(RedisMapState(), Count(), ["count"])
+    words.partition_persist(RedisMapState(), ["word"], Keep())
+    for other in (RedisMapState(key_prefix="lengths:"), RedisMapState(db=1),
+                  RedisMapState(port=6380)):
+        words.group_by(["word"]).persistent_aggregate(other, ["n"], Sum(), ["total"])
+    t.build()
 
 
 def test_an_operation_that_cannot_travel_is_refused_at_build() -> None:
