@@ -1,6 +1,7 @@
 """The cluster subcommands of ``squall``: daemons and topology management.
 
-``nimbus``, ``supervisor``, ``ui``, ``drpc``, ``dev-zookeeper`` run in the foreground until SIGTERM / Ctrl-C;
+``nimbus``, ``supervisor``, ``ui``, ``drpc``, ``dev-zookeeper`` run in the foreground until SIGTERM,
+SIGHUP (unless ignored: ``nohup``) or Ctrl-C;
 ``submit``, ``list``, ``kill``, ``activate``, ``deactivate``, ``rebalance`` talk to the nimbus
 leader (found through ``nimbus.seeds``). Each handler is ``func(args, conf) -> int``; user
 mistakes raise :class:`~squall.errors.SquallError` subclasses (printed as one line by
@@ -10,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from typing import Any, Protocol
 
 from squall.cli.argtypes import port_number, wait_seconds
+from squall.daemon.stop_signals import on_stop_signals
 from squall.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,8 @@ def register(subparsers: Any) -> None:
 
 class Daemon(Protocol):
     """What ``squall nimbus|supervisor|ui`` run: ``start()``, ``wait()`` until
-    ``request_stop()`` (called from the SIGTERM handler, so it only sets a flag), ``stop()``."""
+    ``request_stop()`` (called from the SIGTERM / SIGHUP handler, so it only sets a flag),
+    ``stop()``."""
 
     def start(self) -> Any: ...
 
@@ -123,11 +125,11 @@ class Daemon(Protocol):
 
 
 class _StoppedWhileStarting(Exception):
-    """SIGTERM arrived while a daemon was starting."""
+    """SIGTERM or SIGHUP arrived while a daemon was starting."""
 
 
 def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
-    """Run ``daemon`` until SIGTERM / Ctrl-C, also logging to ``storm.local.dir/logs/
+    """Run ``daemon`` until SIGTERM / SIGHUP / Ctrl-C, also logging to ``storm.local.dir/logs/
     <name>.log`` (rotated like worker logs) while it runs."""
     from squall.daemon.log_files import add_daemon_log
     try:
@@ -143,7 +145,7 @@ def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
             # start() may wait long (an unreachable ZooKeeper, up to its connection
             # timeout): leave it now, as Ctrl-C does
             raise _StoppedWhileStarting
-    previous = signal.signal(signal.SIGTERM, stop)
+    restore = on_stop_signals(stop)
     try:
         try:
             daemon.start()
@@ -156,7 +158,7 @@ def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
         except KeyboardInterrupt:
             pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore()
         try:
             daemon.stop()
         finally:

@@ -10,6 +10,7 @@ import traceback
 from typing import Any
 
 from squall.api.target import load_target, split_target
+from squall.daemon.stop_signals import on_stop_signals
 from squall.errors import SquallError, TopologyError
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
     topology = load_target(target, conf)
     name = name or split_target(target)[1]
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    restore = on_stop_signals(lambda *a: stop.set())       # SIGTERM, SIGHUP
     ctrl_c, previous_int = _watch_ctrl_c()
     try:
         with LocalCluster(conf) as cluster:
@@ -92,6 +93,6 @@ def run_local(target: str, conf: dict[str, Any], duration: float | None = None,
                       file=sys.stderr)
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore()
         if previous_int is not None:    # None: not set from Python, left alone
             signal.signal(signal.SIGINT, previous_int)

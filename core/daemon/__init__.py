@@ -55,5 +55,7 @@ Shared and tools
                            package modules named like squall's libraries.
     ``topology_flow``      components in the order tuples flow through them (``squall monitor``).
     ``dev_zookeeper``      a single-node ZooKeeper for development and tests.
+    ``stop_signals``       SIGTERM and SIGHUP (unless ``nohup``) stop the foreground commands
+                           (the daemons, ``dev-zookeeper``, ``squall local``) in order.
     ``_proto``             the generated gRPC messages and stubs.
 """

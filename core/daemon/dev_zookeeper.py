@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import glob
 import os
 import shutil
@@ -19,16 +20,21 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from squall.daemon.ports import free_port
+from squall.daemon.stop_signals import on_stop_signals
 from squall.errors import StateError
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+#: prctl(2)'s option: the signal a process gets when its parent ends
+PR_SET_PDEATHSIG = 1
 INSTALL_HINT = ("ZooKeeper is not installed: install it with `sudo apt-get install zookeeper` "
                 "(Debian/Ubuntu), or unpack an Apache ZooKeeper release and set ZOOKEEPER_HOME")
 
@@ -67,6 +73,29 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> s
                 break
             chunks.append(chunk)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _ending_with_us() -> Callable[[], None] | None:
+    """On Linux, a ``preexec_fn`` after which the server gets SIGTERM when this process dies,
+    even killed by SIGKILL (``PR_SET_PDEATHSIG``: its own session keeps it from the
+    terminal's signals, and nothing else would stop it). None elsewhere, and off the main
+    thread: the signal comes when the *thread* that started the child ends."""
+    if not sys.platform.startswith("linux") \
+            or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+    prctl.restype = ctypes.c_int
+    parent = os.getpid()
+
+    def ending_with_us() -> None:          # in the child, between fork and exec
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:         # this process died before that: go now
+            os._exit(1)
+    return ending_with_us
 
 
 def _kill_group(pid: int) -> None:
@@ -157,7 +186,7 @@ class DevZooKeeper:
         with open(self.log_file, "ab") as log:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                           stderr=subprocess.STDOUT, start_new_session=True,
-                                          cwd=self.data_dir)
+                                          cwd=self.data_dir, preexec_fn=_ending_with_us())
         self._finalizer = weakref.finalize(self, _kill_group, self._proc.pid)
 
     def _wait_ready(self) -> bool:
@@ -253,9 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"squall dev-zookeeper: {exc}", file=sys.stderr)
         return 1
 
-    def terminate(*_: Any) -> None:     # SIGTERM stops the server as Ctrl-C does
+    def terminate(*_: Any) -> None:     # SIGTERM and SIGHUP stop the server as Ctrl-C does
         raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, terminate)
+    restore = on_stop_signals(terminate)
     try:
         try:
             server.start()
@@ -263,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"squall dev-zookeeper: {exc}", file=sys.stderr)
             return 1
         print(f"ZooKeeper serving on {server.hosts} (data and log in {server.data_dir}); "
-              "Ctrl-C or SIGTERM stops it.\nsquall configuration:\n"
+              "Ctrl-C, SIGTERM or SIGHUP stops it.\nsquall configuration:\n"
               f"  storm.zookeeper.servers: [\"{server.host}\"]\n"
               f"  storm.zookeeper.port: {server.port}", flush=True)
         code = server.wait()
@@ -275,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         server.stop()
-        signal.signal(signal.SIGTERM, previous)
+        restore()
 
 
 if __name__ == "__main__":

@@ -385,4 +385,9 @@ class TopologyLifecycle:
         for tid in state.log_config_topology_ids():
             if tid not in live:
                 state.remove_log_config(tid)
+        # what a worker still committing as its topology was killed wrote after the kill
+        names = {base.get("name") for base in state.storms().values()}
+        for name in state.trident_names():
+            if name not in names:
+                state.drop_trident(name)
 

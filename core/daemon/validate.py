@@ -14,32 +14,62 @@ store is :func:`check_state_store`, which they run when they start.
 """
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import tempfile
 import traceback
 from typing import Any
 
 PREFIX = "squall-validate: "
 #: how long loading a submitted topology may take
 TIMEOUT_SECS = 120
+#: how much of the end of the child's stderr is read for its complaint
+STDERR_TAIL_BYTES = 64 * 1024
 
 
 def check_in_subprocess(directory: str, timeout: float = TIMEOUT_SECS) -> None:
     """Run this module on ``directory`` in a child process (cwd ``directory``); raise
     TopologyError with its one-line complaint, or saying it took more than ``timeout`` s.
-    Blocks the calling thread while the child runs."""
+    Blocks the calling thread while the child runs.
+
+    The child runs in a session of its own and writes to a file, not a pipe: a process the
+    topology's code starts at import (a helper, a sidecar) neither holds the answer back
+    until it exits nor outlives the check, as the child's whole process group is killed
+    once it exited or ran out of time."""
     from squall.errors import TopologyError
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-m", "squall.daemon.validate", directory],
+                                cwd=directory, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            _kill_group(proc.pid)
+            proc.wait()
+        if code is None:
+            raise TopologyError(f"loading the topology took more than {timeout:g} s")
+        if code == 0:
+            return
+        size = err.seek(0, os.SEEK_END)
+        err.seek(max(0, size - STDERR_TAIL_BYTES))
+        stderr = err.read().decode("utf-8", "replace")
+    lines = [ln for ln in stderr.splitlines() if ln.startswith(PREFIX)]
+    msg = lines[-1][len(PREFIX):] if lines else (stderr.strip().splitlines() or
+                                                ["the topology could not be loaded"])[-1]
+    raise TopologyError(msg)
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL what is left of the validating child's process group (it leads it)."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "squall.daemon.validate", directory],
-                              cwd=directory, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise TopologyError(f"loading the topology took more than {timeout:g} s") from exc
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(PREFIX)]
-        msg = lines[-1][len(PREFIX):] if lines else (proc.stderr.strip().splitlines() or
-                                                    ["the topology could not be loaded"])[-1]
-        raise TopologyError(msg)
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass            # nobody left in it
 
 
 def check(directory: str) -> None:

@@ -11,6 +11,8 @@ The store is already chrooted at ``storm.zookeeper.root``, so paths here start a
 ``/nimbuses/<host:port>``                          ephemeral nimbus registration
 ``/leader-lock``                                   the nimbus leader election
 ``/logconfigs/<topology-id>``                      log levels set at run time (``loggers``)
+``/trident/<topology-name>/coordinators/<group>``  a Trident batch group's record (**)
+``/trident/<topology-name>/spouts/<stream>``       its partitioned spouts' metadata
 =================================================  ===========================================
 
 Values are UTF-8 JSON objects; (*) a worker beat over
@@ -18,6 +20,13 @@ Values are UTF-8 JSON objects; (*) a worker beat over
 :func:`decode_beat`). Every method may be called from any thread and raises
 :class:`~squall.errors.StateError` when the store fails; a node holding something that is not a
 JSON object reads as ``None`` (logged), so one corrupt node never stops a daemon.
+
+(**) Written by the group's coordinator (:mod:`squall.trident.runtime.coordinator`):
+``committed`` (its last committed txid), ``topology_id`` (the run that wrote it), ``streams``
+(its spouts' stream names) and ``outlives`` (whether one of its states outlives the topology).
+What Trident keeps is under the topology's *name*, for a topology submitted again to resume;
+a group whose states all die with the topology (memory states) is dropped when the topology
+is killed (:meth:`ClusterState.drop_trident`), so its next run starts at txid 1.
 """
 from __future__ import annotations
 
@@ -46,6 +55,7 @@ ERRORS = "/errors"
 NIMBUSES = "/nimbuses"
 LEADER_LOCK = "/leader-lock"
 LOGCONFIGS = "/logconfigs"
+TRIDENT = "/trident"
 ROOTS = (STORMS, ASSIGNMENTS, SUPERVISORS, WORKERBEATS, ERRORS, NIMBUSES, LEADER_LOCK,
          LOGCONFIGS)
 #: errors kept per component
@@ -110,6 +120,13 @@ def parse_beat_key(key: str) -> tuple[str, int]:
     """``"sup-1-6700"`` -> ``("sup-1", 6700)`` (the port is after the last dash)."""
     node, _, port = key.rpartition("-")
     return node, int(port)
+
+
+def trident_outlives(record: Mapping[str, Any] | None) -> bool:
+    """Whether what a Trident batch group's ``record`` stands for outlives its topology: not
+    when the record says that none of the group's states does (a record without the
+    field, or none, is kept: what wrote it is not known)."""
+    return not isinstance(record, Mapping) or record.get("outlives", True) is not False
 
 
 def _safe(name: str, what: str) -> str:
@@ -333,12 +350,42 @@ class ClusterState:
     def remove_log_config(self, topology_id: str) -> None:
         self.store.delete(f"{LOGCONFIGS}/{_safe(topology_id, 'topology id')}", recursive=True)
 
+    # -- /trident -----------------------------------------------------------------------------
+    def trident_names(self) -> list[str]:
+        """The topology names Trident keeps something under."""
+        return self.store.children(TRIDENT)
+
+    def drop_trident(self, name: str) -> None:
+        """Drop what Trident keeps for the topology called ``name`` that does not outlive it:
+        the record of each batch group none of whose states outlives the topology, with its
+        streams' spout metadata, and the whole ``/trident/<name>`` once no group is left. Call
+        it once no topology of that name runs."""
+        base = f"{TRIDENT}/{_safe(name, 'topology name')}"
+        groups = f"{base}/coordinators"
+        for group in self.store.children(groups):
+            record = self._read(f"{groups}/{group}")
+            if record is None or trident_outlives(record):
+                continue
+            streams = record.get("streams")
+            for stream in streams if isinstance(streams, list) else []:
+                if isinstance(stream, str) and not node_name_problem(stream):
+                    self.store.delete(f"{base}/spouts/{stream}", recursive=True)
+            self.store.delete(f"{groups}/{group}", recursive=True)
+            log.info("dropped the Trident record of %s's %s (its states died with it)", name,
+                     group)
+        if self.store.exists(base) and not self.store.children(groups):
+            self.store.delete(base, recursive=True)
+
     # -- whole topology -----------------------------------------------------------------------
     def remove_topology(self, topology_id: str) -> None:
         """Forget everything about a topology (kill's last step): assignment, base, beats,
-        errors, log levels."""
+        errors, log levels, and what Trident keeps for it that does not outlive it
+        (:meth:`drop_trident`)."""
+        name = (self.get_storm(topology_id) or {}).get("name")
         self.remove_assignment(topology_id)
         self.remove_storm(topology_id)
         self.remove_worker_beats(topology_id)
         self.remove_errors(topology_id)
         self.remove_log_config(topology_id)
+        if isinstance(name, str) and not node_name_problem(name):
+            self.drop_trident(name)

@@ -164,6 +164,12 @@ def compile_graph(graph: Graph) -> Topology:
     return _build(groups, ids, plans)
 
 
+def _outlives(persist: Node) -> bool:
+    """Whether the state of ``persist`` outlives its topology (a memory state is dropped when
+    the topology is killed; a Redis one is not)."""
+    return bool(persist.state is not None and persist.state.backend != "memory")
+
+
 def _build(groups: _Groups, ids: list[str], plans: list[dict[str, Any]]) -> Topology:
     from squall.trident.runtime.bolt import TridentBolt
     from squall.trident.runtime.coordinator import TridentCoordinator
@@ -174,11 +180,17 @@ def _build(groups: _Groups, ids: list[str], plans: list[dict[str, Any]]) -> Topo
         key = "+".join(sorted(h.params["name"] for h in sources))
         partitioned = [{"name": h.params["name"], "spout": plan.to_json(h.op, "spout")}
                        for h in sources if h.params.get("partitioned")]
+        persists = [n for g in range(len(ids)) if groups.batch_group[g] == bg
+                    for n in groups.members[g] if n.kind == "persist"]
         b.set_spout(f"$mastercoord-bg{bg}", TridentCoordinator,
                     config={"trident.coordinator": {
                         "key": key, "partitioned": partitioned,
+                        "streams": sorted(h.params["name"] for h in sources
+                                          if h.kind == "spout"),
                         # DRPC requests cannot be replayed after a restart: nothing to keep
-                        "durable": any(h.kind == "spout" for h in sources)}})
+                        "durable": any(h.kind == "spout" for h in sources),
+                        # what is kept survives a kill only for a state that does too
+                        "outlives": any(_outlives(n) for n in persists)}})
     for g, p in enumerate(plans):
         d = b.set_bolt(ids[g], TridentBolt, _parallelism(groups.members[g]),
                        config={"trident.plan": p})

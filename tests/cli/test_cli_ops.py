@@ -418,7 +418,9 @@ def test_an_empty_submit_name_goes_to_nimbus_as_given(tmp_path: Path,
 
 
 @pytest.mark.parametrize("daemon", ["nimbus", "supervisor"])
-def test_sigterm_stops_a_daemon_still_waiting_for_zookeeper(tmp_path: Path, daemon: str) -> None:
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])     # SIGHUP: its terminal closed
+def test_sigterm_or_sighup_stops_a_daemon_still_waiting_for_zookeeper(tmp_path: Path, daemon: str,
+                                                                      sig: str) -> None:
     # it waited out storm.zookeeper.connection.timeout (15 s) before it stopped
     import signal
     import socket
@@ -439,7 +441,7 @@ def test_sigterm_stops_a_daemon_still_waiting_for_zookeeper(tmp_path: Path, daem
         wait_until(lambda: "Connection refused" in log.read_text(), 30,
                    message=lambda: log.read_text())
         start = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(getattr(signal, sig))
         rc = proc.wait(30)
         took = time.monotonic() - start
         assert rc == 0 and took < 10, (rc, took, log.read_text())

@@ -1,6 +1,7 @@
 """`squall dev-zookeeper` (DevZooKeeper.main) serves clients until interrupted."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -12,6 +13,7 @@ import pytest
 from squall.daemon.dev_zookeeper import DevZooKeeper, four_letter_word
 from squall.errors import StateError
 from squall.state.zookeeper import ZooKeeperStateStore
+from squall.testing.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -92,11 +94,26 @@ def _processes_mentioning(text: str) -> list[int]:
     return out
 
 
-def test_squall_dev_zookeeper_stops_its_java_process_on_sigterm(tmp_path: Path) -> None:
+def _running(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return b"Z" not in stat.read_bytes().split(b")")[-1][:3]
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(("sig", "code"), [
+    (signal.SIGTERM, 0),            # a service manager
+    (signal.SIGHUP, 0),             # the terminal of a `squall dev-zookeeper &` closed
+    (signal.SIGKILL, -signal.SIGKILL),
+], ids=["SIGTERM", "SIGHUP", "SIGKILL"])
+def test_squall_dev_zookeeper_stops_its_java_process_when_it_is_stopped(
+        tmp_path: Path, sig: signal.Signals, code: int) -> None:
     data = tmp_path / "zk-term"
     proc = subprocess.Popen(
         [sys.executable, "-m", "squall", "dev-zookeeper", "--port", "0", "--dir", str(data)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    java: list[int] = []
     try:
         assert proc.stdout is not None
         match = re.search(r"127\.0\.0\.1:(\d+)", proc.stdout.readline())
@@ -105,13 +122,16 @@ def test_squall_dev_zookeeper_stops_its_java_process_on_sigterm(tmp_path: Path) 
         assert four_letter_word("127.0.0.1", port, "ruok") == "imok"
         java = [p for p in _processes_mentioning(str(data)) if p != proc.pid]
         assert java, "no ZooKeeper JVM found"
-        proc.terminate()                                   # SIGTERM, as a service manager
-        assert proc.wait(30) == 0
-        assert not [p for p in java if Path(f"/proc/{p}").exists()
-                    and b"Z" not in Path(f"/proc/{p}/stat").read_bytes().split(b")")[-1][:3]]
+        proc.send_signal(sig)
+        assert proc.wait(30) == code
+        wait_until(lambda: not any(_running(p) for p in java), timeout=30,
+                   message="the ZooKeeper JVM outlived squall dev-zookeeper")
         with pytest.raises(OSError):
             four_letter_word("127.0.0.1", port, "ruok")
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+        for pid in java:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)

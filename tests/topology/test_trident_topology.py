@@ -672,9 +672,7 @@ class AckedSpout(FixedBatchSpout):
 def test_a_memory_state_goes_with_its_topology_and_its_local_cluster() -> None:
     """A MemoryMapState lives as long as its topology in its LocalCluster: in another
     topology after its kill, and in a second LocalCluster of the process, the same state id
-    starts from nothing (the process kept it: the counts doubled), and a kill drops it. (A
-    topology submitted again under its name goes on from its last txid, kept by the
-    cluster.)"""
+    starts from nothing (the process kept it: the counts doubled), and a kill drops it."""
     state_id = f"again-{uuid.uuid4().hex}"
     batches = set(range(1, (len(SENTENCES) + 1) // 2 + 1))
     for _ in range(2):
@@ -695,3 +693,30 @@ def test_a_memory_state_goes_with_its_topology_and_its_local_cluster() -> None:
                 stores = cluster.workers(name)[0].memory_stores
                 cluster.kill_topology(name)
                 assert memory.stored(stores, state_id) == {}
+
+
+def test_a_topology_of_memory_states_submitted_again_under_its_name_starts_afresh() -> None:
+    """Its memory states die with it, so the kill drops what its coordinator kept: the next
+    run under the same name starts at txid 1 and counts its spout's batches again."""
+    name = f"resubmit-{uuid.uuid4().hex[:8]}"
+    batches = set(range(1, (len(SENTENCES) + 1) // 2 + 1))
+    with LocalCluster() as cluster:
+        for run in range(2):
+            tag = uuid.uuid4().hex
+            spout = AckedSpout(["sentence"], 2, SENTENCES)
+            spout.tag = tag
+            t = TridentTopology()
+            (t.new_stream("sentences", spout)
+             .each(["sentence"], SplitSentence(), ["word"])
+             .group_by(["word"])
+             .persistent_aggregate(MemoryMapState(f"m-{tag}"), Count(), ["count"]))
+            cluster.submit_topology(name, CONF, t.build())
+            wait_until(lambda tag=tag: ACKED_TXIDS.get(tag), timeout=60,
+                       message=f"run {run}: no batch committed")
+            assert min(ACKED_TXIDS[tag]) == 1, f"run {run} did not start at txid 1"
+            wait_until(lambda tag=tag: batches <= ACKED_TXIDS.get(tag, set()), timeout=60,
+                       message=f"run {run}: not every batch committed")
+            assert _counts(cluster, name, f"m-{tag}") == _expected()
+            assert cluster.state.store.exists(f"/trident/{name}")
+            cluster.kill_topology(name)
+            assert not cluster.state.store.exists(f"/trident/{name}")

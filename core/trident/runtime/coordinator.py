@@ -21,10 +21,14 @@ batches and runs their two phases.
   attempt id (attempt ids increase across restarts of the coordinator too).
 - The last committed txid is kept in the cluster state store (ZooKeeper on a cluster) under
   ``/trident/<topology name>/coordinators/<stream names>``, and the info of each txid not
-  committed yet under ``.../<stream names>/<txid>``, so a restarted coordinator, or a
-  resubmitted topology of the same name, replays the batches in flight as they were and
-  continues with the next txid. A group of DRPC streams only keeps nothing (a request does
-  not outlive its caller's wait).
+  committed yet under ``.../<stream names>/<txid>``, so a restarted coordinator replays the
+  batches in flight as they were and continues with the next txid. A topology submitted
+  again under the same name does too when one of the group's states outlives the topology
+  (Redis); when none does (memory states, dropped at kill), the kill drops the record and
+  the spouts' metadata (see :meth:`~squall.state.cluster_state.ClusterState.drop_trident`),
+  and a record a previous run left anyway (written as it was killed) is dropped here: the
+  new run starts at txid 1, its spouts from their start. A group of DRPC streams only keeps
+  nothing (a request does not outlive its caller's wait).
 """
 from __future__ import annotations
 
@@ -34,6 +38,8 @@ from typing import Any
 
 from squall.api.component import Spout
 from squall.api.tuple import Stream
+from squall.spi.state import node_name_problem
+from squall.state.cluster_state import trident_outlives
 from squall.trident import plan
 from squall.trident.runtime.meta import MetaStore
 from squall.trident.runtime.repeats import RepeatedWarning
@@ -50,14 +56,21 @@ class TridentCoordinator(Spout):
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         own = conf.get("trident.coordinator") or {}
-        self.store = (MetaStore(conf, f"/trident/{context.topology_name}/coordinators")
-                      if own.get("durable", True) else None)
+        self.meta = (MetaStore(conf, f"/trident/{context.topology_name}")
+                     if own.get("durable", True) else None)
+        self.store = self.meta.within("coordinators") if self.meta is not None else None
         self.key = str(own.get("key", "default"))
         self.max_pending = max(1, int(conf.get("topology.max.spout.pending") or 1))
         self.interval = float(conf.get("topology.trident.batch.emit.interval.millis")
                               or 0) / 1000.0
-        saved = self.store.get(self.key) if self.store is not None else None
+        #: what every write of the group's record holds besides its last committed txid
+        self.record = {"topology_id": context.topology_id,
+                       "streams": list(own.get("streams", [])),
+                       "outlives": bool(own.get("outlives", True))}
+        saved = self._saved()
         self.committed = int(saved["committed"]) if saved else 0
+        if self.store is not None:
+            self.store.put(self.key, {**self.record, "committed": self.committed})
         self.coordinators = {s["name"]: plan.from_json(s["spout"]).get_coordinator(conf, context)
                              for s in own.get("partitioned", [])}
         #: where each txid's partition info is kept until it commits (partitioned spouts only)
@@ -74,6 +87,24 @@ class TridentCoordinator(Spout):
             log, float(conf.get("topology.error.throttle.interval.secs", 10)))
         log.info("trident coordinator %s: continuing after committed txid %d", self.key,
                  self.committed)
+
+    def _saved(self) -> dict[str, Any] | None:
+        """The group's record, unless a previous run left it that was not to outlive its
+        topology (then it is dropped here, with its spouts' metadata)."""
+        if self.meta is None or self.store is None:
+            return None
+        saved = self.store.get(self.key)
+        if not isinstance(saved, dict) or trident_outlives(saved) \
+                or saved.get("topology_id") == self.record["topology_id"]:
+            return saved
+        log.info("trident coordinator %s: the run of %s before this one kept only states that "
+                 "died with it; starting at txid 1", self.key, saved.get("topology_id"))
+        streams = saved.get("streams")
+        for stream in streams if isinstance(streams, list) else []:
+            if isinstance(stream, str) and not node_name_problem(stream):
+                self.meta.delete_path(f"spouts/{stream}")     # as the spouts name it
+        self.store.delete(self.key)
+        return None
 
     def _kept_infos(self) -> dict[int, dict[str, Any]]:
         """The infos of the txids a previous run started and did not commit."""
@@ -154,7 +185,7 @@ class TridentCoordinator(Spout):
         del self.active[txid]
         self.infos.pop(txid, None)
         if self.store is not None:
-            self.store.put(self.key, {"committed": txid})
+            self.store.put(self.key, {**self.record, "committed": txid})
         if self.kept is not None:
             self.kept.delete(str(txid))
         self.emit([txid], "$success")
@@ -172,5 +203,5 @@ class TridentCoordinator(Spout):
     def close(self) -> None:
         for c in self.coordinators.values():
             c.close()
-        if self.store is not None:
-            self.store.close()
+        if self.meta is not None:
+            self.meta.close()

@@ -44,6 +44,11 @@ class MetaStore:
         """Remove ``name`` and the values under it (nothing when absent)."""
         self.store.delete(self.path(name), recursive=True)
 
+    def delete_path(self, path: str) -> None:
+        """Remove the node at ``path`` below this base, its names as they are (not quoted as
+        :meth:`delete`'s), and the values under it (nothing when absent)."""
+        self.store.delete(f"{self.base}/{path}", recursive=True)
+
     def names(self) -> list[str]:
         """The names values are kept under here."""
         return [unquote(n) for n in self.store.children(self.base)]

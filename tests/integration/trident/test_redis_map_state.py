@@ -97,6 +97,53 @@ def test_redis_word_count_is_exact_across_a_replay(kind: str, redis_conf: dict[s
         assert json.loads(drpc.execute("words", "the to nosuch")) == [[8]]
 
 
+#: tag -> the txids a TxidsSpout was told every state wrote
+ACKED_TXIDS: dict[str, list[int]] = {}
+
+
+class TxidsSpout(FixedBatchSpout):
+    tag = ""
+
+    def ack(self, txid: int) -> None:
+        ACKED_TXIDS.setdefault(self.tag, []).append(txid)
+
+
+def test_a_topology_of_a_redis_state_submitted_again_under_its_name_goes_on(
+        redis_conf: dict[str, Any]) -> None:
+    """Its state outlives it, so what its coordinator kept does too: the next run under the
+    same name goes on after the last committed txid, and the counts stay exact."""
+    import redis
+    client = redis.Redis(host=redis_conf["host"], port=redis_conf["port"], db=redis_conf["db"])
+    prefix = redis_conf["key_prefix"]
+    expected = Counter(w for (s,) in SENTENCES for w in s.split())
+    backing = RedisBackingMap(**redis_conf)
+
+    def counts() -> dict[str, Any]:
+        keys = client.keys(prefix + "*")
+        return {json.loads(k[len(prefix):])[0]: backing.decode(k, v)[1]
+                for k, v in zip(keys, client.mget(keys))}
+    conf = {"topology.trident.batch.emit.interval.millis": 5}
+    name = f"again-{uuid.uuid4().hex[:8]}"
+    with LocalCluster() as cluster:
+        for run in range(2):
+            spout = TxidsSpout(["sentence"], 1, SENTENCES)
+            spout.tag = f"{prefix}{run}"
+            t = TridentTopology()
+            (t.new_stream("sentences", spout).each(["sentence"], Split(), ["word"])
+             .group_by(["word"]).persistent_aggregate(RedisMapState(**redis_conf), Count(),
+                                                      ["count"]))
+            cluster.submit_topology(name, conf, t.build())
+            # as many batches as the sentences committed in this run: each one, if it
+            # started over at txid 1
+            wait_until(lambda tag=spout.tag: len(ACKED_TXIDS.get(tag, [])) >= len(SENTENCES),
+                       timeout=60, message=f"run {run}: too few batches committed")
+            assert counts() == expected
+            cluster.kill_topology(name)
+            assert cluster.state.store.exists(f"/trident/{name}")
+    assert ACKED_TXIDS[f"{prefix}0"][0] == 1
+    assert ACKED_TXIDS[f"{prefix}1"][0] > len(SENTENCES)        # went on after run 0
+
+
 def test_an_unreachable_redis_fails_batches_with_a_state_error() -> None:
     factory = RedisMapState.transactional(host="127.0.0.1", port=1, key_prefix="x:")
     state = factory.make_state()

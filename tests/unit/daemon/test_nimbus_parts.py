@@ -401,6 +401,31 @@ def test_a_pass_says_when_the_next_kill_or_rebalance_wait_ends(leader):
     assert due is not None and before + 30 <= due <= time.time() + 30
 
 
+def test_the_kill_and_each_pass_drop_trident_records_whose_states_died_with_the_topology(
+        leader):
+    """Nimbus drops what Trident kept for a killed topology whose states all died with it,
+    and what a worker still committing as it was killed wrote after that; a record of a
+    state that outlives the topology (Redis) stays for the next run of that name."""
+    state, _, _, _, lifecycle = leader
+
+    def record(name, outlives):
+        state.store.put(f"/trident/{name}/coordinators/s", json.dumps({
+            "committed": 3, "topology_id": f"{name}-1-1", "streams": ["s"],
+            "outlives": outlives}).encode())
+
+    lifecycle.submit("wc", {}, _topology_json(), _zip())
+    record("wc", False)
+    record("redis", True)
+    lifecycle.monitor_pass()
+    assert state.trident_names() == ["redis", "wc"]          # "wc" runs
+    lifecycle.kill("wc", 0)
+    lifecycle.monitor_pass()
+    assert state.trident_names() == ["redis"]
+    record("wc", False)                                       # a late worker's commit
+    lifecycle.monitor_pass()
+    assert state.trident_names() == ["redis"]
+
+
 def test_a_second_kill_replaces_the_wait_and_other_commands_say_it_is_being_killed(leader):
     state, _, _, reads, lifecycle = leader
     lifecycle.submit("wc", {}, _topology_json(), _zip())

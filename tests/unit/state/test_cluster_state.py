@@ -67,6 +67,30 @@ def test_assignments_and_whole_topology_removal(state):
         assert state.store.children(top) == []
 
 
+def test_a_kill_drops_the_trident_records_of_groups_whose_states_died_with_it(state):
+    """What Trident keeps under the topology's name survives its kill only for the batch
+    groups with a state that outlives the topology; the name's node goes with the last."""
+    def group(name, key, outlives, streams):
+        record = {"committed": 4, "topology_id": f"{name}-1-1", "streams": streams}
+        if outlives is not None:
+            record["outlives"] = outlives
+        state.store.put(f"/trident/{name}/coordinators/{key}", json.dumps(record).encode())
+        for s in streams:
+            state.store.put(f"/trident/{name}/spouts/{s}/p0", b'{"4": 1}')
+
+    state.set_storm("mixed-1-1", {"name": "mixed", "status": "killed"})
+    group("mixed", "mem", False, ["mem"])
+    group("mixed", "redis", True, ["redis"])
+    group("mixed", "old", None, ["old"])             # written before the field: kept
+    state.set_storm("memory-1-1", {"name": "memory", "status": "killed"})
+    group("memory", "a%2Bb", False, ["a", "b"])
+    state.remove_topology("mixed-1-1")
+    state.remove_topology("memory-1-1")
+    assert state.store.children("/trident/mixed/coordinators") == ["old", "redis"]
+    assert state.store.children("/trident/mixed/spouts") == ["old", "redis"]
+    assert state.trident_names() == ["mixed"]
+
+
 def test_supervisor_nodes_are_ephemeral(server, state):
     other = MemoryStateStore({}, server=server)
     other.start()

@@ -4,6 +4,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
+from squall import drivers
 from squall.trident import TransactionalSpout, plan
 from squall.trident.partitioned import PartitionCoordinator
 from squall.trident.runtime.coordinator import TridentCoordinator
@@ -11,6 +14,9 @@ from squall.trident.runtime.coordinator import TridentCoordinator
 
 class Context:
     topology_name = "coord-test"
+
+    def __init__(self, topology_id: str = "coord-test-1-1") -> None:
+        self.topology_id = topology_id
 
 
 #: the partitions each test's source has now, by the namespace of the test's store
@@ -36,7 +42,8 @@ class ListSpout(TransactionalSpout):
 
 
 def _coordinator(namespace: str, pending: int = 3, interval_ms: int = 0,
-                 partitioned: bool = False) -> tuple[TridentCoordinator, list[Any]]:
+                 partitioned: bool = False, topology_id: str = "coord-test-1-1",
+                 outlives: bool = True) -> tuple[TridentCoordinator, list[Any]]:
     c = TridentCoordinator()
     emitted: list[Any] = []
     c.emit = lambda values, stream="default", **kw: emitted.append(  # type: ignore[method-assign]
@@ -46,7 +53,8 @@ def _coordinator(namespace: str, pending: int = 3, interval_ms: int = 0,
     c.initialize({"squall.state": "memory", "squall.state.memory.namespace": namespace,
                   "topology.max.spout.pending": pending,
                   "topology.trident.batch.emit.interval.millis": interval_ms,
-                  "trident.coordinator": {"key": "s", "partitioned": spouts}}, Context())
+                  "trident.coordinator": {"key": "s", "partitioned": spouts, "streams": ["s"],
+                                          "outlives": outlives}}, Context(topology_id))
     return c, emitted
 
 
@@ -102,6 +110,38 @@ def test_a_restarted_coordinator_continues_after_the_committed_txid() -> None:
     assert emitted2[0][2][2] > first_attempt
     c2.close()
     keep.close()
+
+
+@pytest.mark.parametrize("outlives", [True, False])
+def test_a_run_after_a_kill_resumes_only_when_a_state_outlived_the_topology(
+        outlives: bool) -> None:
+    """A record the run before left (as it was killed) is resumed by a new run of the
+    topology when one of the group's states outlives it (Redis); when none does (memory),
+    the new run drops it and its spouts' metadata and starts at txid 1."""
+    namespace = uuid.uuid4().hex
+    conf = {"squall.state": "memory", "squall.state.memory.namespace": namespace}
+    store = drivers.driver("state", conf)
+    store.start()                                          # holds the namespace's tree
+    c, emitted = _coordinator(namespace, pending=1, topology_id="coord-test-1-1",
+                              outlives=outlives)
+    _spin(c)
+    c.ack(emitted[-1][2])
+    _spin(c)
+    c.ack(emitted[-1][2])                                  # txid 1 committed
+    store.put("/trident/coord-test/spouts/s/p0", b'{"1": {"offset": 3}}')
+    c.close()
+    again, emitted_again = _coordinator(namespace, pending=1, topology_id="coord-test-1-1",
+                                        outlives=outlives)
+    _spin(again)
+    assert emitted_again[0][:2] == ("$batch", 2)           # a restart of the same run
+    again.close()
+    c2, emitted2 = _coordinator(namespace, pending=1, topology_id="coord-test-2-9",
+                                outlives=outlives)
+    _spin(c2)
+    assert emitted2[0][:2] == ("$batch", 2 if outlives else 1)
+    assert store.exists("/trident/coord-test/spouts/s") is outlives
+    c2.close()
+    store.close()
 
 
 def test_the_emit_interval_spaces_new_batches() -> None:
