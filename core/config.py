@@ -592,8 +592,9 @@ PORT_KEYS = ("storm.zookeeper.port", "nimbus.port", "ui.port", "drpc.port", "drp
 
 
 def _check_ports(conf: Mapping[str, Any]) -> None:
-    """ConfigError for a port number out of 0-65535, or a ``supervisor.slots.ports`` entry
-    that is not a port from 1 to 65535 (a worker listens on each)."""
+    """ConfigError for a port number out of 0-65535, a ``supervisor.slots.ports`` entry
+    that is not a port from 1 to 65535 (a worker listens on each), or two ports one daemon
+    would listen on at once (see :func:`_check_shared_ports`)."""
     for key in PORT_KEYS:
         value = conf.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= 65535:
@@ -610,6 +611,43 @@ def _check_ports(conf: Mapping[str, Any]) -> None:
             beside = f" plus the highest 'supervisor.slots.ports' ({top})" if top else ""
             raise ConfigError(f"config key 'worker.metrics.port.offset'{beside} must be at "
                               f"most 65535, got {offset}")
+    _check_shared_ports(conf)
+
+
+def _port(conf: Mapping[str, Any], key: str) -> int | None:
+    """``conf[key]`` when it names a port (0, any free one, names none)."""
+    value = conf.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value else None
+
+
+def _check_shared_ports(conf: Mapping[str, Any]) -> None:
+    """ConfigError, naming both keys, for a port one daemon would listen on twice: a
+    supervisor's logviewer (``logviewer.port``) on one of its slots, a worker's /metrics
+    (its slot's port + ``worker.metrics.port.offset``) on another slot or on the logviewer's
+    port, the DRPC server's HTTP front on its gRPC port. The later binding would fail there
+    (a worker that never starts, a slot lost for good). Ports of different daemons may meet:
+    they may run on different machines."""
+    slots = sorted(set(conf.get("supervisor.slots.ports") or ()))
+    viewer = _port(conf, "logviewer.port")
+    if viewer in slots:
+        raise ConfigError(f"config key 'logviewer.port' ({viewer}) is also in "
+                          f"'supervisor.slots.ports': the supervisor's logviewer and that "
+                          f"slot's worker cannot both listen on it; choose a port of its own")
+    offset = _port(conf, "worker.metrics.port.offset")
+    for slot in slots if offset is not None else ():
+        taken = slot + offset
+        if taken in slots or taken == viewer:
+            other = "'supervisor.slots.ports' lists too" if taken in slots else \
+                "is 'logviewer.port'"
+            raise ConfigError(f"config key 'worker.metrics.port.offset' ({offset}) puts the "
+                              f"/metrics endpoint of slot {slot}'s worker on port {taken}, "
+                              f"which {other}: one of the two could never listen there; "
+                              f"choose an offset that takes every slot's port past the slots "
+                              f"and 'logviewer.port'")
+    grpc, http = _port(conf, "drpc.port"), _port(conf, "drpc.http.port")
+    if grpc is not None and grpc == http:
+        raise ConfigError(f"config keys 'drpc.port' and 'drpc.http.port' are both {grpc}: the "
+                          f"DRPC server listens on each; give them different ports")
 
 
 #: keys whose value is a list of strings (host names)

@@ -54,6 +54,8 @@ Shared and tools
     ``package_imports``    what squall imports before a package goes on ``sys.path``, and the
                            package modules named like squall's libraries.
     ``topology_flow``      components in the order tuples flow through them (``squall monitor``).
+    ``addresses``          host names and their addresses: a supervisor's advertised host
+                           checked at start, hosts nimbus compares, why a daemon cannot listen.
     ``dev_zookeeper``      a single-node ZooKeeper for development and tests.
     ``stop_signals``       SIGTERM and SIGHUP (unless ``nohup``) stop the foreground commands
                            (the daemons, ``dev-zookeeper``, ``squall local``) in order.

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from squall import config, drivers
+from squall.daemon.addresses import listen_error
 from squall.daemon.nimbus_access import TopologyAccess
 from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import NimbusReads
@@ -143,9 +144,10 @@ class Nimbus:
             self.port = (self._server.add_secure_port(address, credentials) if credentials
                          else self._server.add_insecure_port(address))
         except RuntimeError as exc:
-            raise SquallError(f"nimbus cannot listen on {host}:{wanted}: {exc}") from exc
+            raise SquallError(listen_error("nimbus", host, wanted, "nimbus.host / nimbus.port",
+                                           exc)) from exc
         if not self.port:
-            raise SquallError(f"nimbus cannot listen on {host}:{wanted} (port in use?)")
+            raise SquallError(listen_error("nimbus", host, wanted, "nimbus.host / nimbus.port"))
         advertised = host
         if host in ("0.0.0.0", "::", ""):
             import socket

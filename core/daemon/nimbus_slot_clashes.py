@@ -12,6 +12,12 @@ one of the supervisors and leaves it out of the others' ports in every scheduler
 3. else the one that started first (its registration's ``time_secs - uptime_secs``), then the
    lowest id.
 
+Hosts are compared by what their names resolve to here
+(:func:`~squall.daemon.addresses.host_key`: ``localhost``, ``127.0.0.1`` and this machine's
+name are one host), each name resolved once while a live supervisor registers it
+(:class:`Machines`); a name that does not resolve is compared as written. A clash on a host
+known by several names shows them all (``127.0.0.1/localhost``).
+
 A choice holds while that supervisor still offers the slot (start times are whole seconds: two
 supervisors started together could swap places from one registration to the next). One error
 line names the supervisors and the slots when a clash appears or changes, one info line when
@@ -24,10 +30,11 @@ Used on nimbus's monitor thread only, under nimbus's lock (as
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
+from squall.daemon.addresses import host_key
 from squall.scheduling.cluster import SupervisorDetails, WorkerSlot
 
 log = logging.getLogger(__name__)
@@ -75,14 +82,42 @@ def clash_note(clashes: Collection[Clash]) -> str:
     return "; ".join(parts)
 
 
+class Machines:
+    """Which supervisor host names name one machine. ``key`` (:func:`host_key` by default)
+    gives what a name resolves to; it is called once per name while live supervisors
+    register that name (a name seen again after it was gone is resolved again)."""
+
+    def __init__(self, key: Callable[[str], frozenset[str]] = host_key) -> None:
+        self._key = key
+        self._keys: dict[str, frozenset[str]] = {}
+
+    def labels(self, hosts: Iterable[str]) -> dict[str, str]:
+        """Each of ``hosts`` -> the label of its machine: the names of that machine among
+        ``hosts``, sorted and joined by ``/`` (names whose keys meet name one machine)."""
+        names = sorted(set(hosts))
+        self._keys = {h: self._keys[h] if h in self._keys else self._key(h) for h in names}
+        groups: list[tuple[set[str], set[str]]] = []     # (names, their keys)
+        for name in names:
+            keys = set(self._keys[name])
+            joined = [g for g in groups if g[1] & keys]
+            merged: tuple[set[str], set[str]] = ({name}, keys)
+            for g in joined:
+                merged[0].update(g[0])
+                merged[1].update(g[1])
+                groups.remove(g)
+            groups.append(merged)
+        return {name: "/".join(sorted(group)) for group, _ in groups for name in group}
+
+
 class SlotClashes:
     """Which supervisor keeps each clashing slot, and what was said (see the module
-    docstring)."""
+    docstring). ``machines`` tells which host names name one machine."""
 
-    def __init__(self) -> None:
+    def __init__(self, machines: Machines | None = None) -> None:
         #: (host, port) -> the supervisor id that keeps it
         self._kept: dict[tuple[str, int], str] = {}
         self._said: frozenset[Clash] = frozenset()
+        self._machines = machines if machines is not None else Machines()
 
     def settle(self, supervisors: Iterable[SupervisorDetails], started: Mapping[str, float],
                placed: Collection[WorkerSlot], beating: Collection[WorkerSlot]) -> list[Clash]:
@@ -90,10 +125,12 @@ class SlotClashes:
         the supervisor that keeps it: ``started`` is :func:`start_times`, ``placed`` the slots
         executors are assigned to, ``beating`` those whose workers beat (see the module
         docstring for the order). Logs nothing."""
+        supervisors = list(supervisors)
+        machine = self._machines.labels(s.host for s in supervisors)
         claims: dict[tuple[str, int], set[str]] = {}
         for sup in supervisors:
             for port in sup.ports:
-                claims.setdefault((sup.host, int(port)), set()).add(sup.id)
+                claims.setdefault((machine[sup.host], int(port)), set()).add(sup.id)
         kept: dict[tuple[str, int], str] = {}
         clashes = []
         for (host, port), ids in sorted(claims.items()):

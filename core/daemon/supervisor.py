@@ -51,6 +51,7 @@ from typing import Any
 from squall import config, drivers
 from squall.daemon import log_files, nimbus_worker_defaults, packaging
 from squall.daemon import supervisor_endings as endings
+from squall.daemon.addresses import check_advertised_host
 from squall.daemon.logviewer import LogViewer
 from squall.daemon.logviewer_access import LogAccess
 from squall.daemon.ports import slot_ports_warning
@@ -117,7 +118,10 @@ class Supervisor:
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         """Connect, register, adopt or clean old workers, start syncing. StateError if the
-        store is unreachable."""
+        store is unreachable, ConfigError if its advertised host does not resolve."""
+        unreachable = check_advertised_host(self.conf, self.hostname)
+        if unreachable:
+            log.warning("%s", unreachable)
         problem = self.local_dir_problem()
         if problem:
             raise SquallError(f"supervisor cannot write storm.local.dir: {problem}")

@@ -252,8 +252,9 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
                  hangups: HangupWatch) -> None:
-        super().__init__(address, handler)
+        # set first: a bind that fails calls server_close from within super().__init__
         self.hangups = hangups
+        super().__init__(address, handler)
 
     def server_close(self) -> None:
         super().server_close()

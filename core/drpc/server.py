@@ -51,6 +51,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from squall.daemon.addresses import listen_error
 from squall.drpc.failures import BadCall, Busy
 from squall.drpc.names import RULE, function_problem, shown
 from squall.drpc.requests import DEFAULT_LEASE, RequestBook
@@ -246,21 +247,25 @@ class DRPCServer:
                                                 ("grpc.max_send_message_length", limit)])
         drpc_pb2_grpc.add_DRPCServicer_to_server(GrpcFront(self), self._grpc)
         credentials = server_credentials(self.conf)
+        try:        # HTTP first: a gRPC server stopped before it started keeps its port
+            http = http_server(self, self.host, self.http_port)
+        except OSError as exc:
+            raise SquallError(listen_error("DRPC", self.host, self.http_port,
+                                           "drpc.host / drpc.http.port", exc, kind="HTTP")
+                              ) from exc
+        wanted, failure = self.port, None
         try:
             address = f"{self.host}:{self.port}"
             self.port = (self._grpc.add_secure_port(address, credentials)
                          if credentials is not None else self._grpc.add_insecure_port(address))
         except RuntimeError as exc:
-            raise SquallError(f"DRPC cannot listen on {self.host}:{self.port}: {exc}") from exc
-        if not self.port:
-            raise SquallError(f"DRPC cannot listen on {self.host}:{self.port} (port in use?)")
-        try:
-            self._http = http_server(self, self.host, self.http_port)
-        except OSError as exc:
-            self._grpc.stop(0)
-            raise SquallError(f"DRPC cannot listen for HTTP on {self.host}:{self.http_port}: "
-                              f"{exc}") from exc
-        self.http_port = int(self._http.server_address[1])
+            self.port, failure = 0, exc
+        if not self.port:       # said while the HTTP front holds its port (maybe this one)
+            said = listen_error("DRPC", self.host, wanted, "drpc.host / drpc.port", failure)
+            http.server_close()
+            raise SquallError(said) from failure
+        self._http = http
+        self.http_port = int(http.server_address[1])
         self._grpc.start()
         for target, name in ((self._http.serve_forever, "squall-drpc-http"),
                              (self._expire_leases, "squall-drpc-leases")):

@@ -178,7 +178,9 @@ class MetricsConsumerBolt(Bolt):
     the consumer named in ``conf["squall.metrics.consumer"]`` and calls its ``prepare``;
     failures there (unknown
     name: PluginNotFoundError, missing extra: PluginLoadError, bad argument: ConfigError)
-    propagate, as for any component. An exception from ``handle`` or a malformed tuple is
+    propagate, as for any component, but an OSError (what the machine refuses: a port in
+    use, a path not writable) is reported and the task runs on, dropping its data points.
+    An exception from ``handle`` or a malformed tuple is
     reported with ``report_error`` and the task goes on; the tuple is acked either way.
     """
 
@@ -217,7 +219,14 @@ class MetricsConsumerBolt(Bolt):
         self._kept: dict[str, bool] = {}
         cls = drivers.load("squall.metrics_consumers", self.name)
         consumer = cls()
-        consumer.prepare(conf, spec.get("argument"), context)
+        try:
+            consumer.prepare(conf, spec.get("argument"), context)
+        except OSError as exc:   # its port in use, its path not writable: metrics are
+            # secondary, so the topology runs on without this consumer, as without a worker's
+            # own /metrics endpoint
+            self.report_error(f"metrics consumer {self.name!r} cannot start: {exc}; it drops "
+                              f"its data points and the topology runs on")
+            return
         self.consumer = consumer
 
     def _keeps(self, name: str) -> bool:

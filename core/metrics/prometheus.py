@@ -9,7 +9,8 @@ read as one of squall's, ``emit-count``, is ``squall_user_emit_count``), holding
 value of each task (labels ``topology``, ``component``, ``task``, ``host``, ``port``). A map
 value becomes one gauge per numeric key (``__receive`` -> ``squall_receive_population``, ...);
 values that are not numbers are left out. Run it with one task (the default): each task binds
-its own port.
+its own port. A port it cannot listen on (in use) is reported as its component's error, and
+the topology runs on without the endpoint.
 
 Each task has one series per metric: when a rebalance moves a task, its buckets from the new
 worker relabel its series (``host``, ``port``) rather than add a second one, and a bucket that
@@ -93,9 +94,10 @@ class PrometheusMetricsConsumer(MetricsConsumer):
         self.endpoint.render_with(self._render)
         try:
             self.endpoint.start()
-        except OSError as exc:
-            raise ConfigError(f"prometheus consumer cannot listen on {host}:{port}: {exc}"
-                              ) from exc
+        except OSError as exc:      # the consumer's task reports it and runs on
+            self.endpoint = None
+            raise OSError(f"cannot listen on {host}:{port} (its argument's host and port): "
+                          f"{exc.strerror or exc}") from exc
         log.info("prometheus metrics consumer serving http://%s:%d/metrics", host,
                  self.endpoint.port)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from squall.config import AT_LEAST, check_range, defaults, period_secs
+from squall.daemon.addresses import listen_error
 from squall.errors import ConfigError, SquallError
 from squall.ui.access import Access, Clients
 from squall.ui.cluster_view import ClusterView
@@ -41,6 +42,9 @@ class UiServer:
         self.host = str(host if host is not None else conf.get("ui.host") or "127.0.0.1")
         chosen = port if port is not None else conf.get("ui.port")
         self.port = 8080 if chosen is None else int(chosen)
+        #: where host and port came from, for the error when they cannot be bound
+        self._keys = (f"{'--host' if host is not None else 'ui.host'} / "
+                      f"{'--port' if port is not None else 'ui.port'}")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"ui.port must be a port number from 0 (any free one) to 65535, "
                               f"got {self.port}")
@@ -69,8 +73,8 @@ class UiServer:
             sock.listen(128)
         except OSError as exc:
             sock.close()
-            raise ConfigError(f"squall ui cannot listen on {self.host}:{self.port}: "
-                              f"{exc.strerror or exc}") from exc
+            raise ConfigError(listen_error("squall ui", self.host, self.port, self._keys,
+                                           exc)) from exc
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(make_app(self._access, self.view), log_config=None,
                                 access_log=False, lifespan="off", timeout_graceful_shutdown=5,

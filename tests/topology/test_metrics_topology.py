@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from squall import Bolt, LocalCluster, Spout, TopologyBuilder
-from tests.topology.conftest import install_driver
+from tests.topology.conftest import info_errors, install_driver
 from squall.metrics import CountMetric, MeanReducer, ReducedMetric
 from squall.spi.metrics import DataPoint, MetricsConsumer, TaskInfo
 from squall.testing import wait_until
@@ -548,3 +548,28 @@ def test_the_prometheus_consumer_serves_its_endpoint_in_a_local_cluster(
                message=lambda: f"scraped {scraped()[:300]!r}; errors "
                                f"{cluster.get_topology_info('prom')['errors']}")
     assert "squall_ack_count{" in scraped()
+
+
+def test_a_prometheus_port_in_use_is_reported_and_the_topology_runs_on(
+        cluster: LocalCluster) -> None:
+    """Its endpoint is secondary, as a worker's own /metrics is: the consumer's task reports
+    the port and runs on without it (its worker failed to start, again and again)."""
+    import socket
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        b = TopologyBuilder()
+        b.set_spout("numbers", Numbers)
+        b.set_bolt("sink", Sink).shuffle_grouping("numbers")
+        cluster.submit_topology("busy", conf(**{"app.n": 20, "topology.metrics.consumer.register": [
+            "recording", {"class": "prometheus", "argument": {"port": port}}]}),
+            b.create_topology())
+        wait_until(lambda: Recording.total("sink", "__ack-count") >= 20, timeout=20,
+                   message=lambda: f"acked {Recording.total('sink', '__ack-count')}; errors "
+                                   f"{cluster.get_topology_info('busy')['errors']}")
+        errors = info_errors(cluster, "busy", "__metrics_prometheus")
+        assert [e["error"] for e in errors] == [
+            f"metrics consumer 'prometheus' cannot start: cannot listen on 127.0.0.1:{port} "
+            f"(its argument's host and port): Address already in use; it drops its data "
+            f"points and the topology runs on"], errors

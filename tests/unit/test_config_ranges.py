@@ -244,3 +244,33 @@ def test_a_metrics_port_offset_alone_is_at_most_65535() -> None:
     with pytest.raises(ConfigError, match=r"^config key 'worker.metrics.port.offset' must be "
                                           r"at most 65535, got 65536$"):
         config.validate({**conf, "worker.metrics.port.offset": 65536}, warn=False)
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_a_metrics_port_offset_onto_another_slot_is_refused(offset: int) -> None:
+    # slot 6700's /metrics took slot 6700 + offset, whose worker then never started
+    with pytest.raises(ConfigError, match=rf"^config key 'worker.metrics.port.offset' "
+                                          rf"\({offset}\) puts the /metrics endpoint of slot "
+                                          rf"6700's worker on port {6700 + offset}, which "
+                                          rf"'supervisor.slots.ports' lists too"):
+        config.validate({**config.defaults(), "worker.metrics.port.offset": offset},
+                        warn=False)
+    config.validate({**config.defaults(), "worker.metrics.port.offset": 4}, warn=False)
+
+
+def test_ports_one_daemon_listens_on_twice_are_refused_naming_both_keys() -> None:
+    conf = {**config.defaults(), "supervisor.slots.ports": [7000, 7001], "logviewer.port": 7001}
+    with pytest.raises(ConfigError, match=r"^config key 'logviewer.port' \(7001\) is also in "
+                                          r"'supervisor.slots.ports'"):
+        config.validate(conf, warn=False)
+    conf["logviewer.port"] = 7100
+    with pytest.raises(ConfigError, match=r"'worker.metrics.port.offset' \(100\) puts the "
+                                          r"/metrics endpoint of slot 7000's worker on port "
+                                          r"7100, which is 'logviewer.port'"):
+        config.validate({**conf, "worker.metrics.port.offset": 100}, warn=False)
+    with pytest.raises(ConfigError, match=r"^config keys 'drpc.port' and 'drpc.http.port' are "
+                                          r"both 3800"):
+        config.validate({**conf, "drpc.port": 3800, "drpc.http.port": 3800}, warn=False)
+    # 0 (any free port) meets nothing; daemons of their own may share a number
+    config.validate({**conf, "logviewer.port": 0, "drpc.port": 0, "drpc.http.port": 0,
+                     "nimbus.port": 7000, "ui.port": 7001}, warn=False)

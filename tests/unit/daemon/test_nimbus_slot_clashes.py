@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from squall.daemon.nimbus_slot_clashes import Clash, SlotClashes, clash_note
+from squall.daemon.addresses import THIS_MACHINE, host_key
+from squall.daemon.nimbus_slot_clashes import Clash, Machines, SlotClashes, clash_note
 from squall.scheduling.cluster import SupervisorDetails, WorkerSlot
 
 from leader_parts import ROOMY, LeaderParts
@@ -103,3 +104,59 @@ def test_who_keeps_a_clashing_slot() -> None:
                                "are left out")
     assert clashes.settle([_sup("a")], {}, placed=(), beating=()) == []
     assert clash_note([]) == ""
+
+
+@pytest.mark.parametrize("scheduler", ["even", "multidim"])
+def test_two_names_of_one_machine_are_one_host(scheduler: str, tmp_path: Any,
+                                               caplog: Any) -> None:
+    """storm.local.hostname 127.0.0.1 on one supervisor and localhost on the other: both
+    offer the machine's same ports, and only one worker can bind each."""
+    h = Harness(scheduler, tmp_path)
+    try:
+        caplog.set_level("INFO")
+        h.register("sup-b", "localhost", PORTS, started=950)
+        h.register("sup-a", "127.0.0.1", PORTS, started=900)     # started first: keeps them
+        for _ in range(3):
+            h.lifecycle.monitor_pass()
+        if scheduler == "even":
+            assert h.slots() == {WorkerSlot("sup-a", p) for p in PORTS}, h.slots()
+        else:
+            assert not h.slots() and h.state.get_storm(TID)["status"] == "pending"
+        assert ("supervisors sup-a, sup-b offer the same slots 127.0.0.1/localhost:27701, "
+                "27702: sup-b's are left out") in h.reason()
+        lines = _clash_lines(caplog)
+        assert len(lines) == 1 and "on host 127.0.0.1/localhost" in lines[0], lines
+    finally:
+        h.store.close()
+
+
+def test_host_names_are_compared_by_the_machine_they_name() -> None:
+    asked: list[str] = []
+    keys = {"127.0.0.1": {"this machine"}, "vm": {"this machine"}, "node-c": {"10.0.0.3"},
+            "node-c.lan": {"10.0.0.3", "fd00::3"}, "node-d": {"fd00::3"},
+            "host-e": {"host-e"}}
+
+    def key(host: str) -> frozenset[str]:
+        asked.append(host)
+        return frozenset(keys[host])
+    machines = Machines(key)
+    assert machines.labels(["vm", "127.0.0.1", "node-c", "host-e", "vm"]) == {
+        "vm": "127.0.0.1/vm", "127.0.0.1": "127.0.0.1/vm", "node-c": "node-c",
+        "host-e": "host-e"}
+    # a name whose addresses meet two others' joins them into one machine
+    assert set(machines.labels(["node-c", "node-d", "node-c.lan"]).values()) == {
+        "node-c/node-c.lan/node-d"}
+    # each name is resolved once while it is registered, again after it was gone
+    assert sorted(asked) == ["127.0.0.1", "host-e", "node-c", "node-c.lan", "node-d", "vm"]
+    machines.labels(["vm"])
+    assert asked.count("vm") == 2
+    clashes = SlotClashes(Machines(key)).settle(
+        [_sup("a", host="127.0.0.1"), _sup("b", host="vm"), _sup("c", host="node-c")],
+        {"a": 1.0, "b": 2.0}, placed=(), beating=())
+    assert clashes == [Clash("127.0.0.1/vm", 6700, "a", ("b",)),
+                       Clash("127.0.0.1/vm", 6701, "a", ("b",))]
+
+
+def test_loopback_names_resolve_to_this_machine() -> None:
+    assert host_key("localhost") == host_key("127.0.0.1") == {THIS_MACHINE}
+    assert host_key("no-such-host.invalid") == {"no-such-host.invalid"}
