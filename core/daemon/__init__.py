@@ -36,6 +36,10 @@ Supervisor (``squall supervisor``)
     ``supervisor``         :class:`Supervisor`: registration, syncing assignments, launching,
                            watching and adopting workers.
     ``supervisor_local``   its local bookkeeping: ``localstate``, worker processes, heartbeats.
+    ``supervisor_local_dir``
+                           its hold on ``storm.local.dir``: the lock, the conf its workers
+                           read (both taken again when the dir was deleted), the probe and the
+                           free room it waits for before it rejoins.
     ``supervisor_backoff`` how soon a slot whose workers keep failing is relaunched.
     ``supervisor_endings`` how a worker it stopped or found dead ended: its log line, the
                            ``__worker`` error that makes a crash loop the status reason.

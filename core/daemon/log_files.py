@@ -14,7 +14,10 @@ Layout under ``storm.local.dir/logs/``:
 ====================================  =========================================================
 
 Every ``.log`` file rotates when it would pass ``worker.log.max.bytes`` and keeps
-``worker.log.backup.count`` backups. Nothing here runs per tuple.
+``worker.log.backup.count`` backups. A worker's ``.out`` file is written by the process (and
+its children) through the file descriptors it was started with, which no handler of ours sees:
+its supervisor keeps it near that size from outside (:func:`cap_out_file`, every round).
+Nothing here runs per tuple.
 """
 from __future__ import annotations
 
@@ -46,6 +49,68 @@ def logs_dir(local_dir: str | os.PathLike[str]) -> Path:
 def worker_log_name(topology_id: str, port: int) -> str:
     """The file name of the worker log of ``(topology_id, port)``."""
     return f"{topology_id}-{int(port)}.log"
+
+
+def worker_out_name(topology_id: str, port: int) -> str:
+    """The file name of the raw stdout/stderr of the worker of ``(topology_id, port)``."""
+    return f"{topology_id}-{int(port)}.out"
+
+
+def cap_out_file(path: Path, max_bytes: int, backups: int) -> bool:
+    """Keep a worker's ``.out`` file (``path``) near ``max_bytes`` while the worker writes
+    it: once past it, the file's newest ``max_bytes`` (from the first whole line) become
+    ``.1``, the older backups shift up to ``.<backups>`` (the oldest dropped; with
+    ``backups`` 0 nothing is kept), and the file is emptied in place (copy and truncate).
+    The worker's stdout and stderr, its children's too, were opened to append, so what they
+    write next goes at the start of the emptied file. Lost: what was written between the
+    copy and the truncation (a few lines at most), and what a single round wrote beyond
+    ``max_bytes``. A ``max_bytes`` of 0 never caps. Returns whether it was capped; OSError
+    when the file cannot be read or emptied (a backup that cannot be written is logged and
+    skipped: the file is emptied all the same, so a full disk gets its room back)."""
+    if not max_bytes:
+        return False
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    if size <= max_bytes:
+        return False
+    if backups:
+        try:
+            _keep_tail(path, size, max_bytes, backups)
+        except OSError as exc:
+            log.warning("cannot keep the end of %s before emptying it: %s", path,
+                        exc.strerror or exc)
+    os.truncate(path, 0)
+    return True
+
+
+def _keep_tail(path: Path, size: int, max_bytes: int, backups: int) -> None:
+    """Shift ``path``'s backups up by one (``.N`` dropped) and copy its last ``max_bytes``
+    as they are now (``size`` or more), from the first line that starts in them (within
+    4 KiB), to ``.1``."""
+    for n in range(backups - 1, 0, -1):
+        older = path.with_name(f"{path.name}.{n}")
+        if older.exists():
+            os.replace(older, path.with_name(f"{path.name}.{n + 1}"))
+    first = path.with_name(f"{path.name}.1")
+    try:
+        with open(path, "rb") as src, open(first, "wb") as dst:
+            start = max(size, os.fstat(src.fileno()).st_size) - max_bytes
+            src.seek(start)
+            cut = src.readline(4096)    # the rest of a line cut at the seek, when short
+            if not cut.endswith(b"\n"):
+                src.seek(start)
+            left = start + max_bytes - src.tell()
+            while left > 0:             # no more: a fast writer is not chased to its end
+                block = src.read(min(left, 1 << 20))
+                if not block:
+                    break
+                dst.write(block)
+                left -= len(block)
+    except OSError:
+        first.unlink(missing_ok=True)
+        raise
 
 
 def worker_file_topology(name: str) -> str | None:

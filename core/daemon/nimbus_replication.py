@@ -7,14 +7,16 @@ returns once ``topology.min.replication.count`` nimbuses hold the new package (t
 counts), or after ``topology.max.replication.wait.time.sec`` (-1: no limit); until then the
 topology is not scheduled, so a leader killed right after a submit leaves its package on a
 standby. A package that no live nimbus holds is said in the topology's ``status_reason``
-instead of being looked for silently.
+instead of being looked for silently. A package damaged here (see
+:mod:`~squall.daemon.nimbus_code`) is not published, and is replaced by a good copy when
+another nimbus holds one. A nimbus that cannot store a download (its disk full) says so once,
+as its own fault: the package is not reported missing everywhere.
 
 Called from the monitor thread (:meth:`Replication.sync`) and gRPC handler threads
 (:meth:`Replication.wait_for`); blocks on the state store, the file system and downloads.
 """
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -67,42 +69,59 @@ class Replication:
                    if topology_id in (info.get("packages") or ()))
 
     def sync(self, topology_ids: Iterable[str]) -> None:
-        """Fetch every package of ``topology_ids`` this nimbus lacks from a nimbus that has
-        it (the leader first), then publish. What no one has goes to :attr:`unfound`."""
-        missing = self._code.missing(topology_ids)
-        if missing:
+        """Fetch every package of ``topology_ids`` this nimbus lacks, or holds damaged, from
+        a nimbus that has it (the leader first), then publish. What no one has goes to
+        :attr:`unfound` (a damaged one stays as it is: its status reason says why)."""
+        wanted = list(topology_ids)
+        missing = self._code.missing(wanted)
+        damaged = sorted(set(self._code.damaged()) & set(wanted))
+        if missing or damaged:
             others = self._state.nimbuses()
             leader = self._leader()
-            for tid in missing:
+            for tid in missing + damaged:
                 sources = [a for a, info in sorted(others.items())
                            if a != self._address and tid in (info.get("packages") or ())]
                 if leader in sources:
                     sources.remove(leader)
                     sources.insert(0, leader)
-                if self._fetch(tid, sources):
+                if tid in damaged and not sources:
+                    continue
+                got = self._fetch(tid, sources)
+                if got is None:
+                    break           # this nimbus cannot store any (said once)
+                if got:
                     self.unfound.discard(tid)
-                elif tid not in self.unfound:
+                elif tid not in self.unfound and tid in missing:
                     self.unfound.add(tid)
                     log.error("no live nimbus holds the package of topology %s (asked %s)",
                               tid, ", ".join(sources) or "none had it")
         self.unfound &= set(self._code.missing(self.unfound))
         self.publish()
 
-    def _fetch(self, topology_id: str, sources: list[str]) -> bool:
+    def _fetch(self, topology_id: str, sources: list[str]) -> bool | None:
+        """Download ``topology_id``'s package from the first of ``sources`` that gives it and
+        store it: True when stored, False when none gave it, None when it came but this
+        nimbus cannot store it (logged once by the code store)."""
+        from squall.daemon import packaging
         from squall.daemon.nimbus_client import NimbusClient
         for address in sources:
             client = NimbusClient(self._client_conf, addresses=[address], timeout=60,
                                   election_wait=0)
             try:
-                self._code.install_downloaded(topology_id,
-                                              functools.partial(client.download, topology_id))
-                log.info("downloaded the package of %s from nimbus %s", topology_id, address)
-                return True
+                files = {file: client.download(topology_id, file)
+                         for file in packaging.PACKAGE_FILES}
             except (SquallError, OSError) as exc:
                 log.warning("nimbus %s could not give the package of %s: %s", address,
                             topology_id, exc)
+                continue
             finally:
                 client.close()
+            try:
+                self._code.install_downloaded(topology_id, files.__getitem__)
+            except SquallError:
+                return None
+            log.info("downloaded the package of %s from nimbus %s", topology_id, address)
+            return True
         return False
 
     def wait_for(self, topology_id: str, conf: Mapping[str, Any],

@@ -12,7 +12,10 @@ other slot free they stay and their supervisor keeps relaunching the worker ther
 that two live supervisors offer is kept for one of them and left out of the others' ports
 (:mod:`~squall.daemon.nimbus_slot_clashes`); a topology short of workers meanwhile says why in
 its status reason. A topology whose workers' supervisors use different default transports or
-serializers says so in its status reason too (:mod:`~squall.daemon.nimbus_worker_defaults`).
+serializers says so in its status reason too (:mod:`~squall.daemon.nimbus_worker_defaults`),
+and so does one whose package on nimbus is damaged (:meth:`CodeStore.problem
+<squall.daemon.nimbus_code.CodeStore.problem>`): one whose conf or topology cannot be read is
+left out of the pass (its workers keep their slots), every other topology is scheduled.
 
 After a rebalance the surviving placement is handed to the scheduler (executors whose task
 range is unchanged keep their slots) with the topology marked ``rebalanced``, so it moves as few
@@ -364,6 +367,11 @@ class Scheduling:
                 continue
             loaded = self._code.topology_of(tid)
             if loaded is None:
+                # a package that cannot be read here says so; one that is missing here is
+                # fetched from another nimbus (Replication), and says so where none has it
+                problem = self._code.problem(tid)
+                if problem:
+                    errors[tid] = f"cannot be scheduled: {problem}"
                 continue
             conf, topology = loaded
             try:
@@ -498,7 +506,8 @@ class Scheduling:
                 tid, str(storms[tid].get("name") or tid),
                 {slot.node_id for slot in _placement(cluster, tid).values()}, read.registrations)
             note = "; ".join(filter(None, (
-                mismatch, clash_note(read.clashes) if _short(cluster, topology) else "")))
+                self._code.problem(tid), mismatch,
+                clash_note(read.clashes) if _short(cluster, topology) else "")))
             self._write_status(tid, cluster, storms[tid], topology, rebalanced, note)
             if tid in read.timed_out:
                 homeless = {str(e) for e in cluster.unassigned_executors(topology)}

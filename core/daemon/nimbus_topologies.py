@@ -281,7 +281,8 @@ class TopologyLifecycle:
                 raise TopologyError(f"topology {name!r} is already rebalancing")
             loaded = self._code.topology_of(tid)
             if loaded is None:
-                raise TopologyError(f"nimbus has no package for topology {tid}")
+                raise TopologyError(f"nimbus cannot rebalance topology {tid}: "
+                                    f"{self._code.problem(tid) or 'it has no package for it'}")
             conf, topology = loaded
             current = topology.with_parallelism(base.get("component_executors") or {})
             changed = current.with_parallelism(dict(executors or {}))   # validates the names

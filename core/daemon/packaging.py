@@ -21,7 +21,7 @@ Storing and running: a topology's directory (``nimbus/stormdist/<id>/`` on nimbu
 ``sys.path`` and resolves the component classes from it. Only JSON and a zip travel; nothing
 is unpickled. A supervisor records what it downloaded in :data:`DIGEST_FILE`
 (:func:`record_digests`) and, before it launches a worker, finds what changed on its disk
-since (:func:`damaged_files`).
+since (:func:`damaged_files`); nimbus records the package files it stores the same way.
 
 Everything here blocks on the file system (and imports) only; raises :class:`~squall.errors.TopologyError`
 for a bad target or package.
@@ -322,19 +322,23 @@ def _recorded_files(directory: Path) -> list[str]:
                                     for p in code.rglob("*") if p.is_file())]
 
 
-def record_digests(directory: str | os.PathLike[str]) -> None:
-    """Write :data:`DIGEST_FILE` in a package ``directory`` whose code is unpacked (right
-    after a download). OSError when it cannot be read or written."""
+def record_digests(directory: str | os.PathLike[str],
+                   names: tuple[str, ...] | None = None) -> None:
+    """Write :data:`DIGEST_FILE` in a package ``directory``: the digests of the files
+    ``names`` (relative paths), by default of the package files and of every file of its
+    unpacked code (right after a download). OSError when it cannot be read or written."""
     directory = Path(directory)
-    write_json(directory / DIGEST_FILE,
-               {name: _sha256(directory / name) for name in _recorded_files(directory)})
+    recorded = _recorded_files(directory) if names is None else list(names)
+    write_json(directory / DIGEST_FILE, {name: _sha256(directory / name) for name in recorded})
 
 
-def damaged_files(directory: str | os.PathLike[str]) -> list[str]:
+def damaged_files(directory: str | os.PathLike[str],
+                  names: tuple[str, ...] | None = None) -> list[str]:
     """The files of a package ``directory`` that changed or went since
     :func:`record_digests` (relative paths, sorted; files added since do not count, such as
-    ``__pycache__``); ``[DIGEST_FILE]`` when that record is missing or unreadable. Reads every
-    recorded file: call it when it matters (before a worker starts), not on every pass."""
+    ``__pycache__``); ``[DIGEST_FILE]`` when that record is missing or unreadable. ``names``:
+    only those of the recorded files. Reads each file checked: call it when it matters
+    (before a worker starts, before a file is sent), not on every pass."""
     directory = Path(directory)
     try:
         recorded = json.loads((directory / DIGEST_FILE).read_text(encoding="utf-8"))
@@ -342,6 +346,8 @@ def damaged_files(directory: str | os.PathLike[str]) -> list[str]:
         return [DIGEST_FILE]
     if not isinstance(recorded, dict):
         return [DIGEST_FILE]
+    if names is not None:
+        recorded = {name: recorded[name] for name in names if name in recorded}
     damaged = []
     for name, digest in sorted(recorded.items()):
         try:

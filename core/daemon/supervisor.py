@@ -13,6 +13,11 @@
   slot that has none. Never two workers on one port: the old one is dead before a new one starts.
 - Before it launches a worker it checks the package against the digests recorded at download
   and downloads it again when a file changed on its disk since (:meth:`Supervisor.code_intact`).
+  A package nimbus sends that cannot be used (nimbus's copy damaged, not a valid zip) is one
+  ERROR line and a start failure of the slot in ``/errors`` (the status reason), and is asked
+  for again every :data:`BAD_PACKAGE_RETRY_SECS`, not at every round.
+- Keeps each worker's ``.out`` file (what the process writes outside logging) near
+  ``worker.log.max.bytes`` every round (:func:`~squall.daemon.log_files.cap_out_file`).
 - Serves its workers' log files over HTTP (:mod:`squall.daemon.logviewer`, port published as
   ``logviewer_port``; with authentication on, to their topology's owner and admins) and
   deletes the logs of topologies it no longer runs once they were not written for
@@ -23,8 +28,11 @@
   start deadline or its heartbeats, is reported there by the supervisor, under ``__worker``
   (:mod:`~squall.daemon.supervisor_endings`), so ``squall list`` shows a crash loop.
 - A supervisor that cannot write its local dir (full, read-only) leaves ``/supervisors`` with
-  one error line, so nimbus moves its executors, and registers again once it can; started on
-  such a dir, it exits with one line.
+  one error line, so nimbus moves its executors, and registers again once it can and the dir
+  has ``supervisor.local.dir.min.free.mb`` free; started on such a dir, it exits with one line.
+  Its lock on the dir and the conf file its workers read are taken and written again when the
+  dir was deleted under it (:mod:`~squall.daemon.supervisor_local_dir`); when another
+  supervisor took the dir meanwhile, it stops with one line.
 - After its own restart it adopts the workers it left (process alive, heartbeat fresh, same
   assignment) and kills the others. Stopping the supervisor leaves its workers running (as
   Storm does); :meth:`Supervisor.kill_workers` stops them. A stop (SIGTERM) closes its
@@ -38,9 +46,7 @@ thread refreshes the registration. ``start``/``stop`` from the caller's thread.
 """
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import shutil
 import socket
 import threading
@@ -67,11 +73,15 @@ from squall.daemon.supervisor_local import (
     stop_workers,
     stray_worker_ids,
 )
-from squall.daemon.worker_main import my_executors, supervisor_conf_path
-from squall.errors import AuthenticationError, AuthorizationError, SquallError
+from squall.daemon.supervisor_local_dir import LocalDir
+from squall.daemon.worker_main import my_executors
+from squall.errors import AuthenticationError, AuthorizationError, SquallError, TopologyError
 from squall.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
+#: how soon a package nimbus sent that could not be used is asked for again (each try is
+#: reported to ``/errors``, so the status reason stays while it lasts)
+BAD_PACKAGE_RETRY_SECS = 60.0
 
 
 class Supervisor:
@@ -90,7 +100,8 @@ class Supervisor:
         self.start_time = time.time()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._dir_lock: Any = None
+        #: its hold on storm.local.dir: the lock, the conf file its workers read, the health
+        self._dir = LocalDir(self.local_dir, self.conf)
         self._threads: list[threading.Thread] = []
         self.store: Any = None
         try:
@@ -107,9 +118,16 @@ class Supervisor:
         #: why the local dir cannot be written ('' when it can): then this supervisor is not
         #: registered, so nimbus gives its slots to others
         self.unhealthy = ""
+        #: it can write again but waits for room (said once an outage)
+        self._told_short = False
         #: the kind of credential refusal (authentication, authorization) nimbus last gave a
         #: download, logged once until a download goes through
         self._download_refused: type[SquallError] | None = None
+        #: topology id -> (why the package nimbus sent cannot be used, when (monotonic) to
+        #: ask for it again)
+        self._bad_packages: dict[str, tuple[str, float]] = {}
+        #: those of them whose last try is not in ``/errors`` yet
+        self._bad_unreported: set[str] = set()
 
     @property
     def workers(self) -> dict[str, WorkerRecord]:
@@ -125,9 +143,9 @@ class Supervisor:
         problem = self.local_dir_problem()
         if problem:
             raise SquallError(f"supervisor cannot write storm.local.dir: {problem}")
-        self._claim_local_dir()
+        self._dir.claim()
         packaging.remove_partial(self.local_dir / "supervisor" / "stormdist")
-        packaging.write_json(supervisor_conf_path(self.local_dir), self.conf, private=True)
+        self._dir.write_conf()
         clash = slot_ports_warning(self.ports)
         if clash:
             log.warning("%s", clash)
@@ -164,31 +182,7 @@ class Supervisor:
             self.logviewer = None
         if self.store is not None:
             self.store.close()
-        if self._dir_lock is not None:
-            self._dir_lock.close()          # and with it the lock
-            self._dir_lock = None
-
-    def _claim_local_dir(self) -> None:
-        """Hold ``storm.local.dir`` for this supervisor while it runs (an exclusive lock on
-        ``supervisor.lock`` there, which ends with the process, ``kill -9`` included):
-        SquallError naming the holder if another supervisor holds it. Two supervisors on
-        one directory would both take its workers and both restart a dead one."""
-        path = self.local_dir / "supervisor.lock"
-        handle = open(path, "a+")       # held until stop()
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            handle.close()
-            raise SquallError(f"another supervisor (pid {holder}) runs on storm.local.dir "
-                              f"{self.local_dir}; give each supervisor a directory of its "
-                              f"own") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        self._dir_lock = handle
+        self._dir.release()
 
     def _start_logviewer(self) -> None:
         viewer = LogViewer(log_files.logs_dir(self.local_dir),
@@ -289,20 +283,11 @@ class Supervisor:
     def local_dir_problem(self) -> str:
         """'' when this supervisor can write where it keeps things (a probe file in each of
         its local dirs), else what went wrong."""
-        for d in (self.local_dir / "supervisor" / "stormdist", self.local_dir / "workers",
-                  self.local_dir / "logs"):
-            try:
-                d.mkdir(parents=True, exist_ok=True)
-                probe = d / f".probe-{os.getpid()}"
-                probe.write_bytes(b"squall")
-                probe.unlink()
-            except OSError as exc:
-                return f"{d}: {exc.strerror or exc}"
-        return ""
+        return self._dir.problem()
 
     def check_health(self) -> bool:
         """Leave ``/supervisors`` when the local dir cannot be written, come back when it
-        can; True when healthy."""
+        can and has ``supervisor.local.dir.min.free.mb`` free; True when healthy."""
         problem = self.local_dir_problem()
         if problem and not self.unhealthy:
             log.error("supervisor %s cannot write its local dir (%s): it leaves the cluster "
@@ -311,20 +296,45 @@ class Supervisor:
             self.unhealthy = problem
             self.state.unregister_supervisor(self.id)
         elif not problem and self.unhealthy:
+            short = self._dir.short_of_room()
+            if short:
+                if not self._told_short:
+                    self._told_short = True
+                    log.warning("supervisor %s can write its local dir again, but %s: it "
+                                "comes back once it has that room", self.id, short)
+                return False
             log.info("supervisor %s can write its local dir again; registering", self.id)
             self.unhealthy = ""
+            self._told_short = False
             self.register()
         return not self.unhealthy
 
+    def _keep_local_dir(self) -> bool:
+        """Hold the local dir as at start, whatever was deleted there (its lock, the conf
+        file the workers read, ``localstate``); False (one ERROR line, and the supervisor
+        stops) when another supervisor took it meanwhile."""
+        taken = self._dir.keep()
+        if taken:
+            log.error("%s; this supervisor stops (one supervisor a directory)", taken)
+            self.request_stop()
+            return False
+        if not self.local.path.is_file():
+            self.local.save()
+        return True
+
     def sync(self) -> None:
         """One round: registration, code, dead/stale/unassigned workers out, new ones in."""
-        if not self.check_health():
+        if not self.check_health() or not self._keep_local_dir():
             return
         self.register()
         wanted = self.assigned_slots()
+        for tid in set(self._bad_packages) - {tid for tid, _ in wanted.values()}:
+            del self._bad_packages[tid]         # no longer assigned here: nothing to retry
+            self._bad_unreported.discard(tid)
         for port, (tid, _) in list(wanted.items()):
             if not self.ensure_code(tid):
                 del wanted[port]
+                self._report_bad_package(tid, port)
         stopping = [(rec, problem) for rec in list(self.workers.values())
                     if (problem := self.worker_problem(rec, wanted.get(rec.port)))]
         if stopping:
@@ -337,6 +347,7 @@ class Supervisor:
             if tid not in intact:
                 intact[tid] = self.code_intact(tid)
             if not intact[tid]:
+                self._report_bad_package(tid, port)
                 continue
             try:
                 rec = launch_worker(self.local_dir, self.id, tid, port, execs,
@@ -348,6 +359,7 @@ class Supervisor:
                 continue
             self.workers[rec.worker_id] = rec
             self.local.save()
+        self._cap_out_files()
         self.register()
         running = ({tid for tid, _ in wanted.values()} |
                    {r.topology_id for r in self.workers.values()})
@@ -357,6 +369,21 @@ class Supervisor:
         for name in log_files.remove_dead_worker_logs(log_files.logs_dir(self.local_dir),
                                                        live, log_grace, time.time()):
             log.info("removed %s (its topology is gone)", name)
+
+    def _cap_out_files(self) -> None:
+        """Keep each running worker's ``.out`` file near ``worker.log.max.bytes``
+        (:func:`~squall.daemon.log_files.cap_out_file`): one ``stat`` a worker a round."""
+        max_bytes, backups = self.log_rotation
+        if not max_bytes:
+            return
+        logs = log_files.logs_dir(self.local_dir)
+        for rec in self.workers.values():
+            path = logs / log_files.worker_out_name(rec.topology_id, rec.port)
+            try:
+                log_files.cap_out_file(path, max_bytes, backups)
+            except OSError as exc:
+                log.warning("cannot cap %s at worker.log.max.bytes: %s", path,
+                            exc.strerror or exc)
 
     def _stop_workers(self, stopping: list[tuple[WorkerRecord, str]], grace: float) -> None:
         """Stop each worker of ``stopping`` for its problem (:meth:`worker_problem`), side by
@@ -414,20 +441,31 @@ class Supervisor:
                        died: bool) -> None:
         """Report how ``rec`` ended to its topology's ``/errors`` (``__worker``) unless, having
         died, it reported why itself; a store that cannot be reached is only logged."""
-        from squall.runtime.errors import WORKER_COMPONENT
-        entry: dict[str, Any] = {
-            "component": WORKER_COMPONENT, "task": 0, "error": text, "time_secs": time.time(),
-            "host": self.hostname, "node": self.id, "port": rec.port,
-            "source": endings.SOURCE}
-        entry["start_failure" if start_failure else "fatal"] = True
         try:
             if died and endings.reported_itself(self.state.errors(rec.topology_id), rec.port,
                                                 rec.launched):
                 return
-            self.state.report_error(rec.topology_id, WORKER_COMPONENT, entry)
         except SquallError as exc:
             log.warning("cannot report the end of worker %s to the cluster state: %s",
                         rec.worker_id, exc)
+            return
+        self._report_slot_error(rec.topology_id, rec.port, text, start_failure,
+                                f"the end of worker {rec.worker_id}")
+
+    def _report_slot_error(self, tid: str, port: int, text: str, start_failure: bool,
+                           what: str) -> None:
+        """One ``__worker`` entry in ``tid``'s ``/errors`` about the slot on ``port``: a start
+        failure or a fatal error (what nimbus shows as the status reason); a store that cannot
+        be reached is only logged, naming ``what`` was to be reported."""
+        from squall.runtime.errors import WORKER_COMPONENT
+        entry: dict[str, Any] = {
+            "component": WORKER_COMPONENT, "task": 0, "error": text, "time_secs": time.time(),
+            "host": self.hostname, "node": self.id, "port": port, "source": endings.SOURCE}
+        entry["start_failure" if start_failure else "fatal"] = True
+        try:
+            self.state.report_error(tid, WORKER_COMPONENT, entry)
+        except SquallError as exc:
+            log.warning("cannot report %s to the cluster state: %s", what, exc)
 
     def _launch_failed(self, tid: str, port: int, exc: Exception) -> None:
         """A worker of ``tid`` could not be launched on ``port``: the slot backs off as after
@@ -468,12 +506,16 @@ class Supervisor:
     def ensure_code(self, tid: str) -> bool:
         """Download ``tid``'s package unless present (its files, its code unpacked and the
         digests of both recorded: :func:`~squall.daemon.packaging.record_digests`); False
-        (logged) when nimbus cannot provide it now."""
+        (logged) when nimbus cannot provide it now, or sent one that cannot be used (then
+        not asked for again for :data:`BAD_PACKAGE_RETRY_SECS`)."""
         dist = self.local_dir / "supervisor" / "stormdist"
         package = dist / tid
         if (packaging.has_package(package) and (package / packaging.CODE_DIR).is_dir()
                 and (package / packaging.DIGEST_FILE).is_file()):
             return True
+        bad = self._bad_packages.get(tid)
+        if bad is not None and time.monotonic() < bad[1]:
+            return False
         from squall.daemon.nimbus_client import NimbusClient
         tmp = dist / f"{tid}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -488,6 +530,10 @@ class Supervisor:
             self._refused_download(tid, exc)
             shutil.rmtree(tmp, ignore_errors=True)
             return False
+        except TopologyError as exc:    # nimbus's copy is damaged, or the zip is not one
+            self._bad_package(tid, exc)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
         except SquallError as exc:
             log.warning("cannot download topology %s from nimbus yet: %s", tid, exc)
             shutil.rmtree(tmp, ignore_errors=True)
@@ -495,6 +541,9 @@ class Supervisor:
         finally:
             client.close()
         self._download_refused = None
+        if self._bad_packages.pop(tid, None) is not None:
+            log.info("the package of topology %s nimbus sent now can be used", tid)
+        self._bad_unreported.discard(tid)
         shutil.rmtree(dist / tid, ignore_errors=True)
         tmp.rename(dist / tid)
         log.info("downloaded topology %s", tid)
@@ -517,6 +566,32 @@ class Supervisor:
                   "downloading it again", tid, package, shown)
         (package / packaging.DIGEST_FILE).unlink(missing_ok=True)    # incomplete until then
         return self.ensure_code(tid)
+
+    def _bad_package(self, tid: str, exc: TopologyError) -> None:
+        """The package of ``tid`` nimbus sent cannot be used: one ERROR line (again only when
+        the reason changes), asked for again after :data:`BAD_PACKAGE_RETRY_SECS`, and this try
+        reported to ``/errors`` by :meth:`_report_bad_package`."""
+        text = str(exc)
+        old = self._bad_packages.get(tid)
+        self._bad_packages[tid] = (text, time.monotonic() + BAD_PACKAGE_RETRY_SECS)
+        self._bad_unreported.add(tid)
+        if old is None or old[0] != text:
+            log.error("the package of topology %s that nimbus sent cannot be used: %s; no "
+                      "worker of it starts here until nimbus has a good one (kill the "
+                      "topology and submit it again); asking again every %.0f s", tid, text,
+                      BAD_PACKAGE_RETRY_SECS)
+
+    def _report_bad_package(self, tid: str, port: int) -> None:
+        """A start failure of the slot on ``port`` in ``tid``'s ``/errors`` (the topology's
+        status reason) for the last try at its package, once a try, when it could not be
+        used; nothing otherwise."""
+        if tid not in self._bad_unreported:
+            return
+        self._bad_unreported.discard(tid)
+        text = self._bad_packages[tid][0]
+        self._report_slot_error(tid, port, f"worker on port {port} cannot start: the package "
+                                f"nimbus sent cannot be used: {text}", True,
+                                f"the unusable package of {tid}")
 
     def _refused_download(self, tid: str, exc: SquallError) -> None:
         """Nimbus refused this supervisor's credentials: one ERROR naming what to fix (per kind

@@ -212,8 +212,9 @@ def launch_worker(local_dir: Path, supervisor_id: str, topology_id: str, port: i
     """Start a worker process in its own process group. ``prepare(worker_dir)`` runs first
     (the worker's credentials); when it raises, nothing is left behind and the exception
     propagates. The worker logs to its rotated log file (``rotation``: max bytes, backups);
-    its raw stdout/stderr go to its ``.out`` file, which is rotated here, at launch, once it
-    passes the max."""
+    its raw stdout/stderr go to its ``.out`` file, opened to append (so that
+    :func:`~squall.daemon.log_files.cap_out_file` can empty it in place while the worker
+    runs), and capped here first."""
     worker_id = uuid.uuid4().hex
     wdir = worker_dir(local_dir, worker_id)
     (wdir / "heartbeats").mkdir(parents=True)
@@ -227,10 +228,8 @@ def launch_worker(local_dir: Path, supervisor_id: str, topology_id: str, port: i
     logs = log_files.logs_dir(local_dir)
     logs.mkdir(exist_ok=True)
     log_file = logs / log_files.worker_log_name(topology_id, port)
-    raw = log_file.with_suffix(".out")
-    max_bytes, _ = rotation
-    if max_bytes and raw.exists() and raw.stat().st_size > max_bytes:
-        os.replace(raw, raw.with_name(raw.name + ".1"))
+    raw = logs / log_files.worker_out_name(topology_id, port)
+    log_files.cap_out_file(raw, *rotation)
     with open(raw, "ab") as out:
         out.write(f"--- worker {worker_id} starting {time.ctime()}\n".encode())
         out.flush()

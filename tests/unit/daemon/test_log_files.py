@@ -86,3 +86,34 @@ def test_worker_log_rotates_and_takes_prints_and_keeps_metrics_apart(
     names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("t-1-1-6700.log"))
     assert names == ["t-1-1-6700.log", "t-1-1-6700.log.1", "t-1-1-6700.log.2"]
     assert all(p.stat().st_size <= 2000 for p in tmp_path.glob("t-1-1-6700.log*"))
+
+
+# -- a worker's .out file, written through file descriptors no handler sees ----------------------
+def test_a_growing_out_file_is_capped_in_place_and_its_writer_goes_on_at_its_start(
+        tmp_path: Path) -> None:
+    out = tmp_path / log_files.worker_out_name("wc-1-1", 6700)
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_APPEND)   # as the worker's stdout
+    try:
+        for round_ in range(3):
+            for i in range(40):
+                os.write(fd, f"round {round_} line {i:02d} {'x' * 20}\n".encode())
+            assert log_files.cap_out_file(out, 500, 2)
+            assert out.stat().st_size == 0
+        os.write(fd, b"after\n")
+    finally:
+        os.close(fd)
+    assert out.read_bytes() == b"after\n"              # at its start: no hole before it
+    newest = (tmp_path / f"{out.name}.1").read_text()
+    assert 450 <= len(newest) <= 500 and newest.startswith("round 2 line ")
+    assert newest.endswith("round 2 line 39 " + "x" * 20 + "\n")
+    assert (tmp_path / f"{out.name}.2").read_text().startswith("round 1 line ")
+    assert not (tmp_path / f"{out.name}.3").exists()  # worker.log.backup.count: 2
+    assert not log_files.cap_out_file(out, 500, 2)    # under the max: left alone
+    assert not log_files.cap_out_file(out, 0, 2)      # 0: never
+
+
+def test_no_backups_empties_the_out_file_all_the_same(tmp_path: Path) -> None:
+    out = tmp_path / "wc-1-1-6700.out"
+    out.write_bytes(b"y" * 1000)
+    assert log_files.cap_out_file(out, 100, 0)
+    assert out.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == [out.name]

@@ -21,6 +21,7 @@ from squall.daemon.worker_main import (
 )
 from squall.state.cluster_state import ClusterState
 from squall.state.memory import MemoryStateStore
+from squall.testing.waiting import wait_until
 
 ASSIGNMENT = {"node_host": {"sup-a": "10.0.0.1", "sup-b": "10.0.0.2"},
               "executor_node_port": {"[1, 2]": ["sup-a", 6700], "[3, 3]": ["sup-b", 6700],
@@ -244,3 +245,53 @@ def test_a_launch_that_cannot_happen_does_not_stop_the_other_slots(supervisor, m
         "File name too long" in error["error"]
     assert supervisor.backoff.count(6700) == 1               # it backs off as a failed start
     assert supervisor.state.supervisors()[supervisor.id]      # and the round went on
+
+
+def test_a_running_workers_out_file_stays_near_the_max(tmp_path, monkeypatch):
+    # a C library or a child process writing to the worker's stdout filled the disk: the
+    # .out file was rotated only when a worker started
+    from squall.daemon import log_files
+    from squall.daemon import supervisor as sup_module
+    ns = uuid.uuid4().hex
+    conf = {"storm.local.dir": str(tmp_path), "supervisor.slots.ports": [6700],
+            "squall.state": "memory", "squall.state.memory.namespace": ns,
+            "worker.log.max.bytes": 20_000, "worker.log.backup.count": 2}
+    sup = Supervisor(conf)
+    store = MemoryStateStore(conf)
+    store.start()
+    sup.state = ClusterState(store)
+    sup.state.setup()
+    monkeypatch.setattr(sup, "resources", {}, raising=False)   # set by start()
+    monkeypatch.setattr(sup, "ensure_code", lambda tid: True)
+    monkeypatch.setattr(sup, "code_intact", lambda tid: True)
+    sup.state.set_assignment("wc-1-1", {"node_host": {sup.id: "h"},
+                                        "executor_node_port": {"[1, 1]": [sup.id, 6700]}})
+    out = tmp_path / "logs" / log_files.worker_out_name("wc-1-1", 6700)
+    chatty = "import os, time\nwhile True:\n    os.write(1, b'noise ' * 50 + b'\\n')\n" \
+             "    time.sleep(0.001)\n"
+    procs = []
+
+    def launch(local_dir, sup_id, tid, port, execs, install, rotation):
+        out.parent.mkdir(exist_ok=True)
+        with open(out, "ab") as stdout:
+            procs.append(subprocess.Popen([sys.executable, "-c", chatty], stdout=stdout))
+        return sl.WorkerRecord("w1", tid, port, execs, procs[-1].pid, time.time(), procs[-1])
+
+    monkeypatch.setattr(sup_module, "launch_worker", launch)
+    try:
+        sup.sync()
+        assert len(procs) == 1
+        for _ in range(3):
+            wait_until(lambda: out.stat().st_size > 20_000, 10, message="the worker writes")
+            sup.sync()
+            assert out.stat().st_size < 20_000
+        assert len(procs) == 1                        # the same worker throughout
+        backups = sorted(p.name for p in out.parent.glob(f"{out.name}.*"))
+        assert backups == [f"{out.name}.1", f"{out.name}.2"]
+        assert all(p.stat().st_size <= 20_000 for p in out.parent.glob(f"{out.name}.*"))
+        assert not out.read_bytes().startswith(b"\0")  # written on at its start, no hole
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        store.close()

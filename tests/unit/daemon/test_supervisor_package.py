@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import time
+import types
 import uuid
 import zipfile
 from pathlib import Path
@@ -133,3 +134,57 @@ def test_a_package_kept_without_digests_is_downloaded_again(supervisor: Supervis
     (package / packaging.DIGEST_FILE).unlink()
     assert supervisor.ensure_code(TID) and len(FakeNimbus.sent) == 6
     assert (package / packaging.DIGEST_FILE).is_file()
+
+
+def test_a_package_nimbus_sends_that_cannot_be_used_is_reported_once_not_retried_quietly(
+        supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    from squall.daemon.nimbus_info import start_failure_reason
+    supervisor.state.set_assignment(TID, {"node_host": {supervisor.id: "h"},
+                                          "executor_node_port": {"[1, 1]": [supervisor.id,
+                                                                            6700]}})
+    good = FakeNimbus.files[packaging.CODE_FILE]
+    monkeypatch.setattr(FakeNimbus, "files", {**FakeNimbus.files,
+                                              packaging.CODE_FILE: good[: len(good) // 2]})
+    started: list[str] = []
+    monkeypatch.setattr(sup_module, "launch_worker", lambda _d, _s, tid, port, execs, *_: (
+        started.append(tid) or sl.WorkerRecord("w1", tid, port, execs, 0, time.time())))
+    caplog.set_level(logging.INFO, logger="squall")
+    for _ in range(3):
+        supervisor.sync()
+    assert started == [] and len(FakeNimbus.sent) == 3      # asked once, not every round
+    [error] = _errors(caplog)
+    assert error.startswith(f"the package of topology {TID} that nimbus sent cannot be used: "
+                            f"the code package is not a valid zip file")
+    assert "yet" not in caplog.text
+    errors = supervisor.state.errors(TID)
+    reason = start_failure_reason(errors, {}, time.time(), {(supervisor.id, 6700)})
+    assert reason.startswith(f"workers fail to start ({supervisor.hostname}:6700): worker on "
+                             "port 6700 cannot start: the package nimbus sent cannot be used: "
+                             "the code package is not a valid zip file"), reason
+    assert sum(len(v) for v in errors.values()) == 1
+
+    later = types.SimpleNamespace(time=time.time, monotonic=lambda: time.monotonic() + 61)
+    monkeypatch.setattr(sup_module, "time", later)     # the retry is due
+    monkeypatch.setattr(sup_module, "BAD_PACKAGE_RETRY_SECS", 0.0)   # and the next one
+    supervisor.sync()
+    supervisor.sync()
+    assert len(FakeNimbus.sent) == 9 and len(_errors(caplog)) == 1   # said once
+    assert sum(len(v) for v in supervisor.state.errors(TID).values()) == 3   # each try
+    monkeypatch.setattr(FakeNimbus, "files", {**FakeNimbus.files, packaging.CODE_FILE: good})
+    supervisor.sync()
+    assert started == [TID]
+
+
+def test_nimbus_refusing_its_damaged_copy_is_a_package_that_cannot_be_used(
+        supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    from squall.errors import TopologyError
+
+    def damaged(self: Any, tid: str, file: str) -> bytes:
+        raise TopologyError(f"nimbus's copy of the package of topology {tid} is damaged")
+
+    monkeypatch.setattr(FakeNimbus, "download", damaged)
+    caplog.set_level(logging.WARNING, logger="squall")
+    assert not supervisor.ensure_code(TID)
+    assert not supervisor.ensure_code(TID)
+    assert [r.levelname for r in caplog.records] == ["ERROR"]
+    assert "nimbus's copy of the package of topology wc-1-1 is damaged" in caplog.text
