@@ -206,7 +206,7 @@ class Nimbus:
                 if leadership.is_leader:
                     self._report_unfound(state, replication.unfound)
                     due = topologies.monitor_pass()
-                self._code.clean(set(state.topology_ids()))
+                topologies.clean_packages()
                 replication.publish()
             except SquallError as exc:
                 log.warning("nimbus monitor pass failed: %s", exc)

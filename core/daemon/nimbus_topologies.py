@@ -326,6 +326,13 @@ class TopologyLifecycle:
             self._clean_orphans()
             return due
 
+    def clean_packages(self) -> None:
+        """Delete this nimbus's packages of topologies that are gone. Under the lock: a
+        submit installs its package before ``/storms`` names the topology, and a pass between
+        the two deleted the package of a topology then scheduled without code."""
+        with self._lock:
+            self._code.clean(set(self._state.topology_ids()))
+
     def _finish_transitions(self) -> tuple[float | None, dict[str, str]]:
         """Finish the kills that are due and give the rebalances that are due their new
         shape (their status and plan stay until the scheduling pass placed them); returns

@@ -473,12 +473,7 @@ class Supervisor:
         wait = self.backoff.stopped(port, 0.0, True)
         text = f"supervisor {self.id} cannot launch a worker on port {port}: {exc}"
         log.error("%s (next try in %.0f s)", text, wait)
-        from squall.runtime.errors import WORKER_COMPONENT
-        try:
-            self.state.report_error(tid, WORKER_COMPONENT, {
-                "error": text, "time_secs": time.time(), "host": self.hostname, "port": port})
-        except SquallError as store_exc:
-            log.warning("cannot report it to the cluster state: %s", store_exc)
+        self._report_slot_error(tid, port, text, True, "the failed launch")
 
     def _install_credentials(self, worker_dir: Path) -> None:
         """The cluster's generated transport credentials into a new worker's directory

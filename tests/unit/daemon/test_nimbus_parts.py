@@ -401,6 +401,26 @@ def test_a_pass_says_when_the_next_kill_or_rebalance_wait_ends(leader):
     assert due is not None and before + 30 <= due <= time.time() + 30
 
 
+def test_a_monitor_pass_during_a_submit_keeps_the_new_package(leader, monkeypatch):
+    """The package cleaning of a monitor pass waits for a submit under way: the package is
+    in place before /storms names the topology, and was deleted when a pass came between."""
+    state, code, _, _, lifecycle = leader
+    install = code.install
+    cleaner: list[threading.Thread] = []
+
+    def install_then_clean(staged, tid):
+        install(staged, tid)
+        cleaner.append(threading.Thread(target=lifecycle.clean_packages))
+        cleaner[0].start()
+        cleaner[0].join(0.3)      # it runs now if nothing holds it back
+
+    monkeypatch.setattr(code, "install", install_then_clean)
+    tid = lifecycle.submit("wc", {}, _topology_json(), _zip())
+    cleaner[0].join(10)
+    assert not cleaner[0].is_alive()
+    assert code.missing([tid]) == []
+
+
 def test_the_kill_and_each_pass_drop_trident_records_whose_states_died_with_the_topology(
         leader):
     """Nimbus drops what Trident kept for a killed topology whose states all died with it,

@@ -243,6 +243,7 @@ def test_a_launch_that_cannot_happen_does_not_stop_the_other_slots(supervisor, m
     [error] = supervisor.state.errors(long_id)[WORKER_COMPONENT]
     assert "cannot launch a worker on port 6700" in error["error"] and \
         "File name too long" in error["error"]
+    assert error["start_failure"] is True        # so `squall list` shows it as the reason
     assert supervisor.backoff.count(6700) == 1               # it backs off as a failed start
     assert supervisor.state.supervisors()[supervisor.id]      # and the round went on
 
