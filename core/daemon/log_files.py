@@ -126,11 +126,32 @@ def rotation(conf: Mapping[str, Any]) -> tuple[int, int]:
             max(0, int(conf.get("worker.log.backup.count") or 0)))
 
 
-def rotating_handler(path: Path, max_bytes: int, backups: int) -> logging.Handler:
-    """A handler appending to ``path`` (its directory created), rotated at ``max_bytes``."""
+class _RotatingFile(logging.handlers.RotatingFileHandler):
+    """The standard rotating handler, except that without backups (``backupCount`` 0) a
+    rollover empties the file: the standard one then reopens it for appending, so the file
+    grew without end (and was reopened at every record past the max)."""
+
+    def doRollover(self) -> None:
+        if self.backupCount > 0:
+            super().doRollover()
+            return
+        if self.stream:
+            self.stream.close()
+            self.stream = None  # type: ignore[assignment]
+        with open(self.baseFilename, "w", encoding=self.encoding):
+            pass                        # emptied: no backup is kept
+        if not self.delay:
+            self.stream = self._open()
+
+
+def rotating_handler(path: Path, max_bytes: int, backups: int, *,
+                     delay: bool = False) -> logging.Handler:
+    """A handler appending to ``path`` (its directory created), rotated at ``max_bytes``
+    keeping ``backups`` old files (none: emptied there); ``delay``: the file is created at
+    the first record."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes,
-                                                   backupCount=backups, encoding="utf-8")
+    handler = _RotatingFile(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8",
+                            delay=delay)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     return handler
 
@@ -218,9 +239,7 @@ def setup_worker_logging(log_file: Path, max_bytes: int, backups: int, port: int
 def separate_events_log(log_file: Path, max_bytes: int, backups: int) -> None:
     """Send the ``squall.events`` logger (sampled emits) to ``log_file`` (rotated; created on
     the first event) and nowhere else."""
-    handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=max_bytes,
-                                                   backupCount=backups, encoding="utf-8",
-                                                   delay=True)
+    handler = rotating_handler(log_file, max_bytes, backups, delay=True)
     handler.setFormatter(logging.Formatter("%(message)s"))
     events = logging.getLogger(EVENTS_LOGGER)
     events.addHandler(handler)

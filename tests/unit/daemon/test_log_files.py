@@ -88,6 +88,23 @@ def test_worker_log_rotates_and_takes_prints_and_keeps_metrics_apart(
     assert all(p.stat().st_size <= 2000 for p in tmp_path.glob("t-1-1-6700.log*"))
 
 
+def test_a_log_with_no_backups_is_emptied_at_the_max_not_grown(tmp_path: Path) -> None:
+    # worker.log.backup.count: 0 kept appending past worker.log.max.bytes for ever
+    handler = log_files.rotating_handler(tmp_path / "nimbus.log", 2000, 0)
+    logger = logging.getLogger("test.no_backups")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        for i in range(200):
+            logger.warning("filler line %d %s", i, "x" * 40)
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["nimbus.log"]
+    text = (tmp_path / "nimbus.log").read_text()
+    assert 0 < len(text) <= 2000 and "filler line 199" in text
+
+
 # -- a worker's .out file, written through file descriptors no handler sees ----------------------
 def test_a_growing_out_file_is_capped_in_place_and_its_writer_goes_on_at_its_start(
         tmp_path: Path) -> None:
