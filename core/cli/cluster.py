@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from squall.cli.argtypes import port_number, wait_seconds
 from squall.daemon.stop_signals import on_stop_signals
-from squall.errors import ConfigError
+from squall.errors import ConfigError, SquallError
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,8 @@ def register(subparsers: Any) -> None:
 class Daemon(Protocol):
     """What ``squall nimbus|supervisor|ui`` run: ``start()``, ``wait()`` until
     ``request_stop()`` (called from the SIGTERM / SIGHUP handler, so it only sets a flag),
-    ``stop()``."""
+    ``stop()``. One that stops by itself may say why in a ``failure`` attribute: the command
+    then ends with that line (exit code 2)."""
 
     def start(self) -> Any: ...
 
@@ -164,6 +165,9 @@ def _run_daemon(daemon: Daemon, conf: dict[str, Any], name: str) -> int:
         finally:
             logging.getLogger().removeHandler(handler)
             handler.close()
+    failure = getattr(daemon, "failure", "")    # a daemon that stopped by itself says why
+    if failure:
+        raise SquallError(failure)
     return 0
 
 

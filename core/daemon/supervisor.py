@@ -118,6 +118,9 @@ class Supervisor:
         #: why the local dir cannot be written ('' when it can): then this supervisor is not
         #: registered, so nimbus gives its slots to others
         self.unhealthy = ""
+        #: why it stopped by itself ('' while it runs or when it was asked to): the command
+        #: ends with that line and exit code 2
+        self.failure = ""
         #: it can write again but waits for room (said once an outage)
         self._told_short = False
         #: the kind of credential refusal (authentication, authorization) nimbus last gave a
@@ -316,6 +319,7 @@ class Supervisor:
         taken = self._dir.keep()
         if taken:
             log.error("%s; this supervisor stops (one supervisor a directory)", taken)
+            self.failure = f"{taken}; this supervisor stopped"
             self.request_stop()
             return False
         if not self.local.path.is_file():

@@ -450,3 +450,26 @@ def test_sigterm_or_sighup_stops_a_daemon_still_waiting_for_zookeeper(tmp_path: 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_daemon_that_stops_by_itself_ends_its_command_with_why(tmp_path: Path) -> None:
+    # a supervisor whose storm.local.dir another one took stops: `squall supervisor` exited 0
+    from squall.errors import SquallError
+
+    class Stopping:
+        failure = ""
+
+        def start(self) -> None:
+            self.failure = "another supervisor took storm.local.dir"
+
+        def wait(self) -> None:
+            pass
+
+        def request_stop(self) -> None:
+            pass
+
+        def stop(self) -> None:
+            pass
+
+    with pytest.raises(SquallError, match="^another supervisor took storm.local.dir$"):
+        cluster._run_daemon(Stopping(), {"storm.local.dir": str(tmp_path)}, "supervisor")

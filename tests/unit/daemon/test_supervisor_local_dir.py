@@ -81,7 +81,8 @@ def test_a_supervisor_whose_deleted_dir_another_took_stops_with_one_line(
         assert line == (f"another supervisor (pid 4242) took storm.local.dir {local} after "
                         f"its supervisor.lock was deleted; this supervisor stops (one "
                         f"supervisor a directory)")
-    finally:
+        assert started.failure.endswith("this supervisor stopped")    # `squall supervisor`
+    finally:                                                           # exits 2 with it
         other.close()
 
 
