@@ -5,7 +5,6 @@ subscription, instead of a cluster's workers failing to start for as long as the
 lives."""
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from squall import LocalCluster, TopologyError
 from squall.daemon import packaging
 from squall.daemon.validate import PREFIX
+from validate_packages import stored_package, validate
 
 TOPO = """
 from squall import Bolt, Grouping, Spout, TopologyBuilder, TopologyError
@@ -51,24 +51,13 @@ def _module(tmp_path: Path, field: str) -> Path:
 
 
 def _package(tmp_path: Path, field: str) -> Path:
-    sub = packaging.prepare_submission(f"{_module(tmp_path, field)}:topology")
-    sys.modules.pop("grouptopo", None)
-    dist = tmp_path / "stormdist" / "g-1-1"
-    dist.mkdir(parents=True)
-    (dist / packaging.CODE_FILE).write_bytes(packaging.zip_code_dir(sub.code_dir))
-    packaging.write_json(dist / packaging.CONF_FILE, {})
-    packaging.write_json(dist / packaging.TOPOLOGY_FILE, sub.topology.to_json())
-    return dist
-
-
-def _validate(dist: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "squall.daemon.validate", str(dist)],
-                          cwd=str(dist), capture_output=True, text=True, timeout=60)
+    return stored_package(tmp_path, TOPO.replace("FIELD", repr(field)), "grouptopo",
+                          topology_id="g-1-1")
 
 
 def test_a_grouping_refusing_its_declaration_is_refused_at_cluster_submit(
         tmp_path: Path) -> None:
-    proc = _validate(_package(tmp_path, "a"))
+    proc = validate(_package(tmp_path, "a"))
     assert proc.returncode == 1, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(PREFIX)]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -78,7 +67,7 @@ def test_a_grouping_refusing_its_declaration_is_refused_at_cluster_submit(
 
 def test_a_grouping_accepting_its_declaration_passes(tmp_path: Path) -> None:
     pytest.importorskip("zmq")
-    proc = _validate(_package(tmp_path, "user"))
+    proc = validate(_package(tmp_path, "user"))
     assert proc.returncode == 0, proc.stderr
 
 

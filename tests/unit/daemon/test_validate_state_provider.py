@@ -5,17 +5,14 @@ transport whose extra is missing does, instead of showing ``active`` while its w
 to start."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from squall.daemon import packaging
 from squall.daemon.validate import PREFIX
+from validate_packages import PLAIN_TOPOLOGY, stored_package, validate
 
 STATEFUL = """
 from squall import Spout, StatefulBolt, TopologyBuilder
@@ -33,35 +30,7 @@ b.set_bolt("count", Count).shuffle_grouping("s")
 topology = b.create_topology()
 """
 
-STATELESS = """
-from squall import Bolt, Spout, TopologyBuilder
-
-class S(Spout):
-    outputs = ["x"]
-
-class B(Bolt):
-    def process(self, tup):
-        pass
-
-b = TopologyBuilder()
-b.set_spout("s", S)
-b.set_bolt("b", B).shuffle_grouping("s")
-topology = b.create_topology()
-"""
-
-
-def _package(tmp_path: Path, source: str, conf: dict[str, Any]) -> Path:
-    project = tmp_path / "proj"
-    project.mkdir()
-    (project / "statetopo.py").write_text(textwrap.dedent(source))
-    sub = packaging.prepare_submission(f"{project / 'statetopo.py'}:topology")
-    sys.modules.pop("statetopo", None)
-    dist = tmp_path / "stormdist" / "t-1-1"
-    dist.mkdir(parents=True)
-    (dist / packaging.CODE_FILE).write_bytes(packaging.zip_code_dir(sub.code_dir))
-    packaging.write_json(dist / packaging.CONF_FILE, conf)
-    packaging.write_json(dist / packaging.TOPOLOGY_FILE, sub.topology.to_json())
-    return dist
+STATELESS = PLAIN_TOPOLOGY
 
 
 def _validate_without_redis(dist: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -70,16 +39,14 @@ def _validate_without_redis(dist: Path, tmp_path: Path) -> subprocess.CompletedP
     (site / "redis").mkdir(parents=True)
     (site / "redis" / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'redis'\", name='redis')\n")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, "-m", "squall.daemon.validate", str(dist)],
-                          cwd=str(dist), capture_output=True, text=True, timeout=60, env=env)
+    return validate(dist, site=site)
 
 
 def test_a_stateful_topology_on_a_provider_whose_extra_is_missing_is_refused(
         tmp_path: Path) -> None:
     proc = _validate_without_redis(
-        _package(tmp_path, STATEFUL, {"topology.state.provider": "redis"}), tmp_path)
+        stored_package(tmp_path, STATEFUL, "statetopo", {"topology.state.provider": "redis"}),
+        tmp_path)
     assert proc.returncode == 1, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(PREFIX)]
     assert lines == [
@@ -95,5 +62,6 @@ def test_a_stateful_topology_on_a_provider_whose_extra_is_missing_is_refused(
 ])
 def test_a_provider_the_workers_can_load_or_never_load_passes(
         tmp_path: Path, source: str, conf: dict[str, Any]) -> None:
-    proc = _validate_without_redis(_package(tmp_path, source, conf), tmp_path)
+    proc = _validate_without_redis(stored_package(tmp_path, source, "statetopo", conf),
+                                  tmp_path)
     assert proc.returncode == 0, proc.stderr

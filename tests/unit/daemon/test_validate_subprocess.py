@@ -3,17 +3,15 @@ starts at import: its answer does not wait for them, and none outlives the check
 from __future__ import annotations
 
 import os
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from squall.daemon import packaging
 from squall.daemon.validate import check_in_subprocess
 from squall.errors import TopologyError
 from squall.testing.waiting import wait_until
+from validate_packages import stored_package
 
 TOPO = """
 import os, subprocess, sys, time
@@ -41,20 +39,6 @@ b.set_spout("s", S)
 b.set_bolt("b", B).shuffle_grouping("s")
 topology = b.create_topology()
 """
-
-
-def _package(tmp_path: Path) -> Path:
-    project = tmp_path / "proj"
-    project.mkdir()
-    (project / "helpertopo.py").write_text(textwrap.dedent(TOPO))
-    sub = packaging.prepare_submission(f"{project / 'helpertopo.py'}:topology")
-    sys.modules.pop("helpertopo", None)
-    dist = tmp_path / "stormdist" / "h-1-1"
-    dist.mkdir(parents=True)
-    (dist / packaging.CODE_FILE).write_bytes(packaging.zip_code_dir(sub.code_dir))
-    packaging.write_json(dist / packaging.CONF_FILE, {})
-    packaging.write_json(dist / packaging.TOPOLOGY_FILE, sub.topology.to_json())
-    return dist
 
 
 def _gone(pid: int) -> bool:
@@ -87,7 +71,7 @@ def _pid(out: Path, name: str) -> int:
 
 def test_a_helper_started_at_import_neither_holds_the_answer_nor_outlives_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    dist = _package(tmp_path)
+    dist = stored_package(tmp_path, TOPO, "helpertopo", topology_id="h-1-1")
     pids = _pids(tmp_path, monkeypatch)
     started = time.monotonic()
     check_in_subprocess(str(dist), timeout=30)          # the helper would live 60 s
@@ -98,7 +82,7 @@ def test_a_helper_started_at_import_neither_holds_the_answer_nor_outlives_it(
 
 def test_a_load_running_out_of_time_is_one_error_and_leaves_no_process(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    dist = _package(tmp_path)
+    dist = stored_package(tmp_path, TOPO, "helpertopo", topology_id="h-1-1")
     pids = _pids(tmp_path, monkeypatch)
     monkeypatch.setenv("SQUALL_TEST_HANG", "1")
     started = time.monotonic()

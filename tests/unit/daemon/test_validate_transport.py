@@ -4,33 +4,16 @@ process only (the local one, or a third party's with ``in_process = True``) fail
 showing ``active`` on a cluster and processing nothing."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from squall.daemon import packaging
 from squall.daemon.validate import PREFIX
+from validate_packages import PLAIN_TOPOLOGY, stored_package, validate
 
-TOPO = """
-from squall import Bolt, Spout, TopologyBuilder
-
-class S(Spout):
-    outputs = ["x"]
-
-class B(Bolt):
-    def process(self, tup):
-        pass
-
-b = TopologyBuilder()
-b.set_spout("s", S)
-b.set_bolt("b", B).shuffle_grouping("s")
-topology = b.create_topology()
-"""
+TOPO = PLAIN_TOPOLOGY
 
 #: a third party's transport that, like squall's local one, never leaves its process
 IN_PROCESS = """
@@ -39,20 +22,6 @@ from squall.transports.local import LocalTransport
 class SameProcessTransport(LocalTransport):
     name = "sameprocess"
 """
-
-
-def _package(tmp_path: Path, conf: dict[str, Any]) -> Path:
-    project = tmp_path / "proj"
-    project.mkdir()
-    (project / "transtopo.py").write_text(textwrap.dedent(TOPO))
-    sub = packaging.prepare_submission(f"{project / 'transtopo.py'}:topology")
-    sys.modules.pop("transtopo", None)
-    dist = tmp_path / "stormdist" / "t-1-1"
-    dist.mkdir(parents=True)
-    (dist / packaging.CODE_FILE).write_bytes(packaging.zip_code_dir(sub.code_dir))
-    packaging.write_json(dist / packaging.CONF_FILE, conf)
-    packaging.write_json(dist / packaging.TOPOLOGY_FILE, sub.topology.to_json())
-    return dist
 
 
 def _install(site: Path, module: str, source: str, transport: str) -> Path:
@@ -67,14 +36,6 @@ def _install(site: Path, module: str, source: str, transport: str) -> Path:
     return site
 
 
-def _validate(dist: Path, site: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if site is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, "-m", "squall.daemon.validate", str(dist)],
-                          cwd=str(dist), capture_output=True, text=True, timeout=60, env=env)
-
-
 def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
     assert proc.returncode == 1, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(PREFIX)]
@@ -83,7 +44,8 @@ def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_the_local_transport_is_refused_for_a_cluster(tmp_path: Path) -> None:
-    line = _one_line(_validate(_package(tmp_path, {"squall.transport": "local"})))
+    dist = stored_package(tmp_path, TOPO, "transtopo", {"squall.transport": "local"})
+    line = _one_line(validate(dist))
     assert "squall.transport 'local' only connects workers inside one process" in line
     assert "'zmq' is the default" in line and "LocalCluster" in line
 
@@ -91,7 +53,8 @@ def test_the_local_transport_is_refused_for_a_cluster(tmp_path: Path) -> None:
 def test_a_third_party_in_process_transport_is_refused_the_same_way(tmp_path: Path) -> None:
     site = _install(tmp_path / "site", "squall_sameprocess", IN_PROCESS,
                     "sameprocess = squall_sameprocess:SameProcessTransport")
-    proc = _validate(_package(tmp_path, {"squall.transport": "sameprocess"}), site)
+    dist = stored_package(tmp_path, TOPO, "transtopo", {"squall.transport": "sameprocess"})
+    proc = validate(dist, site=site)
     assert "squall.transport 'sameprocess' only connects workers inside one process" in \
         _one_line(proc)
 
@@ -100,5 +63,5 @@ def test_a_third_party_in_process_transport_is_refused_the_same_way(tmp_path: Pa
 def test_a_transport_between_processes_or_none_chosen_passes(tmp_path: Path,
                                                              conf: dict[str, Any]) -> None:
     pytest.importorskip("zmq")
-    proc = _validate(_package(tmp_path, conf))
+    proc = validate(stored_package(tmp_path, TOPO, "transtopo", conf))
     assert proc.returncode == 0, proc.stderr
