@@ -78,7 +78,7 @@ def exit_status(returncode: int | None) -> str:
         name = signal.Signals(-returncode).name
     except ValueError:
         name = f"signal {-returncode}"
-    why = " (the kernel's OOM killer sends it when memory runs out)" \
+    why = " (from the OOM killer when memory runs out, or an operator)" \
         if -returncode == signal.SIGKILL else ""
     return f"was killed by {name}{why}"
 

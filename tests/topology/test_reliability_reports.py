@@ -5,6 +5,7 @@ spout's ``poison`` stats); a spout's stats say why ``next_tuple`` is not being c
 ``status_reason``."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
@@ -195,3 +196,43 @@ def test_a_spout_counts_the_turns_max_pending_held_it_back(dedicated: bool) -> N
         assert busy["waiting_for"] == "max.spout.pending" and busy["emitted"] == 5
         # a spout with nothing in flight is never held back by max pending
         assert _spout(cluster.get_topology_info("pending"), "idle")["at_max_pending"] == 0
+
+
+TIMED_OUT: list[int] = []
+
+
+class Hundreds(Spout):
+    """Emits ids 0..299 and replays each failed one."""
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(range(300))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit([i], tup_id=i)
+
+    def fail(self, tup_id: Any) -> None:
+        with LOCK:
+            TIMED_OUT.append(tup_id)
+        self.todo.append(tup_id)
+
+
+def test_a_spout_whose_trees_time_out_in_numbers_is_told_to_set_max_pending_once() -> None:
+    # every tree times out and is replayed, as behind a bolt whose queue takes longer than
+    # the message timeout to drain: one error says why and what to set, not one a timeout
+    TIMED_OUT.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Hundreds)
+    b.set_bolt("holds", Holds).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("timeouts", {"topology.message.timeout.secs": 1},
+                                b.create_topology())
+        wait_until(lambda: len(TIMED_OUT) >= 600, 30, message=lambda: f"{len(TIMED_OUT)}")
+        errors = [e["error"] for e in
+                  cluster.get_topology_info("timeouts")["errors"].get("numbers", [])]
+        assert len(errors) == 1, errors
+        assert re.search(r"spout numbers: (\d+) of the \1 tuple trees it finished in the "
+                         r"last 1 s timed out", errors[0]), errors[0]
+        assert "set topology.max.spout.pending" in errors[0]

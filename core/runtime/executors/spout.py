@@ -12,6 +12,7 @@ from typing import Any
 from squall.api.tuple import Tuple
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.executors.base import Executor, Services, pass_cap
+from squall.runtime.executors.timeout_report import TimeoutReport
 from squall.runtime.streams import ACK_ACK
 from squall.runtime.task import TaskState
 
@@ -48,6 +49,8 @@ class SpoutExecutor(Executor):
         self.timeout = float(conf.get("topology.message.timeout.secs", 30))
         self.timeouts = bool(conf.get("topology.enable.message.timeouts", True))
         self.next_rotate = time.monotonic() + self.timeout
+        #: tells when its trees time out in numbers (checked as they rotate)
+        self.timeout_report = TimeoutReport(component_id, self.timeout, self.max_pending)
         self.active = False
         #: a system spout that goes on while the topology is deactivated (the checkpoint
         #: spout: what stateful bolts hold still commits, and is acked, meanwhile)
@@ -264,15 +267,24 @@ class SpoutExecutor(Executor):
         if not self.timeouts or now < self.next_rotate:
             return
         self.next_rotate = now + self.timeout
+        timed_out = most = 0
+        worst = self.tasks[0]       # the task with the most timed out
         for ts in self.tasks:
             expired = ts.pending_old
             ts.pending_old = ts.pending_new
             ts.pending_new = {}
+            timed_out += len(expired)
+            if len(expired) > most:
+                worst, most = ts, len(expired)
             for tup_id, _ in expired.values():
                 ts.failed += 1
                 if self.max_replays:
                     self._count_failure(ts, tup_id, "timed out")
                 self._call(ts, ts.instance.fail, tup_id)
+        text = self.timeout_report.rotated(
+            timed_out, sum(ts.acked + ts.failed for ts in self.tasks), now)
+        if text is not None:
+            self.report_error(worst, text, True)
 
     def set_active(self, active: bool) -> None:
         if active == self.active or (self.stays_active and not active):

@@ -25,9 +25,17 @@ before (the receiver restarted) sets the count sent to what the receiver says ar
 on its way to a previous life is gone. The first report it hears of a receiver leaves the count
 as it is (what it sent before is on its way to that receiver). A receiver that hears of a new
 incarnation of a sender (in the reports that sender sends as a receiver) starts that sender's
-counts afresh. A saturated task whose worker has said nothing at all (no control message of any
-kind) for :data:`STALE_SECS` is opened again: its worker died or cannot be reached, and the
-acker fails or replays what was sent.
+counts afresh.
+
+A saturated task whose worker has said nothing at all (no control message of any kind) for
+:data:`STALE_SECS` is *probed*: it may be sent a quarter of a share more (:func:`quarter`, what
+a grant grows by before it is told), once until that worker says something again. Its loop
+may be held in one long call (a bolt's ``process``: grants are sent from the loop), so a
+whole share more per silence would pile queue on queue at it; a live worker that lost a grant
+answers the probe with its grant (what arrived grew by a quarter), and a restarted one tells
+every other worker its new life at once (its opening report). A worker that died for good is
+sent nothing more until its tasks are assigned elsewhere; the acker fails or replays what was
+sent to it.
 
 Acks folded by a worker's tasks (source task 0) are not counted: they feed the acker directly,
 not a queue, and bear no sender a receiver could grant to.
@@ -43,7 +51,7 @@ from squall.runtime.task import LocalTasks
 log = logging.getLogger("squall.runtime.transfer")
 #: a sender paced by a slow task is told what it took at least this often
 REPORT_SECS = 0.02
-#: seconds a saturated task's worker may say nothing before the task is opened again
+#: seconds a saturated task's worker may say nothing before the task is probed
 STALE_SECS = 10.0
 Key = tuple[str, int]
 
@@ -51,6 +59,12 @@ Key = tuple[str, int]
 def share(high: int, peers: int) -> int:
     """One sender's share of a task's whole room (what it may send before its first grant)."""
     return max(1, high // max(1, peers))
+
+
+def quarter(high: int, peers: int) -> int:
+    """A quarter of a share: what a grant grows by before it is told, and what a task whose
+    worker has said nothing for :data:`STALE_SECS` is probed with."""
+    return max(1, share(high, peers) // 4)
 
 
 class Grants:
@@ -65,7 +79,7 @@ class Grants:
         self.high = high
         self.incarnation = incarnation
         self.peers = 1
-        self.every = max(1, share(high, 1) // 4)
+        self.every = quarter(high, 1)
         #: per (sender, task): tuples arrived, the grant last told, and when it was told
         self.arrived: dict[tuple[Key, int], int] = {}
         self.granted: dict[tuple[Key, int], int] = {}
@@ -82,7 +96,7 @@ class Grants:
 
     def set_peers(self, peers: int) -> None:
         self.peers = max(1, peers)
-        self.every = max(1, share(self.high, self.peers) // 4)
+        self.every = quarter(self.high, self.peers)
 
     def arrive(self, sender: Key | None, task: int, count: int) -> None:
         """``count`` tuples from ``sender`` reached the loop for ``task`` (delivered or
@@ -183,6 +197,9 @@ class Windows:
         #: it last said anything
         self.incarnations: dict[Key, str] = {}
         self.heard_at: dict[Key, float] = {}
+        #: per task probed: when its worker had last said anything then (it is not probed
+        #: again until its worker says something)
+        self.probed: dict[int, float] = {}
 
     def set_peers(self, peers: int) -> None:
         self.peers = max(1, peers)
@@ -237,14 +254,22 @@ class Windows:
             self.changed()
 
     def expire(self, now: float, owner: Callable[[int], Any]) -> None:
-        """Open the saturated tasks of workers that have said nothing for STALE_SECS."""
-        heard = self.heard_at
-        stale = [t for t in self.saturated if now - max(
-            self.saturated_at.get(t, now), heard.get(owner(t), 0.0)) > STALE_SECS]
-        for task in stale:
-            log.warning("the worker of task %d has said nothing for %.0f s; sending to it "
-                        "again", task, STALE_SECS)
-            self.limit[task] = self.sent.get(task, 0) + share(self.high, self.peers)
+        """Probe the saturated tasks of workers that have said nothing for STALE_SECS and
+        were not probed since they last did (see the module's docstring)."""
+        heard, probed, saturated_at = self.heard_at, self.probed, self.saturated_at
+        stale = []
+        for task in self.saturated:
+            last = heard.get(owner(task), 0.0)
+            if now - max(saturated_at.get(task, now), last) > STALE_SECS \
+                    and probed.get(task) != last:
+                stale.append((task, last))
+        probe = quarter(self.high, self.peers)
+        for task, last in stale:
+            log.warning("the worker of task %d has said nothing for %.0f s; sending the task "
+                        "%d tuples more, once, to see whether it answers", task, STALE_SECS,
+                        probe)
+            probed[task] = last
+            self.limit[task] = self.sent.get(task, 0) + probe
             self.saturated.discard(task)
         if stale:
             self.changed()
@@ -255,6 +280,7 @@ class Windows:
         self.sent.pop(task, None)
         self.limit.pop(task, None)
         self.saturated_at.pop(task, None)
+        self.probed.pop(task, None)
         if task in self.saturated:
             self.saturated.discard(task)
             return True

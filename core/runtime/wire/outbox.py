@@ -480,7 +480,7 @@ class Outbox:
         self.windows.credit(who, incarnation, grants, self.task_to_worker.get, now)
 
     def expire_windows(self, now: float) -> None:
-        """Open the saturated tasks of workers that have said nothing for a long while."""
+        """Probe the saturated tasks of workers that have said nothing for a long while."""
         self.windows.expire(now, self.task_to_worker.get)
 
     def send_control(self, key: Key, kind: str, value: Any) -> None:

@@ -122,7 +122,8 @@ def worker_errors(sup: Supervisor) -> list[dict[str, Any]]:
 def test_an_exit_status_is_said_with_its_code_or_signal() -> None:
     assert exit_status(3) == "exited with code 3"
     assert exit_status(-11) == "was killed by SIGSEGV"
-    assert exit_status(-9).startswith("was killed by SIGKILL (the kernel's OOM killer")
+    assert exit_status(-9) == ("was killed by SIGKILL (from the OOM killer when memory runs "
+                               "out, or an operator)")
     assert exit_status(None).startswith("died (its exit status is unknown")
 
 

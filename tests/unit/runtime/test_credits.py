@@ -146,12 +146,50 @@ def test_the_first_report_of_a_receiver_does_not_forget_what_is_on_its_way() -> 
     assert w.sent_to(5, 40, 1.0)
 
 
-def test_a_saturated_task_opens_only_when_its_worker_has_said_nothing_for_a_long_while() -> None:
-    w, changes = windows(high=10)
-    w.sent_to(5, 10, 0.0)
+def test_a_saturated_task_is_probed_only_when_its_worker_has_said_nothing_for_a_long_while(
+        ) -> None:
+    w, changes = windows(high=100)
+    w.sent_to(5, 100, 0.0)
     w.heard(B, STALE_SECS)                  # a load report, say: it is alive
     w.expire(STALE_SECS + 1.0, owner)
     assert w.saturated == {5}
     w.expire(2 * STALE_SECS + 1.0, owner)
     assert not w.saturated and changes == [0]
-    assert not w.sent_to(5, 9, 0.0)         # one share more
+    assert not w.sent_to(5, 24, 0.0)        # a quarter of a share more
+    assert w.sent_to(5, 1, 0.0)
+
+
+def test_a_silent_worker_is_probed_once_until_it_says_something_again() -> None:
+    # a bolt held in one long process() on its worker's loop: the loop sends no grant
+    w, _ = windows(high=100)
+    w.sent_to(5, 100, 0.0)
+    now = 0.0
+    for _ in range(12):                     # two minutes of silence
+        now += STALE_SECS + 1.0
+        w.expire(now, owner)
+        if 5 not in w.saturated:
+            w.sent_to(5, w.limit[5] - w.sent[5], now)
+    assert w.sent[5] == 125                 # one share and one probe, not a share a silence
+    w.heard(B, now)                         # it speaks (a load report), then falls silent
+    w.expire(now + STALE_SECS + 1.0, owner)
+    assert not w.saturated and w.limit[5] == 150
+
+
+def test_a_receiver_that_lost_a_grant_answers_the_probe() -> None:
+    g, ts, _, told = grants(high=100)
+    w, _ = windows(high=100)
+    w.sent_to(5, 100, 0.0)
+    arrive(g, ts, B, 100)
+    ts.queue.clear()                        # the task took them all
+    g.grant(send(told), 0.0)
+    assert told == [(B, "credit", ["me", [[5, 100, 200]]])]     # lost on its way
+    told.clear()
+    w.expire(STALE_SECS + 1.0, owner)
+    probe = w.limit[5] - w.sent[5]
+    w.sent_to(5, probe, STALE_SECS + 1.0)
+    arrive(g, ts, B, probe)
+    ts.queue.clear()
+    g.grant(send(told), STALE_SECS + 1.0)
+    (who, _, (incarnation, grant)), = told
+    w.credit(who, incarnation, grant, owner, STALE_SECS + 1.0)
+    assert not w.saturated and w.limit[5] == 100 + probe + 100
