@@ -191,10 +191,11 @@ class Nimbus:
     def _monitor_loop(self, state: ClusterState, leadership: Leadership,
                       topologies: TopologyLifecycle, replication: Replication) -> None:
         freq = self._monitor_secs
-        due: float | None = None      # when the next kill / rebalance wait ends
+        due: float | None = None      # when (monotonic) the next kill / rebalance wait ends
         while not self._stop.is_set():
             # a kill or rebalance --wait S ends after S seconds, not at the next periodic pass
-            self._wake.wait(freq if due is None else min(freq, max(0.0, due - time.time())))
+            self._wake.wait(freq if due is None else
+                            min(freq, max(0.0, due - time.monotonic())))
             self._wake.clear()
             if self._stop.is_set():
                 return
@@ -206,6 +207,8 @@ class Nimbus:
                 if leadership.is_leader:
                     self._report_unfound(state, replication.unfound)
                     due = topologies.monitor_pass()
+                else:       # should it lead, it ends the waits under way on time
+                    topologies.watch_transitions()
                 topologies.clean_packages()
                 replication.publish()
             except SquallError as exc:

@@ -92,8 +92,11 @@ def killable_topology(state: ClusterState, name: str) -> tuple[str, dict[str, An
 
 
 def being_killed(name: str, base: Mapping[str, Any]) -> str:
-    """``topology NAME is being killed (N s of its kill wait left)`` for a killed record."""
+    """``topology NAME is being killed (N s of its kill wait left)`` for a killed record (by
+    this nimbus's clock, never more than the wait asked for)."""
     left = max(0.0, float(base.get("kill_time") or 0) - time.time())
+    if base.get("kill_wait") is not None:
+        left = min(left, float(base["kill_wait"]))
     return f"topology {name!r} is being killed ({left:.0f} s of its kill wait left)"
 
 

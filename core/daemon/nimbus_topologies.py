@@ -3,8 +3,8 @@
 ``submit`` validates a package (in a throw-away process), stores it in the code store and
 writes ``/storms/<id>``; ``kill``, ``activate`` / ``deactivate`` and ``rebalance`` change that
 record. A kill or a rebalance waits first (its topology deactivated); :meth:`TopologyLifecycle.monitor_pass`
-finishes them when due, runs the scheduling pass and removes what dead topologies left in
-ZooKeeper (API.md section 9).
+finishes them when due (counted on the monotonic clock: :mod:`~squall.daemon.nimbus_waits`),
+runs the scheduling pass and removes what dead topologies left in ZooKeeper (API.md section 9).
 
 Commands run on gRPC handler threads, ``monitor_pass`` on the monitor thread; this part owns
 the lock that serializes every write and scheduling pass. Commands raise
@@ -26,6 +26,7 @@ from squall.daemon.nimbus_code import CodeStore
 from squall.daemon.nimbus_info import being_killed, killable_topology, live_topology
 from squall.daemon.nimbus_replication import Replication
 from squall.daemon.nimbus_schedule import Scheduling
+from squall.daemon.nimbus_waits import TransitionWaits
 from squall.daemon.topology_requests import MAX_WAIT_SECS
 from squall.errors import AlreadyAliveError, ConfigError, TopologyError
 from squall.state.cluster_state import ClusterState, beat_key, parse_beat_key
@@ -115,6 +116,8 @@ class TopologyLifecycle:
         #: submitted topologies waiting for their package to reach enough nimbuses: not
         #: scheduled yet
         self._replicating: set[str] = set()
+        #: when the waits of kills and rebalances end, on this nimbus's monotonic clock
+        self._waits = TransitionWaits()
 
     # -- commands (gRPC handler threads) ------------------------------------------------------
     def submit(self, name: str, conf: dict[str, Any], topology_json: dict[str, Any],
@@ -199,8 +202,11 @@ class TopologyLifecycle:
                 wait_secs = float(conf.get("topology.message.timeout.secs") or 30)
             # what held it back (its status reason: pending, a rebalance not applied) says
             # nothing about a topology being killed
+            wait_secs = max(0.0, wait_secs)
+            kill_time = time.time() + wait_secs
             self._state.update_storm(tid, status="killed", status_reason="",
-                                     kill_time=time.time() + max(0.0, wait_secs))
+                                     kill_time=kill_time, kill_wait=wait_secs)
+            self._waits.began(tid, "killed", kill_time, wait_secs)
         log.info("killing topology %s in %.0f s", tid, wait_secs)
         self._wake()
 
@@ -299,18 +305,21 @@ class TopologyLifecycle:
             if short is not None:    # refuse rather than stop a running topology
                 raise TopologyError(f"rebalance of {name!r} does not fit: {short}; the topology "
                                     "keeps running as it is")
+            wait_secs = max(0.0, wait_secs)
+            due = time.time() + wait_secs
             self._state.update_storm(tid, status="rebalancing", rebalance={
-                "due": time.time() + max(0.0, wait_secs),
+                "due": due, "wait": wait_secs,
                 "previous": previous, "num_workers": shape["num_workers"],
                 "component_executors": shape["component_executors"]})
+            self._waits.began(tid, "rebalancing", due, wait_secs)
         self._wake()
 
     # -- periodic work (the leader's monitor thread) ------------------------------------------
     def monitor_pass(self) -> float | None:
         """Under the lock: finish the kills and rebalances that are due, run a scheduling
         pass, remove ZooKeeper nodes of topologies that are gone. Returns when the next kill
-        or rebalance wait ends (epoch seconds; None: none waits), so that the monitor thread
-        wakes then rather than at its next periodic pass."""
+        or rebalance wait ends (``time.monotonic()``; None: none waits), so that the monitor
+        thread wakes then rather than at its next periodic pass."""
         with self._lock:
             due, resuming = self._finish_transitions()
             # a rebalanced topology is scheduled as if its status were back, and gets it back
@@ -333,24 +342,46 @@ class TopologyLifecycle:
         with self._lock:
             self._code.clean(set(self._state.topology_ids()))
 
+    def watch_transitions(self) -> None:
+        """On a standby, at each of its passes: note the kills and rebalances waiting, so
+        that, should it lead, it ends them on time by its own monotonic clock
+        (:mod:`~squall.daemon.nimbus_waits`)."""
+        with self._lock:
+            self._waits.keep(self._waiting(self._state.storms()))
+
+    def _waiting(self, storms: Mapping[str, Mapping[str, Any]]
+                 ) -> dict[tuple[str, str], float]:
+        """``(topology id, kind)`` -> seconds left of its wait, for each kill and rebalance
+        in ``storms`` (``kind``: its status)."""
+        out: dict[tuple[str, str], float] = {}
+        for tid, base in storms.items():
+            plan = base.get("rebalance")
+            status = str(base.get("status"))
+            if status == "killed":
+                end, wait = base.get("kill_time"), base.get("kill_wait")
+            elif status == "rebalancing" and plan:
+                end, wait = plan["due"], plan.get("wait")
+            else:
+                continue
+            out[(tid, status)] = self._waits.left(
+                tid, status, float(end or 0), None if wait is None else float(wait))
+        return out
+
     def _finish_transitions(self) -> tuple[float | None, dict[str, str]]:
         """Finish the kills that are due and give the rebalances that are due their new
         shape (their status and plan stay until the scheduling pass placed them); returns
-        when the earliest of the others is due (None: no other) and, for each rebalance
-        finished, the status it goes back to."""
-        now = time.time()
+        when (``time.monotonic()``) the earliest of the others is due (None: no other) and,
+        for each rebalance finished, the status it goes back to."""
+        storms = self._state.storms()
+        waiting = self._waiting(storms)
+        self._waits.keep(waiting)
         waits: list[float] = []
         resuming: dict[str, str] = {}
-        for tid, base in self._state.storms().items():
+        for (tid, _), left in waiting.items():
+            base = storms[tid]
             plan = base.get("rebalance")
-            if base.get("status") == "killed":
-                due = float(base.get("kill_time") or 0)
-            elif base.get("status") == "rebalancing" and plan:
-                due = float(plan["due"])
-            else:
-                continue
-            if due > now:
-                waits.append(due)
+            if left > 0:
+                waits.append(left)
             elif base.get("status") == "killed":
                 self._state.remove_topology(tid)
                 self._scheduling.forget(tid)
@@ -366,7 +397,7 @@ class TopologyLifecycle:
                     "component_executors": base.get("component_executors")})
                 resuming[tid] = str(plan["previous"])
                 log.info("rebalancing topology %s", tid)
-        return min(waits, default=None), resuming
+        return (self._waits.clock() + min(waits) if waits else None), resuming
 
     def _clean_orphans(self) -> None:
         state = self._state

@@ -8,9 +8,11 @@
 - Syncs every ``supervisor.monitor.frequency.secs`` and whenever ``/assignments`` changes:
   downloads missing code packages from nimbus into ``supervisor/stormdist/<id>/``, kills workers
   that died, stopped heart-beating (``supervisor.worker.timeout.secs``; at start
-  ``supervisor.worker.start.timeout.secs``) or are no longer assigned (SIGTERM, then SIGKILL
-  after ``supervisor.worker.shutdown.sleep.secs``), and launches one worker process per assigned
-  slot that has none. Never two workers on one port: the old one is dead before a new one starts.
+  ``supervisor.worker.start.timeout.secs``; both on the supervisor's monotonic clock, so a step
+  of the host's clock restarts no worker: :mod:`~squall.daemon.supervisor_beats`) or are no
+  longer assigned (SIGTERM, then SIGKILL after ``supervisor.worker.shutdown.sleep.secs``), and
+  launches one worker process per assigned slot that has none. Never two workers on one port:
+  the old one is dead before a new one starts.
 - Before it launches a worker it checks the package against the digests recorded at download
   and downloads it again when a file changed on its disk since (:meth:`Supervisor.code_intact`).
   A package nimbus sends that cannot be used (nimbus's copy damaged, not a valid zip) is one
@@ -33,13 +35,14 @@
   Its lock on the dir and the conf file its workers read are taken and written again when the
   dir was deleted under it (:mod:`~squall.daemon.supervisor_local_dir`); when another
   supervisor took the dir meanwhile, it stops with one line.
-- After its own restart it adopts the workers it left (process alive, heartbeat fresh, same
-  assignment) and kills the others. Stopping the supervisor leaves its workers running (as
-  Storm does); :meth:`Supervisor.kill_workers` stops them. A stop (SIGTERM) closes its
-  ZooKeeper session, so its ``/supervisors`` node goes at once and nimbus moves its executors
-  to other supervisors (the workers left then exit: their executors were reassigned); only a
-  supervisor that died (``kill -9``, a crash) and is back within the ZooKeeper session timeout
-  finds its workers still assigned and adopts them.
+- After its own restart it adopts the workers it left (process alive, loop not stuck, same
+  assignment; their timeouts count from the restart) and kills the others. Stopping the
+  supervisor leaves its workers running (as Storm does); :meth:`Supervisor.kill_workers`
+  stops them. A stop (SIGTERM) closes its ZooKeeper session, so its ``/supervisors`` node
+  goes at once and nimbus moves its executors to other supervisors (the workers left then
+  exit: their executors were reassigned); only a supervisor that died (``kill -9``, a crash)
+  and is back within the ZooKeeper session timeout finds its workers still assigned and
+  adopts them.
 
 Threads: one monitor thread does all syncing (workers are only touched there); one heartbeat
 thread refreshes the registration. ``start``/``stop`` from the caller's thread.
@@ -62,11 +65,10 @@ from squall.daemon.logviewer import LogViewer
 from squall.daemon.logviewer_access import LogAccess
 from squall.daemon.ports import slot_ports_warning
 from squall.daemon.supervisor_backoff import SETTLE_SECS, LaunchBackoff
+from squall.daemon.supervisor_beats import WorkerBeats
 from squall.daemon.supervisor_local import (
     LocalState,
     WorkerRecord,
-    heartbeat_written,
-    latest_heartbeat,
     launch_worker,
     record_alive,
     registered_process,
@@ -115,6 +117,8 @@ class Supervisor:
         self.worker_defaults = nimbus_worker_defaults.advertised(self.conf)
         self.logviewer: LogViewer | None = None
         self.backoff = LaunchBackoff()
+        #: how long each worker has gone without a heartbeat, on this supervisor's clock
+        self.worker_beats = WorkerBeats()
         #: why the local dir cannot be written ('' when it can): then this supervisor is not
         #: registered, so nimbus gives its slots to others
         self.unhealthy = ""
@@ -362,6 +366,7 @@ class Supervisor:
                 self._launch_failed(tid, port, exc)
                 continue
             self.workers[rec.worker_id] = rec
+            self.worker_beats.launched(rec.worker_id)
             self.local.save()
         self._cap_out_files()
         self.register()
@@ -400,6 +405,7 @@ class Supervisor:
         stop_workers(self.local_dir, [rec for rec, _, _ in ends], grace)
         for rec, _, _ in ends:
             del self.workers[rec.worker_id]
+            self.worker_beats.forget(rec.worker_id)
         self.local.save()
         for rec, problem, (end, started) in ends:
             self._stopped(rec, problem, end, started)
@@ -407,14 +413,14 @@ class Supervisor:
     def _ending(self, rec: WorkerRecord, problem: str) -> tuple[endings.Ending, bool]:
         """How ``rec``, about to be stopped for ``problem``, ended (logged now, while its
         heartbeats are still there to read), and whether it had started (beat once)."""
-        started = latest_heartbeat(self.local_dir, rec.worker_id) is not None
-        written = heartbeat_written(self.local_dir, rec.worker_id)
+        silent = self.worker_beats.look(self.local_dir, rec.worker_id).silent
+        started = silent is not None
         limit = float(self.conf.get(endings.TIMEOUT_KEY if started else
                                     endings.START_TIMEOUT_KEY) or (30 if started else 120))
         end = endings.ending(
             problem, returncode=rec.proc.poll() if rec.proc is not None else None,
             child=rec.proc is not None, started=started, limit=limit,
-            beats_written=written is not None and time.time() - written <= limit,
+            beats_written=silent is not None and silent <= limit,
             stopped=problem != endings.UNASSIGNED and endings.process_stopped(rec.pid))
         if end.text:
             log.log(logging.WARNING if end.failed else logging.INFO, "worker %s (%s port %d) %s",
@@ -487,18 +493,19 @@ class Supervisor:
 
     def worker_problem(self, rec: WorkerRecord, wanted: tuple[str, list[list[int]]] | None
                        ) -> str:
-        """Why ``rec`` must stop ('' if it is fine)."""
+        """Why ``rec`` must stop ('' if it is fine). Its heartbeats are judged on this
+        supervisor's monotonic clock (:mod:`~squall.daemon.supervisor_beats`), never by the
+        times the worker wrote in them."""
         if wanted is None or wanted != rec.slot():
             return endings.UNASSIGNED
         if not record_alive(rec, self.local_dir):
             return endings.DIED
-        beat = latest_heartbeat(self.local_dir, rec.worker_id)
-        now = time.time()
-        if beat is None:
+        seen = self.worker_beats.look(self.local_dir, rec.worker_id)
+        if seen.silent is None:
             limit = float(self.conf.get(endings.START_TIMEOUT_KEY) or 120)
-            return endings.NO_START_BEAT if now - rec.launched > limit else ""
+            return endings.NO_START_BEAT if seen.since_launch > limit else ""
         limit = float(self.conf.get(endings.TIMEOUT_KEY) or 30)
-        if now - float(beat.get("time_secs") or 0) > limit:
+        if seen.silent > limit or seen.stuck > limit:
             return endings.no_beat_for(limit)
         return ""
 
@@ -619,8 +626,10 @@ class Supervisor:
 
     # -- restart ------------------------------------------------------------------------------
     def adopt(self) -> None:
-        """After a restart: keep the workers still running their current assignment with a
-        fresh heartbeat; kill and clean everything else (recorded or stray)."""
+        """After a restart: keep the workers still running their current assignment whose
+        loop is not stuck (the heartbeat timeouts count from now: see
+        :mod:`~squall.daemon.supervisor_beats`); kill and clean everything else (recorded or
+        stray)."""
         wanted = self.assigned_slots()
         kept_ports: set[int] = set()
         stopping: list[WorkerRecord] = []
@@ -631,6 +640,7 @@ class Supervisor:
             if reason:
                 log.info("not adopting worker %s: %s", wid, reason)
                 stopping.append(self.workers.pop(wid))
+                self.worker_beats.forget(wid)
             else:
                 log.info("adopted worker %s (pid %d, port %d)", wid, rec.pid, rec.port)
                 kept_ports.add(rec.port)

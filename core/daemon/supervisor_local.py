@@ -3,7 +3,8 @@ local heartbeats and pids directories.
 
 ``storm.local.dir`` layout used here: ``supervisor/localstate`` (JSON: ``supervisor_id`` and
 ``workers`` = worker id -> topology id, port, executors, pid, launch time),
-``workers/<worker-id>/heartbeats/<millis>`` (written by the worker), ``workers/<worker-id>/pids/
+``workers/<worker-id>/heartbeats/<n>`` (written by the worker, ``n`` counting up; an earlier
+release's worker names them by the time, ms), ``workers/<worker-id>/pids/
 <pid>``, ``logs/<topology-id>-<port>.log`` (the worker's rotated log) and ``.out`` (its raw
 stdout/stderr; see :mod:`squall.daemon.log_files`). Plain functions and values; the supervisor's
 monitor thread is the only caller. Nothing here talks to ZooKeeper.
@@ -22,7 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from squall.daemon import log_files
 
@@ -90,32 +91,41 @@ def worker_dir(local_dir: Path, worker_id: str) -> Path:
     return local_dir / "workers" / worker_id
 
 
-def latest_heartbeat(local_dir: Path, worker_id: str) -> dict[str, Any] | None:
-    """The newest readable local heartbeat of a worker (None if it wrote none)."""
+class LocalBeat(NamedTuple):
+    """A worker's newest readable local heartbeat file."""
+
+    #: its file name: a counter, or (a worker of an earlier release) ms when it was written
+    name: int
+    beat: dict[str, Any]
+    #: the heartbeats directory's ``st_mtime_ns``: it changes with every file a worker writes
+    #: (or removes) there, even one that is not the newest by name
+    dir_mtime_ns: int
+
+
+def newest_heartbeat(local_dir: Path, worker_id: str) -> LocalBeat | None:
+    """The readable local heartbeat of a worker with the highest name (None if it wrote
+    none): the newest, the names counting up (an earlier release's, ms of the time written,
+    do too while the clock does not step back)."""
     hb_dir = worker_dir(local_dir, worker_id) / "heartbeats"
     try:
-        names = sorted((p for p in hb_dir.iterdir() if p.name.isdigit()),
-                       key=lambda p: int(p.name), reverse=True)
+        mtime_ns = hb_dir.stat().st_mtime_ns
+        names = sorted((int(p.name) for p in hb_dir.iterdir() if p.name.isdigit()),
+                       reverse=True)
     except FileNotFoundError:
         return None
-    for path in names:
+    for name in names:
         try:
-            return dict(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+            return LocalBeat(name, dict(json.loads((hb_dir / str(name)).read_text(
+                encoding="utf-8"))), mtime_ns)
+        except (OSError, ValueError, TypeError):
             continue
     return None
 
 
-def heartbeat_written(local_dir: Path, worker_id: str) -> float | None:
-    """When (``time.time()``) the worker wrote its newest local heartbeat file (its name), None
-    if it wrote none. A worker whose loop is stuck keeps writing beats dated when the stuck
-    pass began; one that cannot run Python at all (a C call holding the GIL) writes none."""
-    try:
-        names = [int(p.name) for p in (worker_dir(local_dir, worker_id) / "heartbeats").iterdir()
-                 if p.name.isdigit()]
-    except FileNotFoundError:
-        return None
-    return max(names) / 1000.0 if names else None
+def latest_heartbeat(local_dir: Path, worker_id: str) -> dict[str, Any] | None:
+    """The newest readable local heartbeat of a worker (None if it wrote none)."""
+    newest = newest_heartbeat(local_dir, worker_id)
+    return None if newest is None else newest.beat
 
 
 def pid_alive(pid: int) -> bool:

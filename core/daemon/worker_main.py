@@ -10,13 +10,14 @@ The process reads the supervisor's conf (``supervisor/supervisor-conf.json``) an
 ``(supervisor, port)`` and the configured transport, and then, on its main thread:
 
 - writes a local heartbeat file every ``worker.heartbeat.frequency.secs``
-  (``workers/<worker-id>/heartbeats/<millis>``, newest few kept) for its supervisor, on a
-  thread of its own (so a state store that blocks does not stop it). Its ``time_secs`` is the
-  time of the beat while the worker's loop runs; once the loop has been in one pass for more
-  than ``supervisor.worker.timeout.secs`` (a component blocked in a call on the loop thread,
-  ``Worker.loop_stuck``) it is the time that pass began, so the supervisor restarts the
-  worker at its next check. That is reported once as an error of the component the loop is
-  in, and sent to ``/errors`` at once;
+  (``workers/<worker-id>/heartbeats/<n>``, ``n`` counting up, newest few kept) for its
+  supervisor, on a thread of its own (so a state store that blocks does not stop it). Its
+  ``time_secs`` is the time of the beat while the worker's loop runs; once the loop has been
+  in one pass for more than ``supervisor.worker.timeout.secs`` (a component blocked in a call
+  on the loop thread, ``Worker.loop_stuck``) it is the time that pass began, that long before
+  the beat's ``written_secs``, so the supervisor restarts the worker at its next check.
+  That is reported once as an error of the component the loop is in, and sent to
+  ``/errors`` at once;
 - writes executor stats to ``/workerbeats/<topology-id>/<node>-<port>`` and the components'
   errors to ``/errors`` every ``task.heartbeat.frequency.secs``;
 - follows ``/assignments/<topology-id>`` (watch + timer): refreshes links to other workers, and
@@ -98,14 +99,20 @@ def task_to_worker(assignment: dict[str, Any]) -> dict[int, tuple[str, int]]:
 
 
 def write_local_heartbeat(directory: Path, beat: dict[str, Any]) -> None:
+    """Write ``beat`` as the newest local heartbeat in ``directory`` (one writer: this
+    worker) and keep the newest :data:`KEEP_HEARTBEATS`. The file is named by a counter, one
+    more than the highest name there, never by the time: whatever the host's clock does (an
+    NTP step back), the newest beat has the highest name. The beat gets ``written_secs``
+    (``time.time()`` now), which its supervisor compares with its ``time_secs`` only
+    (:mod:`squall.daemon.supervisor_beats`). Raises OSError."""
     directory.mkdir(parents=True, exist_ok=True)
-    name = f"{int(time.time() * 1000)}"
-    tmp = directory / f".{name}.tmp"
-    tmp.write_text(json.dumps(beat), encoding="utf-8")
-    os.replace(tmp, directory / name)
-    beats = sorted((p for p in directory.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-    for old in beats[:-KEEP_HEARTBEATS]:
-        old.unlink(missing_ok=True)
+    numbers = [int(p.name) for p in directory.iterdir() if p.name.isdigit()]
+    number = max(numbers, default=0) + 1
+    tmp = directory / f".{number}.tmp"
+    tmp.write_text(json.dumps({**beat, "written_secs": time.time()}), encoding="utf-8")
+    os.replace(tmp, directory / str(number))
+    for old in sorted(numbers)[:max(0, len(numbers) + 1 - KEEP_HEARTBEATS)]:
+        (directory / str(old)).unlink(missing_ok=True)
 
 
 class WorkerProcess:

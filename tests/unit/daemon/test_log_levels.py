@@ -42,24 +42,70 @@ def test_parse_assignment_names_any_component_logger() -> None:
 
 def test_merge_sets_expiry_and_reset_removes() -> None:
     rec = merge_request(None, {"a": "DEBUG", "b": "ERROR"}, 30, now=1000)
-    assert rec == {"loggers": {"a": {"level": "DEBUG", "expires": 1030},
-                               "b": {"level": "ERROR", "expires": 1030}}}
+    assert rec == {"loggers": {"a": {"level": "DEBUG", "expires": 1030, "timeout": 30},
+                               "b": {"level": "ERROR", "expires": 1030, "timeout": 30}}}
     rec = merge_request(rec, {"a": "RESET", "c": "INFO"}, 0, now=1010)
-    assert rec == {"loggers": {"b": {"level": "ERROR", "expires": 1030},
+    assert rec == {"loggers": {"b": {"level": "ERROR", "expires": 1030, "timeout": 30},
                                "c": {"level": "INFO", "expires": 0}}}
     assert merge_request(rec, {}, 0, now=2000) == {"loggers": {"c": {"level": "INFO",
                                                                      "expires": 0}}}
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_worker_applies_then_reverts_on_expiry(logger: logging.Logger) -> None:
-    levels = LogLevels()
+    clock = Clock()
+    levels = LogLevels(clock)
+    levels.apply(None, now=999)                      # the worker runs
     rec = merge_request(None, {logger.name: "DEBUG"}, 30, now=1000)
     levels.apply(rec, now=1001)
     assert logger.level == logging.DEBUG and levels.active() == {logger.name: "DEBUG"}
-    levels.apply(rec, now=1029)
+    clock.now += 29
+    levels.apply(rec, now=1030)
     assert logger.level == logging.DEBUG
-    levels.apply(rec, now=1031)                      # expired: back to its own level
+    clock.now += 2
+    levels.apply(rec, now=1032)                      # expired: back to its own level
     assert logger.level == logging.WARNING and levels.active() == {}
+
+
+@pytest.mark.parametrize("skew", [-3600, 3600])
+def test_a_request_lasts_its_timeout_whatever_the_workers_clock_says(
+        logger: logging.Logger, skew: float) -> None:
+    # a worker host ahead of nimbus's by more than the timeout ignored the request; one
+    # behind kept it that much longer
+    clock = Clock()
+    levels = LogLevels(clock)
+    levels.apply(None, now=1000 + skew)              # the worker runs
+    rec = merge_request(None, {logger.name: "DEBUG"}, 30, now=1000)
+    levels.apply(rec, now=1001 + skew)
+    assert logger.level == logging.DEBUG
+    clock.now += 29
+    levels.apply(rec, now=1030 + skew)
+    assert logger.level == logging.DEBUG
+    clock.now += 2
+    levels.apply(rec, now=1032 + skew)
+    assert logger.level == logging.WARNING
+
+
+def test_a_worker_started_after_a_request_keeps_only_what_is_left_of_it(
+        logger: logging.Logger) -> None:
+    clock = Clock()
+    rec = merge_request(None, {logger.name: "DEBUG"}, 30, now=1000)
+    late = LogLevels(clock)
+    late.apply(rec, now=1100)                        # started after it expired: not applied
+    assert logger.level == logging.WARNING
+    levels = LogLevels(clock)
+    levels.apply(rec, now=1020)                      # 10 s of it left
+    assert logger.level == logging.DEBUG
+    clock.now += 11
+    levels.apply(rec, now=1031)
+    assert logger.level == logging.WARNING
 
 
 def test_worker_reverts_when_the_request_is_removed(logger: logging.Logger) -> None:

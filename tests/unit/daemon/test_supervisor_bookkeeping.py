@@ -56,7 +56,8 @@ def test_newest_heartbeat_wins_and_only_a_few_are_kept(tmp_path):
     hb_dir = sl.worker_dir(tmp_path, "w1") / "heartbeats"
     for i in range(8):
         write_local_heartbeat(hb_dir, {"time_secs": i})
-    (hb_dir / "1").write_text('{"time_secs": -1}')          # an old beat from long ago
+    (hb_dir / "8").write_text('{"time_secs": 7}')           # the newest, rewritten...
+    (hb_dir / "9").write_text('{"time_')                    # ...and one half written
     assert sl.latest_heartbeat(tmp_path, "w1") == {"time_secs": 7}
     write_local_heartbeat(hb_dir, {"time_secs": 8})
     assert len([p for p in hb_dir.iterdir() if p.name.isdigit()]) <= KEEP_HEARTBEATS
@@ -96,7 +97,7 @@ def test_worker_problems(supervisor, tmp_path):
         assert supervisor.worker_problem(rec, None) == "no longer assigned"
         assert supervisor.worker_problem(rec, ("t-1-1", [[1, 2]])) == "no longer assigned"
         assert supervisor.worker_problem(rec, wanted) == ""          # starting, no beat yet
-        rec.launched -= 60
+        supervisor.worker_beats.clock = lambda: time.monotonic() + 60
         assert supervisor.worker_problem(rec, wanted) == "no heartbeat since launch"
         write_local_heartbeat(sl.worker_dir(tmp_path, "w1") / "heartbeats",
                               {"time_secs": time.time()})

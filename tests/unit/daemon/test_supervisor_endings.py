@@ -4,7 +4,6 @@ shows a crash loop) and counts towards its slot's backoff; one stopped on purpos
 exited in order is neither. Real (tiny) processes stand in for workers."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -22,6 +21,7 @@ from squall.daemon import supervisor_local as sl
 from squall.daemon.nimbus_info import start_failure_reason
 from squall.daemon.supervisor import Supervisor
 from squall.daemon.supervisor_backoff import LaunchBackoff
+from squall.daemon.supervisor_beats import WorkerBeats
 from squall.daemon.supervisor_endings import exit_status, process_stopped
 from squall.daemon.worker_main import write_local_heartbeat
 from squall.runtime.errors import WORKER_COMPONENT, death_reason
@@ -87,6 +87,7 @@ def supervisor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launches: Launch
     sup.state = ClusterState(store)
     sup.state.setup()
     sup.backoff = LaunchBackoff(Clock())
+    sup.worker_beats = WorkerBeats(Clock())
     monkeypatch.setattr(sup, "ensure_code", lambda tid: True)
     monkeypatch.setattr(sup, "code_intact", lambda tid: True)
     monkeypatch.setattr(sup, "resources", {}, raising=False)      # set by start()
@@ -100,15 +101,17 @@ def assign(sup: Supervisor, executors: str) -> None:
                                    "executor_node_port": {executors: [sup.id, PORT]}})
 
 
-def beat(sup: Supervisor, rec: sl.WorkerRecord, age: float = 0.0, written_age: float = 0.0
-         ) -> None:
-    """A local heartbeat of ``rec`` dated ``age`` s ago, written ``written_age`` s ago."""
+def beat(sup: Supervisor, rec: sl.WorkerRecord, age: float = 0.0) -> None:
+    """A local heartbeat of ``rec`` written now, dated ``age`` s ago (its loop stuck)."""
     hb_dir = sl.worker_dir(sup.local_dir, rec.worker_id) / "heartbeats"
-    if not written_age:
-        write_local_heartbeat(hb_dir, {"time_secs": time.time() - age})
-        return
-    name = str(int((time.time() - written_age) * 1000))
-    (hb_dir / name).write_text(json.dumps({"time_secs": time.time() - age}))
+    write_local_heartbeat(hb_dir, {"time_secs": time.time() - age})
+
+
+def later(sup: Supervisor, secs: float) -> None:
+    """``secs`` pass on the clock the supervisor judges its workers' heartbeats on."""
+    clock = sup.worker_beats.clock
+    assert isinstance(clock, Clock)
+    clock.now += secs
 
 
 def exited(rec: sl.WorkerRecord) -> None:
@@ -193,7 +196,7 @@ def test_a_worker_past_its_start_deadline_is_a_start_failure_counted_through_una
     # initialize sleeping past supervisor.worker.start.timeout.secs: restarted for ever and
     # nobody told; nimbus moving the executors in between reset the backoff
     supervisor.sync()
-    launches.last().launched -= 30
+    later(supervisor, 30)
     supervisor.sync()                                  # killed and relaunched at once
     (entry,) = worker_errors(supervisor)
     assert entry["start_failure"] and entry["port"] == PORT and entry["node"] == supervisor.id
@@ -209,7 +212,7 @@ def test_a_worker_past_its_start_deadline_is_a_start_failure_counted_through_una
     supervisor.sync()                                  # the second one never beat either
     assert supervisor.backoff.count(PORT) == 1
     assert len(launches.records) == 3
-    launches.last().launched -= 30
+    later(supervisor, 30)
     supervisor.sync()
     assert supervisor.backoff.count(PORT) == 2 and not supervisor.backoff.ready(PORT)
     assert worker_errors(supervisor)[-1]["error"].endswith("(2 times in a row, each within "
@@ -219,7 +222,9 @@ def test_a_worker_past_its_start_deadline_is_a_start_failure_counted_through_una
 def test_a_worker_that_stopped_beating_is_reported_naming_the_timeout(
         supervisor: Supervisor, launches: Launches) -> None:
     supervisor.sync()
-    beat(supervisor, launches.last(), age=30, written_age=30)   # no beat at all since
+    beat(supervisor, launches.last())
+    supervisor.sync()
+    later(supervisor, 30)                              # no beat at all since
     supervisor.sync()
     beat(supervisor, launches.last(), age=30)          # beats dated when its pass began
     supervisor.sync()
@@ -238,7 +243,9 @@ def test_a_worker_whose_process_was_stopped_is_reported_as_stopped(
     # SIGSTOP, a debugger or a frozen cgroup: not the GIL nor an overloaded machine
     supervisor.sync()
     rec = launches.last()
-    beat(supervisor, rec, age=30, written_age=30)
+    beat(supervisor, rec)
+    supervisor.sync()
+    later(supervisor, 30)
     os.kill(rec.pid, signal.SIGSTOP)
     try:
         wait_until(lambda: process_stopped(rec.pid), 10, message="the worker stopped")
