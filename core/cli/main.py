@@ -215,11 +215,14 @@ _LONG_RUNNING = frozenset({"nimbus", "supervisor", "ui", "drpc", "dev-zookeeper"
 def _escape_unencodable() -> None:
     """Have stdout and stderr write what their encoding cannot hold as backslash escapes
     (``\\xe9``): a component id or a log line outside an ASCII terminal's encoding
-    (``LC_ALL=C``, ``PYTHONIOENCODING=ascii``) is printed, not a traceback in the middle of
-    a command that may have acted already."""
+    (``PYTHONIOENCODING=ascii``, ``LC_ALL=C`` with ``PYTHONUTF8=0``) is printed, not a
+    traceback in the middle of a command that may have acted already."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if callable(reconfigure) and getattr(stream, "errors", None) == "strict":
+        # strict, or surrogateescape (an ASCII C locale with PYTHONUTF8=0): either raises on
+        # a character its encoding lacks
+        if callable(reconfigure) and getattr(stream, "errors", None) in ("strict",
+                                                                         "surrogateescape"):
             try:
                 reconfigure(errors="backslashreplace")
             except (OSError, ValueError):      # a stream that cannot change it: left as it is

@@ -121,9 +121,14 @@ def test_local_runs_both_wordcount_forms(env, attr):
     assert all(st["failed"] == 0 for st in table.values()), table
 
 
-def test_a_stdout_that_cannot_encode_a_component_id_gets_it_escaped(env, tmp_path):
-    # PYTHONIOENCODING=ascii (or LC_ALL=C): the table's non-ASCII id was a UnicodeEncodeError
-    # traceback (squall logs, monitor and debug too, debug after it had acted)
+@pytest.mark.parametrize("ascii_env", [
+    {"PYTHONIOENCODING": "ascii"},
+    # the C locale without Python's UTF-8 mode: stdout is ASCII with surrogateescape
+    {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}])
+def test_a_stdout_that_cannot_encode_a_component_id_gets_it_escaped(env, tmp_path,
+                                                                     ascii_env):
+    # the table's non-ASCII id was a UnicodeEncodeError traceback (squall logs, monitor and
+    # debug too, debug after it had acted)
     (tmp_path / "oddid.py").write_text(
         "from squall import Bolt, Spout, TopologyBuilder\n"
         "class S(Spout):\n"
@@ -135,7 +140,7 @@ def test_a_stdout_that_cannot_encode_a_component_id_gets_it_escaped(env, tmp_pat
         "b.set_bolt('compt\u00e9-\u6570', B).shuffle_grouping('s')\n"
         "topology = b.create_topology()\n", encoding="utf-8")
     proc = ok(env, "local", "oddid.py:topology", "--duration", "0.2", cwd=tmp_path,
-              extra_env={"PYTHONIOENCODING": "ascii"})
+              extra_env=ascii_env)
     assert "compt\\xe9-\\u6570" in stats_table(proc.stdout)
 
 
