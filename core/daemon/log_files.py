@@ -144,24 +144,51 @@ class _RotatingFile(logging.handlers.RotatingFileHandler):
             self.stream = self._open()
 
 
+class _WatchedRotatingFile(_RotatingFile):
+    """A daemon's log: also written again where it belongs when its file was deleted or
+    replaced under it (``storm.local.dir`` removed by a ``/tmp`` cleaner: the supervisor
+    makes its folders again, and its log went on into the deleted file). One ``stat`` a
+    record; daemons log a few lines a second at most."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.stream is not None:
+            try:
+                moved = not os.path.samestat(os.stat(self.baseFilename),
+                                             os.fstat(self.stream.fileno()))
+            except OSError:             # the file (or its folder) is gone
+                moved = True
+            if moved:
+                self.stream.close()
+                self.stream = None  # type: ignore[assignment]
+                try:
+                    os.makedirs(os.path.dirname(self.baseFilename), exist_ok=True)
+                except OSError:
+                    pass                # _open says why, through handleError
+        super().emit(record)
+
+
 def rotating_handler(path: Path, max_bytes: int, backups: int, *,
                      delay: bool = False) -> logging.Handler:
     """A handler appending to ``path`` (its directory created), rotated at ``max_bytes``
     keeping ``backups`` old files (none: emptied there); ``delay``: the file is created at
     the first record."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = _RotatingFile(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8",
+    handler = _WatchedRotatingFile(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8",
                             delay=delay)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     return handler
 
 
 def add_daemon_log(conf: Mapping[str, Any], name: str) -> logging.Handler:
-    """Also write this process's log records to ``storm.local.dir/logs/<name>.log`` (rotated);
-    the existing handlers (the console) stay. Returns the handler (remove it from the root
-    logger, and close it, when the daemon stops)."""
+    """Also write this process's log records to ``storm.local.dir/logs/<name>.log`` (rotated,
+    and made again if deleted under it); the existing handlers (the console) stay. Returns
+    the handler (remove it from the root logger, and close it, when the daemon stops)."""
     path = logs_dir(str(conf.get("storm.local.dir") or "squall-local")).resolve() / f"{name}.log"
-    handler = rotating_handler(path, *rotation(conf))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    max_bytes, backups = rotation(conf)
+    handler = _WatchedRotatingFile(path, maxBytes=max_bytes, backupCount=backups,
+                                   encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
     logging.getLogger().addHandler(handler)
     return handler
 

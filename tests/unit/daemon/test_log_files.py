@@ -3,6 +3,7 @@ apart, stdout/stderr into the log, rotation."""
 from __future__ import annotations
 
 import logging
+import shutil
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,6 +104,25 @@ def test_a_log_with_no_backups_is_emptied_at_the_max_not_grown(tmp_path: Path) -
     assert [p.name for p in tmp_path.iterdir()] == ["nimbus.log"]
     text = (tmp_path / "nimbus.log").read_text()
     assert 0 < len(text) <= 2000 and "filler line 199" in text
+
+
+def test_a_daemon_log_deleted_under_it_is_written_again_where_it_belongs(
+        tmp_path: Path) -> None:
+    # storm.local.dir removed by a /tmp cleaner: the supervisor's log went on into the
+    # deleted file until it restarted
+    conf = {"storm.local.dir": str(tmp_path / "local"), "worker.log.max.bytes": 10**6,
+            "worker.log.backup.count": 2}
+    handler = log_files.add_daemon_log(conf, "supervisor")
+    logger = logging.getLogger("test.daemon_log")
+    try:
+        logger.warning("before the deletion")
+        shutil.rmtree(tmp_path / "local")
+        logger.warning("after the deletion")
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    text = (tmp_path / "local" / "logs" / "supervisor.log").read_text()
+    assert "after the deletion" in text and "before the deletion" not in text
 
 
 # -- a worker's .out file, written through file descriptors no handler sees ----------------------
