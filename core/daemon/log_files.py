@@ -167,14 +167,16 @@ class _WatchedRotatingFile(_RotatingFile):
         super().emit(record)
 
 
-def rotating_handler(path: Path, max_bytes: int, backups: int, *,
-                     delay: bool = False) -> logging.Handler:
+def rotating_handler(path: Path, max_bytes: int, backups: int, *, delay: bool = False,
+                     watched: bool = False) -> logging.Handler:
     """A handler appending to ``path`` (its directory created), rotated at ``max_bytes``
     keeping ``backups`` old files (none: emptied there); ``delay``: the file is created at
-    the first record."""
+    the first record; ``watched``: made again if deleted under it (a daemon's log, never a
+    worker's: a ``stat`` a record)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = _WatchedRotatingFile(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8",
-                            delay=delay)
+    cls = _WatchedRotatingFile if watched else _RotatingFile
+    handler = cls(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8",
+                  delay=delay)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     return handler
 
@@ -184,11 +186,7 @@ def add_daemon_log(conf: Mapping[str, Any], name: str) -> logging.Handler:
     and made again if deleted under it); the existing handlers (the console) stay. Returns
     the handler (remove it from the root logger, and close it, when the daemon stops)."""
     path = logs_dir(str(conf.get("storm.local.dir") or "squall-local")).resolve() / f"{name}.log"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    max_bytes, backups = rotation(conf)
-    handler = _WatchedRotatingFile(path, maxBytes=max_bytes, backupCount=backups,
-                                   encoding="utf-8")
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler = rotating_handler(path, *rotation(conf), watched=True)
     logging.getLogger().addHandler(handler)
     return handler
 
