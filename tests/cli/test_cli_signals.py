@@ -32,23 +32,11 @@ b.set_bolt("shell", Shell).shuffle_grouping("quiet")
 topology = b.create_topology()
 """
 
-#: a multi-lang bolt by hand: registers in the pid directory and answers heartbeats
-SHELL_BOLT = """
-import json, os, sys
-
-def read():
-    lines = []
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            sys.exit(0)
-        if line == "end\\n":
-            return json.loads("".join(lines))
-        lines.append(line)
-
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\\nend\\n")
-    sys.stdout.flush()
+#: a multi-lang bolt by hand (the topology tests' hand-written framing): registers in the pid
+#: directory and answers heartbeats
+FRAMING = Path(__file__).resolve().parents[1] / "topology" / "multilang" / "raw_protocol.py"
+SHELL_BOLT = FRAMING.read_text() + """
+import os
 
 handshake = read()
 open(os.path.join(handshake["pidDir"], str(os.getpid())), "w").close()

@@ -669,6 +669,20 @@ class AckedSpout(FixedBatchSpout):
             ACKED_TXIDS.setdefault(self.tag, set()).add(txid)
 
 
+def _acked_count(state_id: str) -> tuple[str, Any]:
+    """A tag and a Trident word count of SENTENCES from an :class:`AckedSpout` with that tag
+    into ``MemoryMapState(state_id)``, built."""
+    tag = uuid.uuid4().hex
+    spout = AckedSpout(["sentence"], 2, SENTENCES)
+    spout.tag = tag
+    t = TridentTopology()
+    (t.new_stream("sentences", spout)
+     .each(["sentence"], SplitSentence(), ["word"])
+     .group_by(["word"])
+     .persistent_aggregate(MemoryMapState(state_id), Count(), ["count"]))
+    return tag, t.build()
+
+
 def test_a_memory_state_goes_with_its_topology_and_its_local_cluster() -> None:
     """A MemoryMapState lives as long as its topology in its LocalCluster: in another
     topology after its kill, and in a second LocalCluster of the process, the same state id
@@ -678,15 +692,8 @@ def test_a_memory_state_goes_with_its_topology_and_its_local_cluster() -> None:
     for _ in range(2):
         with LocalCluster() as cluster:
             for name in ("again-1", "again-2"):
-                tag = uuid.uuid4().hex
-                spout = AckedSpout(["sentence"], 2, SENTENCES)
-                spout.tag = tag
-                t = TridentTopology()
-                (t.new_stream("sentences", spout)
-                 .each(["sentence"], SplitSentence(), ["word"])
-                 .group_by(["word"])
-                 .persistent_aggregate(MemoryMapState(state_id), Count(), ["count"]))
-                cluster.submit_topology(name, CONF, t.build())
+                tag, topology = _acked_count(state_id)
+                cluster.submit_topology(name, CONF, topology)
                 wait_until(lambda tag=tag: batches <= ACKED_TXIDS.get(tag, set()), timeout=60,
                            message="not every batch committed")
                 assert _counts(cluster, name, state_id) == _expected()
@@ -702,21 +709,15 @@ def test_a_topology_of_memory_states_submitted_again_under_its_name_starts_afres
     batches = set(range(1, (len(SENTENCES) + 1) // 2 + 1))
     with LocalCluster() as cluster:
         for run in range(2):
-            tag = uuid.uuid4().hex
-            spout = AckedSpout(["sentence"], 2, SENTENCES)
-            spout.tag = tag
-            t = TridentTopology()
-            (t.new_stream("sentences", spout)
-             .each(["sentence"], SplitSentence(), ["word"])
-             .group_by(["word"])
-             .persistent_aggregate(MemoryMapState(f"m-{tag}"), Count(), ["count"]))
-            cluster.submit_topology(name, CONF, t.build())
+            state_id = f"m-{uuid.uuid4().hex}"
+            tag, topology = _acked_count(state_id)
+            cluster.submit_topology(name, CONF, topology)
             wait_until(lambda tag=tag: ACKED_TXIDS.get(tag), timeout=60,
                        message=f"run {run}: no batch committed")
             assert min(ACKED_TXIDS[tag]) == 1, f"run {run} did not start at txid 1"
             wait_until(lambda tag=tag: batches <= ACKED_TXIDS.get(tag, set()), timeout=60,
                        message=f"run {run}: not every batch committed")
-            assert _counts(cluster, name, f"m-{tag}") == _expected()
+            assert _counts(cluster, name, state_id) == _expected()
             assert cluster.state.store.exists(f"/trident/{name}")
             cluster.kill_topology(name)
             assert not cluster.state.store.exists(f"/trident/{name}")

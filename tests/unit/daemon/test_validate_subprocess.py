@@ -11,12 +11,11 @@ import pytest
 from squall.daemon.validate import check_in_subprocess
 from squall.errors import TopologyError
 from squall.testing.waiting import wait_until
-from validate_packages import stored_package
+from validate_packages import PLAIN_TOPOLOGY, stored_package
 
 TOPO = """
 import os, subprocess, sys, time
 from pathlib import Path
-from squall import Bolt, Spout, TopologyBuilder
 
 _out = os.environ.get("SQUALL_TEST_HELPER_DIR")
 if _out:                        # in the validating child only, not at prepare_submission
@@ -26,19 +25,7 @@ if _out:                        # in the validating child only, not at prepare_s
     Path(_out, "validator").write_text(str(os.getpid()))
     if os.environ.get("SQUALL_TEST_HANG"):
         time.sleep(600)
-
-class S(Spout):
-    outputs = ["x"]
-
-class B(Bolt):
-    def process(self, tup):
-        pass
-
-b = TopologyBuilder()
-b.set_spout("s", S)
-b.set_bolt("b", B).shuffle_grouping("s")
-topology = b.create_topology()
-"""
+""" + PLAIN_TOPOLOGY
 
 
 def _gone(pid: int) -> bool:
