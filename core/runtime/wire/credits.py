@@ -37,6 +37,13 @@ every other worker its new life at once (its opening report). A worker that died
 sent nothing more until its tasks are assigned elsewhere; the acker fails or replays what was
 sent to it.
 
+A saturated task whose worker talks but has never said that anything of this worker's arrived
+for it (it granted the task only in its opening report) is probed the same way, once per
+incarnation of that worker: a worker that died before its first report to this one and came
+back counts from nothing, while this one still counts what it sent to the dead life (a whole
+share, maybe), and a grant comes only from what arrives. A live one with a full queue gets a
+quarter of a share more, once.
+
 Acks folded by a worker's tasks (source task 0) are not counted: they feed the acker directly,
 not a queue, and bear no sender a receiver could grant to.
 """
@@ -200,6 +207,10 @@ class Windows:
         #: per task probed: when its worker had last said anything then (it is not probed
         #: again until its worker says something)
         self.probed: dict[int, float] = {}
+        #: per task: the incarnation of its worker that last told what arrived from here (a
+        #: report with something arrived), and the one last probed for telling nothing
+        self.answered: dict[int, str] = {}
+        self.unanswered_probe: dict[int, str] = {}
 
     def set_peers(self, peers: int) -> None:
         self.peers = max(1, peers)
@@ -247,6 +258,8 @@ class Windows:
                 limit[task] = granted
             elif granted > limit.get(task, 0):
                 limit[task] = granted
+            if arrived:
+                self.answered[task] = incarnation
             if task in self.saturated and sent.get(task, 0) < limit[task]:
                 self.saturated.discard(task)
                 opened = True
@@ -255,24 +268,41 @@ class Windows:
 
     def expire(self, now: float, owner: Callable[[int], Any]) -> None:
         """Probe the saturated tasks of workers that have said nothing for STALE_SECS and
-        were not probed since they last did (see the module's docstring)."""
+        were not probed since they last did, and those saturated for STALE_SECS whose worker's
+        incarnation never told what arrived from here (see the module's docstring)."""
         heard, probed, saturated_at = self.heard_at, self.probed, self.saturated_at
         stale = []
+        unanswered = []
         for task in self.saturated:
-            last = heard.get(owner(task), 0.0)
-            if now - max(saturated_at.get(task, now), last) > STALE_SECS \
-                    and probed.get(task) != last:
+            who = owner(task)
+            last = heard.get(who, 0.0)
+            since = saturated_at.get(task, now)
+            if now - max(since, last) > STALE_SECS and probed.get(task) != last:
                 stale.append((task, last))
+            elif now - since > STALE_SECS and now - last <= STALE_SECS:
+                life = self.incarnations.get(who)
+                if life is not None and self.answered.get(task) != life \
+                        and self.unanswered_probe.get(task) != life:
+                    unanswered.append((task, life))
         probe = quarter(self.high, self.peers)
         for task, last in stale:
             log.warning("the worker of task %d has said nothing for %.0f s; sending the task "
                         "%d tuples more, once, to see whether it answers", task, STALE_SECS,
                         probe)
             probed[task] = last
-            self.limit[task] = self.sent.get(task, 0) + probe
-            self.saturated.discard(task)
-        if stale:
+            self._open(task, probe)
+        for task, life in unanswered:
+            log.info("the worker of task %d has not said for %.0f s that anything sent to the "
+                     "task arrived; sending it %d tuples more, once", task, STALE_SECS, probe)
+            self.unanswered_probe[task] = life
+            self._open(task, probe)
+        if stale or unanswered:
             self.changed()
+
+    def _open(self, task: int, probe: int) -> None:
+        self.limit[task] = self.sent.get(task, 0) + probe
+        self.saturated.discard(task)
+        self.saturated_at.pop(task, None)
 
     def drop(self, task: int) -> bool:
         """Forget ``task`` (it moved to another worker, or none runs it); True if it was
@@ -281,6 +311,8 @@ class Windows:
         self.limit.pop(task, None)
         self.saturated_at.pop(task, None)
         self.probed.pop(task, None)
+        self.answered.pop(task, None)
+        self.unanswered_probe.pop(task, None)
         if task in self.saturated:
             self.saturated.discard(task)
             return True

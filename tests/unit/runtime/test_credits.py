@@ -193,3 +193,36 @@ def test_a_receiver_that_lost_a_grant_answers_the_probe() -> None:
     (who, _, (incarnation, grant)), = told
     w.credit(who, incarnation, grant, owner, STALE_SECS + 1.0)
     assert not w.saturated and w.limit[5] == 100 + probe + 100
+
+
+def test_a_receiver_that_died_before_its_first_report_is_probed_once_by_its_next_life() -> None:
+    # a share sent to a life that died unheard: its next life counts from nothing and
+    # grants only from what arrives, so without a probe the sender would wait for good
+    w, _ = windows(high=100)
+    w.sent_to(5, 100, 0.0)
+    w.credit(B, "b2", [[5, 0, 100]], owner, 1.0)           # the next life's opening
+    assert w.saturated == {5} and w.sent[5] == 100
+    now = 1.0
+    while now < STALE_SECS + 2.0:                           # it talks (load reports, say)
+        w.heard(B, now)
+        w.expire(now, owner)
+        now += 1.0
+    assert not w.saturated and w.limit[5] == 125
+    assert w.sent_to(5, 25, now)
+    w.heard(B, now + STALE_SECS + 1.0)
+    w.expire(now + STALE_SECS + 2.0, owner)
+    assert w.saturated == {5}                               # once per life
+    w.credit(B, "b2", [[5, 25, 125]], owner, now + STALE_SECS + 3.0)
+    assert w.saturated == {5}
+
+
+def test_a_talking_receiver_that_told_what_arrived_is_not_probed_while_its_queue_is_full(
+        ) -> None:
+    w, _ = windows(high=100)
+    w.credit(B, "b1", [[5, 0, 100]], owner, 0.0)
+    w.sent_to(5, 100, 0.0)
+    w.credit(B, "b1", [[5, 60, 100]], owner, 0.5)           # a full queue: no room to grant
+    for now in range(1, 40):
+        w.heard(B, float(now))
+        w.expire(float(now), owner)
+    assert w.saturated == {5} and w.limit[5] == 100
