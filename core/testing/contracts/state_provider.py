@@ -18,11 +18,13 @@ the factory closes what it made when the test ends::
                 provider.close()
 
 What is checked (see :class:`squall.StateProvider`): a fresh namespace is empty at txid 0;
-prepare is invisible until commit; commit applies puts and deletes atomically and is
-idempotent for the committed txid; committing a txid that is not prepared raises
-StateProviderError; rollback discards the prepared checkpoint; a new prepare replaces the old;
-namespaces and key prefixes are isolated; every byte value round-trips; a second provider
-(a restart) sees what the first committed and prepared; close twice is fine.
+prepare is invisible until commit; commit applies puts and deletes atomically over the
+committed map (a key a checkpoint leaves out keeps its value: the runtime prepares only what
+changed, often nothing) and is idempotent for the committed txid; committing a txid that is
+not prepared, an older one included, raises StateProviderError; rollback discards the
+prepared checkpoint; a new prepare replaces the old; namespaces and key prefixes are
+isolated; every byte value round-trips; a second provider (a restart) sees what the first
+committed and prepared; close twice is fine.
 """
 from __future__ import annotations
 
@@ -76,6 +78,19 @@ class StateProviderContract:
         provider.commit(ns, 2)
         assert provider.load(ns) == (2, {b"b": b"3", b"c": b"4"})
 
+    def test_commit_applies_changes_over_the_committed_map(self, provider: StateProvider,
+                                                           ns: str) -> None:
+        # the runtime prepares only the keys a checkpoint changed (an idle one prepares {}):
+        # a commit that replaced the committed map with them would lose the rest
+        provider.prepare(ns, 1, {b"a": b"1", b"b": b"2"})
+        provider.commit(ns, 1)
+        provider.prepare(ns, 2, {b"c": b"3"})
+        provider.commit(ns, 2)
+        assert provider.load(ns) == (2, {b"a": b"1", b"b": b"2", b"c": b"3"})
+        provider.prepare(ns, 3, {})
+        provider.commit(ns, 3)
+        assert provider.load(ns) == (3, {b"a": b"1", b"b": b"2", b"c": b"3"})
+
     def test_an_empty_checkpoint_commits_its_txid(self, provider: StateProvider,
                                                   ns: str) -> None:
         provider.prepare(ns, 5, {})
@@ -99,6 +114,21 @@ class StateProviderContract:
         assert provider.load(ns) == (0, {})
         provider.commit(ns, 2)              # the provider still works
         assert provider.load(ns) == (2, {b"a": b"1"})
+
+    def test_committing_an_older_txid_raises(self, provider: StateProvider, ns: str) -> None:
+        provider.prepare(ns, 1, {b"a": b"1"})
+        provider.commit(ns, 1)
+        provider.prepare(ns, 2, {b"a": b"2"})
+        provider.commit(ns, 2)
+        with pytest.raises(StateProviderError):
+            provider.commit(ns, 1)          # nothing prepared: only txid 2 may be committed
+        provider.prepare(ns, 3, {b"a": b"3"})
+        with pytest.raises(StateProviderError):
+            provider.commit(ns, 1)          # 3 prepared
+        assert provider.txids(ns) == (2, 3)
+        assert provider.load(ns) == (2, {b"a": b"2"})
+        provider.commit(ns, 3)              # the provider still works
+        assert provider.load(ns) == (3, {b"a": b"3"})
 
     def test_rollback_discards_the_prepared_checkpoint(self, provider: StateProvider,
                                                        ns: str) -> None:
