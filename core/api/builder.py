@@ -99,8 +99,13 @@ class SpoutDeclarer(_Declarer):
 class BoltDeclarer(_Declarer):
     def _add(self, component: str, stream: str | None, grouping: str,
              fields: Sequence[str] = (), custom: Any = None) -> BoltDeclarer:
-        if isinstance(fields, str):
+        if isinstance(fields, str):     # one field name, as in Stream("word")
             fields = [fields]
+        elif not isinstance(fields, (list, tuple)) or not all(
+                isinstance(f, str) for f in fields):
+            raise TopologyError(f"bolt {self._spec.id!r}: {grouping} grouping on "
+                                f"{component!r} needs a list of field names, e.g. ['word'], "
+                                f"not {type(fields).__name__} {fields!r:.80}")
         if stream is None:      # the default stream, as emit(stream=None) and streamparse say
             stream = "default"
         if not isinstance(stream, str):

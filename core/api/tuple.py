@@ -64,14 +64,17 @@ class Stream:
 
 
 class Source:
-    """What every tuple of one (component, stream) shares; one instance per pair and process."""
+    """What every tuple of one (component, stream) shares; one instance per pair and process.
+    ``direct``: whether the stream is declared ``direct=True``."""
 
-    __slots__ = ("component", "fields", "index", "stream")
+    __slots__ = ("component", "direct", "fields", "index", "stream")
 
-    def __init__(self, component: str, stream: str, fields: tuple[str, ...]) -> None:
+    def __init__(self, component: str, stream: str, fields: tuple[str, ...],
+                 direct: bool = False) -> None:
         self.component = component
         self.stream = stream
         self.fields = fields
+        self.direct = direct
         self.index = {f: i for i, f in enumerate(fields)}
 
 

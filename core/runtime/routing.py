@@ -53,26 +53,33 @@ class Route:
             self._check_choices(frozenset(targets))
 
     def _check_choices(self, allowed: frozenset[int]) -> None:
-        """Wrap the grouping's choosers so that a task id outside ``allowed`` raises (the
-        emit paths' ``except`` names the grouping and fails the tuple) instead of reaching
-        whatever queue has that id."""
+        """Wrap the grouping's choosers so that a choice that is not a list (or tuple) of
+        task ids of ``allowed`` raises (the emit paths' ``except`` names the grouping and
+        fails the tuple) instead of reaching whatever queue has that id. A task id is an
+        ``int`` itself: ``True`` or ``2.0``, equal to a target, is refused too (the
+        transports carry int task ids only). A generator is refused, not read: checking it
+        would use it up."""
         def check(t: Any) -> None:
-            try:
-                if t in allowed:
-                    return
-            except TypeError:       # unhashable
-                pass
-            raise TopologyError(f"chose task {t!r}, which is not one of its targets "
+            if t.__class__ is int and t in allowed:
+                return
+            kind = "" if t is None or t.__class__ is int else f" (a {type(t).__name__}, not an int)"
+            raise TopologyError(f"chose task {t!r}{kind}, which is not one of its targets "
                                 f"{sorted(allowed)}")
+
+        def unlisted(chosen: Any, what: str) -> TopologyError:
+            return TopologyError(f"{what} returned a value of type {type(chosen).__name__}, "
+                                 "not a list of task ids")
 
         many = self.many
         assert many is not None
 
         def choose_tasks(task_id: int, values: Sequence[Any]) -> list[int]:
-            chosen = many(task_id, values)
+            chosen: Any = many(task_id, values)
+            if chosen.__class__ is not list and not isinstance(chosen, (list, tuple)):
+                raise unlisted(chosen, "choose_tasks")
             for t in chosen:
                 check(t)
-            return chosen
+            return chosen       # type: ignore[return-value]    # a tuple passes too
         self.many = choose_tasks
         one, one_each = self.one, self.one_each
         if one is None or one_each is None:
@@ -84,12 +91,14 @@ class Route:
             return t
 
         def choose_many(values_list: Sequence[Sequence[Any]]) -> list[int]:
-            chosen = one_each(values_list)
+            chosen: Any = one_each(values_list)
+            if chosen.__class__ is not list and not isinstance(chosen, (list, tuple)):
+                raise unlisted(chosen, "choose_many")
             if len(chosen) != len(values_list):
                 raise TopologyError(f"chose {len(chosen)} tasks for {len(values_list)} tuples")
             for t in chosen:
                 check(t)
-            return chosen
+            return chosen       # type: ignore[return-value]    # a tuple passes too
         self.one, self.one_each = choose_one, choose_many
 
 

@@ -44,8 +44,10 @@ class Sources:
             if ack is not None:
                 return ack
             spec = self._topology.components.get(component)
-            fields = spec.streams[stream].fields if spec and stream in spec.streams else ()
-            src = self._cache[(component, stream)] = Source(component, stream, tuple(fields))
+            declared = spec.streams.get(stream) if spec else None
+            src = self._cache[(component, stream)] = Source(
+                component, stream, tuple(declared.fields) if declared is not None else (),
+                declared is not None and declared.direct)
         return src
 
 

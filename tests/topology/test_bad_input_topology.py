@@ -83,6 +83,10 @@ class OddOnes(Grouping):
             return [999]
         if self.mode == "neighbour":        # another subscriber's task, in this worker
             return [self.neighbour]
+        if self.mode == "generator":        # no list: read, it would be used up
+            return (t for t in self.targets[:1])   # type: ignore[return-value]
+        if self.mode == "float":            # equal to a target, but no int task id
+            return [float(self.targets[0])]     # type: ignore[list-item]
         raise KeyError("oops")
 
 
@@ -202,6 +206,25 @@ def test_a_grouping_choosing_no_target_is_recorded(cluster: LocalCluster, mode: 
     assert "OddOnes" in errors[0]["error"] and "not one of its targets" in errors[0]["error"]
     if mode == "foreign":
         assert "999" in errors[0]["error"]
+
+
+@pytest.mark.parametrize("mode, said", [
+    ("generator", "choose_tasks returned a value of type generator, not a list of task ids"),
+    ("float", "(a float, not an int), which is not one of its targets"),
+])
+def test_a_choice_that_is_no_list_of_int_task_ids_fails_the_tuple(
+        cluster: LocalCluster, mode: str, said: str) -> None:
+    """README (Groupings): a grouping that returns no list of task ids is the grouping's
+    error, and so is a task id equal to a target but no int (it would poison its batch to
+    another worker). The tuple fails for replay: it is never acked without being delivered
+    (a generator) nor delivered in one worker what another worker refuses (2.0)."""
+    cluster.submit_topology("nolist", {"topology.message.timeout.secs": 600},
+                            odd_ones_topology(mode))
+    wait_until(settled, timeout=20, message=lambda: f"acked {ACKED} failed {FAILED}")
+    assert sorted(ACKED) == [0, 2, 4] and sorted(FAILED) == [1, 3, 5]
+    assert len(RAISED) == 3 and all(said in str(e) and "OddOnes" in str(e) for e in RAISED)
+    with LOCK:
+        assert sorted(v for c, v in GOT if c == "r") == [0, 2, 4]
 
 
 class NoChoice(SingleTargetGrouping):

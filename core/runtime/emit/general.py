@@ -98,24 +98,28 @@ def _targets(route: Route, src_task: int, values: tuple, direct_task: int | None
 
 def routes_of(ts: TaskState, stream: str, direct_task: int | None) -> list[Route]:
     """The routes of ``stream``; raises for an undeclared stream, a direct stream's emit
-    without ``direct_task`` or with a task that none of its subscribers has, and
-    ``direct_task`` on a stream not direct. Every emit path calls it before it sends anything
-    or starts a spout's tree, so an emit refused here is not failed: the caller gets the
-    error alone. Every route of a direct stream is direct (the builder refuses other
+    without ``direct_task`` or with a task that none of its subscribers has (or that is no
+    ``int``: ``True`` or ``2.0`` equal to one is refused too), and ``direct_task`` on a stream
+    not declared direct (subscribed to or not). Every emit path calls it before it sends
+    anything or starts a spout's tree, so an emit refused here is not failed: the caller gets
+    the error alone. Every route of a direct stream is direct (the builder refuses other
     groupings on it); an emit without ``direct_task`` pays one test of the first route."""
     routes = ts.routes.get(stream)
     if routes is None:
         raise TopologyError(f"component {ts.component_id!r} emitted on undeclared stream "
                             f"{stream!r}; declared: {', '.join(sorted(ts.routes)) or 'none'}")
     if direct_task is not None:
-        if routes and not routes[0].direct:
+        if not ts.sources[stream].direct:
             raise TopologyError(f"component {ts.component_id!r}: direct_task given on stream "
                                 f"{stream!r}, which is not declared direct=True")
-        if routes and not any(direct_task in r.targets for r in routes):
-            raise TopologyError(f"component {ts.component_id!r}: direct_task {direct_task} is "
-                                f"not a task of a component subscribed to stream {stream!r} ("
-                                + ", ".join(f"{r.component}: {r.targets}" for r in routes)
-                                + ")")
+        if direct_task.__class__ is not int or routes and not any(
+                direct_task in r.targets for r in routes):
+            kind = "" if direct_task.__class__ is int else \
+                f" (a {type(direct_task).__name__}, not an int)"
+            subscribers = ", ".join(f"{r.component}: {r.targets}" for r in routes)
+            raise TopologyError(f"component {ts.component_id!r}: direct_task {direct_task!r}"
+                                f"{kind} is not a task of a component subscribed to stream "
+                                f"{stream!r} ({subscribers or 'none'})")
     elif routes and routes[0].direct:
         raise TopologyError(f"component {ts.component_id!r}: stream {stream!r} is direct; "
                             "emit with direct_task=")

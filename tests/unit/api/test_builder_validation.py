@@ -104,6 +104,30 @@ def test_fields_grouping_needs_fields() -> None:
     fails(b.create_topology, "'sink'", "at least one field")
 
 
+@pytest.mark.parametrize("fields", [None, 5, {"word"}, [1], [["word"]]],
+                         ids=["None", "int", "set", "int-field", "list-field"])
+@pytest.mark.parametrize("grouping", ["fields_grouping", "partial_key_grouping"])
+def test_fields_that_are_no_list_of_field_names_are_refused(grouping: str,
+                                                             fields: Any) -> None:
+    """At the subscription, one line naming it (not a TypeError from inside the builder);
+    a set has no order, which the fields' hash depends on."""
+    b = builder()
+    declarer = b.set_bolt("sink", Sink)
+    fails(lambda: getattr(declarer, grouping)("words", fields), "'sink'", "'words'",
+          "needs a list of field names, e.g. ['word']", type(fields).__name__)
+
+
+def test_fields_as_a_tuple_or_one_name_are_the_fields_named() -> None:
+    """A tuple is as good as a list; one str is that one field, as in Stream("word") (not
+    its characters)."""
+    b = builder()
+    b.set_bolt("sink", Sink).fields_grouping("words", ("word", "n"))
+    b.set_bolt("one", Sink).fields_grouping("words", "word")
+    topo = b.create_topology()
+    assert topo.components["sink"].inputs[0].fields == ("word", "n")
+    assert topo.components["one"].inputs[0].fields == ("word",)
+
+
 def test_direct_grouping_on_non_direct_stream() -> None:
     b = builder()
     b.set_bolt("sink", Sink).direct_grouping("words")

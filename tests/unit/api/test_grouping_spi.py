@@ -265,6 +265,80 @@ def test_a_custom_grouping_s_choices_are_checked_against_its_targets() -> None:
     assert _route(shuffle, [3, 4]).one == shuffle.choose_one
 
 
+class Answers(SingleTargetGrouping):
+    """Answers every choice with ``answer(target_tasks)``: as choose_tasks' result, as
+    choose_one's task id and as choose_many's list."""
+
+    def __init__(self, answer: Any, *, as_list: bool = False) -> None:
+        self.answer = answer
+        self.as_list = as_list
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> Any:
+        return self.answer(self.target_tasks)
+
+    def choose_one(self, values: Sequence[Any]) -> Any:
+        return self.answer(self.target_tasks)
+
+    def choose_many(self, values_list: Sequence[Sequence[Any]]) -> Any:
+        return self.answer(self.target_tasks) if self.as_list else \
+            [self.answer(self.target_tasks) for _ in values_list]
+
+
+@pytest.mark.parametrize("answer, kind", [
+    (lambda ts: iter(ts[:1]), "list_iterator"),
+    (lambda ts: (t for t in ts[:1]), "generator"),
+    (lambda ts: None, "NoneType"),
+    (lambda ts: ts[0], "int"),
+    (lambda ts: set(ts), "set"),
+], ids=["iterator", "generator", "None", "int", "set"])
+def test_a_checked_choice_that_is_no_list_of_task_ids_raises(answer: Any, kind: str) -> None:
+    """README (Groupings): a choice that is no list of task ids makes the emit raise (and
+    the tuple fail). An iterator is not read: checking it would use it up, and the emit
+    then delivered nothing and acked the tuple."""
+    route = _route(Answers(answer, as_list=True), [10, 11])
+    assert route.many is not None and route.one_each is not None
+    with pytest.raises(TopologyError, match=f"choose_tasks returned a value of type {kind}, "
+                                            "not a list of task ids"):
+        route.many(1, ["x"])
+    with pytest.raises(TopologyError, match=f"choose_many returned a value of type {kind}, "
+                                            "not a list of task ids"):
+        route.one_each([["x"]])
+    assert _route(Answers(lambda ts: (ts[1],)), [10, 11]).many(1, ["x"]) == (11,)  # type: ignore[misc]
+
+
+def test_an_unchecked_grouping_s_choice_is_passed_on_as_it_is() -> None:
+    """check_choices = False: choose_tasks itself, so an iterator it returns is read once,
+    by the emit that delivers to its tasks."""
+    grouping = Answers(lambda ts: iter(ts[:1]))
+    grouping.check_choices = False
+    route = _route(grouping, [10, 11])
+    assert route.many == grouping.choose_tasks
+    assert list(route.many(1, ["x"])) == [10]
+
+
+@pytest.mark.parametrize("answer, shown", [
+    (lambda ts: float(ts[-1]), r"10\.0 \(a float, not an int\)"),
+    (lambda ts: True, r"True \(a bool, not an int\)"),
+], ids=["float", "bool"])
+def test_a_task_id_equal_to_a_target_but_no_int_is_not_one_of_its_targets(
+        answer: Any, shown: str) -> None:
+    """2.0 == 2 and True == 1, but the transports carry int task ids: such a choice would be
+    delivered in the emitter's worker and refused by the transport in another, failing every
+    tuple of its batch."""
+    targets = [1, 10]       # True == 1
+    route = _route(Answers(lambda ts: [answer(ts)]), targets)
+    assert route.many is not None and route.one is not None and route.one_each is not None
+    message = f"chose task {shown}, which is not one of its targets \\[1, 10\\]"
+    with pytest.raises(TopologyError, match=message):
+        route.many(1, ["x"])
+    route = _route(Answers(answer), targets)
+    assert route.one is not None and route.one_each is not None
+    with pytest.raises(TopologyError, match=message):
+        route.one(["x"])
+    with pytest.raises(TopologyError, match=message):
+        route.one_each([["x"], ["y"]])
+
+
 def test_choose_many_defaults_to_choose_one_per_item() -> None:
     route = _route(OnlyOne(), [3, 8])
     assert route.one_each is not None and route.key_index is None
