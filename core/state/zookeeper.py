@@ -11,9 +11,13 @@ creates (the root too) is closed to everyone else; see :mod:`squall.state._zk_au
 
 Reliability. kazoo reconnects forever in the background. After every reconnection the store
 re-sets the watches it still owes its callers (firing those whose node changed meanwhile). When
-the session itself was lost (expired), it first re-creates the ephemeral nodes it created, with
-their latest data, then calls the reconnect listeners; all of this runs on a store thread.
-Watches are signals, not a log: the daemons also re-read their state periodically.
+the session itself was lost (expired), it first re-creates the root if it is gone and the
+ephemeral nodes it created, with their latest data, then calls the reconnect listeners; all of
+this runs on a store thread. Watches are signals, not a log: the daemons also re-read their
+state periodically. A connection away longer than the session timeout reconnects as a client
+that has seen nothing, so a ZooKeeper wiped or restored from an older snapshot takes it back
+(see :mod:`squall.state._zk_outage`); when ZooKeeper's state went backwards the store handles
+it as a lost session even if the session survived.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from squall.state import _zk_ops
 from squall.state._paths import check_path, check_value
 from squall.state._zk_auth import ZkAuth
 from squall.state._zk_election import ZooKeeperElection
+from squall.state._zk_outage import OutageGuard, Reset
 from squall.state._zk_watches import Watch, WatchRegistry
 
 log = logging.getLogger(__name__)
@@ -67,6 +72,8 @@ class ZooKeeperStateStore(StateStore):
                                                   1000)) / 1000
         self._op_deadline = max(self._connect_timeout, retry_times * self._retry_interval)
         self._client: Any = None
+        self._retry: Any = None
+        self._outage = OutageGuard(self._session_timeout, self.hosts)
         self._closed = False
         self._closed_event = threading.Event()
         self._connected = threading.Event()
@@ -90,16 +97,17 @@ class ZooKeeperStateStore(StateStore):
         from kazoo.client import KazooClient
         from kazoo.retry import KazooRetry
 
-        retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2,
-                           max_delay=max(0.2, self._retry_interval))
+        retry = self._retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2,
+                                         max_delay=max(0.2, self._retry_interval))
         if self.root != "/":
-            self._ensure_root(KazooClient, retry)
+            self._ensure_root()
         client = KazooClient(hosts=self.hosts + ("" if self.root == "/" else self.root),
                              timeout=self._session_timeout, connection_retry=retry.copy(),
                              **(self._auth.client_kwargs() if self._auth else {}))
         client.add_listener(self._on_state)
         self._connect(client)
         self._client = client
+        self._outage.start(client)
 
     def _connect(self, client: Any) -> None:
         try:
@@ -110,13 +118,16 @@ class ZooKeeperStateStore(StateStore):
                 "(check storm.zookeeper.servers and storm.zookeeper.port; "
                 "`squall dev-zookeeper` starts one for development)") from exc
 
-    def _ensure_root(self, client_class: Any, retry: Any) -> None:
+    def _ensure_root(self) -> None:
+        """Create the chroot (and its parents) through a client without it; blocks up to the
+        connection timeout; StateError."""
+        from kazoo.client import KazooClient
         from kazoo.exceptions import KazooException, NodeExistsError
 
         auth = self._auth
-        boot = client_class(hosts=self.hosts, timeout=self._session_timeout,
-                            connection_retry=retry.copy(),
-                            auth_data=[(auth.scheme, auth.payload)] if auth else None)
+        boot = KazooClient(hosts=self.hosts, timeout=self._session_timeout,
+                           connection_retry=self._retry.copy(),
+                           auth_data=[(auth.scheme, auth.payload)] if auth else None)
         self._connect(boot)
         try:
             if auth is None:
@@ -142,6 +153,7 @@ class ZooKeeperStateStore(StateStore):
             return
         self._closed = True
         self._closed_event.set()
+        self._outage.close()
         for election in list(self._elections):
             election.cancel()
         client, self._client = self._client, None
@@ -169,6 +181,7 @@ class ZooKeeperStateStore(StateStore):
 
     # -- connection state (kazoo's connection thread: never block here)
     def _on_state(self, state: str) -> None:
+        self._outage.connection_changed(state)
         if state == "CONNECTED":
             self._connected.set()
             if self._client is not None and not self._closed:
@@ -178,15 +191,25 @@ class ZooKeeperStateStore(StateStore):
             self._connected.clear()
             if state == "LOST" and not self._closed:
                 self._session_lost = True
-                log.warning("ZooKeeper session lost; reconnecting to %s", self.hosts)
+                if self._outage.resetting:   # expected: the reconnection warns, once
+                    log.info("ZooKeeper session lost; reconnecting to %s", self.hosts)
+                else:
+                    log.warning("ZooKeeper session lost; reconnecting to %s", self.hosts)
 
     def _resync(self) -> None:
-        """After a reconnection: re-create ephemerals (new session), re-set watches, notify."""
+        """After a reconnection: re-create the root and ephemerals (new session, or state gone
+        backwards), re-set watches, notify."""
         with self._resync_lock:
             if self._closed:
                 return
             lost, self._session_lost = self._session_lost, False
+            expired = lost
+            reset = self._outage.take_reset()
+            rolled_back: str | None = None
             try:
+                if reset is not None or lost:
+                    rolled_back = self._check_root(reset)
+                    lost = lost or rolled_back is not None
                 if lost:
                     self._recreate_ephemerals()
                 self._watches.reset(
@@ -196,15 +219,43 @@ class ZooKeeperStateStore(StateStore):
                 if self._closed:
                     return
                 self._session_lost = self._session_lost or lost
+                if reset is not None:
+                    self._outage.put_back(reset)
                 log.warning("re-syncing ZooKeeper state failed (retried on reconnect): %s", exc)
                 return
-            if lost:
+            if reset is not None and lost:
+                log.warning("reconnected to ZooKeeper at %s %s after %.0fs without a "
+                            "connection%s; ephemeral nodes re-created, watches re-set, "
+                            "registrations renewed", self.hosts,
+                            "with a new session" if expired else "(the session survived)",
+                            reset.down_for, f"; {rolled_back}" if rolled_back else "")
+            elif lost:
                 log.info("new ZooKeeper session established; ephemeral nodes re-created")
+            elif reset is not None:
+                log.info("reconnected to ZooKeeper at %s after %.0fs without a connection; "
+                         "the session survived", self.hosts, reset.down_for)
+            if lost:
                 for callback in list(self._listeners):
                     try:
                         callback()
                     except Exception:
                         log.exception("state store reconnect listener raised")
+
+    def _check_root(self, reset: Reset | None) -> str | None:
+        """Re-create the root when it is gone (a wiped ZooKeeper). Returns why ZooKeeper's
+        state looks wiped or rolled back (it answers with an older zxid than the client saw
+        before ``reset``), else None."""
+        # the answer carries the server's newest zxid, which kazoo keeps as last_zxid
+        root = self._call(lambda t: self._require_client().exists_async("/").get(timeout=t),
+                          f"exists {self.root}")
+        now = int(getattr(self._require_client(), "last_zxid", 0) or 0)
+        if root is None and self.root != "/":
+            self._ensure_root()
+            log.info("re-created the ZooKeeper root %s", self.root)
+        if reset is not None and 0 < now < reset.seen_zxid:
+            return (f"ZooKeeper's state looks wiped or rolled back (it is at zxid {now:#x}, "
+                    f"this store had seen {reset.seen_zxid:#x})")
+        return None
 
     def _recreate_ephemerals(self) -> None:
         from kazoo.exceptions import NodeExistsError

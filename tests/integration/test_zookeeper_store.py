@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -136,6 +138,54 @@ def test_the_store_rides_out_a_server_restart(tmp_path: Path) -> None:
         finally:
             store.close()
             other.close()
+
+
+def test_the_store_comes_back_to_a_zookeeper_restarted_with_its_data_wiped(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # the wiped server refuses a client that has seen newer zxids than it holds: kazoo keeps
+    # them across reconnections, so without help the store was refused for good
+    with DevZooKeeper(tmp_path / "zk") as server:
+        conf = {**server.conf("/wiped/root"), "storm.zookeeper.session.timeout": 2000,
+                "storm.zookeeper.connection.timeout": 10000}
+        store = ZooKeeperStateStore(conf)
+        store.start()
+        caplog.set_level(logging.INFO, logger="squall.state.zookeeper")
+        threads = threading.active_count()
+        try:
+            for rnd in range(2):            # twice: nothing of the first round is left over
+                for i in range(20):         # zxids the wiped server has not reached
+                    store.put(f"/storms/t{i}", b"{}")
+                store.put("/supervisors/s1", f"alive {rnd}".encode(), ephemeral=True)
+                watch = Recorder()
+                store.get("/storms/t0", watch=watch)
+                reconnected = threading.Event()
+                store.add_reconnect_listener(reconnected.set)
+                caplog.clear()
+
+                server.stop()
+                shutil.rmtree(server.data_dir / "data")
+                server.start()
+
+                assert reconnected.wait(30), "the store never reconnected to the wiped server"
+                # the root (two levels: only a client without the chroot can create it) and
+                # the ephemeral node are back, the watch on the node the wipe removed fired
+                check = ZooKeeperStateStore(conf)
+                check.start()
+                try:
+                    assert check.get("/supervisors/s1") == f"alive {rnd}".encode()
+                finally:
+                    check.close()
+                wait_until(lambda: watch.paths == ["/storms/t0"], timeout=10)
+                store.put("/after", b"ok")
+                warnings = [r.getMessage() for r in caplog.records
+                            if r.name == "squall.state.zookeeper" and r.levelno >= logging.WARNING]
+                assert len(warnings) == 1, warnings
+                assert "with a new session after" in warnings[0]
+                assert "looks wiped or rolled back" in warnings[0]
+            wait_until(lambda: threading.active_count() <= threads, timeout=10,
+                       message=lambda: f"threads left: {threading.enumerate()}")
+        finally:
+            store.close()
 
 
 def test_an_unreachable_server_is_a_clear_error_without_hanging() -> None:
