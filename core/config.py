@@ -38,9 +38,10 @@ from squall.security import REDACTED, is_secret_key, redact
 
 __all__ = [
     "HEARTBEATS", "MAX_DURATION_SECS", "NAMESPACES", "NULLABLE_TYPES", "OVERRIDES_KEY",
-    "check_heartbeats", "check_host", "check_range", "component_conf", "defaults", "dump",
-    "duration_unit", "load_config", "nullable_types", "parse_override", "period_secs",
-    "read_yaml_file", "sample", "validate",
+    "TOPOLOGY_KEYS", "TOPOLOGY_PREFIXES", "check_heartbeats", "check_host", "check_range",
+    "check_topology_keys", "component_conf", "defaults", "dump", "duration_unit",
+    "load_config", "nullable_types", "parse_override", "period_secs", "read_yaml_file",
+    "sample", "validate",
 ]
 
 log = logging.getLogger(__name__)
@@ -522,13 +523,54 @@ COMPONENT_FACTS = frozenset({"topology.tasks", "squall.testing.run", "squall.tes
                              "squall.streamparse.converted"})
 
 
+#: keys the runtime reads once for the whole topology, from its conf, never from a
+#: component's: the message timeout the ackers and the spouts share, the workers and ackers,
+#: each worker's transport, serializer, queues, batching, back-pressure, error throttle,
+#: metrics and process settings, and nimbus's scheduling of it. A component's own value would
+#: reach only its own tasks (its spout timing trees out when the ackers do not), so it is
+#: refused (:func:`check_topology_keys`), and so is every key of :data:`TOPOLOGY_PREFIXES`
+TOPOLOGY_KEYS = frozenset((
+    "topology.name", "topology.workers", "topology.acker.executors",
+    "topology.message.timeout.secs", "topology.enable.message.timeouts",
+    "topology.transfer.batch.size", "topology.batch.flush.interval.millis",
+    "topology.executor.receive.buffer.size", "topology.backpressure.high.watermark",
+    "topology.backpressure.low.watermark", "topology.builtin.metrics.bucket.size.secs",
+    "topology.metrics.consumer.register", "topology.worker.die.on.error",
+    "topology.worker.thread.switch.interval.ms", "worker.gc.thresholds",
+    "topology.max.error.report.per.interval", "topology.error.throttle.interval.secs",
+    "topology.isolated.hosts", "topology.min.replication.count",
+    "topology.max.replication.wait.time.sec", "topology.serializer.register",
+    "squall.transport", "squall.serializer", "squall.scheduler", "squall.acker",
+    "squall.state"))
+#: namespaces read only from the topology's conf: each worker's transport options (squall's
+#: and a transport plugin's)
+TOPOLOGY_PREFIXES = ("squall.transport.",)
+
+
+def check_topology_keys(component: str, config: Mapping[str, Any]) -> None:
+    """ConfigError naming ``component`` and the keys of its own config that are
+    :data:`TOPOLOGY_KEYS` or under :data:`TOPOLOGY_PREFIXES`: such a key is set in the
+    topology's conf. Called at build and submit time, from the caller's thread."""
+    given = sorted(k for k in config if isinstance(k, str) and (
+        k in TOPOLOGY_KEYS or k.startswith(TOPOLOGY_PREFIXES)))
+    if given:
+        one = len(given) == 1
+        what = f"config key {given[0]!r} applies" if one else \
+            f"config keys {', '.join(map(repr, given))} apply"
+        raise ConfigError(f"component {component!r}: {what} to the whole topology and "
+                          f"cannot be set in a component's config; set {'it' if one else 'them'} "
+                          f"in the topology's conf")
+
+
 def validate_component(component: str, config: Mapping[str, Any], *,
                        warn: bool = True) -> list[str]:
     """Check a component's own config (``set_bolt(..., config=...)``) the way
-    :func:`validate` checks a topology's: known keys' types and ranges, then the plugins'
+    :func:`validate` checks a topology's: no key of :data:`TOPOLOGY_KEYS`
+    (:func:`check_topology_keys`), known keys' types and ranges, then the plugins'
     ``squall_validate_config`` hooks on the keys present (ConfigError naming the component;
     a plugin's bug, PluginLoadError naming it too), unknown keys in squall's namespaces
     (warnings, returned, and logged if ``warn``)."""
+    check_topology_keys(component, config)
     known = defaults()
     nullable = nullable_types(known)
     config = {k: v for k, v in config.items() if k not in COMPONENT_FACTS}

@@ -1,10 +1,11 @@
 """The loop's periodic work (every few milliseconds): executors' timers (acker rotations,
 spout timeouts), load reports, tick tuples, stats folding and metrics data points.
 
-Tick tuples go to bolts with ``topology.tick.tuple.freq.secs``; every task's built-in
-metrics go to the metrics consumer bolts every ``topology.builtin.metrics.bucket.size.secs``,
-and its user metrics every bucket size they were registered with. At an orderly shutdown the
-worker has the buckets begun sent too (:meth:`Timers.send_partial`).
+Tick tuples (from ``__system``, task -1, stream ``__tick``, values ``(freq,)``) go to bolts
+with ``topology.tick.tuple.freq.secs``; every task's built-in metrics go to the metrics
+consumer bolts every ``topology.builtin.metrics.bucket.size.secs``, and its user metrics
+every bucket size they were registered with. At an orderly shutdown the worker has the
+buckets begun sent too (:meth:`Timers.send_partial`).
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from squall.runtime.load import LoadTracker
 
 FOLD_SECS = 1.0
+#: the source task of a tick tuple (``tup.task``, and ``"task"`` on the multi-lang wire):
+#: the system's, -1, which no task id is, as Storm's ticks have it
+SYSTEM_TASK = -1
 
 
 class Timers:
@@ -92,7 +96,7 @@ class Timers:
                 self.tick_due[id(ex)] = now + float(freq)
                 for ts in ex.tasks:
                     ts.ticks += 1
-                    ts.queue.append(Tuple((freq,), 0, tick))
+                    ts.queue.append(Tuple((freq,), SYSTEM_TASK, tick))
         if not self.consumers:
             return
         due = self.due

@@ -7,11 +7,13 @@ from typing import Any
 
 from squall.api.topology import ComponentSpec
 from squall.api.tuple import Stream
+from squall.config import check_topology_keys
 from squall.errors import TopologyError
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.spec import TIMESTAMP_FIELD, WindowSpec
 
 TIMEOUT_KEY = "topology.message.timeout.secs"
+TIMEOUTS_KEY = "topology.enable.message.timeouts"
 PENDING_KEY = "topology.max.spout.pending"
 
 
@@ -26,12 +28,13 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
     Raises TopologyError when a windowed bolt defines ``process`` or ``process_batch``
     instead of ``process_window``, asks for a thread of its own, has settings
     :meth:`WindowSpec.of` rejects, holds tuples (duration window plus slide) longer than
-    ``topology.message.timeout.secs`` (``conf``, then the component's config, then the
-    default), waits for more tuples (count window plus slide) than
+    ``topology.message.timeout.secs`` (``conf``, else the default; see
+    :func:`_check_timeout`), waits for more tuples (count window plus slide) than
     ``topology.max.spout.pending`` lets a spout task have in flight (see
     :func:`_check_pending`), has a late stream while its inputs' fields differ, or has a
     timestamp field that one of its input streams lacks (every tuple of that stream would
-    fail)."""
+    fail). A windowed bolt whose own config sets a key of
+    :data:`squall.config.TOPOLOGY_KEYS` (its message timeout, say) is a ConfigError."""
     fields_of: dict[str, str] = {}      # event-time bolt -> its timestamp field
     for spec in specs.values():
         cls = spec.cls
@@ -45,6 +48,7 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
                                 "process_window")
         if cls.process_window is WindowedBolt.process_window:
             raise TopologyError(f"{where}: {cls.__qualname__} defines no process_window")
+        check_topology_keys(spec.id, spec.config)   # the timeout below is the topology's
         merged = {**(conf or {}), **spec.config}
         if getattr(cls, "dedicated_thread", False) or merged.get(
                 "topology.executor.dedicated.thread"):
@@ -88,8 +92,13 @@ def check_timeouts(topology: Any, conf: Mapping[str, Any]) -> None:
 
 
 def _check_timeout(where: str, ws: WindowSpec, merged: Mapping[str, Any]) -> None:
+    """TopologyError when a duration window plus slide holds tuples longer than the message
+    timeout, which would fail them before they leave their last window. Nothing times out
+    with ``topology.enable.message.timeouts`` false or without ackers
+    (``topology.acker.executors`` 0): then any duration goes."""
     hold = ws.hold_ms()
-    if hold is None:
+    if hold is None or not merged.get(TIMEOUTS_KEY, True) \
+            or merged.get("topology.acker.executors") == 0:
         return
     timeout = merged.get(TIMEOUT_KEY)
     if timeout is None:

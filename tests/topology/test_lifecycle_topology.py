@@ -16,6 +16,7 @@ from squall.testing import complete_topology, wait_until
 LOCK = threading.Lock()
 EVENTS: list[Any] = []
 TICKS: list[tuple[str, float, bool]] = []
+TICKS_FROM: list[tuple[str, str, int, Any]] = []
 PROCESSED: list[Any] = []
 ACKED: list[Any] = []
 FAILED: list[Any] = []
@@ -25,7 +26,7 @@ CALLS: Counter[str] = Counter()
 
 @pytest.fixture(autouse=True)
 def _clear() -> None:
-    for x in (EVENTS, TICKS, PROCESSED, ACKED, FAILED, CONFS, CALLS):
+    for x in (EVENTS, TICKS, TICKS_FROM, PROCESSED, ACKED, FAILED, CONFS, CALLS):
         x.clear()
 
 
@@ -90,6 +91,28 @@ def test_ticks_at_configured_frequency(cluster: LocalCluster) -> None:
     assert 0.8 <= times[0] - start <= 1.6
     assert 0.8 <= times[1] - times[0] <= 1.5
     assert sorted(n for cid, n in PROCESSED if cid == "ticked") == list(range(5))
+
+
+class TickSource(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+    def process_tick(self, tup: Any) -> None:
+        with LOCK:
+            TICKS_FROM.append((tup.component, tup.stream, tup.task, tup.values))
+
+
+def test_a_tick_comes_from_the_system_task_minus_1(cluster: LocalCluster) -> None:
+    # as Storm's: no task of the topology has id -1 (a tick from task 0 looked like one of
+    # the first component's tuples to a bolt telling its inputs apart by task)
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": 5})
+    b.set_bolt("ticked", TickSource, config={"topology.tick.tuple.freq.secs": 0.1}
+               ).shuffle_grouping("numbers")
+    cluster.submit_topology("tick-source", {}, b.create_topology())
+    wait_until(lambda: len(TICKS_FROM) >= 2, timeout=5, message=lambda: repr(TICKS_FROM))
+    with LOCK:
+        assert set(TICKS_FROM) == {("__system", "__tick", -1, (0.1,))}
 
 
 def test_a_components_config_of_the_wrong_type_is_refused_at_submit(

@@ -192,3 +192,41 @@ def test_an_unknown_serializer_is_refused_at_submit(cluster: LocalCluster) -> No
         .shuffle_grouping("letters")
     with pytest.raises(TopologyError, match="component 'raw'.*json, msgpack.*'xml'"):
         cluster.submit_topology("bad", {}, b.create_topology())
+
+
+TICK = Path(__file__).resolve().parent / "multilang" / "tick_bolt.py"
+
+
+class TickEcho(ShellBolt):
+    command = [sys.executable, str(TICK)]
+    outputs = ["seen"]
+
+
+class Quiet(Letters):
+    acked: list[Any] = []
+    failed: list[Any] = []
+
+
+class TickSink(Bolt):
+    seen: list[dict[str, Any]] = []
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            self.seen.append(json.loads(tup["seen"]))
+
+
+def test_a_tick_reaches_the_subprocess_from_system_task_minus_1(cluster: LocalCluster) -> None:
+    # Storm's multi-lang tick: {"comp": "__system", "stream": "__tick", "task": -1, ...}
+    TickSink.seen.clear()
+    b = TopologyBuilder()
+    b.set_spout("letters", Quiet)
+    b.set_bolt("echo", TickEcho, config={"topology.tick.tuple.freq.secs": 0.1}) \
+        .shuffle_grouping("letters")
+    b.set_bolt("sink", TickSink).shuffle_grouping("echo")
+    cluster.submit_topology("ticks", {}, b.create_topology())
+    wait_until(lambda: len(TickSink.seen) >= 2, 30,
+               message=lambda: f"seen {TickSink.seen}; errors "
+                               f"{cluster.get_topology_info('ticks')['errors']}")
+    with LOCK:
+        assert all(s == {"comp": "__system", "stream": "__tick", "task": -1, "tuple": [0.1]}
+                   for s in TickSink.seen), TickSink.seen

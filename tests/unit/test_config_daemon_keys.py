@@ -26,8 +26,10 @@ def test_a_duration_above_a_year_is_one_error_naming_the_key(key: str, value: fl
     with pytest.raises(ConfigError, match=rf"^config key {key!r} must be at most {most} "
                                           rf"\(a year\), got {value!r}$"):
         config.validate({**config.defaults(), key: value}, warn=False)
-    with pytest.raises(ConfigError, match=rf"^component 'c': config key {key!r} must be at "
-                                          rf"most {most}"):
+    # in a component's own config too, unless the key is the whole topology's (refused there)
+    refused = "applies to the whole topology" if key in config.TOPOLOGY_KEYS else \
+        rf"must be at most {most}"
+    with pytest.raises(ConfigError, match=rf"^component 'c': config key {key!r} {refused}"):
         config.validate_component("c", {key: value}, warn=False)
 
 

@@ -10,6 +10,7 @@ from squall import Bolt, ConfigError, Count, Duration, Spout, Stream, TopologyBu
     TopologyError, WindowedBolt
 from squall import config as squall_config
 from squall.windowing import WindowSpec
+from squall.windowing.topology import check_timeouts
 
 
 class Events(Spout):
@@ -120,6 +121,33 @@ def test_create_topology_refuses_a_window_that_outlives_the_message_timeout():
     build(Sums, {"topology.message.timeout.secs": 1},
           component={"topology.bolts.window.length.count": 10_000,
                      "topology.bolts.sliding.interval.count": 10})
+
+
+class Minute(Sums):
+    window = Duration(seconds=60)
+    slide = None
+
+
+@pytest.mark.parametrize("conf", [{"topology.enable.message.timeouts": False},
+                                  {"topology.acker.executors": 0}])
+def test_a_long_duration_window_is_accepted_when_nothing_times_out(
+        conf: dict[str, Any]) -> None:
+    # no tuple times out, so nothing bounds how long a window holds its tuples
+    topology = build(Minute, conf)
+    check_timeouts(topology, {**squall_config.defaults(), **conf})      # at submit
+    with pytest.raises(TopologyError, match=r"\(120000 ms\) does not fit"):
+        check_timeouts(topology, squall_config.defaults())
+
+
+@pytest.mark.parametrize("key,value", [("topology.message.timeout.secs", 300),
+                                       ("topology.enable.message.timeouts", False)])
+def test_a_windowed_bolts_own_message_timeout_is_refused_at_build(key: str,
+                                                                  value: Any) -> None:
+    # the window's check read the merged conf: a bolt's own 300 s let a 2-minute window
+    # through while its spout and ackers timed its tuples out after the topology's 3 s
+    with pytest.raises(ConfigError, match=rf"^component 'w': config key '{key}' applies to "
+                                          r"the whole topology"):
+        build(Minute, {"topology.message.timeout.secs": 3}, component={key: value})
 
 
 class Tens(Sums):
