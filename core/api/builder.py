@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import sys
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
@@ -216,6 +217,7 @@ class TopologyBuilder:
             raise TopologyError("a topology needs at least one spout")
         specs = {cid: _frozen_copy(s) for cid, s in self._specs.items()}
         for spec in specs.values():
+            _check_first_call(spec)
             try:
                 declared = spec.cls.declare_outputs(spec.config)  # type: ignore[union-attr]
             except TopologyError:
@@ -246,6 +248,48 @@ class TopologyBuilder:
         from squall.stateful.wiring import wire
         wire(specs, conf)
         return Topology(specs.values(), conf)
+
+
+#: what a spout's and a bolt's first call is named in Storm; squall's is ``initialize``
+STORM_FIRST_CALL = {"spout": "open", "bolt": "prepare"}
+
+
+def _check_first_call(spec: ComponentSpec) -> None:
+    """Refuse a component class of the user's that defines Storm's first call (``open`` of
+    a spout, ``prepare`` of a bolt, taking a conf and a context) and no ``initialize``:
+    squall would never call it. Classes squall ships are not checked."""
+    name = STORM_FIRST_CALL.get(spec.kind)
+    cls = spec.cls
+    if name is None or not isinstance(cls, type) or not _users(cls, name):
+        return
+    if _users(cls, "initialize") or not _takes_conf_and_context(getattr(cls, name)):
+        return
+    raise TopologyError(f"{spec.kind} {spec.id!r} defines {name}(); squall calls "
+                        f"initialize(conf, context) instead — rename it")
+
+
+def _users(cls: type, attr: str) -> bool:
+    """Whether ``attr`` of ``cls`` is defined by a class outside squall."""
+    for klass in cls.__mro__:
+        if attr in klass.__dict__:
+            return not str(getattr(klass, "__module__", "")).startswith("squall.")
+    return False
+
+
+def _takes_conf_and_context(method: Any) -> bool:
+    """Whether ``method`` (a function of a class) can be called as Storm calls its first
+    call: with a conf and a context, and a collector or not."""
+    try:
+        sig = inspect.signature(method)
+    except (TypeError, ValueError):
+        return False
+    for args in (3, 4):     # self, conf, context[, collector]
+        try:
+            sig.bind(*[None] * args)
+        except TypeError:
+            continue
+        return True
+    return False
 
 
 def _frozen_copy(spec: ComponentSpec) -> ComponentSpec:

@@ -33,11 +33,15 @@ from squall.errors import (
     TopologyError,
 )
 from squall.runtime import gc_tuning
-from squall.runtime.errors import death_reason, raised_in, task_in
+from squall.runtime.errors import (
+    KEEP_PER_COMPONENT, WORKER_COMPONENT, death_reason, raised_in, task_in,
+)
 from squall.runtime.memory_stores import MemoryStores
 from squall.runtime.stats import executor_stats, stall_reason
 from squall.runtime.system import add_system_components, cap_parallelism
+from squall.runtime.task import TaskState
 from squall.runtime.worker import LAST_METRICS_SECS, Worker
+from squall.security import scrubber
 from squall.state.memory import NAMESPACE_KEY
 
 log = logging.getLogger(__name__)
@@ -122,6 +126,15 @@ class _Running:
         self.launch_time = time.time()
         self.errors: dict[str, list[dict[str, Any]]] = {}
         self.restarts = 0
+        #: why it runs no worker ("" while it runs): its workers failed to start again after
+        #: a rebalance; the monitor starts them again, with backoff (:meth:`LocalCluster._down`)
+        self.down = ""
+        #: failed starts in a row while down, and when (``time.monotonic()``) the next is
+        self.failed_starts = 0
+        self.next_start = 0.0
+        #: the error entry of its last start's failed worker, if one failed (kept in
+        #: ``errors`` too)
+        self.start_failure: dict[str, Any] | None = None
         #: what of its state the monitor could not write at its last try (said once, not at
         #: each check)
         self.unwritten: set[str] = set()
@@ -199,8 +212,9 @@ class LocalCluster:
         """Kill every topology and stop; a second call does nothing (leaving the ``with``
         block calls it). ``timeout`` (None: :data:`EXIT_SECS`) bounds it as
         :meth:`kill_topology`'s bounds a kill, for every topology together: a component
-        still in a call then is left running in its thread and its cleanup is skipped (a
-        warning names it). Give more to wait longer for such calls."""
+        still in a call then is left running in its thread and its cleanup is skipped, one
+        still in its cleanup (``close``) is left running in it (a warning names either).
+        Give more to wait longer for such calls."""
         if timeout is None:
             timeout = EXIT_SECS
         deadline = _deadline(timeout)
@@ -254,6 +268,7 @@ class LocalCluster:
             return topology_id
 
     def _start_workers(self, run: _Running) -> None:
+        run.start_failure = None
         layout = assign_even(run.topology, int(run.conf.get("topology.workers") or 1))
         ports = list(range(1, len(layout) + 1))
         task_to_worker = {t: ("local", port) for port, execs in zip(ports, layout)
@@ -270,6 +285,7 @@ class LocalCluster:
                 try:
                     self._launch(w)
                 except BaseException as exc:
+                    _keep_start_failure(run, w, exc)
                     self._halt(w)       # built (initialized) though not started: cleaned up
                     if isinstance(exc, Exception) or (
                             isinstance(exc, KeyboardInterrupt)
@@ -286,6 +302,8 @@ class LocalCluster:
                 run.transport.close()
             raise
         run.workers = started
+        run.down = ""           # started: up again, if it was down (a rebalance, the monitor)
+        run.failed_starts = 0
         if run.status == "active":
             for w in started:
                 w.activate()
@@ -315,7 +333,8 @@ class LocalCluster:
 
         ``timeout`` bounds the deactivation and the stop (not ``wait``): each worker gets
         what is left of it, at least half a second (by default 10 s each). A component
-        blocked in a call is not interrupted: it may still run after this returns."""
+        blocked in a call, or in its cleanup (``close``), is not interrupted: it may still
+        run after this returns."""
         with self._lock:
             self._kill(name, wait, _deadline(timeout))
 
@@ -365,7 +384,12 @@ class LocalCluster:
     def rebalance(self, name: str, num_workers: int | None = None,
                   executors: dict[str, int] | None = None, wait: float = 0.0) -> None:
         """Deactivate, wait up to ``wait`` s for in-flight tuples, re-lay executors and workers
-        (task ids unchanged; old instances stop before new ones start), reactivate."""
+        (task ids unchanged; old instances stop before new ones start), reactivate.
+
+        When the new layout does not start (a component's ``initialize`` raised), the
+        topology is restarted as it was and that error is raised; when that restart fails
+        too, the topology is down (:meth:`_down`: the monitor starts it again with backoff)
+        and a TopologyError says so."""
         if num_workers is not None and (num_workers.__class__ is bool
                                         or not isinstance(num_workers, int) or num_workers < 1):
             raise TopologyError(f"rebalance: num_workers must be an integer >= 1, got "
@@ -386,12 +410,22 @@ class LocalCluster:
             run.status = "active" if previous != "inactive" else "inactive"
             try:
                 self._start_workers(run)
-            except BaseException:
+            except BaseException as exc:
                 # the new layout did not start (a component's initialize raised): the
                 # topology goes on as it was, and the caller gets the error
                 run.topology, run.conf = before
                 log.error("rebalance of %s failed; restarting it as it was", name)
-                self._start_workers(run)
+                try:
+                    self._start_workers(run)
+                except BaseException as again:
+                    # as it was neither: down, and restarted by the monitor until it starts
+                    self._down(run, again)
+                    if not isinstance(again, Exception):
+                        raise
+                    raise TopologyError(
+                        f"rebalance of {name!r} failed ({_one_line(exc)}) and so did its "
+                        f"restart as it was: the topology is down, and is being restarted "
+                        f"until its components initialize; {run.down}") from again
                 raise
             finally:
                 self._write_state(run)
@@ -401,7 +435,7 @@ class LocalCluster:
         topo = run.topology
         self.state.set_storm(run.id, {
             "name": run.name, "launch_time": int(run.launch_time), "status": run.status,
-            "status_reason": "", "num_workers": len(run.workers), "owner": "local",
+            "status_reason": run.down, "num_workers": len(run.workers), "owner": "local",
             "component_executors": {c: len(topo.executors(c)) for c in topo.components}})
         now = int(time.time())
         self.state.set_assignment(run.id, {
@@ -443,9 +477,49 @@ class LocalCluster:
                     except BaseException as exc:
                         run.cannot("check", f"monitoring topology {run.name} failed: {exc}")
 
+    def _down(self, run: _Running, exc: BaseException) -> None:
+        """The workers of ``run`` failed to start, ending with ``exc``: it is
+        down until the monitor starts them (:meth:`_restart`), after a wait that doubles with
+        each failed start in a row, from :data:`RESTART_FIRST_SECS` up to
+        :data:`RESTART_CAP_SECS`, as a supervisor relaunches a failing worker. The error is
+        kept in its topology's errors (``__worker`` when no component raised it) and is its
+        status reason meanwhile."""
+        run.failed_starts += 1
+        wait = min(RESTART_CAP_SECS, RESTART_FIRST_SECS * 2 ** (run.failed_starts - 1))
+        run.next_start = time.monotonic() + wait
+        failure = run.start_failure     # None: no worker's launch raised it
+        lines = str(failure.get("error") or "").strip().splitlines() if failure else []
+        where = f" ({failure['host']}:{failure['port']})" if failure else ""
+        run.down = (f"workers fail to start{where}: {lines[-1] if lines else _one_line(exc)}; "
+                    f"started again with backoff "
+                    f"({run.failed_starts} failed in a row, the next try {wait:g} s after "
+                    f"the last)")
+        log.error("topology %s is down: %s", run.name, run.down)
+        if failure:
+            comp = str(failure["component"])
+            run.record(f"errors of component {comp}",
+                       lambda: self.state.report_error(run.id, comp, failure))
+        self._write_state(run)
+
+    def _restart(self, run: _Running) -> None:
+        """Start the workers of ``run``, down since they failed to start (:meth:`_down`)."""
+        try:
+            self._start_workers(run)
+        except BaseException as exc:    # sys.exit() in an initialize too: the monitor goes on
+            self._down(run, exc)
+            return
+        run.restarts += 1
+        log.warning("topology %s started again", run.name)
+        self._write_state(run)
+
     def _check(self, run: _Running) -> None:
         """Record each worker's errors and beat (each on its own: one that cannot be
-        written is said once and keeps nothing else from happening), restart dead ones."""
+        written is said once and keeps nothing else from happening), restart dead ones; a
+        topology that is down (:meth:`_down`) is started again when its wait is over."""
+        if run.down:
+            if time.monotonic() >= run.next_start:
+                self._restart(run)
+            return
         for i, w in enumerate(run.workers):
             w.loop_stuck()      # reported once as an error; no supervisor here to restart it
             self._record_errors(run, w)
@@ -511,7 +585,8 @@ class LocalCluster:
         for comp_id, snaps in windows.items():
             components[comp_id]["windows"] = aggregate(snaps)
         return {"name": run.name, "id": run.id, "status": run.status,
-                "status_reason": death_reason(errors, time.time()) or stall_reason(executors),
+                "status_reason": run.down or death_reason(errors, time.time())
+                or stall_reason(executors),
                 "uptime_secs": int(time.time() - run.launch_time),
                 "num_workers": len(run.workers), "num_executors": len(executors),
                 "num_tasks": len(run.topology.all_tasks()), "components": components,
@@ -537,18 +612,53 @@ MIN_STOP_SECS = 0.5
 EXIT_SECS = 2.0
 
 
+#: the wait before the monitor's first start of a topology that is down (its workers failed to
+#: start), doubled after each further failed start up to RESTART_CAP_SECS
+RESTART_FIRST_SECS = 1.0
+RESTART_CAP_SECS = 60.0
+
+
+def _failed_task(worker: Worker, exc: BaseException) -> TaskState | None:
+    """The task of ``worker`` whose call raised ``exc`` (its start), if any did."""
+    return task_in(raised_in(exc.__traceback__),
+                   [t for ex in worker.executors for t in ex.tasks], worker.executors)
+
+
+def _start_failure(worker: Worker, exc: BaseException) -> str:
+    """What ended ``worker``'s start, in one line: the component and task that raised ``exc``
+    (if one did), the exception and where it was raised."""
+    ts = _failed_task(worker, exc)
+    where = "" if ts is None else f"component {ts.component_id!r} (task {ts.task}) raised "
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+    return f"{where}{_one_line(exc)}{at}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _keep_start_failure(run: _Running, worker: Worker, exc: BaseException) -> None:
+    """Keep ``exc``, which ended ``worker``'s start, as ``run.start_failure`` and among its
+    errors (``start_failure: true``, as a cluster's worker reports one), under the component
+    whose call raised it (``__worker`` when none did); secret values of the conf are
+    masked. Its last line says what failed (:func:`_start_failure`)."""
+    ts = _failed_task(worker, exc)
+    comp, task = (WORKER_COMPONENT, 0) if ts is None else (ts.component_id, ts.task)
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    text = scrubber(run.conf)(f"{trace}{_start_failure(worker, exc)}")
+    entry = {"component": comp, "task": task, "error": text, "time_secs": int(time.time()),
+             "host": worker.host, "port": worker.port, "start_failure": True}
+    run.start_failure = entry
+    run.errors[comp] = (run.errors.get(comp, []) + [entry])[-KEEP_PER_COMPONENT:]
+
+
 def start_error(name: str, worker: Worker, exc: BaseException) -> TopologyError:
     """The error a topology's start ends with when a component raised ``exc``, a
     BaseException that is no Exception (``sys.exit()`` in an ``initialize``; a
     KeyboardInterrupt only off the main thread, where it is no Ctrl-C): one TopologyError
     naming the component and where, not the end of the caller's program."""
-    ts = task_in(raised_in(exc.__traceback__), [t for ex in worker.executors for t in ex.tasks],
-                 worker.executors)
-    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    where = "" if ts is None else f"component {ts.component_id!r} (task {ts.task}) raised "
-    frames = traceback.extract_tb(exc.__traceback__)
-    at = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
-    return TopologyError(f"topology {name!r} failed to start: {where}{what}{at}")
+    return TopologyError(f"topology {name!r} failed to start: {_start_failure(worker, exc)}")
 
 
 def _deadline(timeout: float | None) -> float | None:

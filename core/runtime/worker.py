@@ -57,6 +57,9 @@ STOP_SECS = 10.0
 #: what a cluster worker keeps, of its supervisor's SIGTERM-to-SIGKILL time, for its own
 #: steps after its components stopped (links, errors, its beat's removal)
 STOP_MARGIN_SECS = 2.0
+#: the share of the time left to its stop deadline that a stopping worker gives the close of
+#: its spouts before it starts the cleanup of its other components (spouts close first)
+SPOUTS_FIRST_SHARE = 0.5
 
 
 def stop_budget(conf: dict[str, Any]) -> float:
@@ -94,6 +97,37 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+class _Stopping:
+    """The stop of one executor (its components' cleanup or close, after waiting for its
+    thread to leave a call) on a daemon thread started at once; what it raises, a
+    ``sys.exit()`` in a cleanup too, is logged and ends this executor's stop only."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self.thread = threading.Thread(target=self._run, daemon=True,
+                                       name=f"squall-stop-{executor.component_id}")
+        self.thread.start()
+
+    def _run(self) -> None:
+        ex = self.executor
+        try:
+            ex.stop()
+        except BaseException as exc:    # a sys.exit() too: this thread ends, the stop goes on
+            log.error("the stop of %s tasks %s ended with %s: %s", ex.component_id,
+                      [ts.task for ts in ex.tasks], type(exc).__name__, exc)
+
+    def cleaning(self) -> bool:
+        """Whether it still runs in a component's cleanup or close (not waiting for the
+        executor's own thread to leave a call: that wait ends at the deadline)."""
+        return self.thread.is_alive() and not _in_call(self.executor)
+
+
+def _join(stops: list[_Stopping], deadline: float) -> None:
+    """Wait until every one of ``stops`` returned, or until ``deadline``."""
+    for stop in stops:
+        stop.thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class Worker:
@@ -568,9 +602,11 @@ class Worker:
         ``timeout`` (None: :func:`stop_budget` of the worker's conf) bounds the wait for
         components still in a call.
 
-        Every component's thread is told to stop at once; the components that are in no
-        call are cleaned up first, then the others as their calls return, each waited for
-        until the timeout (one stuck in a call does not hold up the cleanup of the others).
+        Every component's thread is told to stop at once; each executor's cleanup (a spout's
+        close) runs on a thread of its own, the spouts' first, the others' as their calls
+        return, each waited for until the timeout (one stuck in a call, or in its cleanup,
+        does not hold up the cleanup of the others); past it the stop goes on and leaves a
+        cleanup still running in its thread (a warning names it).
         A loop that did not run an earlier call within its timeout (a component blocked in
         a call) gets 1 s more, not ``timeout``; if it is still in the call then, the
         components the loop runs are not cleaned up (a cleanup must not run beside their
@@ -609,20 +645,25 @@ class Worker:
 
     def _stop_executors(self, executors: list[Executor]) -> None:
         """Stop (clean up) ``executors`` once the loop stopped (which told their threads to
-        stop): first each one with no thread in a call, then the others as their threads
-        leave; past the loop's stop deadline, those still in a call are stopped as they are
-        (their cleanup is skipped, with a warning)."""
-        waiting = list(executors)
-        while waiting:
-            left = [ex for ex in waiting if not _in_call(ex)]
-            for ex in left:
-                ex.stop()
-            waiting = [ex for ex in waiting if ex not in left]
-            if not waiting or time.monotonic() >= self.loop.stop_deadline:
-                break
-            waiting[0].thread.join(0.05)  # type: ignore[attr-defined]
-        for ex in waiting:
-            ex.stop()
+        stop), each on a daemon thread of its own (:class:`_Stopping`), so that a cleanup or
+        close that blocks holds up no other's: first the spouts in no call (their ``close``
+        follows their ``deactivate``), the others once those returned or a share of the time
+        to the loop's stop deadline went by (:data:`SPOUTS_FIRST_SHARE`); one whose thread is
+        still in a call waits for it until the deadline (its cleanup is skipped then, with a
+        warning). At the deadline the stop goes on: a component still in its cleanup or
+        close is named in one warning and left running on its thread."""
+        deadline = self.loop.stop_deadline
+        first = [ex for ex in executors if ex.kind == "spout" and not _in_call(ex)]
+        stops = [_Stopping(ex) for ex in first]
+        now = time.monotonic()
+        _join(stops, now + max(0.0, deadline - now) * SPOUTS_FIRST_SHARE)
+        stops += [_Stopping(ex) for ex in executors if ex not in first]
+        _join(stops, deadline)
+        left = sorted({s.executor.component_id for s in stops if s.cleaning()})
+        if left:
+            log.warning("worker %s of %s: the cleanup or close of %s has not returned by the "
+                        "stop's deadline; the stop goes on and leaves it running in a thread "
+                        "of its own", self.port, self.topology_id, ", ".join(left))
 
     # -- observation ---------------------------------------------------------------------------
     @property

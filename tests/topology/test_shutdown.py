@@ -241,3 +241,120 @@ def test_a_workers_stop_fits_in_its_supervisors_shutdown_sleep() -> None:
         assert took < 2.9, f"the stop took {took:.1f} s"
     finally:
         RELEASE.set()
+
+
+ORDER: list[str] = []
+IN_CLEANUP = threading.Event()
+END_CLEANUP = threading.Event()
+
+
+class ClosingSpout(Endless):
+    """Says when its close runs."""
+
+    def close(self) -> None:
+        with LOCK:
+            ORDER.append("spout close")
+
+
+class BlockingCleanup(Bolt):
+    """Its cleanup blocks until the test ends it (a client's close that hangs)."""
+
+    def process(self, tup: Any) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        with LOCK:
+            ORDER.append("blocking cleanup")
+        IN_CLEANUP.set()
+        END_CLEANUP.wait(30)
+
+
+class QuickCleanup(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        with LOCK:
+            ORDER.append("quick cleanup")
+
+
+def _blocking_cleanup_topology() -> Any:
+    # task ids follow the sorted ids: the blocking bolt's executor comes first
+    b = TopologyBuilder()
+    b.set_spout("numbers", ClosingSpout)
+    b.set_bolt("a-blocking", BlockingCleanup).shuffle_grouping("numbers")
+    b.set_bolt("b-quick", QuickCleanup).shuffle_grouping("numbers")
+    return b.create_topology()
+
+
+@pytest.fixture
+def _blocking_cleanup() -> Any:
+    ORDER.clear()
+    IN_CLEANUP.clear()
+    END_CLEANUP.clear()
+    yield
+    END_CLEANUP.set()
+
+
+@pytest.mark.usefixtures("_blocking_cleanup")
+def test_a_cleanup_that_blocks_holds_up_neither_the_kill_nor_the_others_cleanup(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # the executors were stopped one after another on the caller's thread: the blocked
+    # cleanup held up the kill (its timeout covered only calls still running), the quick
+    # bolt's cleanup and the spout's close, which came last
+    with LocalCluster() as cluster:
+        cluster.submit_topology("blocking-cleanup", {}, _blocking_cleanup_topology())
+        wait_until(lambda: cluster.get_topology_info("blocking-cleanup")["components"]
+                   .get("b-quick", {}).get("executed", 0) > 0, 30)
+        start = time.monotonic()
+        with caplog.at_level("WARNING", logger="squall.runtime.worker"):
+            cluster.kill_topology("blocking-cleanup", timeout=1)
+        took = time.monotonic() - start
+        assert took < 4, f"kill_topology(timeout=1) took {took:.1f} s"
+        assert IN_CLEANUP.is_set()
+        with LOCK:
+            order = list(ORDER)
+        assert order[0] == "spout close", order     # close follows deactivate, first
+        assert sorted(order[1:]) == ["blocking cleanup", "quick cleanup"], order
+        warned = [r.getMessage() for r in caplog.records if "a-blocking" in r.getMessage()]
+        assert len(warned) == 1 and "cleanup or close" in warned[0], warned
+        assert "b-quick" not in warned[0]
+
+
+@pytest.mark.usefixtures("_blocking_cleanup")
+def test_leaving_with_a_cleanup_that_blocks_is_prompt() -> None:
+    # README: leaving a LocalCluster waits at most about 2 s; a cleanup that blocked for
+    # 20 s made it take 20 s
+    with LocalCluster() as cluster:
+        cluster.submit_topology("blocking-exit", {}, _blocking_cleanup_topology())
+        wait_until(lambda: cluster.get_topology_info("blocking-exit")["components"]
+                   .get("a-blocking", {}).get("executed", 0) > 0, 30)
+        start = time.monotonic()
+    took = time.monotonic() - start
+    assert took < 5, f"leaving the with block took {took:.1f} s"
+    with LOCK:
+        assert "spout close" in ORDER and "quick cleanup" in ORDER, ORDER
+
+
+class ExitingCleanup(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        raise SystemExit(2)
+
+
+def test_a_sys_exit_in_a_cleanup_ends_only_its_own(caplog: pytest.LogCaptureFixture) -> None:
+    ORDER.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", ClosingSpout)
+    b.set_bolt("a-exits", ExitingCleanup).shuffle_grouping("numbers")
+    b.set_bolt("b-quick", QuickCleanup).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("exiting-cleanup", {}, b.create_topology())
+        with caplog.at_level("ERROR", logger="squall.runtime.worker"):
+            cluster.kill_topology("exiting-cleanup", timeout=5)
+    with LOCK:
+        assert sorted(ORDER) == ["quick cleanup", "spout close"], ORDER
+    assert any("a-exits" in r.getMessage() and "SystemExit" in r.getMessage()
+               for r in caplog.records)

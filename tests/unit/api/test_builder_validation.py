@@ -406,3 +406,94 @@ def test_builder_can_be_reused_and_topologies_are_independent() -> None:
     assert [i.component for i in t1.components["sink"].inputs] == ["words"]
     assert "extra" not in t1.components["sink"].config
     assert t2.components["sink"].config == {"k": [1], "extra": 1}
+
+
+class StormSpout(Spout):
+    """Storm's first call of a spout, and no initialize: squall would never call it."""
+    outputs = ["n"]
+
+    def open(self, conf: Any, context: Any, collector: Any = None) -> None:
+        self.n = 0
+
+
+class StormBolt(Bolt):
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.seen = 0
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+class StormBoltNoCollector(Sink):
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.seen = 0
+
+
+class Adapted(Bolt):
+    """Its own initialize calls prepare (a user's base class bridging Storm's names)."""
+
+    def initialize(self, conf: Any, context: Any) -> None:
+        self.prepare(conf, context)
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.seen = 0
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+class FileSpout(Words):
+    """An ``open`` of its own that is no first call (one argument)."""
+
+    def open(self, path: str) -> Any:
+        return path
+
+
+@pytest.mark.parametrize(("kind", "cls", "name"), [
+    ("spout", StormSpout, "open"), ("bolt", StormBolt, "prepare"),
+    ("bolt", StormBoltNoCollector, "prepare")])
+def test_storms_first_call_without_initialize_is_refused(kind: str, cls: type,
+                                                         name: str) -> None:
+    # squall calls initialize: open() or prepare() never ran, and next_tuple or process
+    # raised AttributeError on every call
+    b = TopologyBuilder()
+    b.set_spout("s", StormSpout if kind == "spout" else Words)
+    if kind == "bolt":
+        b.set_bolt("b", cls).shuffle_grouping("s")
+    which = "s" if kind == "spout" else "b"
+    with pytest.raises(TopologyError) as info:
+        b.create_topology()
+    assert str(info.value) == (f"{kind} {which!r} defines {name}(); squall calls "
+                               f"initialize(conf, context) instead — rename it")
+
+
+def test_open_or_prepare_beside_initialize_or_of_another_shape_is_accepted() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", FileSpout)
+    b.set_bolt("b", Adapted).shuffle_grouping("s")
+    b.create_topology()
+
+
+def test_no_component_class_squall_ships_is_refused_for_its_first_call() -> None:
+    # squall's own spouts and bolts (streamparse compat, multi-lang, Trident, windows, state,
+    # metrics consumers, fixed-tuple spouts) initialize as squall does
+    import importlib
+
+    from squall.api.builder import _check_first_call
+    from squall.api.topology import ComponentSpec, class_ref
+    for name in ("squall.multilang.streamparse", "squall.multilang.bolt",
+                 "squall.multilang.spout", "squall.trident.runtime.bolt",
+                 "squall.trident.runtime.coordinator", "squall.windowing.bolt",
+                 "squall.stateful.bolt", "squall.stateful.checkpoint",
+                 "squall.metrics.consumer_bolt", "squall.testing"):
+        importlib.import_module(name)
+
+    def subclasses(cls: type) -> list[type]:
+        return [c for s in cls.__subclasses__() for c in (s, *subclasses(s))]
+
+    shipped = [(kind, c) for kind, base in (("spout", Spout), ("bolt", Bolt))
+               for c in subclasses(base) if c.__module__.startswith("squall.")]
+    assert len(shipped) >= 14
+    for kind, cls in shipped:
+        _check_first_call(ComponentSpec(id="c", kind=kind, cls=cls, ref=class_ref(cls),
+                                        parallelism=1, num_tasks=1, config={}))
