@@ -213,18 +213,24 @@ class Stream:
                                 f"got {outs}")
         return ins, agg, outs
 
-    def _aggregate_node(self, group: list[str], args: tuple[Any, ...], what: str) -> Stream:
+    def _aggregate_node(self, group: list[str], args: tuple[Any, ...], what: str,
+                        single_emit: bool = False) -> Stream:
         ins, agg, outs = self._agg_args(args, what)
         if set(outs) & set(group) or len(set(outs)) != len(outs):
             raise TopologyError(f"{what}: output fields {outs} clash with the group fields "
                                 f"{group}")
+        # single_emit: the batch's one result comes from the task its rows went to (the
+        # batch_global target); every other task gives nothing for it, not an empty result
         return self._add("aggregate", group + outs,
-                         params={"group": group, "in": ins, "out": outs}, op=agg)
+                         params={"group": group, "in": ins, "out": outs,
+                                 "single_emit": single_emit}, op=agg)
 
     def aggregate(self, *args: Any) -> Stream:
         """``aggregate([in_fields,] aggregator, out_fields)``: one result row per batch over
-        every task's rows (a combiner gives ``zero()`` for an empty batch)."""
-        return self.global_()._aggregate_node([], args, "aggregate")
+        every task's rows (a combiner gives ``zero()`` for an empty batch). Each batch is
+        aggregated in one task (as by :meth:`batch_global`): with ``parallelism_hint(n)``
+        the batches take turns on the n tasks, still one result row each."""
+        return self.batch_global()._aggregate_node([], args, "aggregate", single_emit=True)
 
     def partition_aggregate(self, *args: Any) -> Stream:
         """Like :meth:`aggregate`, per task: one row per batch and task."""

@@ -152,3 +152,59 @@ def test_operations_on_a_batch() -> None:
             commits = [txid for (txid,) in SEEN[f"{tag}:commits"]]
         assert commits == list(range(1, len(commits) + 1))
         assert not any(cluster.get_topology_info("ops")["errors"].values())
+
+
+class BatchCount(Aggregator):
+    """Counts a batch's rows, emitting ``(txid, count)``."""
+
+    def init(self, batch_id: Any, collector: Any) -> list[int]:
+        return [batch_id, 0]
+
+    def aggregate(self, state: list[int], tup: Any, collector: Any) -> None:
+        state[1] += 1
+
+    def complete(self, state: list[int], collector: Any) -> None:
+        collector.emit(state)
+
+
+class ByTxid(StateUpdater):
+    """Records ``(txid, row)`` for every row it is given to write, under ``name``."""
+
+    def __init__(self, tag: str, name: str) -> None:
+        self.key = f"{tag}:{name}"
+
+    def update_state(self, state: Any, tuples: Any, collector: Any) -> None:
+        with _LOCK:
+            SEEN.setdefault(self.key, []).extend((state.txid, tuple(t.values))
+                                                 for t in tuples)
+
+
+def test_an_aggregate_gives_one_row_per_batch_whatever_its_parallelism() -> None:
+    """An ungrouped aggregate over several tasks: each batch (3, 3 and 1 rows, then empty
+    ones) has one result row, not one per task."""
+    tag = uuid.uuid4().hex
+    t = TridentTopology()
+    s = t.new_stream("w", FixedBatchSpout(["w"], 3, [[w] for w in "abacabd"]))
+    s.aggregate(BatchCount(), ["txid", "n"]).parallelism_hint(3).peek(Record(tag, "agg"))
+    s.aggregate(Count(), ["n"]).parallelism_hint(2) \
+        .partition_persist(MemoryMapState(), ["n"], ByTxid(tag, "count"))
+
+    def per_txid(name: str) -> dict[int, list[tuple[Any, ...]]]:
+        with _LOCK:
+            rows = list(SEEN.get(f"{tag}:{name}", []))
+        out: dict[int, list[tuple[Any, ...]]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append(r[1:] if name == "agg" else r[1])
+        return out
+    with LocalCluster() as cluster:
+        cluster.submit_topology("agg", {"topology.trident.batch.emit.interval.millis": 5},
+                                t.build())
+        wait_until(lambda: {1, 2, 3, 4, 5, 6} <= set(per_txid("agg"))
+                   and {1, 2, 3, 4, 5, 6} <= set(per_txid("count")), timeout=60,
+                   message=lambda: f"rows: {per_txid('agg')} {per_txid('count')}")
+        agg, count = per_txid("agg"), per_txid("count")
+        assert [agg[txid] for txid in range(1, 7)] == [[(3,)], [(3,)], [(1,)], [(0,)],
+                                                       [(0,)], [(0,)]]
+        assert [count[txid] for txid in range(1, 7)] == [[(3,)], [(3,)], [(1,)], [(0,)],
+                                                         [(0,)], [(0,)]]
+        assert not any(cluster.get_topology_info("agg")["errors"].values())

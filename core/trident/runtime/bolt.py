@@ -24,7 +24,7 @@ from squall.api.groupings import fields_hash
 from squall.api.tuple import Stream, Tuple
 from squall.serializers.types import ValueTypes
 from squall.trident.keys import equal_as_routed
-from squall.trident.runtime.evaluate import Evaluator, Rows, projector
+from squall.trident.runtime.evaluate import Evaluator, Rows, batch_task, projector
 from squall.trident.runtime.repeats import RepeatedWarning
 from squall.trident.runtime.sources import deliver, make_source
 
@@ -73,7 +73,8 @@ class _Output:
         if self.how == "global":
             return [rows] + [[] for _ in range(n - 1)]
         if self.how == "batch_global":
-            return [rows if i == txid % n else [] for i in range(n)]
+            task = batch_task(txid, n)
+            return [rows if i == task else [] for i in range(n)]
         if self.how == "fields":
             parts: list[Rows] = [[] for _ in range(n)]
             types = self.types

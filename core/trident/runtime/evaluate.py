@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -43,6 +44,12 @@ def projector(index: list[int]) -> Callable[[Row], Row]:
     return itemgetter(*index)  # type: ignore[return-value]
 
 
+def batch_task(txid: int, tasks: int) -> int:
+    """The index, among a bolt's ``tasks`` tasks, of the one that gets every row of batch
+    ``txid`` sent ``batch_global``."""
+    return txid % tasks
+
+
 def group_keys(group: Callable[[Row], Row], src: Rows) -> list[Row]:
     """The group key of each row of ``src``: keys group as the fields grouping routes them,
     wherever the row is. They are plain tuples where Python's equality is the routing's
@@ -50,10 +57,17 @@ def group_keys(group: Callable[[Row], Row], src: Rows) -> list[Row]:
     (a list, which a tuple turns into when its row crosses workers, a NaN, which is a new
     one after crossing, 1.0 or True beside 1) they are :class:`~squall.trident.keys.GroupKey`
     s, compared by their canonical form."""
-    keys = list(map(group, src))
-    if equal_as_routed(keys):
-        return keys
-    return list(map(GroupKey, keys))
+    return keys_alike(list(map(group, src)))[0]
+
+
+def keys_alike(*keys: list[Row]) -> list[list[Row]]:
+    """The lists of keys ``keys``, all in one form (see :func:`group_keys`), decided over
+    every key of every list: keys meant to find each other (a join's two sides) are all
+    plain tuples or all :class:`~squall.trident.keys.GroupKey` s, never some of each (a
+    ``GroupKey`` hashes by its canonical form, a plain tuple by its values)."""
+    if equal_as_routed(list(chain.from_iterable(keys))):
+        return list(keys)
+    return [list(map(GroupKey, ks)) for ks in keys]
 
 
 class NodeRun:
@@ -74,6 +88,7 @@ class NodeRun:
         self.proj = projector([parent.index(f) for f in ins])
         self.group = projector([parent.index(f) for f in self.params.get("group", [])])
         self.grouped = bool(self.params.get("group"))
+        self.single_emit = bool(self.params.get("single_emit"))
 
 
 class Evaluator:
@@ -96,8 +111,12 @@ class Evaluator:
         self.post = [n for n in self.nodes if n.id in post]
         self.persists = [n for n in self.nodes if n.kind == "persist"]
         self._deliver = deliver
+        #: this task's place among its bolt's tasks (see :func:`batch_task`)
+        self.task_index, self.tasks = 0, 1
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.task_index = context.task_index
+        self.tasks = len(context.component_tasks(context.component_id))
         serializer = None       # the topology's: a Redis state stores its values with it
         for n in self.nodes:
             if n.op is not None and hasattr(n.op, "prepare"):
@@ -161,6 +180,8 @@ class Evaluator:
                 n.op.accept(TridentTuple(n.proj(r), n.in_index))
             return src
         if kind == "aggregate":
+            if n.single_emit and not src and batch_task(txid, self.tasks) != self.task_index:
+                return []       # the batch went to another task: it gives the result
             return _aggregate(n, src, txid)
         if kind == "state_query":
             return _query(n, src)
@@ -334,11 +355,12 @@ def _join(n: NodeRun, sides: list[Rows]) -> Rows:
     key1, key2 = projector(i1), projector(i2)
     rest1 = projector([i for i in range(len(left[0])) if i not in i1])
     rest2 = projector([i for i in range(len(right[0])) if i not in i2])
+    keys1, keys2 = keys_alike(list(map(key1, left)), list(map(key2, right)))
     index: dict[Row, list[Row]] = {}
-    for k, r in zip(group_keys(key2, right), right):
+    for k, r in zip(keys2, right):
         index.setdefault(k, []).append(rest2(r))
     return [key1(r) + rest1(r) + other
-            for k, r in zip(group_keys(key1, left), left) for other in index.get(k, ())]
+            for k, r in zip(keys1, left) for other in index.get(k, ())]
 
 
 def result_json(rows: Rows) -> str:

@@ -185,6 +185,31 @@ def test_join_and_merge_of_one_batch() -> None:
     assert rows[joined.node.id] == [(1, "a", "p"), (1, "c", "p")]
 
 
+@pytest.mark.parametrize("left, right, joined", [
+    # one side's keys plain floats, the other's with a 0.0, a NaN, an int, ...
+    ([(1.5, "a")], [(1.5, "p"), (0.0, "z")], [(1.5, "a", "p")]),
+    ([(2.5, "a")], [(2.5, "p"), (float("nan"), "z")], [(2.5, "a", "p")]),
+    ([(1.5, "a")], [(1.5, "p"), (2, "z")], [(1.5, "a", "p")]),
+    ([(1.5, "a"), (0.0, "b")], [(1.5, "p")], [(1.5, "a", "p")]),
+    # True and 1 are two keys (routed apart), each found on the other side
+    ([(True, "a")], [(True, "p"), (1, "z")], [(True, "a", "p")]),
+    ([(1, "a"), (True, "b")], [(1, "p")], [(1, "a", "p")]),
+    # a tuple value that stayed in its worker meets the list it became on another
+    ([((1, 2), "a")], [([1, 2], "p")], [((1, 2), "a", "p")]),
+], ids=repr)
+def test_a_join_finds_keys_whatever_else_each_side_holds(left: Any, right: Any,
+                                                         joined: Any) -> None:
+    t = TridentTopology()
+    s1 = t.new_stream("a", FixedBatchSpout(["k", "x"], 5, []))
+    s2 = t.new_stream("b", FixedBatchSpout(["k", "y"], 5, []))
+    join = t.join(s1, ["k"], s2, ["k"], ["k", "x", "y"])
+    plan = t.build().components["b-2"].config["trident.plan"]
+    rows: dict[int, Any] = {}
+    Evaluator(plan["nodes"], lambda meta, rows: None).process(
+        rows, {join.node.id: [left, right]}, 1, {}, {})
+    assert rows[join.node.id] == joined
+
+
 @pytest.mark.parametrize("args, message", [
     ((["a"], "2", [[1]]), "batch_size must be an int >= 1"),
     ((["a"], 0, [[1]]), "batch_size must be an int >= 1"),
