@@ -11,6 +11,10 @@ prints each worker's log, fetched from the logviewer of its supervisor
 printing what the workers write (each line prefixed with ``[host:port]`` when there are
 several), following rotations and reassignments, until Ctrl-C or the topology is gone.
 
+A topology killed a moment ago is no longer known to nimbus: ``logs`` then prints what the
+supervisors' logviewers still keep of topologies of that name (:mod:`squall.cli.kept_logs`),
+under a ``==> host:port topology-id <==`` header, or says in one line that none does.
+
 ``debug`` asks nimbus to sample a share of a component's emits (every component's without
 COMPONENT) into the events logs of the topology's workers (:mod:`squall.runtime.event_log`), or
 to stop; ``--show`` prints those events logs, fetched like ``logs``.
@@ -167,7 +171,11 @@ def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
     try:
         # nimbus answers only a caller that may see the topology (AuthorizationError, a
         # NotAliveError listing the caller's own otherwise), as for kill or rebalance
-        workers = worker_logs(client.topology_info(name), file)
+        try:
+            info = client.topology_info(name)
+        except NotAliveError as exc:    # killed: its supervisors may keep its logs a while
+            return _print_kept_logs(client, headers, name, file, follow, tail, exc)
+        workers = worker_logs(info, file)
         if not workers:
             print(f"topology {name!r} has no workers yet", file=sys.stderr)
         positions: dict[WorkerLog, Position] = {}
@@ -185,6 +193,29 @@ def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
                        Follower(headers, positions))
     finally:
         client.close()
+
+
+def _print_kept_logs(client: Any, headers: Mapping[str, str], name: str, file: str,
+                     follow: bool, tail: int | None, not_running: NotAliveError) -> int:
+    """Print the logs the supervisors still keep of killed topologies named ``name``
+    (:mod:`squall.cli.kept_logs`; ``tail`` as for a running one); ``not_running``
+    (nimbus's answer), with a word on the logs, when none does."""
+    from squall.cli.kept_logs import kept_logs
+    kept = kept_logs(client.cluster_info().supervisors, name, file, headers)
+    if not kept:
+        raise NotAliveError(f"{not_running}; no supervisor keeps logs of a topology named "
+                            f"{name!r}") from None
+    print(f"squall: topology {name!r} is not running; printing the logs its supervisors "
+          "still keep", file=sys.stderr)
+    failed = False
+    for k in kept:
+        print(f"==> {k.label} <==", flush=True)
+        _, ok = _print_from(WorkerLog(k.host, k.port, k.url), headers,
+                            None if tail is None else -tail, show=tail != 0)
+        failed |= not ok
+    if follow:
+        print("squall: nothing to follow: the topology is not running", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _print_from(w: WorkerLog, headers: Mapping[str, str], start: int | None,

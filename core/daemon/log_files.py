@@ -21,6 +21,8 @@ Nothing here runs per tuple.
 """
 from __future__ import annotations
 
+import codecs
+import io
 import logging
 import logging.handlers
 import os
@@ -172,11 +174,12 @@ def rotating_handler(path: Path, max_bytes: int, backups: int, *, delay: bool = 
     """A handler appending to ``path`` (its directory created), rotated at ``max_bytes``
     keeping ``backups`` old files (none: emptied there); ``delay``: the file is created at
     the first record; ``watched``: made again if deleted under it (a daemon's log, never a
-    worker's: a ``stat`` a record)."""
+    worker's: a ``stat`` a record). Written as UTF-8; what UTF-8 cannot hold (a file name
+    decoded with ``surrogateescape``) is backslash-escaped, never a lost record."""
     path.parent.mkdir(parents=True, exist_ok=True)
     cls = _WatchedRotatingFile if watched else _RotatingFile
     handler = cls(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8",
-                  delay=delay)
+                  delay=delay, errors="backslashreplace")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     return handler
 
@@ -201,25 +204,79 @@ class _OnlyMetrics(logging.Filter):
         return record.name == METRICS_LOGGER
 
 
-class StreamToLog:
+class _BytesToLog(io.BufferedIOBase):
+    """The ``buffer`` of a :class:`StreamToLog`: bytes written to it are decoded as UTF-8
+    (an invalid byte becomes ``\\xNN``; a character split between two writes is kept whole)
+    and go on to the text stream."""
+
+    def __init__(self, text: StreamToLog) -> None:
+        super().__init__()
+        self._text = text
+        self._decoder = codecs.getincrementaldecoder(StreamToLog.encoding)(
+            errors=StreamToLog.errors)
+        self._lock = threading.Lock()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raw = bytes(data)
+        with self._lock:
+            text = self._decoder.decode(raw)
+        if text:
+            self._text.write(text)
+        return len(raw)
+
+    def flush(self) -> None:
+        with self._lock:
+            rest = self._decoder.decode(b"", final=True)
+        if rest:
+            self._text.write(rest)
+        self._text.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._text.fileno()
+
+
+class StreamToLog(io.TextIOBase):
     """A text stream that turns what is written into log records, one per line (a worker's
     ``sys.stdout`` / ``sys.stderr``, so a component's ``print`` lands in the rotated log).
-    Writes from inside logging itself (a handler's error report) go to ``fallback``."""
+    It has the text stream API libraries read (``encoding`` UTF-8, ``errors``,
+    ``writable()``, ``writelines``, ``buffer`` for bytes: decoded, invalid bytes
+    backslash-escaped); ``fileno()`` is ``fallback``'s (the worker's ``.out``), and it is no
+    terminal. Writes from inside logging itself (a handler's error report) go to
+    ``fallback``. Any thread may write."""
+
+    #: what a library reads of a text stream (class attributes: the base's are read-only)
+    encoding = "utf-8"
+    errors = "backslashreplace"
 
     def __init__(self, logger: logging.Logger, level: int, fallback: TextIO | None) -> None:
+        super().__init__()
         self._logger = logger
         self._level = level
         self._fallback = fallback
-        self._buffer = ""
+        self._pending = ""
         self._lock = threading.Lock()
         self._inside = threading.local()
+        self._bytes = _BytesToLog(self)
+
+    @property
+    def buffer(self) -> _BytesToLog:
+        return self._bytes
+
+    def writable(self) -> bool:
+        return True
 
     def write(self, text: str) -> int:
         if getattr(self._inside, "active", False):
             return self._fallback.write(text) if self._fallback is not None else len(text)
         with self._lock:
-            self._buffer += text
-            *lines, self._buffer = self._buffer.split("\n")
+            self._pending += text
+            *lines, self._pending = self._pending.split("\n")
         self._inside.active = True
         try:
             for line in lines:
@@ -231,7 +288,7 @@ class StreamToLog:
 
     def flush(self) -> None:
         with self._lock:
-            rest, self._buffer = self._buffer, ""
+            rest, self._pending = self._pending, ""
         if rest:
             self._logger.log(self._level, "%s", rest)
 

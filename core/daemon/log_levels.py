@@ -83,6 +83,19 @@ def _logger(name: str) -> logging.Logger:
     return logging.getLogger() if name == ROOT else logging.getLogger(name)
 
 
+def _set_level(name: str, level: int, how: str) -> None:
+    """Set logger ``name`` to ``level`` and say so at INFO, before the change when the line
+    shows at the level it had (``ROOT=WARNING`` would swallow a line logged after it), after
+    it otherwise (``ROOT=DEBUG`` in a worker at WARNING)."""
+    logger = _logger(name)
+    if log.isEnabledFor(logging.INFO):
+        log.info("log level of %s %s %s", name, how, logging.getLevelName(level))
+        logger.setLevel(level)
+    else:
+        logger.setLevel(level)
+        log.info("log level of %s %s %s", name, how, logging.getLevelName(level))
+
+
 class LogLevels:
     """The levels a worker set on request, and the levels to restore. Used from the worker
     process's main thread only; ``clock`` is monotonic."""
@@ -109,15 +122,13 @@ class LogLevels:
         self._applied = True
         for name in [n for n in self._saved if n not in wanted]:
             before = self._saved.pop(name)
-            _logger(name).setLevel(before)
-            log.info("log level of %s back to %s", name, logging.getLevelName(before))
+            _set_level(name, before, "back to")
         for name, level in wanted.items():
             logger = _logger(name)
             if name not in self._saved:
                 self._saved[name] = logger.level
             if logger.level != logging.getLevelName(level):
-                logger.setLevel(level)
-                log.info("log level of %s set to %s", name, level)
+                _set_level(name, logging.getLevelName(level), "set to")
 
     def _in_force(self, name: str, level: str, entry: Mapping[str, Any], now: float,
                   ends: dict[str, tuple[tuple[str, float], float]]) -> bool:

@@ -9,7 +9,13 @@ published as ``logviewer_port`` in ``/supervisors/<id>``. Plain text, read-only,
   ``&file=out`` its raw stdout/stderr, ``&file=metrics`` its metrics log, ``&file=events`` its
   events log (``topology.debug``, ``squall debug``; of a worker that has sampled nothing yet:
   an empty log, whose whole-file answer is a one-line note, :data:`NO_EVENTS_NOTE`);
-- ``GET /daemonlog?name=supervisor`` a daemon's log (``nimbus``, ``supervisor``, ``ui``);
+- ``GET /daemonlog?name=supervisor`` a daemon's log (``nimbus``, ``supervisor``, ``ui``,
+  ``drpc``: each one started with this ``storm.local.dir``);
+- ``GET /list?name=NAME`` the worker files it holds of the topologies named NAME (ids
+  ``NAME-<n>-<secs>``; without ``name``: of every topology), a killed one's too until its
+  supervisor deletes them (``squall logs`` of a killed topology), as JSON:
+  ``{"files": [{"topology", "port", "file", "size", "mtime"}]}`` (``file`` as ``/log``'s
+  ``&file=``; rotated backups are not listed), only of the topologies the caller may read;
 - ``&start=B`` (a byte offset; negative: from the end) and ``&length=N`` select a part;
 - ``&rotated=1`` the file's newest rotated backup (``<file>.1``) instead of the file itself,
   under the same access rules (older backups are not served).
@@ -33,9 +39,11 @@ tuple.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
+import stat
 import threading
 import zlib
 from http import HTTPStatus
@@ -52,7 +60,7 @@ log = logging.getLogger(__name__)
 CHUNK = 1 << 16
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _SUFFIXES = {"log": ".log", "out": ".out", "metrics": ".metrics.log", "events": ".events.log"}
-_DAEMONS = ("nimbus", "supervisor", "ui")
+_DAEMONS = ("nimbus", "supervisor", "ui", "drpc")
 #: the body of a whole events log asked for before anything was sampled into it
 NO_EVENTS_NOTE = ("no tuples recorded in this worker's events log yet: turn debugging on "
                   "with `squall debug TOPOLOGY --enable` or the UI's debug\n")
@@ -77,6 +85,43 @@ def worker_file(logs: Path, topology: str, port: str, kind: str = "log",
         return None
     name = worker_log_name(topology, int(port))[:-len(".log")] + suffix
     return _inside(logs, logs / (name + ".1" if rotated else name))
+
+
+def worker_files(logs: Path, name: str | None = None) -> list[dict[str, Any]]:
+    """The worker files in ``logs`` (not their rotated backups), of the topologies named
+    ``name`` only when given: ``topology``, ``port``, ``file`` (``log``, ``out``,
+    ``metrics``, ``events``), ``size`` and ``mtime``, sorted. A file that goes while
+    listed is left out."""
+    named = re.compile(re.escape(name) + r"-\d+-\d+") if name is not None else None
+    out = []
+    try:
+        paths = list(logs.iterdir())
+    except FileNotFoundError:
+        return []
+    for path in paths:
+        found = _worker_file_parts(path.name)
+        if found is None or (named is not None and not named.fullmatch(found[0])):
+            continue
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):       # a link is never served (see _inside)
+            continue
+        out.append({"topology": found[0], "port": found[1], "file": found[2],
+                    "size": st.st_size, "mtime": st.st_mtime})
+    return sorted(out, key=lambda f: (f["topology"], f["port"], f["file"]))
+
+
+def _worker_file_parts(file_name: str) -> tuple[str, int, str] | None:
+    """``(topology id, port, kind)`` of a worker file's name; None for any other file."""
+    for kind, suffix in sorted(_SUFFIXES.items(), key=lambda item: -len(item[1])):
+        if file_name.endswith(suffix):
+            topology, _, port = file_name[:-len(suffix)].rpartition("-")
+            if topology and _NAME.match(topology) and port.isascii() and port.isdigit():
+                return topology, int(port), kind
+            return None
+    return None
 
 
 def daemon_file(logs: Path, name: str, rotated: bool = False) -> Path | None:
@@ -198,6 +243,14 @@ class _Handler(BaseHTTPRequestHandler):
         authorization = self.headers.get("Authorization")
         rotated = query.get("rotated", "0")
         try:
+            if url.path == "/list":
+                files = worker_files(logs, query.get("name") or None)
+                if access is not None:
+                    readable = access.readable_topologies(
+                        authorization, {f["topology"] for f in files})
+                    files = [f for f in files if f["topology"] in readable]
+                self._send_listing(files)
+                return
             if url.path == "/log":
                 topology = query.get("topology", "")
                 path = worker_file(logs, topology, query.get("port", ""),
@@ -209,7 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if access is not None:
                     access.check_daemon_log(authorization)
             else:
-                self._fail(HTTPStatus.NOT_FOUND, "unknown page: use /log or /daemonlog")
+                self._fail(HTTPStatus.NOT_FOUND, "unknown page: use /log, /daemonlog or /list")
                 return
         except Unauthorized as exc:
             self._fail(HTTPStatus.UNAUTHORIZED, str(exc))
@@ -258,6 +311,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(HTTPStatus.BAD_REQUEST, str(exc))
         except OSError as exc:
             log.debug("logviewer: %s: %s", path, exc)
+
+    def _send_listing(self, files: list[dict[str, Any]]) -> None:
+        body = (json.dumps({"files": files}) + "\n").encode()
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self._answered = True
+        if not self._head:
+            self.wfile.write(body)
 
     def _no_events(self, query: dict[str, str]) -> None:
         """The events log of a worker that has sampled nothing yet: an empty log (size 0,

@@ -65,6 +65,18 @@ class LogAccess:
             raise Forbidden(f"user {user.name!r} may not read the logs of topology "
                             f"{topology_id!r}: it belongs to another user")
 
+    def readable_topologies(self, authorization: str | None,
+                            topology_ids: set[str]) -> set[str]:
+        """Those of ``topology_ids`` whose logs the caller may read (a listing, ``/list``);
+        Unauthorized without a valid token (even for no ids: the header is checked first).
+        May raise the state store's SquallError while it reads an owner."""
+        if not self.enabled:
+            return set(topology_ids)
+        user = self._access.user(authorization)
+        if user.admin:
+            return set(topology_ids)
+        return {tid for tid in topology_ids if user.sees(self._owner(tid))}
+
     def check_daemon_log(self, authorization: str | None) -> None:
         """Allow a request for a daemon's log (admins only) or raise Unauthorized or
         Forbidden."""

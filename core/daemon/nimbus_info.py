@@ -163,8 +163,8 @@ class NimbusReads:
                         ) -> dict[str, Any]:
         """``topologies`` (see :meth:`topology_summaries`; only those whose ``/storms`` record
         ``visible`` accepts, when given), ``supervisors`` (``id``,
-        ``hostname``, ``ports``, ``used_ports``, ``uptime_secs``), ``nimbuses`` (sorted
-        ``host:port``) and ``leader``."""
+        ``hostname``, ``ports``, ``used_ports``, ``uptime_secs``, ``logviewer_port``: 0 for
+        none), ``nimbuses`` (sorted ``host:port``) and ``leader``."""
         state = self._state
         used: dict[str, set[int]] = {}
         for a in state.assignments().values():
@@ -173,7 +173,8 @@ class NimbusReads:
         supervisors = [{"id": sid, "hostname": str(info.get("hostname", "")),
                         "ports": [int(p) for p in info.get("ports") or ()],
                         "used_ports": sorted(used.get(sid, ())),
-                        "uptime_secs": int(info.get("uptime_secs") or 0)}
+                        "uptime_secs": int(info.get("uptime_secs") or 0),
+                        "logviewer_port": int(info.get("logviewer_port") or 0)}
                        for sid, info in sorted(state.supervisors().items())]
         return {"topologies": self.topology_summaries(visible), "supervisors": supervisors,
                 "nimbuses": sorted(state.nimbuses()),

@@ -44,12 +44,15 @@ Exit codes: 0 after an orderly shutdown or a lost assignment, 1 when it cannot s
 executors died. A worker that cannot start (its code does not import, a component raises in
 ``initialize``, ``sys.exit()`` there too...) first reports why, with the traceback, to
 ``/errors/<topology-id>/__worker`` (``start_failure: true``, its ``node`` and ``port``):
-nimbus's topology info and ``squall list`` show it as the topology's ``status_reason``. Its
-pid file is ``workers/<worker-id>/pids/<pid>``.
+nimbus's topology info and ``squall list`` show it as the topology's ``status_reason``. A
+worker killed by a fatal signal (a C extension's SIGSEGV) writes its threads' Python stacks to
+its raw stderr, the ``.out`` file, first (:func:`enable_crash_traces`). Its pid file is
+``workers/<worker-id>/pids/<pid>``.
 """
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -476,7 +479,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def enable_crash_traces() -> None:
+    """Make a crash of the interpreter (SIGSEGV, SIGFPE, SIGABRT, SIGBUS, SIGILL: a fault in
+    a C extension) write every thread's Python stack to the process's own stderr, the
+    worker's ``.out`` file, before the process dies of it (its supervisor still sees the
+    signal). Called first in :func:`main`, before ``sys.stderr`` goes to the log."""
+    stream = sys.__stderr__
+    if stream is None:              # started without a stderr: nowhere to write it
+        return
+    try:
+        faulthandler.enable(file=stream, all_threads=True)
+    except (OSError, ValueError) as exc:    # a stderr without a usable descriptor
+        log.warning("no crash traces in this worker's .out: %s", exc)
+
+
 def main(argv: list[str] | None = None) -> int:
+    enable_crash_traces()
     args = parse_args(argv)
     if args.log_file:
         from squall.daemon.log_files import setup_worker_logging

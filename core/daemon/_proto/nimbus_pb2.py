@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cnimbus.proto\x12\rsquall.nimbus\"F\n\x0cSubmitHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tconf_json\x18\x02 \x01(\t\x12\x15\n\rtopology_json\x18\x03 \x01(\t\"T\n\x0bSubmitChunk\x12-\n\x06header\x18\x01 \x01(\x0b\x32\x1b.squall.nimbus.SubmitHeaderH\x00\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"\"\n\x0bSubmitReply\x12\x13\n\x0btopology_id\x18\x01 \x01(\t\"\x1b\n\x0bNameRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"@\n\x0bKillRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08has_wait\x18\x02 \x01(\x08\x12\x11\n\twait_secs\x18\x03 \x01(\x01\"\xcf\x01\n\x10RebalanceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08has_wait\x18\x02 \x01(\x08\x12\x11\n\twait_secs\x18\x03 \x01(\x01\x12\x13\n\x0bnum_workers\x18\x04 \x01(\x05\x12\x41\n\texecutors\x18\x05 \x03(\x0b\x32..squall.nimbus.RebalanceRequest.ExecutorsEntry\x1a\x30\n\x0e\x45xecutorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"\x07\n\x05\x45mpty\"\xa6\x01\n\x0fTopologySummary\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x15\n\rstatus_reason\x18\x04 \x01(\t\x12\x13\n\x0bnum_workers\x18\x05 \x01(\x05\x12\x15\n\rnum_executors\x18\x06 \x01(\x05\x12\x11\n\tnum_tasks\x18\x07 \x01(\x05\x12\x13\n\x0buptime_secs\x18\x08 \x01(\x03\"i\n\x11SupervisorSummary\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08hostname\x18\x02 \x01(\t\x12\r\n\x05ports\x18\x03 \x03(\x05\x12\x12\n\nused_ports\x18\x04 \x03(\x05\x12\x13\n\x0buptime_secs\x18\x05 \x01(\x03\"\x9a\x01\n\x0b\x43lusterInfo\x12\x32\n\ntopologies\x18\x01 \x03(\x0b\x32\x1e.squall.nimbus.TopologySummary\x12\x35\n\x0bsupervisors\x18\x02 \x03(\x0b\x32 .squall.nimbus.SupervisorSummary\x12\x10\n\x08nimbuses\x18\x03 \x03(\t\x12\x0e\n\x06leader\x18\x04 \x01(\t\"&\n\x11TopologyInfoReply\x12\x11\n\tinfo_json\x18\x01 \x01(\t\"4\n\x0f\x44ownloadRequest\x12\x13\n\x0btopology_id\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\"\x15\n\x05\x43hunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"\xa2\x01\n\x10LogLevelsRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12;\n\x06levels\x18\x02 \x03(\x0b\x32+.squall.nimbus.LogLevelsRequest.LevelsEntry\x12\x14\n\x0ctimeout_secs\x18\x03 \x01(\x01\x1a-\n\x0bLevelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\x0c\x44\x65\x62ugRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x0e\n\x06\x65nable\x18\x03 \x01(\x08\x12\x14\n\x0csampling_pct\x18\x04 \x01(\x01\x32\xb4\x05\n\x06Nimbus\x12J\n\x0eSubmitTopology\x12\x1a.squall.nimbus.SubmitChunk\x1a\x1a.squall.nimbus.SubmitReply(\x01\x12@\n\x0cKillTopology\x12\x1a.squall.nimbus.KillRequest\x1a\x14.squall.nimbus.Empty\x12<\n\x08\x41\x63tivate\x12\x1a.squall.nimbus.NameRequest\x1a\x14.squall.nimbus.Empty\x12>\n\nDeactivate\x12\x1a.squall.nimbus.NameRequest\x1a\x14.squall.nimbus.Empty\x12\x42\n\tRebalance\x12\x1f.squall.nimbus.RebalanceRequest\x1a\x14.squall.nimbus.Empty\x12\x42\n\x0eGetClusterInfo\x12\x14.squall.nimbus.Empty\x1a\x1a.squall.nimbus.ClusterInfo\x12O\n\x0fGetTopologyInfo\x12\x1a.squall.nimbus.NameRequest\x1a .squall.nimbus.TopologyInfoReply\x12\x42\n\x08\x44ownload\x12\x1e.squall.nimbus.DownloadRequest\x1a\x14.squall.nimbus.Chunk0\x01\x12\x45\n\x0cSetLogLevels\x12\x1f.squall.nimbus.LogLevelsRequest\x1a\x14.squall.nimbus.Empty\x12:\n\x05\x44\x65\x62ug\x12\x1b.squall.nimbus.DebugRequest\x1a\x14.squall.nimbus.Emptyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cnimbus.proto\x12\rsquall.nimbus\"F\n\x0cSubmitHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tconf_json\x18\x02 \x01(\t\x12\x15\n\rtopology_json\x18\x03 \x01(\t\"T\n\x0bSubmitChunk\x12-\n\x06header\x18\x01 \x01(\x0b\x32\x1b.squall.nimbus.SubmitHeaderH\x00\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"\"\n\x0bSubmitReply\x12\x13\n\x0btopology_id\x18\x01 \x01(\t\"\x1b\n\x0bNameRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"@\n\x0bKillRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08has_wait\x18\x02 \x01(\x08\x12\x11\n\twait_secs\x18\x03 \x01(\x01\"\xcf\x01\n\x10RebalanceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08has_wait\x18\x02 \x01(\x08\x12\x11\n\twait_secs\x18\x03 \x01(\x01\x12\x13\n\x0bnum_workers\x18\x04 \x01(\x05\x12\x41\n\texecutors\x18\x05 \x03(\x0b\x32..squall.nimbus.RebalanceRequest.ExecutorsEntry\x1a\x30\n\x0e\x45xecutorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"\x07\n\x05\x45mpty\"\xa6\x01\n\x0fTopologySummary\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x15\n\rstatus_reason\x18\x04 \x01(\t\x12\x13\n\x0bnum_workers\x18\x05 \x01(\x05\x12\x15\n\rnum_executors\x18\x06 \x01(\x05\x12\x11\n\tnum_tasks\x18\x07 \x01(\x05\x12\x13\n\x0buptime_secs\x18\x08 \x01(\x03\"\x81\x01\n\x11SupervisorSummary\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08hostname\x18\x02 \x01(\t\x12\r\n\x05ports\x18\x03 \x03(\x05\x12\x12\n\nused_ports\x18\x04 \x03(\x05\x12\x13\n\x0buptime_secs\x18\x05 \x01(\x03\x12\x16\n\x0elogviewer_port\x18\x06 \x01(\x05\"\x9a\x01\n\x0b\x43lusterInfo\x12\x32\n\ntopologies\x18\x01 \x03(\x0b\x32\x1e.squall.nimbus.TopologySummary\x12\x35\n\x0bsupervisors\x18\x02 \x03(\x0b\x32 .squall.nimbus.SupervisorSummary\x12\x10\n\x08nimbuses\x18\x03 \x03(\t\x12\x0e\n\x06leader\x18\x04 \x01(\t\"&\n\x11TopologyInfoReply\x12\x11\n\tinfo_json\x18\x01 \x01(\t\"4\n\x0f\x44ownloadRequest\x12\x13\n\x0btopology_id\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\"\x15\n\x05\x43hunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"\xa2\x01\n\x10LogLevelsRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12;\n\x06levels\x18\x02 \x03(\x0b\x32+.squall.nimbus.LogLevelsRequest.LevelsEntry\x12\x14\n\x0ctimeout_secs\x18\x03 \x01(\x01\x1a-\n\x0bLevelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\x0c\x44\x65\x62ugRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x0e\n\x06\x65nable\x18\x03 \x01(\x08\x12\x14\n\x0csampling_pct\x18\x04 \x01(\x01\x32\xb4\x05\n\x06Nimbus\x12J\n\x0eSubmitTopology\x12\x1a.squall.nimbus.SubmitChunk\x1a\x1a.squall.nimbus.SubmitReply(\x01\x12@\n\x0cKillTopology\x12\x1a.squall.nimbus.KillRequest\x1a\x14.squall.nimbus.Empty\x12<\n\x08\x41\x63tivate\x12\x1a.squall.nimbus.NameRequest\x1a\x14.squall.nimbus.Empty\x12>\n\nDeactivate\x12\x1a.squall.nimbus.NameRequest\x1a\x14.squall.nimbus.Empty\x12\x42\n\tRebalance\x12\x1f.squall.nimbus.RebalanceRequest\x1a\x14.squall.nimbus.Empty\x12\x42\n\x0eGetClusterInfo\x12\x14.squall.nimbus.Empty\x1a\x1a.squall.nimbus.ClusterInfo\x12O\n\x0fGetTopologyInfo\x12\x1a.squall.nimbus.NameRequest\x1a .squall.nimbus.TopologyInfoReply\x12\x42\n\x08\x44ownload\x12\x1e.squall.nimbus.DownloadRequest\x1a\x14.squall.nimbus.Chunk0\x01\x12\x45\n\x0cSetLogLevels\x12\x1f.squall.nimbus.LogLevelsRequest\x1a\x14.squall.nimbus.Empty\x12:\n\x05\x44\x65\x62ug\x12\x1b.squall.nimbus.DebugRequest\x1a\x14.squall.nimbus.Emptyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -53,22 +53,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EMPTY']._serialized_end=537
   _globals['_TOPOLOGYSUMMARY']._serialized_start=540
   _globals['_TOPOLOGYSUMMARY']._serialized_end=706
-  _globals['_SUPERVISORSUMMARY']._serialized_start=708
-  _globals['_SUPERVISORSUMMARY']._serialized_end=813
-  _globals['_CLUSTERINFO']._serialized_start=816
-  _globals['_CLUSTERINFO']._serialized_end=970
-  _globals['_TOPOLOGYINFOREPLY']._serialized_start=972
-  _globals['_TOPOLOGYINFOREPLY']._serialized_end=1010
-  _globals['_DOWNLOADREQUEST']._serialized_start=1012
-  _globals['_DOWNLOADREQUEST']._serialized_end=1064
-  _globals['_CHUNK']._serialized_start=1066
-  _globals['_CHUNK']._serialized_end=1087
-  _globals['_LOGLEVELSREQUEST']._serialized_start=1090
-  _globals['_LOGLEVELSREQUEST']._serialized_end=1252
-  _globals['_LOGLEVELSREQUEST_LEVELSENTRY']._serialized_start=1207
-  _globals['_LOGLEVELSREQUEST_LEVELSENTRY']._serialized_end=1252
-  _globals['_DEBUGREQUEST']._serialized_start=1254
-  _globals['_DEBUGREQUEST']._serialized_end=1339
-  _globals['_NIMBUS']._serialized_start=1342
-  _globals['_NIMBUS']._serialized_end=2034
+  _globals['_SUPERVISORSUMMARY']._serialized_start=709
+  _globals['_SUPERVISORSUMMARY']._serialized_end=838
+  _globals['_CLUSTERINFO']._serialized_start=841
+  _globals['_CLUSTERINFO']._serialized_end=995
+  _globals['_TOPOLOGYINFOREPLY']._serialized_start=997
+  _globals['_TOPOLOGYINFOREPLY']._serialized_end=1035
+  _globals['_DOWNLOADREQUEST']._serialized_start=1037
+  _globals['_DOWNLOADREQUEST']._serialized_end=1089
+  _globals['_CHUNK']._serialized_start=1091
+  _globals['_CHUNK']._serialized_end=1112
+  _globals['_LOGLEVELSREQUEST']._serialized_start=1115
+  _globals['_LOGLEVELSREQUEST']._serialized_end=1277
+  _globals['_LOGLEVELSREQUEST_LEVELSENTRY']._serialized_start=1232
+  _globals['_LOGLEVELSREQUEST_LEVELSENTRY']._serialized_end=1277
+  _globals['_DEBUGREQUEST']._serialized_start=1279
+  _globals['_DEBUGREQUEST']._serialized_end=1364
+  _globals['_NIMBUS']._serialized_start=1367
+  _globals['_NIMBUS']._serialized_end=2059
 # @@protoc_insertion_point(module_scope)

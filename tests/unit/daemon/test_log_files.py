@@ -89,6 +89,44 @@ def test_worker_log_rotates_and_takes_prints_and_keeps_metrics_apart(
     assert all(p.stat().st_size <= 2000 for p in tmp_path.glob("t-1-1-6700.log*"))
 
 
+def test_a_workers_stdout_is_a_text_stream_libraries_can_use(
+        tmp_path: Path, clean_logging: None) -> None:
+    """click, tqdm, rich read sys.stdout.encoding, write bytes to .buffer, call writelines:
+    each raised AttributeError in a cluster worker (they work under `squall local`)."""
+    import io
+    import sys
+    log_file = tmp_path / "t-1-1-6700.log"
+    log_files.setup_worker_logging(log_file, 0, 0, 6700)
+    out, err = sys.stdout, sys.stderr
+    assert isinstance(out, io.TextIOBase) and isinstance(err, io.TextIOBase)
+    assert out.encoding == "utf-8" and err.errors == "backslashreplace"
+    assert out.writable() and not out.isatty() and not out.closed
+    assert out.fileno() == sys.__stdout__.fileno()     # the worker's .out, as before
+    out.writelines(["first line\n", "second ", "line\n"])
+    assert out.buffer.write(b"raw \xff bytes \xc3") == 13
+    out.buffer.write(b"\xa9 end\n")                  # "\xc3\xa9" split between two writes
+    out.buffer.flush()
+    for h in logging.getLogger().handlers:
+        h.flush()
+    text = log_file.read_text(encoding="utf-8")
+    assert "STDOUT: first line\n" in text and "STDOUT: second line\n" in text
+    assert "STDOUT: raw \\xff bytes \u00e9 end\n" in text
+
+
+def test_a_record_utf8_cannot_hold_is_escaped_not_lost(
+        tmp_path: Path, clean_logging: None) -> None:
+    """A str decoded with surrogateescape (a file name, an environment variable) was lost
+    from the worker log, replaced by a '--- Logging error ---' dump."""
+    log_file = tmp_path / "t-1-1-6700.log"
+    log_files.setup_worker_logging(log_file, 0, 0, 6700)
+    name = b"a\xffb".decode("utf-8", "surrogateescape")
+    logging.getLogger("mymodule").warning("file %s end", name)
+    for h in logging.getLogger().handlers:
+        h.flush()
+    text = log_file.read_text(encoding="utf-8")
+    assert "mymodule: file a\\udcffb end" in text and "Logging error" not in text
+
+
 def test_a_log_with_no_backups_is_emptied_at_the_max_not_grown(tmp_path: Path) -> None:
     # worker.log.backup.count: 0 kept appending past worker.log.max.bytes for ever
     handler = log_files.rotating_handler(tmp_path / "nimbus.log", 2000, 0)

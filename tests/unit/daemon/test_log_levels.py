@@ -118,6 +118,46 @@ def test_worker_reverts_when_the_request_is_removed(logger: logging.Logger) -> N
     assert logger.level == logging.WARNING
 
 
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def worker_root() -> Iterator[_Lines]:
+    """The root logger as a worker has it (INFO), with what reaches its handler."""
+    root = logging.getLogger()
+    saved = root.level
+    lines = _Lines()
+    root.addHandler(lines)
+    root.setLevel(logging.INFO)
+    yield lines
+    root.removeHandler(lines)
+    root.setLevel(saved)
+
+
+def test_every_change_of_level_is_in_the_log_even_one_that_silences_it(
+        worker_root: _Lines) -> None:
+    """`set-log-level NAME ROOT=WARNING` left no line: it was logged at INFO after the change
+    that drops INFO; a worker at WARNING told DEBUG said so only once back."""
+    levels = LogLevels()
+    levels.apply(merge_request(None, {"ROOT": "WARNING"}, 0, now=1), now=2)
+    assert logging.getLogger().level == logging.WARNING
+    levels.apply(None, now=3)
+    assert worker_root.lines == ["log level of ROOT set to WARNING",
+                                 "log level of ROOT back to INFO"]
+    logging.getLogger().setLevel(logging.WARNING)    # worker.log.level: WARNING
+    worker_root.lines.clear()
+    levels.apply(merge_request(None, {"ROOT": "DEBUG"}, 0, now=4), now=5)
+    levels.apply(None, now=6)
+    assert worker_root.lines == ["log level of ROOT set to DEBUG",
+                                 "log level of ROOT back to WARNING"]
+
+
 def test_nimbus_records_levels_and_debug_and_refuses_bad_requests(tmp_path) -> None:
     from squall import drivers
     from squall.daemon.nimbus_code import CodeStore

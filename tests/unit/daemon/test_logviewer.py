@@ -41,6 +41,49 @@ def test_serves_a_worker_log_by_topology_and_port(viewer: LogViewer) -> None:
     assert get(viewer, "/daemonlog?name=supervisor")[1] == "supervisor started\n"
 
 
+def test_every_daemon_log_is_served(tmp_path) -> None:
+    """README names drpc.log among the daemon logs (``squall drpc`` writes it beside the
+    others); /daemonlog refused it with a 404."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("nimbus", "supervisor", "ui", "drpc"):
+        (logs / f"{name}.log").write_text(f"{name} started\n")
+    v = LogViewer(logs, "127.0.0.1", 0)
+    v.start()
+    try:
+        for name in ("nimbus", "supervisor", "ui", "drpc"):
+            assert get(v, f"/daemonlog?name={name}")[:2] == (200, f"{name} started\n")
+    finally:
+        v.stop()
+
+
+def test_it_lists_the_worker_files_it_keeps_of_a_topology_name(tmp_path) -> None:
+    """``squall logs NAME`` of a killed topology asks each logviewer which files it still
+    keeps of topologies named NAME (nimbus knows the name no more)."""
+    import json
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("ci-2-1700000100-6700.log", "ci-2-1700000100-6700.log.1",
+                 "ci-2-1700000100-6700.out", "ci-2-1700000100-6700.metrics.log",
+                 "ci-1-1700000000-6701.events.log", "ci-x-1-1700000000-6700.log",
+                 "cix-3-1700000200-6700.log", "supervisor.log", "notes.txt"):
+        (logs / name).write_text("x" * 5)
+    v = LogViewer(logs, "127.0.0.1", 0)
+    v.start()
+    try:
+        status, body, headers = get(v, "/list?name=ci")
+        assert headers["Content-Type"] == "application/json"
+        files = json.loads(body)["files"]
+        assert status == 200 and [(f["topology"], f["port"], f["file"]) for f in files] == [
+            ("ci-1-1700000000", 6701, "events"), ("ci-2-1700000100", 6700, "log"),
+            ("ci-2-1700000100", 6700, "metrics"), ("ci-2-1700000100", 6700, "out")]
+        assert all(f["size"] == 5 and f["mtime"] > 0 for f in files)
+        assert json.loads(get(v, "/list?name=nosuch")[1]) == {"files": []}
+        assert len(json.loads(get(v, "/list")[1])["files"]) == 6     # every topology's
+    finally:
+        v.stop()
+
+
 def test_byte_ranges(viewer: LogViewer) -> None:
     base = "/log?topology=wc-1-1700000000&port=6700"
     assert get(viewer, base + "&start=9")[1] == "line two\n"
@@ -267,6 +310,18 @@ def test_daemon_logs_are_for_admins(secure_viewer: LogViewer) -> None:
     assert status == 403 and "nimbus.admins" in body and "every user" not in body
     assert get_as(secure_viewer, "/daemonlog?name=nimbus", "t-root")[:2] == (
         200, "every user's topologies\n")
+
+
+def test_a_listing_names_only_the_callers_topologies(secure_viewer: LogViewer) -> None:
+    import json
+    assert get_as(secure_viewer, "/list?name=wc", None)[0] == 401
+    assert get_as(secure_viewer, "/list?name=nosuch", None)[0] == 401   # checked first
+    assert json.loads(get_as(secure_viewer, "/list?name=wc", "t-bob")[1]) == {"files": []}
+    for token in ("t-alice", "t-root"):
+        status, body, _ = get_as(secure_viewer, "/list?name=wc", token)
+        assert status == 200 and [(f["topology"], f["file"])
+                                  for f in json.loads(body)["files"]] == [
+            (TID, "events"), (TID, "log")]
 
 
 def test_a_link_the_ui_signed_opens_that_topologys_logs_without_a_header(

@@ -225,12 +225,13 @@ def test_reads_answer_on_a_standby_and_send_missing_packages_to_the_leader(parts
     state, code, election, reads, _ = parts
     state.set_storm("wc-1-1", {"name": "wc", "status": "active", "launch_time": 1})
     state.register_supervisor("s1", {"hostname": "h1", "ports": [6700, 6701],
-                                     "uptime_secs": 5})
+                                     "uptime_secs": 5, "logviewer_port": 8000})
     state.set_assignment("wc-1-1", {"executor_node_port": {"[1, 1]": ["s1", 6701]}})
     summary = reads.cluster_summary()
     assert summary["leader"] == "n1:6627"
     assert summary["supervisors"] == [{"id": "s1", "hostname": "h1", "ports": [6700, 6701],
-                                       "used_ports": [6701], "uptime_secs": 5}]
+                                       "used_ports": [6701], "uptime_secs": 5,
+                                       "logviewer_port": 8000}]
     assert [(t["name"], t["num_workers"], t["num_tasks"]) for t in summary["topologies"]] == \
         [("wc", 1, 0)]                           # no local package: no task count
     assert live_topology(state, "wc")[0] == "wc-1-1"
