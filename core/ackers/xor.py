@@ -5,7 +5,8 @@ XORs in the edges of the tuples it emitted; every ack XORs in the acked tuple's 
 the edges of the children anchored to it, so each edge enters exactly twice and the value
 returns to zero exactly when the whole tree is processed. Trees are kept in two generations
 (rotated every ``topology.message.timeout.secs``) so forgotten trees are dropped after one to
-two timeouts; the spout task fails them on its own timer.
+two timeouts; the spout task fails them on its own timer. A reset of a tree's timeout moves
+it back into the newer generation.
 """
 from __future__ import annotations
 
@@ -65,6 +66,15 @@ class XorAcker(Acker):
             return None
         del self._new[root]
         return (entry[1], False)
+
+    def reset_timeout(self, root: int) -> int | None:
+        entry = self._new.get(root)
+        if entry is None:
+            entry = self._old.pop(root, None)
+            if entry is None:
+                return None         # not tracked: no init or ack seen, or gone
+            self._new[root] = entry
+        return entry[1] if entry[1] >= 0 else None
 
     def rotate(self) -> list[tuple[int, int]]:
         expired = [(root, e[1]) for root, e in self._old.items()]

@@ -8,10 +8,12 @@ The ledger folds the acks a pass makes per root (XOR is associative, so the acke
 same totals) and sends them once per executor pass (:meth:`AckLedger.flush`); an acker task
 of this worker is called directly, one in another worker gets ack tuples through the outbox.
 Inits and fails go at once. Completions reach a spout task of this worker as ``(root, ok)`` in
-its queue, one in another worker as an ack or fail tuple. Everything runs on the loop thread:
-the acks, fails and anchored emits a component makes on threads of its own are handed to it
-(:mod:`squall.runtime.executors.handoff`; made there, one changed ``folded`` while
-:meth:`AckLedger.flush` iterated it, and the loop died).
+its queue, one in another worker as an ack or fail tuple. A bolt's ``reset_timeout`` goes at
+once too, as a reset to each root's acker task, which passes it on to the tree's spout task
+(:meth:`AckLedger.reset_trees`): a reset tuple in its queue, here or in another worker.
+Everything runs on the loop thread: the acks, fails and anchored emits a component makes on
+threads of its own are handed to it (:mod:`squall.runtime.executors.handoff`; made there,
+one changed ``folded`` while :meth:`AckLedger.flush` iterated it, and the loop died).
 """
 from __future__ import annotations
 
@@ -20,13 +22,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Tuple, TupleRun
-from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT, Sources
+from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET, Sources
 from squall.runtime.task import LocalTasks, TaskState
 
 if TYPE_CHECKING:
     from squall.runtime.wire.outbox import Outbox
 
 log = logging.getLogger(__name__)
+#: the ``ackval`` of an untracked tuple acked or failed already (by the bolt, auto_ack or
+#: auto_fail): its tree-less counterpart of a tracked tuple's zeroed ``id`` and ``ackval``.
+#: Nothing XORs into an untracked tuple's ``ackval`` (an emit anchored to it is unanchored)
+SETTLED = 1
 
 
 class AckLedger:
@@ -75,10 +81,13 @@ class AckLedger:
         so that acking or failing it again (the bolt's ``ack`` or ``fail`` after auto_ack
         acked it here) changes nothing and counts nothing. A tracked tuple settled already
         (acked or failed by the bolt itself) is left as it is, and not counted again
-        (auto_ack after an ``ack`` or ``fail`` in ``process``)."""
+        (auto_ack after an ``ack`` or ``fail`` in ``process``). An untracked tuple is marked
+        and counted the same way, once (:mod:`squall.runtime.executors.uncounted`)."""
         roots = tup.roots
         if not roots:
-            ts.acked += 1
+            if not tup.ackval:
+                tup.ackval = SETTLED
+                ts.acked += 1
             return
         v = tup.id ^ tup.ackval  # type: ignore[operator]
         if not v:
@@ -164,6 +173,9 @@ class AckLedger:
                 res = acker.fail(v[0])
                 if res is not None:
                     complete(ats, v[0], res[0], res[1])
+        elif src is ack[ACK_RESET]:
+            for v in values:
+                self.reset_at(ats, v[0])
         ats.executed += len(values)
 
     # -- trees -----------------------------------------------------------------------------
@@ -220,13 +232,39 @@ class AckLedger:
         """Fail ``tup``'s trees. A tracked tuple is marked settled as an ack marks it (its
         ``id`` and ``ackval`` zeroed), so a later ack or fail of it (auto_ack or auto_fail
         after the bolt's own call, a second call) changes nothing and counts nothing; one the
-        bolt acked already is not failed (its ack is on its way to the acker)."""
+        bolt acked already is not failed (its ack is on its way to the acker). An untracked
+        tuple is marked (``ackval``) and counted once the same way
+        (:mod:`squall.runtime.executors.uncounted`)."""
         roots = tup.roots
         if roots:
             if not (tup.id or tup.ackval):
                 return
             tup.id = tup.ackval = 0
+        elif tup.ackval:
+            return
+        else:
+            tup.ackval = SETTLED
         self.fail_roots(ts, roots, 1)
+
+    def fail_tuples(self, ts: TaskState, tuples: Any) -> None:
+        """Fail the Tuples of a batch whose ``process_batch`` raised (auto_fail): those not
+        acked or failed already (by the bolt, in the batch), each counted once and marked
+        settled as :meth:`fail_tuple` marks one, and each of their trees once."""
+        roots: dict[int, None] = {}
+        n = 0
+        for tup in tuples:
+            r = tup.roots
+            if r:
+                if not (tup.id or tup.ackval):
+                    continue
+                tup.id = tup.ackval = 0
+                roots.update(dict.fromkeys(r))
+            elif tup.ackval:
+                continue
+            else:
+                tup.ackval = SETTLED
+            n += 1
+        self.fail_roots(ts, roots, n)
 
     def fail_roots(self, ts: TaskState | None, roots: Any, count: int) -> None:
         """Fail ``count`` tuples that share ``roots`` (one Tuple, or a TupleRun): each tree
@@ -237,6 +275,35 @@ class AckLedger:
             return
         for r in roots:
             self.fail_tree(self.acker_of(r), r)
+
+    def reset_trees(self, ts: TaskState, roots: Any) -> None:
+        """Restart the timeout of the trees ``roots`` (a bolt task ``ts``'s ``reset_timeout``):
+        at each one's acker task (straight to its acker in this worker, else as a reset
+        tuple), which passes it on to the tree's spout task (:meth:`reset_at`). Not folded:
+        rare, and each goes at once."""
+        if not self.acker_tasks:
+            return
+        local = self.local.get
+        for r in roots:
+            task = self.acker_of(r)
+            ats = local(task)
+            if ats is None:
+                self._system(task, (r, 0), ts.task, ACK_RESET)
+            else:
+                ats.executed += 1
+                self.reset_at(ats, r)
+
+    def reset_at(self, ats: TaskState, root: int) -> None:
+        """Restart tree ``root``'s timeout at this worker's acker task ``ats``, and tell the
+        tree's spout task (a reset tuple ``(root,)`` queued for it here, or sent to its
+        worker) when the acker tracks the tree."""
+        try:
+            spout_task = ats.instance.reset_timeout(root)
+        except Exception as exc:    # a plugin's bug: the loop goes on
+            self.acker_raised(ats, "reset_timeout", exc)
+            return
+        if spout_task is not None:
+            self._system(spout_task, (root,), ats.task, ACK_RESET)
 
     def fail_lost(self, roots: set[int]) -> None:
         """Fail the trees of tuples that could not be delivered (the outbox's loss), each

@@ -8,7 +8,9 @@ from squall.api.tuple import TICK_STREAM, Source
 
 #: the acker's system streams: a spout starts a tree, a bolt acks an edge, anyone fails a tree
 ACK_INIT, ACK_ACK, ACK_FAIL = "__ack_init", "__ack_ack", "__ack_fail"
-ACK_STREAMS = (ACK_INIT, ACK_ACK, ACK_FAIL)
+#: a bolt restarts a tree's timeout at its acker, which tells the tree's spout task the same
+ACK_RESET = "__ack_reset"
+ACK_STREAMS = (ACK_INIT, ACK_ACK, ACK_FAIL, ACK_RESET)
 #: a task's data points on their way to the metrics consumer bolts
 METRICS_STREAM = "__metrics"
 #: the component id prefix of metrics consumer bolts (squall.runtime.system's)
@@ -70,10 +72,11 @@ def accepts(topology: Topology, component_id: str) -> dict[tuple[str | None, str
     for the task is dropped whole by the inbox."""
     spec = topology.components[component_id]
     if spec.kind == "acker":
-        return {(None, ACK_INIT): 3, (None, ACK_ACK): 2, (None, ACK_FAIL): 2}
+        return {(None, ACK_INIT): 3, (None, ACK_ACK): 2, (None, ACK_FAIL): 2,
+                (None, ACK_RESET): 2}
     out: dict[tuple[str | None, str], int] = {}
     if spec.kind == "spout":
-        out[(ACKER, ACK_ACK)] = out[(ACKER, ACK_FAIL)] = 1
+        out[(ACKER, ACK_ACK)] = out[(ACKER, ACK_FAIL)] = out[(ACKER, ACK_RESET)] = 1
     for sub in spec.inputs:
         source = topology.components.get(sub.component)
         if source is not None and sub.stream in source.streams:

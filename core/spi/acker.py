@@ -4,7 +4,9 @@ An acker instance is the state of one acker task. The runtime feeds it the syste
 ``__ack_init``, ``__ack_ack`` and ``__ack_fail`` (routed to acker tasks by root id) and calls
 :meth:`rotate` every ``topology.message.timeout.secs``. Each method returns ``None`` or a
 completion ``(spout_task, ok)`` that the runtime sends back to the spout task on
-``__ack_ack`` / ``__ack_fail``.
+``__ack_ack`` / ``__ack_fail``. A bolt's ``reset_timeout`` reaches :meth:`reset_timeout`
+(``__ack_reset``), which returns the spout task the runtime then tells to restart its own
+timeout of the tree.
 """
 from __future__ import annotations
 
@@ -32,6 +34,14 @@ class Acker(ABC):
     @abstractmethod
     def fail(self, root: int) -> Completion | None:
         """A tuple of the tree failed; the tree fails at once."""
+
+    def reset_timeout(self, root: int) -> int | None:
+        """A bolt asked to restart tree ``root``'s timeout: keep it as long from now as a tree
+        just started, and return its spout task (told to restart its own timeout of the
+        tree), or None for a tree not tracked (its init not seen yet, or gone: nothing to
+        restart). Optional: this default restarts nothing, and the tree keeps its
+        timeout."""
+        return None
 
     @abstractmethod
     def rotate(self) -> list[tuple[int, int]]:

@@ -377,21 +377,28 @@ class BatchAckEven(Bolt):
                 self.ack(t)
 
 
+@pytest.mark.parametrize("ackers", [1, 0])
 @pytest.mark.parametrize("dedicated", [False, True])
 @pytest.mark.parametrize("bolt, failed", [
     (AckToo, set()), (FailOdd, set(range(1, 40, 2))), (FailTwice, set(range(40))),
     (BatchAckEven, set(range(0, 40, 5)))], ids=lambda x: getattr(x, "__name__", ""))
 def test_a_tuple_the_bolt_acks_or_fails_itself_counts_once(
-        cluster: LocalCluster, bolt: type[Bolt], failed: set[int], dedicated: bool) -> None:
+        cluster: LocalCluster, bolt: type[Bolt], failed: set[int], dedicated: bool,
+        ackers: int) -> None:
     # with auto_ack, a tuple the bolt acked too counted two acks, one it failed a fail and
-    # an ack (and an XOR for its failed tree); a second fail counted twice
+    # an ack (and an XOR for its failed tree); a second fail counted twice. Without ackers
+    # (untracked tuples) the same: auto_ack counted the pass's tuples on top of the bolt's
+    # own acks and fails (a fail counted a fail and an ack, a second ack a third count)
     b = TopologyBuilder()
     b.set_spout("spout", Recorder, config={"squall.test.n": 40})
     b.set_bolt("b", type(bolt.__name__, (bolt,), {"dedicated_thread": dedicated})) \
         .shuffle_grouping("spout")
-    submit(cluster, "once", b)
+    submit(cluster, "once", b, {"topology.acker.executors": ackers})
     wait_until(lambda: len(ACKED) + len(FAILED) == 40, timeout=20)
-    assert {i for i, _ in FAILED} == failed and set(ACKED) == set(range(40)) - failed
+    # without ackers the spout's tuples are acked once emitted, whatever the bolt does
+    spout_failed = failed if ackers else set()
+    assert {i for i, _ in FAILED} == spout_failed
+    assert set(ACKED) == set(range(40)) - spout_failed
     want = {"executed": 40, "acked": 40 - len(failed), "failed": len(failed)}
 
     def counts() -> dict[str, int]:
@@ -460,6 +467,7 @@ class LateAckLazy(LateAckBatch):
     lazy_batch = True
 
 
+@pytest.mark.parametrize("ackers", [1, 0])
 @pytest.mark.parametrize("late", ["ack", "fail"])
 @pytest.mark.parametrize("bolt, dedicated", [
     (LateAck, False), (LateAck, True), (LateAckUnanchored, False), (LateAckBatch, False),
@@ -467,17 +475,18 @@ class LateAckLazy(LateAckBatch):
     ids=lambda x: getattr(x, "__name__", "own-thread" if x else "loop"))
 def test_an_ack_or_fail_after_auto_ack_acked_the_tuple_changes_nothing(
         cluster: LocalCluster, caplog: pytest.LogCaptureFixture, bolt: type[Bolt],
-        dedicated: bool, late: str) -> None:
+        dedicated: bool, late: str, ackers: int) -> None:
     # auto_ack did not mark the tuple settled: a second ack XORed its edge into its tree
     # again (the tree waited for its timeout and failed), a fail failed the tree acked, and
-    # the bolt counted an ack or a fail more
+    # the bolt counted an ack or a fail more (without ackers too: an untracked tuple's)
     b = TopologyBuilder()
     b.set_spout("spout", Recorder, config={"squall.test.n": 20})
     b.set_bolt("late", type(bolt.__name__, (bolt,), {"dedicated_thread": dedicated}),
                config={"squall.test.late": late}).shuffle_grouping("spout")
     b.set_bolt("hold", Batcher).shuffle_grouping("late").all_grouping("spout", "control")
     with caplog.at_level("WARNING", logger="squall.runtime.executors"):
-        submit(cluster, "late-ack", b, {"topology.message.timeout.secs": 10})
+        submit(cluster, "late-ack", b, {"topology.message.timeout.secs": 10,
+                                        "topology.acker.executors": ackers})
         wait_until(lambda: len(HELD) == 20, timeout=20)     # every tree waits for "hold"
         RELEASE.set()
         wait_until(lambda: len(ACKED) + len(FAILED) == 20, timeout=40,
@@ -512,6 +521,105 @@ def test_message_timeout_fails_between_t_and_2t(cluster: LocalCluster) -> None:
         waited = at - emitted[tup_id]
         assert 1.0 <= waited <= 2.0 + 0.75, f"tuple {tup_id} failed after {waited:.2f}s"
     assert ACKED == [] and sorted(HELD) == [0, 1, 2]
+
+
+#: how long SlowReset holds each tuple: past the 1 s message timeout's expiry (1 to 2 s)
+HOLD_SECS = 2.2
+
+
+class SlowReset(Bolt):
+    """auto_ack off: holds each tuple HOLD_SECS, restarting its trees' timeout every round (a
+    tick, or with ``squall.test.thread`` a thread of its own, every 0.2 s), then acks it."""
+
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.held: list[tuple[float, Any]] = []
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.threaded = bool(conf.get("squall.test.thread"))
+        if self.threaded:
+            threading.Thread(target=self._rounds, daemon=True).start()
+
+    def process(self, tup: Any) -> None:
+        with self.lock:
+            self.held.append((time.monotonic(), tup))
+
+    def process_tick(self, tup: Any) -> None:
+        if not self.threaded:
+            self._round()
+
+    def _rounds(self) -> None:
+        while not self.done.wait(0.2):      # the bolt's own pace, not the test's
+            self._round()
+
+    def _round(self) -> None:
+        now = time.monotonic()
+        with self.lock:
+            due = [t for t0, t in self.held if now - t0 >= HOLD_SECS]
+            self.held = [(t0, t) for t0, t in self.held if now - t0 < HOLD_SECS]
+            kept = [t for _, t in self.held]
+        for t in kept:
+            self.reset_timeout(t)
+        for t in due:
+            self.ack(t)
+        with LOCK:
+            NOTES["resets"] = NOTES.get("resets", 0) + len(kept)
+
+    def cleanup(self) -> None:
+        self.done.set()
+
+
+class Placed(Recorder):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        super().initialize(conf, context)
+        with LOCK:
+            NOTES.setdefault("spout_ports", set()).add(context.this_worker_port)
+
+
+@pytest.mark.parametrize("workers, from_thread, dedicated", [
+    (1, False, False), (2, True, False), (1, False, True)],
+    ids=["tick", "two-workers-own-thread", "dedicated-thread"])
+def test_reset_timeout_keeps_a_tree_held_past_the_message_timeout(
+        workers: int, from_thread: bool, dedicated: bool) -> None:
+    # no way to restart a tree's timeout: a bolt holding a tuple longer than
+    # topology.message.timeout.secs saw its tree failed at the spout (and forgotten by the
+    # acker) however it went on. With two workers, one acker task: a spout task without
+    # the acker in its worker, and bolt tasks on both sides, so resets travel both ways
+    n = 6
+    b = TopologyBuilder()
+    b.set_spout("spout", Placed, workers, config={"squall.test.n": n // workers})
+    b.set_bolt("slow", type("Slow", (SlowReset,), {"dedicated_thread": dedicated}), workers,
+               config={"topology.tick.tuple.freq.secs": 0.2,
+                       "squall.test.thread": from_thread}).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        submit(cluster, "reset", b, {"topology.message.timeout.secs": 1,
+                                     "topology.workers": workers,
+                                     "topology.acker.executors": 1})
+        wait_until(lambda: len(ACKED) + len(FAILED) == n, timeout=10,
+                   message=lambda: f"acked {ACKED}, failed {FAILED}")
+        assert FAILED == [] and len(ACKED) == n and NOTES["resets"] > 0
+        assert len(NOTES["spout_ports"]) == workers
+        comp = cluster.get_topology_info("reset")["components"]["slow"]
+        assert (comp["acked"], comp["failed"]) == (n, 0)
+        assert not cluster.get_topology_info("reset")["errors"].get("slow")
+
+
+class ResetsAtOnce(Bolt):
+    def process(self, tup: Any) -> None:
+        self.reset_timeout(tup)     # without ackers (untracked) nothing to restart
+        with LOCK:
+            COUNTS["reset"] += 1
+
+
+@pytest.mark.parametrize("ackers", [0, 1])
+def test_reset_timeout_changes_nothing_else(ackers: int) -> None:
+    b = TopologyBuilder()
+    b.set_spout("lines", Lines)
+    b.set_bolt("resets", ResetsAtOnce).shuffle_grouping("lines")
+    result = complete_topology(b.create_topology(), {"lines": [["a"], ["b"]]},
+                               conf={"topology.acker.executors": ackers})
+    assert COUNTS["reset"] == 2 and result.acked == {0, 1}
 
 
 def test_without_message_timeouts_a_slow_tree_is_still_acked(cluster: LocalCluster) -> None:

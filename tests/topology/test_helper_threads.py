@@ -232,3 +232,117 @@ def test_a_spout_may_emit_from_a_thread_of_its_own(cluster: LocalCluster) -> Non
     cluster.submit_topology("poller", {}, b.create_topology())
     wait_until(lambda: COUNTS["acked"] == n, timeout=60, message=lambda: f"{COUNTS}")
     assert COUNTS["counted"] == n
+
+
+# -- topology.max.spout.pending for a spout's own threads ------------------------------------------
+class PendingPoller(Spout):
+    """Once activated, a thread of its own emits ``squall.test.n`` tracked tuples (next_tuple
+    emits nothing) and records the most trees it had in flight, counted once each emit
+    returned."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.n = int(conf["squall.test.n"])
+        self.in_flight = 0
+        self.go = threading.Event()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.poll, daemon=True)
+        self.thread.start()
+
+    def activate(self) -> None:
+        self.go.set()
+
+    def poll(self) -> None:
+        self.go.wait()
+        for i in range(self.n):
+            if self.stop.is_set():
+                return
+            self.emit([i], tup_id=i)
+            with LOCK:
+                COUNTS["returned"] += 1
+                self.in_flight += 1
+                COUNTS["max"] = max(COUNTS["max"], self.in_flight)
+
+    def next_tuple(self) -> None:
+        pass
+
+    def ack(self, tup_id: Any) -> None:
+        with LOCK:
+            self.in_flight -= 1
+            COUNTS["acked"] += 1
+
+    def deactivate(self) -> None:
+        # on the loop: stops the poller and waits for it (held in an emit at max pending,
+        # it would wait for trees whose acks need the loop this call holds)
+        self.stop.set()
+        self.thread.join(10)
+        COUNTS["joined"] += not self.thread.is_alive()
+
+
+class AckFive(Bolt):
+    """Holds tuples and acks them five at a time (auto_ack off)."""
+
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.held: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        self.held.append(tup)
+        if len(self.held) == 5:
+            for t in self.held:
+                self.ack(t)
+            self.held = []
+
+
+class Keep(Bolt):
+    """Keeps every tuple, acking none."""
+
+    auto_ack = False
+
+    def process(self, tup: Any) -> None:
+        with LOCK:
+            COUNTS["kept"] += 1
+
+
+@pytest.mark.parametrize("dedicated", [False, True], ids=["loop", "own-thread"])
+def test_a_spout_thread_emits_no_more_than_max_spout_pending(cluster: LocalCluster,
+                                                             dedicated: bool) -> None:
+    # its emits were handed to the loop as they came: all 30 trees in flight at once
+    b = TopologyBuilder()
+    b.set_spout("poller", type("P", (PendingPoller,), {"dedicated_thread": dedicated}),
+                config={"squall.test.n": 30})
+    b.set_bolt("five", AckFive).shuffle_grouping("poller")
+    cluster.submit_topology("pending-thread", {"topology.max.spout.pending": 5},
+                            b.create_topology())
+    wait_until(lambda: COUNTS["acked"] == 30, timeout=30, message=lambda: f"{COUNTS}")
+    assert COUNTS["max"] == 5
+
+
+@pytest.mark.parametrize("dedicated", [False, True], ids=["loop", "own-thread"])
+def test_a_spout_thread_waiting_at_max_pending_is_let_go_at_deactivate(
+        cluster: LocalCluster, dedicated: bool) -> None:
+    b = TopologyBuilder()
+    b.set_spout("poller", type("P", (PendingPoller,), {"dedicated_thread": dedicated}),
+                config={"squall.test.n": 1000})
+    b.set_bolt("keep", Keep).shuffle_grouping("poller")
+    cluster.submit_topology("pending-deactivate", {"topology.max.spout.pending": 3},
+                            b.create_topology())
+    wait_until(lambda: COUNTS["kept"] == 3, timeout=30, message=lambda: f"{COUNTS}")
+    assert COUNTS["returned"] == 3          # its fourth emit waits: nothing is acked
+    cluster.deactivate("pending-deactivate")
+    # the emit it waited in returned (its emits until it sees ``stop`` wait no more)
+    wait_until(lambda: COUNTS["joined"] == 1, timeout=30, message=lambda: f"{COUNTS}")
+    assert COUNTS["returned"] >= 4
+
+
+def test_without_ackers_a_spout_thread_never_waits(cluster: LocalCluster) -> None:
+    b = TopologyBuilder()
+    b.set_spout("poller", PendingPoller, config={"squall.test.n": 50})
+    b.set_bolt("keep", Keep).shuffle_grouping("poller")
+    cluster.submit_topology("pending-off", {"topology.max.spout.pending": 3,
+                                            "topology.acker.executors": 0},
+                            b.create_topology())
+    wait_until(lambda: COUNTS["returned"] == 50 and COUNTS["kept"] == 50, timeout=30,
+               message=lambda: f"{COUNTS}")

@@ -1,14 +1,15 @@
-"""The acker executor: feeds the acker's system streams that reach its tasks' queues to the
-configured :class:`squall.Acker` (acks for an acker task of the same worker skip the queue:
-:class:`squall.runtime.acks.AckLedger`), and rotates its trees every message timeout (not with
-``topology.enable.message.timeouts: false``: a tree then waits for its acks however long)."""
+"""The acker executor: feeds the acker's system streams (inits, acks, fails, and bolts' timeout
+resets) that reach its tasks' queues to the configured :class:`squall.Acker` (acks for an
+acker task of the same worker skip the queue: :class:`squall.runtime.acks.AckLedger`), and
+rotates its trees every message timeout (not with ``topology.enable.message.timeouts:
+false``: a tree then waits for its acks however long)."""
 from __future__ import annotations
 
 import logging
 import time
 
 from squall.runtime.executors.base import Executor, Services
-from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT
+from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.runtime.executors")
@@ -33,6 +34,7 @@ class AckerExecutor(Executor):
         complete = self.services.acks.complete_tree
         sys_src = self.services.sources.ack
         ack_src, init_src, fail_src = sys_src[ACK_ACK], sys_src[ACK_INIT], sys_src[ACK_FAIL]
+        reset_src = sys_src[ACK_RESET]
         for ts in self.tasks:
             acker = ts.instance
             q = ts.queue
@@ -48,6 +50,9 @@ class AckerExecutor(Executor):
                         res = acker.init(v[0], v[1], v[2])
                     elif src is fail_src:
                         res = acker.fail(v[0])
+                    elif src is reset_src:      # a bolt's reset_timeout: passed on
+                        self.services.acks.reset_at(ts, v[0])
+                        continue
                     else:
                         continue
                 except (TypeError, IndexError, ValueError) as exc:

@@ -15,6 +15,7 @@ from squall.api.tuple import Tuple, TupleBatch, TupleRun
 from squall.errors import TopologyError
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.executors.base import Executor, Services, _perf, pass_cap
+from squall.runtime.executors.uncounted import Uncounted, settles
 from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.runtime.executors")
@@ -53,6 +54,9 @@ class BoltExecutor(Executor):
         #: counts (executed, execute latency) and resets them
         self.system_n = 0
         self.system_secs = 0.0
+        #: the untracked tuples of the running call auto_ack has not counted yet: a bolt's
+        #: own ack or fail counts only those (.uncounted)
+        self.uncounted = Uncounted()
 
     @classmethod
     def takes_runs(cls, component_cls: type) -> bool:
@@ -144,9 +148,9 @@ class BoltExecutor(Executor):
         return cap if cap < n else n
 
     def ack_function(self, ts: TaskState) -> Any:
-        """The ``ack`` a bolt task calls: acks ``tup`` (counted even when it is untracked, as
-        auto_ack does) and, when ``tup`` was sampled at the start of its pass, adds the time
-        since then to the task's process latency.
+        """The ``ack`` a bolt task calls: acks ``tup`` (an untracked one is counted once, see
+        :mod:`.uncounted`) and, when ``tup`` was sampled at the start of its pass, adds the
+        time since then to the task's process latency.
 
         An acked tuple's edge and XOR are zeroed (AckLedger.ack_tuple, as a failed one's:
         AckLedger.fail_tuple), so acking or failing it again (a second ``ack``, ``auto_ack``
@@ -160,6 +164,8 @@ class BoltExecutor(Executor):
         samples = ts.samples
         warned = False
         gate = self.handoff
+        auto_ack = self.auto_ack
+        uncounted = self.uncounted
 
         def ack(tup: Tuple) -> None:
             nonlocal warned
@@ -177,26 +183,56 @@ class BoltExecutor(Executor):
                 roots = tup.roots
             except AttributeError:
                 raise not_a_tuple(ts, "ack", tup) from None
-            if not roots:
+            if roots:
+                if tup.id or tup.ackval:
+                    ack_tuple(ts, tup)
+                    return
+            elif settles(tup, auto_ack, uncounted):
                 ts.acked += 1
-            elif tup.id or tup.ackval:
-                ack_tuple(ts, tup)
-            elif not warned:
+                return
+            if not warned:
                 warned = True
                 settled_again(ts, "acked", tup)
         return ack
 
+    def reset_function(self, ts: TaskState) -> Any:
+        """The ``reset_timeout`` a bolt task calls: restarts the message timeout of every
+        tree ``tup`` belongs to, at their ackers and their spout tasks (AckLedger.reset_trees);
+        nothing for an untracked tuple. From a thread other than the loop's it is handed to
+        the loop (.handoff), as ``ack`` is."""
+        reset_trees = self.acks.reset_trees
+        gate = self.handoff
+
+        def reset_timeout(tup: Tuple) -> None:
+            if get_ident() != gate.ident and not gate.here():
+                if not isinstance(tup, Tuple):      # raised here, not on the loop thread
+                    raise not_a_tuple(ts, "reset_timeout", tup)
+                gate.put(ts, reset_timeout, (tup,))
+                return
+            try:
+                roots = tup.roots
+            except AttributeError:
+                raise not_a_tuple(ts, "reset_timeout", tup) from None
+            if roots:
+                reset_trees(ts, roots)
+        return reset_timeout
+
     def install(self, ts: TaskState) -> None:
         inst = ts.instance
         inst.ack = self.ack_function(ts)
+        inst.reset_timeout = self.reset_function(ts)
         fail_tuple = self.acks.fail_tuple
+        fail_roots = self.acks.fail_roots
         gate = self.handoff
+        auto_ack = self.auto_ack
+        uncounted = self.uncounted
         warned = False
 
         def fail(tup: Tuple) -> None:
             """Fails ``tup`` (AckLedger.fail_tuple); one acked or failed already (by the
             bolt, or by auto_ack when its ``process`` returned) is left as it is, and the
-            first such call of the task is logged."""
+            first such call of the task is logged. An untracked one is counted once
+            (.uncounted)."""
             nonlocal warned
             if get_ident() != gate.ident and not gate.here():
                 if not isinstance(tup, Tuple):
@@ -204,12 +240,16 @@ class BoltExecutor(Executor):
                 gate.put(ts, fail, (tup,))
                 return
             try:
-                if tup.roots and not (tup.id or tup.ackval):
-                    if not warned:
-                        warned = True
-                        settled_again(ts, "failed", tup)
+                if tup.roots:
+                    if tup.id or tup.ackval:
+                        fail_tuple(ts, tup)
+                        return
+                elif settles(tup, auto_ack, uncounted):
+                    fail_roots(ts, None, 1)
                     return
-                fail_tuple(ts, tup)
+                if not warned:
+                    warned = True
+                    settled_again(ts, "failed", tup)
             except AttributeError:
                 if isinstance(tup, Tuple):
                     raise
@@ -242,6 +282,7 @@ class BoltExecutor(Executor):
         auto_ack = self.auto_ack
         auto_anchor = self.auto_anchor
         ack = self.acks.ack_tuple
+        uncounted = self.uncounted
         plain = 0            # untracked tuples processed without error (acked in bulk)
         for _ in range(n):
             tup = popleft()
@@ -261,12 +302,16 @@ class BoltExecutor(Executor):
                 ts.ticks -= 1
                 self._tick(ts, tup)
             else:
+                uncounted.one = tup     # the bolt's own ack or fail of it counts (.uncounted)
                 try:
                     process(tup)
                 except Exception as exc:
+                    uncounted.one = None
                     self._failed(ts, tup, exc)
                     continue
-                plain += 1
+                uncounted.one = None
+                if not tup.ackval:      # else the bolt acked or failed it itself: counted then
+                    plain += 1
         if auto_ack:
             ts.acked += plain
 
@@ -316,30 +361,36 @@ class BoltExecutor(Executor):
 
     def _run_tracked_one(self, ts: TaskState, tup: Tuple) -> None:
         """One tuple of a tracked pass that the pass's loop does not fold itself (a tick, an
-        untracked tuple): processed, and acked (counted) unless it is
-        a tick or it failed."""
+        untracked tuple): processed, and acked (counted) unless it is a tick, it failed, or
+        the bolt acked or failed it itself (.uncounted)."""
         if tup.src is self.tick_src:
             ts.ticks -= 1
             self._tick(ts, tup)
             return
         roots = tup.roots
+        uncounted = self.uncounted
         if roots:
             ts.current = tup
+        else:
+            uncounted.one = tup
         try:
             ts.instance.process(tup)
         except Exception as exc:
-            ts.current = None
+            ts.current = uncounted.one = None
             self._failed(ts, tup, exc)
             return
-        ts.current = None
+        ts.current = uncounted.one = None
         if roots:
             self.acks.ack_tuple(ts, tup)
-        else:
+        elif not tup.ackval:
             ts.acked += 1
 
     def _run_plain(self, ts: TaskState, q: Any, n: int) -> None:
         """``_run_tuples`` without ackers and with no tick queued: the tuples are taken and
-        passed to ``process`` by C loops (``map``), with no Python step of ours per tuple."""
+        passed to ``process`` by C loops (``map``), with no Python step of ours per tuple.
+        The pass counts its tuples once it ends, less those that raised and those the bolt
+        acked or failed itself (counted then: .uncounted, which finds the tuple in process
+        from the map's iterator)."""
         if n == len(q):
             tuples = list(q)
             q.clear()
@@ -348,17 +399,24 @@ class BoltExecutor(Executor):
         process = ts.instance.process
         it = iter(tuples)
         failed = 0
-        while True:
-            try:
-                _consume(map(process, it))
-                break
-            except Exception as exc:
-                # the tuple that raised is the last one map took from it
-                left = it.__length_hint__()  # type: ignore[attr-defined]
-                self._failed(ts, tuples[n - left - 1], exc)
-                failed += 1
+        uncounted = self.uncounted
+        uncounted.mapped(tuples, it)
+        try:
+            while True:
+                try:
+                    _consume(map(process, it))
+                    break
+                except Exception as exc:
+                    # the tuple that raised is the last one map took from it
+                    left = it.__length_hint__()  # type: ignore[attr-defined]
+                    tup = tuples[n - left - 1]
+                    if not tup.ackval:  # else the bolt acked or failed it: in ``own``
+                        failed += 1
+                    self._failed(ts, tup, exc)
+        finally:
+            own = uncounted.close()
         if self.auto_ack:
-            ts.acked += n - failed
+            ts.acked += n - failed - own
 
     def _run_lazy(self, ts: TaskState, q: Any, batch: int) -> int:
         """Run up to ``batch`` queue entries as one TupleBatch (fewer once they hold the
@@ -391,20 +449,28 @@ class BoltExecutor(Executor):
                 return n
         batch_view = TupleBatch(parts, size)
         acks = self.acks
+        uncounted = self.uncounted
+        uncounted.batch(batch_view)
         try:
             ts.instance.process_batch(batch_view)
         except Exception as exc:
+            uncounted.close()
             self.report_error(ts, exc)
             if self.auto_fail:
+                built = batch_view.built
+                if built is not None:   # the bolt read Tuples: those it settled stay so
+                    acks.fail_tuples(ts, built)
+                    return n
                 for p in parts:
                     if p.__class__ is TupleRun:
                         acks.fail_roots(ts, p.trees(), len(p))
                     else:
                         acks.fail_tuple(ts, p)
             return n
+        own = uncounted.close()     # the bolt's own acks and fails of untracked tuples
         if self.auto_ack:
             if not acks.acking:
-                ts.acked += size
+                ts.acked += size - own
                 return n
             ack = acks.ack_tuple
             built = batch_view.built
@@ -429,23 +495,26 @@ class BoltExecutor(Executor):
             tuples = [t for t in tuples if t.src is not tick_src]
             if not tuples:
                 return
+        uncounted = self.uncounted
+        uncounted.batch(tuples)
         try:
             ts.instance.process_batch(tuples)
         except Exception as exc:
+            uncounted.close()
             self.report_error(ts, exc)
             if self.auto_fail:
-                for t in tuples:
-                    self.acks.fail_tuple(ts, t)
+                self.acks.fail_tuples(ts, tuples)
             return
+        own = uncounted.close()     # the bolt's own acks and fails of untracked tuples
         if self.auto_ack:
             if not self.acks.acking:
-                ts.acked += len(tuples)
+                ts.acked += len(tuples) - own
                 return
             ack = self.acks.ack_tuple
             for t in tuples:
                 if t.roots:
                     ack(ts, t)
-                else:
+                elif not t.ackval:      # else the bolt acked or failed it itself
                     ts.acked += 1
 
     def _failed(self, ts: TaskState, tup: Tuple, exc: BaseException) -> None:

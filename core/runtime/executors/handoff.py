@@ -16,7 +16,9 @@ caller and a list it reuses arrives as it was emitted; an emit without ``anchors
 unanchored (no tuple is in process on that thread); ``need_task_ids=True`` waits for the loop.
 An error of a call when the loop makes it is reported as the component's, and its anchors fail
 (their trees replay). A caller that outruns the loop waits at its next call once HANDOFF_CAP
-calls wait. Calls handed over after the loop's last pass are not made (their trees time out).
+calls wait; a spout's tracked emit (with a ``tup_id``) waits before it is handed over while
+its task has ``topology.max.spout.pending`` trees in flight (:mod:`.pending`). Calls handed
+over after the loop's last pass are not made (their trees time out).
 Before the loop starts (``initialize``) and after it stops (``cleanup``) calls from any thread
 go straight to the runtime, as they do for every component then.
 """
@@ -33,6 +35,7 @@ from squall.runtime.emit.fast import KEYWORDS, positional_options
 from squall.runtime.emit.general import as_values, check_anchors, check_arity, check_emit
 
 if TYPE_CHECKING:
+    from squall.runtime.executors.pending import PendingLimit
     from squall.runtime.loop import Loop
     from squall.runtime.task import TaskState
 
@@ -46,8 +49,8 @@ class Handoff:
     ``ident`` is the loop thread's id once a call made on it has learned it (:meth:`here`);
     the emit and ack paths compare ``threading.get_ident()`` with it."""
 
-    __slots__ = ("calls", "fail_tuple", "ident", "lock", "loop", "report_error", "room",
-                 "scheduled", "waiting")
+    __slots__ = ("calls", "fail_tuple", "ident", "limit", "lock", "loop", "report_error",
+                 "room", "scheduled", "waiting")
 
     def __init__(self, loop: Loop, report_error: Callable[[TaskState, BaseException], None],
                  fail_tuple: Callable[[TaskState, Tuple], None]) -> None:
@@ -63,6 +66,13 @@ class Handoff:
         self.lock = threading.Lock()
         self.room = threading.Event()
         self.waiting = False
+        #: what a tracked emit waits for room in (a spout with max pending: .pending)
+        self.limit: PendingLimit | None = None
+
+    def limit_tracked(self, limit: PendingLimit) -> None:
+        """Have tracked emits (with a ``tup_id``) wait for room in ``limit`` before they are
+        handed over (a spout's ``topology.max.spout.pending``)."""
+        self.limit = limit
 
     def here(self) -> bool:
         """On any thread whose id is not :attr:`ident`: whether it may make a call itself,
@@ -154,7 +164,13 @@ class Handoff:
         anchors = self._anchors(ts, anchors)
         values = as_values(ts, stream, values)
         check_arity(ts, stream, values)
-        args = (values, stream, KEYWORDS, anchors, tup_id, direct_task, need_task_ids)
+        args: tuple[Any, ...] = (values, stream, KEYWORDS, anchors, tup_id, direct_task,
+                                 need_task_ids)
+        limit = self.limit
+        if tup_id is not None and limit is not None:
+            limit.enter(ts)         # waits while the task is at max pending
+            args = (ts, emit, *args)
+            emit = limit.tracked_emit
         if need_task_ids:
             return self.call(ts, emit, args)    # type: ignore[no-any-return]
         self.put(ts, emit, args, anchors)

@@ -12,8 +12,9 @@ from typing import Any
 from squall.api.tuple import Tuple
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.executors.base import Executor, Services, pass_cap
+from squall.runtime.executors.pending import PendingLimit
 from squall.runtime.executors.timeout_report import TimeoutReport
-from squall.runtime.streams import ACK_ACK
+from squall.runtime.streams import ACK_ACK, ACK_RESET
 from squall.runtime.task import TaskState
 
 log = logging.getLogger("squall.runtime.executors")
@@ -42,6 +43,12 @@ class SpoutExecutor(Executor):
         # (as in Storm), rather than holding each pass to that many calls
         self.max_pending = (conf.get("topology.max.spout.pending") or 0) \
             if services.acks.acking else 0
+        #: the same limit for the tracked emits of the spout's own threads (.pending)
+        self.pending_limit: PendingLimit | None = None
+        if self.max_pending:
+            self.pending_limit = PendingLimit(self.max_pending, self.in_flight,
+                                              self.limit_applies)
+            self.handoff.limit_tracked(self.pending_limit)
         #: turns a task was not called because it had max pending trees in flight (beside
         #: ``paused``, the passes backpressure held every task back)
         self.at_max_pending = 0
@@ -52,10 +59,15 @@ class SpoutExecutor(Executor):
         #: tells when its trees time out in numbers (checked as they rotate)
         self.timeout_report = TimeoutReport(component_id, self.timeout, self.max_pending)
         self.active = False
+        #: whether it was deactivated (and not activated since): its threads' tracked emits
+        #: wait for no room meanwhile (.pending)
+        self.deactivated = False
         #: a system spout that goes on while the topology is deactivated (the checkpoint
         #: spout: what stateful bolts hold still commits, and is acked, meanwhile)
         self.stays_active = bool(getattr(type(tasks[0].instance), "stays_active", False))
         self.malformed = 0           # completions from the network that were not one
+        #: the source of the resets of a tree's timeout an acker passes on (.acks)
+        self.reset_src = services.sources.ack[ACK_RESET]
         #: since when (loop clock) backpressure has held the spouts back without a break
         #: (0: it does not), and whether that spell was logged (past ``stall_secs``)
         self.held_since = 0.0
@@ -71,14 +83,40 @@ class SpoutExecutor(Executor):
         """Trees of task ``ts`` in flight."""
         return len(ts.pending_new) + len(ts.pending_old)
 
+    def pending_calls(self, ts: TaskState) -> int:
+        """Tracked emits of task ``ts`` made on other threads and not applied by the loop
+        yet (not in ``pending`` yet): those its own threads handed over (.pending)."""
+        limit = self.pending_limit
+        return limit.queued(ts) if limit is not None else 0
+
+    def in_flight(self, ts: TaskState) -> int:
+        """What ``topology.max.spout.pending`` bounds for task ``ts``: its trees in flight
+        and its tracked emits on their way to the loop. Read from any thread."""
+        return self.pending(ts) + self.pending_calls(ts)
+
+    def room_made(self) -> None:
+        """Trees completed or timed out and the spout's ``ack``/``fail`` of them ran: its
+        threads waiting for room look again (.pending). Called while some wait."""
+        self.pending_limit.wake()   # type: ignore[union-attr]
+
+    def limit_applies(self) -> bool:
+        """Whether a tracked emit from a thread of the spout's own waits for room: while
+        the worker's loop runs, from the start (a poller started in ``initialize`` emits
+        before the topology is activated) until the spout is deactivated, and again once
+        it is activated (.pending)."""
+        return not self.deactivated and self.services.loop.running
+
     def completions(self) -> int:
-        """Hand every queued completion to its spout; returns how many."""
+        """Hand every queued completion to its spout; returns how many (and wakes the
+        spout's threads waiting for room when trees completed: .pending)."""
         done = 0
         for ts in self.tasks:
             q = ts.queue
             while q:
                 self._completion(ts, q.popleft())
                 done += 1
+        if done and self.pending_limit is not None and self.pending_limit.waiting:
+            self.room_made()
         return done
 
     def run_once(self) -> int:
@@ -97,6 +135,8 @@ class SpoutExecutor(Executor):
         report_error = self.report_error
         batch = self.batch
         max_pending = self.max_pending
+        # tracked emits its own threads handed over count as in flight (.pending)
+        queued = self.pending_limit.queued if self.pending_limit is not None else None
         for ts in self.tasks:
             if ts.idle_until > now:
                 continue
@@ -104,8 +144,9 @@ class SpoutExecutor(Executor):
             # a pass emits about one batch per task, and no more than the pending room: a
             # tracked emit adds one pending tree, an untracked one none
             room = batch
-            if max_pending:
-                room = min(batch, max_pending - self.pending(ts))
+            if queued is not None:
+                room = min(batch, max_pending - len(ts.pending_new) - len(ts.pending_old)
+                           - queued(ts))
                 if room <= 0:
                     self.at_max_pending += 1
             limit = ts.emitted + room
@@ -151,7 +192,8 @@ class SpoutExecutor(Executor):
     def at_max_everywhere(self) -> bool:
         """Whether every task has ``topology.max.spout.pending`` trees in flight."""
         max_pending = self.max_pending
-        return bool(max_pending) and all(self.pending(ts) >= max_pending for ts in self.tasks)
+        return bool(max_pending) and all(self.in_flight(ts) >= max_pending
+                                         for ts in self.tasks)
 
     def released(self) -> None:
         """Backpressure let the spouts go again."""
@@ -196,13 +238,17 @@ class SpoutExecutor(Executor):
 
     def _completion(self, ts: TaskState, tup: Tuple | tuple[int, bool]) -> None:
         """One completion: ``(root, ok)`` from an acker of this worker, or an ack or fail
-        tuple ``(root,)`` from one in another worker."""
+        tuple ``(root,)`` from one in another worker; or a reset tuple ``(root,)`` from an
+        acker here or there (a bolt's ``reset_timeout``)."""
         if tup.__class__ is tuple:
             root, ok = tup              # type: ignore[misc]
             entry = ts.pending_new.pop(root, None)
         else:
             try:
                 root = tup.values[0]    # type: ignore[union-attr]
+                if tup.src is self.reset_src:   # type: ignore[union-attr]
+                    self._reset(ts, root)
+                    return
                 entry = ts.pending_new.pop(root, None)
             except (IndexError, TypeError):     # not an acker's completion: from the network
                 self.malformed += 1
@@ -229,6 +275,15 @@ class SpoutExecutor(Executor):
             if self.max_replays:
                 self._count_failure(ts, entry[0], "failed downstream")
             self._call(ts, ts.instance.fail, entry[0])
+
+    @staticmethod
+    def _reset(ts: TaskState, root: int) -> None:
+        """Restart tree ``root``'s timeout: back in the newer of the two generations of
+        pending trees, it times out no sooner than a message timeout from now (one not
+        pending any more, completed or timed out, is left alone)."""
+        entry = ts.pending_old.pop(root, None)
+        if entry is not None:
+            ts.pending_new[root] = entry
 
     def _count_failure(self, ts: TaskState, tup_id: Any, why: str) -> None:
         """One more failure of ``tup_id``: past ``topology.max.replays`` it is reported (an
@@ -281,6 +336,8 @@ class SpoutExecutor(Executor):
                 if self.max_replays:
                     self._count_failure(ts, tup_id, "timed out")
                 self._call(ts, ts.instance.fail, tup_id)
+        if timed_out and self.pending_limit is not None and self.pending_limit.waiting:
+            self.room_made()
         text = self.timeout_report.rotated(
             timed_out, sum(ts.acked + ts.failed for ts in self.tasks), now)
         if text is not None:
@@ -290,11 +347,17 @@ class SpoutExecutor(Executor):
         if active == self.active or (self.stays_active and not active):
             return
         self.active = active
+        self.deactivated = not active
+        if self.pending_limit is not None:
+            self.pending_limit.wake()   # inactive: its threads' emits wait no more
         for ts in self.tasks:
             self._call(ts, ts.instance.activate if active else ts.instance.deactivate)
 
     def stop(self) -> None:
-        """Call ``close`` of each task whose ``initialize`` returned (only those)."""
+        """Call ``close`` of each task whose ``initialize`` returned (only those), once the
+        spout's threads waiting for room are let go (the loop stopped: .pending)."""
+        if self.pending_limit is not None:
+            self.pending_limit.wake()
         for ts in self.tasks:
             if not ts.initialized:
                 continue

@@ -32,16 +32,20 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import repeat as _repeat
+from threading import get_ident
 from typing import Any
 
 from squall.runtime import osthread
 from squall.api.tuple import Tuple, TupleBatch
+from squall.runtime.acks import SETTLED
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.emit.fast import KEYWORDS, positional_options
 from squall.runtime.emit.general import as_values, check_anchors, check_arity, check_emit
 from squall.runtime.executors.base import Executor, Services, _perf
 from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor, not_a_tuple
+from squall.runtime.executors.pending import PendingLimit
 from squall.runtime.executors.spout import SpoutExecutor
+from squall.runtime.executors.uncounted import Uncounted
 from squall.runtime.loop import FENCE_SECS
 from squall.runtime.task import TaskState
 
@@ -127,6 +131,8 @@ class ComponentThread:
         self.thread: threading.Thread | None = None
         #: when (``time.monotonic``) the thread's current round of its serve loop began
         self.round_began = 0.0
+        #: the thread's id once it runs (-1 before)
+        self.ident = -1
 
     def start(self) -> None:
         self.alive = True
@@ -154,6 +160,7 @@ class ComponentThread:
             self.waiting_room = False
 
     def _main(self) -> None:
+        self.ident = threading.get_ident()
         osthread.set_name(f"sq-{self.component_id}")
         self.round_began = time.monotonic()
         try:
@@ -273,9 +280,15 @@ class ComponentThread:
         return True
 
     # -- what the component calls ------------------------------------------------------------
-    def install(self, ts: TaskState, spout: bool, auto_anchor: bool) -> None:
+    def install(self, ts: TaskState, spout: bool, auto_anchor: bool,
+                uncounted: Uncounted | None = None, limit: PendingLimit | None = None) -> None:
         """Put proxies of the runtime's methods on the task's instance (after the executor
-        installed the methods themselves)."""
+        installed the methods themselves). ``uncounted``: a bolt that acks automatically,
+        the untracked tuples of its running call (set by its thread), which its own ``ack``
+        or ``fail`` counts here, in call order with the pass's count (.uncounted).
+        ``limit``: a spout's ``max.spout.pending``, which a tracked emit from a thread other
+        than the component's waits in (.pending; the component's own is asked for
+        ``next_tuple`` only below it)."""
         inst = ts.instance
         real_emit, real_many = inst.emit, inst.emit_many
         real_report = inst.report_error
@@ -321,6 +334,14 @@ class ComponentThread:
             anchors = anchored(anchors)
             if spout:
                 ts.thread_emits += 1
+                if tup_id is not None and limit is not None and get_ident() != self.ident:
+                    limit.enter(ts)     # a helper thread's: waits while at max pending
+                    call = (ts, _with_id, real_emit, values, stream, tup_id, direct_task,
+                            need_task_ids)
+                    if need_task_ids:
+                        return self.wait_for(ts, limit.tracked_emit, call)
+                    put(ts, limit.tracked_emit, call)
+                    return None
                 if tup_id is not None:
                     ts.put_tracked += 1
                     args = (ts, real_emit, values, stream, tup_id, direct_task, need_task_ids)
@@ -357,8 +378,16 @@ class ComponentThread:
         inst.emit_many = emit_many
         inst.report_error = lambda e: real_report(e) if direct() else put(ts, real_report, (e,))
         if not spout:
-            real_ack, real_fail = inst.ack, inst.fail
+            real_ack, real_fail, real_reset = inst.ack, inst.fail, inst.reset_timeout
             samples = ts.thread_samples
+
+            def own(tup: Tuple) -> bool:
+                """An untracked tuple of the running call auto_ack has not counted yet: marked
+                settled here, before the call returns (its pass then leaves it out)."""
+                if uncounted is None or tup.roots or tup.ackval or not uncounted.holds(tup):
+                    return False
+                tup.ackval = SETTLED
+                return True
 
             def ack(tup: Tuple) -> None:
                 if not isinstance(tup, Tuple):      # raised here, not on the loop thread
@@ -370,6 +399,8 @@ class ComponentThread:
                         ts.proc_n += 1
                 if direct():
                     real_ack(tup)
+                elif own(tup):
+                    put(ts, _count_acked, (ts, 1))
                 else:
                     put(ts, real_ack, (tup,))
 
@@ -380,15 +411,30 @@ class ComponentThread:
                     samples.pop(id(tup), None)
                 if direct():
                     real_fail(tup)
+                elif own(tup):
+                    put(ts, _count_failed, (ts, 1))
                 else:
                     put(ts, real_fail, (tup,))
 
+            def reset_timeout(tup: Tuple) -> None:
+                if not isinstance(tup, Tuple):
+                    raise not_a_tuple(ts, "reset_timeout", tup)
+                if direct():
+                    real_reset(tup)
+                else:
+                    put(ts, real_reset, (tup,))
+
             inst.ack = ack
             inst.fail = fail
+            inst.reset_timeout = reset_timeout
 
 
 def _count_acked(ts: TaskState, n: int) -> None:
     ts.acked += n
+
+
+def _count_failed(ts: TaskState, n: int) -> None:
+    ts.failed += n
 
 
 def _one(real_emit: Callable[..., Any], values: tuple, stream: str, anchors: Any,
@@ -399,6 +445,12 @@ def _one(real_emit: Callable[..., Any], values: tuple, stream: str, anchors: Any
 
 def _many(real_many: Callable[..., None], vals: list[tuple], stream: str, anchors: Any) -> None:
     real_many(vals, stream, anchors=anchors)
+
+
+def _with_id(real_emit: Callable[..., Any], values: tuple, stream: str, tup_id: Any,
+             direct_task: int | None, need_task_ids: bool) -> Any:
+    return real_emit(values, stream, tup_id=tup_id, direct_task=direct_task,
+                     need_task_ids=need_task_ids)
 
 
 def _tracked(ts: TaskState, real_emit: Callable[..., Any], values: tuple, stream: str,
@@ -439,10 +491,14 @@ class ThreadedBolt(BoltExecutor):
         self.dropped = 0
         self.unlogged = 0
         self.log_at = 0.0
+        #: the untracked tuples of the call its thread runs that auto_ack has not counted
+        #: yet (set by the thread; the proxies of ``ack`` and ``fail`` read it: .uncounted)
+        self.thread_uncounted = Uncounted()
 
     def install(self, ts: TaskState) -> None:
         super().install(ts)
-        self.thread.install(ts, spout=False, auto_anchor=self.auto_anchor)
+        self.thread.install(ts, spout=False, auto_anchor=self.auto_anchor,
+                            uncounted=self.thread_uncounted if self.auto_ack else None)
 
     def queued(self) -> int:
         return self.thread.backlog()
@@ -511,6 +567,7 @@ class ThreadedBolt(BoltExecutor):
         auto_ack, auto_fail, auto_anchor = self.auto_ack, self.auto_fail, self.auto_anchor
         ack, fail = self.acks.ack_tuple, self.acks.fail_tuple
         samples = None if auto_ack else ts.thread_samples
+        uncounted = self.thread_uncounted
         n = plain = ticks = 0
         tick_secs = 0.0
         thread.busy = 1             # before a tuple leaves the queue (Worker.queued)
@@ -528,6 +585,7 @@ class ThreadedBolt(BoltExecutor):
                 samples[id(tup)] = _perf()
             if auto_anchor:
                 ts.thread_current = tup
+            uncounted.one = tup
             try:
                 process(tup)
             except Exception as exc:
@@ -538,9 +596,9 @@ class ThreadedBolt(BoltExecutor):
                 if auto_ack:
                     if tup.roots:
                         put(ts, ack, (ts, tup))
-                    else:
+                    elif not tup.ackval:    # else the bolt acked or failed it: counted then
                         plain += 1      # untracked: counted, in one call for the pass
-            ts.thread_current = None
+            ts.thread_current = uncounted.one = None
         if plain:
             put(ts, _count_acked, (ts, plain))
         spent = max(0.0, _perf() - t0 - tick_secs)
@@ -594,20 +652,24 @@ class ThreadedBolt(BoltExecutor):
                 # (the 2-core test host, 2026-12)
                 samples.update(zip(map(id, tuples[:MAX_SAMPLES - len(samples)]), _repeat(t0)))
             arg = TupleBatch(tuples, len(tuples)) if self.lazy_class else tuples  # type: ignore[arg-type]
+            uncounted = self.thread_uncounted
+            uncounted.batch(tuples)
             try:
                 ts.instance.process_batch(arg)
             except Exception as exc:
+                uncounted.close()
                 put(ts, self.report_error, (ts, exc))
                 if self.auto_fail:
                     for t in tuples:
                         put(ts, acks.fail_tuple, (ts, t))
             else:
+                uncounted.close()
                 if self.auto_ack:
                     plain = 0
                     for t in tuples:
                         if t.roots:
                             put(ts, acks.ack_tuple, (ts, t))
-                        else:
+                        elif not t.ackval:      # else the bolt acked or failed it itself
                             plain += 1
                     if plain:
                         put(ts, _count_acked, (ts, plain))
@@ -657,14 +719,15 @@ class ThreadedSpout(SpoutExecutor):
 
     def install(self, ts: TaskState) -> None:
         super().install(ts)
-        self.thread.install(ts, spout=True, auto_anchor=False)
+        self.thread.install(ts, spout=True, auto_anchor=False, limit=self.pending_limit)
 
     def queued(self) -> int:
         return self.thread.backlog()
 
     def pending_calls(self, ts: TaskState) -> int:
-        """Tracked emits made and not yet applied by the loop (not in ``pending`` yet)."""
-        return ts.put_tracked - ts.applied_tracked
+        """Tracked emits made and not yet applied by the loop (not in ``pending`` yet): the
+        component thread's and its helper threads'."""
+        return ts.put_tracked - ts.applied_tracked + super().pending_calls(ts)
 
     def run_once(self) -> int:
         thread = self.thread
@@ -686,12 +749,22 @@ class ThreadedSpout(SpoutExecutor):
         """A spout callback runs on the spout's own thread."""
         self.thread.call(ts, fn, *args)
 
+    def room_made(self) -> None:
+        """The spout's ``ack`` and ``fail`` run on its thread: its helper threads waiting for
+        room are woken there, after them (.pending)."""
+        limit = self.pending_limit
+        if limit is not None and limit.waiting:
+            self.thread.call(self.tasks[0], limit.wake)
+
     def set_active(self, active: bool) -> None:
         """Activation reaches the thread as calls: ``activate`` runs there before the first
         ``next_tuple``, and no ``next_tuple`` follows ``deactivate``."""
         if active == self.active:
             return
         self.active = active
+        self.deactivated = not active
+        if self.pending_limit is not None:
+            self.pending_limit.wake()   # inactive: its helper threads' emits wait no more
         call = self.thread.call
         for ts in self.tasks:
             call(ts, ts.instance.activate if active else ts.instance.deactivate)
@@ -757,6 +830,8 @@ class ThreadedSpout(SpoutExecutor):
                 thread.idle(wait)
 
     def stop(self) -> None:
+        if self.pending_limit is not None:
+            self.pending_limit.wake()   # its helper threads waiting for room go (.pending)
         if self.thread.stop():
             super().stop()
 

@@ -60,7 +60,7 @@ Messages = list[tuple[int, bytes]]
 #: a ``None`` component takes the stream from any task of the topology (the system streams)
 Accepts = Mapping[tuple[str | None, str], int]
 #: streams whose values are ints only (the acker's)
-INT_STREAMS = frozenset(("__ack_init", "__ack_ack", "__ack_fail"))
+INT_STREAMS = frozenset(("__ack_init", "__ack_ack", "__ack_fail", "__ack_reset"))
 #: most tuples one entry may announce (a run is capped far below: see the outbox's run cap);
 #: a block of a stream without fields carries only its count, which must not ask for more
 MAX_ROWS = 1 << 20

@@ -44,3 +44,41 @@ def test_ack_with_zero_value_before_init_does_not_complete() -> None:
     assert acker.ack(9, 0) is None          # xor 0 but no spout task known yet
     assert acker.init(9, 4, 1) is None
     assert acker.ack(9, 4) == (1, True)
+
+
+def test_a_reset_keeps_a_tree_for_two_more_rotations_and_names_its_spout_task() -> None:
+    acker = XorAcker()
+    acker.init(1, 5, 2)
+    acker.rotate()                          # one rotation old: the next one expires it
+    assert acker.reset_timeout(1) == 2      # back among the new: the spout task to tell
+    assert acker.rotate() == []
+    assert acker.reset_timeout(1) == 2      # new again
+    assert acker.rotate() == []
+    assert acker.rotate() == [(1, 2)]       # no reset since: it expires as any tree
+
+
+def test_a_reset_of_a_tree_not_tracked_does_nothing() -> None:
+    acker = XorAcker()
+    assert acker.reset_timeout(9) is None and acker.pending() == 0
+    acker.ack(3, 4)                         # acks before the spout's init: no spout task
+    assert acker.reset_timeout(3) is None and acker.pending() == 1
+
+
+def test_an_acker_without_reset_timeout_restarts_nothing() -> None:
+    class Minimal(Acker):
+        def init(self, root, value, spout_task):  # type: ignore[no-untyped-def]
+            return None
+
+        def ack(self, root, value):  # type: ignore[no-untyped-def]
+            return None
+
+        def fail(self, root):  # type: ignore[no-untyped-def]
+            return None
+
+        def rotate(self):  # type: ignore[no-untyped-def]
+            return []
+
+        def pending(self) -> int:
+            return 0
+
+    assert Minimal().reset_timeout(1) is None

@@ -8,7 +8,7 @@ from squall.ackers.xor import XorAcker
 from squall.api.topology import Topology
 from squall.api.tuple import Tuple, TupleRun
 from squall.runtime.acks import AckLedger
-from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT, Sources
+from squall.runtime.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET, Sources
 from squall.runtime.task import LocalTasks, TaskState
 
 SPOUT, BOLT, ACKER_HERE, ACKER_THERE, SPOUT_THERE = 1, 2, 3, 4, 5
@@ -130,3 +130,50 @@ def test_a_run_by_tree_acks_each_tuple_with_its_own_edge_into_its_own_tree() -> 
     acks.ack_run(bolt, TupleRun.by_tree([("d",)], SPOUT, None, [0b1000], [200]))  # type: ignore[arg-type]
     acks.flush()
     assert list(tasks.spout_queues[SPOUT]) == [(100, True), (200, True)]
+
+
+def test_a_reset_reaches_the_acker_here_and_the_spout_task_it_names() -> None:
+    acks, tasks, out = ledger([ACKER_HERE])
+    spout, bolt = tasks.states[SPOUT], tasks.states[BOLT]
+    acks.init_tree(spout, ACKER_HERE, 100, 6)
+    acks.init_tree(spout, ACKER_HERE, 101, 6)
+    tasks.states[ACKER_HERE].instance.rotate()          # both one rotation old
+    acks.reset_trees(bolt, (100, 55))                   # 55: a tree the acker does not track
+    queued = list(tasks.spout_queues[SPOUT])
+    assert [(t.values, t.src.stream) for t in queued] == [((100,), ACK_RESET)] and not out.sent
+    assert tasks.states[ACKER_HERE].instance.rotate() == [(101, SPOUT)]   # 100 kept
+
+
+def test_a_reset_travels_to_an_acker_and_a_spout_task_elsewhere() -> None:
+    acks, tasks, out = ledger([ACKER_THERE])
+    acks.reset_trees(tasks.states[BOLT], (7, 8))
+    assert out.sent == [("values", ACKER_THERE, (7, 0), BOLT, ACK_RESET),
+                        ("values", ACKER_THERE, (8, 0), BOLT, ACK_RESET)]
+    out.sent.clear()
+    acks, tasks, out = ledger([ACKER_HERE])
+    acks.acker_values(tasks.states[ACKER_HERE], acks.sources.ack[ACK_INIT], [(9, 3, SPOUT_THERE)])
+    acks.acker_values(tasks.states[ACKER_HERE], acks.sources.ack[ACK_RESET], [(9, 0)])
+    assert out.sent == [("values", SPOUT_THERE, (9,), ACKER_HERE, ACK_RESET)]
+
+
+def test_without_ackers_a_reset_does_nothing() -> None:
+    acks, tasks, out = ledger([])
+    acks.reset_trees(tasks.states[BOLT], (1,))
+    assert not out.sent and not tasks.spout_queues[SPOUT]
+
+
+def test_a_batch_that_raised_fails_each_tuple_not_settled_once_and_each_tree_once() -> None:
+    acks, tasks, out = ledger([ACKER_THERE])
+    bolt = tasks.states[BOLT]
+    tracked = [Tuple(("t",), SPOUT, None, e, (root,))      # type: ignore[arg-type]
+               for e, root in ((1, 10), (2, 10), (4, 11))]
+    plain = [Tuple(("u",), SPOUT, None) for _ in range(3)]  # type: ignore[arg-type]
+    acks.ack_tuple(bolt, tracked[2])        # the bolt acked one, failed an untracked one
+    acks.fail_tuple(bolt, plain[0])
+    assert (bolt.acked, bolt.failed) == (1, 1)
+    acks.fail_tuples(bolt, tracked + plain)     # then process_batch raised: auto_fail
+    assert (bolt.acked, bolt.failed) == (1, 5)
+    assert [s for s in out.sent if s[-1] == ACK_FAIL] == [
+        ("values", ACKER_THERE, (10, 0), 0, ACK_FAIL)]       # tree 10 once; 11 was acked
+    acks.fail_tuples(bolt, tracked + plain)     # settled: nothing more
+    assert bolt.failed == 5

@@ -34,9 +34,10 @@ def topology() -> Any:
 def test_each_kind_of_task_takes_what_it_subscribes_to() -> None:
     topo = topology()
     assert accepts(topo, "sink") == {("src", "default"): 2}
-    assert accepts(topo, "src") == {("__acker", "__ack_ack"): 1, ("__acker", "__ack_fail"): 1}
+    assert accepts(topo, "src") == {("__acker", "__ack_ack"): 1, ("__acker", "__ack_fail"): 1,
+                                    ("__acker", "__ack_reset"): 1}
     assert accepts(topo, "__acker") == {(None, "__ack_init"): 3, (None, "__ack_ack"): 2,
-                                        (None, "__ack_fail"): 2}
+                                        (None, "__ack_fail"): 2, (None, "__ack_reset"): 2}
 
 
 GOOD = [2, "default", [2, ["w", "v"], [1, 2]], [5, 6], [[7], 0]]
