@@ -22,12 +22,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import yaml
 
 from bench import host
+from bench.overrides import parse
 from bench.tree import tree_env
 from squall.daemon.dev_zookeeper import DevZooKeeper
 from squall.daemon.ports import free_port
@@ -35,6 +36,11 @@ from squall.state.cluster_state import decode_beat
 
 HERE = Path(__file__).resolve().parent
 TARGET = str(HERE / "topologies" / "dwc.py")
+T = TypeVar("T")
+#: the keys a case sets, and what sets them: a ``-c`` of one is refused
+OWNED = {"topology.workers": "the benchmark (2 workers)",
+         "topology.acker.executors": "the case's acking (2 ackers on, 0 off)",
+         "bench.tracked": "the case's acking", "bench.marker": "the benchmark (first tuple)"}
 
 
 def cluster_conf(zk: DevZooKeeper, name: str, **extra: Any) -> dict[str, Any]:
@@ -184,15 +190,36 @@ def beat_totals(beat: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+class WindowSpoiled(Exception):
+    """A measured window cannot be used: a worker restarted in it (its beat's ``seq`` or a
+    total went down), or the processes measured changed. The case failed; its figures are
+    not a measurement."""
+
+
 def beat_rates(before: dict[str, tuple[float, dict[str, Any]]],
                after: dict[str, tuple[float, dict[str, Any]]]) -> dict[tuple[str, str], float]:
-    """(worker, component or counter) -> per second between each worker's two beats."""
+    """(worker, component or counter) -> per second between each worker's two beats.
+
+    Every figure in a beat is a total since the worker started, so a worker that beat in
+    one life at the window's start and in another at its end shows a total (or its beat
+    ``seq``) going down: :class:`WindowSpoiled` is raised, naming the worker and the figure,
+    as it is for a worker that beat at only one end of the window."""
+    if before.keys() != after.keys():
+        raise WindowSpoiled("the workers that beat changed during the window: "
+                            f"{sorted(before)} at its start, {sorted(after)} at its end")
     out = {}
     for name, (t2, b2) in after.items():
         t1, b1 = before[name]
+        if isinstance(b1.get("seq"), int) and isinstance(b2.get("seq"), int) \
+                and b2["seq"] <= b1["seq"]:
+            raise WindowSpoiled(f"worker {name} restarted during the window (its beat seq "
+                                f"went from {b1['seq']} to {b2['seq']})")
         a, b = beat_totals(b1), beat_totals(b2)
         for key, n in b.items():
             if isinstance(n, (int, float)):
+                if n < a.get(key, 0):
+                    raise WindowSpoiled(f"worker {name} restarted during the window (its "
+                                        f"{key} total went down from {a[key]:,} to {n:,})")
                 out[(name, key)] = (n - a.get(key, 0)) / (t2 - t1)
     return out
 
@@ -297,13 +324,46 @@ def run_case(zk: DevZooKeeper, supervisors: int, transport: str, acking: bool, b
             cluster.close()
 
 
+def case_name(supervisors: int, acking: bool, batch: bool) -> str:
+    """A case as ``--cases`` names it: ``SUPS-FORM-ACKING``, e.g. ``2-per-tuple-on``."""
+    return f"{supervisors}-{'batch' if batch else 'per-tuple'}-{'on' if acking else 'off'}"
+
+
+#: every case ``--cases`` may name
+CASE_NAMES = [case_name(s, a, b) for s in (1, 2) for b in (False, True) for a in (False, True)]
+
+
+def paired(runs: dict[str, Callable[[], T]]) -> tuple[dict[str, T], dict[str, str]]:
+    """Run each of ``runs`` on a thread of its own, all at the same time, and wait for them:
+    (results by key, the error of each run that raised, by key). A run that raises, even
+    ``SystemExit`` (which a thread would drop without a word), is reported, not lost."""
+    results: dict[str, T] = {}
+    errors: dict[str, str] = {}
+
+    def one(key: str, run: Callable[[], T]) -> None:
+        try:
+            results[key] = run()
+        except BaseException as exc:        # reported by the caller, SystemExit too
+            errors[key] = (str(exc) if isinstance(exc, SystemExit)
+                           else f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=one, args=kv, name=f"bench-{kv[0]}")
+               for kv in runs.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, errors
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.distributed")
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--transports", nargs="+", default=["zmq"])
     p.add_argument("--quick", action="store_true", help="only 2 supervisors, per-tuple, acking off and on")
-    p.add_argument("--cases", nargs="+", metavar="SUPS-FORM-ACKING",
-                   help="only these cases, e.g. 2-per-tuple-on 1-batch-off")
+    p.add_argument("--cases", nargs="+", metavar="SUPS-FORM-ACKING", choices=CASE_NAMES,
+                   help="only these cases, e.g. 2-per-tuple-on 1-batch-off (of: "
+                        + " ".join(CASE_NAMES) + ")")
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config for every case (repeatable)")
     p.add_argument("--detail", action="store_true",
@@ -316,6 +376,10 @@ def main(argv: list[str] | None = None) -> None:
                         "and on TREE, each its own cluster, and print the ratio of their "
                         "words per CPU second: both share the host's cores and its noise")
     args = p.parse_args(argv)
+    try:
+        parse(args.conf, OWNED)
+    except ValueError as exc:
+        p.error(str(exc))
     # a SIGTERM (a `kill` or `timeout`) unwinds like Ctrl-C, so the cluster and ZooKeeper
     # this run started are stopped instead of left running
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -331,14 +395,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {'transport':<9} {'supervisors':<11} {'form':<9} {'acking':<6} "
               f"{'words/s':>12} {'first tuple s':>14} {'words/CPU s':>12}"
               + (f" {'against':>12} {'ratio':>6}" if other else ""))
+        failed = 0
         for transport in args.transports:
             cases = [(s, a, b) for s in (1, 2) for b in (False, True) for a in (False, True)]
             if args.quick or transport != args.transports[0]:
                 cases = [(2, False, False), (2, True, False)]
             if args.cases:
-                cases = [(s, a, b) for s, a, b in cases
-                         if f"{s}-{'batch' if b else 'per-tuple'}-{'on' if a else 'off'}"
-                         in args.cases]
+                cases = [c for c in cases if case_name(*c) in args.cases]
+                if not cases:
+                    print(f"  {transport:<9} none of --cases runs on it (after the first "
+                          "transport, and with --quick: 2-per-tuple-off and -on)", flush=True)
             for sups, acking, batch in cases:
                 def case(e: dict[str, str], show: bool) -> tuple[float, float, float]:
                     return run_case(zk, sups, transport, acking, batch, args.seconds,
@@ -346,22 +412,28 @@ def main(argv: list[str] | None = None) -> None:
                 row = (f"  {transport:<9} {sups:<11} {'batch' if batch else 'per-tuple':<9} "
                        f"{'on' if acking else 'off':<6}")
                 if other is None:
-                    rate, first, per_cpu = case(env, args.detail)
+                    try:
+                        rate, first, per_cpu = case(env, args.detail)
+                    except WindowSpoiled as exc:
+                        print(f"{row} failed: {exc}", flush=True)
+                        failed += 1
+                        continue
                     print(f"{row} {rate:>12,.0f} {first:>14.2f} {per_cpu:>12,.0f}", flush=True)
                     continue
-                results: dict[str, tuple[float, float, float]] = {}
-                threads = [threading.Thread(target=lambda k=k, e=e: results.__setitem__(
-                    k, case(e, False))) for k, e in (("this", env), ("other", other))]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                if len(results) < 2:
-                    raise SystemExit("bench: a paired run failed (see above)")
+                results, errors = paired({"this": lambda: case(env, False),
+                                          "other": lambda: case(other, False)})
+                if errors:
+                    print(f"{row} failed: " + "; ".join(
+                        f"the run on {'this tree' if k == 'this' else args.against}: {why}"
+                        for k, why in errors.items()), flush=True)
+                    failed += 1
+                    continue
                 rate, first, per_cpu = results["this"]
                 print(f"{row} {rate:>12,.0f} {first:>14.2f} {per_cpu:>12,.0f} "
                       f"{results['other'][2]:>12,.0f} {per_cpu / results['other'][2]:>6.2f}",
                       flush=True)
+    if failed:
+        raise SystemExit(f"bench: {failed} case(s) failed (see above)")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,10 @@ how far the data is rather than how much code runs. The simulation is of one cor
 run one at a time: it shows what the work itself misses, not what other processes evict.
 
 Needs ``valgrind`` (Debian's package). Each case takes about a minute (two or three with
-``--cache``).
+``--cache``). Each run is ``bench.wordcount.run_once``'s, which checks that every word was
+counted (and every sentence acked) within its deadline; a run that fails or takes over
+:data:`RUN_TIMEOUT` seconds, or a larger size that ran no more instructions, stops the
+benchmark with one line. ``-c`` may not set what the cases set (``bench.wordcount.OWNED``).
 """
 from __future__ import annotations
 
@@ -38,13 +41,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.overrides import parse
 from bench.tree import ROOT, tree_env
-from squall.config import parse_override
+from bench.wordcount import OWNED
 
 CASES = {"per-tuple-off": (False, False), "per-tuple-on": (False, True),
          "batch-off": (True, False), "batch-on": (True, True)}
-RUN = ("import json, sys\nfrom bench.wordcount import run_once\n"
-       "run_once(int(sys.argv[1]), {batch}, {acking}, conf=json.loads(sys.argv[2]))\n")
+RUN = ("import json, sys\nfrom bench.wordcount import RunFailed, run_once\n"
+       "try:\n"
+       "    run_once(int(sys.argv[1]), {batch}, {acking}, conf=json.loads(sys.argv[2]))\n"
+       "except (RunFailed, ValueError) as exc:\n"
+       "    sys.exit(str(exc))\n")
+#: seconds one run under valgrind may take
+RUN_TIMEOUT = 1800
 _COLLECTED = re.compile(r"Collected\s*:\s*([\d ]+)")
 
 
@@ -62,10 +71,16 @@ def callgrind(code: str, args: list[str], tree: Path | None = None,
     # PYTHONHASHSEED: the same dict layouts in every run
     with tempfile.TemporaryDirectory(prefix="squall-instr-") as tmp, \
             tree_env(tree, PYTHONHASHSEED="0") as env:
-        out = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out",
-             *(["--cache-sim=yes"] if cache else []), sys.executable, "-c", code, *args],
-            env=env, cwd=ROOT, capture_output=True, text=True, check=True)
+        try:
+            out = subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out",
+                 *(["--cache-sim=yes"] if cache else []), sys.executable, "-c", code, *args],
+                env=env, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"a run took over {RUN_TIMEOUT} s (killed)") from None
+    if out.returncode != 0:
+        why = [line for line in out.stderr.strip().splitlines() if not line.startswith("==")]
+        raise RuntimeError(f"a run failed: {(why or [f'exit status {out.returncode}'])[-1]}")
     events, found = _EVENTS.search(out.stderr), _COLLECTED.search(out.stderr)
     if events is None or found is None:
         raise RuntimeError(f"valgrind printed no counts:\n{out.stderr[-2000:]}")
@@ -85,6 +100,9 @@ def per_word(sizes: tuple[int, int], batch: bool, acking: bool, conf: dict[str, 
     small, big = sizes
     a = count(small, batch, acking, conf, tree, cache)
     b = count(big, batch, acking, conf, tree, cache)
+    if b["Ir"] <= a["Ir"]:
+        raise RuntimeError(f"{big:,} sentences ran no more instructions than {small:,} "
+                           f"({b['Ir']:,} against {a['Ir']:,})")
     return {k: (b[k] - a[k]) / ((big - small) * 10) for k in b}
 
 
@@ -100,7 +118,12 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         p.error("valgrind is not installed (apt-get install valgrind)")
-    conf = dict(map(parse_override, args.conf))
+    try:
+        conf = parse(args.conf, OWNED)
+    except ValueError as exc:
+        p.error(str(exc))
+    if not 0 < args.sizes[0] < args.sizes[1]:
+        p.error(f"--sizes {args.sizes[0]} {args.sizes[1]}: need 0 < smaller < larger")
     tree = args.tree.resolve() if args.tree else None
     print(f"word count, instructions per word (callgrind), marginal between {args.sizes[0]:,} "
           f"and {args.sizes[1]:,} sentences; conf {conf or '{}'}"
@@ -109,7 +132,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {'':<14} " + " ".join(f"{title:>12}" for title, _ in CACHE_COLUMNS))
     for name in args.cases:
         batch, acking = CASES[name]
-        got = per_word(tuple(args.sizes), batch, acking, conf, tree, args.cache)
+        try:
+            got = per_word(tuple(args.sizes), batch, acking, conf, tree, args.cache)
+        except RuntimeError as exc:
+            raise SystemExit(f"bench: {name}: {exc}") from None
         if args.cache:
             print(f"  {name:<14} " + " ".join(
                 f"{sum(got[e] for e in events):>12,.2f}" for _, events in CACHE_COLUMNS),

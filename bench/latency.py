@@ -1,4 +1,4 @@
-"""End-to-end latency of the distributed word count: spout emit -> count bolt.
+"""End-to-end latency of the distributed word count: a sentence's due time -> count bolt.
 
     python -m bench.latency [--seconds 5] [--levels 25 50 90] [--acking off on] [--transport zmq]
                             [--corpus varied|fixed] [--windows 1]
@@ -8,16 +8,22 @@ ZooKeeper, a nimbus, one supervisor with two slots) and submits
 ``bench/topologies/latency.py`` in two workers: 2 spout, 2 split (shuffle), 2 count (fields)
 executors; acking on adds 2 ackers. The sentences are ``--corpus``'s
 (``bench/topologies/corpus.py``: ``varied``, as in ``bench.scale``, or ``fixed``, the one
-sentence of the earlier tables). The spout stamps each sentence with ``time.monotonic()``
-(one clock for every process on Linux) and the count bolt keeps ``arrival - stamp`` for a
-random sample of words. First the spout runs unpaced: the count bolts' words/s between worker
-beats is the saturating rate. Then, on the same topology, the spout is paced at each level
-(per cent of that rate, in sentences of 10 words) and, after ``--warmup`` seconds, the
-samples that arrived in ``--seconds`` give p50 / p99 / p99.9 exactly (nearest rank over every
-kept sample). The rate is set through a control file the spouts re-read every 0.25 s. With
-acking on, the spout's mean complete latency over the same window comes from the beats too.
-``--windows N`` measures N windows in a row at each level and adds a row of their medians
-(one window's tail moves with whatever else ran on the host in it).
+sentence of the earlier tables). The spout stamps each sentence with the ``time.monotonic()``
+(one clock for every process on Linux) at which the paced schedule wanted it emitted (its due
+time) and the one at which it was emitted, and the count bolt keeps ``arrival - due`` and
+``arrival - emitted`` for a random sample of words. First the spout runs unpaced (due time =
+emit time): the count bolts' words/s between worker beats is the saturating rate. Then, on
+the same topology, the spout is paced at each level (per cent of that rate, in sentences of 10
+words) and, after ``--warmup`` seconds, the samples that arrived in ``--seconds`` give p50 /
+p99 / p99.9 from the due time exactly (nearest rank over every kept sample), and p99 from the
+emit beside it, labelled "emit-stamped". Latency from the emit leaves out the wait of every
+sentence a stall made late (coordinated omission: the stall delays the emits too); latency
+from the due time is what a source on schedule sees. The rate is set through a control file
+the spouts re-read every 0.25 s. A level whose measured sentences/s falls more than
+:data:`REACHED` below its target is marked "not reached": its latency is that of an overload,
+not of the level. With acking on, the spout's mean complete latency over the same window comes
+from the beats too. ``--windows N`` measures N windows in a row at each level and adds a row
+of their medians (one window's tail moves with whatever else ran on the host in it).
 """
 from __future__ import annotations
 
@@ -41,12 +47,23 @@ from pathlib import Path
 from typing import Any
 
 from bench.distributed import Beats, Cluster, counted, supervisors_up, wait_for, workers_cpu
+from bench.overrides import parse
 from squall.daemon.dev_zookeeper import DevZooKeeper
 
 HERE = Path(__file__).resolve().parent
 TARGET = str(HERE / "topologies" / "latency.py") + ":topology"
 WORDS = 10                      # words per sentence
 QUANTILES = (0.5, 0.99, 0.999)
+#: a paced level counts as reached when its sentences/s is at least this share of its target
+REACHED = 0.97
+#: doubles per sample in the count tasks' files: arrival, seconds since due, since emitted
+SAMPLE = 3
+#: the keys the cases set, and what sets them: a ``-c`` of one is refused
+OWNED = {"topology.workers": "the benchmark (2 workers)",
+         "topology.acker.executors": "--acking (2 ackers on, 0 off)",
+         "topology.max.spout.pending": "--max-pending (acking on; none off)",
+         "bench.tracked": "--acking", "bench.control": "the benchmark (the pacing file)",
+         "bench.samples": "the benchmark (the samples' directory)", "bench.corpus": "--corpus"}
 
 
 @dataclass
@@ -59,6 +76,18 @@ class Row:
     samples: int
     complete_ms: float | None   # the spouts' mean complete latency over the window
     load: float                 # the host's 1-minute load average at the window's end
+    emit_p99_ms: float | None = None    # p99 of the same samples from their emit
+
+    @property
+    def reached(self) -> bool:
+        """Whether the spouts emitted at least :data:`REACHED` of the paced target (always
+        true unpaced)."""
+        return self.target is None or self.sentences >= REACHED * self.target
+
+    @property
+    def shown(self) -> str:
+        """The row's label, with "not reached" when the level's rate was not."""
+        return self.label if self.reached else f"{self.label} (not reached)"
 
 
 def quantiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
@@ -70,26 +99,28 @@ def quantiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]
 
 
 def read_samples(directory: Path) -> dict[str, array]:
-    """Each count task's samples so far: a flat array of (arrival, latency) pairs."""
+    """Each count task's samples so far: a flat array of (arrival, seconds since due,
+    seconds since emitted) triples."""
     out = {}
+    size = SAMPLE * 8
     for path in sorted(directory.glob("lat-*.bin")):
         data = path.read_bytes()
         a = array("d")
-        a.frombytes(data[:len(data) - len(data) % 16])     # a write may be under way
+        a.frombytes(data[:len(data) - len(data) % size])   # a write may be under way
         out[path.name] = a
     return out
 
 
 def window_samples(directory: Path, t1: float, t2: float, tasks: int
-                   ) -> list[tuple[float, float]]:
-    """(arrival, latency ms) of the samples that arrived between t1 and t2, once every
-    task's file holds a sample that arrived after t2 (so none of the window is still in
-    memory)."""
+                   ) -> list[tuple[float, float, float]]:
+    """(arrival, latency ms from due, from emit) of the samples that arrived between t1 and
+    t2, once every task's file holds a sample that arrived after t2 (so none of the window
+    is still in memory)."""
     samples = wait_for(lambda: (s := read_samples(directory)) and len(s) >= tasks
-                       and all(a and a[-2] > t2 for a in s.values()) and s,
+                       and all(a and a[-SAMPLE] > t2 for a in s.values()) and s,
                        30, "the count tasks' samples")
-    return [(a[i], a[i + 1] * 1000) for a in samples.values() for i in range(0, len(a), 2)
-            if t1 <= a[i] <= t2]
+    return [(a[i], a[i + 1] * 1000, a[i + 2] * 1000) for a in samples.values()
+            for i in range(0, len(a), SAMPLE) if t1 <= a[i] <= t2]
 
 
 def beat_rates(b1: dict[str, tuple[float, dict[str, Any]]],
@@ -131,25 +162,29 @@ def measure(beats: Beats, samples: Path, label: str, target: float | None, warmu
     t2 = time.monotonic()
     sentences, words, complete = beat_rates(b1, b2)
     kept = window_samples(samples, t1, t2, 2)
-    lat = [ms for _, ms in kept]
+    lat = [due for _, due, _ in kept]
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
         name = label.replace(" %", "").replace(" #", "-")
         with open(dump / f"{name}.tsv", "w") as f:
-            f.writelines(f"{t - t1:.6f}\t{ms:.3f}\n" for t, ms in sorted(kept))
+            f.writelines(f"{t - t1:.6f}\t{due:.3f}\t{emit:.3f}\n"
+                         for t, due, emit in sorted(kept))
     return Row(label, target, sentences, words, quantiles(lat, QUANTILES) if lat else (),
-               len(lat), complete, os.getloadavg()[0])
+               len(lat), complete, os.getloadavg()[0],
+               quantiles([emit for _, _, emit in kept], (0.99,))[0] if kept else None)
 
 
 def median_row(rows: Sequence[Row], label: str) -> Row:
     """The medians of several windows' figures (each quantile on its own)."""
     with_lat = [r.latency_ms for r in rows if r.latency_ms]
     completes = [r.complete_ms for r in rows if r.complete_ms is not None]
+    emits = [r.emit_p99_ms for r in rows if r.emit_p99_ms is not None]
     return Row(label, rows[0].target, statistics.median(r.sentences for r in rows),
                statistics.median(r.words for r in rows),
                tuple(statistics.median(q) for q in zip(*with_lat)) if with_lat else (),
                sum(r.samples for r in rows),
-               statistics.median(completes) if completes else None, rows[-1].load)
+               statistics.median(completes) if completes else None, rows[-1].load,
+               statistics.median(emits) if emits else None)
 
 
 def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[float],
@@ -227,14 +262,20 @@ def machine() -> str:
 
 
 def table(rows: Sequence[Row], acking: bool) -> str:
+    """The rows as a markdown table: latency p50 / p99 / p99.9 from each sentence's due time
+    (unpaced: its emit), then p99 from the emit ("emit-stamped"); a level that was not
+    reached says so in its rate and target."""
     head = ("| rate | sentences/s, target | sentences/s | words/s | p50 ms | p99 ms | "
-            "p99.9 ms | samples |" + (" complete ms, mean |" if acking else "") + " load |")
+            "p99.9 ms | p99 ms, emit-stamped | samples |"
+            + (" complete ms, mean |" if acking else "") + " load |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lat = [f"{x:.2f}" for x in r.latency_ms] or ["", "", ""]
-        target = "" if r.target is None else f"{r.target:,.0f}"
-        line = (f"| {r.label} | {target} | {r.sentences:,.0f} | {r.words:,.0f} | "
-                f"{' | '.join(lat)} | {r.samples:,} |")
+        target = "" if r.target is None else f"{r.target:,.0f}" + (
+            "" if r.reached else " (not reached)")
+        emit = "" if r.emit_p99_ms is None else f"{r.emit_p99_ms:.2f}"
+        line = (f"| {r.shown} | {target} | {r.sentences:,.0f} | {r.words:,.0f} | "
+                f"{' | '.join(lat)} | {emit} | {r.samples:,} |")
         if acking:
             line += f" {'' if r.complete_ms is None else f'{r.complete_ms:.2f}'} |"
         line += f" {r.load:.1f} |"
@@ -261,20 +302,29 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-pending", type=int, default=50_000,
                    help="topology.max.spout.pending with acking on")
     p.add_argument("--dump", type=Path, metavar="DIR",
-                   help="write each window's samples (seconds into the window, latency ms, "
-                        "in arrival order) to DIR/acking-MODE/LEVEL.tsv")
+                   help="write each window's samples (seconds into the window, latency ms "
+                        "from the due time, from the emit; in arrival order) to "
+                        "DIR/acking-MODE/LEVEL.tsv")
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config (repeatable)")
     args = p.parse_args(argv)
+    try:
+        parse(args.conf, OWNED)
+    except ValueError as exc:
+        p.error(str(exc))
 
     def progress(row: Row) -> None:
-        print(f"  {row.label}: {row.words:,.0f} words/s, {row.samples:,} samples", flush=True)
+        print(f"  {row.shown}: {row.words:,.0f} words/s, {row.samples:,} samples"
+              + ("" if row.target is None else
+                 f", {row.sentences:,.0f} of {row.target:,.0f} sentences/s"), flush=True)
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(machine(), flush=True)
     print(f"2 workers on one supervisor, {args.transport}, corpus {args.corpus}; window "
           f"{args.seconds:g} s after "
-          f"{args.warmup:g} s at each rate; latency spout emit -> count bolt", flush=True)
+          f"{args.warmup:g} s at each rate; latency from each sentence's due time on the "
+          "spout's schedule (unpaced: its emit) -> count bolt; 'emit-stamped' from its emit",
+          flush=True)
     with contextlib.ExitStack() as stack:
         zdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="squall-bench-zk-"))
         zk = stack.enter_context(DevZooKeeper(zdir))

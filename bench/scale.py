@@ -15,10 +15,13 @@ every sentence, ``topology.max.spout.pending`` 2000 per spout task; off: no acke
 Once every worker has beaten with counts in it and ``--warmup`` seconds have passed, the
 window runs from one beat of each worker to its first beat ``--seconds`` later (a ZooKeeper
 watch times each beat, as in ``bench.distributed``): words/s is the count tasks' executed
-totals over that window. CPU is ``utime + stime + cutime + cstime`` from ``/proc/<pid>/stat``
-of nimbus, the supervisor and every process descended from them (the W workers), read at the
-window's ends; CPU per word is that CPU over the words the window's rate gives for the same
-span. ZooKeeper's JVM and this process are not counted (ZooKeeper is shown beside, ``--detail``).
+totals over that window. CPU is ``utime + stime`` from ``/proc/<pid>/stat`` of nimbus, the
+supervisor and every process descended from them (the W workers), all alive through the
+window, read at its ends; CPU per word is that CPU over the words the window's rate gives for
+the same span. ZooKeeper's JVM and this process are not counted (ZooKeeper is shown beside,
+``--detail``). A case whose window saw a process of the cluster end or start (a worker that
+died and was started again) or a worker's beat total go down fails: it is reported as failed
+and left out of the tables.
 
 Efficiency is words/s / (W x words/s at the smallest W) and cost ratio CPU per word at W / CPU
 per word at the smallest W (normally W = 1); with ``--runs`` above 1 the medians are shown.
@@ -30,10 +33,12 @@ workload in W plain Python processes (``bench.floor_wc``: split, hash, msgpack o
 per word, nothing else; per form), the least a word costs in CPython at each W, and the squall /
 floor ratios. ``--count-grouping local`` routes split -> count by local-or-shuffle instead of
 fields: no word crosses between workers, so the figures show what W workers cost without the
-crossing (each worker then counts its own words: not a word count). ``--in-process`` runs
-squall's cases in a LocalCluster in this process instead (W workers as loop threads on one
-GIL, the in-memory transport; CPU is this process's): the crossing's cost without W processes
-sharing the host, in one process a profiler can attach to.
+crossing (each worker then counts its own words: not a word count, so the header and every
+squall table say so, and no squall / bytewax or squall / floor ratio is printed).
+``--in-process`` runs squall's cases in a LocalCluster in this process instead (W workers as
+loop threads on one GIL, the in-memory transport; CPU is this process's): the crossing's cost
+without W processes sharing the host, in one process a profiler can attach to. ``-c`` may not
+set what the options set (:data:`OWNED`).
 """
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,10 +61,17 @@ from typing import Any
 import yaml
 
 from bench import host
-from bench.distributed import Beats, beat_rates, cluster_conf, supervisors_up, wait_for
+from bench.distributed import (
+    Beats,
+    WindowSpoiled,
+    beat_rates,
+    cluster_conf,
+    supervisors_up,
+    wait_for,
+)
+from bench.overrides import parse
 from bench.peers import progress
 from squall.api.topology import ACKER
-from squall.config import parse_override
 from squall.daemon.dev_zookeeper import DevZooKeeper
 from squall.daemon.ports import free_port
 
@@ -71,6 +83,12 @@ NAME = "scale"
 COUNTERS = ("sent_batches", "sent_bytes", "received_batches", "loop_passes", "idle_waits",
             "spout_paused", "spout_at_max_pending")
 PENDING = 2000                  # topology.max.spout.pending per spout task, acking on
+#: the keys a case sets, and what sets them: a ``-c`` of one is refused
+OWNED = {"topology.workers": "--workers", "topology.acker.executors": "--acking (W ackers on)",
+         "bench.tracked": "--acking", "bench.corpus": "--corpus",
+         "bench.count.grouping": "--count-grouping"}
+#: what every squall title says with ``--count-grouping local``
+LOCAL = "count grouping local (not a word count)"
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -78,15 +96,22 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def proc_stat(pid: int) -> tuple[int, float, str] | None:
-    """(parent pid, CPU seconds of the process and its reaped children, name); None if gone."""
+    """(parent pid, CPU seconds of the process itself, name); None if gone (or ended and
+    not yet reaped).
+
+    User + system time only: the reaped children's (cutime, cstime) would add a dead
+    worker's whole life to its supervisor's figure; every worker is counted as a live
+    process of its own instead."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     name = stat[stat.index("(") + 1:stat.rindex(")")]
     f = stat.rsplit(")", 1)[1].split()
-    # after the name: state ppid ... utime(11) stime(12) cutime(13) cstime(14)
-    return int(f[1]), sum(int(x) for x in f[11:15]) / TICK, name
+    # after the name: state(0) ppid(1) ... utime(11) stime(12)
+    if f[0] == "Z":
+        return None
+    return int(f[1]), (int(f[11]) + int(f[12])) / TICK, name
 
 
 def tree(roots: Sequence[int]) -> list[int]:
@@ -174,7 +199,13 @@ class Result:
 def _window(rate: float, t1: float, t2: float, before: dict[int, float],
             after: dict[int, float], kinds: dict[int, str], zk: tuple[float, float] | None,
             threads: tuple[dict[str, float], dict[str, float]] | None) -> Result:
-    used = {pid: after[pid] - before[pid] for pid in after if pid in before}
+    """The window's result from the CPU seconds of each process at its ends; raises
+    :class:`WindowSpoiled` unless the same processes were alive at both (one that ended took
+    its CPU with it, one that started has only part of the window's)."""
+    if before.keys() != after.keys():
+        raise WindowSpoiled("the cluster's processes changed during the window: "
+                            + _changed(before.keys(), after.keys(), kinds))
+    used = {pid: after[pid] - before[pid] for pid in after}
     parts: dict[str, float] = {}
     for pid, c in used.items():
         parts[kinds.get(pid, "other")] = parts.get(kinds.get(pid, "other"), 0.0) + c
@@ -183,6 +214,14 @@ def _window(rate: float, t1: float, t2: float, before: dict[int, float],
     th = ({k: v - threads[0].get(k, 0.0) for k, v in threads[1].items()}
           if threads is not None else {})
     return Result(rate, sum(used.values()), rate * (t2 - t1), parts, th)
+
+
+def _changed(before: Iterable[int], after: Iterable[int], kinds: dict[int, str]) -> str:
+    """Which processes ended and which started, by pid and kind."""
+    gone, new = sorted(set(before) - set(after)), sorted(set(after) - set(before))
+    named = {pid: f"{pid} ({kinds.get(pid, 'other')})" for pid in gone + new}
+    return "; ".join(f"{what} " + ", ".join(named[pid] for pid in pids)
+                     for what, pids in (("ended:", gone), ("started:", new)) if pids)
 
 
 # ---------------------------------------------------------------------------------- squall
@@ -279,8 +318,10 @@ def run_squall(zk: DevZooKeeper, zk_pid: int | None, workers: int, batch: bool, 
             t2, c2 = time.monotonic(), cpu_of(list(kinds))
             z2 = cpu_of([zk_pid]).get(zk_pid, 0.0) if zk_pid else None
             th2 = threads_cpu([p for p, k in kinds.items() if k == "workers"]) if detail else None
-            if cluster.kinds().keys() != kinds.keys():
-                print("    (the cluster's processes changed during the window)", flush=True)
+            now = cluster.kinds()
+            if now.keys() != kinds.keys():
+                raise WindowSpoiled("the cluster's processes changed during the window: "
+                                    + _changed(kinds.keys(), now.keys(), {**now, **kinds}))
             rates = beat_rates(b1, b2)
             rate = sum(n for (_, key), n in rates.items() if key == "count")
             counters: dict[str, float] = {}
@@ -399,6 +440,8 @@ def run_peers(module: str, kind: str, workers: int, seconds: float, warmup: floa
             p2 = [progress(f) for f in files]
             t2, c2 = time.monotonic(), cpu_of(pids)
             th2 = threads_cpu(pids) if detail else None
+            if any(p.poll() is not None for p in procs):
+                raise WindowSpoiled(f"a {kind} process exited during the window")
             rate = sum((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(p1, p2)
                        if a is not None and b is not None and b[0] > a[0])
             return _window(rate, t1, t2, c1, c2, dict.fromkeys(pids, kind), None,
@@ -459,6 +502,15 @@ def _why(exc: BaseException) -> str:
     return f"{exc}" + (f" (while handling: {cause!r})" if cause is not None else "")
 
 
+class Terminated(SystemExit):
+    """SIGTERM: the whole run stops (a case's own failure, a ``SystemExit`` from a wait
+    that timed out among them, stops only that case)."""
+
+
+def _terminate(*_: Any) -> None:
+    raise Terminated(143)
+
+
 def _zk_pid(data_dir: str) -> int | None:
     """The ZooKeeper JVM started on ``data_dir`` (to show its CPU beside the figures)."""
     for entry in Path("/proc").iterdir():
@@ -507,17 +559,23 @@ def main(argv: list[str] | None = None) -> None:
                    help="squall's cases in a LocalCluster in this process (W workers as loop "
                         "threads on one GIL, in-memory transport) instead of a cluster")
     args = p.parse_args(argv)
-    extra = {"bench.corpus": args.corpus, "bench.count.grouping": args.count_grouping,
-             **dict(map(parse_override, args.conf))}
+    try:
+        extra = {"bench.corpus": args.corpus, "bench.count.grouping": args.count_grouping,
+                 **parse(args.conf, OWNED)}
+    except ValueError as exc:
+        p.error(str(exc))
     # a SIGTERM unwinds like Ctrl-C: every cluster, bytewax process and temp dir is removed
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, signal.default_int_handler)   # even if started with it ignored
     workers = sorted(set(args.workers))
     bytewax = not args.no_bytewax and bytewax_available()
     print(host.line(), flush=True)
     print(f"{os.cpu_count()} CPUs; corpus {args.corpus}; window {args.seconds:g} s after a "
           f"{args.warmup:g} s warm-up; "
-          f"acking on: W ackers, max spout pending {PENDING} per spout task", flush=True)
+          "acking on: W ackers, max spout pending "
+          f"{extra.get('topology.max.spout.pending', PENDING)} per spout task"
+          + (f"; squall's cases: {LOCAL}" if args.count_grouping == "local" else ""),
+          flush=True)
     if not bytewax:
         print("bytewax: skipped (" + ("--no-bytewax" if args.no_bytewax else
               "not installed; pip install -e '.[bench]'") + ")", flush=True)
@@ -526,6 +584,7 @@ def main(argv: list[str] | None = None) -> None:
     bw: dict[int, list[Result]] = {}
     floor: dict[str, dict[int, list[Result]]] = {f: {} for f in args.forms}
     zookeeper = contextlib.nullcontext((None, None)) if args.in_process else _zookeeper()
+    failed = 0
     with zookeeper as (zk, zk_pid):
         squall_case: Callable[..., Result] = (
             run_local if zk is None else functools.partial(run_squall, zk, zk_pid))
@@ -537,9 +596,12 @@ def main(argv: list[str] | None = None) -> None:
                     try:
                         r = squall_case(w, form == "batch", acking == "on", args.seconds,
                                         args.warmup, args.detail, extra)
+                    except Terminated:
+                        raise
                     except (Exception, SystemExit) as exc:      # one case, not the run
                         print(f"  run {run + 1} W={w:<2} squall {form:<9} acking {acking:<3} "
                               f"failed: {_why(exc)}", flush=True)
+                        failed += 1
                         continue
                     squall[(form, acking)].setdefault(w, []).append(r)
                     print(f"  run {run + 1} W={w:<2} squall {form:<9} acking {acking:<3} "
@@ -556,8 +618,11 @@ def main(argv: list[str] | None = None) -> None:
                 for kind, runner, rows in others:
                     try:
                         r = runner(w, args.seconds, args.warmup, args.detail, args.corpus)
+                    except Terminated:
+                        raise
                     except (Exception, SystemExit) as exc:
                         print(f"  run {run + 1} W={w:<2} {kind} failed: {_why(exc)}", flush=True)
+                        failed += 1
                         continue
                     rows.setdefault(w, []).append(r)
                     print(f"  run {run + 1} W={w:<2} {kind:<31} {r.words_s:>12,.0f} "
@@ -565,17 +630,44 @@ def main(argv: list[str] | None = None) -> None:
                     if args.detail:
                         print(_detail(r), flush=True)
     print()
-    for (form, acking), rows in squall.items():
-        if rows:
-            print(table(f"squall, {form}, acking {acking}", rows) + "\n")
+    print(report(squall, bw, floor, args.count_grouping), flush=True)
+    if failed:
+        raise SystemExit(f"bench: {failed} case(s) failed and are left out of the tables "
+                         "(see above)")
+
+
+def squall_title(form: str, acking: str, grouping: str) -> str:
+    """The title of one squall case's table; with ``--count-grouping local`` it says the
+    case is no word count."""
+    return f"squall, {form}, acking {acking}" + (f", {LOCAL}" if grouping == "local" else "")
+
+
+def report(squall: dict[tuple[str, str], dict[int, list[Result]]],
+           bw: dict[int, list[Result]], floor: dict[str, dict[int, list[Result]]],
+           grouping: str) -> str:
+    """The tables: each squall case, bytewax and the floor, and squall's ratios to them. With
+    ``--count-grouping local`` squall's cases count no word across workers (not a word count),
+    so no ratio to bytewax's or the floor's word count is given."""
+    out = [table(squall_title(form, acking, grouping), rows) + "\n"
+           for (form, acking), rows in squall.items() if rows]
+    word_count = grouping != "local"
     if bw:
-        print(table("bytewax 0.21.1 (flat_map, key_on, stateful_map)", bw) + "\n")
-        print(ratios("squall / bytewax, words/s (and µs CPU per word)", squall, bw) + "\n")
+        out.append(table("bytewax 0.21.1 (flat_map, key_on, stateful_map)", bw) + "\n")
+        if word_count:
+            out.append(ratios("squall / bytewax, words/s (and µs CPU per word)", squall, bw)
+                       + "\n")
     for form, rows in floor.items():
         if rows:
-            print(table(f"floor, {form}: plain Python processes (bench.floor_wc)", rows) + "\n")
-            print(ratios(f"squall / floor {form}, words/s (and µs CPU per word)",
-                         {c: r for c, r in squall.items() if c[0] == form}, rows) + "\n")
+            out.append(table(f"floor, {form}: plain Python processes (bench.floor_wc)", rows)
+                       + "\n")
+            if word_count:
+                out.append(ratios(f"squall / floor {form}, words/s (and µs CPU per word)",
+                                  {c: r for c, r in squall.items() if c[0] == form}, rows)
+                           + "\n")
+    if not word_count and (bw or any(floor.values())):
+        out.append(f"no squall / bytewax or squall / floor ratios: squall's cases ran with "
+                   f"{LOCAL}, theirs are word counts\n")
+    return "\n".join(out)
 
 
 def ratios(title: str, squall: dict[tuple[str, str], dict[int, list[Result]]],

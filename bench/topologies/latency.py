@@ -1,17 +1,22 @@
 """The latency benchmark topology (submitted by ``python -m bench.latency``).
 
-The word count of ``dwc.py`` with a timestamp on every tuple: the spout emits
-``(sentence, stamp)`` with ``stamp = time.monotonic()`` taken at the emit, split passes the
-stamp on with every word, and count keeps ``now - stamp`` for a random sample of the words
-it receives. ``time.monotonic()`` is CLOCK_MONOTONIC on Linux, one clock for every process
-of the machine, so a stamp taken in one worker process is read in another.
+The word count of ``dwc.py`` with two timestamps on every tuple: the spout emits
+``(sentence, due, emitted)``, split passes both on with every word, and count keeps
+``now - due`` and ``now - emitted`` for a random sample of the words it receives. ``emitted``
+is ``time.monotonic()`` when the spout emits the sentence; ``due`` is when the paced schedule
+wanted it emitted (``origin + sent / rate``), the emit time when unpaced. A stall that holds
+the spout's loop back delays the emits too, so latency from ``emitted`` leaves the stall's
+wait out (coordinated omission); latency from ``due`` keeps it, as a user whose requests
+arrive on schedule would see it. ``time.monotonic()`` is CLOCK_MONOTONIC on Linux, one clock
+for every process of the machine, so a stamp taken in one worker process is read in another.
 
 Conf: ``bench.corpus`` (the sentences, ``corpus.py``: ``varied``, the default, or ``fixed``),
 ``bench.tracked`` (spout tuples carry ids: acking on), ``bench.control`` (a JSON file
 ``{"rate": sentences/s for all spout tasks together, 0 = unpaced, "p": the share of words
 count keeps}`` that spout and count re-read when it changes), ``bench.samples`` (a
 directory: each count task appends its samples to ``lat-<task>.bin`` every
-``FLUSH_SECS`` while words arrive, as pairs of doubles ``(arrival, latency seconds)``).
+``FLUSH_SECS`` while words arrive, as triples of doubles ``(arrival, seconds since due,
+seconds since emitted)``).
 """
 from __future__ import annotations
 
@@ -46,11 +51,12 @@ def read_control(path: str, seen: int) -> tuple[int, dict[str, float] | None]:
 
 class Stamped(Spout):
     """Emits the corpus's sentences in turn (each task from an offset of its own) stamped
-    with the emit time, at the control file's rate (this task's share of it) spread evenly:
-    each call emits one sentence when one is due, none when the sentences due by now were
-    all emitted."""
+    with the time each was due and the time it was emitted, at the control file's rate (this
+    task's share of it) spread evenly: each call emits one sentence when one is due, none
+    when the sentences due by now were all emitted. Sentences that fell behind the schedule
+    go out back to back, each with its own due time."""
 
-    outputs = ["sentence", "stamp"]
+    outputs = ["sentence", "due", "emitted"]
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.tracked = bool(conf.get("bench.tracked"))
@@ -73,32 +79,36 @@ class Stamped(Spout):
             if ctl is not None:
                 self.rate = float(ctl["rate"]) * self.share
                 self.origin, self.sent = now, 0
-        if self.rate and self.sent >= (now - self.origin) * self.rate:
-            return              # nothing due yet
+        if self.rate:
+            due = self.origin + self.sent / self.rate
+            if due >= now:
+                return          # nothing due yet
+        else:
+            due = now
         self.sent += 1
         self.i += 1
         sentence = self.corpus[self.next_sentence]
         self.next_sentence = (self.next_sentence + 1) % len(self.corpus)
         if self.tracked:
-            self.emit((sentence, time.monotonic()), tup_id=self.i)
+            self.emit((sentence, due, now), tup_id=self.i)
         else:
-            self.emit((sentence, time.monotonic()))
+            self.emit((sentence, due, now))
 
 
 class Split(Bolt):
-    outputs = ["word", "stamp"]
+    outputs = ["word", "due", "emitted"]
 
     def process(self, tup: Any) -> None:
         emit = self.emit
-        sentence, stamp = tup.values
+        sentence, due, emitted = tup.values
         for w in sentence.split():
-            emit((w, stamp))
+            emit((w, due, emitted))
 
 
 class Count(Bolt):
-    """Counts words; keeps ``(arrival, arrival - stamp)`` for each word with probability
-    ``p`` and appends what it kept to its file every ``FLUSH_SECS`` (the harness reads
-    what arrived before a moment once a later sample is in the file)."""
+    """Counts words; keeps ``(arrival, arrival - due, arrival - emitted)`` for each word
+    with probability ``p`` and appends what it kept to its file every ``FLUSH_SECS`` (the
+    harness reads what arrived before a moment once a later sample is in the file)."""
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.counts: dict[str, int] = {}
@@ -112,13 +122,12 @@ class Count(Bolt):
         self.random = random.Random(context.task_id).random
 
     def process(self, tup: Any) -> None:
-        w, stamp = tup.values
+        w, due, emitted = tup.values
         self.counts[w] = self.counts.get(w, 0) + 1
         self.left -= 1
         if self.p and self.random() < self.p:
             now = time.monotonic()
-            self.kept.append(now)
-            self.kept.append(now - stamp)
+            self.kept.extend((now, now - due, now - emitted))
         elif self.left > 0:
             return
         else:
