@@ -5,9 +5,10 @@ Threads, per running subprocess: a *reader* (reads stdout, decodes messages and 
 to the component's ``on_messages``; on end of file it calls ``on_exit`` once), a *writer*
 (writes what :meth:`ShellProcess.send` queued, so no caller ever blocks on a full pipe, and
 a reader answering task ids cannot deadlock against a writer blocked on a subprocess that is
-itself blocked writing) and a *stderr* thread (each line to the component's logger at INFO;
-the last few are kept, with the first line that names an error, and an exit nobody asked for
-quotes them in its reason).
+itself blocked writing) and a *stderr* thread (reads 64 KB at a time, each line to the
+component's logger at INFO, a line over ``STDERR_LINE_MAX`` cut in the middle; the last few
+are kept, with the first line that names an error, and an exit nobody asked for quotes them
+in its reason).
 
 Every :class:`ShellHost` of a worker is registered under ``(topology id, worker port)``;
 :func:`stop_worker` (the ``squall_worker_stopping`` hook, and ``squall_worker_stop`` after it)
@@ -66,6 +67,10 @@ STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 5, 1000
 ERROR_LINE = re.compile(r"\b\w*(?:Error|Exception)\b")
 #: how much of that first error line is quoted
 STDERR_FIRST_ERROR_CHARS = 300
+#: the longest stderr line logged whole: of a longer one (a dump without a newline, a progress
+#: bar redrawn with '\r') its first STDERR_LINE_MAX bytes and its last STDERR_TAIL_CHARS are
+#: logged, with how many bytes between were cut, so the stderr thread never holds more
+STDERR_LINE_MAX = 1 << 16
 #: how long an exit's reason waits for the rest of the stderr of a subprocess that exited
 #: (the pipe ends when the last of its process group is gone, which SIGKILL sees to)
 STDERR_WAIT = 1.0
@@ -153,6 +158,61 @@ class _Spawner:
 
 
 _spawner = _Spawner()
+
+
+class StderrLines:
+    """Splits a subprocess's stderr, fed as it is read, into lines at ``\\n`` (decoded, what
+    is not UTF-8 as ``\\xNN``). A line longer than ``STDERR_LINE_MAX`` +
+    ``STDERR_TAIL_CHARS`` bytes comes out as its first ``STDERR_LINE_MAX`` bytes, ``" ... (N
+    bytes cut) ... "`` and its last ``STDERR_TAIL_CHARS`` bytes: however long a line runs
+    without its end, no more than that is held. Used by one thread."""
+
+    __slots__ = ("_head", "_end", "_cut")
+
+    def __init__(self) -> None:
+        self._head = bytearray()
+        self._end = bytearray()
+        self._cut = 0
+
+    def feed(self, data: bytes) -> list[str]:
+        """The lines ``data`` ends (the start of the first one may have come before)."""
+        parts = data.split(b"\n")
+        out = []
+        for part in parts[:-1]:
+            self._add(part)
+            out.append(self._take())
+        self._add(parts[-1])
+        return out
+
+    def end(self) -> list[str]:
+        """At end of file: the last line, when it had no ``\\n``."""
+        return [self._take()] if self._head or self._end else []
+
+    def _add(self, part: bytes) -> None:
+        head = self._head
+        if not self._end and len(head) + len(part) <= STDERR_LINE_MAX:     # most lines
+            head += part
+            return
+        room = STDERR_LINE_MAX - len(head)
+        if room > 0:
+            head += part[:room]
+            part = part[room:]
+        end = self._end
+        end += part
+        over = len(end) - STDERR_TAIL_CHARS
+        if over > 0:
+            self._cut += over
+            del end[:over]
+
+    def _take(self) -> str:
+        head, end, cut = self._head, self._end, self._cut
+        if cut:
+            text = (f"{head.decode(errors='backslashreplace')} ... ({cut} bytes cut) ... "
+                    f"{end.decode(errors='backslashreplace')}")
+        else:
+            text = (head + end).decode(errors="backslashreplace")
+        self._head, self._end, self._cut = bytearray(), bytearray(), 0
+        return text
 
 
 class ShellProcess:
@@ -340,19 +400,31 @@ class ShellProcess:
     def _log_stderr(self) -> None:
         stderr = self.proc.stderr
         assert stderr is not None
-        logger = self.logger
-        tail = self._stderr_tail
+        fd = stderr.fileno()
+        lines = StderrLines()
         try:
-            for line in iter(stderr.readline, b""):
-                text = line.decode(errors="replace").rstrip()
-                if text:
-                    logger.info("%s", text)
-                    tail.append(text[-STDERR_TAIL_CHARS:])
-                    if self._stderr_first_error is None and ERROR_LINE.search(text):
-                        self._stderr_first_error = text.strip()[:STDERR_FIRST_ERROR_CHARS]
+            while True:
+                try:
+                    data = os.read(fd, 1 << 16)     # not a byte per call, as an unbuffered
+                except OSError:                     # pipe's readline reads
+                    break
+                if not data:
+                    break
+                for text in lines.feed(data):
+                    self._stderr_line(text)
+            for text in lines.end():
+                self._stderr_line(text)
         finally:
             stderr.close()
             self._stderr_ended.set()
+
+    def _stderr_line(self, text: str) -> None:
+        text = text.rstrip()
+        if text:
+            self.logger.info("%s", text)
+            self._stderr_tail.append(text[-STDERR_TAIL_CHARS:])
+            if self._stderr_first_error is None and ERROR_LINE.search(text):
+                self._stderr_first_error = text.strip()[:STDERR_FIRST_ERROR_CHARS]
 
     def _exited(self, code: int | None) -> str:
         """The reason of an exit nobody asked for: its code and the last lines of its stderr

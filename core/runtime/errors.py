@@ -29,11 +29,17 @@ _RECORDED = "__squall_recorded__"
 #: long as nimbus shows a recent start failure (a failing slot is relaunched at least every
 #: minute)
 DEATH_RECENT_SECS = 150
+#: the longest error text recorded (the worker's log has it whole): a longer one keeps its
+#: first ERROR_HEAD_CHARS and its end (a traceback's innermost frames and its error line),
+#: with how many characters were cut between. An entry then fits ZooKeeper's 1 MB value
+#: even were every character a JSON escape of 12 bytes.
+ERROR_TEXT_MAX, ERROR_HEAD_CHARS = 1 << 16, 1 << 14
 
 
 class ErrorLog:
     """Records errors per component (newest 10 kept; secret values of the conf replaced by
-    ``******``), as Storm reports them: at most ``topology.max.error.report.per.interval``
+    ``******``; a text over :data:`ERROR_TEXT_MAX` characters cut in the middle, the log line
+    keeping it whole), as Storm reports them: at most ``topology.max.error.report.per.interval``
     per component per ``topology.error.throttle.interval.secs``. An error past that is
     counted, not recorded nor logged; the first one says so in one line, and when the
     interval ends (the next error of the component, or the next :meth:`drain`) one line
@@ -93,8 +99,8 @@ class ErrorLog:
         else:
             text = line = str(exc)
         text, line = self._scrub(text), self._scrub(line)
-        entry = {"component": component, "task": task, "error": text, "time_secs": int(time.time()),
-                 "host": host, "port": port}
+        entry = {"component": component, "task": task, "error": shorten(text),
+                 "time_secs": int(time.time()), "host": host, "port": port}
         if fatal:
             entry["fatal"] = True
         self._recent[component].append(entry)
@@ -126,6 +132,17 @@ class ErrorLog:
 
     def recent(self) -> dict[str, list[dict[str, Any]]]:
         return {c: list(d) for c, d in self._recent.items()}
+
+
+def shorten(text: str) -> str:
+    """``text``, or when it is over :data:`ERROR_TEXT_MAX` characters, that many of it: its
+    first :data:`ERROR_HEAD_CHARS` and its end, with a line between saying how many
+    characters were cut."""
+    cut = len(text) - ERROR_TEXT_MAX
+    if cut <= 0:
+        return text
+    return (f"{text[:ERROR_HEAD_CHARS]}\n... ({cut} characters cut) ...\n"
+            f"{text[ERROR_HEAD_CHARS + cut:]}")
 
 
 def outward(frame: FrameType | None) -> Iterator[FrameType]:

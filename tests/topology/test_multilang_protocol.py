@@ -230,3 +230,44 @@ def test_a_tick_reaches_the_subprocess_from_system_task_minus_1(cluster: LocalCl
     with LOCK:
         assert all(s == {"comp": "__system", "stream": "__tick", "task": -1, "tuple": [0.1]}
                    for s in TickSink.seen), TickSink.seen
+
+
+# sends an error of 2 MB (it quotes the record it could not parse) once it has answered its
+# handshake, then acks what it gets
+TELLS_AT_LENGTH = (Path(__file__).resolve().parent / "multilang" / "raw_protocol.py") \
+    .read_text() + """
+import os
+handshake = read()
+send({"pid": os.getpid()})
+send({"command": "error", "msg": "cannot parse record " + "x" * (2 << 20) + " at line 7"})
+while True:
+    tup = read()
+    if tup.get("stream") == "__heartbeat":
+        send({"command": "sync"})
+    else:
+        send({"command": "ack", "id": tup["id"]})
+"""
+
+
+class Verbose(ShellBolt):
+    outputs = ["x"]
+
+    def shell_command(self, conf: Any) -> list[str]:
+        return [sys.executable, conf["test.script"]]
+
+
+def test_an_error_of_megabytes_is_kept_cut_to_fit_the_state_store(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    # ZooKeeper refuses a value over 1 MB: the error is recorded as its head and its end,
+    # here as on a cluster
+    script = tmp_path / "verbose.py"
+    script.write_text(TELLS_AT_LENGTH)
+    b = TopologyBuilder()
+    b.set_spout("letters", Quiet)
+    b.set_bolt("verbose", Verbose).shuffle_grouping("letters")
+    cluster.submit_topology("verbose", {"test.script": str(script)}, b.create_topology())
+    (entry,) = wait_until(lambda: info_errors(cluster, "verbose", "verbose"), 30)
+    assert entry["error"].startswith("cannot parse record xxx")
+    assert entry["error"].endswith("xxx at line 7")
+    assert "characters cut) ...\n" in entry["error"]
+    assert len(entry["error"]) < 100_000

@@ -232,6 +232,86 @@ def test_an_exit_report_quotes_the_first_error_line_the_tail_lacks(tmp_path: Pat
         host.stop()
 
 
+# writes its first argument's megabytes of stderr (lines, or one line without its end, a
+# progress bar's), says why it stops, then answers its handshake and stays
+FLOODS_STDERR = FRAMING.read_text() + """
+import os
+mb, shape = int(sys.argv[1]), sys.argv[2]
+chunk = ("a debug line of about a hundred bytes " * 3 + "\\n") * 4096 if shape == "lines" \\
+    else "progress 12%\\r" * 100000
+for _ in range(mb * (1 << 20) // len(chunk)):
+    sys.stderr.write(chunk)
+sys.stderr.write("the line's end\\nValueError: the last line\\n")
+sys.stderr.flush()
+handshake = read()
+send({"pid": os.getpid()})
+while True:
+    read()
+"""
+
+
+def _flooding(tmp_path: Path, reports: list[str], logger: logging.Logger, mb: int, shape: str,
+              timeout: float) -> ShellHost:
+    path = tmp_path / "script.py"
+    path.write_text(FLOODS_STDERR)
+    return ShellHost(argv=[sys.executable, str(path), str(mb), shape], cwd=str(tmp_path),
+                     codec=JsonCodec, conf={}, context={}, timeout=timeout, logger=logger,
+                     report=reports.append, on_messages=lambda proc, messages: None,
+                     on_exit=lambda proc, reason: None, key=("test", id(reports)))
+
+
+def test_a_subprocess_writing_much_to_stderr_is_not_held_up_by_its_reading(
+        tmp_path: Path) -> None:
+    """Its stderr is read in chunks, not a byte per system call: 24 MB of stderr lines before
+    its handshake's answer (a debug dump) take well under the handshake's time, where a
+    subprocess blocked on a full stderr pipe would miss it and be killed."""
+    reports: list[str] = []
+    logger = logging.getLogger("test.shell.flood")
+    logger.setLevel(logging.WARNING)
+    host = _flooding(tmp_path, reports, logger, 24, "lines", timeout=6)
+    try:
+        started = time.monotonic()
+        proc = host.ensure()
+        assert reports == [] and proc is not None and proc.alive
+        assert time.monotonic() - started < 6
+    finally:
+        host.stop()
+
+
+def test_a_stderr_line_without_end_is_logged_cut(tmp_path: Path,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """A line of many megabytes (a progress bar redrawn after a carriage return) is logged as
+    its first 64 KB and its end, saying how much was cut between; the lines after it as they
+    are."""
+    reports: list[str] = []
+    logger = logging.getLogger("test.shell.cut")
+    caplog.set_level(logging.INFO, logger="test.shell.cut")
+    host = _flooding(tmp_path, reports, logger, 6, "line", timeout=60)
+    try:
+        assert host.ensure() is not None and reports == []
+        wait_until(lambda: any(r.getMessage() == "ValueError: the last line"
+                               for r in caplog.records), timeout=10)
+        got = [r.getMessage() for r in caplog.records if r.name == "test.shell.cut"]
+        assert len(got) == 2 and got[1] == "ValueError: the last line"
+        assert got[0].startswith("progress 12%\rprogress 12%")
+        assert got[0].endswith("progress 12%\rthe line's end")
+        assert len(got[0]) < process.STDERR_LINE_MAX + process.STDERR_TAIL_CHARS + 100
+        chunk = len("progress 12%\r") * 100000
+        line = 6 * (1 << 20) // chunk * chunk + len("the line's end")
+        cut = line - process.STDERR_LINE_MAX - process.STDERR_TAIL_CHARS
+        assert f" ... ({cut} bytes cut) ... " in got[0]
+    finally:
+        host.stop()
+
+
+def test_stderr_lines_split_across_reads_and_undecodable_bytes() -> None:
+    lines = process.StderrLines()
+    assert lines.feed(b"one\ntw") == ["one"]
+    assert lines.feed(b"o\n\xff\xfethree") == ["two"]
+    assert lines.end() == ["\\xff\\xfethree"]
+    assert lines.end() == []
+
+
 def test_a_subprocess_stops_within_its_workers_shutdown_grace(tmp_path: Path) -> None:
     # the stop's two waits (stdin's end, SIGTERM) take half of the time the supervisor gives
     # a worker between SIGTERM and SIGKILL, not 2 s each (4 s of a default 3)

@@ -149,3 +149,42 @@ def test_a_recent_death_is_the_status_reason() -> None:
         "a worker died 12 s ago (h1:6701): worker stopped: the newest"
     assert errors_mod.death_reason(errors, now + errors_mod.DEATH_RECENT_SECS + 13) == ""
     assert errors_mod.death_reason({"split": errors["split"]}, now) == ""
+
+
+def test_a_huge_error_is_recorded_cut_and_logged_whole(clock: list[float],
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """An error of megabytes (a multi-lang ``error`` quoting a record, an exception whose
+    message holds a payload) is recorded as its head and its end with how much was cut, so
+    it fits a ZooKeeper value (1,000,000 bytes) as its JSON; the worker's log has it whole."""
+    from squall.state.cluster_state import encode
+    log = ErrorLog({"topology.max.error.report.per.interval": 100})
+    caplog.set_level(logging.ERROR, logger="squall.errors")
+    message = "cannot parse record " + "\U0001f600" * (2 << 20) + " at line 7"
+    log.record("sh", 3, message, "h", 1)
+
+    def process() -> None:
+        raise ValueError("bad payload " + "\u00e9" * (1 << 20) + " ends here")
+    try:
+        process()
+    except ValueError as exc:
+        log.record("b", 1, exc, "h", 1)
+    short = log.recent()["sh"][0]["error"]
+    cut = len(message) - errors_mod.ERROR_TEXT_MAX
+    assert short.startswith("cannot parse record \U0001f600") and short.endswith(" at line 7")
+    assert f"\n... ({cut} characters cut) ...\n" in short
+    trace = log.recent()["b"][0]["error"]
+    assert trace.startswith("Traceback (most recent call last):") and "in process" in trace
+    assert trace.endswith(" ends here\n") and "characters cut) ...\n" in trace
+    for entry in log.drain():
+        assert len(entry["error"]) < errors_mod.ERROR_TEXT_MAX + 100
+        assert len(encode(entry)) < 1_000_000
+    logged = lines(caplog)
+    assert logged[0] == f"component sh task 3: {message}"
+    assert len(logged[1]) > 1 << 20 and logged[1].endswith(" ends here")
+
+
+def test_an_error_within_the_limit_is_recorded_whole(clock: list[float]) -> None:
+    log = ErrorLog({})
+    text = "x" * errors_mod.ERROR_TEXT_MAX
+    log.record("b", 1, text, "h", 1)
+    assert log.recent()["b"][0]["error"] == text
