@@ -33,6 +33,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from squall.runtime.loop import component_of
+
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: the logger the ``log`` metrics consumer writes its data points to
@@ -204,6 +206,17 @@ class _OnlyMetrics(logging.Filter):
         return record.name == METRICS_LOGGER
 
 
+class _Component(logging.Filter):
+    """Puts ``component`` on each record: `` <component id>`` when the thread that made it
+    runs a component's call (its turn on the worker's loop thread, or its own thread), else
+    ``""`` (squall.runtime.loop.component_of). Per record, nothing per tuple."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        cid = component_of(record.thread) if record.thread is not None else None
+        record.component = f" {cid}" if cid else ""
+        return True
+
+
 class _BytesToLog(io.BufferedIOBase):
     """The ``buffer`` of a :class:`StreamToLog`: bytes written to it are decoded as UTF-8
     (an invalid byte becomes ``\\xNN``; a character split between two writes is kept whole)
@@ -301,16 +314,23 @@ class StreamToLog(io.TextIOBase):
         return self._fallback.fileno()
 
 
+def worker_log_format(port: int) -> str:
+    """The format of a worker log's lines: ``[worker <port> <component>]`` names the
+    component whose call made the line (a user logger's, a ``print``), when one did."""
+    return f"%(asctime)s %(levelname)s [worker {port}%(component)s] %(name)s: %(message)s"
+
+
 def setup_worker_logging(log_file: Path, max_bytes: int, backups: int, port: int) -> None:
     """Route a worker process's logging to its rotated ``log_file`` (replacing the root
-    logger's handlers) and its ``sys.stdout`` / ``sys.stderr`` into that log."""
+    logger's handlers) and its ``sys.stdout`` / ``sys.stderr`` into that log. Each line
+    says which component's call made it (:func:`worker_log_format`)."""
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
         old.close()
     handler = rotating_handler(log_file, max_bytes, backups)
-    handler.setFormatter(logging.Formatter(
-        f"%(asctime)s %(levelname)s [worker {port}] %(name)s: %(message)s"))
+    handler.setFormatter(logging.Formatter(worker_log_format(port)))
+    handler.addFilter(_Component())
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     out: Any = StreamToLog(logging.getLogger("STDOUT"), logging.INFO, sys.__stdout__)

@@ -6,8 +6,9 @@ A pass: run the commands other threads queued (:meth:`Loop.call`); dispatch rece
 (``run_once``), releasing the emits a task held and flushing the folded acks after each;
 flush the outboxes that waited long enough; every 5 ms run the timers and grant the other
 workers credits for what the tasks here took; check backpressure.
-A pass that found nothing to do sends what waits and sleeps until woken: at most 1 ms while a
-spout may emit, else until the next timer.
+A pass that found nothing to do sends what waits and sleeps until woken, or until the next
+timer or the end of an active spout's wait after a ``next_tuple`` that emitted nothing
+(``topology.sleep.spout.wait.strategy.time.ms``), whichever comes first (at least 1 ms).
 
 After a pause of the whole process (:mod:`.pause`: one comparison per pass finds a pass begun
 more than ``pauses.threshold`` after the previous one) the loop runs no executor, no timer and
@@ -51,9 +52,28 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("squall.runtime.worker")
 TIMER_SECS = 0.005
+#: the shortest wait of a pass that found nothing to do
 IDLE_SECS = 0.001
 #: how often a fenced loop looks whether the fence was lifted, if nothing wakes it
 FENCE_SECS = 0.1
+#: the loops running passes in this process, by their thread's id (:func:`component_of`)
+_RUNNING: dict[int, Loop] = {}
+
+
+def component_of(ident: int) -> str | None:
+    """The component whose call thread ``ident`` runs now, for the worker log's lines
+    (squall.daemon.log_files): on a loop's thread, the component whose executor has its turn
+    (None between turns: dispatch, timers, commands); on a component's own thread, that
+    component. None for any other thread. Any thread; reads only, nothing per tuple."""
+    loop = _RUNNING.get(ident)
+    if loop is not None:
+        ex = loop.executing
+        return ex.component_id if ex is not None else None
+    for loop in list(_RUNNING.values()):
+        for thread in loop.threads:
+            if thread.ident == ident:
+                return thread.component_id
+    return None
 
 
 class Loop:
@@ -94,8 +114,8 @@ class Loop:
         #: loop passes completed, and the last one that dispatched or ran anything (for
         #: squall.testing.complete_topology's "quiet" check)
         self.passes = self.last_busy_pass = 0
-        #: passes that found nothing to do and waited for work (up to IDLE_SECS each while an
-        #: executor polls, else up to the next timer)
+        #: passes that found nothing to do and waited for work (until the next timer, or
+        #: sooner when a spout's wait after an empty next_tuple ends first)
         self.idle_waits = 0
         #: until when shutdown waits for components' own threads to leave their calls
         self.stop_deadline = 0.0
@@ -109,6 +129,9 @@ class Loop:
         self.in_passes = False
         #: when the pass found stuck began (``Worker.loop_stuck``; None: none found)
         self.stuck_pass: float | None = None
+        #: the executor whose turn (``run_once``) runs on the loop thread now (None between
+        #: turns): one store per executor and pass, read by :func:`component_of`
+        self.executing: Executor | None = None
 
     # -- from any thread --------------------------------------------------------------------
     def wake(self) -> None:
@@ -255,6 +278,8 @@ class Loop:
         gap = pauses.threshold      # armed before the loop starts (inf: never)
         clock.now = last = monotonic()  # the first pass begins: not when the worker was built
         self.in_passes = True
+        ident = threading.get_ident()
+        _RUNNING[ident] = self
         try:
             while self.running:
                 clock.now = now = monotonic()
@@ -273,11 +298,13 @@ class Loop:
                     flow.check(now)         # tell senders before a slow batch runs
                 done = 0
                 for ex in executors:
+                    self.executing = ex
                     done += ex.run_once()
                     while held:
                         held.pop()()
                     if folded:
                         acks.flush()
+                self.executing = None
                 while held:         # anything held since the last executor's release
                     held.pop()()
                 outbox.flush_all(now)
@@ -294,14 +321,17 @@ class Loop:
                 if not done and not pending and not commands:
                     outbox.flush_all()         # nothing else to do: send what waits
                     self.idle_waits += 1
-                    # an active spout that may emit is asked again after IDLE_SECS; without
-                    # one, nothing needs a pass before the next timer or a wake-up (a worker
+                    # nothing needs a pass before the next timer, a wake-up or the end of
+                    # an active spout's wait after an empty next_tuple (none for a worker
                     # of bolts alone, an inactive topology, spouts held by backpressure or
-                    # at max pending: a fifth of the wake-ups when idle)
-                    if any(ex.polls() for ex in executors):
-                        wake.wait(IDLE_SECS)
-                    else:
-                        wake.wait(max(IDLE_SECS, next_timer - monotonic()))
+                    # at max pending): an idle spout of a 100 ms wait woke its worker 870
+                    # times a second when it was asked every IDLE_SECS
+                    due = next_timer
+                    for ex in executors:
+                        t = ex.poll_due()
+                        if t < due:
+                            due = t
+                    wake.wait(max(IDLE_SECS, due - monotonic()))
                     wake.clear()
         except BaseException as exc:
             # no loop runs calls any more: they run on their caller's thread, not wait
@@ -309,6 +339,8 @@ class Loop:
             self.died(exc)
         finally:
             self.in_passes = False
+            self.executing = None
+            _RUNNING.pop(ident, None)
             for thread in self.threads:     # what the components' threads handed over by now
                 thread.apply()
             while held:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from squall.api.topology import Topology
 from squall.api.tuple import Tuple
 from squall.metrics.registry import MetricRegistry
+from squall.runtime.acks import SETTLED
 from squall.runtime.executors.base import Executor
 from squall.runtime.stats import BUILTIN_METRICS, fold_stats
 from squall.runtime.streams import METRICS_STREAM, Sources
@@ -96,7 +97,9 @@ class Timers:
                 self.tick_due[id(ex)] = now + float(freq)
                 for ts in ex.tasks:
                     ts.ticks += 1
-                    ts.queue.append(Tuple((freq,), SYSTEM_TASK, tick))
+                    tup = Tuple((freq,), SYSTEM_TASK, tick)
+                    tup.ackval = SETTLED    # in no tree: the bolt's ack or fail counts nothing
+                    ts.queue.append(tup)
         if not self.consumers:
             return
         due = self.due

@@ -165,3 +165,62 @@ def test_checkpoint_tuples_count_in_no_user_count(cluster: LocalCluster) -> None
                   "transferred": 2 * N},
         "store": {"executed": 2 * N, "acked": 2 * N, "failed": 0, "emitted": 0,
                   "transferred": 0}}
+
+
+class SettlingItsTicks(Bolt):
+    """Acks (or fails, ``app.tick`` "fail") each tick tuple it gets, as Storm bolts do; acks
+    its data tuples itself when ``auto_ack`` is off."""
+
+    ticks: ClassVar[int] = 0
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.settle = self.fail if conf.get("app.tick") == "fail" else self.ack
+
+    def process(self, tup: Any) -> None:
+        if not self.auto_ack:
+            self.ack(tup)
+
+    def process_tick(self, tup: Any) -> None:
+        self.settle(tup)
+        SettlingItsTicks.ticks += 1
+
+
+class SettlingItsTicksItself(SettlingItsTicks):
+    auto_ack = False
+
+
+class SettlingItsTicksOnItsThread(SettlingItsTicks):
+    dedicated_thread = True
+
+
+@pytest.mark.parametrize("bolt", [SettlingItsTicks, SettlingItsTicksItself,
+                                  SettlingItsTicksOnItsThread],
+                         ids=["auto-ack", "acks-itself", "own-thread"])
+@pytest.mark.parametrize("settle", ["ack", "fail"])
+@pytest.mark.parametrize("ackers", [None, 0], ids=["ackers", "no-ackers"])
+def test_a_bolts_ack_or_fail_of_a_tick_counts_nothing(
+        cluster: LocalCluster, caplog: pytest.LogCaptureFixture, bolt: type[SettlingItsTicks],
+        settle: str, ackers: int | None) -> None:
+    # a tick is in no tree: acking or failing it (as Storm bolts do) is allowed, silent,
+    # and the bolt's acked and failed counts are of its data tuples only
+    SettlingItsTicks.ticks = 0
+    b = TopologyBuilder()
+    b.set_spout("src", Twenty)
+    b.set_bolt("settles", bolt).shuffle_grouping("src").add_config(
+        "topology.tick.tuple.freq.secs", 0.05)
+    cluster.submit_topology("settles", {"topology.acker.executors": ackers,
+                                        "app.tick": settle}, b.create_topology())
+
+    def comp() -> dict[str, Any]:
+        return cluster.get_topology_info("settles")["components"]["settles"]
+
+    wait_until(lambda: comp()["executed"] == N and SettlingItsTicks.ticks >= 5, timeout=20,
+               message=lambda: f"executed {comp()['executed']}, {SettlingItsTicks.ticks} ticks")
+    start = SettlingItsTicks.ticks
+    wait_until(lambda: SettlingItsTicks.ticks >= start + 3, timeout=20, message="no more ticks")
+    got = comp()
+    assert (got["executed"], got["acked"], got["failed"]) == (N, N, 0), got
+    if ackers is None:
+        wait_until(lambda: Twenty.acked == set(range(N)), timeout=20)
+    assert not [r for r in caplog.records if "acked or failed already" in r.getMessage()]
+    assert not cluster.get_topology_info("settles")["errors"]

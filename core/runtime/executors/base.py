@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from squall.runtime.streams import Sources
 
 _perf = time.perf_counter
+INF = float("inf")
 
 
 def pass_cap(done: int, spent: float, seconds: float) -> int:
@@ -105,13 +106,15 @@ class Executor:
     def on_timer(self, now: float) -> None:
         """Called every few milliseconds from the loop (ticks, rotations)."""
 
-    def polls(self) -> bool:
-        """Whether this executor needs a pass every ``IDLE_SECS`` though nothing wakes the
-        loop (a spout the loop asks for ``next_tuple``). Every other executor's work comes
+    def poll_due(self) -> float:
+        """When (loop clock, ``time.monotonic``) this executor needs a pass though nothing
+        wakes the loop: a spout the loop asks for ``next_tuple`` again once its tasks' wait
+        after an empty call is over; ``inf``: never. Every other executor's work comes
         with a wake-up (tuples received, calls from a component's thread) or with a loop
         pass (local queues, timers), so a worker none of whose executors polls waits for
-        the next timer when idle."""
-        return False
+        the next timer when idle. Called on the loop thread, by passes that found nothing
+        to do only (never per tuple)."""
+        return INF
 
     def install(self, ts: TaskState) -> None:
         """Put the runtime's methods a component calls (``ack``, ``fail``, ...) on the

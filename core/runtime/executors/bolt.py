@@ -159,6 +159,9 @@ class BoltExecutor(Executor):
         ack is logged once per task. (XORed twice, its edge would cancel out and its tree
         would wait for its timeout.)
 
+        A tick tuple is in no tree and made settled (squall.runtime.timers): acking or
+        failing it counts nothing and logs nothing.
+
         From a thread other than the loop's it is handed to the loop (.handoff)."""
         ack_tuple = self.acks.ack_tuple
         samples = ts.samples
@@ -166,6 +169,7 @@ class BoltExecutor(Executor):
         gate = self.handoff
         auto_ack = self.auto_ack
         uncounted = self.uncounted
+        tick_src = self.tick_src
 
         def ack(tup: Tuple) -> None:
             nonlocal warned
@@ -189,6 +193,8 @@ class BoltExecutor(Executor):
                     return
             elif settles(tup, auto_ack, uncounted):
                 ts.acked += 1
+                return
+            elif tup.src is tick_src:   # settled when made: counts nothing, not a repeat
                 return
             if not warned:
                 warned = True
@@ -226,6 +232,7 @@ class BoltExecutor(Executor):
         gate = self.handoff
         auto_ack = self.auto_ack
         uncounted = self.uncounted
+        tick_src = self.tick_src
         warned = False
 
         def fail(tup: Tuple) -> None:
@@ -246,6 +253,8 @@ class BoltExecutor(Executor):
                         return
                 elif settles(tup, auto_ack, uncounted):
                     fail_roots(ts, None, 1)
+                    return
+                elif tup.src is tick_src:   # settled when made: counts nothing
                     return
                 if not warned:
                     warned = True

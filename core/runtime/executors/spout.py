@@ -11,7 +11,7 @@ from typing import Any
 
 from squall.api.tuple import Tuple
 from squall.metrics.histogram import index as _bucket
-from squall.runtime.executors.base import Executor, Services, pass_cap
+from squall.runtime.executors.base import INF, Executor, Services, pass_cap
 from squall.runtime.executors.pending import PendingLimit
 from squall.runtime.executors.timeout_report import TimeoutReport
 from squall.runtime.streams import ACK_ACK, ACK_RESET
@@ -176,18 +176,25 @@ class SpoutExecutor(Executor):
             self.run_deferred_acks(ts)
         return done
 
-    def polls(self) -> bool:
-        """An active spout on the loop is asked for ``next_tuple`` again every
-        ``topology.sleep.spout.wait.strategy.time.ms`` after a call that emitted nothing.
+    def poll_due(self) -> float:
+        """When an active spout on the loop is asked for ``next_tuple`` again: the earliest
+        of its tasks' ``idle_until`` (a call that emitted nothing rests its task
+        ``topology.sleep.spout.wait.strategy.time.ms``), so an idle worker's loop sleeps
+        until then rather than waking every millisecond.
 
-        Not while backpressure holds it, nor while every task has max pending trees in
-        flight: what ends either comes with a wake-up or a busy pass (a credit or a
-        congestion report received, a local task draining, a completion from an acker) or
-        with the loop's timers (a remote congestion expiring, pending trees timing out), so
-        polling then only wakes an idle worker for nothing."""
-        if not self.active or self.threaded:
-            return False
-        return not self.flow.blocks(self.downstream) and not self.at_max_everywhere()
+        Never (``inf``) while backpressure holds it, and a task with max pending trees in
+        flight counts not: what ends either comes with a wake-up or a busy pass (a credit
+        or a congestion report received, a local task draining, a completion from an
+        acker) or with the loop's timers (a remote congestion expiring, pending trees timing
+        out), so polling then only wakes an idle worker for nothing."""
+        if not self.active or self.threaded or self.flow.blocks(self.downstream):
+            return INF
+        max_pending = self.max_pending
+        due = INF
+        for ts in self.tasks:
+            if ts.idle_until < due and not (max_pending and self.in_flight(ts) >= max_pending):
+                due = ts.idle_until
+        return due
 
     def at_max_everywhere(self) -> bool:
         """Whether every task has ``topology.max.spout.pending`` trees in flight."""

@@ -192,3 +192,49 @@ def test_no_backups_empties_the_out_file_all_the_same(tmp_path: Path) -> None:
     out.write_bytes(b"y" * 1000)
     assert log_files.cap_out_file(out, 100, 0)
     assert out.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_worker_log_lines_name_the_component_that_made_them(
+        tmp_path: Path, clean_logging: None) -> None:
+    # a user logger's line or a print says which component's call made it: its turn on the
+    # worker's loop thread, or its own thread; the worker's own lines name none
+    from squall import Bolt, LocalCluster, Spout, TopologyBuilder
+    from squall.testing import wait_until
+
+    class Talker(Spout):
+        outputs = ["n"]
+
+        def initialize(self, conf: object, context: object) -> None:
+            self.said = False
+
+        def next_tuple(self) -> None:
+            if not self.said:
+                self.said = True
+                logging.getLogger("user.talker").info("talker says hello")
+                self.emit([1])
+
+    class Printer(Bolt):
+        dedicated_thread = True
+
+        def process(self, tup: object) -> None:
+            print("printer got a tuple")
+
+    log_file = tmp_path / "t-1-1-6700.log"
+    log_files.setup_worker_logging(log_file, 0, 0, 6700)
+
+    def text() -> str:
+        for h in logging.getLogger().handlers:
+            h.flush()
+        return log_file.read_text()
+
+    b = TopologyBuilder()
+    b.set_spout("talker", Talker)
+    b.set_bolt("printer", Printer).shuffle_grouping("talker")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("talk", {}, b.create_topology())
+        wait_until(lambda: "printer got a tuple" in text(), timeout=20)
+    logging.getLogger("squall.worker").info("not a component's")
+    lines = text().splitlines()
+    assert any("[worker 6700 talker] user.talker: talker says hello" in x for x in lines), lines
+    assert any("[worker 6700 printer] STDOUT: printer got a tuple" in x for x in lines), lines
+    assert any("[worker 6700] squall.worker: not a component's" in x for x in lines), lines
