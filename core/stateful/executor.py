@@ -26,6 +26,7 @@ from squall import drivers
 from squall.api.tuple import Source, Tuple, TupleBatch
 from squall.errors import StateProviderError
 from squall.runtime import flow
+from squall.runtime.acks import SETTLED
 from squall.runtime.executors.base import Services, _perf
 from squall.runtime.executors.base import pass_cap
 from squall.runtime.executors.bolt import PASS_SECONDS, BoltExecutor
@@ -124,10 +125,10 @@ class CheckpointedBoltExecutor(BoltExecutor):
         fail = inst.fail
 
         def fail_spoiling(tup: Tuple) -> None:
-            # a tuple acked or failed already (its ack held: keeper.hold) is not failed, so
-            # the state is kept
-            settled = tup.__class__ is Tuple and bool(tup.roots) \
-                and not (tup.id or tup.ackval)
+            # a tuple acked or failed already (its ack held: keeper.hold), and a tick (in no
+            # tree, settled when made), is not failed, so the state is kept
+            settled = tup.__class__ is Tuple and (
+                not (tup.id or tup.ackval) if tup.roots else tup.ackval == SETTLED)
             fail(tup)
             if not settled:
                 keeper.spoil()        # what it changed is dropped with the pass's changes

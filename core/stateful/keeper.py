@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from squall.errors import StateProviderError
+from squall.runtime.acks import SETTLED
 from squall.stateful.provider import StateProvider
 from squall.stateful.state import KeyValueState
 
@@ -116,7 +117,10 @@ class StateKeeper:
         tuple auto_ack held already) or failed by the bolt, it changes nothing and counts
         nothing (XORed twice, its ack would cancel out and its tree would time out)."""
         roots = tup.roots
-        if not roots:
+        if not roots:       # untracked: counted once, marked as the bolt's ack marks it; a
+            if tup.ackval == SETTLED:   # tick is settled when made and counts nothing
+                return
+            tup.ackval = SETTLED
             self.pending_n += 1
             return
         v = tup.id ^ tup.ackval

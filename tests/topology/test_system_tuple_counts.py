@@ -224,3 +224,43 @@ def test_a_bolts_ack_or_fail_of_a_tick_counts_nothing(
         wait_until(lambda: Twenty.acked == set(range(N)), timeout=20)
     assert not [r for r in caplog.records if "acked or failed already" in r.getMessage()]
     assert not cluster.get_topology_info("settles")["errors"]
+
+
+class StoreSettlingItsTicks(Store):
+    """A stateful bolt that acks (or fails, ``app.tick`` "fail") each tick it gets."""
+
+    ticks: ClassVar[int] = 0
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.settle = self.fail if conf.get("app.tick") == "fail" else self.ack
+
+    def process_tick(self, tup: Any) -> None:
+        self.settle(tup)
+        StoreSettlingItsTicks.ticks += 1
+
+
+@pytest.mark.parametrize("settle", ["ack", "fail"])
+def test_a_stateful_bolts_ack_or_fail_of_a_tick_keeps_its_state_and_counts_nothing(
+        cluster: LocalCluster, settle: str) -> None:
+    # a failed tick dropped the state's changes since the last checkpoint (its inputs were
+    # then failed and replayed), an acked one counted as an acked input
+    StoreSettlingItsTicks.ticks = 0
+    b = TopologyBuilder()
+    b.set_spout("src", Twenty)
+    b.set_bolt("store", StoreSettlingItsTicks).shuffle_grouping("src").add_config(
+        "topology.tick.tuple.freq.secs", 0.05)
+    cluster.submit_topology("stateticks", {"topology.state.checkpoint.interval.ms": 100,
+                                           "app.tick": settle}, b.create_topology())
+
+    def comp() -> dict[str, Any]:
+        return cluster.get_topology_info("stateticks")["components"]["store"]
+
+    wait_until(lambda: Twenty.acked == set(range(N)) and StoreSettlingItsTicks.ticks >= 5,
+               timeout=30, message=lambda: f"acked {sorted(Twenty.acked)}, "
+                                           f"{StoreSettlingItsTicks.ticks} ticks")
+    start = StoreSettlingItsTicks.ticks
+    wait_until(lambda: StoreSettlingItsTicks.ticks >= start + 3, timeout=20,
+               message="no more ticks")
+    got = comp()
+    assert (got["executed"], got["acked"], got["failed"]) == (N, N, 0), got
+    assert not cluster.get_topology_info("stateticks")["errors"]
