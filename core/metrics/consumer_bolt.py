@@ -28,6 +28,7 @@ lists and dicts so any serializer carries them.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -38,7 +39,7 @@ from squall.drivers import did_you_mean
 from squall.api.component import Bolt
 from squall.api.context import TopologyContext
 from squall.api.tuple import Tuple
-from squall.errors import ConfigError
+from squall.errors import ConfigError, PluginLoadError
 from squall.spi.metrics import DataPoint, MetricsConsumer, TaskInfo
 
 __all__ = [
@@ -121,12 +122,32 @@ def check_registrations(conf: Mapping[str, Any]) -> None:
 
 def load_consumers(conf: Mapping[str, Any]) -> None:
     """Import the class of every registered consumer, as its tasks will: PluginLoadError
-    naming the first whose import fails or whose ``squall_requires`` lists a module that is
-    not installed (with the extra to install). Called at submit (a
-    ``squall_validate_topology`` hook), so such a topology is refused there instead of its
-    consumer tasks failing on every bucket."""
+    naming the first whose import fails, whose ``squall_requires`` lists a module that is
+    not installed (with the extra to install), or whose class is no concrete
+    :class:`squall.MetricsConsumer`; ConfigError from a class's ``squall_check_entry(spec)``
+    (a classmethod a consumer may define to refuse an entry it cannot serve, handed the
+    checked entry as a mapping). Called at submit (a ``squall_validate_topology`` hook), so
+    such a topology is refused there instead of its consumer tasks failing on every bucket."""
     for entry in conf.get(REGISTER_KEY) or []:
-        drivers.load("squall.metrics_consumers", check_entry(entry)["class"])
+        spec = check_entry(entry)
+        cls = drivers.load("squall.metrics_consumers", spec["class"])
+        why = _not_a_consumer(cls)
+        if why is not None:
+            what = f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', cls)}"
+            raise PluginLoadError(f"squall.metrics_consumers {spec['class']!r} names {what}, "
+                                  f"which {why}")
+        check = getattr(cls, "squall_check_entry", None)
+        if check is not None:
+            check(spec)
+
+
+def _not_a_consumer(cls: Any) -> str | None:
+    """Why ``cls`` cannot run as a metrics consumer's class, or None when it can."""
+    if not isinstance(cls, type) or not issubclass(cls, MetricsConsumer):
+        return "is not a squall.MetricsConsumer subclass"
+    if inspect.isabstract(cls):
+        return "does not define " + ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+    return None
 
 
 def consumer_components(conf: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], int]]:

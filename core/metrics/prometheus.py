@@ -8,9 +8,10 @@ Registered with ``topology.metrics.consumer.register: [{class: prometheus, argum
 read as one of squall's, ``emit-count``, is ``squall_user_emit_count``), holding the newest bucket's
 value of each task (labels ``topology``, ``component``, ``task``, ``host``, ``port``). A map
 value becomes one gauge per numeric key (``__receive`` -> ``squall_receive_population``, ...);
-values that are not numbers are left out. Run it with one task (the default): each task binds
-its own port. A port it cannot listen on (in use) is reported as its component's error, and
-the topology runs on without the endpoint.
+values that are not numbers are left out. It runs as one task: an entry with a
+``parallelism.hint`` other than 1 is refused at submit (every task would bind the same
+port). A port it cannot listen on (in use) is reported as its component's error, and the
+topology runs on without the endpoint.
 
 Each task has one series per metric: when a rebalance moves a task, its buckets from the new
 worker relabel its series (``host``, ``port``) rather than add a second one, and a bucket that
@@ -47,6 +48,8 @@ MIN_BUCKET_SECS = 1.0
 PRUNE_EVERY_SECS = 1.0
 #: (topology, component, task)
 TaskKey = tuple[str, str, int]
+#: where a series' value comes from: a metric's name, then the keys down its map value
+Source = tuple[str, ...]
 #: a series' labels, in the order they render
 Labels = tuple[tuple[str, Any], ...]
 
@@ -73,11 +76,20 @@ class PrometheusMetricsConsumer(MetricsConsumer):
         self._tasks: dict[TaskKey, _TaskSeries] = {}
         self._clock = clock
         self._pruned_at = clock()
-        #: series name -> the metric that has it; metric -> its series (None: left out)
-        self._owners: dict[str, str] = {}
-        self._by_source: dict[str, str | None] = {}
+        #: series name -> the source that has it; source -> its series (None: left out)
+        self._owners: dict[str, Source] = {}
+        self._by_source: dict[Source, str | None] = {}
         self._lock = threading.Lock()
         self.endpoint: MetricsEndpoint | None = None
+
+    @classmethod
+    def squall_check_entry(cls, spec: Mapping[str, Any]) -> None:
+        """Refuse, at submit, an entry of more than one task: every task would bind the
+        argument's port on its worker's host, and all but one could not."""
+        tasks = spec.get("parallelism.hint", 1)
+        if tasks != 1:
+            raise ConfigError(f"metrics consumer 'prometheus': it serves one port, so its "
+                              f"parallelism.hint must be 1, got {tasks!r}")
 
     def prepare(self, conf: Mapping[str, Any], argument: Any, context: Any) -> None:
         argument = {} if argument is None else argument
@@ -117,54 +129,85 @@ class PrometheusMetricsConsumer(MetricsConsumer):
                 task.host, task.port = host, port
             task.timestamp = max(task.timestamp, task_info.timestamp)
             for point in data_points:
-                series = self._series(point.name)
-                if series is None:
-                    continue
-                for name, value in _numbers(series, point.value):
-                    task.values[name] = (value, expires)
+                for source, value in _numbers((point.name,), point.value):
+                    name = self._series(source)
+                    if name is not None:
+                        task.values[name] = (value, expires)
             if now - self._pruned_at >= PRUNE_EVERY_SECS:
                 self._prune(now)
 
     def _prune(self, now: float) -> None:
-        """Drop the series that expired by ``now``, and tasks left with none (lock held)."""
+        """Drop the series that expired by ``now``, and tasks left with none, and forget
+        the names of map keys no task has a series of any more (a map whose keys change, one
+        per user say, would otherwise grow them for good; a key that comes back is named
+        again) (lock held)."""
         self._pruned_at = now
+        expired = False
         for key, task in list(self._tasks.items()):
             for name, (_, expires) in list(task.values.items()):
                 if expires <= now:
                     del task.values[name]
+                    expired = True
             if not task.values:
                 del self._tasks[key]
+        if expired:
+            live = set().union(*(task.values.keys() for task in self._tasks.values()))
+            for name, source in list(self._owners.items()):
+                if len(source) > 1 and name not in live:
+                    del self._owners[name]
+                    del self._by_source[source]
 
-    def _series(self, source: str) -> str | None:
-        """The series name of metric ``source`` (called with the lock held). squall's own
-        metrics (``__emit-count``) keep ``squall_<name>``; a user metric whose name reads
-        the same (``emit-count``) gets ``squall_user_<name>``, whichever came first. Two user
-        metrics that read the same (``req.count``, ``req_count``): the later is left out,
-        said once."""
+    def _series(self, source: Source) -> str | None:
+        """The series name of ``source`` (called with the lock held): a metric, or a key of
+        its map value (``("__receive", "population")`` -> ``receive_population``). squall's
+        own metrics (``__emit-count``) keep ``squall_<name>``; a user metric whose name, or
+        one of whose map keys, reads the same (``emit-count``) gets ``squall_user_<name>``,
+        whichever came first. Two user sources that read the same (``req.count`` and
+        ``req_count``, or the map keys ``"a b"`` and ``"a.b"`` of one metric): the later is
+        left out, said once."""
         if source in self._by_source:
             return self._by_source[source]
-        name = metric_name(source)
+        if len(source) == 1:
+            name: str | None = metric_name(source[0])
+        else:
+            name = self._series(source[:1])
+            if name is not None:
+                name += "".join(f"_{metric_name(key)}" for key in source[1:])
+        if name is None:            # a map whose metric is left out
+            self._by_source[source] = None
+            return None
         owner = self._owners.get(name)
-        own = source.startswith("__")
-        if owner is not None and own and not owner.startswith("__"):
+        own = source[0].startswith("__")
+        if owner is not None and own and not owner[0].startswith("__"):
             # squall's metric takes its name back from a user metric, which moves aside
-            for task in self._tasks.values():
-                task.values.pop(name, None)
-            del self._by_source[owner]
+            self._release(owner)
             self._owners[name] = source
             self._by_source[source] = name
             return name
-        if owner is not None and not own and owner.startswith("__"):
+        if owner is not None and not own and owner[0].startswith("__"):
             name = f"user_{name}"
             owner = self._owners.get(name)
         if owner is not None and owner != source:
             self._by_source[source] = None
-            log.warning("prometheus consumer: metrics %r and %r both read as squall_%s; %r is "
-                        "left out (rename one)", owner, source, name, source)
+            log.warning("prometheus consumer: metrics %s and %s both read as squall_%s; %s is "
+                        "left out (rename one)", _described(owner), _described(source), name,
+                        _described(source))
             return None
         self._owners[name] = source
         self._by_source[source] = name
         return name
+
+    def _release(self, owner: Source) -> None:
+        """Forget the series of user source ``owner`` and, for a metric, of its map keys
+        (their names follow from its name), so their next data points are named again (lock
+        held)."""
+        for source in [s for s in self._by_source
+                       if s == owner or (len(owner) == 1 and s[0] == owner[0])]:
+            name = self._by_source.pop(source)
+            if name is not None and self._owners.get(name) == source:
+                del self._owners[name]
+                for task in self._tasks.values():
+                    task.values.pop(name, None)
 
     def _render(self) -> str:
         """The endpoint's text, made at each scrape (not at each ``handle``: a bucket
@@ -191,17 +234,27 @@ class PrometheusMetricsConsumer(MetricsConsumer):
             self.endpoint = None
 
 
-def _numbers(name: str, value: Any) -> list[tuple[str, float]]:
+def _numbers(source: Source, value: Any) -> list[tuple[Source, float]]:
+    """The numbers in ``value``, each with its source: ``source`` itself for a number, and
+    for a map ``source`` followed by the keys down to the number."""
     if isinstance(value, bool):
-        return [(name, int(value))]
+        return [(source, int(value))]
     if isinstance(value, (int, float)):
-        return [(name, value)]
+        return [(source, value)]
     if isinstance(value, Mapping):
         out = []
         for key, sub in value.items():
-            out.extend(_numbers(f"{name}_{metric_name(str(key))}", sub))
+            out.extend(_numbers((*source, str(key)), sub))
         return out
     return []
+
+
+def _described(source: Source) -> str:
+    """``'words'`` for metric ``words``, ``words['a b']`` for its map key ``"a b"`` (log
+    lines)."""
+    if len(source) == 1:
+        return repr(source[0])
+    return source[0] + "".join(f"[{key!r}]" for key in source[1:])
 
 
 __all__ = ["PrometheusMetricsConsumer"]

@@ -137,6 +137,9 @@ class ShellLink:
             name: context.register_metric(name, ShellMetric()) for name in self.metric_names}
         #: the undeclared metric names the subprocess updated (each logged once), as repr
         self.undeclared: set[str] = set()
+        #: the declared metric names the subprocess updated with params that are no number
+        #: (each reported once)
+        self.bad_params: set[str] = set()
         where = f"component {context.component_id!r}"
         try:
             codec = codec_class(conf.get(SERIALIZER_KEY, "json"))
@@ -178,7 +181,11 @@ class ShellLink:
             try:
                 metric.update(message.get("params"))
             except TypeError as exc:
-                self.logger.error("metric %r: %s", name, exc)
+                # reported once a metric (its own error line), not once a message
+                if name not in self.bad_params:
+                    self.bad_params.add(str(name))
+                    self.report(f"metric {name!r}: {str(exc)[:200]}; such updates are dropped "
+                                f"(reported once for this metric)")
         else:
             self.logger.error("the subprocess sent an unknown command: %.200r", message)
 

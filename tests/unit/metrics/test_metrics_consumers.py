@@ -301,3 +301,45 @@ def test_a_consumer_whose_library_is_missing_is_refused_at_submit(
             assert cluster.topologies() == []
     finally:
         drivers.refresh()
+
+
+def test_a_prometheus_consumer_of_more_than_one_task_is_refused_at_submit() -> None:
+    # every task bound the same port on its host: all but one failed ("Address already in
+    # use") and their tasks' series never reached the endpoint
+    b = TopologyBuilder()
+    b.set_spout("s", _Idle)
+    entry = {"class": "prometheus", "argument": {"port": 0}}
+    validate_topology(b.create_topology(), {
+        "topology.metrics.consumer.register": [{**entry, "parallelism.hint": 1}]})
+    with pytest.raises(ConfigError, match=r"^metrics consumer 'prometheus': it serves one "
+                       r"port, so its parallelism.hint must be 1, got 2$"):
+        validate_topology(b.create_topology(), {
+            "topology.metrics.consumer.register": [{**entry, "parallelism.hint": 2}]})
+
+
+class _NotAConsumer:
+    def handle(self, task_info, data_points) -> None:
+        pass
+
+
+class _NoHandle(MetricsConsumer):
+    pass
+
+
+@pytest.mark.parametrize("cls, why", [
+    (_NotAConsumer, "is not a squall.MetricsConsumer subclass"),
+    (_NoHandle, "does not define handle"),
+])
+def test_a_consumer_class_that_is_no_consumer_is_refused_at_submit(
+        monkeypatch: pytest.MonkeyPatch, cls: type, why: str) -> None:
+    # its tasks failed with a raw AttributeError ('_NotAConsumer' object has no attribute
+    # 'prepare') or TypeError (can't instantiate abstract class)
+    real = drivers.load
+    monkeypatch.setattr(drivers, "load", lambda group, name: cls if name == "odd" else
+                        real(group, name))
+    b = TopologyBuilder()
+    b.set_spout("s", _Idle)
+    with pytest.raises(PluginLoadError, match=rf"^squall.metrics_consumers 'odd' names "
+                       rf"{__name__}:{cls.__qualname__}, which {why}$"):
+        validate_topology(b.create_topology(),
+                          {"topology.metrics.consumer.register": [{"class": "odd"}]})

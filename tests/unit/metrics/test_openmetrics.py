@@ -127,6 +127,32 @@ def test_prometheus_keeps_squalls_series_apart_from_a_user_metric_named_alike(
                     "squall_req_count; 'req.count' is left out (rename one)"]
 
 
+def test_prometheus_leaves_out_a_map_key_that_reads_as_another_series(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # a MultiCountMetric's scopes "a b" and "a\\b" both read as squall_words_a_b: the later
+    # overwrote the earlier, one value shown for another; so did a user metric over a key of
+    # one of squall's maps
+    consumer = PrometheusMetricsConsumer()
+    consumer.prepare({}, {"port": 0, "host": "127.0.0.1"}, None)
+    info = TaskInfo("wc-1-1", "split", 3, "h1", 6700, 1700000000.0, 60.0)
+    points = [DataPoint("receive-population", 4), DataPoint("__receive", {"population": 2}),
+              DataPoint("words", {"a b": 19, "a\\b": 76, "c": {"d": 1}})]
+    try:
+        for _ in range(2):
+            consumer.handle(info, points)
+        text = _scrape(consumer)
+    finally:
+        consumer.cleanup()
+    labels = 'component="split",host="h1",port="6700",task="3",topology="wc-1-1"'
+    assert f"squall_words_a_b{{{labels}}} 19" in text
+    assert f"squall_words_c_d{{{labels}}} 1" in text
+    assert f"squall_receive_population{{{labels}}} 2" in text
+    assert f"squall_user_receive_population{{{labels}}} 4" in text
+    said = [r.getMessage() for r in caplog.records if "both read as" in r.getMessage()]
+    assert said == ["prometheus consumer: metrics words['a b'] and words['a\\\\b'] both read "
+                    "as squall_words_a_b; words['a\\\\b'] is left out (rename one)"]
+
+
 def test_prometheus_renders_at_each_scrape_not_at_each_handle() -> None:
     consumer = PrometheusMetricsConsumer()
     consumer.prepare({}, {"port": 0, "host": "127.0.0.1"}, None)
@@ -207,6 +233,24 @@ def test_prometheus_drops_the_series_of_a_task_that_stopped_reporting() -> None:
             'squall_execute_count{component="b",host="h",port="6700",task="1",'
             'topology="wc-1-1"} 1']
         assert "squall_gone" not in text
+    finally:
+        consumer.cleanup()
+
+
+def test_prometheus_forgets_the_names_of_map_keys_whose_series_expired() -> None:
+    # a map whose keys change (one per user) grew the consumer's name tables for good
+    clock = _Clock()
+    consumer = PrometheusMetricsConsumer(clock)
+    consumer.prepare({}, {"port": 0, "host": "127.0.0.1"}, None)
+    try:
+        for bucket in range(200):
+            clock.now += 10
+            consumer.handle(TaskInfo("wc-1-1", "b", 1, "h", 6700, 100.0 + 10 * bucket, 10.0),
+                            [DataPoint("by_user", {f"u{bucket}": 1})])
+        served = [line for line in _scrape(consumer).splitlines()
+                  if line.startswith("squall_by_user_u")]
+        assert len(served) <= 3, served
+        assert len(consumer._by_source) <= 5, len(consumer._by_source)  # what it remembers
     finally:
         consumer.cleanup()
 
