@@ -13,6 +13,7 @@ Where each hook is called:
 ``squall_add_defaults``         whenever defaults are built (``squall.config.defaults``:
                                 loading, validating, printing a configuration)
 ``squall_add_config_types``     with it, when a configuration is validated
+``squall_add_worker_shared_keys``  when a supervisor starts (what it advertises to nimbus)
 ``squall_validate_config``      when a configuration is validated
                                 (``squall.config.validate``: the command line,
                                 ``squall submit``, nimbus on submit, ``LocalCluster``)
@@ -31,16 +32,16 @@ Where each hook is called:
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pluggy
 
 __all__ = [
     "hookimpl", "hookspec", "squall_add_commands", "squall_add_config_types",
-    "squall_add_defaults", "squall_configure", "squall_topology_killed",
-    "squall_topology_submitted", "squall_validate_config", "squall_validate_topology",
-    "squall_worker_start",
+    "squall_add_defaults", "squall_add_worker_shared_keys", "squall_configure",
+    "squall_topology_killed", "squall_topology_submitted", "squall_validate_config",
+    "squall_validate_topology", "squall_worker_start",
     "squall_worker_stop", "squall_worker_stopping",
 ]
 
@@ -72,6 +73,20 @@ def squall_add_config_types() -> Mapping[str, type | tuple[type, ...]] | None:
     A value is a type or a tuple of types. Naming a key no ``squall_add_defaults`` returns, or
     one with a non-null default (its type is its default's), is a ConfigError; a key squall
     itself defines is ignored with a warning.
+    """
+
+
+@hookspec
+def squall_add_worker_shared_keys() -> Iterable[str] | None:
+    """Return the config keys this plugin owns whose value every worker of one topology must
+    share, or they cannot exchange tuples (a transport's security switch).
+
+    A supervisor advertises its value of each (its conf's, else the default) when it starts,
+    and nimbus reports supervisors hosting one topology's workers that advertise different
+    values, unless the topology's own conf sets the key (one ERROR line and the topology's
+    status reason). A key under ``squall.transport.NAME.`` is compared only among the
+    supervisors whose workers run transport ``NAME``. Return a constant, without I/O; a value
+    that is not a bool, number or str is not compared.
     """
 
 

@@ -11,8 +11,9 @@ other slot free they stay and their supervisor keeps relaunching the worker ther
 (:mod:`~squall.daemon.nimbus_slot_failures`, which also says what happened, once). A host:port
 that two live supervisors offer is kept for one of them and left out of the others' ports
 (:mod:`~squall.daemon.nimbus_slot_clashes`); a topology short of workers meanwhile says why in
-its status reason. A topology whose workers' supervisors use different default transports or
-serializers says so in its status reason too (:mod:`~squall.daemon.nimbus_worker_defaults`),
+its status reason. A topology whose workers' supervisors use different default transports,
+serializers or transport security says so in its status reason too
+(:mod:`~squall.daemon.nimbus_worker_defaults`),
 and so does one whose package on nimbus is damaged (:meth:`CodeStore.problem
 <squall.daemon.nimbus_code.CodeStore.problem>`): one whose conf or topology cannot be read is
 left out of the pass (its workers keep their slots), every other topology is scheduled.

@@ -49,6 +49,8 @@ DRPC_SERVER_KEYS = frozenset(("drpc.host", "drpc.http.port", "drpc.worker.thread
 #: dropped from a topology like the others, but given to a submit for good reason
 CLIENT_PREFIXES = ("nimbus.seeds", "nimbus.port", "storm.zookeeper.", "nimbus.authentication",
                    "nimbus.admins")
+#: how often a worker beats to nimbus: a topology setting none gets nimbus's at submit
+TASK_BEAT = "task.heartbeat.frequency.secs"
 
 
 def _daemon_key(key: str) -> bool:
@@ -130,6 +132,12 @@ class TopologyLifecycle:
         self._require_leader()
         check_topology_name(name)
         tconf = {**topology_conf(conf), "topology.name": name}
+        # the workers beat at the pace this nimbus watches (its own, checked against its
+        # nimbus.task.timeout.secs at start), not at their supervisors': a supervisor's slower
+        # one would have nimbus take live workers for dead, over and over
+        beat = self._conf.get(TASK_BEAT)
+        if beat is not None:
+            tconf.setdefault(TASK_BEAT, beat)
         merged = {**self._conf, **tconf}
         config.validate(merged, warn=False)
         try:

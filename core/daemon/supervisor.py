@@ -113,7 +113,8 @@ class Supervisor:
             raise SquallError(f"supervisor cannot use storm.local.dir {self.local_dir}: "
                               f"{exc.strerror or exc}") from None
         self.log_rotation = log_files.rotation(self.conf)
-        #: the transport and serializer its workers use unless a topology chooses its own
+        #: what its workers must share with every other worker of a topology (transport,
+        #: serializer, transport security) unless the topology chooses its own
         self.worker_defaults = nimbus_worker_defaults.advertised(self.conf)
         self.logviewer: LogViewer | None = None
         self.backoff = LaunchBackoff()

@@ -13,8 +13,8 @@ from squall.errors import ConfigError, TopologyError
 from squall.hookspecs import hookimpl
 
 __all__ = ["check_options", "max_message_bytes", "squall_add_config_types",
-           "squall_add_defaults", "squall_configure", "squall_validate_config",
-           "squall_validate_topology"]
+           "squall_add_defaults", "squall_add_worker_shared_keys", "squall_configure",
+           "squall_validate_config", "squall_validate_topology"]
 
 PREFIX = "squall.transport.grpc."
 #: the keys this plugin owns (see :mod:`squall.plugins.transport_grpc.transport` for meanings)
@@ -34,6 +34,12 @@ DEFAULTS: dict[str, Any] = {
 @hookimpl
 def squall_add_defaults() -> dict[str, Any]:
     return DEFAULTS
+
+
+@hookimpl
+def squall_add_worker_shared_keys() -> tuple[str, ...]:
+    """Workers with and without TLS cannot connect to each other."""
+    return (PREFIX + "tls.enabled",)
 
 
 @hookimpl

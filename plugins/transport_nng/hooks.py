@@ -12,7 +12,7 @@ from typing import Any
 from squall.hookspecs import hookimpl
 
 __all__ = ["MAX_SEND_BUFFER", "check_options", "squall_add_config_types",
-           "squall_add_defaults", "squall_validate_config"]
+           "squall_add_defaults", "squall_add_worker_shared_keys", "squall_validate_config"]
 
 PREFIX = "squall.transport.nng."
 #: the largest window of unacknowledged batches a sender keeps
@@ -36,6 +36,12 @@ DEFAULTS: dict[str, Any] = {
 @hookimpl
 def squall_add_defaults() -> dict[str, Any]:
     return DEFAULTS
+
+
+@hookimpl
+def squall_add_worker_shared_keys() -> tuple[str, ...]:
+    """Workers with and without TLS cannot connect to each other."""
+    return (PREFIX + "tls.enabled",)
 
 
 @hookimpl

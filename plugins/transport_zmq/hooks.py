@@ -12,7 +12,7 @@ from typing import Any
 from squall.hookspecs import hookimpl
 
 __all__ = ["check_options", "squall_add_config_types", "squall_add_defaults",
-           "squall_validate_config"]
+           "squall_add_worker_shared_keys", "squall_validate_config"]
 
 PREFIX = "squall.transport.zmq."
 #: the keys this plugin owns (see :mod:`squall.plugins.transport_zmq.transport` for meanings)
@@ -34,6 +34,12 @@ DEFAULTS: dict[str, Any] = {
 @hookimpl
 def squall_add_defaults() -> dict[str, Any]:
     return DEFAULTS
+
+
+@hookimpl
+def squall_add_worker_shared_keys() -> tuple[str, ...]:
+    """Workers with and without CURVE cannot connect to each other."""
+    return (PREFIX + "curve.enabled",)
 
 
 @hookimpl

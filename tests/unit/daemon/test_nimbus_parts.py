@@ -195,11 +195,11 @@ def test_leadership_run_logs_a_failing_store_and_retries_until_stopped(caplog):
 
 
 # -- reads and the lifecycle over the memory store ---------------------------------------------------
-def _leader_parts(tmp_path, election, replication=None):
+def _leader_parts(tmp_path, election, replication=None, **nimbus_conf):
     """A nimbus's leader parts on the memory store: (store, state, code, leadership,
-    lifecycle)."""
+    lifecycle); ``nimbus_conf`` adds to nimbus's conf."""
     conf = {"squall.state": "memory", "squall.scheduler": "even",
-            "storm.local.dir": str(tmp_path)}
+            "storm.local.dir": str(tmp_path), **nimbus_conf}
     store = drivers.driver("state", conf)
     store.start()
     state = ClusterState(store, conf)
@@ -547,6 +547,28 @@ def test_max_task_parallelism_caps_the_submitted_components_not_the_ackers(leade
     lifecycle.rebalance("wc", wait_secs=0, executors={"b": 3})
     lifecycle.monitor_pass()
     assert state.get_storm(tid)["component_executors"]["b"] == 1
+
+
+def test_workers_beat_at_nimbuss_pace_unless_the_topology_sets_its_own(tmp_path, monkeypatch):
+    # a worker's conf is its supervisor's under the topology's: without nimbus's beat in the
+    # topology, a supervisor configured to beat slower than nimbus.task.timeout.secs would
+    # have nimbus take its healthy workers for dead and move them, over and over
+    from squall.daemon import validate
+    monkeypatch.setattr(validate, "check_in_subprocess", lambda directory: None)
+    store, _, code, _, lifecycle = _leader_parts(
+        tmp_path, FakeElection(leading=True), **{"task.heartbeat.frequency.secs": 2,
+                                                 "nimbus.task.timeout.secs": 6})
+    def shipped(tid: str) -> Any:      # the topology's own conf, which its workers get
+        return packaging.read_json(code.directory(tid) / packaging.CONF_FILE).get(
+            "task.heartbeat.frequency.secs")
+
+    try:
+        assert shipped(lifecycle.submit("wc", {}, _topology_json(), _zip())) == 2
+        own = lifecycle.submit("own", {"task.heartbeat.frequency.secs": 1}, _topology_json(),
+                               _zip())
+        assert shipped(own) == 1
+    finally:
+        store.close()
 
 
 def test_the_graph_and_the_ui_show_the_executors_of_the_last_rebalance(leader):

@@ -1,7 +1,7 @@
-"""Supervisors configured with different transports or serializers under one topology that
-chooses neither: its workers could never exchange a tuple, so nimbus says so in one error line
-and in the topology's status reason. A topology choosing its own is unaffected. Nimbus's parts
-over the memory store."""
+"""Supervisors configured with different transports, serializers or transport security under
+one topology that chooses neither (no topology chooses squall.transport.tls): its workers could
+never exchange a tuple, so nimbus says so in one error line and in the topology's status reason.
+A topology choosing its own is unaffected. Nimbus's parts over the memory store."""
 from __future__ import annotations
 
 from typing import Any
@@ -100,11 +100,50 @@ def test_the_comparison() -> None:
             "s2": {FIELD: {"squall.transport": "nng", "squall.serializer": "msgpack"}},
             "s3": {FIELD: {"squall.transport": "zmq", "squall.serializer": "json"}},
             "old": {}}                      # a supervisor advertising nothing is left out
-    clashes = find_clashes((), ["s1", "s2", "s3", "old"], regs)
+    clashes = find_clashes({}, ["s1", "s2", "s3", "old"], regs)
     assert [(c.key, c.values) for c in clashes] == [
         ("squall.transport", (("zmq", ("s1", "s3")), ("nng", ("s2",)))),
         ("squall.serializer", (("msgpack", ("s1", "s2")), ("json", ("s3",))))]
-    assert find_clashes(("squall.transport",), ["s1", "s2"], regs) == []
-    assert find_clashes((), ["s1", "old"], regs) == []
-    assert advertised({}) == {"squall.transport": "zmq", "squall.serializer": "msgpack"}
+    assert find_clashes({"squall.transport": "grpc"}, ["s1", "s2"], regs) == []
+    assert find_clashes({}, ["s1", "old"], regs) == []
+    assert advertised({}) == {
+        "squall.transport": "zmq", "squall.serializer": "msgpack", "squall.transport.tls": False,
+        "squall.transport.zmq.curve.enabled": False, "squall.transport.nng.tls.enabled": False,
+        "squall.transport.grpc.tls.enabled": False}
     assert advertised({"squall.transport": "grpc"})["squall.transport"] == "grpc"
+    assert advertised({"squall.transport.tls": True})["squall.transport.tls"] is True
+
+
+def test_a_transports_own_key_is_compared_among_the_workers_running_it() -> None:
+    def reg(transport: str, curve: bool) -> dict[str, Any]:
+        return {FIELD: {"squall.transport": transport, "squall.serializer": "msgpack",
+                        "squall.transport.zmq.curve.enabled": curve}}
+    regs = {"s1": reg("zmq", True), "s2": reg("zmq", False),
+            "n1": reg("nng", True), "n2": reg("nng", False)}
+    [clash] = find_clashes({}, ["s1", "s2"], regs)
+    assert clash.key == "squall.transport.zmq.curve.enabled"
+    assert clash.values == ((True, ("s1",)), (False, ("s2",)))
+    assert "curve.enabled: true (s1), false (s2)" in clash.describe()
+    assert find_clashes({}, ["n1", "n2"], regs) == []          # nng: zmq's key is unused
+    # the topology chooses zmq: its workers on n1 and n2 run it
+    assert [c.key for c in find_clashes({"squall.transport": "zmq"}, ["n1", "n2"], regs)] == \
+        ["squall.transport.zmq.curve.enabled"]
+    # ... and sets the key too: every worker gets its value
+    assert find_clashes({"squall.transport.zmq.curve.enabled": True}, ["s1", "s2"], regs) == []
+
+
+def test_a_supervisor_without_the_clusters_transport_tls_is_said_once_and_in_the_status(
+        harness: Harness, caplog: Any) -> None:
+    # a rollout that missed one host: its workers and the others' cannot connect
+    harness.register("sup-a", 6700, squall_transport_tls=True)
+    harness.register("sup-b", 6701)
+    for _ in range(2):
+        harness.lifecycle.monitor_pass()
+    assert harness.nodes() == {"sup-a", "sup-b"}
+    reason = harness.reason()
+    assert ("use different squall.transport.tls: true (sup-a on host-sup-a), false (sup-b on "
+            "host-sup-b)") in reason, reason
+    assert "set the same squall.transport.tls in every supervisor's config" in reason
+    assert "squall submit" not in reason           # a topology cannot set it
+    [line] = _lines(caplog)
+    assert "topology wd" in line and "squall.transport.tls: true (sup-a" in line
