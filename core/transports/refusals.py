@@ -3,7 +3,10 @@
 Every transport that authenticates its peers (API.md section 14) says the same thing when it
 refuses one: ``<where> refused a peer at <address>: <reason> (...)``, a WARNING the first time
 for an address, DEBUG for later refusals of it (a stranger that keeps redialing does not fill
-the log). The zmq transport's ZAP handler, the grpc receiver and the nng listener use it.
+the log). A peer whose address could not be read (``?``: its connection closed first, as a
+redialing stranger's may) gets a WARNING only if no refusal was logged before (it is most
+likely one already named). The zmq transport's ZAP handler, the grpc receiver and the nng
+listener use it.
 
 Threading: :meth:`RefusalLog.refused` may be called from any thread (nng's and ZeroMQ's own
 threads included); it never blocks on anything but a short lock and the logging call.
@@ -16,6 +19,9 @@ import threading
 from squall.security import FirstSeen
 
 __all__ = ["RefusalLog", "host_of"]
+
+#: the address of a peer whose address could not be read
+UNKNOWN = "?"
 
 
 def host_of(peer: str) -> str:
@@ -44,13 +50,16 @@ class RefusalLog:
         self.count = 0
         self._refused = FirstSeen()
         self._lock = threading.Lock()
+        self._warned = False
 
     def refused(self, address: str, reason: str) -> None:
         """Count one refusal of the peer at ``address`` (its host, see :func:`host_of`) and
         log ``reason`` (what it lacked, e.g. ``"it presented no certificate"``)."""
         with self._lock:
             self.count += 1
-        if self._refused.first(address):
+            named = self._warned
+            self._warned = True
+        if self._refused.first(address) and not (address == UNKNOWN and named):
             self.logger.warning("%s refused a peer at %s: %s (its tuples are dropped; further "
                                 "refusals of this peer are not logged)",
                                 self.where, address, reason)

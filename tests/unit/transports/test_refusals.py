@@ -38,3 +38,22 @@ def test_one_warning_per_address(caplog: pytest.LogCaptureFixture) -> None:
         "dropped; further refusals of this peer are not logged)"]
     assert log.count == 3
     assert sum(r.levelno == logging.DEBUG for r in caplog.records) == 1
+
+
+def test_a_peer_whose_address_could_not_be_read_is_named_only_when_nothing_was(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # a stranger redialing: its second connection closed before its address was read, and
+    # "refused a peer at ?" was a second warning for one peer
+    log = RefusalLog(logging.getLogger("squall.test.refusals"), "x receiver on port 1")
+    caplog.set_level(logging.DEBUG, "squall.test.refusals")
+    log.refused("127.0.0.1", "its certificate is not signed by this cluster's CA")
+    log.refused("?", "its certificate is not signed by this cluster's CA")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "x receiver on port 1 refused a peer at 127.0.0.1: its certificate is not signed by "
+        "this cluster's CA (its tuples are dropped; further refusals of this peer are not "
+        "logged)"]
+    first = RefusalLog(logging.getLogger("squall.test.refusals"), "y receiver on port 2")
+    first.refused("?", "it presented no certificate")
+    assert "y receiver on port 2 refused a peer at ?: it presented no certificate" in \
+        caplog.records[-1].getMessage()
+    assert log.count == 2
