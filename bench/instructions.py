@@ -41,9 +41,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.overrides import parse
 from bench.tree import ROOT, tree_env
-from bench.wordcount import OWNED
+from bench.wordcount import checked_run_args
 
 CASES = {"per-tuple-off": (False, False), "per-tuple-on": (False, True),
          "batch-off": (True, False), "batch-on": (True, True)}
@@ -118,12 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         p.error("valgrind is not installed (apt-get install valgrind)")
-    try:
-        conf = parse(args.conf, OWNED)
-    except ValueError as exc:
-        p.error(str(exc))
-    if not 0 < args.sizes[0] < args.sizes[1]:
-        p.error(f"--sizes {args.sizes[0]} {args.sizes[1]}: need 0 < smaller < larger")
+    conf = checked_run_args(p, args)
     tree = args.tree.resolve() if args.tree else None
     print(f"word count, instructions per word (callgrind), marginal between {args.sizes[0]:,} "
           f"and {args.sizes[1]:,} sentences; conf {conf or '{}'}"

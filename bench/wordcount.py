@@ -246,6 +246,18 @@ CASES = [("per-tuple", False, False), ("per-tuple", False, True),
          ("batch", True, False), ("batch", True, True)]
 
 
+def checked_run_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    """The conf of ``args.conf`` (``-c`` items, none clashing with a case's :data:`OWNED`
+    keys) after checking ``args.sizes`` (0 < smaller < larger); ``p.error`` otherwise. For
+    every tool that times the marginal word count (this one, bench.instructions)."""
+    try:
+        conf = parse(args.conf, OWNED)
+    except ValueError as exc:
+        p.error(str(exc))
+    if not 0 < args.sizes[0] < args.sizes[1]:
+        p.error(f"--sizes {args.sizes[0]} {args.sizes[1]}: need 0 < smaller < larger")
+    return conf
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.wordcount")
     p.add_argument("--runs", type=int, default=5)
@@ -256,12 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("-c", dest="conf", action="append", default=[], metavar="KEY=VALUE",
                    help="topology config for every run, a YAML value (repeatable)")
     args = p.parse_args(argv)
-    try:
-        conf = parse(args.conf, OWNED)
-    except ValueError as exc:
-        p.error(str(exc))
-    if not 0 < args.sizes[0] < args.sizes[1]:
-        p.error(f"--sizes {args.sizes[0]} {args.sizes[1]}: need 0 < smaller < larger")
+    conf = checked_run_args(p, args)
     print(host.line(), flush=True)
     print(f"word count, local mode, 1 worker; marginal words/s between {args.sizes[0]:,} and "
           f"{args.sizes[1]:,} sentences of 10 words; median of {args.runs}")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from squall import LocalCluster
+from squall import Bolt, LocalCluster
 
 
 @pytest.fixture
@@ -30,3 +30,20 @@ def install_driver(monkeypatch: pytest.MonkeyPatch, group: str, name: str,
                         else check(g, n))
     monkeypatch.setattr(drivers, "load", lambda g, n: factory if (g, n) == (group, name)
                         else load(g, n))
+
+
+class HoldFive(Bolt):
+    """Holds tuples and acks them five at a time (auto_ack off): the spout must wait for the
+    acks."""
+
+    auto_ack = False
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.held: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        self.held.append(tup)
+        if len(self.held) == 5:
+            for t in self.held:
+                self.ack(t)
+            self.held = []

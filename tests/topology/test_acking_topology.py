@@ -11,7 +11,7 @@ import pytest
 from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder, TopologyError
 from squall.testing import complete_topology, wait_until
 
-from tests.topology.conftest import info_errors, install_driver
+from tests.topology.conftest import HoldFive, info_errors, install_driver
 
 LOCK = threading.Lock()
 COUNTS: Counter[str] = Counter()
@@ -710,22 +710,6 @@ class Counted(Spout):
         self.in_flight -= 1
         with LOCK:
             FAILED.append(tup_id)
-
-
-class HoldFive(Bolt):
-    """Holds tuples and acks them five at a time: the spout must wait for the acks."""
-
-    auto_ack = False
-
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        self.held: list[Any] = []
-
-    def process(self, tup: Any) -> None:
-        self.held.append(tup)
-        if len(self.held) == 5:
-            for t in self.held:
-                self.ack(t)
-            self.held = []
 
 
 @pytest.mark.parametrize("where", ["topology", "component"])

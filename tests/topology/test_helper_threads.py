@@ -16,6 +16,7 @@ import pytest
 
 from squall import Bolt, LocalCluster, Spout, Stream, TopologyBuilder, TopologyError
 from squall.testing import complete_topology, wait_until
+from tests.topology.conftest import HoldFive
 
 LOCK = threading.Lock()
 COUNTS: Counter[str] = Counter()
@@ -280,22 +281,6 @@ class PendingPoller(Spout):
         COUNTS["joined"] += not self.thread.is_alive()
 
 
-class AckFive(Bolt):
-    """Holds tuples and acks them five at a time (auto_ack off)."""
-
-    auto_ack = False
-
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        self.held: list[Any] = []
-
-    def process(self, tup: Any) -> None:
-        self.held.append(tup)
-        if len(self.held) == 5:
-            for t in self.held:
-                self.ack(t)
-            self.held = []
-
-
 class Keep(Bolt):
     """Keeps every tuple, acking none."""
 
@@ -313,7 +298,7 @@ def test_a_spout_thread_emits_no_more_than_max_spout_pending(cluster: LocalClust
     b = TopologyBuilder()
     b.set_spout("poller", type("P", (PendingPoller,), {"dedicated_thread": dedicated}),
                 config={"squall.test.n": 30})
-    b.set_bolt("five", AckFive).shuffle_grouping("poller")
+    b.set_bolt("five", HoldFive).shuffle_grouping("poller")
     cluster.submit_topology("pending-thread", {"topology.max.spout.pending": 5},
                             b.create_topology())
     wait_until(lambda: COUNTS["acked"] == 30, timeout=30, message=lambda: f"{COUNTS}")
