@@ -291,17 +291,6 @@ def squall_cluster(tmp_path: Path, zk_conf: dict[str, Any]) -> Iterator[ClusterH
     assert not harness.daemon_tracebacks(), "\n".join(harness.daemon_tracebacks())
 
 
-@pytest.fixture
-def ha_cluster(tmp_path: Path, zk_conf: dict[str, Any]) -> Iterator[ClusterHarness]:
-    """Like ``squall_cluster`` but with two nimbus ports in ``nimbus.seeds``."""
-    harness = ClusterHarness(tmp_path, zk_conf, nimbus_count=2)
-    try:
-        yield harness
-    finally:
-        harness.close()
-    assert not harness.daemon_tracebacks(), "\n".join(harness.daemon_tracebacks())
-
-
 @pytest.fixture(scope="session")
 def wordcount() -> Any:
     """The test topology module (``expected_counts``, ``read_acks``, ``read_counts``)."""

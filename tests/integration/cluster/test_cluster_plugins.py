@@ -1,6 +1,7 @@
 """The pluggable parts on a real cluster: word count over every network transport, and the
-multi-dimensional scheduler (pending with a reason, scheduled when capacity appears,
-rebalance with exact results). Metrics consumers: test_cluster_metrics.py."""
+multi-dimensional scheduler (pending with a reason, scheduled when capacity appears; its
+rebalance with exact results: test_rebalance_exact.py). Metrics consumers:
+test_cluster_metrics.py."""
 from __future__ import annotations
 
 import pytest
@@ -62,31 +63,3 @@ def test_multidim_pending_until_capacity_then_exact_counts(squall_cluster, wordc
     wait_until(lambda: (c.state.get_storm(tid) or {}).get("status") == "active", 30,
                message=lambda: "never scheduled\n" + c.logs_tail())
     _exact(c, wordcount, TOTAL)
-
-
-
-def test_multidim_rebalance_mid_stream_loses_nothing(squall_cluster, wordcount):
-    c = squall_cluster
-    c.start_nimbus(overrides={"squall.scheduler": "multidim"})
-    for name in ("sup1", "sup2"):
-        c.start_supervisor(name, overrides={"supervisor.memory.slots": 8,
-                                            "supervisor.cpu.slots": 8, "supervisor.net.slots": 8})
-    c.wait_ready(supervisors=2)
-    total = 300                    # in about 2 s (80 a second per spout task)
-    c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
-             "-c", f"test.sentences={total}", "-c", "test.emit.per.sec=80")
-    wait_until(lambda: len(wordcount.read_acks(c.out_dir)) > 20, 30,
-               message=lambda: "no acks\n" + c.logs_tail())
-    assert len(set(wordcount.read_acks(c.out_dir))) < total     # still emitting
-    c.squall("rebalance", "wc", "--workers", "1", "--executors", "split=1", "--wait", "1")
-    tid = c.state.find_topology_id("wc")
-    wait_until(lambda: len(c.worker_slots("wc")) == 1
-               and (c.state.get_storm(tid) or {}).get("component_executors", {})
-               .get("split") == 1, 40, message=lambda: "rebalance did not apply\n" + c.logs_tail())
-    # every sentence emitted before, during and after the move is acked: nothing is lost
-    wait_until(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(total)), 90,
-               message=lambda: "sentences lost across the rebalance\n" + c.logs_tail())
-    # counts are durable before their tuples are acked: every word counted, none twice
-    assert max(wordcount.counted_words(c.out_dir).values()) == 1
-    assert wordcount.read_counts(c.out_dir) == wordcount.expected_counts(total)
-    assert c.listed() == {"wc": "active"}

@@ -100,11 +100,15 @@ def test_supervisor_killed(running: dict[str, Any]) -> None:
 def test_nimbus_leader_killed(running: dict[str, Any]) -> None:
     c, nimbuses = running["c"], running["nimbuses"]
     _recover(running, "nimbus leader kill -9", nimbuses[0].kill9)
+    # commands work through the new leader (the client finds it among nimbus.seeds)
     c.wait(lambda: c.squall("deactivate", "wc", check=False).returncode == 0, 40,
            "the standby never took over")
+    assert c.listed().get("wc") == "inactive"
     c.squall("activate", "wc")
+    # the old leader comes back as a standby; commands still work
     nimbuses[0] = c.start_nimbus(0)
     c.wait(lambda: len(c.state.nimbuses()) == 2, 30, "the old leader did not come back")
+    assert c.listed().get("wc") == "active"
 
 
 def test_nimbus_leader_killed_right_after_a_submit(running: dict[str, Any]) -> None:
@@ -168,6 +172,10 @@ def test_garbage_on_every_port(running: dict[str, Any]) -> None:
             push.close()
         ctx.term()
     _recover(running, "garbage on every port", garbage)
+    logs = [log for s in running["sups"].values() for p in ports
+            for log in s.local_dir.glob(f"logs/*-{p}.log")]
+    c.wait(lambda: any("invalid frame" in log.read_text() for log in logs), 20,
+           "the garbage was not logged")
     assert _worker_pids(running) == pids, running["c"].logs_tail()
     assert all(n.alive() for n in running["nimbuses"])
     assert c.listed().get("wc") == "active"
