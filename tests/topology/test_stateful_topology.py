@@ -172,6 +172,9 @@ def test_stateful_word_count_is_exact_with_replays_and_failures(cluster, workers
     conf = {"test.key": key, "test.total": total, "topology.workers": workers,
             "test.rate": 2500,              # over several checkpoints
             "test.counter.fails": counter_fails,
+            # a counter's failure rolls its task back a whole checkpoint (each one fails the
+            # inputs since the last prepare): 24 of them, where every 11th input's took 5 s
+            "test.counter.fails.every": 41,
             "topology.state.provider.config": {"key_prefix": key},
             "topology.state.checkpoint.interval.ms": 100}
     cluster.submit_topology("swc", conf, topology)
