@@ -24,6 +24,7 @@ from squall import drivers
 from squall.api.component import Bolt, Spout
 from squall.api.topology import ComponentSpec, Input, Topology, class_ref, grouping_state
 from squall.api.tuple import MAX_ID_CHARS, Stream
+from squall.config import check_topology_keys
 from squall.errors import ConfigError, PluginNotFoundError, TopologyError
 from squall.scheduling.resources import check_request
 from squall.spi.grouping import Grouping
@@ -218,6 +219,9 @@ class TopologyBuilder:
         specs = {cid: _frozen_copy(s) for cid, s in self._specs.items()}
         for spec in specs.values():
             _check_first_call(spec)
+            # a topology-wide key in a component's config: refused here as at submit (a
+            # windowed bolt's timeout checks below read the topology's)
+            check_topology_keys(spec.id, spec.config)
             try:
                 declared = spec.cls.declare_outputs(spec.config)  # type: ignore[union-attr]
             except TopologyError:

@@ -7,7 +7,6 @@ from typing import Any
 
 from squall.api.topology import ComponentSpec
 from squall.api.tuple import Stream
-from squall.config import check_topology_keys
 from squall.errors import TopologyError
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.spec import TIMESTAMP_FIELD, WindowSpec
@@ -48,7 +47,6 @@ def complete_windowed(specs: Mapping[str, ComponentSpec], conf: Mapping[str, Any
                                 "process_window")
         if cls.process_window is WindowedBolt.process_window:
             raise TopologyError(f"{where}: {cls.__qualname__} defines no process_window")
-        check_topology_keys(spec.id, spec.config)   # the timeout below is the topology's
         merged = {**(conf or {}), **spec.config}
         if getattr(cls, "dedicated_thread", False) or merged.get(
                 "topology.executor.dedicated.thread"):

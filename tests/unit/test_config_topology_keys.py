@@ -1,8 +1,8 @@
 """Keys read once for the whole topology (``squall.config.TOPOLOGY_KEYS``) are refused in a
 component's own config, with one ConfigError naming the component and the key, wherever a
-topology is checked: ``validate_component`` (``squall submit``), the submit hooks (nimbus's
-check, LocalCluster, ``squall local``, ``complete_topology``) and, for a windowed bolt,
-``create_topology``."""
+topology is checked: ``create_topology``, ``validate_component`` (``squall submit``) and the
+submit hooks (nimbus's check, LocalCluster, ``squall local``, ``complete_topology``), which
+also see topologies not made by the builder."""
 from __future__ import annotations
 
 from typing import Any
@@ -75,14 +75,31 @@ def test_every_topology_wide_key_is_a_known_key() -> None:
     assert config.TOPOLOGY_KEYS <= set(config.defaults())
 
 
-def spout_timeout_topology() -> Any:
+def spout_timeout_builder() -> TopologyBuilder:
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers, config={"topology.message.timeout.secs": 20})
     b.set_bolt("sink", Sink).shuffle_grouping("numbers")
-    return b.create_topology()
+    return b
 
 
-def test_the_submit_hooks_refuse_it() -> None:
+def test_create_topology_refuses_it() -> None:
+    with pytest.raises(ConfigError) as err:
+        spout_timeout_builder().create_topology()
+    assert str(err.value) == refusal("numbers", "topology.message.timeout.secs")
+
+
+@pytest.fixture
+def spout_timeout_topology(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A topology holding the key, as one made without the builder's check would (the
+    submit hooks check every topology, however it was made)."""
+    import squall.api.builder
+    with monkeypatch.context() as patch:
+        patch.setattr(squall.api.builder, "check_topology_keys", lambda *a: None)
+        topology = spout_timeout_builder().create_topology()
+    return lambda: topology
+
+
+def test_the_submit_hooks_refuse_it(spout_timeout_topology: Any) -> None:
     # what nimbus runs on a submitted package (squall.daemon.validate) and LocalCluster on
     # submit_topology
     with pytest.raises(ConfigError) as err:
@@ -90,7 +107,7 @@ def test_the_submit_hooks_refuse_it() -> None:
     assert str(err.value) == refusal("numbers", "topology.message.timeout.secs")
 
 
-def test_a_local_cluster_and_complete_topology_refuse_it() -> None:
+def test_a_local_cluster_and_complete_topology_refuse_it(spout_timeout_topology: Any) -> None:
     with LocalCluster() as cluster:
         with pytest.raises(ConfigError, match="^" + refusal("numbers", "topology.message."
                                                                        "timeout.secs")):
