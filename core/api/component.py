@@ -124,8 +124,9 @@ class Bolt(Component):
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout (``topology.message.timeout.secs``) of every tuple
         tree ``tup`` belongs to, at the acker and at the spout task that waits for it: a
-        bolt that holds a tuple (``auto_ack = False``) or works on it longer than the
-        timeout calls it now and then, so the tree is not failed meanwhile. Nothing for an untracked tuple or
-        without ackers. Callable from the bolt's own threads, as ``ack`` is."""
+        bolt that holds a tuple (``auto_ack = False``, or a windowed bolt's window) or works
+        on it longer than the timeout calls it now and then, so the tree is not failed
+        meanwhile. Nothing for an untracked tuple or without ackers; TopologyError for
+        anything but a Tuple. Callable from the bolt's own threads, as ``ack`` is."""
         raise RuntimeError("reset_timeout() is only available while the component runs in "
                            "a topology")

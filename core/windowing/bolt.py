@@ -41,7 +41,10 @@ class WindowedBolt(Bolt):
 
     Acking: an input tuple is acked when it leaves the last window that holds it; emits in
     ``process_window`` (without ``anchors=``) are anchored to every tuple of the window.
-    The bolt must not ack or fail its inputs itself. An exception escaping
+    The bolt must not ack or fail its inputs itself; when its windows hold them longer than
+    ``topology.message.timeout.secs`` (a count window on a slow input) it keeps their trees
+    alive as a plain bolt does, calling ``reset_timeout(tup)`` on the window's tuples (in
+    each ``process_window``, say). An exception escaping
     ``process_window`` is reported and fails every tuple of that window at once (in Storm
     the exception takes the worker down and the tuples it held time out): they leave the
     bolt's windows, and the spout's replays come back as new tuples. On event time they

@@ -9,7 +9,9 @@ event time) and acts on what they decide: it acks a tuple when it leaves its las
 evaluates ``process_window`` with the window's tuples as the anchors of every emit made
 without ``anchors=``, fails a window's tuples when ``process_window`` raises (an event-time
 window is evaluated again with the replays of its tuples: :mod:`squall.windowing.replays`),
-and sends late tuples to the late stream.
+and sends late tuples to the late stream. The bolt's ``reset_timeout`` is the plain bolt's
+(for the tuples its windows hold longer than the message timeout); its ``ack`` and ``fail``
+raise.
 Topologies without windowed bolts never build one (``executor_class``), so the plain bolt's
 path is unchanged.
 """
@@ -108,12 +110,15 @@ class WindowedBoltExecutor(BoltExecutor):
         inst.emit = emit_anchored
         inst.emit_many = emit_many_anchored
         inst.ack = inst.fail = self._not_for_windowed
+        # a tuple held in a window longer than the message timeout: the plain bolt's reset
+        inst.reset_timeout = self.reset_function(ts)
         self.panes[ts.task] = self._make_windows(ts, cell, emit)
 
     def _not_for_windowed(self, tup: Any) -> None:
         raise TopologyError(f"windowed bolt {self.component_id!r}: its inputs are acked when "
                             "they leave their last window (or failed with the window whose "
-                            "process_window raised); ack() and fail() are not for it")
+                            "process_window raised); ack() and fail() are not for it "
+                            "(reset_timeout() keeps a held tuple's tree alive)")
 
     def _make_windows(self, ts: TaskState, cell: _Anchors, emit: Any
                       ) -> ProcessingWindows | EventWindows:

@@ -5,6 +5,7 @@ event-time watermark across the input tasks of two workers."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -204,6 +205,68 @@ def test_an_exception_in_process_window_fails_its_tuples_and_the_bolt_goes_on(cl
     assert sorted(e[1] for e in events("ack")) == [3, 4, 5]
     errors = cluster.get_topology_info("windows")["errors"]["window"]
     assert any("bad window" in e["error"] for e in errors), errors
+
+
+#: seconds between two tuples of Paced: a Count(6) window sliding by one holds each 2.5 s
+#: (acked after its last window, the fifth tuple after it), over twice the 1 s message
+#: timeout (a tree times out one to two timeouts after its last reset)
+PACE = 0.5
+
+
+class Paced(Rows):
+    """Emits its rows one every PACE s; logs ("emit", id, time) and ("ack", id, time)."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        super().initialize(conf, context)
+        self.next_at = 0.0
+
+    def next_tuple(self) -> None:
+        now = time.monotonic()
+        if not self.rows or now < self.next_at:
+            return
+        self.next_at = now + PACE
+        row = self.rows.pop(0)
+        self.emit(list(row), tup_id=row[0])
+        log("emit", row[0], now)
+
+    def ack(self, tup_id: Any) -> None:
+        log("ack", tup_id, time.monotonic())
+
+
+class KeepsAlive(WindowedBolt):
+    """Restarts the timeout of every tuple of each window it evaluates (one per tuple)."""
+    outputs = ["total"]
+    window = Count(6)
+    slide = Count(1)
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        try:
+            self.reset_timeout((1, 0))      # not a Tuple: one clear error
+        except TopologyError as exc:
+            log("refused", str(exc))
+
+    def process_window(self, window: Any) -> None:
+        for t in window.tuples:
+            self.reset_timeout(t)
+
+
+def test_reset_timeout_keeps_a_windows_tuples_alive_past_the_message_timeout(cluster):
+    ROWS[0] = [(i, 0) for i in range(6)]
+    b = TopologyBuilder()
+    b.set_spout("rows", Paced)
+    b.set_bolt("window", KeepsAlive).global_grouping("rows")
+    conf = {"topology.message.timeout.secs": 1}
+    cluster.submit_topology("windows", conf, b.create_topology(conf))
+    # tuple 0's last window is the one tuple 5 ends, 2.5 s on: then it is acked, once
+    wait_until(lambda: events("ack") or events("fail"), timeout=10,
+               message=lambda: repr(EVENTS))
+    with LOCK:
+        log_now = list(EVENTS)
+    assert [e[:2] for e in log_now if e[0] in ("ack", "fail")] == [("ack", 0)], log_now
+    emitted = next(e[2] for e in log_now if e[:2] == ("emit", 0))
+    assert events("ack")[0][2] - emitted > 2.0, log_now      # held past two timeouts
+    assert events("refused") == [("refused", "component 'window': reset_timeout takes a "
+                                  "Tuple this bolt received, got tuple (1, 0)")]
 
 
 class EventTime(Recording):
