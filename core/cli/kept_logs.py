@@ -16,7 +16,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +26,13 @@ LIST_TIMEOUT_SECS = 10.0
 
 @dataclass(frozen=True, order=True)
 class KeptLog:
-    """One worker file a logviewer still holds: of ``topology_id``'s worker on
-    ``host:port``, served at ``url``."""
+    """One worker file a logviewer still holds: ``file`` (as the logviewer names it: ``log``,
+    ``out``, ...) of ``topology_id``'s worker on ``host:port``, served at ``url``."""
 
     topology_id: str
     host: str
     port: int
+    file: str
     url: str
 
     @property
@@ -39,12 +40,13 @@ class KeptLog:
         return f"{self.host}:{self.port} {self.topology_id}"
 
 
-def kept_logs(supervisors: Iterable[Any], name: str, file: str = "log",
+def kept_logs(supervisors: Iterable[Any], name: str, files: Sequence[str] = ("log",),
               headers: Mapping[str, str] | None = None) -> list[KeptLog]:
-    """The ``file`` kind (``log``, ``events``, ... as the logviewer names them) of every
-    worker of topologies named ``name`` that the logviewers of ``supervisors`` (nimbus's
-    ``SupervisorSummary``: ``hostname``, ``logviewer_port``, 0 for none) still hold, oldest
-    topology first. A logviewer that cannot be asked is one line on stderr."""
+    """The ``files`` kinds (``log``, ``out``, ``events``, ... as the logviewer names them) of
+    every worker of topologies named ``name`` that the logviewers of ``supervisors``
+    (nimbus's ``SupervisorSummary``: ``hostname``, ``logviewer_port``, 0 for none) still
+    hold, oldest topology first, each worker's in the order of ``files``. A logviewer that
+    cannot be asked is one line on stderr."""
     out: list[KeptLog] = []
     for sup in supervisors:
         host, lv_port = str(sup.hostname), int(sup.logviewer_port or 0)
@@ -59,12 +61,14 @@ def kept_logs(supervisors: Iterable[Any], name: str, file: str = "log",
                   f"{_reason(exc)}", file=sys.stderr)
             continue
         for entry in listed:
-            if entry.get("file") != file:
+            file = entry.get("file")
+            if file not in files:
                 continue
             tid, port = str(entry.get("topology")), int(entry.get("port") or 0)
             query = urllib.parse.urlencode({"topology": tid, "port": port, "file": file})
-            out.append(KeptLog(tid, host, port, f"{base}/log?{query}"))
-    return sorted(out, key=lambda k: (_launch_order(k.topology_id), k))
+            out.append(KeptLog(tid, host, port, str(file), f"{base}/log?{query}"))
+    return sorted(out, key=lambda k: (_launch_order(k.topology_id), k.topology_id, k.host,
+                                      k.port, list(files).index(k.file), k.url))
 
 
 def _listing(url: str, headers: Mapping[str, str] | None) -> list[dict[str, Any]]:

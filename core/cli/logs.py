@@ -9,7 +9,11 @@ prints each worker's log, fetched from the logviewer of its supervisor
 (:mod:`squall.daemon.logviewer`, with the caller's ``squall.auth.token`` as a bearer token when
 ``nimbus.authentication`` is on), under a ``==> host:port <==`` header. ``--follow`` then keeps
 printing what the workers write (each line prefixed with ``[host:port]`` when there are
-several), following rotations and reassignments, until Ctrl-C or the topology is gone.
+several), following rotations and reassignments, until Ctrl-C or the topology is gone. Each
+worker's ``.out`` file (what the process wrote outside logging: its raw stdout/stderr, the
+trace faulthandler writes when the worker dies of a signal such as SIGSEGV) follows its log
+under a ``==> host:port .out (stdout/stderr) <==`` header when it holds anything; followed,
+its lines are prefixed with that label.
 
 A topology killed a moment ago is no longer known to nimbus: ``logs`` then prints what the
 supervisors' logviewers still keep of topologies of that name (:mod:`squall.cli.kept_logs`),
@@ -33,7 +37,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +49,9 @@ log = logging.getLogger(__name__)
 FOLLOW_POLL_SECS = 1.0
 #: follow re-reads the assignment every this many polls (workers move on rebalance)
 REFRESH_POLLS = 5
+#: the worker files ``squall logs`` prints, as the logviewer names them (``&file=``): the
+#: log, then the raw stdout/stderr (printed only when it holds anything)
+LOG_FILES = ("log", "out")
 
 
 def register(subparsers: Any) -> None:
@@ -84,22 +91,30 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cluster_command(cmd_debug))
 
 
+def file_label(label: str, file: str) -> str:
+    """``label`` (a worker's ``host:port``, a kept file's ``host:port topology-id``) with
+    `` .out (stdout/stderr)`` when ``file`` is the worker's ``.out``, not one of its logs."""
+    return f"{label} .out (stdout/stderr)" if file == "out" else label
+
+
 @dataclass(frozen=True, order=True)
 class WorkerLog:
-    """Where one worker's log is served."""
+    """Where one worker's log (``file``, as the logviewer names it) is served. Ordered by
+    worker, a worker's log before its ``.out`` (the url names the file)."""
 
     host: str
     port: int
     url: str | None          # None: its supervisor publishes no logviewer
+    file: str = "log"
 
     @property
     def label(self) -> str:
-        return f"{self.host}:{self.port}"
+        return file_label(f"{self.host}:{self.port}", self.file)
 
 
 def worker_logs(info: Mapping[str, Any], file: str = "log") -> list[WorkerLog]:
     """The log addresses of the workers of a topology info (``NimbusClient.topology_info``;
-    ``file``: ``log``, or ``events``, ... as the logviewer names them), sorted."""
+    ``file``: ``log``, ``out``, or ``events``, ... as the logviewer names them), sorted."""
     tid = str(info.get("id", ""))
     out = set()
     # every assigned worker: one that never beat (it crashed at start) has the log saying why
@@ -111,7 +126,17 @@ def worker_logs(info: Mapping[str, Any], file: str = "log") -> list[WorkerLog]:
         if lv_port:
             query = urllib.parse.urlencode({"topology": tid, "port": port, "file": file})
             url = f"http://{host}:{int(lv_port)}/log?{query}"
-        out.add(WorkerLog(host, port, url))
+        out.add(WorkerLog(host, port, url, file))
+    return sorted(out)
+
+
+def worker_files(info: Mapping[str, Any], files: Sequence[str]) -> list[WorkerLog]:
+    """The first of ``files`` of every worker of a topology info (its log: a worker whose
+    supervisor serves no logs is said once, for it), then the others of each worker whose
+    supervisor does; sorted, so each worker's files come together."""
+    first, *more = files
+    out = worker_logs(info, first)
+    out += [w for file in more for w in worker_logs(info, file) if w.url is not None]
     return sorted(out)
 
 
@@ -160,11 +185,13 @@ def fetch(url: str, start: int | None = None, timeout: float = 10.0,
 
 
 def cmd_logs(args: argparse.Namespace, conf: dict[str, Any]) -> int:
-    return _print_logs(conf, args.name, "log", args.follow, args.tail)
+    return _print_logs(conf, args.name, LOG_FILES, args.follow, args.tail)
 
 
-def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
+def _print_logs(conf: dict[str, Any], name: str, files: Sequence[str], follow: bool,
                 tail: int | None) -> int:
+    """Print ``files`` (:func:`worker_files`) of each worker of topology ``name``; the first
+    under its header always, the others only when they hold anything."""
     from squall.daemon.nimbus_client import NimbusClient
     client = NimbusClient(conf)
     headers = auth_headers(conf)
@@ -174,34 +201,39 @@ def _print_logs(conf: dict[str, Any], name: str, file: str, follow: bool,
         try:
             info = client.topology_info(name)
         except NotAliveError as exc:    # killed: its supervisors may keep its logs a while
-            return _print_kept_logs(client, headers, name, file, follow, tail, exc)
-        workers = worker_logs(info, file)
+            return _print_kept_logs(client, headers, name, files, follow, tail, exc)
+        workers = worker_files(info, files)
         if not workers:
             print(f"topology {name!r} has no workers yet", file=sys.stderr)
         positions: dict[WorkerLog, Position] = {}
         failed = False
         for w in workers:
-            print(f"==> {w.label} <==", flush=True)
+            title, optional = f"==> {w.label} <==", w.file != files[0]
+            if not optional:
+                print(title, flush=True)
             if tail == 0:           # from the end: nothing yet
                 positions[w], ok = _print_from(w, headers, -1, show=False)
             else:
-                positions[w], ok = _print_from(w, headers, None if tail is None else -tail)
+                positions[w], ok = _print_from(w, headers, None if tail is None else -tail,
+                                               title=title if optional else None)
             failed |= not ok
         if not follow:
             return 1 if failed else 0
-        return _follow(lambda: worker_logs(client.topology_info(name), file),
+        return _follow(lambda: worker_files(client.topology_info(name), files),
                        Follower(headers, positions))
     finally:
         client.close()
 
 
-def _print_kept_logs(client: Any, headers: Mapping[str, str], name: str, file: str,
-                     follow: bool, tail: int | None, not_running: NotAliveError) -> int:
-    """Print the logs the supervisors still keep of killed topologies named ``name``
-    (:mod:`squall.cli.kept_logs`; ``tail`` as for a running one); ``not_running``
-    (nimbus's answer), with a word on the logs, when none does."""
+def _print_kept_logs(client: Any, headers: Mapping[str, str], name: str,
+                     files: Sequence[str], follow: bool, tail: int | None,
+                     not_running: NotAliveError) -> int:
+    """Print the ``files`` the supervisors still keep of killed topologies named ``name``
+    (:mod:`squall.cli.kept_logs`; ``tail`` as for a running one; as for a running one, the
+    files after the first only when they hold anything); ``not_running`` (nimbus's answer),
+    with a word on the logs, when none does."""
     from squall.cli.kept_logs import kept_logs
-    kept = kept_logs(client.cluster_info().supervisors, name, file, headers)
+    kept = kept_logs(client.cluster_info().supervisors, name, files, headers)
     if not kept:
         raise NotAliveError(f"{not_running}; no supervisor keeps logs of a topology named "
                             f"{name!r}") from None
@@ -209,9 +241,12 @@ def _print_kept_logs(client: Any, headers: Mapping[str, str], name: str, file: s
           "still keep", file=sys.stderr)
     failed = False
     for k in kept:
-        print(f"==> {k.label} <==", flush=True)
-        _, ok = _print_from(WorkerLog(k.host, k.port, k.url), headers,
-                            None if tail is None else -tail, show=tail != 0)
+        title, optional = f"==> {file_label(k.label, k.file)} <==", k.file != files[0]
+        if not optional:
+            print(title, flush=True)
+        _, ok = _print_from(WorkerLog(k.host, k.port, k.url, k.file), headers,
+                            None if tail is None else -tail, show=tail != 0,
+                            title=title if optional else None)
         failed |= not ok
     if follow:
         print("squall: nothing to follow: the topology is not running", file=sys.stderr)
@@ -219,10 +254,11 @@ def _print_kept_logs(client: Any, headers: Mapping[str, str], name: str, file: s
 
 
 def _print_from(w: WorkerLog, headers: Mapping[str, str], start: int | None,
-                show: bool = True) -> tuple[Position, bool]:
+                show: bool = True, title: str | None = None) -> tuple[Position, bool]:
     """Print ``w``'s log from ``start`` (None: all of it; negative: that many bytes before
-    its end; nothing with ``show`` false); returns where that left it and whether it could
-    be read. Problems are one line on stderr."""
+    its end; nothing with ``show`` false), under ``title`` when given and anything is
+    printed; returns where that left it and whether it could be read. Problems are one
+    line on stderr."""
     if w.url is None:
         print(f"squall: {w.label}: its supervisor serves no logs (logviewer not running)",
               file=sys.stderr)
@@ -237,7 +273,9 @@ def _print_from(w: WorkerLog, headers: Mapping[str, str], start: int | None,
     except (OSError, ValueError, http.client.HTTPException) as exc:
         _report(w, exc)
         return Position(), False
-    if show:
+    if show and part.data:
+        if title is not None:
+            print(title, flush=True)
         _write(part.data, None)
     return Position(part.size, part.identity), True
 
@@ -263,12 +301,14 @@ class Follower:
             del self.positions[w]
 
     def poll(self) -> None:
-        """Print what every followed log got since the last poll."""
-        several = len(self.positions) > 1
+        """Print what every followed log got since the last poll; a worker's ``.out`` lines
+        are always prefixed with its label."""
+        several = len({(w.host, w.port) for w in self.positions}) > 1
         for w in sorted(self.positions):
             if w.url is not None:
-                self.positions[w] = self._print_more(w, self.positions[w],
-                                                     f"[{w.label}] " if several else None)
+                self.positions[w] = self._print_more(
+                    w, self.positions[w], f"[{w.label}] " if several or w.file == "out"
+                    else None)
 
     def _print_more(self, w: WorkerLog, pos: Position, prefix: str | None) -> Position:
         """Print ``w``'s log past ``pos`` and return the new position. When the file is
@@ -377,7 +417,7 @@ def cmd_set_log_level(args: argparse.Namespace, conf: dict[str, Any]) -> int:
 def cmd_debug(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     from squall.daemon.nimbus_client import NimbusClient
     if args.show:
-        return _print_logs(conf, args.name, "events", False, None)
+        return _print_logs(conf, args.name, ("events",), False, None)
     client = NimbusClient(conf)
     try:
         client.debug(args.name, args.component, bool(args.enable), args.sampling)
@@ -392,5 +432,5 @@ def cmd_debug(args: argparse.Namespace, conf: dict[str, Any]) -> int:
     return 0
 
 
-__all__ = ["Follower", "LogPart", "Position", "WorkerLog", "auth_headers", "register",
-           "worker_logs"]
+__all__ = ["LOG_FILES", "Follower", "LogPart", "Position", "WorkerLog", "auth_headers",
+           "file_label", "register", "worker_files", "worker_logs"]

@@ -64,6 +64,7 @@ def test_a_killed_topologys_kept_logs_are_printed(supervisor_logs: Path, capsys)
     assert cmd_logs(logs_args("ci"), {}) == 0
     out, err = capsys.readouterr()
     assert out == ("==> 127.0.0.1:6700 ci-1-1700000000 <==\nINIT-FAILS: no database\n"
+                   "==> 127.0.0.1:6700 ci-1-1700000000 .out (stdout/stderr) <==\nraw\n"
                    "==> 127.0.0.1:6701 ci-2-1700000100 <==\nthe second run\n")
     assert err == ("squall: topology 'ci' is not running; printing the logs its supervisors "
                    "still keep\n")
