@@ -66,10 +66,11 @@ class ErrorLog:
         self._scrub = scrubber(conf)    # an exception's text may quote a password of the conf
 
     def record(self, component: str, task: int, exc: BaseException | str, host: str,
-               port: int, fatal: bool = False) -> None:
+               port: int, fatal: bool = False, logged: bool = False) -> None:
         """Record (and log) ``exc`` as an error of ``component``'s ``task``, unless the
         throttle suppresses it. A ``fatal`` error (one that ended the worker: at most one per
-        worker) is recorded even past the throttle, its entry marked ``"fatal": True``."""
+        worker) is recorded even past the throttle, its entry marked ``"fatal": True``.
+        ``logged``: the caller logged it already (a WARNING of its own), so no ERROR line."""
         if isinstance(exc, BaseException):
             if getattr(exc, _RECORDED, False):
                 return
@@ -105,7 +106,8 @@ class ErrorLog:
             entry["fatal"] = True
         self._recent[component].append(entry)
         self._new.append(entry)
-        log.error("component %s task %d: %s", component, task, text.rstrip() or line)
+        if not logged:
+            log.error("component %s task %d: %s", component, task, text.rstrip() or line)
 
     def _close(self, component: str, window: list[float]) -> None:
         """The end of ``component``'s interval: one line for the errors it suppressed."""

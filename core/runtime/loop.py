@@ -5,7 +5,9 @@ A pass: run the commands other threads queued (:meth:`Loop.call`); dispatch rece
 (and what waited for a queue to drain) and check backpressure; give each executor its turn
 (``run_once``), releasing the emits a task held and flushing the folded acks after each;
 flush the outboxes that waited long enough; every 5 ms run the timers and grant the other
-workers credits for what the tasks here took; check backpressure.
+workers credits for what the tasks here took (and, while a task of another worker is
+saturated, probe and watch the workers waited for: ``Outbox.expire_windows``); check
+backpressure.
 A pass that found nothing to do sends what waits and sleeps until woken, or until the next
 timer or the end of an active spout's wait after a ``next_tuple`` that emitted nothing
 (``topology.sleep.spout.wait.strategy.time.ms``), whichever comes first (at least 1 ms).
@@ -272,6 +274,7 @@ class Loop:
         send_control = outbox.send_control
         grant = inbox.grants.grant
         saturated = outbox.windows.saturated
+        stuck = outbox.stalls.stuck
         next_timer = 0.0
         monotonic = time.monotonic
         pauses = self.pauses
@@ -312,7 +315,7 @@ class Loop:
                     next_timer = now + TIMER_SECS
                     self.timers(now)
                     grant(send_control, now)    # what the tasks here took since
-                    if saturated:
+                    if saturated or stuck:
                         outbox.expire_windows(now)
                 flow.check(now)
                 self.passes += 1

@@ -43,6 +43,7 @@ from squall.runtime.timers import Timers
 from squall.runtime.wire.credits import Windows
 from squall.runtime.wire.inbox import Inbox
 from squall.runtime.wire.outbox import Outbox, flush_interval
+from squall.runtime.wire.stalls import Stalls
 from squall.stateful.wiring import checkpointed
 from squall.runtime.wire.peers import LimitedLog, PeerGate
 from squall.security import credentials
@@ -89,6 +90,13 @@ def _loop_stack(frame: FrameType) -> traceback.StackSummary:
         if f.f_code is Loop._run.__code__ or len(frames) == STUCK_FRAMES:
             break
     return traceback.StackSummary.extract(reversed(frames))
+
+
+def stall_secs(conf: dict[str, Any]) -> float:
+    """How long a destination worker may accept nothing while tuples wait for it before it is
+    reported (:mod:`.wire.stalls`): ``topology.backpressure.stall.report.secs``, as for a
+    spout held back."""
+    return float(conf.get("topology.backpressure.stall.report.secs") or 60)
 
 
 def usable_cores() -> int:
@@ -175,6 +183,8 @@ class Worker:
                              batch_size=self.batch_size, flush_interval=0.0,
                              lost=self._lost, capacity=queue_capacity(conf),
                              windows=Windows(watermarks(conf)[0], self._window_changed),
+                             stalls=Stalls(stall_secs(conf), self._peer_stalled,
+                                           topology.task_to_component),
                              unencodable=self._unencodable, unassigned=self._unassigned)
         #: tells this worker's credit reports from a restarted one's (see .wire.credits)
         self.incarnation = f"{os.getpid()}-{time.time_ns()}"
@@ -349,6 +359,13 @@ class Worker:
         self.report_error(ts, f"component {src.component!r} stream {src.stream!r}: {who} "
                               f"chose task {task!r}, which is none of its targets; the tuple "
                               f"is not delivered (a tracked one fails for replay)", user=True)
+
+    def _peer_stalled(self, text: str) -> None:
+        """Another worker accepted nothing from this one for long while tuples waited for it
+        (:mod:`.wire.stalls`, which logged ``text``): an error of the worker (``__worker``),
+        in ``/errors`` and the topology's info."""
+        self.errors.record(error_log.WORKER_COMPONENT, 0, text, self.host, self.port,
+                           logged=True)
 
     def _window_changed(self) -> None:
         if self._built:

@@ -44,6 +44,10 @@ back counts from nothing, while this one still counts what it sent to the dead l
 share, maybe), and a grant comes only from what arrives. A live one with a full queue gets a
 quarter of a share more, once.
 
+However it is probed, a worker that grants nothing more while tasks of it stay saturated is
+reported once it has done so for ``topology.backpressure.stall.report.secs``, by
+:mod:`.stalls`, which reads ``saturated``, ``heard_at`` and ``granted_at`` here.
+
 Acks folded by a worker's tasks (source task 0) are not counted: they feed the acker directly,
 not a queue, and bear no sender a receiver could grant to.
 """
@@ -200,10 +204,12 @@ class Windows:
         self.limit: dict[int, int] = {}
         self.saturated: set[int] = set()
         self.saturated_at: dict[int, float] = {}
-        #: each worker's incarnation (a report from a new one restarts the counts) and when
-        #: it last said anything
+        #: each worker's incarnation (a report from a new one restarts the counts), when it
+        #: last said anything, and when it last granted more (a grant grew, or a new life of
+        #: it counted afresh): what :mod:`.stalls` watches
         self.incarnations: dict[Key, str] = {}
         self.heard_at: dict[Key, float] = {}
+        self.granted_at: dict[Key, float] = {}
         #: per task probed: when its worker had last said anything then (it is not probed
         #: again until its worker says something)
         self.probed: dict[int, float] = {}
@@ -249,20 +255,24 @@ class Windows:
         self.incarnations[who] = incarnation
         self.heard_at[who] = now
         sent, limit = self.sent, self.limit
-        opened = False
+        opened = grew = False
         for task, arrived, granted in grants:
             if owner(task) != who:
                 continue
             if restarted:       # what was on its way to a previous life is gone
                 sent[task] = arrived
                 limit[task] = granted
+                grew = True
             elif granted > limit.get(task, 0):
                 limit[task] = granted
+                grew = True
             if arrived:
                 self.answered[task] = incarnation
             if task in self.saturated and sent.get(task, 0) < limit[task]:
                 self.saturated.discard(task)
                 opened = True
+        if grew:
+            self.granted_at[who] = now
         if opened:
             self.changed()
 
@@ -286,9 +296,12 @@ class Windows:
                     unanswered.append((task, life))
         probe = quarter(self.high, self.peers)
         for task, last in stale:
-            log.warning("the worker of task %d has said nothing for %.0f s; sending the task "
-                        "%d tuples more, once, to see whether it answers", task, STALE_SECS,
-                        probe)
+            # a worker silent for long is reported once by .stalls, naming it: this is one
+            # line per task and silence
+            who = owner(task)
+            log.info("the worker of task %d (%s) has said nothing for %.0f s; sending the "
+                     "task %d tuples more, once, to see whether it answers", task,
+                     f"{who[0]}:{who[1]}" if who else "?", STALE_SECS, probe)
             probed[task] = last
             self._open(task, probe)
         for task, life in unanswered:

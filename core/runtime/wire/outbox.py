@@ -15,7 +15,8 @@ reported like a value the serializer refuses.
 
 Credits: the outbox counts what it sends to each remote task and keeps to what the task's
 worker granted (:mod:`.credits`); a task sent up to its grant is *saturated*, and backpressure
-blocks the executors that emit to it, as for a congested task.
+blocks the executors that emit to it, as for a congested task. A worker that grants nothing
+more for long while tasks of it are saturated is reported (:mod:`.stalls`).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from squall.runtime.wire.codec import OpenRun
 from squall.runtime.wire.credits import Windows
 from squall.runtime.wire.peers import LimitedLog
 from squall.runtime.wire.refusals import Refusals, Report
+from squall.runtime.wire.stalls import Stalls
 from squall.transports.closing import close_all
 from squall.transports.framing import HEADER
 
@@ -85,12 +87,12 @@ class Outbox:
     once per source and cause of a batch's tuples whose values the serializer refused or
     the transport cannot carry (:data:`.refusals.Report`; those runs are failed, the rest of
     the batch is sent); ``windows`` keeps what each remote task's worker granted (unlimited
-    if None)."""
+    if None); ``stalls`` reports the workers that accept nothing (None: never reported)."""
 
     def __init__(self, *, transport: Any, serializer: Any, topology_id: str,
                  local_tasks: list[int], batch_size: int, flush_interval: float,
                  lost: Callable[[set[int]], None], capacity: int = 1 << 30,
-                 windows: Windows | None = None,
+                 windows: Windows | None = None, stalls: Stalls | None = None,
                  unencodable: Report = lambda src, exc, count, field: None,
                  unassigned: Callable[[int, int, Source], None] =
                  lambda task, src_task, src: None) -> None:
@@ -130,6 +132,9 @@ class Outbox:
         self.waiting_since: dict[Key, float] = {}
         #: per remote task: tuples sent, and what its worker granted (see .credits)
         self.windows = windows if windows is not None else Windows(1 << 62, lambda: None)
+        #: the workers that accepted nothing for long while tuples waited for them (the loop
+        #: watches while ``stalls.stuck`` holds any)
+        self.stalls = stalls if stalls is not None else Stalls(float("inf"))
         self.unencodable = unencodable
         self.unassigned = unassigned
 
@@ -480,8 +485,13 @@ class Outbox:
         self.windows.credit(who, incarnation, grants, self.task_to_worker.get, now)
 
     def expire_windows(self, now: float) -> None:
-        """Probe the saturated tasks of workers that have said nothing for a long while."""
-        self.windows.expire(now, self.task_to_worker.get)
+        """Probe the saturated tasks of workers that have said nothing for a long while, and
+        report the workers that have granted nothing for long while tuples wait for them
+        (:mod:`.stalls`). Called with the loop's timers while a task is saturated or a
+        reported worker still accepts nothing."""
+        owner = self.task_to_worker.get
+        self.windows.expire(now, owner)
+        self.stalls.check(now, self.windows, owner, self.address)
 
     def send_control(self, key: Key, kind: str, value: Any) -> None:
         """Tell one worker something about this one."""
@@ -573,6 +583,7 @@ class Outbox:
                 self.waiting_since.pop(key, None)
                 self.undeliverable(stale, f"worker {key[0]}:{key[1]} is no longer assigned",
                                    reason=("gone", key))
+                self.stalls.forget(key, time.monotonic())
                 conn = self.conns.pop(key, None)
                 if conn is not None:
                     conn.close()
