@@ -63,6 +63,8 @@ class Cluster:
         self.file = tmp / "squall.yaml"
         self.file.write_text(yaml.safe_dump(self.conf))
         self.procs: list[subprocess.Popen[bytes]] = []
+        #: each daemon's pid and what it is (nimbus, sup0, sup1, ...)
+        self.daemons: dict[int, str] = {}
         port = int(self.conf["nimbus.seeds"][0].split(":")[1])
         self._spawn("nimbus", {"nimbus.port": port})
         slots = 2 if supervisors == 1 else 1
@@ -81,6 +83,7 @@ class Cluster:
         log = open(self.tmp / f"{name or kind}.log", "ab")
         self.procs.append(subprocess.Popen(args + [kind], stdout=log, stderr=log,
                                            start_new_session=True, env=self.env))
+        self.daemons[self.procs[-1].pid] = name or kind
 
     def squall(self, *args: str) -> None:
         subprocess.run([sys.executable, "-m", "squall.cli.main", "--config", str(self.file),

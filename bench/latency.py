@@ -23,7 +23,10 @@ the spouts re-read every 0.25 s. A level whose measured sentences/s falls more t
 :data:`REACHED` below its target is marked "not reached": its latency is that of an overload,
 not of the level. With acking on, the spout's mean complete latency over the same window comes
 from the beats too. ``--windows N`` measures N windows in a row at each level and adds a row
-of their medians (one window's tail moves with whatever else ran on the host in it).
+of their medians (one window's tail moves with whatever else ran on the host in it). A window
+that saw a process of the cluster end or start (a worker that died and was started again) or a
+worker's beat total go down fails, as in ``bench.scale``: it is shown as failed, with no
+figure, left out of the medians, and the run exits 1.
 """
 from __future__ import annotations
 
@@ -46,8 +49,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.distributed import Beats, Cluster, counted, supervisors_up, wait_for, workers_cpu
+from bench.distributed import (
+    Beats,
+    Cluster,
+    WindowSpoiled,
+    counted,
+    supervisors_up,
+    wait_for,
+    workers_cpu,
+)
+from bench.distributed import beat_rates as worker_rates
 from bench.overrides import parse
+from bench.procs import cluster_processes, same_processes
 from squall.daemon.dev_zookeeper import DevZooKeeper
 
 HERE = Path(__file__).resolve().parent
@@ -90,6 +103,19 @@ class Row:
         return self.label if self.reached else f"{self.label} (not reached)"
 
 
+@dataclass
+class Failed:
+    """A window that is no measurement: the cluster changed in it (a worker died, or was
+    started again), so its figures would mix two worker lives; ``why`` says what changed."""
+    label: str
+    target: float | None
+    why: str
+
+    @property
+    def shown(self) -> str:
+        return f"{self.label} (failed)"
+
+
 def quantiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
     """Nearest-rank quantiles: the smallest value with at least q of the values at or
     below it."""
@@ -127,21 +153,23 @@ def beat_rates(b1: dict[str, tuple[float, dict[str, Any]]],
                b2: dict[str, tuple[float, dict[str, Any]]]
                ) -> tuple[float, float, float | None]:
     """(spout emits/s, count executed/s, spouts' mean complete latency in ms) between each
-    worker's two beats; the mean from each beat's running mean times its acked count."""
-    sentences = words = acked = complete = 0.0
-    for name, (t2, beat2) in b2.items():
-        t1, beat1 = b1[name]
-        ex1 = beat1.get("executors") or {}
+    worker's two beats; the mean from each beat's running mean times its acked count.
+
+    Raises :class:`~bench.distributed.WindowSpoiled` when a worker restarted between its two
+    beats (its beat ``seq`` or a total went down) or beat at one end only."""
+    rates = worker_rates(b1, b2)
+    sentences = sum(n for (_, key), n in rates.items() if key == "sentences")
+    words = sum(n for (_, key), n in rates.items() if key == "count")
+    acked = complete = 0.0
+    for name, (_, beat2) in b2.items():
+        ex1 = b1[name][1].get("executors") or {}
         for key, ex in (beat2.get("executors") or {}).items():
-            before = ex1.get(key, {})
             if ex.get("component") == "sentences":
-                sentences += (ex["emitted"] - before.get("emitted", 0)) / (t2 - t1)
+                before = ex1.get(key, {})
                 n1, n2 = before.get("acked", 0), ex.get("acked", 0)
                 acked += n2 - n1
                 complete += (ex.get("complete_latency_ms", 0.0) * n2
                              - before.get("complete_latency_ms", 0.0) * n1)
-            elif ex.get("component") == "count":
-                words += (ex["executed"] - before.get("executed", 0)) / (t2 - t1)
     return sentences, words, (complete / acked if acked else None)
 
 
@@ -151,15 +179,23 @@ def set_control(path: Path, rate: float, p: float) -> None:
     os.replace(tmp, path)
 
 
-def measure(beats: Beats, samples: Path, label: str, target: float | None, warmup: float,
-            seconds: float, dump: Path | None = None) -> Row:
-    """One window of ``seconds`` after ``warmup``, between two beats of each worker."""
+def measure(beats: Beats, processes: Callable[[], dict[int, str]], samples: Path, label: str,
+            target: float | None, warmup: float, seconds: float, dump: Path | None = None
+            ) -> Row:
+    """One window of ``seconds`` after ``warmup``, between two beats of each worker.
+
+    ``processes`` lists the cluster's processes (pid -> kind); it is read at both ends of the
+    window, and :class:`~bench.distributed.WindowSpoiled` is raised if one ended or started
+    in it, or if a worker's beats show it restarted (:func:`beat_rates`)."""
     time.sleep(warmup)
     b1 = beats.next(2)
+    p1 = processes()
     t1 = time.monotonic()
     time.sleep(seconds)
     b2 = beats.next(2)
     t2 = time.monotonic()
+    p2 = processes()
+    same_processes(p1, p2, {**p2, **p1})
     sentences, words, complete = beat_rates(b1, b2)
     kept = window_samples(samples, t1, t2, 2)
     lat = [due for _, due, _ in kept]
@@ -190,11 +226,13 @@ def median_row(rows: Sequence[Row], label: str) -> Row:
 def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[float],
              seconds: float, warmup: float, keep: int, pending: int,
              extra: Sequence[str], dump: Path | None = None,
-             on_row: Callable[[Row], None] = lambda row: None, windows: int = 1,
-             corpus: str = "varied") -> list[Row]:
+             on_row: Callable[[Row | Failed], None] = lambda row: None, windows: int = 1,
+             corpus: str = "varied") -> list[Row | Failed]:
     """A fresh cluster for one acking mode: the saturating row, then per level ``windows``
     rows and, with more than one, the row of their medians (each row also given to
-    ``on_row`` as it is measured)."""
+    ``on_row`` as it is measured). A window in which the cluster changed (a worker restarted)
+    is a :class:`Failed` row, left out of the medians; when the unpaced one fails, no level
+    has a rate to be paced at and each is a :class:`Failed` row too."""
     with tempfile.TemporaryDirectory(prefix="squall-bench-lat-") as d:
         tmp = Path(d)
         samples = tmp / "samples"
@@ -203,7 +241,7 @@ def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[fl
         set_control(control, 0, 0.001)           # unpaced; a few samples only
         cluster = Cluster(tmp, zk, 1, transport)
         beats = None
-        rows: list[Row] = []
+        rows: list[Row | Failed] = []
         try:
             client = cluster.client()
             wait_for(lambda: supervisors_up(client) == 1, 60, "the supervisor")
@@ -217,22 +255,37 @@ def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[fl
             beats = Beats(cluster.conf, client.topology_info("wc")["id"])
             wait_for(lambda: counted(client) > 0, 60, "counts in the beats")
             out = None if dump is None else dump / f"acking-{'on' if acking else 'off'}"
-            sat = measure(beats, samples, "unpaced", None, warmup, seconds, out)
+            daemons = dict(cluster.daemons)
+
+            def window(label: str, target: float | None, wait: float) -> Row | Failed:
+                try:
+                    row: Row | Failed = measure(
+                        beats, lambda: cluster_processes(daemons), samples, label, target,
+                        wait, seconds, out)
+                except WindowSpoiled as exc:
+                    row = Failed(label, target, str(exc))
+                on_row(row)
+                return row
+
+            sat = window("unpaced", None, warmup)
             rows.append(sat)
-            on_row(sat)
             for level in levels:
+                label = f"{level:g} %"
+                if not isinstance(sat, Row):
+                    rows.append(Failed(label, None, "not measured: the unpaced window "
+                                       "failed, so there is no rate to pace at"))
+                    on_row(rows[-1])
+                    continue
                 rate = sat.words / WORDS * level / 100
                 set_control(control, rate, min(1.0, keep / (rate * WORDS * seconds)))
-                label = f"{level:g} %"
-                runs = []
-                for i in range(windows):
-                    runs.append(measure(beats, samples, label if windows == 1 else
-                                        f"{label} #{i + 1}", rate, warmup if i == 0 else 0,
-                                        seconds, out))
-                    on_row(runs[-1])
+                runs = [window(label if windows == 1 else f"{label} #{i + 1}", rate,
+                               warmup if i == 0 else 0) for i in range(windows)]
                 rows += runs
-                if windows > 1:
-                    rows.append(median_row(runs, f"{label}, median of {windows}"))
+                measured = [r for r in runs if isinstance(r, Row)]
+                if windows > 1 and measured:
+                    rows.append(median_row(measured, f"{label}, median of {len(measured)}"
+                                           + ("" if len(measured) == windows else
+                                              f" ({windows - len(measured)} failed)")))
             return rows
         finally:
             if beats is not None:
@@ -261,15 +314,20 @@ def machine() -> str:
             + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
-def table(rows: Sequence[Row], acking: bool) -> str:
+def table(rows: Sequence[Row | Failed], acking: bool) -> str:
     """The rows as a markdown table: latency p50 / p99 / p99.9 from each sentence's due time
     (unpaced: its emit), then p99 from the emit ("emit-stamped"); a level that was not
-    reached says so in its rate and target."""
+    reached says so in its rate and target; a failed window gives no figure, only why."""
     head = ("| rate | sentences/s, target | sentences/s | words/s | p50 ms | p99 ms | "
             "p99.9 ms | p99 ms, emit-stamped | samples |"
             + (" complete ms, mean |" if acking else "") + " load |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    columns = head.count("|") - 1
+    lines = [head, "|" + "---|" * columns]
     for r in rows:
+        if isinstance(r, Failed):
+            target = "" if r.target is None else f"{r.target:,.0f}"
+            lines.append(f"| {r.shown} | {target} | failed: {r.why} |" + " |" * (columns - 3))
+            continue
         lat = [f"{x:.2f}" for x in r.latency_ms] or ["", "", ""]
         target = "" if r.target is None else f"{r.target:,.0f}" + (
             "" if r.reached else " (not reached)")
@@ -313,7 +371,10 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         p.error(str(exc))
 
-    def progress(row: Row) -> None:
+    def progress(row: Row | Failed) -> None:
+        if isinstance(row, Failed):
+            print(f"  {row.shown}: {row.why}", flush=True)
+            return
         print(f"  {row.shown}: {row.words:,.0f} words/s, {row.samples:,} samples"
               + ("" if row.target is None else
                  f", {row.sentences:,.0f} of {row.target:,.0f} sentences/s"), flush=True)
@@ -325,6 +386,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.warmup:g} s at each rate; latency from each sentence's due time on the "
           "spout's schedule (unpaced: its emit) -> count bolt; 'emit-stamped' from its emit",
           flush=True)
+    failed = 0
     with contextlib.ExitStack() as stack:
         zdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="squall-bench-zk-"))
         zk = stack.enter_context(DevZooKeeper(zdir))
@@ -336,6 +398,10 @@ def main(argv: list[str] | None = None) -> None:
                             args.warmup, args.samples, args.max_pending, args.conf,
                             args.dump, progress, max(1, args.windows), args.corpus)
             print(table(rows, acking), flush=True)
+            failed += sum(isinstance(r, Failed) for r in rows)
+    if failed:
+        raise SystemExit(f"bench: {failed} window(s) failed and are left out of the figures "
+                         "(see above)")
 
 
 if __name__ == "__main__":

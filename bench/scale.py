@@ -53,7 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ from bench.distributed import (
 )
 from bench.overrides import parse
 from bench.peers import progress
+from bench.procs import TICK, cluster_processes, proc_stat, same_processes, tree
 from squall.api.topology import ACKER
 from squall.daemon.dev_zookeeper import DevZooKeeper
 from squall.daemon.ports import free_port
@@ -89,46 +90,9 @@ OWNED = {"topology.workers": "--workers", "topology.acker.executors": "--acking 
          "bench.count.grouping": "--count-grouping"}
 #: what every squall title says with ``--count-grouping local``
 LOCAL = "count grouping local (not a word count)"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------------------------- /proc
-
-
-def proc_stat(pid: int) -> tuple[int, float, str] | None:
-    """(parent pid, CPU seconds of the process itself, name); None if gone (or ended and
-    not yet reaped).
-
-    User + system time only: the reaped children's (cutime, cstime) would add a dead
-    worker's whole life to its supervisor's figure; every worker is counted as a live
-    process of its own instead."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    name = stat[stat.index("(") + 1:stat.rindex(")")]
-    f = stat.rsplit(")", 1)[1].split()
-    # after the name: state(0) ppid(1) ... utime(11) stime(12)
-    if f[0] == "Z":
-        return None
-    return int(f[1]), (int(f[11]) + int(f[12])) / TICK, name
-
-
-def tree(roots: Sequence[int]) -> list[int]:
-    """``roots`` (those alive) and every process descended from them."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            st = proc_stat(int(entry.name))
-            if st is not None:
-                children.setdefault(st[0], []).append(int(entry.name))
-    out: list[int] = []
-    todo = [p for p in roots if proc_stat(p) is not None]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, ()))
-    return out
 
 
 def cpu_of(pids: Sequence[int]) -> dict[int, float]:
@@ -202,9 +166,7 @@ def _window(rate: float, t1: float, t2: float, before: dict[int, float],
     """The window's result from the CPU seconds of each process at its ends; raises
     :class:`WindowSpoiled` unless the same processes were alive at both (one that ended took
     its CPU with it, one that started has only part of the window's)."""
-    if before.keys() != after.keys():
-        raise WindowSpoiled("the cluster's processes changed during the window: "
-                            + _changed(before.keys(), after.keys(), kinds))
+    same_processes(before, after, kinds)
     used = {pid: after[pid] - before[pid] for pid in after}
     parts: dict[str, float] = {}
     for pid, c in used.items():
@@ -214,14 +176,6 @@ def _window(rate: float, t1: float, t2: float, before: dict[int, float],
     th = ({k: v - threads[0].get(k, 0.0) for k, v in threads[1].items()}
           if threads is not None else {})
     return Result(rate, sum(used.values()), rate * (t2 - t1), parts, th)
-
-
-def _changed(before: Iterable[int], after: Iterable[int], kinds: dict[int, str]) -> str:
-    """Which processes ended and which started, by pid and kind."""
-    gone, new = sorted(set(before) - set(after)), sorted(set(after) - set(before))
-    named = {pid: f"{pid} ({kinds.get(pid, 'other')})" for pid in gone + new}
-    return "; ".join(f"{what} " + ", ".join(named[pid] for pid in pids)
-                     for what, pids in (("ended:", gone), ("started:", new)) if pids)
 
 
 # ---------------------------------------------------------------------------------- squall
@@ -255,9 +209,7 @@ class Cluster:
     def kinds(self) -> dict[int, str]:
         """Every process of the cluster by pid: nimbus, supervisor, and the workers (and
         anything else) under them."""
-        out = {p.pid: kind for kind, p in self.procs.items()}
-        for pid in tree([p.pid for p in self.procs.values()]):
-            out.setdefault(pid, "workers")
+        out = cluster_processes({p.pid: kind for kind, p in self.procs.items()})
         self.workers.update(pid for pid, kind in out.items() if kind == "workers")
         return out
 
@@ -319,9 +271,7 @@ def run_squall(zk: DevZooKeeper, zk_pid: int | None, workers: int, batch: bool, 
             z2 = cpu_of([zk_pid]).get(zk_pid, 0.0) if zk_pid else None
             th2 = threads_cpu([p for p, k in kinds.items() if k == "workers"]) if detail else None
             now = cluster.kinds()
-            if now.keys() != kinds.keys():
-                raise WindowSpoiled("the cluster's processes changed during the window: "
-                                    + _changed(kinds.keys(), now.keys(), {**now, **kinds}))
+            same_processes(kinds, now, {**now, **kinds})
             rates = beat_rates(b1, b2)
             rate = sum(n for (_, key), n in rates.items() if key == "count")
             counters: dict[str, float] = {}
