@@ -175,7 +175,8 @@ def drpc_latencies(calls: int, interval_ms: int, pending: int) -> list[float]:
             client.close()
             return out
         finally:
-            from bench.scale import stop, tree
+            from bench.procs import tree
+            from bench.scale import stop
             workers = tree([p.pid for p in procs])      # each worker leads its own group
             stop([p.pid for p in procs])
             stop(workers)
