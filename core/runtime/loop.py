@@ -249,7 +249,7 @@ class Loop:
         wake = self._wake
         clock = self.clock
         while True:
-            clock.now = time.monotonic()
+            clock.now = clock.turn = time.monotonic()
             wake.clear()            # before the look: a lift sets it again
             while commands:
                 commands.popleft()()
@@ -279,18 +279,19 @@ class Loop:
         monotonic = time.monotonic
         pauses = self.pauses
         gap = pauses.threshold      # armed before the loop starts (inf: never)
-        clock.now = last = monotonic()  # the first pass begins: not when the worker was built
+        # the first pass begins: not when the worker was built
+        clock.now = clock.turn = last = monotonic()
         self.in_passes = True
         ident = threading.get_ident()
         _RUNNING[ident] = self
         try:
             while self.running:
-                clock.now = now = monotonic()
+                clock.now = clock.turn = now = monotonic()
                 if now - last > gap and pauses.paused(now):     # the process was paused
                     self._fenced()
                     if not self.running:
                         break
-                    clock.now = now = monotonic()
+                    clock.now = clock.turn = now = monotonic()
                     next_timer = now + TIMER_SECS   # the acks that came meanwhile first
                 last = now
                 while commands:

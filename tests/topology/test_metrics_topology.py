@@ -387,6 +387,42 @@ def test_stats_windows_in_topology_info_have_exact_counts(cluster: LocalCluster)
         assert sink["execute_latency_p50_ms"] > 0
 
 
+class Slow(Bolt):
+    """Takes ``app.sleep_ms`` per tuple."""
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.secs = float(conf["app.sleep_ms"]) / 1000
+
+    def process(self, tup: Any) -> None:
+        time.sleep(self.secs)
+
+
+def test_complete_latency_in_one_worker_covers_the_bolts_time(cluster: LocalCluster) -> None:
+    """Spout, bolt and acker in one worker, the bolt's turn of a loop pass before the spout's
+    (tasks are numbered by component name): a tree completes within the pass that ran its
+    bolt, yet its complete latency is the bolt's time and not 0; and one at a time
+    (``max.spout.pending`` 1: the next tree is emitted in the pass its bolt ran in) it is not
+    counted twice either."""
+    n, sleep_ms = 15, 20
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, config={"app.n": n})
+    b.set_bolt("busy", Slow, config={"app.sleep_ms": sleep_ms}).shuffle_grouping("numbers")
+    cluster.submit_topology("latency", {"topology.workers": 1, "topology.max.spout.pending": 1},
+                            b.create_topology())
+
+    def done() -> dict[str, Any] | None:
+        comps = cluster.get_topology_info("latency")["components"]
+        spout, busy = comps["numbers"].get("windows"), comps["busy"].get("windows")
+        if spout and busy and spout[":all-time"]["acked"] == n:
+            return {"spout": spout[":all-time"], "busy": busy[":all-time"]}
+        return None
+    got = wait_until(done, timeout=20)
+    complete, execute = got["spout"]["complete_latency_ms"], got["busy"]["execute_latency_ms"]
+    assert execute >= sleep_ms * 0.9, got
+    assert execute <= complete < 1.5 * execute, got
+    assert got["spout"]["complete_latency_p50_ms"] >= sleep_ms / 2, got     # its buckets: ±12 %
+
+
 # -- user metrics that fail ----------------------------------------------------------------------
 class Broken:
     """A user metric whose read raises, or whose value no serializer carries."""

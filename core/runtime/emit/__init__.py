@@ -51,12 +51,17 @@ log = logging.getLogger(__name__)
 
 
 class Clock:
-    """The loop's clock: ``now`` (``time.monotonic()``), set once per loop pass."""
+    """The loop's clock (``time.monotonic()``): ``now``, set once per loop pass, when it
+    began; and ``turn``, what a spout's new tree is stamped with (its complete latency runs
+    from it): set with ``now``, and again as each spout executor's turn of the pass begins,
+    so a tree emitted after the bolts of this worker ran in the same pass is not stamped
+    with the pass's start (``max.spout.pending`` 1 and a 5 ms bolt read 10 ms)."""
 
-    __slots__ = ("now",)
+    __slots__ = ("now", "turn")
 
     def __init__(self, now: float) -> None:
         self.now = now
+        self.turn = now
 
 
 def _unreported(ts: TaskState, exc: BaseException | str) -> None:

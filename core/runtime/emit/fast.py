@@ -151,7 +151,7 @@ def stream_emit(ts: TaskState, w: Wiring, plans: Plans, held: list[Any],
                     q.append(tup)
                 else:
                     remote_tracked(t, values, src_task, src, edge, (root,))
-                ts.pending_new[root] = (tup_id, clock.now)
+                ts.pending_new[root] = (tup_id, clock.turn)
                 init_tree(ts, acker_tasks[root % n_ackers], root, edge)
                 return None
             anchor = None

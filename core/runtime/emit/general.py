@@ -60,7 +60,7 @@ def _fail_tree(ts: TaskState, w: Wiring, root: int, tup_id: Any, xor: int) -> No
     route may have the tuple, so the tree fails as a whole and the spout gets
     fail(tup_id) (its replay decision), as a bolt's input fails when its emit raises. The
     fail goes first; the init (``xor``: the edges delivered) then completes the tree."""
-    ts.pending_new[root] = (tup_id, w.clock.now)
+    ts.pending_new[root] = (tup_id, w.clock.turn)
     acker = w.acks.acker_of(root)
     w.acks.fail_tree(acker, root)
     w.acks.init_tree(ts, acker, root, xor)
@@ -322,7 +322,7 @@ def _emit_spout_tracked(ts: TaskState, w: Wiring, values: tuple, stream: str, sr
         _fail_tree(ts, w, root, tup_id, xor)
         _route_failed(ts, w, stream, route, exc)
     ts.transfer_extra += n - 1
-    ts.pending_new[root] = (tup_id, w.clock.now)
+    ts.pending_new[root] = (tup_id, w.clock.turn)
     w.acks.init_tree(ts, w.acks.acker_of(root), root, xor)
     return sent
 

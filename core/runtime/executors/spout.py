@@ -24,6 +24,7 @@ log = logging.getLogger("squall.runtime.executors")
 #: that a spout of 100 µs a call keeps its batch a pass (bench.scale's run at 500 calls).
 PASS_SECONDS = 0.05
 _perf = time.perf_counter
+_monotonic = time.monotonic
 #: failing tuple ids a spout executor counts (the most recent; older ones are forgotten)
 FAILS_KEPT = 100_000
 
@@ -120,6 +121,9 @@ class SpoutExecutor(Executor):
         return done
 
     def run_once(self) -> int:
+        # the trees its ack, fail and next_tuple start from now on are stamped with the start
+        # of its turn, not of the pass: the bolts of this worker may have run before it
+        self.clock.turn = _monotonic()
         done = self.completions()
         if not self.active:
             return done
@@ -270,7 +274,9 @@ class SpoutExecutor(Executor):
                 return        # already timed out
         if ok:
             ts.acked += 1
-            latency = (self.clock.now - entry[1]) * 1000.0
+            # now, not the pass's clock: a tree whose bolts and acker run in this worker
+            # completes within the pass that ran them (one clock read per completed tree)
+            latency = (_monotonic() - entry[1]) * 1000.0
             ts.complete_ms += latency
             if not ts.complete_n & 15:     # one completion in 16 feeds the percentiles
                 ts.complete_hist[_bucket(latency)] += 1

@@ -731,6 +731,7 @@ class ThreadedSpout(SpoutExecutor):
 
     def run_once(self) -> int:
         thread = self.thread
+        self.clock.turn = time.monotonic()     # stamps the trees applied now (SpoutExecutor)
         done = thread.apply() + self.completions()
         for ts in self.tasks:
             self.run_deferred_acks(ts)      # untracked emits with a tup_id: acked at once
