@@ -2,8 +2,10 @@
 
 The UI's sampler records every topology's info each ``ui.sample.secs``; :class:`History` keeps
 the newest ``ui.history.size`` distinct samples per topology (all-time counters and the 10-minute mean
-latencies) and turns consecutive samples into rates. Nothing is stored on disk: a restarted
-UI starts with empty charts. Thread-safe (the sampler writes, request handlers read).
+latencies) and turns consecutive samples into rates. A component's counts between two samples
+add up its executors' (:func:`_increase`): those of an executor restart with its worker, so the
+component's total falls when one of its workers restarts. Nothing is stored on disk: a
+restarted UI starts with empty charts. Thread-safe (the sampler writes, request handlers read).
 """
 from __future__ import annotations
 
@@ -31,6 +33,38 @@ def _component_sample(stats: Mapping[str, Any]) -> dict[str, float | None]:
     return out
 
 
+def _executor_counts(info: Mapping[str, Any]) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Component -> executor -> its all-time counts (in ``_COUNTS`` order)."""
+    out: dict[str, dict[str, tuple[float, ...]]] = {}
+    for x in info.get("executors") or ():
+        counts = (x.get("windows") or {}).get(":all-time") or x
+        key = str(x.get("executor") or x.get("tasks"))
+        out.setdefault(str(x.get("component")), {})[key] = tuple(
+            float(counts.get(k, 0) or 0) for k in _COUNTS)
+    return out
+
+
+def _increase(before: Mapping[str, float | None], after: Mapping[str, float | None],
+              execs_before: Mapping[str, tuple[float, ...]] | None,
+              execs_after: Mapping[str, tuple[float, ...]] | None) -> dict[str, float]:
+    """What a component counted between two samples: what each of its executors counted,
+    summed, where both samples list its executors. One whose counts went down restarted
+    since (with its worker) and one the sample before did not list started since: all they
+    counted is new. Else the difference of the component's totals, at least 0 (which reads
+    0 for the whole component when one of its workers restarted, though the others went on
+    counting)."""
+    if not execs_before or not execs_after:
+        return {k: max(0.0, (after[k] or 0.0) - (before[k] or 0.0)) for k in _COUNTS}
+    total = [0.0] * len(_COUNTS)
+    for key, counts in execs_after.items():
+        prev = execs_before.get(key)
+        if prev is None or any(n < p for n, p in zip(counts, prev)):
+            prev = (0.0,) * len(_COUNTS)
+        for i, (n, p) in enumerate(zip(counts, prev)):
+            total[i] += n - p
+    return dict(zip(_COUNTS, total))
+
+
 class History:
     """``size`` samples per topology id, at least 2 (a rate takes two; ValueError otherwise);
     see the module docstring."""
@@ -40,7 +74,8 @@ class History:
             raise ValueError(f"a history keeps at least 2 samples per topology, not {size}")
         self._size = int(size)
         self._idle_secs = idle_secs
-        self._samples: dict[str, deque[tuple[float, dict[str, dict[str, float | None]]]]] = {}
+        self._samples: dict[str, deque[tuple[float, dict[str, dict[str, float | None]],
+                                             dict[str, dict[str, tuple[float, ...]]]]]] = {}
         self._lock = threading.Lock()
 
     def record(self, topology_id: str, now: float, info: Mapping[str, Any]) -> None:
@@ -50,13 +85,14 @@ class History:
         and then a double rate)."""
         sample = {comp: _component_sample(stats)
                   for comp, stats in (info.get("components") or {}).items()}
+        execs = _executor_counts(info)
         with self._lock:
             ring = self._samples.get(topology_id)
             if ring is None:
                 ring = self._samples[topology_id] = deque(maxlen=self._size)
-            elif ring[-1][1] == sample and now - ring[-1][0] < self._idle_secs:
+            elif ring[-1][1:] == (sample, execs) and now - ring[-1][0] < self._idle_secs:
                 return
-            ring.append((now, sample))
+            ring.append((now, sample, execs))
 
     def keep(self, topology_ids: Iterable[str]) -> None:
         """Forget every topology not in ``topology_ids`` (killed ones)."""
@@ -78,7 +114,7 @@ class History:
             samples = list(self._samples.get(topology_id) or ())
         topology: list[dict[str, float | None]] = []
         components: dict[str, list[dict[str, float | None]]] = {}
-        for (t0, before), (t1, after) in zip(samples, samples[1:]):
+        for (t0, before, execs_before), (t1, after, execs_after) in zip(samples, samples[1:]):
             span = t1 - t0
             if span <= 0:
                 continue
@@ -88,8 +124,8 @@ class History:
                 prev = before.get(comp)
                 if prev is None:
                     continue
-                rates = {k: max(0.0, (now[k] or 0.0) - (prev[k] or 0.0)) / span
-                         for k in _COUNTS}
+                counted = _increase(prev, now, execs_before.get(comp), execs_after.get(comp))
+                rates = {k: counted[k] / span for k in _COUNTS}
                 components.setdefault(comp, []).append(
                     {"time": t1, **rates, **{k: now[k] for k in _LATENCIES}})
                 if comp.startswith("__"):       # system components: their own charts only

@@ -151,6 +151,11 @@ def _loop_busy(info: Mapping[str, Any], window: str) -> dict[str, float]:
     return out
 
 
+def _span(window: str, uptime: float) -> float:
+    """The seconds ``window`` covers of something up for ``uptime`` seconds."""
+    return uptime if window == ":all-time" else min(float(window), uptime)
+
+
 def _executor_capacity(x: Mapping[str, Any], window: str, loop_busy: Mapping[str, float]
                        ) -> float:
     """The executor's busy time over the time it could have had in ``window``: 1 when it
@@ -160,8 +165,7 @@ def _executor_capacity(x: Mapping[str, Any], window: str, loop_busy: Mapping[str
     reaches it when it is saturated though it shares the loop (a share of the window would
     keep two saturated executors of one worker under 0.5 each). One on its own thread
     (``threaded``) could have had the whole window."""
-    uptime = float(x.get("uptime_secs") or 0)
-    span = (uptime if window == ":all-time" else min(float(window), uptime)) * 1000.0
+    span = _span(window, float(x.get("uptime_secs") or 0)) * 1000.0
     if span <= 0:
         return 0.0
     busy = _busy_ms(x, window)
@@ -416,33 +420,50 @@ def component_page(info: Mapping[str, Any], component: str, window: str,
             "executorStats": executor_stats, "componentErrors": errors}
 
 
-def _edge_rate(comps: Mapping[str, Mapping[str, Any]], target: str, edge: Mapping[str, Any],
-               window: str, span: float) -> float | None:
+def _rate(info: Mapping[str, Any], comps: Mapping[str, Mapping[str, Any]], comp: str,
+          key: str, window: str) -> float:
+    """Component ``comp``'s ``key`` count per second over ``window``: each executor's count
+    over the part of the window it was up, summed (its counts restart with its worker: over
+    the topology's uptime, a rebalance or a restarted worker 10 s before read a third of
+    the rate). A component whose executors ``info`` does not list (or one that reports no
+    uptime): its count over the part of the window the topology was up."""
+    uptime = info.get("uptime_secs") or 0
+    execs = _executors_of(info, comp)
+    if not execs:
+        span = _span(window, float(uptime))
+        count = int(_window_stats(comps.get(comp) or {}, window).get(key, 0) or 0)
+        return count / span if span > 0 else 0.0
+    rate = 0.0
+    for x in execs:
+        up = x.get("uptime_secs")
+        span = _span(window, float(uptime if up is None else up))
+        if span > 0:
+            rate += int(_window_stats(x, window).get(key, 0) or 0) / span
+    return rate
+
+
+def _edge_rate(info: Mapping[str, Any], comps: Mapping[str, Mapping[str, Any]], target: str,
+               edge: Mapping[str, Any], window: str) -> float | None:
     """Tuples per second on one edge, where a counter holds that edge's tuples alone (see
     ``rate_from`` in :func:`squall.daemon.nimbus_info.topology_graph`): the source's
     ``transferred`` or the target's ``executed`` over the window; None otherwise."""
     source = edge.get("rate_from")
     if source == "source":
-        count = _window_stats(comps.get(str(edge.get("component"))) or {}, window).get(
-            "transferred", 0)
-    elif source == "target":
-        count = _window_stats(comps.get(target) or {}, window).get("executed", 0)
-    else:
-        return None
-    return int(count or 0) / span if span > 0 else 0.0
+        return _rate(info, comps, str(edge.get("component")), "transferred", window)
+    if source == "target":
+        return _rate(info, comps, target, "executed", window)
+    return None
 
 
 def visualization(info: Mapping[str, Any], window: str) -> dict[str, Any]:
     """``/api/v1/topology/:id/visualization``: per component (Storm's ``:type``,
     ``:capacity``, ``:latency``, ``:inputs``), squall's ``:emitted`` and ``:rate`` (tuples the
-    component emitted, on all its streams, and per second over ``window``), and per input
-    its ``:rate``: tuples per second on that edge where squall counts them apart from the
-    component's other traffic (the edge is its source's only subscription, or its target's
-    only input), else null. The page writes the component's rate on the component and an
-    edge's on the edge."""
+    component emitted, on all its streams, and per second over ``window``: see
+    :func:`_rate`), and per input its ``:rate``: tuples per second on that edge where squall
+    counts them apart from the component's other traffic (the edge is its source's only
+    subscription, or its target's only input), else null. The page writes the component's
+    rate on the component and an edge's on the edge."""
     comps = _user_components(info)
-    uptime = float(info.get("uptime_secs") or 0)
-    span = uptime if window == ":all-time" else min(float(window), uptime)
     loop_busy = _loop_busy(info, window)
     out: dict[str, Any] = {}
     for node in info.get("graph") or ():
@@ -457,10 +478,10 @@ def visualization(info: Mapping[str, Any], window: str) -> dict[str, Any]:
                                      default=0.0),
                     ":latency": float(latency or 0.0),
                     ":emitted": int(w.get("emitted", 0)),
-                    ":rate": int(w.get("emitted", 0)) / span if span > 0 else 0.0,
+                    ":rate": _rate(info, comps, cid, "emitted", window),
                     ":inputs": [{":component": i.get("component"), ":stream": i.get("stream"),
                                  ":grouping": i.get("grouping"),
                                  ":fields": list(i.get("fields") or ()),
-                                 ":rate": _edge_rate(comps, cid, i, window, span)}
+                                 ":rate": _edge_rate(info, comps, cid, i, window)}
                                 for i in node.get("inputs") or ()]}
     return out

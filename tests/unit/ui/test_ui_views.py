@@ -94,6 +94,26 @@ def test_visualization_has_components_inputs_groupings_and_rates():
     assert viz["words"][":rate"] == 1000 / 100     # emitted over min(window, uptime)
 
 
+def test_visualization_rates_count_each_executor_over_its_own_uptime():
+    """An executor's counts restart with its worker: after a rebalance or a worker's restart
+    a rate is each executor's count over the time it was up, summed (over the topology's
+    100 s uptime the spout read 1/s and the edge 8/s)."""
+    info = topology_info("wc", "alice")
+    words, _, count3 = info["executors"]
+    words.update(uptime_secs=10, windows=windows(100, 0, 90, 2.0))      # rebalanced 10 s ago
+    count3.update(uptime_secs=20, windows=windows(0, 200, 200, 0.5))    # worker restarted
+    info["components"]["words"]["windows"] = windows(100, 0, 90, 2.0)
+    info["components"]["count"]["windows"] = windows(0, 800, 800, 0.5)
+    edge = info["graph"][0]["inputs"][0]
+    for window in ("600", ":all-time"):
+        edge["rate_from"] = "target"
+        viz = views.visualization(info, window)
+        assert viz["words"][":rate"] == 10.0
+        assert viz["count"][":inputs"][0][":rate"] == 600 / 100 + 200 / 20
+        edge["rate_from"] = "source"
+        assert views.visualization(info, window)["count"][":inputs"][0][":rate"] == 10.0
+
+
 def _streams_info() -> dict[str, Any]:
     """src emits 100 on each of default (-> a), side (no subscriber) and other (-> b, all
     grouping to 2 tasks); a and b each feed join (every count over a 10 s uptime)."""
@@ -188,6 +208,23 @@ def test_history_turns_samples_into_rates_and_forgets_killed_topologies():
     assert series["topology"][0]["completeLatencyP99"] == 60.0
     history.keep([])
     assert history.series("wc-1", kinds) == {"topology": [], "components": {}}
+
+
+def test_history_rates_go_on_through_a_restart_of_one_of_a_components_workers():
+    """``count``'s executor on sup1:6701 restarts between two samples (its counts start
+    again from 0): the chart shows what both executors counted meanwhile, not a dip to 0
+    (the component's total fell, 1000 -> 750)."""
+    history = History(size=3)
+    kinds = {"words": "spout", "count": "bolt"}
+    history.record("wc-1", 100.0, topology_info("wc", "alice"))
+    info = topology_info("wc", "alice")
+    info["executors"][1]["windows"] = windows(0, 700, 700, 0.5)      # +100 since
+    info["executors"][2].update(executor=[3, 3], uptime_secs=5,
+                                windows=windows(0, 50, 50, 0.5))      # restarted: 50 since
+    info["components"]["count"]["windows"] = windows(0, 750, 750, 0.5)
+    history.record("wc-1", 110.0, info)
+    [point] = history.series("wc-1", kinds)["components"]["count"]
+    assert (point["executed"], point["acked"]) == (15.0, 15.0)
 
 
 def test_a_repeated_sample_waits_for_the_workers_next_report():
