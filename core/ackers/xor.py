@@ -7,6 +7,13 @@ returns to zero exactly when the whole tree is processed. Trees are kept in two 
 (rotated every ``topology.message.timeout.secs``) so forgotten trees are dropped after one to
 two timeouts; the spout task fails them on its own timer. A reset of a tree's timeout moves
 it back into the newer generation.
+
+Acks may arrive before their tree's init, so an ack of a root not tracked makes an entry
+without a spout task; so do the acks of a tree's other tuples that arrive after it failed (or
+after it completed), for a tree no init will come for any more. Rotations drop those with the
+rest; with ``topology.enable.message.timeouts: false`` nothing rotates, and :meth:`sweep`
+drops them instead, once one to two sweeps (message timeouts) old: memory stays bounded by
+what fails in that time.
 """
 from __future__ import annotations
 
@@ -23,6 +30,10 @@ class XorAcker(Acker):
         super().__init__(conf)
         self._new: dict[int, list[Any]] = {}
         self._old: dict[int, list[Any]] = {}
+        #: roots whose entry an ack or fail made, without an init, since the last sweep, and
+        #: in the sweep before (:meth:`sweep`; a rotation forgets them)
+        self._strays: set[int] = set()
+        self._strays_old: set[int] = set()
 
     def _entry(self, root: int) -> list[Any]:
         entry = self._new.get(root)
@@ -30,6 +41,7 @@ class XorAcker(Acker):
             entry = self._old.pop(root, None)
             if entry is None:
                 entry = [0, -1, False]  # acks may arrive before the spout's init
+                self._strays.add(root)
             self._new[root] = entry
         return entry
 
@@ -79,7 +91,18 @@ class XorAcker(Acker):
     def rotate(self) -> list[tuple[int, int]]:
         expired = [(root, e[1]) for root, e in self._old.items()]
         self._old, self._new = self._new, {}
+        self._strays.clear()        # expired with the rest, in their turn
+        self._strays_old.clear()
         return expired
+
+    def sweep(self) -> None:
+        strays = self._strays_old
+        for root in strays:
+            entry = self._new.get(root)
+            if entry is not None and entry[1] < 0:     # still no init: none will come
+                del self._new[root]
+        strays.clear()
+        self._strays_old, self._strays = self._strays, strays
 
     def pending(self) -> int:
         return len(self._new) + len(self._old)

@@ -2,7 +2,8 @@
 
 An acker instance is the state of one acker task. The runtime feeds it the system streams
 ``__ack_init``, ``__ack_ack`` and ``__ack_fail`` (routed to acker tasks by root id) and calls
-:meth:`rotate` every ``topology.message.timeout.secs``. Each method returns ``None`` or a
+:meth:`rotate` every ``topology.message.timeout.secs`` (:meth:`sweep` instead with
+``topology.enable.message.timeouts: false``). Each method returns ``None`` or a
 completion ``(spout_task, ok)`` that the runtime sends back to the spout task on
 ``__ack_ack`` / ``__ack_fail``. A bolt's ``reset_timeout`` reaches :meth:`reset_timeout`
 (``__ack_reset``), which returns the spout task the runtime then tells to restart its own
@@ -46,6 +47,13 @@ class Acker(ABC):
     @abstractmethod
     def rotate(self) -> list[tuple[int, int]]:
         """Expire trees older than two rotations; return their ``(root, spout_task)``."""
+
+    def sweep(self) -> None:
+        """Called instead of :meth:`rotate` with ``topology.enable.message.timeouts: false``,
+        every ``topology.message.timeout.secs``, on the acker's thread: no tree expires then,
+        but what acks or fails left for a root whose init has not come (the acks of a
+        failed tree's other tuples, arriving after its fail) may be dropped once older than
+        a sweep, as a rotation would. Optional: this default keeps everything."""
 
     @abstractmethod
     def pending(self) -> int:

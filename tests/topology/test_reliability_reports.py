@@ -64,6 +64,49 @@ def test_a_tuple_failed_more_than_max_replays_is_reported_once() -> None:
         assert set(FAILS) == {"id-7"}
 
 
+class ListAndDictIds(Spout):
+    """Emits 6, 7 and 8 with a list id ``[0, n]`` (as multi-lang and Kafka-style spouts
+    send) and 7 with a dict id, and replays each failed one from a fresh copy of its id (the
+    dict's keys in the other order)."""
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo: list[Any] = [[0, 6], [0, 7], {"p": 1, "o": 7}, [0, 8]]
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            tup_id = self.todo.pop(0)
+            n = tup_id[1] if isinstance(tup_id, list) else tup_id["o"]
+            self.emit([n], tup_id=tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        key = repr(sorted(tup_id.items()) if isinstance(tup_id, dict) else tup_id)
+        with LOCK:
+            FAILS[key] = FAILS.get(key, 0) + 1
+        self.todo.append(list(tup_id) if isinstance(tup_id, list)
+                         else dict(reversed(list(tup_id.items()))))
+
+
+def test_an_unhashable_tuple_id_failed_more_than_max_replays_is_reported_once() -> None:
+    FAILS.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", ListAndDictIds)
+    b.set_bolt("picky", RejectsSeven).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("poison-lists", {"topology.max.replays": 2},
+                                b.create_topology())
+        wait_until(lambda: len(FAILS) == 2 and min(FAILS.values()) >= 5, 30,
+                   message=lambda: f"{FAILS}")
+        info = cluster.get_topology_info("poison-lists")
+        poison = _spout(info, "numbers")["poison"]
+        assert [p["fails"] for p in poison] == [3, 3], poison
+        listed, keyed = sorted(p["tup_id"] for p in poison)
+        assert listed == "[0, 7]" and keyed in ("{'o': 7, 'p': 1}", "{'p': 1, 'o': 7}")
+        reports = [e["error"] for e in info["errors"].get("numbers", [])
+                   if "poison tuple" in e["error"]]
+        assert len(reports) == 2 and all("failed 3 times" in r for r in reports), reports
+
+
 class DictIds(Spout):
     """Emits 0..3 once each, with a dict (unhashable) as the tuple id."""
     outputs = ["n"]
@@ -219,9 +262,10 @@ class Hundreds(Spout):
         self.todo.append(tup_id)
 
 
-def test_a_spout_whose_trees_time_out_in_numbers_is_told_to_set_max_pending_once() -> None:
-    # every tree times out and is replayed, as behind a bolt whose queue takes longer than
-    # the message timeout to drain: one error says why and what to set, not one a timeout
+def test_a_spout_whose_trees_time_out_behind_a_bolt_that_never_acks_is_told_so_once() -> None:
+    # every tree times out and is replayed because the bolt (auto_ack = False) never acks,
+    # with nothing queued: one error says so (not one a timeout), and does not blame queues
+    # or advise max.spout.pending
     TIMED_OUT.clear()
     b = TopologyBuilder()
     b.set_spout("numbers", Hundreds)
@@ -235,4 +279,7 @@ def test_a_spout_whose_trees_time_out_in_numbers_is_told_to_set_max_pending_once
         assert len(errors) == 1, errors
         assert re.search(r"spout numbers: (\d+) of the \1 tuple trees it finished in the "
                          r"last 1 s timed out", errors[0]), errors[0]
-        assert "set topology.max.spout.pending" in errors[0]
+        assert "likelier held by a bolt than waiting in queues" in errors[0]
+        assert re.search(r"\(bolt holds \d+\)", errors[0]), errors[0]
+        assert "auto_ack = False must ack or fail" in errors[0]
+        assert "max.spout.pending" not in errors[0]

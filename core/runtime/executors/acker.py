@@ -1,8 +1,9 @@
 """The acker executor: feeds the acker's system streams (inits, acks, fails, and bolts' timeout
 resets) that reach its tasks' queues to the configured :class:`squall.Acker` (acks for an
 acker task of the same worker skip the queue: :class:`squall.runtime.acks.AckLedger`), and
-rotates its trees every message timeout (not with ``topology.enable.message.timeouts:
-false``: a tree then waits for its acks however long)."""
+rotates its trees every message timeout (with ``topology.enable.message.timeouts: false`` it
+sweeps them instead: a tree then waits for its acks however long, and only what acks left
+for trees no init comes for any more is dropped)."""
 from __future__ import annotations
 
 import logging
@@ -72,10 +73,15 @@ class AckerExecutor(Executor):
         return done
 
     def on_timer(self, now: float) -> None:
-        if self.timeouts and now >= self.next_rotate:
-            self.next_rotate = now + self.timeout
-            for ts in self.tasks:
-                try:
+        if now < self.next_rotate:
+            return
+        self.next_rotate = now + self.timeout
+        for ts in self.tasks:
+            try:
+                if self.timeouts:
                     ts.instance.rotate()
-                except Exception as exc:    # the acker plugin's bug: the loop goes on
-                    self.services.acks.acker_raised(ts, "rotate", exc)
+                else:
+                    ts.instance.sweep()
+            except Exception as exc:    # the acker plugin's bug: the loop goes on
+                self.services.acks.acker_raised(
+                    ts, "rotate" if self.timeouts else "sweep", exc)

@@ -13,7 +13,7 @@ from squall.api.tuple import Tuple
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.executors.base import INF, Executor, Services, pass_cap
 from squall.runtime.executors.pending import PendingLimit
-from squall.runtime.executors.timeout_report import TimeoutReport
+from squall.runtime.executors.timeout_report import Backlog, TimeoutReport
 from squall.runtime.streams import ACK_ACK, ACK_RESET
 from squall.runtime.task import TaskState
 
@@ -27,6 +27,30 @@ _perf = time.perf_counter
 _monotonic = time.monotonic
 #: failing tuple ids a spout executor counts (the most recent; older ones are forgotten)
 FAILS_KEPT = 100_000
+#: marks the count key of an unhashable tuple id (no hashable id can equal it)
+_UNHASHABLE = object()
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a tuple id, equal for equal ids: lists and tuples as tuples,
+    dicts as their items sorted, sets as frozensets, recursively; anything else that is not
+    hashable as its ``repr``. For the failure counts of ``topology.max.replays`` only."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        items = [(_frozen(k), _frozen(v)) for k, v in value.items()]
+        try:
+            items.sort()
+        except TypeError:               # keys of mixed types
+            items.sort(key=repr)
+        return (dict, tuple(items))
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_frozen(v) for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
 
 
 class SpoutExecutor(Executor):
@@ -59,6 +83,9 @@ class SpoutExecutor(Executor):
         self.next_rotate = time.monotonic() + self.timeout
         #: tells when its trees time out in numbers (checked as they rotate)
         self.timeout_report = TimeoutReport(component_id, self.timeout, self.max_pending)
+        #: ``paused`` at the previous rotation: whether backpressure held the spout back since
+        #: (.timeout_report)
+        self.paused_then = 0
         self.active = False
         #: whether it was deactivated (and not activated since): its threads' tracked emits
         #: wait for no room meanwhile (.pending)
@@ -308,8 +335,15 @@ class SpoutExecutor(Executor):
             # pop from an empty dict returns its default without hashing the key
             n = counts.pop(tup_id, 0) + 1
             counts[tup_id] = n
-        except TypeError:           # an unhashable tuple id: not counted
-            return
+        except TypeError:
+            # an unhashable tuple id ([partition, offset] from a multi-lang or Kafka-style
+            # spout): counted by a hashable copy of its value, on this path alone
+            try:
+                key = (_UNHASHABLE, _frozen(tup_id))
+            except RecursionError:      # a list that holds itself
+                key = (_UNHASHABLE, repr(tup_id))
+            n = counts.pop(key, 0) + 1
+            counts[key] = n
         if len(counts) > FAILS_KEPT:
             del counts[next(iter(counts))]
         if n == self.max_replays + 1:
@@ -351,8 +385,11 @@ class SpoutExecutor(Executor):
                 self._call(ts, ts.instance.fail, tup_id)
         if timed_out and self.pending_limit is not None and self.pending_limit.waiting:
             self.room_made()
+        held_back = self.paused != self.paused_then     # by backpressure, since the last one
+        self.paused_then = self.paused
         text = self.timeout_report.rotated(
-            timed_out, sum(ts.acked + ts.failed for ts in self.tasks), now)
+            timed_out, sum(ts.acked + ts.failed for ts in self.tasks), now,
+            lambda: Backlog.of(self.services.loop.executors, held_back))
         if text is not None:
             self.report_error(worst, text, True)
 

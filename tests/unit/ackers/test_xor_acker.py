@@ -82,3 +82,59 @@ def test_an_acker_without_reset_timeout_restarts_nothing() -> None:
             return 0
 
     assert Minimal().reset_timeout(1) is None
+    assert Minimal().sweep() is None        # and sweeps nothing
+
+
+def _failed_tree_with_late_acks(acker: XorAcker, root: int) -> None:
+    """A spout tuple sent to three bolts: one fails it, the other two ack after the fail."""
+    assert acker.init(root, 0b111, 4) is None
+    assert acker.fail(root) == (4, False)
+    assert acker.ack(root, 0b010) is None
+    assert acker.ack(root, 0b100) is None
+
+
+def test_late_acks_of_failed_trees_are_swept_without_rotations() -> None:
+    # topology.enable.message.timeouts: false: nothing rotates, and the acks that arrive
+    # after their tree failed each left an entry behind for good
+    acker = XorAcker()
+    for root in range(1, 10_001):
+        _failed_tree_with_late_acks(acker, root)
+    assert acker.pending() == 10_000
+    acker.sweep()                           # one sweep old: kept (acks may precede inits)
+    assert acker.pending() == 10_000
+    acker.sweep()
+    assert acker.pending() == 0
+    for root in range(10_001, 10_101):      # and so on, sweep after sweep: bounded
+        _failed_tree_with_late_acks(acker, root)
+    acker.sweep()
+    acker.sweep()
+    assert acker.pending() == 0
+
+
+def test_a_sweep_keeps_every_tree_with_an_init_and_acks_waiting_one_sweep_for_theirs() -> None:
+    acker = XorAcker()
+    acker.init(1, 0b11, 2)                  # a tree that takes many sweeps: never expires
+    acker.ack(2, 0b01)                      # an ack before its init
+    acker.sweep()
+    assert acker.pending() == 2
+    assert acker.init(2, 0b01, 3) == (3, True)  # the init, one sweep later, completes it
+    acker.ack(3, 0b1)                       # an ack before its init, and a fail
+    acker.fail(3)
+    acker.sweep()
+    assert acker.init(3, 0b11, 5) == (5, False)  # fails it when it comes
+    for _ in range(5):
+        acker.sweep()
+    assert acker.pending() == 1
+    assert acker.ack(1, 0b01) is None
+    assert acker.ack(1, 0b10) == (2, True)
+    assert acker.pending() == 0
+
+
+def test_a_rotation_expires_strays_as_any_tree_and_sweeps_then_find_nothing() -> None:
+    acker = XorAcker()
+    _failed_tree_with_late_acks(acker, 7)
+    assert acker.rotate() == []
+    assert acker.rotate() == [(7, -1)]
+    acker.sweep()
+    acker.sweep()
+    assert acker.pending() == 0
