@@ -19,7 +19,10 @@ class StatefulBolt(Bolt):
     or the bolt called ``fail``) is replayed by its spout, and the changes made since the
     last checkpoint are dropped: the task returns to the last committed state (``init_state``
     again) and the inputs since then are replayed too, as Storm rolls a stateful bolt back
-    when its executor dies. The topology needs ackers (``topology.acker.executors`` not 0).
+    when its executor dies. ``process_tick`` is called only while the task has its state: a
+    tick that comes before the first ``init_state`` or while a rollback is due is dropped,
+    and an exception in it rolls the task back as one in ``process`` does. The topology
+    needs ackers (``topology.acker.executors`` not 0).
     """
 
     def init_state(self, state: KeyValueState) -> None:

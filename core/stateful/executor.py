@@ -133,6 +133,7 @@ class CheckpointedBoltExecutor(BoltExecutor):
             if not settled:
                 keeper.spoil()        # what it changed is dropped with the pass's changes
         inst.fail = fail_spoiling
+        inst.process_tick = partial(_stateful_tick, keeper, inst.process_tick)
 
     # -- the loop's turn ---------------------------------------------------------------------
     def run_once(self) -> int:
@@ -453,3 +454,31 @@ class CheckpointedBoltExecutor(BoltExecutor):
     def queued(self) -> int:
         """Tuples held by the barriers of this executor's tasks."""
         return sum(len(a.held) for a in self.aligners.values())
+
+
+def _stateful_tick(keeper: StateKeeper, process_tick: Callable[[Tuple], None],
+                   tup: Tuple) -> None:
+    """A stateful task's ``process_tick`` as the executor's tick call
+    (``BoltExecutor._tick``, which counts it as a system tuple and reports what it raises)
+    reaches it: set on the instance by :meth:`CheckpointedBoltExecutor.install`, so every
+    path a tick takes goes through it, and no data tuple pays for it.
+
+    * While the task has no state to give it (``keeper.ready`` False: before the first
+      ``init_state``, or after a failure until the rollback reloads the committed state) or
+      its state is spoiled (an input failed earlier in this pass), the tick is dropped: it
+      would see a state that is missing or about to be discarded, and emit from it. Dropped,
+      not held: ticks are periodic, so the next one after ``init_state`` comes within the
+      tick period and sees the recovered state; a held one would be stale by then, and
+      calling it from the rollback would run user code inside a checkpoint.
+    * What ``process_tick`` raises spoils the state, as an exception in ``process`` does:
+      the changes since the last prepare are dropped and their inputs replayed (else a
+      half-made change would commit). Re-raised for the executor to report."""
+    if not keeper.ready or keeper.spoiled:
+        log.debug("stateful task %s: tick dropped, its state is not recovered yet",
+                  keeper.namespace)
+        return
+    try:
+        process_tick(tup)
+    except Exception:
+        keeper.spoil()      # the pass's end drops the state's changes
+        raise

@@ -12,10 +12,13 @@ Refused with :class:`~squall.errors.TopologyError`: a stateful bolt in a topolog
 ackers (checked here when ``create_topology(conf)`` is given ``topology.acker.executors: 0``,
 and again at submit by :func:`check_ackers`) or with a checkpoint interval not below the
 message timeout (checked the same way), a cycle on the path, a stateful bolt without
-``process``, and a bolt on the path that runs on a thread of its own.
+``process`` or that is also a windowed bolt, and a bolt on the path that is windowed, is a
+multi-lang bolt (checkpoints cannot pass through its subprocess) or runs on a thread of its
+own.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from squall.api.topology import ComponentSpec, Input, Topology
@@ -34,6 +37,14 @@ def _is_stateful(spec: ComponentSpec) -> bool:
     from squall.stateful.bolt import StatefulBolt
     return spec.kind == "bolt" and isinstance(spec.cls, type) and issubclass(spec.cls,
                                                                               StatefulBolt)
+
+
+def _is_multilang(cls: Any) -> bool:
+    """Whether ``cls`` runs in a subprocess (a ShellBolt, as streamparse shell components
+    are): only when squall.multilang is imported can a class be one."""
+    multilang = sys.modules.get("squall.multilang.bolt")
+    return multilang is not None and isinstance(cls, type) and issubclass(cls,
+                                                                          multilang.ShellBolt)
 
 
 def stateful_components(topology: Topology) -> list[str]:
@@ -90,17 +101,26 @@ def wire(specs: dict[str, ComponentSpec], conf: dict[str, Any] | None) -> None:
     stateful = [cid for cid, spec in sorted(specs.items()) if _is_stateful(spec)]
     if not stateful:
         return
+    from squall.windowing.topology import is_windowed
     for cid in stateful:
         cls = specs[cid].cls
+        if is_windowed(cls):
+            raise TopologyError(f"bolt {cid!r} is both a StatefulBolt and a WindowedBolt: "
+                                "stateful windowing (Storm's IStatefulWindowedBolt) is not "
+                                "supported; use a WindowedBolt feeding a StatefulBolt")
         from squall.stateful.bolt import StatefulBolt
         if getattr(cls, "process", None) is getattr(StatefulBolt, "process", None):
             raise TopologyError(f"stateful bolt {cid!r}: {cls.__qualname__} must define "  # type: ignore[union-attr]
                                 "process() (stateful bolts take their tuples one by one)")
     path = _upstream_closure(specs, stateful)
     _check_acyclic(specs, path)
-    from squall.windowing.topology import is_windowed
     for cid in sorted(path):
-        if isinstance(specs[cid].cls, type) and is_windowed(specs[cid].cls):
+        if _is_multilang(specs[cid].cls):
+            raise TopologyError(f"bolt {cid!r} is a multi-lang bolt and cannot be upstream of a "
+                                f"stateful bolt ({', '.join(stateful)}): checkpoints cannot "
+                                "pass through its subprocess; place it downstream, or feed "
+                                "the stateful bolt from other components")
+        if is_windowed(specs[cid].cls):
             raise TopologyError(f"bolt {cid!r} is a WindowedBolt on the checkpoint path of a "
                                 f"stateful bolt ({', '.join(stateful)}): windowed bolts do not "
                                 "pass checkpoints on; keep them off a stateful bolt's inputs")

@@ -128,6 +128,50 @@ def test_a_windowed_bolt_feeding_a_stateful_bolt_is_refused():
     b.create_topology()
 
 
+def test_a_multilang_bolt_feeding_a_stateful_bolt_is_refused_as_one():
+    # it runs on a thread of its own, but the user never asked for one: the error says what
+    # the bolt is and where to put it, not "dedicated_thread"
+    from squall import ShellBolt
+
+    class Upper(ShellBolt):
+        command = ["python3", "upper.py"]
+        outputs = ["word"]
+
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("upper", Upper).shuffle_grouping("words")
+    b.set_bolt("count", Count).shuffle_grouping("upper")
+    with pytest.raises(TopologyError) as info:
+        b.create_topology()
+    message = str(info.value)
+    assert "'upper' is a multi-lang bolt" in message and "dedicated_thread" not in message
+    assert "downstream" in message and "\n" not in message
+    b = TopologyBuilder()                       # downstream of a stateful bolt it is fine
+    b.set_spout("words", Words)
+    b.set_bolt("count", Count).shuffle_grouping("words")
+    b.set_bolt("upper", Upper).shuffle_grouping("count")
+    b.create_topology()
+
+
+@pytest.mark.parametrize("stateful_first", [True, False])
+def test_a_bolt_both_stateful_and_windowed_is_refused_as_such(stateful_first):
+    from squall import Count as CountWindow
+    from squall import WindowedBolt
+
+    bases = (StatefulBolt, WindowedBolt) if stateful_first else (WindowedBolt, StatefulBolt)
+
+    def process_window(self, window):
+        pass
+    Sum = type("Sum", bases, {"outputs": ["n"], "window": CountWindow(3),
+                              "process_window": process_window})
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    b.set_bolt("sum", Sum).shuffle_grouping("words")
+    with pytest.raises(TopologyError, match="'sum' is both a StatefulBolt and a WindowedBolt"
+                                            ".*WindowedBolt feeding a StatefulBolt"):
+        b.create_topology()
+
+
 def test_a_stateful_bolt_must_define_process():
     class BatchCount(StatefulBolt):
         def process_batch(self, tuples):
