@@ -298,6 +298,14 @@ def _wire(host: Any, inst: Any, spout: bool, held: bool) -> _Calls:
                                     need_task_ids=need_task_ids)
                     else:
                         anchors = () if plain else inst._current_tups
+                elif anchors.__class__ is not list and anchors.__class__ is not tuple:
+                    if anchors.__class__ is Tuple or isinstance(anchors, (str, bytes)) \
+                            or not hasattr(anchors, "__iter__"):
+                        # a lone Tuple, an id: squall's emit refuses it where it
+                        # anchors (with ackers), naming the component
+                        return emit(tup, stream, anchors=anchors, direct_task=direct_task,
+                                    need_task_ids=need_task_ids)
+                    anchors = list(anchors)     # any iterable, as pystorm: read once
                 for a in anchors:
                     if a.__class__ is not Tuple:        # pystorm's anchors may be ids
                         anchors = by_id(anchors)

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from squall.errors import TopologyError
+from squall.runtime.emit.general import ANCHOR_SEQUENCES, anchors_of
 from squall.runtime.task import TaskState
 
 events_log = logging.getLogger("squall.events")
@@ -115,16 +117,21 @@ def _line(ts: TaskState, stream: Any, ident: Any, values: Any) -> str:
     return f"{time.time():.3f}\t{ts.component_id}\t{ts.task}\t{stream}\t{ident}\t{text}"
 
 
-def _ident(kw: Mapping[str, Any]) -> Any:
+def _ident(ts: TaskState, kw: dict[str, Any]) -> Any:
+    """The tuple id or the anchors' ids of one emit's keywords ``kw``. Anchors given as an
+    iterator (any iterable but a list or tuple) are read once, into ``kw`` as a list, so the
+    emit gets what was logged; what is no iterable of them is left for the emit to refuse."""
     if kw.get("tup_id") is not None:
         return kw["tup_id"]
     anchors = kw.get("anchors")
     if anchors is None:
         return "-"
-    try:
-        return ",".join(str(getattr(a, "id", a)) for a in anchors) or "-"
-    except TypeError:
-        return str(getattr(anchors, "id", anchors))
+    if anchors.__class__ not in ANCHOR_SEQUENCES:
+        try:
+            kw["anchors"] = anchors = anchors_of(ts, anchors)
+        except TopologyError:
+            return str(getattr(anchors, "id", anchors))
+    return ",".join(str(getattr(a, "id", a)) for a in anchors) or "-"
 
 
 def _sampled_emit(ts: TaskState, original: Callable[..., Any], rate: float
@@ -136,7 +143,7 @@ def _sampled_emit(ts: TaskState, original: Callable[..., Any], rate: float
             stream = args[1] if len(args) > 1 else kw.get("stream")
             if stream is None:          # the default stream, as emit takes it
                 stream = "default"
-            events_log.info("%s", _line(ts, stream, _ident(kw), args[0] if args else None))
+            events_log.info("%s", _line(ts, stream, _ident(ts, kw), args[0] if args else None))
         return original(*args, **kw)
     emit.squall_event_original = original  # type: ignore[attr-defined]
     return emit
@@ -152,7 +159,7 @@ def _sampled_many(ts: TaskState, original: Callable[..., Any], rate: float
             if stream is None:
                 stream = "default"
             for values in args[0]:
-                events_log.info("%s", _line(ts, stream, _ident(kw), values))
+                events_log.info("%s", _line(ts, stream, _ident(ts, kw), values))
         return original(*args, **kw)
     emit_many.squall_event_original = original  # type: ignore[attr-defined]
     return emit_many

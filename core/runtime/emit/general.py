@@ -179,6 +179,35 @@ def check_emit(ts: TaskState, stream: str, direct_task: int | None) -> None:
     routes_of(ts, stream, direct_task)
 
 
+#: the shapes the emit paths read ``anchors`` in as they are; each hands anything else to
+#: :func:`anchors_of` (one class test, only where ``anchors`` is given)
+ANCHOR_SEQUENCES = (list, tuple)
+
+
+def anchors_of(ts: TaskState, anchors: Any) -> Sequence[Any]:
+    """``anchors`` of one emit (not ``None``) as a list or tuple: a list or a tuple as it
+    is, any other iterable (a generator, an iterator, a set, a TupleBatch) as the list of
+    what it yields, read once. Raises TopologyError naming the component for a lone Tuple,
+    a str or bytes, or something not iterable. Off the emit paths: each reads a list or
+    tuple as it is and calls this, once per call, for anything else, before anything reads
+    the anchors (an iterator read twice would be empty the second time)."""
+    if anchors.__class__ is list or anchors.__class__ is tuple:
+        return anchors      # type: ignore[no-any-return]
+    if isinstance(anchors, Tuple):
+        raise TopologyError(f"component {ts.component_id!r}: anchors takes a list of Tuples, "
+                            "got a lone Tuple: write anchors=[tup]")
+    if not isinstance(anchors, (str, bytes, bytearray, memoryview)):
+        try:
+            it = iter(anchors)
+        except TypeError:
+            pass
+        else:
+            return list(it)
+    raise TopologyError(f"component {ts.component_id!r}: anchors takes a list (or another "
+                        "iterable) of Tuples this bolt received, got "
+                        f"{type(anchors).__name__} {anchors!r:.60}")
+
+
 def check_anchors(ts: TaskState, anchors: Sequence[Any]) -> None:
     """Raise what an emit anchored to ``anchors`` would raise for an anchor not a Tuple."""
     for a in anchors:
@@ -210,10 +239,13 @@ def without_settled(ts: TaskState, w: Wiring, anchors: Any, stream: str) -> Any:
     failed already (:func:`settled`), reported in one error line: for the general path, and
     for ``emit_many`` calls that emit item by item, so that each item does not report them
     again. ``None`` stays ``None`` unless the tuple in process is settled (then ``()``);
-    what is not a tracked Tuple is kept, for :func:`check_anchors`."""
+    what is not a tracked Tuple is kept, for :func:`check_anchors`. Anchors given as any
+    other iterable than a list or tuple come back as a list (:func:`anchors_of`)."""
     if anchors is None:
         cur = ts.current
         return () if cur is not None and settled(ts, w, cur, stream) else None
+    if anchors.__class__ is not list and anchors.__class__ is not tuple:
+        anchors = anchors_of(ts, anchors)
     gone = [a for a in anchors if _is_settled(a)]
     if not gone:
         return anchors
@@ -272,8 +304,12 @@ def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, a
     sent: list[int] | None = [] if need_task_ids else None
     if spout:
         tracked = tup_id is not None
+    elif anchors is None:
+        tracked = ts.current is not None
     else:
-        tracked = ts.current is not None if anchors is None else bool(anchors)
+        if w.acking and anchors.__class__ is not list and anchors.__class__ is not tuple:
+            anchors = anchors_of(ts, anchors)   # read once: a generator, a set...
+        tracked = bool(anchors)
     if w.acking and tracked:
         if spout:
             return _emit_spout_tracked(ts, w, values, stream, src, routes, tup_id, direct_task,

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from squall.errors import SerializationError
 from squall.runtime.emit.fast import KEYWORDS, Emit, EmitMany, handoff_of, positional_options
 from squall.runtime.emit.general import (
-    as_values, check_anchors, check_arity, check_emit, fail_new_tree,
+    ANCHOR_SEQUENCES, anchors_of, as_values, check_anchors, check_arity, check_emit,
+    fail_new_tree,
 )
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ def checked(ts: TaskState, w: Wiring, emit: Emit, emit_many: EmitMany,
             raise positional_options()
         if stream is None:
             stream = "default"
+        if anchors is not None and anchors.__class__ not in ANCHOR_SEQUENCES:
+            anchors = anchors_of(ts, anchors)   # read here and by the emit: read once
         try:
             sent = crossed(values, stream)
         except SerializationError as exc:
@@ -104,6 +107,8 @@ def checked(ts: TaskState, w: Wiring, emit: Emit, emit_many: EmitMany,
             raise positional_options("emit_many", "values_list", "anchors")
         if stream is None:
             stream = "default"
+        if anchors is not None and anchors.__class__ not in ANCHOR_SEQUENCES:
+            anchors = anchors_of(ts, anchors)
         sent: list[Any] = []
         error: SerializationError | None = None
         for values in values_list:

@@ -11,7 +11,7 @@ from itertools import starmap as _starmap
 from threading import get_ident
 from typing import Any
 
-from squall.api.tuple import Tuple, TupleBatch, TupleRun
+from squall.api.tuple import Source, Tuple, TupleBatch, TupleRun
 from squall.errors import TopologyError
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.executors.base import Executor, Services, _perf, pass_cap
@@ -191,6 +191,8 @@ class BoltExecutor(Executor):
                 if tup.id or tup.ackval:
                     ack_tuple(ts, tup)
                     return
+            elif tup.src.__class__ is not Source:   # made by the bolt: nothing to count
+                raise not_a_tuple(ts, "ack", tup)
             elif settles(tup, auto_ack, uncounted):
                 ts.acked += 1
                 return
@@ -251,6 +253,8 @@ class BoltExecutor(Executor):
                     if tup.id or tup.ackval:
                         fail_tuple(ts, tup)
                         return
+                elif tup.src.__class__ is not Source:   # made by the bolt
+                    raise not_a_tuple(ts, "fail", tup)
                 elif settles(tup, auto_ack, uncounted):
                     fail_roots(ts, None, 1)
                     return
@@ -574,6 +578,10 @@ def settled_again(ts: TaskState, did: str, tup: Tuple) -> None:
 
 def not_a_tuple(ts: TaskState, call: str, given: Any) -> TopologyError:
     """The error of an ``ack`` or ``fail`` given something else than a received Tuple (a
-    tuple id, as a multi-lang or streamparse bolt passes)."""
+    tuple id, as a multi-lang or streamparse bolt passes, or a Tuple the bolt made, with no
+    stream's :class:`~squall.api.tuple.Source`: tested on the loop thread, for untracked
+    tuples only, so neither a tracked ack nor another thread's hand-over pays for it)."""
+    what = f"a Tuple no stream delivered (made with Tuple(...), values {given.values!r:.60})" \
+        if isinstance(given, Tuple) else f"{type(given).__name__} {given!r:.80}"
     return TopologyError(f"component {ts.component_id!r}: {call} takes a Tuple this bolt "
-                         f"received, got {type(given).__name__} {given!r:.80}")
+                         f"received, got {what}")

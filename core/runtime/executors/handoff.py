@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from squall.api.tuple import Tuple
 from squall.runtime.emit.fast import KEYWORDS, positional_options
-from squall.runtime.emit.general import as_values, check_anchors, check_arity, check_emit
+from squall.runtime.emit.general import (
+    anchors_of, as_values, check_anchors, check_arity, check_emit,
+)
 
 if TYPE_CHECKING:
     from squall.runtime.executors.pending import PendingLimit
@@ -193,8 +195,10 @@ class Handoff:
 
     @staticmethod
     def _anchors(ts: TaskState, anchors: Any) -> tuple:
-        """The anchors as given, checked, or none: no tuple is in process on this thread."""
+        """The anchors as given (any iterable, read once), checked, or none: no tuple is in
+        process on this thread."""
         if anchors is None:
             return ()
+        anchors = anchors_of(ts, anchors)
         check_anchors(ts, anchors)
         return tuple(anchors)

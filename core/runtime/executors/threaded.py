@@ -40,7 +40,9 @@ from squall.api.tuple import Tuple, TupleBatch
 from squall.runtime.acks import SETTLED
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.emit.fast import KEYWORDS, positional_options
-from squall.runtime.emit.general import as_values, check_anchors, check_arity, check_emit
+from squall.runtime.emit.general import (
+    anchors_of, as_values, check_anchors, check_arity, check_emit,
+)
 from squall.runtime.executors.base import Executor, Services, _perf
 from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor, not_a_tuple
 from squall.runtime.executors.pending import PendingLimit
@@ -303,17 +305,18 @@ class ComponentThread:
         #: streams a plain emit (no direct task) was checked on: they stay valid
         checked: set[str] = set()
 
-        def check(stream: str, direct_task: int | None, anchors: Any) -> None:
+        def check(stream: str, direct_task: int | None) -> None:
             if direct_task is not None or stream not in checked:
                 check_emit(ts, stream, direct_task)
                 if direct_task is None:
                     checked.add(stream)
-            if anchors is not None:
-                check_anchors(ts, anchors)
 
         def anchored(anchors: Any) -> Any:
-            """The anchors as given (a tuple), else the tuple in process if auto-anchoring."""
+            """The anchors as given (any iterable, read once), checked, as a tuple; else the
+            tuple in process if auto-anchoring."""
             if anchors is not None:
+                anchors = anchors_of(ts, anchors)
+                check_anchors(ts, anchors)
                 return tuple(anchors)
             cur = ts.thread_current if auto_anchor else None
             return (cur,) if cur is not None else None
@@ -328,10 +331,10 @@ class ComponentThread:
                                  direct_task=direct_task, need_task_ids=need_task_ids)
             if stream is None:
                 stream = "default"
-            check(stream, direct_task, anchors)
+            check(stream, direct_task)
+            anchors = anchored(anchors)
             values = as_values(ts, stream, values)
             check_arity(ts, stream, values)
-            anchors = anchored(anchors)
             if spout:
                 ts.thread_emits += 1
                 if tup_id is not None and limit is not None and get_ident() != self.ident:
@@ -363,13 +366,13 @@ class ComponentThread:
                 return real_many(values_list, stream, anchors=anchors)
             if stream is None:
                 stream = "default"
-            check(stream, None, anchors)
+            check(stream, None)
+            anchors = anchored(anchors)
             vals = [as_values(ts, stream, v) for v in values_list]
             for v in vals:
                 check_arity(ts, stream, v)
             if not vals:
                 return
-            anchors = anchored(anchors)
             if spout:
                 ts.thread_emits += len(vals)
             put(ts, _many, (real_many, vals, stream, anchors), anchors)

@@ -70,3 +70,18 @@ def test_an_in_process_bolt_may_ask_for_task_ids_or_emit_direct() -> None:
     assert [(values, kwargs.get("anchors"), kwargs["direct_task"], kwargs["need_task_ids"])
             for values, _, kwargs in host.emits] == [(["a"], None, None, True),
                                                      (["b"], None, 3, False)]
+
+
+def test_an_in_process_bolt_may_anchor_to_any_iterable_of_tuples() -> None:
+    """As pystorm, which takes any iterable: a generator was read by the check for ids, and
+    squall's emit got it empty (the emit went out unanchored)."""
+    from squall.api.tuple import Source, Tuple
+    inst = Plain(input_stream=io.BytesIO(), output_stream=io.BytesIO(), rdb_signal=None)
+    inst.logger = logging.getLogger("test.plain")
+    host = BoltHost()
+    _wire(host, inst, spout=False, held=False)
+    src = Source("s", "default", ("v",))
+    a, b = Tuple((1,), 1, src, 5, (9,)), Tuple((2,), 1, src, 6, (9,))
+    inst.emit(["x"], anchors=(t for t in [a, b]))
+    inst.emit(["y"], anchors={a})
+    assert [list(kwargs["anchors"]) for _, _, kwargs in host.emits] == [[a, b], [a]]

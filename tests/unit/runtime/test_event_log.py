@@ -230,3 +230,24 @@ def test_a_components_own_topology_debug_records_only_its_emits(
     assert result.acked == {0, 1}
     assert sorted(e[5] for e in events(caplog) if e[1] == "upper") == ["['A']", "['B']"]
     assert [e for e in events(caplog) if e[1] != "upper"] == []
+
+
+class AnchorsSeen(Emitter):
+    """Records the anchors each emit got, as a list."""
+
+    def _emit(self, values, stream="default", **kw):
+        self.sent.append((tuple(values), list(kw["anchors"])))
+
+
+def test_anchors_given_as_an_iterator_are_logged_and_still_emitted(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # the log read the generator, and the emit got it empty (unanchored)
+    from squall.api.tuple import Source, Tuple
+    ts = {1: TaskState("split", 1, AnchorsSeen(), {})}
+    caplog.set_level(logging.INFO, logger="squall.events")
+    EventSampler(ts).apply({"split": 100.0})
+    src = Source("s", "default", ("v",))
+    a, b = Tuple((1,), 1, src, 5, (9,)), Tuple((2,), 1, src, 6, (9,))
+    ts[1].instance.emit(["x"], anchors=(t for t in [a, b]))
+    assert [e[4] for e in events(caplog)] == ["5,6"]
+    assert ts[1].instance.sent == [(("x",), [a, b])]
