@@ -191,7 +191,7 @@ def anchors_of(ts: TaskState, anchors: Any) -> Sequence[Any]:
     a str or bytes, or something not iterable. Off the emit paths: each reads a list or
     tuple as it is and calls this, once per call, for anything else, before anything reads
     the anchors (an iterator read twice would be empty the second time)."""
-    if anchors.__class__ is list or anchors.__class__ is tuple:
+    if anchors.__class__ in ANCHOR_SEQUENCES:
         return anchors      # type: ignore[no-any-return]
     if isinstance(anchors, Tuple):
         raise TopologyError(f"component {ts.component_id!r}: anchors takes a list of Tuples, "
@@ -244,8 +244,7 @@ def without_settled(ts: TaskState, w: Wiring, anchors: Any, stream: str) -> Any:
     if anchors is None:
         cur = ts.current
         return () if cur is not None and settled(ts, w, cur, stream) else None
-    if anchors.__class__ is not list and anchors.__class__ is not tuple:
-        anchors = anchors_of(ts, anchors)
+    anchors = anchors_of(ts, anchors)
     gone = [a for a in anchors if _is_settled(a)]
     if not gone:
         return anchors
@@ -307,7 +306,7 @@ def emit_general(ts: TaskState, w: Wiring, values: Sequence[Any], stream: str, a
     elif anchors is None:
         tracked = ts.current is not None
     else:
-        if w.acking and anchors.__class__ is not list and anchors.__class__ is not tuple:
+        if w.acking and anchors.__class__ not in ANCHOR_SEQUENCES:
             anchors = anchors_of(ts, anchors)   # read once: a generator, a set...
         tracked = bool(anchors)
     if w.acking and tracked:
