@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from squall.errors import TopologyError
-from squall.runtime.emit.general import ANCHOR_SEQUENCES, anchors_of
+from squall.runtime.emit.general import ANCHOR_SEQUENCES, anchors_of, values_list_of
 from squall.runtime.task import TaskState
 
 events_log = logging.getLogger("squall.events")
@@ -158,7 +158,9 @@ def _sampled_many(ts: TaskState, original: Callable[..., Any], rate: float
             stream = args[1] if len(args) > 1 else kw.get("stream")
             if stream is None:
                 stream = "default"
-            for values in args[0]:
+            values_list = values_list_of(ts, stream, args[0])    # a generator: read once
+            args = (values_list, *args[1:])
+            for values in values_list:
                 events_log.info("%s", _line(ts, stream, _ident(ts, kw), values))
         return original(*args, **kw)
     emit_many.squall_event_original = original  # type: ignore[attr-defined]

@@ -74,6 +74,51 @@ def test_wrong_count_fails_that_tuple_and_the_rest_flow(cls: type, sinks: int,
         assert result.failed == {1}
 
 
+class LazySplit(Bolt):
+    """Emits its line's words with ``emit_many`` given a generator; the line "bad" calls
+    ``emit_many(3)``."""
+
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        line = tup.values[0]
+        if line == "bad":
+            self.emit_many(3)
+        else:
+            self.emit_many([w] for w in line.split())
+
+
+@pytest.mark.parametrize("threaded,sinks,acking,debug", [
+    (False, 1, True, False),        # anchored fast path
+    (False, 1, False, False),       # plain fast path
+    (False, 2, True, False),        # two subscribers: the general path
+    (True, 1, True, False),         # checked in the component's own thread
+    (False, 1, True, True),         # every emit sampled into the events log
+])
+def test_emit_many_takes_any_iterable_once(threaded: bool, sinks: int, acking: bool,
+                                           debug: bool, caplog: pytest.LogCaptureFixture
+                                           ) -> None:
+    # a generator was a TypeError on the fast paths ("has no len()"), went out whole on the
+    # others, and was consumed by the events log's sampling (nothing went out)
+    b = TopologyBuilder()
+    b.set_spout("words", Words)
+    cls = type("LazySplit", (LazySplit,), {"dedicated_thread": threaded})
+    b.set_bolt("split", cls).shuffle_grouping("words")
+    for i in range(sinks):
+        b.set_bolt(f"sink{i}", WordSink).shuffle_grouping("split")
+    conf: dict[str, Any] = {} if acking else {"topology.acker.executors": 0}
+    if debug:
+        conf["topology.debug"] = True
+    result = complete_topology(b.create_topology(), {"words": [["a b c"], ["bad"], ["d"]]},
+                               conf=conf, timeout=60)
+    assert sorted(result.tuples("sink0")) == [("a",), ("b",), ("c",), ("d",)]
+    if acking:      # emit_many(3): that tuple fails
+        assert result.acked == {0, 2} and result.failed == {1}
+    # with one error naming the component (it was "'int' object is not iterable")
+    assert "component 'split' called emit_many on stream 'default' with a int (3)" in \
+        caplog.text
+
+
 def test_error_names_component_stream_fields_and_count(cluster: LocalCluster) -> None:
     b = TopologyBuilder()
 

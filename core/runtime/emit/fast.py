@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from squall.api.tuple import Source, Tuple, TupleRun
 from squall.runtime.emit.general import (
     ANCHOR_SEQUENCES, anchors_of, arity_error, emit_general, fast_edges, fast_random,
-    grouping_failed, settled, values_of, without_settled,
+    grouping_failed, settled, values_list_of, values_of, without_settled,
 )
 
 if TYPE_CHECKING:
@@ -461,7 +461,7 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
         if src is None:
             if acking and not spout:    # anchors acked or failed already: reported once
                 anchors = without_settled(ts, w, anchors, stream)
-            for values in values_list:
+            for values in values_list_of(ts, stream, values_list):
                 emit(values, stream, anchors=anchors)
             return
         if spout or not acking:     # a spout's emit_many is untracked (no tup_id)
@@ -479,12 +479,17 @@ def many_emit(ts: TaskState, w: Wiring, plans: Plans, emit: Emit, hold: Hold,
             anchor = None
         else:
             anchors = without_settled(ts, w, anchors, stream)     # reported once
-            for values in values_list:
+            for values in values_list_of(ts, stream, values_list):
                 emit(values, stream, anchors=anchors)
             return
         if anchor is not None and not anchor.id and settled(ts, w, anchor, stream):
             anchor = None           # acked or failed already: reported, and left out
-        n = len(values_list)
+        try:
+            n = len(values_list)
+        except TypeError:           # a generator, a map...: read once, as a list (the try
+            # costs a sized values_list nothing: CPython 3.11's exceptions are zero-cost)
+            values_list = values_list_of(ts, stream, values_list)
+            n = len(values_list)
         if not n:
             return
         arity = len(src.fields)

@@ -155,6 +155,25 @@ def values_of(ts: TaskState, stream: str, values: Any) -> tuple:
                         "of values, one per declared field, e.g. emit([value])")
 
 
+def values_list_of(ts: TaskState, stream: str, values_list: Any) -> Sequence[Any]:
+    """The ``values_list`` of one ``emit_many`` as something ``len`` and a second reading
+    take: a sized collection as it is, any other iterable (a generator, a ``map``) as the
+    list of what it yields, read once. Raises TopologyError naming the component for
+    something not iterable. Off the fast path: it calls this only where ``len`` failed."""
+    if hasattr(values_list, "__len__"):
+        return values_list      # type: ignore[no-any-return]
+    try:
+        it = iter(values_list)
+    except TypeError:
+        pass
+    else:
+        return list(it)
+    raise TopologyError(f"component {ts.component_id!r} called emit_many on stream "
+                        f"{stream!r} with a {type(values_list).__name__} "
+                        f"({values_list!r:.60}): it takes a list (or another iterable) of "
+                        "values, e.g. emit_many([[a], [b]])")
+
+
 def as_values(ts: TaskState, stream: str, values: Any) -> tuple:
     """``values`` as the tuple an emit sends (a list copied), or the error of
     :func:`values_of`: for emits checked in one thread and made in another."""

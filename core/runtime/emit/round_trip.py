@@ -24,7 +24,7 @@ from squall.errors import SerializationError
 from squall.runtime.emit.fast import KEYWORDS, Emit, EmitMany, handoff_of, positional_options
 from squall.runtime.emit.general import (
     ANCHOR_SEQUENCES, anchors_of, as_values, check_anchors, check_arity, check_emit,
-    fail_new_tree,
+    fail_new_tree, values_list_of,
 )
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def checked(ts: TaskState, w: Wiring, emit: Emit, emit_many: EmitMany,
             anchors = anchors_of(ts, anchors)
         sent: list[Any] = []
         error: SerializationError | None = None
-        for values in values_list:
+        for values in values_list_of(ts, stream, values_list):
             try:
                 sent.append(crossed(values, stream))
             except SerializationError as exc:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.runtime.emit.fast import Emit, EmitMany
+from squall.runtime.emit.general import values_list_of
 
 if TYPE_CHECKING:
     from squall.runtime.task import TaskState
@@ -43,17 +44,9 @@ def tapped(ts: TaskState, emit: Emit, emit_many: EmitMany) -> tuple[Emit, EmitMa
 
     def recorded_emit_many(values_list: Sequence[Sequence[Any]], stream: str = "default",
                            *args: Any, **options: Any) -> None:
-        if hasattr(values_list, "__len__"):     # a collection: read again once emitted
-            emit_many(values_list, stream, *args, **options)
-            record(stream or "default", values_list)
-            return
-        seen: list[Sequence[Any]] = []      # an iterator: what the emit took of it
-
-        def through(values_iter: Any) -> Any:
-            for values in values_iter:
-                seen.append(values)
-                yield values
-        emit_many(through(values_list), stream, *args, **options)
-        record(stream or "default", seen)
+        # an iterator is read once, here: the emit and the record take the same list
+        values_list = values_list_of(ts, stream or "default", values_list)
+        emit_many(values_list, stream, *args, **options)
+        record(stream or "default", values_list)
 
     return recorded_emit, recorded_emit_many

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from squall.api.tuple import Tuple
 from squall.runtime.emit.fast import KEYWORDS, positional_options
 from squall.runtime.emit.general import (
-    anchors_of, as_values, check_anchors, check_arity, check_emit,
+    anchors_of, as_values, check_anchors, check_arity, check_emit, values_list_of,
 )
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ class Handoff:
             stream = "default"
         check_emit(ts, stream, None)
         anchors = self._anchors(ts, anchors)
-        vals = [as_values(ts, stream, v) for v in values_list]
+        vals = [as_values(ts, stream, v) for v in values_list_of(ts, stream, values_list)]
         for v in vals:
             check_arity(ts, stream, v)
         if vals:

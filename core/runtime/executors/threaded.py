@@ -41,7 +41,7 @@ from squall.runtime.acks import SETTLED
 from squall.metrics.histogram import index as _bucket
 from squall.runtime.emit.fast import KEYWORDS, positional_options
 from squall.runtime.emit.general import (
-    anchors_of, as_values, check_anchors, check_arity, check_emit,
+    anchors_of, as_values, check_anchors, check_arity, check_emit, values_list_of,
 )
 from squall.runtime.executors.base import Executor, Services, _perf
 from squall.runtime.executors.bolt import MAX_SAMPLES, BoltExecutor, not_a_tuple
@@ -368,7 +368,7 @@ class ComponentThread:
                 stream = "default"
             check(stream, None)
             anchors = anchored(anchors)
-            vals = [as_values(ts, stream, v) for v in values_list]
+            vals = [as_values(ts, stream, v) for v in values_list_of(ts, stream, values_list)]
             for v in vals:
                 check_arity(ts, stream, v)
             if not vals:
