@@ -234,6 +234,9 @@ class TopologyBuilder:
                 if name.startswith("__"):
                     raise TopologyError(f"component {spec.id!r}: stream names starting with "
                                         f"'__' are reserved ({name!r})")
+        # stateful classes before windowed ones: a class both is told that first
+        from squall.stateful.wiring import check_classes, wire
+        check_classes(specs)
         # late streams, before subscriptions' checks
         complete_windowed(specs, conf if conf is not None else LOADING_CONF.get())
         for spec in specs.values():
@@ -249,7 +252,6 @@ class TopologyBuilder:
             from squall.multilang.link import check_commands
             check_commands(specs.values())
         # stateful bolts (API.md section 11): the __checkpoint spout and the checkpoint path
-        from squall.stateful.wiring import wire
         wire(specs, conf)
         return Topology(specs.values(), conf)
 

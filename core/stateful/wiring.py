@@ -26,7 +26,8 @@ from squall.api.tuple import Stream
 from squall.errors import TopologyError
 from squall.stateful.checkpoint import CHECKPOINT, FIELDS
 
-__all__ = ["check_ackers", "checkpoint_inputs", "checkpointed", "stateful_components", "wire"]
+__all__ = ["check_ackers", "check_classes", "checkpoint_inputs", "checkpointed",
+           "stateful_components", "wire"]
 
 CHECKPOINT_REF = "squall.stateful.checkpoint:CheckpointSpout"
 INTERVAL_KEY = "topology.state.checkpoint.interval.ms"
@@ -95,23 +96,33 @@ def check_ackers(topology: Topology | dict[str, ComponentSpec], conf: dict[str, 
             "to at least 1 (or leave it null)")
 
 
-def wire(specs: dict[str, ComponentSpec], conf: dict[str, Any] | None) -> None:
-    """Add the checkpoint path to ``specs`` (validated user components) in place, when one of
-    them is a stateful bolt; see the module docstring."""
-    stateful = [cid for cid, spec in sorted(specs.items()) if _is_stateful(spec)]
-    if not stateful:
-        return
+def check_classes(specs: dict[str, ComponentSpec]) -> None:
+    """Refuse a stateful bolt that is also a windowed bolt, or that defines no ``process``:
+    called by the builder before the windowed bolts' own checks, so that a class both
+    stateful and windowed hears that, not what a windowed bolt may not define."""
+    from squall.stateful.bolt import StatefulBolt
     from squall.windowing.topology import is_windowed
-    for cid in stateful:
-        cls = specs[cid].cls
+    for cid, spec in sorted(specs.items()):
+        if not _is_stateful(spec):
+            continue
+        cls = spec.cls
         if is_windowed(cls):
             raise TopologyError(f"bolt {cid!r} is both a StatefulBolt and a WindowedBolt: "
                                 "stateful windowing (Storm's IStatefulWindowedBolt) is not "
                                 "supported; use a WindowedBolt feeding a StatefulBolt")
-        from squall.stateful.bolt import StatefulBolt
         if getattr(cls, "process", None) is getattr(StatefulBolt, "process", None):
             raise TopologyError(f"stateful bolt {cid!r}: {cls.__qualname__} must define "  # type: ignore[union-attr]
                                 "process() (stateful bolts take their tuples one by one)")
+
+
+def wire(specs: dict[str, ComponentSpec], conf: dict[str, Any] | None) -> None:
+    """Add the checkpoint path to ``specs`` (validated user components, their classes
+    passed by :func:`check_classes`) in place, when one of them is a stateful bolt; see the
+    module docstring."""
+    stateful = [cid for cid, spec in sorted(specs.items()) if _is_stateful(spec)]
+    if not stateful:
+        return
+    from squall.windowing.topology import is_windowed
     path = _upstream_closure(specs, stateful)
     _check_acyclic(specs, path)
     for cid in sorted(path):

@@ -154,7 +154,10 @@ def test_a_multilang_bolt_feeding_a_stateful_bolt_is_refused_as_one():
 
 
 @pytest.mark.parametrize("stateful_first", [True, False])
-def test_a_bolt_both_stateful_and_windowed_is_refused_as_such(stateful_first):
+@pytest.mark.parametrize("with_process", [False, True])
+def test_a_bolt_both_stateful_and_windowed_is_refused_as_such(stateful_first, with_process):
+    # with process() too (as a stateful bolt needs), it was told what a windowed bolt may
+    # not define
     from squall import Count as CountWindow
     from squall import WindowedBolt
 
@@ -162,8 +165,10 @@ def test_a_bolt_both_stateful_and_windowed_is_refused_as_such(stateful_first):
 
     def process_window(self, window):
         pass
-    Sum = type("Sum", bases, {"outputs": ["n"], "window": CountWindow(3),
-                              "process_window": process_window})
+    body = {"outputs": ["n"], "window": CountWindow(3), "process_window": process_window}
+    if with_process:
+        body["process"] = lambda self, tup: None
+    Sum = type("Sum", bases, body)
     b = TopologyBuilder()
     b.set_spout("words", Words)
     b.set_bolt("sum", Sum).shuffle_grouping("words")
