@@ -482,7 +482,9 @@ def test_event_time_watermark_waits_for_every_input_task_across_two_workers():
     a task that has gone quiet (half the message timeout) stops holding them back."""
     rows = {0: [(100 + i, 1000 + 400 * i) for i in range(10)],        # up to ts 4600
             1: [(200, 1100), (201, 2500), ("pause",), (202, 4700), (203, 9000)]}
-    conf = {"topology.workers": 2, "topology.message.timeout.secs": 10}
+    # quiet after 7 s: spout 0's ten rows and the one-second look below fit in it on a
+    # loaded host
+    conf = {"topology.workers": 2, "topology.message.timeout.secs": 14}
     with LocalCluster() as cluster:
         run(cluster, EventTimeAcrossWorkers, rows, conf=conf, spouts=2)
         wait_until(lambda: WINDOWS and len([e for e in events("emit") if e[1] == 0]) == 10,
@@ -497,7 +499,7 @@ def test_event_time_watermark_waits_for_every_input_task_across_two_workers():
                 (1000, 2000, [100, 200, 101, 102])]
         GATES[1].set()
         # spout 1 moves on to 9000; spout 0 (at 4600) holds [4000, 5000) back until it has
-        # been quiet for 5 s, then the watermark follows spout 1 alone
+        # been quiet for 7 s, then the watermark follows spout 1 alone
         wait_until(lambda: len(WINDOWS) >= 4, timeout=30, message=lambda: repr(WINDOWS))
         with LOCK:
             assert [(w["start"], w["end"], w["tuples"]) for w in WINDOWS] == [

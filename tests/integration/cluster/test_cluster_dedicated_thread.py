@@ -16,8 +16,11 @@ TOTAL = 300
 def test_wordcount_on_dedicated_threads_across_two_workers(squall_cluster, wordcount):
     c = squall_cluster
     c.start_nimbus()
-    c.start_supervisor("sup1")
-    c.start_supervisor("sup2")
+    # the workers get 10 s to close their spouts after a kill (a loaded host may take more
+    # than the harness's 2 s before the supervisor's SIGKILL)
+    grace = {"supervisor.worker.shutdown.sleep.secs": 10}
+    c.start_supervisor("sup1", overrides=grace)
+    c.start_supervisor("sup2", overrides=grace)
     c.wait_ready(supervisors=2)
     c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
              "-c", "topology.executor.dedicated.thread=true",

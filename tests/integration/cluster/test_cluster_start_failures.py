@@ -51,9 +51,13 @@ def test_a_worker_that_cannot_start_is_relaunched_ever_later_and_says_why(squall
     # relaunched at once after the first failure, then 1, 2, 4 s later...
     times = c.wait(lambda: len(_launch_times(sup.log_text())) >= 4 and
                    _launch_times(sup.log_text()), 120, "too few launches")
+    # each gap is the worker's own start-up and death plus the wait, which grows (a slow
+    # start-up of one worker against another's is no measure of it: the waits said are)
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert gaps[2] >= 1.5 and gaps[2] > gaps[0], gaps
-    assert "failed to start 3 times in a row" in sup.log_text()
+    assert gaps[1] >= 0.9 and gaps[2] >= 1.9, gaps
+    said = re.findall(r"failed to start (\d+) times in a row .*next launch in (\d+) s",
+                      sup.log_text())
+    assert said[:2] == [("2", "1"), ("3", "2")], said
 
 
 def test_executors_of_a_worker_whose_port_is_taken_move_to_a_free_slot(squall_cluster,
@@ -61,7 +65,8 @@ def test_executors_of_a_worker_whose_port_is_taken_move_to_a_free_slot(squall_cl
     # REPRO finding 1: the port of one assigned slot is held by another process, so the
     # worker there can never start; once its executors time out (nimbus.task.launch.secs)
     # they move to the free slot, said once, and every sentence gets acked. The launch
-    # timeout is 6 s (a worker that can start beats a second or two after its assignment);
+    # timeout is 10 s (a worker that can start beats a second or two after its assignment,
+    # several on a loaded host: the one on the good port must not time out too);
     # the trees the dead slot swallowed are replayed after a 2 s message timeout, and the
     # spout that starts on the free slot emits its 100 sentences in a second
     c = squall_cluster
@@ -71,7 +76,7 @@ def test_executors_of_a_worker_whose_port_is_taken_move_to_a_free_slot(squall_cl
     holder.bind(("127.0.0.1", taken))
     holder.listen()
     try:
-        nimbus = c.start_nimbus(overrides={"nimbus.task.launch.secs": 6})
+        nimbus = c.start_nimbus(overrides={"nimbus.task.launch.secs": 10})
         c.start_supervisor("sup1", ports=tuple(ports))
         c.wait_ready(supervisors=1)
         c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
@@ -97,10 +102,10 @@ def test_a_supervisor_that_cannot_write_its_dir_leaves_and_its_work_moves(squall
     s1 = c.start_supervisor("sup1")
     s2 = c.start_supervisor("sup2")
     c.wait_ready(supervisors=2)
-    # 400 sentences in 2.5 s, the fault some 0.3 s in; the trees the moved worker held are
-    # replayed after a 2 s message timeout
+    # 640 sentences in 4 s, the fault some 0.3 s in (a loaded host may take seconds to get
+    # there); the trees the moved worker held are replayed after a 2 s message timeout
     c.squall("submit", c.wordcount_target, "--name", "wc", "-c", "topology.workers=2",
-             "-c", "test.sentences=400", "-c", "test.emit.per.sec=80",
+             "-c", "test.sentences=640", "-c", "test.emit.per.sec=80",
              "-c", "topology.message.timeout.secs=2")
     c.wait(lambda: len({n for n, _ in c.worker_slots("wc")}) == 2, 30, "not on 2 supervisors")
     c.wait(lambda: len(wordcount.read_acks(c.out_dir)) > 40, 30, "no acks")
@@ -109,12 +114,12 @@ def test_a_supervisor_that_cannot_write_its_dir_leaves_and_its_work_moves(squall
                 if (c.state.get_supervisor(sid) or {}).get("ports") == sorted(s1.ports)]
     _immutable(workers_dir, True)
     try:
-        assert len(set(wordcount.read_acks(c.out_dir))) < 400, "the stream ended before the fault"
+        assert len(set(wordcount.read_acks(c.out_dir))) < 640, "the stream ended before the fault"
         c.wait(lambda: s1_id not in c.state.supervisor_ids(), 30,
                "the supervisor stayed registered")
         c.wait(lambda: s1_id not in {n for n, _ in c.worker_slots("wc")}, 30,
                "its executors did not move")
-        c.wait(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(400)), 90,
+        c.wait(lambda: set(wordcount.read_acks(c.out_dir)) == set(range(640)), 90,
                "some sentences were never acked")
         # the beat of the worker that moved away is gone (seed 002, step 8)
         tid = c.state.find_topology_id("wc")

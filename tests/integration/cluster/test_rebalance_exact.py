@@ -17,10 +17,11 @@ import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-TOTAL = 240          # sentences (ids 0..TOTAL-1)
+TOTAL = 300          # sentences (ids 0..TOTAL-1)
 RATE = 30            # sentences per second per spout task (two spout tasks): the stream
-                     # lasts 4 s, the rebalance comes about 1 s into it
-WAIT = 3             # rebalance --wait: far longer than a sentence takes to be acked
+                     # lasts 5 s, the rebalance comes about 1 s into it
+WAIT = 5             # rebalance --wait: far longer than a sentence takes to be acked, and
+                     # than the command's return and a `squall list` take on a loaded host
 ROOM = {"supervisor.cpu.slots": 16, "supervisor.memory.slots": 16, "supervisor.net.slots": 16}
 
 
