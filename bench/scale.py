@@ -20,8 +20,8 @@ supervisor and every process descended from them (the W workers), all alive thro
 window, read at its ends; CPU per word is that CPU over the words the window's rate gives for
 the same span. ZooKeeper's JVM and this process are not counted (ZooKeeper is shown beside,
 ``--detail``). A case whose window saw a process of the cluster end or start (a worker that
-died and was started again) or a worker's beat total go down fails: it is reported as failed
-and left out of the tables.
+died and was started again), a worker's beat total go down, or no word counted fails: it is
+reported as failed and left out of the tables.
 
 Efficiency is words/s / (W x words/s at the smallest W) and cost ratio CPU per word at W / CPU
 per word at the smallest W (normally W = 1); with ``--runs`` above 1 the medians are shown.
@@ -165,8 +165,11 @@ def _window(rate: float, t1: float, t2: float, before: dict[int, float],
             threads: tuple[dict[str, float], dict[str, float]] | None) -> Result:
     """The window's result from the CPU seconds of each process at its ends; raises
     :class:`WindowSpoiled` unless the same processes were alive at both (one that ended took
-    its CPU with it, one that started has only part of the window's)."""
+    its CPU with it, one that started has only part of the window's), or when nothing was
+    counted in it (a stalled run: its CPU per word would be CPU ÷ 0)."""
     same_processes(before, after, kinds)
+    if rate <= 0:
+        raise WindowSpoiled(f"nothing was counted in the {t2 - t1:.1f} s window")
     used = {pid: after[pid] - before[pid] for pid in after}
     parts: dict[str, float] = {}
     for pid, c in used.items():

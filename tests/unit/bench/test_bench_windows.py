@@ -56,6 +56,14 @@ def test_a_process_that_ended_or_started_in_the_window_fails_it() -> None:
     assert ok.parts == {"nimbus": pytest.approx(0.5), "workers": pytest.approx(3.0)}
 
 
+def test_a_window_that_counted_nothing_fails() -> None:
+    """A stalled run (bytewax's twelve processes on two cores once counted no word in 5 s)
+    is no measurement: its CPU per word was printed as CPU ÷ 1e-9."""
+    kinds = {1: "bytewax"}
+    with pytest.raises(WindowSpoiled, match=r"nothing was counted in the 5\.0 s window"):
+        _window(0.0, 0.0, 5.0, {1: 1.0}, {1: 6.0}, kinds, None, None)
+
+
 def test_a_reaped_child_adds_nothing_to_its_parent() -> None:
     """CPU is the process's own (utime + stime): a reaped child's lifetime CPU (cutime,
     cstime) would land on its parent, as a dead worker's did on the supervisor."""
