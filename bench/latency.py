@@ -124,29 +124,51 @@ def quantiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]
     return tuple(ordered[min(n - 1, max(0, math.ceil(q * n) - 1))] for q in qs)
 
 
-def read_samples(directory: Path) -> dict[str, array]:
-    """Each count task's samples so far: a flat array of (arrival, seconds since due,
-    seconds since emitted) triples."""
-    out = {}
-    size = SAMPLE * 8
-    for path in sorted(directory.glob("lat-*.bin")):
-        data = path.read_bytes()
-        a = array("d")
-        a.frombytes(data[:len(data) - len(data) % size])   # a write may be under way
-        out[path.name] = a
-    return out
+class Samples:
+    """The count tasks' sample files under ``directory``, each read from where the last read
+    stopped. The files grow through a run (a window's worth of samples each); read whole
+    after every window, each read cost more than the last (the harness was seen at 80 % of a
+    core late in a run, on a host whose two cores the workers share)."""
 
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.offsets: dict[str, int] = {}       # bytes of each file read so far
+        self.unused: dict[str, array] = {}      # samples read that arrived after the last window
 
-def window_samples(directory: Path, t1: float, t2: float, tasks: int
-                   ) -> list[tuple[float, float, float]]:
-    """(arrival, latency ms from due, from emit) of the samples that arrived between t1 and
-    t2, once every task's file holds a sample that arrived after t2 (so none of the window
-    is still in memory)."""
-    samples = wait_for(lambda: (s := read_samples(directory)) and len(s) >= tasks
-                       and all(a and a[-SAMPLE] > t2 for a in s.values()) and s,
-                       30, "the count tasks' samples")
-    return [(a[i], a[i + 1] * 1000, a[i + 2] * 1000) for a in samples.values()
-            for i in range(0, len(a), SAMPLE) if t1 <= a[i] <= t2]
+    def read(self) -> dict[str, array]:
+        """Each task's samples not yet used, with what its file gained since the last read
+        appended: a flat array of (arrival, seconds since due, seconds since emitted)
+        triples, in arrival order."""
+        size = SAMPLE * 8
+        for path in sorted(self.directory.glob("lat-*.bin")):
+            start = self.offsets.get(path.name, 0)
+            with open(path, "rb") as f:
+                f.seek(start)
+                data = f.read()
+            whole = len(data) - len(data) % size        # a write may be under way
+            self.unused.setdefault(path.name, array("d")).frombytes(data[:whole])
+            self.offsets[path.name] = start + whole
+        return self.unused
+
+    def window(self, t1: float, t2: float, tasks: int) -> list[tuple[float, float, float]]:
+        """(arrival, latency ms from due, from emit) of the samples that arrived between t1
+        and t2, once every task's file holds a sample that arrived after t2 (so none of the
+        window is still in memory). What arrived after t2 is kept for the next window; what
+        arrived before t1 is dropped."""
+        samples = wait_for(lambda: (s := self.read()) and len(s) >= tasks
+                           and all(a and a[-SAMPLE] > t2 for a in s.values()) and s,
+                           30, "the count tasks' samples")
+        out = []
+        for name, a in samples.items():
+            later = len(a)
+            for i in range(0, len(a), SAMPLE):
+                if a[i] > t2:
+                    later = i
+                    break
+                if a[i] >= t1:
+                    out.append((a[i], a[i + 1] * 1000, a[i + 2] * 1000))
+            self.unused[name] = a[later:]
+        return out
 
 
 def beat_rates(b1: dict[str, tuple[float, dict[str, Any]]],
@@ -179,7 +201,7 @@ def set_control(path: Path, rate: float, p: float) -> None:
     os.replace(tmp, path)
 
 
-def measure(beats: Beats, processes: Callable[[], dict[int, str]], samples: Path, label: str,
+def measure(beats: Beats, processes: Callable[[], dict[int, str]], samples: Samples, label: str,
             target: float | None, warmup: float, seconds: float, dump: Path | None = None
             ) -> Row:
     """One window of ``seconds`` after ``warmup``, between two beats of each worker.
@@ -197,7 +219,7 @@ def measure(beats: Beats, processes: Callable[[], dict[int, str]], samples: Path
     p2 = processes()
     same_processes(p1, p2, {**p2, **p1})
     sentences, words, complete = beat_rates(b1, b2)
-    kept = window_samples(samples, t1, t2, 2)
+    kept = samples.window(t1, t2, 2)
     lat = [due for _, due, _ in kept]
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
@@ -257,10 +279,12 @@ def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[fl
             out = None if dump is None else dump / f"acking-{'on' if acking else 'off'}"
             daemons = dict(cluster.daemons)
 
+            read = Samples(samples)
+
             def window(label: str, target: float | None, wait: float) -> Row | Failed:
                 try:
                     row: Row | Failed = measure(
-                        beats, lambda: cluster_processes(daemons), samples, label, target,
+                        beats, lambda: cluster_processes(daemons), read, label, target,
                         wait, seconds, out)
                 except WindowSpoiled as exc:
                     row = Failed(label, target, str(exc))

@@ -83,6 +83,26 @@ def test_samples_are_read_as_triples(tmp_path: Path) -> None:
     from array import array
     a = array("d", [1.0, 0.010, 0.002, 2.0, 0.020, 0.004, 9.0, 0.5, 0.1])
     (tmp_path / "lat-1.bin").write_bytes(a.tobytes() + b"\0" * 5)      # a write under way
-    got = latency.window_samples(tmp_path, 0.5, 2.5, 1)
+    got = latency.Samples(tmp_path).window(0.5, 2.5, 1)
     assert got == [(1.0, pytest.approx(10.0), pytest.approx(2.0)),
                    (2.0, pytest.approx(20.0), pytest.approx(4.0))]
+
+
+def test_each_window_reads_what_the_files_gained_and_keeps_what_arrived_after_it(
+        tmp_path: Path) -> None:
+    """Windows in a row: a sample read with one window but arriving after it is in the next,
+    a sample whose write was under way is read once whole, and none is read twice."""
+    from array import array
+    path = tmp_path / "lat-1.bin"
+    first = array("d", [1.0, 0.001, 0.001, 3.0, 0.003, 0.003, 4.5, 0.0045, 0.0045]).tobytes()
+    path.write_bytes(first + array("d", [6.0]).tobytes())       # a sample half written
+    samples = latency.Samples(tmp_path)
+    assert [t for t, _, _ in samples.window(0.5, 4.0, 1)] == [1.0, 3.0]
+    with open(path, "ab") as f:
+        f.write(array("d", [0.006, 0.006, 9.0, 0.009, 0.009]).tobytes())
+    # 4.5 was read with the first window, 6.0 was half there then; 9.0 ends the second
+    got = samples.window(4.2, 8.0, 1)
+    assert [(t, round(due, 3)) for t, due, _ in got] == [(4.5, 4.5), (6.0, 6.0)]
+    with open(path, "ab") as f:
+        f.write(array("d", [12.0, 0.012, 0.012]).tobytes())
+    assert [t for t, _, _ in samples.window(8.5, 11.0, 1)] == [9.0]

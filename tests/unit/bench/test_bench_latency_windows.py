@@ -110,8 +110,8 @@ def test_a_level_whose_window_saw_a_restart_is_failed_and_the_run_exits_1(
     monkeypatch.setattr(latency, "cluster_processes", lambda daemons: next(seen))
     monkeypatch.setattr(latency, "supervisors_up", lambda client: 1)
     monkeypatch.setattr(latency, "counted", lambda client: 1)
-    monkeypatch.setattr(latency, "window_samples",
-                        lambda directory, t1, t2, tasks: [(t1, 1.0, 0.5)] * 10)
+    monkeypatch.setattr(latency.Samples, "window",
+                        lambda self, t1, t2, tasks: [(t1, 1.0, 0.5)] * 10)
     monkeypatch.setattr(latency, "stop_workers", lambda tmp: None)
     monkeypatch.setattr(latency, "DevZooKeeper", ZooKeeper)
     monkeypatch.setattr(latency, "machine", lambda: "host")
