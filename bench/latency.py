@@ -279,12 +279,12 @@ def run_mode(zk: DevZooKeeper, transport: str, acking: bool, levels: Sequence[fl
             out = None if dump is None else dump / f"acking-{'on' if acking else 'off'}"
             daemons = dict(cluster.daemons)
 
-            read = Samples(samples)
+            sample_files = Samples(samples)
 
             def window(label: str, target: float | None, wait: float) -> Row | Failed:
                 try:
                     row: Row | Failed = measure(
-                        beats, lambda: cluster_processes(daemons), read, label, target,
+                        beats, lambda: cluster_processes(daemons), sample_files, label, target,
                         wait, seconds, out)
                 except WindowSpoiled as exc:
                     row = Failed(label, target, str(exc))
