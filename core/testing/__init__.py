@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 from squall.api.component import Spout
 from squall.api.topology import ComponentSpec, Topology
 from squall.errors import TopologyError
+from squall.testing.ids import param_id
 from squall.testing.waiting import WaitTimeout, wait_until
 
 if TYPE_CHECKING:
     from squall.runtime.task import TaskState
 
-__all__ = ["CompletedTopology", "FixedTupleSpout", "WaitTimeout", "complete_topology", "wait_until"]
+__all__ = ["CompletedTopology", "FixedTupleSpout", "WaitTimeout", "complete_topology", "param_id",
+           "wait_until"]
 
 _runs: dict[str, _Run] = {}
 _ids = itertools.count(1)

@@ -24,9 +24,12 @@ def test_dev_zookeeper_runs_in_the_foreground_until_ctrl_c(tmp_path: Path, where
     # the directory Java runs in: "zoo.cfg file is missing"
     dirs = {"absolute": ["--dir", str(tmp_path / "zk")], "relative": ["--dir", "zk"],
             "default": []}[where]
+    # as from a terminal: a test process started in the background (pytest-xdist's) passes
+    # on SIGINT ignored
     proc = subprocess.Popen(
         [sys.executable, "-m", "squall.daemon.dev_zookeeper", "--port", "0", *dirs],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()

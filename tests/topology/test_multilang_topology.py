@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -224,8 +225,13 @@ def test_a_script_run_from_another_folder_runs_its_shell_components_beside_it(
     assert out.returncode == 0 and "acked [1]" in out.stdout, out.stderr[-2000:]
 
 
+#: under pytest-xdist, what every process this test process started inherits in its environment
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
 def _split_processes() -> set[int]:
-    """Live processes running the split bolt's script (any parent)."""
+    """Live processes running the split bolt's script (any parent), started from this test
+    process (under pytest-xdist another process's tests run the same script)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -233,7 +239,10 @@ def _split_processes() -> set[int]:
         try:
             cmdline = (entry / "cmdline").read_bytes()
             state = (entry / "stat").read_text().split()[2]
+            environ = (entry / "environ").read_bytes().split(b"\0") if _XDIST_WORKER else []
         except OSError:
+            continue
+        if _XDIST_WORKER and f"PYTEST_XDIST_WORKER={_XDIST_WORKER}".encode() not in environ:
             continue
         if b"multilang/split_bolt.py" in cmdline and state != "Z":
             found.add(int(entry.name))

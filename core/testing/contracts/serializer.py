@@ -46,6 +46,7 @@ import pytest
 
 from squall.errors import SerializationError
 from squall.spi.serializer import Serializer
+from squall.testing.ids import param_id
 
 __all__ = ["RichValuesContract", "SerializerContract", "normalize"]
 
@@ -126,7 +127,7 @@ class SerializerContract:
         assert isinstance(data, bytes), f"dumps returned {type(data).__name__}, not bytes"
         return ser.loads(data)
 
-    @pytest.mark.parametrize("value", SCALARS, ids=lambda v: f"{type(v).__name__}:{v!r}"[:40])
+    @pytest.mark.parametrize("value", SCALARS, ids=lambda v: f"{type(v).__name__}:{param_id(v)}"[:40])
     def test_scalar_roundtrip(self, ser: Serializer, value: Any) -> None:
         got = self.roundtrip(ser, value)
         assert _same(got, value), f"{value!r} came back as {got!r}"
@@ -243,7 +244,7 @@ class RichValuesContract:
     def serializer_factory(self) -> Callable[[dict[str, Any]], Serializer]:
         raise NotImplementedError("override the serializer_factory fixture")
 
-    @pytest.mark.parametrize("value", RICH, ids=lambda v: f"{type(v).__name__}:{v!r}"[:40])
+    @pytest.mark.parametrize("value", RICH, ids=lambda v: f"{type(v).__name__}:{param_id(v)}"[:40])
     def test_rich_value_roundtrip(self, serializer_factory: Callable[..., Serializer],
                                   value: Any) -> None:
         ser = serializer_factory({})

@@ -21,6 +21,7 @@ from squall.api.groupings import (
 from squall.serializers.json import JsonSerializer
 from squall.serializers.msgpack import MsgpackSerializer
 from squall.serializers.types import ValueTypes
+from squall.testing import param_id
 from squall.testing.contracts.grouping import DeterministicGrouping, GroupingContract
 from squall.testing.contracts.serializer import Point
 
@@ -150,7 +151,7 @@ CARRIED_AS_ANOTHER_TYPE: list[Any] = [
 
 @pytest.mark.parametrize("serializer", [MsgpackSerializer({}), JsonSerializer({})],
                          ids=["msgpack", "json"])
-@pytest.mark.parametrize("value", CARRIED_AS_ANOTHER_TYPE, ids=repr)
+@pytest.mark.parametrize("value", CARRIED_AS_ANOTHER_TYPE, ids=param_id)
 def test_a_value_hashes_as_the_value_it_arrives_as_after_the_serializer(
         serializer: Any, value: Any) -> None:
     arrived = serializer.loads(serializer.dumps([value]))[0]

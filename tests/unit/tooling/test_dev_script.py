@@ -66,3 +66,14 @@ def test_a_failed_install_shows_pip_and_stops(project: Path) -> None:
     assert done.returncode == 1 and done.stdout == ""
     assert "ERROR: no matching distribution" in done.stderr
     assert "dev: installing squall failed" in done.stderr
+
+
+def test_test_spreads_the_whole_suite_over_processes_and_passes_arguments_alone(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the system packages are there: the suite that runs this test was started by ./dev test
+    monkeypatch.delenv("SQUALL_TEST_PROCESSES", raising=False)
+    assert dev(project, "test").returncode == 0
+    assert dev(project, "test", "tests/unit", "-k", "dev").returncode == 0
+    runs = [line for line in (project / ".venv" / "calls").read_text().splitlines()
+            if line.startswith("-m pytest")]
+    assert runs == ["-m pytest -q -n 3 --dist loadfile", "-m pytest -q tests/unit -k dev"]

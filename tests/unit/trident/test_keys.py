@@ -9,6 +9,7 @@ import pytest
 
 from squall import TopologyError
 from squall.api.groupings import fields_hash
+from squall.testing import param_id
 from squall.trident import keys
 from squall.trident.keys import GroupKey, canonical
 from squall.trident.runtime.evaluate import group_keys, projector
@@ -35,7 +36,7 @@ APART = [(1,), (1.0,), (True,), (0.0,), (-0.0,), (Kind.COW, 1), ("cow", True), (
          ((1.0, 2),), ({"a": 1},), ({"a": True},)]
 
 
-@pytest.mark.parametrize(("a", "b"), ALIKE, ids=repr)
+@pytest.mark.parametrize(("a", "b"), ALIKE, ids=param_id)
 def test_keys_routed_alike_are_one_key(a: tuple, b: tuple) -> None:
     assert fields_hash(a) == fields_hash(b)
     assert canonical(a) == canonical(b) and hash(canonical(a)) == hash(canonical(b))
