@@ -14,6 +14,7 @@ import pytest
 SPARK = "tests/integration/spark/"
 
 
+@pytest.hookimpl(optionalhook=True)      # pytest-xdist's hook: pytest without it runs on
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getvalue("dist") != "loadfile":
         return None
