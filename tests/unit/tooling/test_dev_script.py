@@ -22,6 +22,8 @@ if [ "$1 $2" = "-m pip" ]; then
     chmod +x "$(dirname "$0")/squall"
 fi
 """
+#: the commands whose absence ./dev test installs a Debian package for
+SYSTEM_COMMANDS = ["java", "redis-server", "node", "chromium", "chromedriver", "ip", "chattr"]
 
 
 @pytest.fixture
@@ -36,9 +38,9 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def dev(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def dev(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", str(project / "dev"), *args], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHON": "false"})
+                          text=True, timeout=60, env={**os.environ, "PYTHON": "false", **env})
 
 
 def pip_calls(project: Path) -> int:
@@ -69,11 +71,22 @@ def test_a_failed_install_shows_pip_and_stops(project: Path) -> None:
 
 
 def test_test_spreads_the_whole_suite_over_processes_and_passes_arguments_alone(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the system packages are there: the suite that runs this test was started by ./dev test
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # every system package present (stand-in commands, ZooKeeper where ZOOKEEPER_HOME says):
+    # nothing to install with apt
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for command in SYSTEM_COMMANDS:
+        (stubs / command).write_text("#!/bin/sh\n")
+        (stubs / command).chmod(0o755)
+    for command in ("apt-get", "sudo"):     # the test fails, and installs nothing, if asked
+        (stubs / command).write_text("#!/bin/sh\necho \"asked to install: $*\" >&2; exit 1\n")
+        (stubs / command).chmod(0o755)
+    env = {"PATH": f"{stubs}:{os.environ['PATH']}", "ZOOKEEPER_HOME": str(tmp_path)}
     monkeypatch.delenv("SQUALL_TEST_PROCESSES", raising=False)
-    assert dev(project, "test").returncode == 0
-    assert dev(project, "test", "tests/unit", "-k", "dev").returncode == 0
+    for args in ([], ["tests/unit", "-k", "dev"]):
+        done = dev(project, "test", *args, **env)
+        assert done.returncode == 0, done.stderr
     runs = [line for line in (project / ".venv" / "calls").read_text().splitlines()
             if line.startswith("-m pytest")]
     assert runs == ["-m pytest -q -n 3 --dist loadfile", "-m pytest -q tests/unit -k dev"]
