@@ -1,5 +1,6 @@
 """``./dev demo`` installs once (a stamp keyed on pyproject.toml and the extras), quietly, and
-shows pip's log only when the install fails. Run against a copy of the script with a stand-in
+shows pip's log only when the install fails; ``./dev test`` runs the whole suite in parallel and
+arguments alone as given. Run against a copy of the script with a stand-in
 ``.venv/bin/python`` that records what it was asked to do."""
 from __future__ import annotations
 
