@@ -351,13 +351,13 @@ class LocalCluster:
         _wait_drained(run, wait)
         # every worker's last metrics points while every worker still runs: a consumer task
         # in one worker gets those of the workers stopped after it. The second round sends
-        # nothing (once per worker): it waits for each worker's consumers to take what the
-        # others sent them
-        for _ in range(2):
+        # nothing (once per worker): once every message between the workers has arrived, it
+        # waits for each worker's consumers to take what the others sent them
+        for second in (False, True):
+            if second:
+                _wait_arrived(run.workers, _share(deadline))
             for w in run.workers:
-                left = _left(deadline)
-                w.send_last_metrics(LAST_METRICS_SECS if left is None
-                                    else min(LAST_METRICS_SECS, left / 4))
+                w.send_last_metrics(_share(deadline))
         self._stop_workers(run, None if deadline is None else deadline + max(0.0, wait or 0))
         run.memory_stores.clear()       # its memory state goes with its workers
         del self._topologies[name]
@@ -676,6 +676,26 @@ def _left(deadline: float | None) -> float | None:
     if deadline is None:
         return None
     return max(MIN_STOP_SECS, deadline - time.monotonic())
+
+
+def _share(deadline: float | None) -> float:
+    """Seconds for one step of the last metrics' delivery: LAST_METRICS_SECS, or a quarter
+    of what is left to ``deadline`` when that is less."""
+    left = _left(deadline)
+    return LAST_METRICS_SECS if left is None else min(LAST_METRICS_SECS, left / 4)
+
+
+def _wait_arrived(workers: list[Worker], wait: float) -> None:
+    """Wait up to ``wait`` s until every message the in-process transport carried between
+    ``workers`` has been received. Received counts are read before sent ones: a message
+    is received after it is sent, so equal sums mean every message sent by the time the
+    received ones were read had arrived then."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        received = sum(w.inbox.received_batches for w in workers)
+        if received == sum(w.outbox.sent_batches for w in workers):
+            return
+        time.sleep(0.005)
 
 
 def _wait_drained(run: _Running, wait: float) -> None:

@@ -598,18 +598,24 @@ class Worker:
     def send_last_metrics(self, wait: float) -> None:
         """Before a shutdown, spouts deactivated: send every task's data points of the bucket
         begun (:meth:`Timers.send_partial`, once), and wait up to ``wait`` s until this
-        worker's metrics consumer tasks have handled theirs (their cleanup, after the loop
-        stops, then writes them) and the outbox has sent those for consumer tasks in other
-        workers, which handle them if they still run: whoever stops several workers can call
-        this on each before stopping any. :meth:`shutdown` calls it."""
+        worker's metrics consumer tasks have handled theirs and what arrived for them from
+        other workers (their cleanup, after the loop stops, then writes them), and the
+        outbox has sent those for consumer tasks in other workers, which handle them if they
+        still run: whoever stops several workers calls this on each before stopping any, and
+        again on each once what they sent each other has arrived (:meth:`LocalCluster.
+        kill_topology`). :meth:`shutdown` calls it."""
         timers = self.timers
         if not timers.consumers:
             return
         self.loop.call(lambda: timers.send_partial(self.clock.now), wait)
         consumers = [ex for ex in self.executors if ex.component_id.startswith(METRICS_PREFIX)]
+        inbox = self.inbox
         deadline = time.monotonic() + wait
+        # received, not yet dispatched (backlog: until the loop has queued it), or waiting
+        # for a consumer's queue to drain
         while time.monotonic() < deadline and (
-                timers.collecting or self.outbox.pending()
+                timers.collecting or self.outbox.pending() or inbox.backlog()
+                or inbox.held_total()
                 or any(ex.queued() or any(ts.queue for ts in ex.tasks) for ex in consumers)):
             time.sleep(0.005)
 

@@ -310,9 +310,27 @@ def test_a_kill_sends_the_bucket_begun_to_the_consumers(cluster: LocalCluster,
         assert 0 < info.interval_secs <= ran, (info.interval_secs, ran)
 
 
-def test_a_kill_sends_every_workers_bucket_begun(cluster: LocalCluster) -> None:
+WIRE_DELAY_SECS = 0.2
+
+
+@pytest.mark.parametrize("slow_wire", [False, True])
+def test_a_kill_sends_every_workers_bucket_begun(cluster: LocalCluster, slow_wire: bool,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Over several workers: the consumer task runs in one of them, and gets the last points
-    of those stopped after it too (each worker sends its own before any stops)."""
+    of those stopped after it too (each worker sends its own before any stops). With
+    ``slow_wire`` each receive of the in-process transport hands over what it took
+    ``WIRE_DELAY_SECS`` late, as a receive thread kept from the GIL on a loaded host does:
+    the kill waits for those points to arrive before it stops their consumer."""
+    if slow_wire:
+        from squall.transports.local import LocalReceiver
+        recv = LocalReceiver.recv
+
+        def late(self: LocalReceiver, timeout: float | None = None) -> list[Any]:
+            messages = recv(self, timeout)
+            if messages:
+                time.sleep(WIRE_DELAY_SECS)     # the delay under test, not a wait for a state
+            return messages
+        monkeypatch.setattr(LocalReceiver, "recv", late)
     n = 200
     b = TopologyBuilder()
     b.set_spout("numbers", Numbers, 2, config={"app.n": n // 2})
