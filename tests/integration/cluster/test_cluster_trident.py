@@ -4,10 +4,10 @@ back through the cluster's DRPC server. One cluster runs both topologies at once
 - a transactional spout (FixedBatchSpout) into a transactional RedisMapState;
 - an opaque spout (RedisStreamSpout over two Redis streams) into an opaque RedisMapState.
 
-Every worker is killed with SIGKILL while both topologies are part-way through (batches in
-flight, so the coordinators restart from what they recorded in ZooKeeper, as do the spouts'
-partition metadata); the supervisors restart them and every batch still ends up counted
-exactly once.
+Every worker is killed with SIGKILL while both topologies are part-way through (the opaque
+one's streams get their second half after the kill; batches in flight, so the coordinators
+restart from what they recorded in ZooKeeper, as do the spouts' partition metadata); the
+supervisors restart them and every batch still ends up counted exactly once.
 """
 from __future__ import annotations
 
@@ -60,8 +60,13 @@ def test_trident_counts_exact_after_workers_killed(squall_cluster: Any,
                          decode_responses=True)
     prefix = redis_conf["key_prefix"]
     lines = tw.sentences(SENTENCES)
-    for i, line in enumerate(lines):
-        client.xadd(f"{prefix}stream{i % 2}", {"sentence": line})
+
+    def feed(part: list[str], start: int) -> None:
+        for i, line in enumerate(part, start):
+            client.xadd(f"{prefix}stream{i % 2}", {"sentence": line})
+    # the opaque spout's streams get their second half after the kill: it cannot finish first
+    held = SENTENCES // 2
+    feed(lines[:held], 0)
     expected = Counter(w for line in lines for w in line.split())
 
     c.start_nimbus()
@@ -73,9 +78,6 @@ def test_trident_counts_exact_after_workers_killed(squall_cluster: Any,
     servers = f"drpc.servers=[\"127.0.0.1:{drpc.port}\"]"
     common = ["-c", "topology.workers=2", "-c", servers, "-c", "topology.max.spout.pending=2",
               "-c", "topology.trident.batch.emit.interval.millis=150"]
-    c.squall("submit", f"{TOPOLOGY}:transactional_topology", "--name", "tx", *common,
-             env_extra=env)
-    c.squall("submit", f"{TOPOLOGY}:opaque_topology", "--name", "op", *common, env_extra=env)
 
     def counts(kind: str) -> dict[str, int]:
         return stored_counts(client, redis_conf, f"{kind}:", 1 if kind == "tx" else 2)
@@ -85,12 +87,19 @@ def test_trident_counts_exact_after_workers_killed(squall_cluster: Any,
         return 0 < total < sum(expected.values())
     def workers() -> list[int]:
         return [pid for s in sups for pid in s.worker_pids()]
-    c.wait(lambda: partial("tx") and partial("op") and len(workers()) == 4, 90,
-           "both topologies under way")
+    # the opaque topology first (it cannot finish before the kill), then the transactional
+    # one, whose fixed batches take seconds: both are part-way through when the kill comes
+    c.squall("submit", f"{TOPOLOGY}:opaque_topology", "--name", "op", *common, env_extra=env)
+    c.wait(lambda: partial("op"), 90, "the opaque topology under way")
+    c.squall("submit", f"{TOPOLOGY}:transactional_topology", "--name", "tx", *common,
+             env_extra=env)
+    c.wait(lambda: partial("tx") and len(workers()) == 4, 90,
+           "the transactional topology under way")
     victims = workers()
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
-    assert partial("tx") or partial("op"), "the kill came after both had finished"
+    assert partial("op"), "the opaque topology finished before the second half was fed"
+    feed(lines[held:], held)
     c.wait(lambda: len(workers()) == 4 and not set(victims) & set(workers()), 60,
            "the killed workers were not replaced")
     c.wait(lambda: counts("tx") == expected, 120, "exact transactional counts")
