@@ -602,8 +602,9 @@ class Worker:
         other workers (their cleanup, after the loop stops, then writes them), and the
         outbox has sent those for consumer tasks in other workers, which handle them if they
         still run: whoever stops several workers calls this on each before stopping any, and
-        again on each once what they sent each other has arrived (:meth:`LocalCluster.
-        kill_topology`). :meth:`shutdown` calls it."""
+        again on each once what they sent each other has arrived
+        (:meth:`~squall.runtime.local_cluster.LocalCluster.kill_topology`). :meth:`shutdown`
+        calls it."""
         timers = self.timers
         if not timers.consumers:
             return
