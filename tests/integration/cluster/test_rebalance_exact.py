@@ -18,8 +18,8 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 TOTAL = 300          # sentences (ids 0..TOTAL-1)
-RATE = 30            # sentences per second per spout task (two spout tasks): the stream
-                     # lasts 5 s, the rebalance comes about 1 s into it
+RATE = 30            # sentences per second per spout task (two spout tasks); the ids from
+                     # TOTAL // 2 on wait until the spouts were deactivated for the rebalance
 WAIT = 5             # rebalance --wait: far longer than a sentence takes to be acked, and
                      # than the command's return and a `squall list` take on a loaded host
 ROOM = {"supervisor.cpu.slots": 16, "supervisor.memory.slots": 16, "supervisor.net.slots": 16}
@@ -89,7 +89,8 @@ def test_rebalance_mid_stream_keeps_counts_exact(squall_cluster, wordcount, sche
     c.wait_ready(supervisors=2)
     target = c.wordcount_target.rsplit(":", 1)[0] + ":rebalance_topology"
     c.squall("submit", target, "--name", "wc", "-c", "topology.workers=2",
-             "-c", f"test.sentences={TOTAL}", "-c", f"test.emit.per.sec={RATE}")
+             "-c", f"test.sentences={TOTAL}", "-c", f"test.emit.per.sec={RATE}",
+             "-c", f"test.hold.from={TOTAL // 2}")
     acked = lambda: set(wordcount.read_acks(c.out_dir))  # noqa: E731
     c.wait(lambda: len(c.worker_slots("wc")) == 2 and len(acked()) >= 40, 40,
            "the topology did not start acking on two workers")
@@ -99,8 +100,15 @@ def test_rebalance_mid_stream_keeps_counts_exact(squall_cluster, wordcount, sche
     t_cmd = time.time()
     c.squall("rebalance", "wc", "--workers", str(workers), "--executors",
              f"count={count_executors}", "--wait", str(WAIT))
-    assert len(acked()) < TOTAL, "the stream ended before the rebalance: make it slower"
     assert c.listed() == {"wc": "rebalancing"}
+
+    def deactivated() -> bool:
+        events = wordcount.read_spout_events(c.out_dir)
+        return {e.task for e in events} <= {e.task for e in events
+                                            if e.event == "deactivate" and e.time >= t_cmd}
+    c.wait(deactivated, 30, "the spouts were not deactivated for the rebalance")
+    # the second half of the stream runs after the rebalance
+    wordcount.release(c.out_dir)
 
     def applied() -> bool:
         base = c.state.get_storm(tid) or {}

@@ -1,7 +1,9 @@
 """A word count that leaves evidence on disk, for cluster tests (submitted as a code package).
 
 Conf keys: ``test.output.dir`` (a directory every worker can write), ``test.sentences`` (how many
-sentence tuples in total), ``test.emit.per.sec`` (spout rate per task; 0 = as fast as allowed).
+sentence tuples in total), ``test.emit.per.sec`` (spout rate per task; 0 = as fast as allowed),
+``test.hold.from`` (ids from this one on wait until a test calls :func:`release`, so the stream
+cannot end before the fault the test brings about; 0 or unset: none wait).
 
 - Each spout task emits ``[sentence, i]`` for the sentence ids ``i`` with ``i % n == k`` (n spout
   tasks, k its index), with ``i`` as the tuple id; appends every acked id to ``acks-<task>.txt``
@@ -52,6 +54,11 @@ def read_acks(directory: Path) -> list[int]:
     for path in directory.glob("acks-*.txt"):
         out.extend(int(line) for line in path.read_text().split())
     return out
+
+
+def release(directory: Path) -> None:
+    """Let the spouts go on past ``test.hold.from``."""
+    (directory / "go").write_text("go")
 
 
 def spout_states(directory: Path) -> list[str]:
@@ -113,6 +120,8 @@ class RecordingSpout(Spout):
         rate = float(conf.get("test.emit.per.sec") or 0)
         self.interval = 1.0 / rate if rate else 0.0
         self.next_at = 0.0
+        self.hold_from = int(conf.get("test.hold.from") or 0)
+        self.released = not self.hold_from
         tasks = context.component_tasks(context.component_id)
         k, n = tasks.index(context.task_id), len(tasks)
         self.ack_file = self.dir / f"acks-{context.task_id}.txt"
@@ -146,6 +155,10 @@ class RecordingSpout(Spout):
     def next_tuple(self):
         if not self.todo:
             return
+        if not self.released and self.todo[0] >= self.hold_from:
+            if not (self.dir / "go").exists():
+                return
+            self.released = True
         now = time.monotonic()
         if now < self.next_at:
             return
