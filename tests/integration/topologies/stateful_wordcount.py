@@ -2,7 +2,9 @@
 StatefulBolt's state across ``kill -9`` of workers.
 
 Conf keys: ``test.output.dir`` (a directory every worker can write), ``test.sentences`` (how many
-sentences in total), ``test.emit.per.sec`` (the spout's rate; 0: as fast as allowed).
+sentences in total), ``test.emit.per.sec`` (the spout's rate; 0: as fast as allowed),
+``test.hold.from`` (ids from this one on wait until a test calls :func:`release`; 0 or unset:
+none wait).
 
 - The spout emits ``[sentence, i]`` for ids ``i < test.sentences`` with ``i`` as the tuple id,
   appends each acked id to ``acks-<task>.txt``, replays failed ids, and on (re)start skips the
@@ -43,6 +45,11 @@ def read_acks(directory: Path) -> list[int]:
     return out
 
 
+def release(directory: Path) -> None:
+    """Let the spout go on past ``test.hold.from``."""
+    (directory / "go").write_text("go")
+
+
 def count_pids(directory: Path) -> dict[int, int]:
     """Count task -> the pid of the worker it last started in."""
     return {int(p.stem.split("-")[1]): int(p.read_text()) for p in directory.glob("count-*.pid")
@@ -57,6 +64,8 @@ class DurableSentences(Spout):
         rate = float(conf.get("test.emit.per.sec") or 0)
         self.gap = 1.0 / rate if rate else 0.0
         self.next_at = 0.0
+        self.hold_from = int(conf.get("test.hold.from") or 0)
+        self.released = not self.hold_from
         self.ack_file = self.dir / f"acks-{context.task_id}.txt"
         done = set()
         if self.ack_file.exists():
@@ -67,6 +76,10 @@ class DurableSentences(Spout):
     def next_tuple(self):
         if not self.todo:
             return
+        if not self.released and self.todo[0] >= self.hold_from:
+            if not (self.dir / "go").exists():
+                return
+            self.released = True
         now = time.monotonic()
         if now < self.next_at:
             return
