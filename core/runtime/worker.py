@@ -611,13 +611,14 @@ class Worker:
         self.loop.call(lambda: timers.send_partial(self.clock.now), wait)
         consumers = [ex for ex in self.executors if ex.component_id.startswith(METRICS_PREFIX)]
         inbox = self.inbox
+        held = inbox.held
         deadline = time.monotonic() + wait
-        # received, not yet dispatched (backlog: until the loop has queued it), or waiting
-        # for a consumer's queue to drain
+        # also what was received and not yet dispatched (the backlog, until the loop has
+        # queued it) and what waits for a consumer's queue to drain
         while time.monotonic() < deadline and (
                 timers.collecting or self.outbox.pending() or inbox.backlog()
-                or inbox.held_total()
-                or any(ex.queued() or any(ts.queue for ts in ex.tasks) for ex in consumers)):
+                or any(ex.queued() or any(ts.queue or held.get(ts.task) for ts in ex.tasks)
+                       for ex in consumers)):
             time.sleep(0.005)
 
     def shutdown(self, timeout: float | None = None,
